@@ -1,0 +1,1 @@
+"""Command line: `kerneldiff [A [B]]`, `kerneldiff info`, `compare`, `synth`, `aie`."""

@@ -1,0 +1,87 @@
+"""`kerneldiff info TRACE…`: the probe result, then a load summary per trace."""
+
+from __future__ import annotations
+
+import json
+
+from rich.table import Table
+from rich.text import Text
+
+from .render import console, literal, size, us
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("info", help="probe and load traces, print a summary")
+    p.add_argument("traces", nargs="+", help="trace files (.json or .json.gz)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--probe-only", action="store_true", help="only read the head of each file")
+    p.add_argument("--registry", help="extra classifier rules (TOML), tried before the shipped ones")
+
+
+def probe_table(info) -> Table:
+    t = Table(show_header=False, box=None, pad_edge=False)
+    t.add_column(style="bold")
+    t.add_column(overflow="fold")
+    t.add_row("file", literal(info.path))
+    t.add_row("kind", info.kind)
+    t.add_row("size", f"{size(info.size)}" + (" (gzip)" if info.compressed else ""))
+    t.add_row("GPU", literal(info.gpu or "unknown") + Text(f"  [{info.vendor}]"))
+    if info.device:
+        d = info.device
+        props = [f"{k}={d[k]}" for k in ("computeMajor", "computeMinor", "numSms", "warpSize") if k in d]
+        if info.memory_gb:
+            props.append(f"memory={info.memory_gb} GB")
+        t.add_row("device", literal(", ".join(props)) + Text(f"  ({info.device_count} devices)"))
+    if info.runtime:
+        t.add_row("runtime", literal(", ".join(f"{k}={v}" for k, v in info.runtime.items())))
+    if info.distributed:
+        t.add_row("distributed", literal(", ".join(f"{k}={v}" for k, v in info.distributed.items())))
+    t.add_row("recorded", f"with_stack={info.with_stack}, record_shapes={info.record_shapes}")
+    if info.aie_cores:
+        t.add_row("AIE cores", literal(", ".join(info.aie_cores)))
+    return t
+
+
+def run(args) -> int:
+    from core import probe
+    from core.loader import load
+    from core.summary import summarize
+
+    out = console()
+    results = []
+    classifier = None
+    for path in args.traces:
+        info = probe(path)
+        entry = {"probe": info.to_dict()}
+        if not args.probe_only and info.kind != "aie":
+            if classifier is None:
+                from core.classify import Classifier
+
+                classifier = Classifier.load(args.registry)
+            model = load(path, info=info, classifier=classifier)
+            entry["summary"] = summarize(model)
+        results.append(entry)
+        if args.json:
+            continue
+        out.print(probe_table(info))
+        if "summary" not in entry:
+            out.print()
+            continue
+        s = entry["summary"]
+        out.print(Text(f"kernels {s['kernels']:,}   GPU time {us(s['gpu_time_us'])}   steps {s['steps']} "
+                       f"{s['step_phases']}   architecture {s['architecture']}   "
+                       f"layers/step {s['layers_per_step']}   loaded in {s['load_seconds']:.2f} s"))
+        ops = Table(title="top operations", title_justify="left")
+        ops.add_column("operation")
+        ops.add_column("kernels", justify="right")
+        ops.add_column("GPU time", justify="right")
+        ops.add_column("share", justify="right")
+        for r in s["operations"][:12]:
+            ops.add_row(literal(r["category"]), f"{r['count']:,}", us(r["total_us"]), f"{r['share']:.1%}")
+        out.print(ops)
+        for w in s["warnings"]:
+            out.print(Text("warning: ", style="yellow") + literal(w))
+        out.print()
+    if args.json:
+        print(json.dumps(results if len(results) > 1 else results[0], indent=2, default=str))
+    return 0

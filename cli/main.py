@@ -1,0 +1,63 @@
+"""Entry point. Each subcommand lives in its own module exposing `add_parser(sub)` and `run(args)`.
+
+Bad input never produces a traceback: a `TraceError` becomes one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from core.errors import TraceError
+
+# subcommand name -> module (imported lazily so `kerneldiff --help` stays instant)
+SUBCOMMANDS = {
+    "info": "cli.info",
+    "compare": "cli.compare",
+    "synth": "cli.synth",
+    "aie": "cli.aie",
+}
+
+
+def _build_parser(selected: str | None) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="kerneldiff",
+        description="Compare two GPU profiler traces side by side. "
+        "`kerneldiff A B` opens the explorer; `kerneldiff` alone opens the bundled demo pair.",
+    )
+    sub = p.add_subparsers(dest="command")
+    for name, modname in SUBCOMMANDS.items():
+        if selected is not None and name != selected:
+            sub.add_parser(name)  # keep it listed without importing its module
+            continue
+        try:
+            mod = importlib.import_module(modname)
+        except ModuleNotFoundError:
+            continue
+        mod.add_parser(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in SUBCOMMANDS:
+        parser = _build_parser(argv[0])
+        args = parser.parse_args(argv)
+        mod = importlib.import_module(SUBCOMMANDS[argv[0]])
+        try:
+            return int(mod.run(args) or 0)
+        except TraceError as e:
+            print(f"kerneldiff: {e}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            return 130
+        except BrokenPipeError:
+            return 0
+    from cli.app_launch import launch
+
+    return launch(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

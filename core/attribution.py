@@ -1,0 +1,127 @@
+"""Who launched a kernel: kernel → runtime launch (correlation) → cpu_op (External id) → Python stack.
+
+Joins are vectorised with sorted keys + searchsorted; the Python stack is resolved only when a
+user asks for one kernel, walking `Python parent id` with a guard against cycles.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .model import TraceModel
+
+
+def _lookup(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Row in `keys` holding each wanted value (first occurrence), -1 where absent or wanted < 0."""
+    out = np.full(len(wanted), -1, dtype=np.int64)
+    if len(keys) == 0 or len(wanted) == 0:
+        return out
+    order = np.argsort(keys, kind="stable")
+    sk = keys[order]
+    pos = np.searchsorted(sk, wanted, side="left")
+    pos_c = np.minimum(pos, len(sk) - 1)
+    hit = (pos < len(sk)) & (sk[pos_c] == wanted) & (wanted >= 0)
+    out[hit] = order[pos_c[hit]]
+    return out
+
+
+def link(model: TraceModel) -> None:
+    k = model.kernels
+    # Only launches with a correlation can be joined; several runtime calls can share a
+    # correlation on some ROCm versions, the first one (in file order) is the launch.
+    k.launch = _lookup(model.launches.corr, k.corr)
+    ext = k.ext.copy()
+    has_launch = k.launch >= 0
+    missing = (ext < 0) & has_launch
+    ext[missing] = model.launches.ext[k.launch[missing]]
+    k.ext = ext
+    k.cpu_op = _lookup(model.cpu_ops.ext, ext)
+
+
+def launch_time(model: TraceModel) -> np.ndarray:
+    """CPU time at which each kernel was launched; NaN where the launch is unknown."""
+    k = model.kernels
+    t = np.full(len(k), np.nan)
+    ok = k.launch >= 0
+    t[ok] = model.launches.ts[k.launch[ok]]
+    return t
+
+
+def enclosing(ts: np.ndarray, dur: np.ndarray, t: float, rows: np.ndarray | None = None) -> np.ndarray:
+    """Rows whose [ts, ts+dur] contains t, outermost first."""
+    sel = np.nonzero((ts <= t) & (ts + dur >= t))[0]
+    if rows is not None:
+        sel = np.intersect1d(sel, rows)
+    return sel[np.lexsort((-dur[sel], ts[sel]))] if len(sel) else sel
+
+
+def cpu_op_stack(model: TraceModel, row: int) -> list[str]:
+    """Names of the cpu_ops enclosing the launch of kernel `row`, outermost first."""
+    k = model.kernels
+    li = int(k.launch[row])
+    if li < 0:
+        i = int(k.cpu_op[row])
+        return [model.strings[int(model.cpu_ops.name[i])]] if i >= 0 else []
+    t = float(model.launches.ts[li])
+    c = model.cpu_ops
+    same = np.nonzero(c.tid == model.launches.tid[li])[0]
+    rows = enclosing(c.ts, c.dur, t, same)
+    return [model.strings[int(c.name[r])] for r in rows]
+
+
+def python_stack(model: TraceModel, row: int, limit: int = 64) -> list[str]:
+    """Python frames around the launch of kernel `row`, innermost first ([] without with_stack)."""
+    p = model.python
+    if len(p) == 0:
+        return []
+    k = model.kernels
+    li = int(k.launch[row])
+    if li >= 0:
+        t, tid = float(model.launches.ts[li]), int(model.launches.tid[li])
+    else:
+        i = int(k.cpu_op[row])
+        if i < 0:
+            return []
+        t, tid = float(model.cpu_ops.ts[i]), int(model.cpu_ops.tid[i])
+    rows = enclosing(p.ts, p.dur, t, np.nonzero(p.tid == tid)[0])
+    if len(rows) == 0:  # some writers put Python events on their own pid/tid
+        rows = enclosing(p.ts, p.dur, t)
+    if len(rows) == 0:
+        return []
+    # innermost frame = last of the enclosing ones; then follow parent ids (cycle-safe)
+    cache = model.__dict__.setdefault("_pyid_index", {})
+    if "order" not in cache:
+        cache["order"] = np.argsort(p.pyid, kind="stable")
+        cache["sorted"] = p.pyid[cache["order"]]
+    order, sk = cache["order"], cache["sorted"]
+    frames: list[str] = []
+    seen: set[int] = set()
+    r = int(rows[-1])
+    while r >= 0 and len(frames) < limit and r not in seen:
+        seen.add(r)
+        frames.append(model.strings[int(p.name[r])])
+        parent = int(p.parent[r])
+        if parent < 0:
+            break
+        pos = int(np.searchsorted(sk, parent))
+        r = int(order[pos]) if pos < len(sk) and sk[pos] == parent else -1
+    return frames
+
+
+def quality_warnings(model: TraceModel, classifier) -> None:
+    """Trace-quality warnings a user should see before trusting a comparison."""
+    k = model.kernels
+    w = model.warnings
+    if len(k) == 0:
+        w.append("no GPU kernels in this trace")
+        return
+    total = float(k.dur.sum())
+    if "Other" in model.categories and total > 0:
+        other = float(k.dur[k.cat == model.categories.index("Other")].sum()) / total
+        if other > 0.10:
+            w.append(f"{other:.0%} of kernel time is unclassified (Other)")
+    linked = float((k.launch >= 0).mean())
+    if linked < 0.9:
+        w.append(f"only {linked:.0%} of kernels link to a CPU launch (correlation ids missing)")
+    if len(model.python) == 0:
+        w.append("no Python stacks (trace recorded without with_stack)")

@@ -1,0 +1,199 @@
+"""Architecture detection and segmentation of each step's kernels into transformer layers.
+
+Every layer of a transformer runs exactly one token mixer: an attention block, or in SSM / hybrid
+models a state-space scan. Those kernels are the *anchors*: one anchor run per layer. A layer does
+not start at its anchor but at its input norm, so each boundary is moved back to the last norm
+kernel before the anchor (pre-norm models; fused norm+GEMM counts as a norm). The last layer ends
+where the regular layers' pattern says (the same number of norms after its anchor as the others
+have), leaving the final norm, lm_head and sampling as the epilogue. Nothing here depends on the
+GPU vendor or on graph replay: it reads only the GPU kernel sequence.
+
+When a trace has no step annotations, step boundaries are inferred from the anchor spacing: the
+embedding / lm_head / sampling kernels between two forward passes make that gap clearly longer.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from .model import LayerSpan, Step, TraceModel
+
+# Attention kernels of one layer can be several launches (split-KV + combine, 3-D unified
+# attention + reduce, rotary inside). Anchor kernels at most this many positions apart, with no
+# GEMM or norm between them, are one anchor run.
+ANCHOR_MERGE_GAP = 3
+# A step break (when inferring steps) is a gap between anchors this much longer than the median.
+STEP_GAP_FACTOR = 1.5
+# Layer sizes (kernel counts) beyond this ratio of max to min earn a warning.
+UNEVEN_RATIO = 1.5
+
+
+def _roles(model: TraceModel, classifier) -> np.ndarray:
+    """Role string per category id ('attention', 'norm', 'ssm', 'gemm', ...)."""
+    roles = []
+    for c in model.categories:
+        r = classifier.role(c)
+        if r != "norm" and any(classifier.role(x) == "norm" for x in classifier.components(c)):
+            r = "norm"  # a fused norm (e.g. RMSNorm+GEMM) still starts a layer
+        roles.append(r)
+    return np.array(roles + ["other"], dtype=object)  # index -1 -> "other"
+
+
+def detect_architecture(model: TraceModel, roles: np.ndarray) -> str:
+    k = model.kernels
+    if len(k) == 0:
+        return "unknown"
+    r = roles[k.cat]
+    has_attn = bool((r == "attention").any())
+    has_ssm = bool((r == "ssm").any())
+    if has_attn and has_ssm:
+        return "hybrid"
+    if has_ssm:
+        return "ssm"
+    if has_attn:
+        return "transformer"
+    return "unknown"
+
+
+def _anchor_runs(r: np.ndarray, anchor_roles: tuple[str, ...]) -> np.ndarray:
+    """Start positions of anchor runs in a role sequence."""
+    is_anchor = np.isin(r, anchor_roles)
+    pos = np.nonzero(is_anchor)[0]
+    if len(pos) == 0:
+        return pos
+    breaker = np.isin(r, ("gemm", "norm", "moe"))
+    starts = [int(pos[0])]
+    last = int(pos[0])
+    for p in pos[1:].tolist():
+        if p - last <= ANCHOR_MERGE_GAP and not breaker[last + 1:p].any():
+            last = p
+            continue
+        starts.append(p)
+        last = p
+    return np.array(starts, dtype=np.int64)
+
+
+def _segment_sequence(r: np.ndarray, anchors: np.ndarray) -> list[tuple[int, int]]:
+    """(start, end) positions of each layer in one step's role sequence."""
+    n, m = len(r), len(anchors)
+    if m == 0:
+        return []
+    norms = np.nonzero(r == "norm")[0]
+
+    def last_norm_between(lo: int, hi: int) -> int | None:
+        i = np.searchsorted(norms, hi, side="left") - 1
+        return int(norms[i]) if i >= 0 and norms[i] > lo else None
+
+    starts: list[int | None] = []
+    for i in range(m):
+        lo = int(anchors[i - 1]) if i > 0 else -1
+        starts.append(last_norm_between(lo, int(anchors[i])))
+    offsets = [int(anchors[i]) - s for i, s in enumerate(starts) if s is not None]
+    d = Counter(offsets).most_common(1)[0][0] if offsets else 0
+    bounds = []
+    for i in range(m):
+        s = starts[i]
+        if s is None or int(anchors[i]) - s > 2 * max(d, 1) + 4:
+            s = max(int(anchors[i]) - d, int(anchors[i - 1]) + 1 if i > 0 else 0)
+        bounds.append(s)
+    # end of the last layer: as many norms after its anchor as a regular layer has
+    if m >= 2:
+        per_layer = Counter(int(((norms > anchors[i]) & (norms < bounds[i + 1])).sum()) for i in range(m - 1))
+        q = per_layer.most_common(1)[0][0]
+        after = norms[norms > anchors[-1]]
+        if len(after) > q:
+            last_end = int(after[q])
+        else:
+            typical = int(np.median(np.diff(bounds)))
+            last_end = min(n, bounds[-1] + typical)
+    else:
+        after = norms[norms > anchors[-1]]
+        last_end = int(after[1]) if len(after) > 1 else n
+    ends = bounds[1:] + [max(last_end, bounds[-1] + 1)]
+    return list(zip(bounds, ends))
+
+
+def _infer_steps(model: TraceModel, rows: np.ndarray, anchors: np.ndarray) -> list[np.ndarray]:
+    """Split the single whole-trace step into forward passes at unusually long anchor gaps."""
+    if len(anchors) < 4:
+        return [rows]
+    gaps = np.diff(anchors)
+    med = float(np.median(gaps))
+    breaks = np.nonzero(gaps > STEP_GAP_FACTOR * med)[0]
+    if len(breaks) == 0:
+        return [rows]
+    pieces, prev = [], 0
+    for b in breaks.tolist():
+        # cut halfway between the last anchor of one pass and the first of the next
+        cut = int(anchors[b] + (anchors[b + 1] - anchors[b]) // 2)
+        pieces.append(rows[prev:cut])
+        prev = cut
+    pieces.append(rows[prev:])
+    return pieces
+
+
+def segment(model: TraceModel, classifier) -> None:
+    k = model.kernels
+    roles = _roles(model, classifier)
+    model.architecture = detect_architecture(model, roles)
+    k.layer = np.full(len(k), -1, dtype=np.int32)
+    model.layers = []
+    if len(k) == 0:
+        return
+    anchor_roles = {"transformer": ("attention",), "ssm": ("ssm",), "hybrid": ("attention", "ssm")}.get(
+        model.architecture)
+    if anchor_roles is None:
+        model.warnings.append("layers not detected: no attention or SSM kernels recognised")
+        return
+    if model.architecture == "hybrid":
+        model.warnings.append("hybrid model (attention + SSM layers): layers are anchored on both mixers")
+    # Segment the device that does most of the work; other devices' kernels stay outside layers.
+    devs, inv = np.unique(k.device, return_inverse=True)
+    main_dev = devs[np.argmax(np.bincount(inv, weights=k.dur))]
+    on_dev = k.device == main_dev
+    role_all = roles[k.cat]
+
+    if len(model.steps) == 1 and model.steps[0].source == "whole-trace":
+        rows = np.nonzero(on_dev)[0]
+        anchors = _anchor_runs(role_all[rows], anchor_roles)
+        pieces = _infer_steps(model, rows, anchors)
+        if len(pieces) > 1:
+            model.steps = []
+            for i, piece in enumerate(pieces):
+                ts0 = float(k.ts[piece[0]]) if len(piece) else 0.0
+                ts1 = float((k.ts[piece] + k.dur[piece]).max()) if len(piece) else 0.0
+                model.steps.append(Step(i, f"inferred pass {i}", "unknown", ts0, ts1 - ts0, "inferred"))
+                k.step[piece] = i
+            model.warnings.append(f"forward passes inferred from kernel patterns: {len(pieces)} passes")
+
+    counts = []
+    sizes = []
+    step_of = k.step
+    order = np.argsort(step_of, kind="stable")  # rows grouped by step, time order kept
+    bounds = np.searchsorted(step_of[order], np.arange(len(model.steps) + 1))
+    for s in range(len(model.steps)):
+        rows = order[bounds[s]:bounds[s + 1]]
+        rows = rows[on_dev[rows]]
+        if len(rows) == 0:
+            counts.append(0)
+            continue
+        r = role_all[rows]
+        anchors = _anchor_runs(r, anchor_roles)
+        spans = _segment_sequence(r, anchors)
+        counts.append(len(spans))
+        for li, (a, b) in enumerate(spans):
+            k.layer[rows[a:b]] = li
+            model.layers.append(LayerSpan(s, li, int(rows[a]), int(rows[b - 1]) + 1))
+            sizes.append(b - a)
+    nonzero = [c for c in counts if c]
+    if not nonzero:
+        model.warnings.append("layers not detected in any step")
+        return
+    model.num_layers = Counter(nonzero).most_common(1)[0][0]
+    odd = sum(1 for c in nonzero if c != model.num_layers)
+    if odd:
+        model.warnings.append(f"{odd} of {len(nonzero)} steps have a layer count other than {model.num_layers}")
+    if sizes and max(sizes) > UNEVEN_RATIO * max(min(sizes), 1):
+        model.warnings.append(f"uneven layer sizes: {min(sizes)} to {max(sizes)} kernels per layer")

@@ -1,0 +1,178 @@
+"""The compact, columnar model of one loaded trace.
+
+Every per-event table is a set of numpy columns of equal length; names are int ids into one
+`StringTable`. Nothing here holds a Python object per event, so a 2 GB trace costs a few
+hundred MB and can be cached to disk as raw arrays.
+
+Kernel rows are sorted by (device, stream-independent) start time. "Kernel" here means any GPU
+activity that takes GPU time: kernels, memcpy and memset (their `kind` column tells which).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .strings import StringTable
+
+PHASES = ("unknown", "prefill", "decode", "mixed")
+PHASE_ID = {p: i for i, p in enumerate(PHASES)}
+
+KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET = 0, 1, 2
+KINDS = ("kernel", "memcpy", "memset")
+
+# name, numpy dtype, fill value for "absent"
+KERNEL_COLUMNS: tuple[tuple[str, str, Any], ...] = (
+    ("ts", "f8", 0.0),        # start, µs (trace clock)
+    ("dur", "f8", 0.0),       # duration, µs, >= 0
+    ("name", "i4", -1),       # id into strings
+    ("kind", "i1", 0),        # KIND_*
+    ("stream", "i8", -1),
+    ("device", "i8", -1),
+    ("corr", "i8", -1),       # correlation id (joins the runtime launch)
+    ("ext", "i8", -1),        # External id (joins the cpu_op)
+    ("cpu_op", "i4", -1),     # row in cpu_ops, -1 if unknown
+    ("launch", "i4", -1),     # row in launches, -1 if unknown
+    ("cat", "i2", -1),        # category id into TraceModel.categories
+    ("rule", "i4", -1),       # rule id into TraceModel.rules
+    ("step", "i4", -1),       # row in steps (the forward pass it was launched in), -1 if none
+    ("phase", "i1", 0),       # PHASE_ID of its step
+    ("layer", "i4", -1),      # transformer layer index within its step, -1 outside layers
+)
+
+CPU_OP_COLUMNS = (("ts", "f8", 0.0), ("dur", "f8", 0.0), ("name", "i4", -1), ("ext", "i8", -1),
+                  ("tid", "i8", -1), ("pid", "i8", -1))
+LAUNCH_COLUMNS = (("ts", "f8", 0.0), ("dur", "f8", 0.0), ("name", "i4", -1), ("corr", "i8", -1),
+                  ("ext", "i8", -1), ("tid", "i8", -1), ("pid", "i8", -1))
+PYTHON_COLUMNS = (("ts", "f8", 0.0), ("dur", "f8", 0.0), ("name", "i4", -1), ("pyid", "i8", -1),
+                  ("parent", "i8", -1), ("tid", "i8", -1), ("pid", "i8", -1))
+ANNOTATION_COLUMNS = (("ts", "f8", 0.0), ("dur", "f8", 0.0), ("name", "i4", -1), ("tid", "i8", -1),
+                      ("pid", "i8", -1), ("gpu", "i1", 0))
+
+
+class Table:
+    """A bundle of equal-length numpy columns with attribute access (`t.ts`, `t.dur`, ...)."""
+
+    def __init__(self, spec, columns: dict[str, np.ndarray] | None = None, n: int = 0) -> None:
+        object.__setattr__(self, "_spec", tuple(spec))
+        cols = {}
+        for name, dtype, fill in spec:
+            if columns is not None and name in columns:
+                cols[name] = np.asarray(columns[name], dtype=dtype)
+            else:
+                length = len(next(iter(columns.values()))) if columns else n
+                cols[name] = np.full(length, fill, dtype=dtype)
+        object.__setattr__(self, "_cols", cols)
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        try:
+            return self._cols[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value) -> None:
+        if name not in self._cols:
+            raise AttributeError(f"no column {name}")
+        self._cols[name] = np.asarray(value, dtype=self._cols[name].dtype)
+
+    def __len__(self) -> int:
+        return len(next(iter(self._cols.values()))) if self._cols else 0
+
+    @property
+    def columns(self) -> dict[str, np.ndarray]:
+        return self._cols
+
+    def take(self, index) -> "Table":
+        return Table(self._spec, {k: v[index] for k, v in self._cols.items()})
+
+    @property
+    def nbytes(self) -> int:
+        return sum(v.nbytes for v in self._cols.values())
+
+
+@dataclass
+class Step:
+    """One forward pass / scheduler step, from a phase annotation (or inferred)."""
+
+    index: int
+    name: str           # the annotation text, literal
+    phase: str          # one of PHASES
+    ts: float
+    dur: float
+    source: str         # "vllm", "sglang", "profiler_step", "inferred", "whole-trace"
+    batch: int | None = None      # requests in the step, when the annotation says
+    tokens: int | None = None     # tokens in the step, when the annotation says
+
+
+@dataclass
+class LayerSpan:
+    """A transformer layer inside one step: kernel rows [start, end) of the sorted kernel table."""
+
+    step: int
+    layer: int
+    start: int
+    end: int
+
+
+@dataclass
+class TraceModel:
+    path: str
+    info: Any                                   # core.probe.TraceInfo
+    strings: StringTable
+    kernels: Table
+    cpu_ops: Table
+    launches: Table
+    python: Table
+    annotations: Table
+    categories: list[str]
+    rules: list[str]                            # rule ids, e.g. "amd.tensile_gemm"
+    steps: list[Step] = field(default_factory=list)
+    layers: list[LayerSpan] = field(default_factory=list)
+    num_layers: int = 0                         # layers per forward pass (0 if not detected)
+    architecture: str = "unknown"               # transformer | ssm | hybrid | unknown
+    warnings: list[str] = field(default_factory=list)
+    dropped_events: int = 0                     # malformed events skipped by the loader
+    load_seconds: float = 0.0
+
+    # --- small conveniences; heavy analysis lives in other modules ---------------------------
+    @property
+    def label(self) -> str:
+        gpu = getattr(self.info, "gpu", "") or ""
+        return gpu or self.path.rsplit("/", 1)[-1]
+
+    @property
+    def gpu_time_us(self) -> float:
+        return float(self.kernels.dur.sum())
+
+    def kernel_name(self, row: int) -> str:
+        return self.strings[int(self.kernels.name[row])]
+
+    def category(self, row: int) -> str:
+        c = int(self.kernels.cat[row])
+        return self.categories[c] if c >= 0 else "Other"
+
+    def rule(self, row: int) -> str:
+        r = int(self.kernels.rule[row])
+        return self.rules[r] if r >= 0 else ""
+
+    def cpu_op_name(self, row: int) -> str | None:
+        i = int(self.kernels.cpu_op[row])
+        return self.strings[int(self.cpu_ops.name[i])] if i >= 0 else None
+
+    def phase_mask(self, phase: str | None) -> np.ndarray:
+        """Boolean mask over kernels for a phase filter ("all"/None keeps every kernel)."""
+        if phase in (None, "all"):
+            return np.ones(len(self.kernels), dtype=bool)
+        return self.kernels.phase == PHASE_ID[phase]
+
+    def phases_present(self) -> list[str]:
+        ids = np.unique(self.kernels.phase)
+        return [PHASES[i] for i in ids.tolist()]
+
+    def python_stack(self, row: int, limit: int = 64) -> list[str]:
+        """Python frames (innermost first) around the launch of kernel `row`, resolved on demand."""
+        from .attribution import python_stack
+
+        return python_stack(self, row, limit=limit)

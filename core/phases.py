@@ -1,0 +1,137 @@
+"""Steps and phases: which forward pass (and prefill / decode / mixed) each kernel belongs to.
+
+A kernel belongs to the step annotation its *launch* happened in. GPUs run behind their CPUs
+(often by more than a whole decode step), so a kernel's own GPU timestamp may fall inside the
+next step's CPU window; the correlation id leads back to the launch, whose CPU time is exact.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from .attribution import launch_time
+from .model import PHASE_ID, Step, TraceModel
+
+# vLLM V1, newer: execute_32_context_0(sq0sk0…)_generation_32(sq32sk55086…)
+_VLLM_NEW = re.compile(r"^execute_(\d+)_context_(\d+)\(.*?\)_generation_(\d+)\(")
+# vLLM, older: execute_context_1(888_788544)_generation_0(0)  — requests(tokens_…)
+_VLLM_OLD = re.compile(r"^execute_context_(\d+)\((\d+)[_)].*?_generation_(\d+)\((\d+)")
+_VLLM_ANY = re.compile(r"^execute_.*?context_(\d+).*?generation_(\d+)")
+# SGLang: step[DECODE bs=32], step[EXTEND bs=15 toks=15360], step[MIXED …]
+_SGLANG = re.compile(r"^step\[(DECODE|EXTEND|PREFILL|MIXED|IDLE)\b([^\]]*)\]", re.I)
+_PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+_KV = re.compile(r"(bs|toks)=(\d+)")
+
+
+def _phase(context: int, generation: int) -> str:
+    if context > 0 and generation > 0:
+        return "mixed"
+    if context > 0:
+        return "prefill"
+    if generation > 0:
+        return "decode"
+    return "unknown"
+
+
+def parse_step(name: str) -> tuple[str, str, int | None, int | None] | None:
+    """(phase, source, batch, tokens) for a step annotation, None if `name` is not one."""
+    m = _VLLM_NEW.match(name)
+    if m:
+        ctx, gen = int(m.group(2)), int(m.group(3))
+        return _phase(ctx, gen), "vllm", ctx + gen, None
+    m = _VLLM_OLD.match(name)
+    if m:
+        ctx, ctx_tokens, gen = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        return _phase(ctx, gen), "vllm", ctx + gen, ctx_tokens + gen
+    m = _VLLM_ANY.match(name)
+    if m:
+        ctx, gen = int(m.group(1)), int(m.group(2))
+        return _phase(ctx, gen), "vllm", ctx + gen, None
+    m = _SGLANG.match(name)
+    if m:
+        kind = m.group(1).upper()
+        kv = {k: int(v) for k, v in _KV.findall(m.group(2))}
+        phase = {"DECODE": "decode", "EXTEND": "prefill", "PREFILL": "prefill", "MIXED": "mixed"}.get(kind, "unknown")
+        return phase, "sglang", kv.get("bs"), kv.get("toks")
+    if _PROFILER_STEP.match(name):
+        return "unknown", "profiler_step", None, None
+    return None
+
+
+def find_steps(model: TraceModel) -> tuple[list[Step], bool]:
+    """Step annotations, sorted by time; CPU ones if any, else their GPU mirrors. (steps, on_gpu)."""
+    a = model.annotations
+    for gpu in (0, 1):
+        rows = np.nonzero(a.gpu == gpu)[0]
+        found = []
+        for r in rows[np.argsort(a.ts[rows], kind="stable")]:
+            name = model.strings[int(a.name[r])]
+            parsed = parse_step(name)
+            if parsed:
+                found.append((float(a.ts[r]), float(a.dur[r]), name, parsed))
+        # nested duplicates (an outer and inner annotation with the same start) collapse to one
+        steps: list[Step] = []
+        for ts, dur, name, (phase, source, batch, tokens) in found:
+            if steps and ts < steps[-1].ts + steps[-1].dur and source == steps[-1].source:
+                continue
+            steps.append(Step(len(steps), name, phase, ts, dur, source, batch, tokens))
+        if steps:
+            return steps, bool(gpu)
+    return [], False
+
+
+def _gpu_mirrors(model: TraceModel, steps: list[Step]):
+    """GPU-timeline copies of the CPU step annotations, matched by name and order."""
+    a = model.annotations
+    rows = np.nonzero(a.gpu == 1)[0]
+    rows = rows[np.argsort(a.ts[rows], kind="stable")]
+    names = [model.strings[int(a.name[r])] for r in rows]
+    picked = [r for r, n in zip(rows, names) if parse_step(n)]
+    if len(picked) != len(steps):
+        return None, None
+    picked = np.array(picked)
+    return (a.ts[picked], a.ts[picked] + a.dur[picked]), True
+
+
+def assign(model: TraceModel) -> None:
+    """Set kernels.step and kernels.phase; record model.steps and warnings."""
+    k = model.kernels
+    steps, on_gpu = find_steps(model)
+    if not steps:
+        model.steps = [Step(0, "whole trace", "unknown", float(k.ts.min()) if len(k) else 0.0,
+                            float((k.ts + k.dur).max() - k.ts.min()) if len(k) else 0.0, "whole-trace")]
+        k.step = np.zeros(len(k), dtype=np.int32)
+        k.phase = np.zeros(len(k), dtype=np.int8)
+        model.warnings.append("no step/phase annotations (vLLM, SGLang or ProfilerStep): the whole trace is one step")
+        return
+    model.steps = steps
+    starts = np.array([s.ts for s in steps])
+    ends = np.array([s.ts + s.dur for s in steps])
+    if on_gpu:
+        t = k.ts.copy()
+        model.warnings.append("step annotations found only on the GPU timeline: kernels assigned by GPU time")
+    else:
+        t = launch_time(model)
+    idx = np.searchsorted(starts, t, side="right") - 1
+    ok = (idx >= 0) & (t <= ends[np.maximum(idx, 0)])
+    step = np.where(ok, idx, -1).astype(np.int32)
+    unlinked = np.isnan(t)
+    if unlinked.any() and not on_gpu:
+        # Kernels with no recorded launch (often launched before profiling started) belong to a
+        # step only if its GPU-timeline mirror covers them; otherwise they stay outside all steps.
+        gpu_steps, _ = _gpu_mirrors(model, steps)
+        if gpu_steps is not None:
+            g_start, g_end = gpu_steps
+            gi = np.searchsorted(g_start, k.ts[unlinked], side="right") - 1
+            g_ok = (gi >= 0) & (k.ts[unlinked] <= g_end[np.maximum(gi, 0)])
+            step[unlinked] = np.where(g_ok, gi, -1)
+    k.step = step
+    phase_of = np.array([PHASE_ID[s.phase] for s in steps], dtype=np.int8)
+    k.phase = np.where(step >= 0, phase_of[np.maximum(step, 0)], PHASE_ID["unknown"]).astype(np.int8)
+    outside = int((step < 0).sum())
+    if outside and len(k):
+        share = float(k.dur[step < 0].sum() / max(k.dur.sum(), 1e-12))
+        if share > 0.05:
+            model.warnings.append(f"{outside} kernels ({share:.0%} of GPU time) were launched outside any step annotation")

@@ -1,0 +1,56 @@
+"""Plain summaries of one loaded trace (for `kerneldiff info` and the single-trace view)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .model import PHASES, TraceModel
+
+
+def operation_totals(model: TraceModel, phase: str | None = None) -> list[dict[str, Any]]:
+    """Per category: count, total µs, share of GPU time; largest first."""
+    k = model.kernels
+    mask = model.phase_mask(phase)
+    cats = k.cat[mask]
+    durs = k.dur[mask]
+    total = float(durs.sum()) or 1.0
+    out = []
+    if len(cats) == 0:
+        return out
+    ids = np.unique(cats)
+    for c in ids.tolist():
+        sel = cats == c
+        t = float(durs[sel].sum())
+        out.append({"category": model.categories[c] if c >= 0 else "Other", "count": int(sel.sum()),
+                    "total_us": t, "share": t / total})
+    out.sort(key=lambda r: -r["total_us"])
+    return out
+
+
+def summarize(model: TraceModel) -> dict[str, Any]:
+    k = model.kernels
+    phase_counts = {PHASES[p]: int(n) for p, n in zip(*np.unique(k.phase, return_counts=True))} if len(k) else {}
+    step_phases: dict[str, int] = {}
+    for s in model.steps:
+        step_phases[s.phase] = step_phases.get(s.phase, 0) + 1
+    return {
+        "path": model.path,
+        "gpu": model.label,
+        "vendor": model.info.vendor,
+        "kernels": int(len(k)),
+        "gpu_time_us": model.gpu_time_us,
+        "steps": len(model.steps),
+        "step_phases": step_phases,
+        "kernel_phases": phase_counts,
+        "architecture": model.architecture,
+        "layers_per_step": model.num_layers,
+        "cpu_ops": int(len(model.cpu_ops)),
+        "launches": int(len(model.launches)),
+        "python_frames": int(len(model.python)),
+        "dropped_events": model.dropped_events,
+        "load_seconds": model.load_seconds,
+        "operations": operation_totals(model),
+        "warnings": list(model.warnings),
+    }

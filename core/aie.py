@@ -417,9 +417,12 @@ def pair_kernels(starts: list[int], ends: list[int],
     return kept, stats
 
 
-def pair_stalls(begins: list[int], ends: list[int]) -> list[StallSpan]:
+def pair_stalls(begins: list[int], ends: list[int]) -> tuple[list[StallSpan], bool]:
+    """Lock-stall spans, and whether the first stall event is an end without its begin (a sign
+    that the trace starts mid-run)."""
     pairs, _, _ = _walk_pairs(begins, ends)
-    return [StallSpan(s, e) for s, e in pairs]
+    opens_with_end = bool(ends) and (not begins or min(ends) < min(begins))
+    return [StallSpan(s, e) for s, e in pairs], opens_with_end
 
 
 def iteration_boundaries(stalls: list[StallSpan], median_kernel: float | None, factor: float) -> list[int]:
@@ -552,45 +555,49 @@ class AieCore:
         }
 
 
-def _explain_mismatch(detected: int, warmup: int, iterations: int, iters: list[list[KernelPair]],
-                      stalls: list[StallSpan], med: float, params: AieParams, stats: PairingStats) -> str:
+def _irregular_iterations(counts: list[int]) -> list[str]:
+    """Iterations whose kernel count is far from the typical one point at a misplaced boundary."""
+    if len(counts) < 2:
+        return []
+    typical = median(counts)
+    notes = []
+    merged = [i for i, n in enumerate(counts) if n >= 1.5 * typical]
+    split = [i for i, n in enumerate(counts) if n <= 0.6 * typical]
+    if merged:
+        notes.append(f"iteration(s) {', '.join(map(str, merged))} hold about twice the typical {typical:g} "
+                     "kernels: two iterations were probably merged (their boundary stall was shorter "
+                     "than the threshold; a lower lock_stall_factor may split them)")
+    if split:
+        notes.append(f"iteration(s) {', '.join(map(str, split))} hold far fewer than the typical {typical:g} "
+                     "kernels: a long stall inside an iteration may have split it (a higher "
+                     "lock_stall_factor merges them), or the trace lost their start")
+    return notes
+
+
+def _explain_mismatch(detected: int, warmup: int, iterations: int, stalls: list[StallSpan], med: float,
+                      params: AieParams, began_mid_run: bool) -> str:
     expected = warmup + iterations
     perf = max(0, min(detected - warmup, iterations))
     parts = [f"detected {detected} iteration(s) but expected {expected} ({warmup} warm-up + {iterations} perf)"]
-    if detected < expected:
-        parts.append(f"only {perf} of {iterations} perf iteration(s) are available")
-    else:
-        parts.append(f"the last {detected - expected} are labelled extra")
-    counts = [len(g) for g in iters]
-    typical = median(counts) if counts else 0
     threshold = params.lock_stall_factor * med
-    if detected < expected:
-        # iterations that look like two merged ones, and stalls that almost made the threshold
-        merged = [i for i, n in enumerate(counts) if typical and n >= 1.5 * typical]
-        near = [s for s in stalls if 0.25 * threshold <= s.duration < threshold]
-        if merged:
-            parts.append(f"iteration(s) {', '.join(map(str, merged))} hold about twice the typical "
-                         f"{typical:g} kernels, so two iterations were probably merged")
-        if near:
-            longest = max(s.duration for s in near)
-            parts.append(f"{len(near)} LOCK_STALL span(s) fell just short of the boundary threshold "
-                         f"({longest} < {threshold:.0f} cycles); a lower lock_stall_factor may split them")
-        if not stalls:
-            parts.append("the core has no LOCK_STALL spans, so iterations cannot be separated")
-        elif detected == 1:
-            longest = max(s.duration for s in stalls)
-            parts.append(f"no LOCK_STALL reached {params.lock_stall_factor:g}x the median kernel "
-                         f"({threshold:.0f} cycles; the longest was {longest}, "
-                         f"{longest / med:.1f}x)")
-        if stats.orphan_ends or (iters and typical and len(iters[0]) < 0.75 * typical):
-            parts.append("the trace may begin mid-run (the trace buffer can overflow and lose the "
-                         "oldest events), in which case the warm-up labels fall on perf iterations")
-    else:
-        short = [i for i, n in enumerate(counts) if typical and n <= 0.6 * typical]
-        if short:
-            parts.append(f"iteration(s) {', '.join(map(str, short))} hold far fewer than the typical "
-                         f"{typical:g} kernels: a long stall inside an iteration probably split it; "
-                         "a higher lock_stall_factor may merge them")
+    if detected > expected:
+        parts.append(f"the last {detected - expected} are labelled extra")
+        return "; ".join(parts)
+    parts.append(f"only {perf} of {iterations} perf iteration(s) are available")
+    near = [s.duration for s in stalls if 0.25 * threshold <= s.duration < threshold]
+    if not stalls:
+        parts.append("the core has no LOCK_STALL spans, so iterations cannot be separated")
+    elif detected == 1:
+        longest = max(s.duration for s in stalls)
+        parts.append(f"no LOCK_STALL reached {params.lock_stall_factor:g}x the median kernel "
+                     f"({threshold:.0f} cycles; the longest was {longest}, {longest / med:.1f}x)")
+    elif near:
+        parts.append(f"{len(near)} LOCK_STALL span(s) fell just short of the boundary threshold "
+                     f"(up to {max(near)} of {threshold:.0f} cycles); a lower lock_stall_factor may split them")
+    if began_mid_run:
+        parts.append("the trace begins mid-run (it opens with the end of an unmatched event: the trace "
+                     "buffer overflowed and lost the oldest events), so the first iterations are missing "
+                     "and the warm-up label falls on perf iterations")
     return "; ".join(parts)
 
 
@@ -601,7 +608,7 @@ def analyze_core(core: CoreEvents, shape: GemmShape | None = None, warmup: int =
     warmup = max(0, warmup)
     expected = None if iterations is None else warmup + max(0, iterations)
     pairs, stats = pair_kernels(core.starts, core.ends, params)
-    stalls = pair_stalls(core.stall_begins, core.stall_ends)
+    stalls, stall_opens_with_end = pair_stalls(core.stall_begins, core.stall_ends)
     longest = max((s.duration for s in stalls), default=None)
     result = AieCore(pid=core.pid, process=core.process, tile=core.tile, stats=stats, n_stalls=len(stalls),
                      longest_stall_cycles=longest, median_kernel_cycles=None,
@@ -624,8 +631,10 @@ def analyze_core(core: CoreEvents, shape: GemmShape | None = None, warmup: int =
     if stats.outlier_filter_skipped:
         result.notes.append("kernel durations vary too much for the outlier window; kept every pair")
     if expected is not None and len(groups) != expected:
-        result.notes.append(_explain_mismatch(len(groups), warmup, iterations or 0, groups, stalls, med,
-                                              params, stats))
+        kernel_opens_with_end = bool(core.ends) and (not core.starts or min(core.ends) < min(core.starts))
+        result.notes.append(_explain_mismatch(len(groups), warmup, iterations or 0, stalls, med, params,
+                                              stall_opens_with_end or kernel_opens_with_end))
+    result.notes.extend(_irregular_iterations([len(g) for g in groups]))
     return result
 
 

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_TRACES = ROOT.parent / "shared" / "traces"
+
+
+def real_trace(name: str) -> Path:
+    p = SHARED_TRACES / name
+    if not p.exists():
+        pytest.skip(f"real trace {name} not available (../shared/traces absent)")
+    return p
+
+
+@pytest.fixture(scope="session")
+def classifier():
+    from core.classify import Classifier
+
+    return Classifier.load()
+
+
+def write_trace(path: Path, doc, gz: bool = False) -> Path:
+    data = json.dumps(doc).encode() if not isinstance(doc, (bytes, bytearray)) else bytes(doc)
+    if gz:
+        path.write_bytes(gzip.compress(data))
+    else:
+        path.write_bytes(data)
+    return path
+
+
+def kineto_doc(events, device_name="NVIDIA H100 80GB HBM3", vendor="NVIDIA", **extra):
+    meta = {"schemaVersion": 1,
+            "deviceProperties": [{"id": 0, "name": device_name, "totalGlobalMem": 85899345920,
+                                  "computeMajor": 9, "computeMinor": 0 if vendor == "NVIDIA" else 4,
+                                  "warpSize": 32 if vendor == "NVIDIA" else 64, "numSms": 132}]}
+    if vendor == "NVIDIA":
+        meta |= {"cupti_version": 22, "cuda_runtime_version": 12040}
+    elif vendor == "AMD":
+        meta |= {"roctracer_version": 4.1, "hip_runtime_version": 60443483}
+    meta |= {"distributedInfo": {"backend": "nccl", "rank": 1, "world_size": 4}, "with_stack": 1,
+             "record_shapes": 0}
+    meta |= extra
+    meta["traceEvents"] = events
+    return meta

@@ -75,12 +75,21 @@ def _anchor_runs(r: np.ndarray, anchor_roles: tuple[str, ...]) -> np.ndarray:
     return np.array(starts, dtype=np.int64)
 
 
-def _segment_sequence(r: np.ndarray, anchors: np.ndarray) -> list[tuple[int, int]]:
+def _common_suffix(a: np.ndarray, b: np.ndarray) -> int:
+    n = 0
+    while n < len(a) and n < len(b) and a[len(a) - 1 - n] == b[len(b) - 1 - n]:
+        n += 1
+    return n
+
+
+def _segment_sequence(r: np.ndarray, anchors: np.ndarray, cats: np.ndarray) -> list[tuple[int, int]]:
     """(start, end) positions of each layer in one step's role sequence."""
     n, m = len(r), len(anchors)
     if m == 0:
         return []
     norms = np.nonzero(r == "norm")[0]
+    if len(norms) == 0 and m >= 2:
+        return _segment_without_norms(anchors, cats)
 
     def last_norm_between(lo: int, hi: int) -> int | None:
         i = np.searchsorted(norms, hi, side="left") - 1
@@ -112,6 +121,23 @@ def _segment_sequence(r: np.ndarray, anchors: np.ndarray) -> list[tuple[int, int
         after = norms[norms > anchors[-1]]
         last_end = int(after[1]) if len(after) > 1 else n
     ends = bounds[1:] + [max(last_end, bounds[-1] + 1)]
+    return list(zip(bounds, ends))
+
+
+def _segment_without_norms(anchors: np.ndarray, cats: np.ndarray) -> list[tuple[int, int]]:
+    """Eager models often decompose RMSNorm into pow/mean/rsqrt/mul, leaving no norm kernel.
+    The kernels that run before the first attention and also end every inter-attention stretch
+    (input norm, QKV projection, rotary…) belong to the layer: their count is the offset from
+    the layer start to its anchor. The last layer is as long as a typical one."""
+    n = len(cats)
+    spans = np.diff(anchors)
+    typical = int(np.median(spans))
+    i = int(np.argmin(np.abs(spans - typical)))  # one regular stretch
+    regular = cats[anchors[i]:anchors[i + 1]]
+    prologue = cats[:anchors[0]]
+    d = min(_common_suffix(prologue, regular), typical - 1)
+    bounds = [int(a) - d for a in anchors]
+    ends = bounds[1:] + [min(n, bounds[-1] + typical)]
     return list(zip(bounds, ends))
 
 
@@ -181,7 +207,7 @@ def segment(model: TraceModel, classifier) -> None:
             continue
         r = role_all[rows]
         anchors = _anchor_runs(r, anchor_roles)
-        spans = _segment_sequence(r, anchors)
+        spans = _segment_sequence(r, anchors, k.cat[rows])
         counts.append(len(spans))
         for li, (a, b) in enumerate(spans):
             k.layer[rows[a:b]] = li

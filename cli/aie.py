@@ -1,0 +1,281 @@
+"""`kerneldiff aie TRACE [TRACE_B]`: per-core kernel timing, iterations and GMAC/s of AMD AIE traces.
+
+One trace prints its cores, the system aggregate and notes; two traces (e.g. two tilings of the
+same GEMM) add a side-by-side comparison. `--json OUT` writes everything (`-` for stdout, tables
+suppressed). Trace strings are rendered as literal `Text`, never as rich markup.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import orjson
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from core.aie import AieComparison, AieParams, AieRun, GemmShape, analyze_aie, compare_aie
+from core.errors import TraceError
+
+
+def _positive_int(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {s}")
+    return v
+
+
+def _count(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {s}")
+    return v
+
+
+def _positive_float(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {s}")
+    return v
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    d = AieParams()
+    p = sub.add_parser("aie", help="analyse AMD AIE (NPU) traces: per-core kernels, iterations, GMAC/s",
+                       description="Pair INSTR_EVENT_0/1 kernel markers per AIE core, split iterations at "
+                                   "long LOCK_STALLs, label warm-up/perf/extra and report GMAC/s. Two "
+                                   "traces are compared side by side.")
+    p.add_argument("trace", help="AIE Perfetto trace (JSON array, plain or .gz)")
+    p.add_argument("trace_b", nargs="?", help="a second run to compare against the first")
+    g = p.add_argument_group("GEMM (all of --M --K --N --rows --cols, or none: then no GMAC/s)")
+    g.add_argument("--M", type=_positive_int)
+    g.add_argument("--K", type=_positive_int)
+    g.add_argument("--N", type=_positive_int)
+    g.add_argument("--rows", type=_positive_int, help="AIE rows the GEMM is spread over")
+    g.add_argument("--cols", type=_positive_int, help="AIE columns the GEMM is spread over")
+    g.add_argument("--rows-b", type=_positive_int, help="rows of the second run (default: --rows)")
+    g.add_argument("--cols-b", type=_positive_int, help="columns of the second run (default: --cols)")
+    r = p.add_argument_group("iterations")
+    r.add_argument("--warmup", type=_count, default=0, help="warm-up iterations before the perf ones")
+    r.add_argument("--iterations", type=_count, default=None,
+                   help="expected perf iterations (default: every iteration after the warm-up)")
+    t = p.add_argument_group("tunables")
+    t.add_argument("--clock-mhz", type=_positive_float, default=d.clock_mhz,
+                   help=f"AIE core clock; timestamps are cycles (default {d.clock_mhz:g})")
+    t.add_argument("--peak-macs", type=_positive_int, default=d.peak_macs_per_cycle,
+                   help=f"peak MACs per cycle per core (default {d.peak_macs_per_cycle})")
+    t.add_argument("--lock-stall-factor", type=_positive_float, default=d.lock_stall_factor,
+                   help=f"a LOCK_STALL this many times the median kernel ends an iteration "
+                        f"(default {d.lock_stall_factor:g})")
+    t.add_argument("--dup-gap", type=float, default=d.dup_gap_fraction,
+                   help=f"events closer than this fraction of the median kernel are duplicates "
+                        f"(default {d.dup_gap_fraction:g})")
+    t.add_argument("--outlier-lo", type=_positive_float, default=d.outlier_lo,
+                   help="drop kernels shorter than this x median (default 1/3)")
+    t.add_argument("--outlier-hi", type=_positive_float, default=d.outlier_hi,
+                   help=f"drop kernels longer than this x median (default {d.outlier_hi:g})")
+    p.add_argument("--per-iteration", action="store_true", help="also print every core's iterations")
+    p.add_argument("--json", metavar="OUT", help="write the full analysis as JSON ('-' = stdout only)")
+    return p
+
+
+def _shape(args: argparse.Namespace, rows: int | None, cols: int | None) -> GemmShape | None:
+    dims = (args.M, args.K, args.N, rows, cols)
+    if all(v is None for v in dims):
+        return None
+    if any(v is None for v in dims):
+        raise ValueError("--M, --K, --N, --rows and --cols go together (give all five or none)")
+    return GemmShape(args.M, args.K, args.N, rows, cols)
+
+
+# ------------------------------------------------------------------------------------ rendering
+
+def _num(v: Any, digits: int = 1) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return f"{v:,.{digits}f}"
+
+
+def _pct(v: float | None) -> str:
+    return "–" if v is None else f"{100 * v:.1f}%"
+
+
+def _cells(*vals: Any) -> list[Text]:
+    return [v if isinstance(v, Text) else Text(str(v)) for v in vals]
+
+
+def _header(run: AieRun) -> Text:
+    t = Text()
+    t.append("AIE trace ", style="bold")
+    t.append(run.path)
+    shape = run.shape.label() if run.shape else "no GEMM shape (GMAC/s not computed)"
+    t.append(f"\n{shape} · clock {run.params.clock_mhz:g} MHz · {len(run.cores)} core(s) · "
+             f"warm-up {run.warmup} · perf {run.iterations if run.iterations is not None else 'all'}")
+    return t
+
+
+def cores_table(run: AieRun) -> Table:
+    tbl = Table(title=Text(f"Cores — {run.label}"), title_justify="left")
+    for col, just in (("tile", "left"), ("pid", "right"), ("kernels", "right"), ("dup", "right"),
+                      ("lost", "right"), ("outl.", "right"), ("median cyc", "right"), ("iters", "right"),
+                      ("perf", "right"), ("perf span cyc", "right"), ("GMAC/s", "right"), ("busy", "right")):
+        tbl.add_column(col, justify=just, no_wrap=True, min_width=8 if col == "tile" else None)
+    for c in run.cores:
+        s = c.stats
+        iters = f"{c.detected_iterations}" + (f"/{c.expected_iterations}" if c.expected_iterations is not None else "")
+        perf = c.perf_iterations
+        busy = sum(i.busy_fraction for i in perf) / len(perf) if perf else None
+        iters_txt = Text(iters, style="yellow" if c.mismatch else "")
+        tbl.add_row(*_cells(Text(c.tile), Text(str(c.pid)), _num(s.pairs), _num(s.duplicate_starts + s.duplicate_ends),
+                            _num(s.orphan_starts + s.orphan_ends), _num(s.outliers),
+                            _num(c.median_kernel_cycles), iters_txt, f"{c.perf_start}–{c.perf_end - 1}" if perf else "–",
+                            _num(c.perf_mean_span_cycles), _num(c.perf_mean_gmacs, 2), _pct(busy)))
+    return tbl
+
+
+def iterations_table(run: AieRun, core_index: int) -> Table:
+    c = run.cores[core_index]
+    tbl = Table(title=Text(f"Iterations — {c.tile}"), title_justify="left")
+    for col in ("iter", "phase", "kernels", "mean cyc", "min", "max", "span cyc", "span µs", "busy",
+                "GMAC/s", "of peak"):
+        tbl.add_column(col, justify="left" if col == "phase" else "right", no_wrap=True)
+    for it in c.iterations:
+        style = {"perf": "", "warmup": "dim", "extra": "yellow"}.get(it.phase, "")
+        tbl.add_row(*_cells(str(it.index), Text(it.phase, style=style), _num(it.n_kernels), _num(it.mean_cycles),
+                            _num(it.min_cycles), _num(it.max_cycles), _num(it.span_cycles), _num(it.span_us, 2),
+                            _pct(it.busy_fraction), _num(it.gmacs, 2), _pct(it.peak_fraction)))
+    return tbl
+
+
+def aggregate_table(run: AieRun) -> Table:
+    agg = run.aggregate
+    tbl = Table(title=Text(f"System (perf iterations on every core) — {run.label}"), title_justify="left")
+    for col in ("iter", "runtime cyc", "runtime µs", "slowest core", "GMAC/s", "of peak", ""):
+        tbl.add_column(col, justify="left" if col in ("slowest core", "") else "right", no_wrap=True)
+    for s in agg.per_iteration:
+        mark = "best" if s.index == agg.best_index else "worst" if s.index == agg.worst_index else ""
+        tbl.add_row(*_cells(str(s.index), _num(s.runtime_cycles), _num(s.runtime_us, 2), Text(s.slowest_tile),
+                            _num(s.gmacs, 2), _pct(s.peak_fraction), mark))
+    if agg.per_iteration:
+        tbl.add_section()
+        tbl.add_row(*_cells(Text("mean", style="bold"), _num(agg.mean_runtime_cycles), _num(agg.mean_runtime_us, 2),
+                            "", _num(agg.mean_gmacs, 2), "", ""))
+    return tbl
+
+
+def comparison_table(cmp: AieComparison) -> Table:
+    tbl = Table(title=Text("Side by side"), title_justify="left")
+    tbl.add_column("metric", no_wrap=True)
+    tbl.add_column(Text(f"A: {cmp.a_label}"), justify="right")
+    tbl.add_column(Text(f"B: {cmp.b_label}"), justify="right")
+    tbl.add_column("B/A", justify="right", no_wrap=True)
+    for r in cmp.rows:
+        unit = f" ({r.unit})" if r.unit else ""
+        digits = 3 if r.metric in ("core busy fraction", "fraction of array peak") else 1
+
+        def fmt(v: Any) -> Text:
+            return Text(v) if isinstance(v, str) else Text(_num(v, digits))
+
+        a, b = fmt(r.a), fmt(r.b)
+        if r.better == "a":
+            a.stylize("green")
+        elif r.better == "b":
+            b.stylize("green")
+        tbl.add_row(Text(r.metric + unit), a, b, Text("–" if r.ratio is None else f"{r.ratio:.2f}x"))
+    return tbl
+
+
+def paired_table(cmp: AieComparison) -> Table:
+    tbl = Table(title=Text("Perf iterations side by side (n-th common perf iteration of each run)"),
+                title_justify="left")
+    for col in ("#", "A iter", "A runtime cyc", "A GMAC/s", "B iter", "B runtime cyc", "B GMAC/s", "B/A"):
+        tbl.add_column(col, justify="right", no_wrap=True)
+    for p in cmp.per_iteration:
+        tbl.add_row(*_cells(str(p.ordinal), _num(p.a_index), _num(p.a_runtime_cycles), _num(p.a_gmacs, 2),
+                            _num(p.b_index), _num(p.b_runtime_cycles), _num(p.b_gmacs, 2),
+                            "–" if p.ratio is None else f"{p.ratio:.2f}x"))
+    return tbl
+
+
+def _notes(console: Console, run: AieRun) -> None:
+    lines = [(None, n) for n in run.notes] + [(c.tile, n) for c in run.cores for n in c.notes]
+    lines += [("system", n) for n in run.aggregate.notes]
+    for who, note in lines:
+        t = Text("note ", style="yellow")
+        if who:
+            t.append(f"[{who}] ")  # literal brackets: Text never parses markup
+        t.append(note)
+        console.print(t)
+
+
+def print_run(console: Console, run: AieRun, per_iteration: bool = False) -> None:
+    console.print(_header(run))
+    console.print(cores_table(run))
+    if per_iteration:
+        for i in range(len(run.cores)):
+            if run.cores[i].iterations:
+                console.print(iterations_table(run, i))
+    if run.aggregate.per_iteration:
+        console.print(aggregate_table(run))
+    _notes(console, run)
+
+
+# ------------------------------------------------------------------------------------------ run
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        params = AieParams(clock_mhz=args.clock_mhz, peak_macs_per_cycle=args.peak_macs,
+                           lock_stall_factor=args.lock_stall_factor, dup_gap_fraction=args.dup_gap,
+                           outlier_lo=args.outlier_lo, outlier_hi=args.outlier_hi)
+        shape_a = _shape(args, args.rows, args.cols)
+        shape_b = _shape(args, args.rows_b or args.rows, args.cols_b or args.cols)
+    except ValueError as e:
+        print(f"kerneldiff aie: {e}", file=sys.stderr)
+        return 2
+    run_a = analyze_aie(args.trace, shape_a, args.warmup, args.iterations, params)
+    run_b = cmp = None
+    if args.trace_b:
+        run_b = analyze_aie(args.trace_b, shape_b, args.warmup, args.iterations, params)
+        cmp = compare_aie(run_a, run_b)
+
+    if args.json:
+        doc = run_a.to_dict() if run_b is None else {"a": run_a.to_dict(), "b": run_b.to_dict(),
+                                                      "comparison": cmp.to_dict()}
+        data = orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+        if args.json == "-":
+            sys.stdout.write(data.decode() + "\n")
+            return 0
+        try:
+            with open(args.json, "wb") as f:
+                f.write(data)
+        except OSError as e:
+            raise TraceError(args.json, f"cannot write JSON ({e.strerror or e})") from None
+
+    # a pipe or file gets rich's 80-column default, too narrow for these tables
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 150)
+    print_run(console, run_a, args.per_iteration)
+    if run_b is not None:
+        console.print()
+        print_run(console, run_b, args.per_iteration)
+        console.print()
+        console.print(comparison_table(cmp))
+        if cmp.per_iteration:
+            console.print(paired_table(cmp))
+        for n in cmp.notes:
+            console.print(Text("note ", style="yellow") + Text(n))
+    if args.json:
+        console.print(Text(f"wrote {args.json}", style="dim"))
+    return 0

@@ -263,8 +263,8 @@ def parse_aie_events(events: list[Any], path: str = "<events>") -> AieTrace:
             core = per_pid.get(pid) or CoreEvents(pid=pid, process="", tile="")
             core.process, core.tile = pname, _tile_of(pname)
             cores.append(core)
-        else:
-            other.append(pname)
+        elif _TILE_PROCESS.search(pname):
+            other.append(pname)  # mem/shim tiles: recognised, not timed; other processes are noise
     unnamed = [c for pid, c in per_pid.items() if pid not in names and (c.starts or c.ends)]
     for core in unnamed:
         core.process = core.tile = f"pid {core.pid}"

@@ -22,7 +22,9 @@ from typing import Any
 
 import orjson
 
-from .aie import GemmShape, AieParams
+from .aie import KERNEL_END as KERNEL_END_NAME
+from .aie import KERNEL_START as KERNEL_START_NAME
+from .aie import AieParams, GemmShape
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,9 @@ class CoreTruth:
 
 @dataclass
 class AieTruth:
+    """The planted answer. The system helpers index every core alike: valid while no core lost or
+    merged runs (otherwise compare per core)."""
+
     plan: AiePlan
     cores: list[CoreTruth]
 
@@ -91,8 +96,6 @@ class AieTruth:
         return self.plan.shape.macs / self.system_runtime(i) * params.clock_ghz
 
 
-KERNEL_START_NAME = "INSTR_EVENT_0"
-KERNEL_END_NAME = "INSTR_EVENT_1"
 _DUP_MAX_DELAY = 20  # cycles: far below the 0.25 x kernel burst gap, so a duplicate is unmistakable
 
 

@@ -1,0 +1,174 @@
+"""The Comparison: a plain, JSON-serialisable result that the explorer and every report render.
+
+Conventions (everywhere): side "a" is the first trace, "b" the second. `ratio = a / b` (> 1: A is
+slower) and `gap_us = a − b` (> 0: A loses that much time). Swapping the arguments swaps the
+sides and nothing else. Durations are microseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Side:
+    """Who one side is."""
+
+    key: str                 # "a" | "b"
+    label: str               # GPU name, or file name when both GPUs are the same
+    path: str
+    gpu: str
+    vendor: str
+    gpu_time_us: float       # kernel time in the selected phase
+    kernels: int
+    steps: int
+    layers_per_step: int
+    architecture: str
+    phases: list[str]
+
+
+@dataclass
+class Stats:
+    """Durations of a group of kernels on one side."""
+
+    count: int = 0
+    total_us: float = 0.0
+    mean_us: float = 0.0
+    median_us: float = 0.0
+    min_us: float = 0.0
+    p90_us: float = 0.0
+    p95_us: float = 0.0
+    max_us: float = 0.0
+    share: float = 0.0       # of the side's GPU time in the phase
+
+
+@dataclass
+class OperationRow:
+    category: str
+    phase: str                                   # "all" unless split by phase
+    a: Stats
+    b: Stats
+    ratio: float | None                          # a / b total; None when one side has none
+    gap_us: float                                # a − b total
+    only_in: str | None = None                   # "a" | "b" when the other side runs none
+    top_cpu_ops: dict[str, list[str]] = field(default_factory=dict)   # side -> cpu op names
+    examples: dict[str, list[str]] = field(default_factory=dict)      # side -> kernel names
+
+
+@dataclass
+class LayerSide:
+    total_us: float = 0.0        # over all forward passes in the phase
+    kernels: int = 0
+    passes: int = 0              # forward passes that contain this layer
+    median_us: float = 0.0       # per pass
+    p90_us: float = 0.0          # per pass
+
+
+@dataclass
+class LayerRow:
+    layer: int
+    a: LayerSide
+    b: LayerSide
+    ratio: float | None
+    gap_us: float
+    rank: int = 0                # 1 = largest gap (A slowest relative to B)
+
+
+@dataclass
+class KernelPair:
+    """One aligned position inside a layer. A side that runs nothing here has name None (a gap)."""
+
+    position: int
+    a_name: str | None
+    b_name: str | None
+    a_category: str | None
+    b_category: str | None
+    a: Stats
+    b: Stats
+    ratio: float | None
+    gap_us: float
+    same_kernel: bool
+    fusion_note: str = ""
+    a_row: int = -1              # a representative kernel row in side A's model (for detail views)
+    b_row: int = -1
+    a_rule: str = ""
+    b_rule: str = ""
+
+
+@dataclass
+class LayerAlignment:
+    layer: int
+    pairs: list[KernelPair]
+    a_kernels_per_pass: int
+    b_kernels_per_pass: int
+
+
+@dataclass
+class SavingEstimate:
+    """Fusion-benefit model: what fusing the component kernels would save per occurrence."""
+
+    launches_saved: int
+    sync_points_saved: int
+    device_bytes_saved: float
+    readback_bytes_saved: float
+    launch_ns: float
+    sync_ns: float
+    traffic_ns: float
+    readback_ns: float
+    total_us: float              # per occurrence
+    total_all_us: float          # times occurrences
+    passes_gate: bool            # above the minimum-gain threshold
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class FusionFinding:
+    kind: str                    # "fused_category" | "sequence" | "count_imbalance" | "missing_kernel"
+    fused_side: str              # side that runs fewer kernels ("a" | "b")
+    fused_kernels: list[str]     # the fused kernel name(s) on fused_side (may be empty for imbalance)
+    fused_category: str
+    component_side: str
+    component_kernels: list[str] # what the other side runs instead
+    component_categories: list[str]
+    occurrences: int
+    evidence: str
+    confidence: float            # 0..1
+    component_cost_us: float     # measured time of the component kernels (component_side)
+    fused_cost_us: float         # measured time of the fused kernels (fused_side)
+    estimated_saving: SavingEstimate | None = None
+
+
+@dataclass
+class SameKernel:
+    name: str
+    category: str
+    a: Stats
+    b: Stats
+    ratio: float | None
+    gap_us: float
+
+
+@dataclass
+class Comparison:
+    a: Side
+    b: Side
+    phase: str
+    ratio: float | None                    # total GPU time a / b
+    gap_us: float
+    operations: list[OperationRow]
+    layers: list[LayerRow]                 # slowest (largest gap) first
+    alignments: list[LayerAlignment]       # per layer index, ascending
+    fusions: list[FusionFinding]
+    same_kernels: list[SameKernel]
+    warnings: list[str]                    # prefixed with the side label they come from
+    schema: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def alignment(self, layer: int) -> LayerAlignment | None:
+        for al in self.alignments:
+            if al.layer == layer:
+                return al
+        return None

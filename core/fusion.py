@@ -1,0 +1,225 @@
+"""Fusion differences between two traces, each with evidence, confidence and an estimated saving.
+
+Four detectors, from strongest evidence to weakest:
+1. fused_category  — a fused category (registry `components`) runs on one side only, while the
+   other side runs its components back to back.
+2. sequence        — a category that only one side runs, and that (almost) always follows the
+   same category both sides run: the other side folded it into that kernel.
+3. count_imbalance — the same category launched ≥ 1.5× as often per forward pass on one side.
+4. missing_kernel  — an aligned position one side fills in most layers and the other never does,
+   not explained by 1–3.
+Categories explained by a stronger finding are not reported again by a weaker detector.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from .comparison import FusionFinding, LayerAlignment
+from .fusion_model import estimate, params_for
+
+IMBALANCE_RATIO = 1.5       # the issue's threshold; below it launch-count noise dominates
+SEQUENCE_CONSISTENCY = 0.7  # share of a unique kernel's occurrences that must follow one category
+CHAIN_WINDOW = 3            # components of one fused group sit within this many launches
+MISSING_LAYER_SHARE = 0.5   # a gap must recur in at least half the layers to be a finding
+GENERIC = {"Other"}
+MEMORY_BOUND_ROLES = {"norm", "elementwise", "memory", "activation", "reduce", "other"}
+
+
+def _side_seq(v) -> tuple[np.ndarray, list[str]]:
+    """Category names per kernel of one side, time order, main device only."""
+    k = v.m.kernels
+    dev = k.device[v.rows]
+    if len(dev):
+        vals, inv = np.unique(dev, return_inverse=True)
+        main = vals[np.argmax(np.bincount(inv, weights=v.dur))]
+        pos = np.nonzero(dev == main)[0]
+    else:
+        pos = np.array([], dtype=np.int64)
+    return pos, [v.category_name(int(c)) for c in v.cat[pos]]
+
+
+def _counts(v) -> Counter:
+    return Counter({v.category_name(int(c)): int(n) for c, n in zip(*np.unique(v.cat, return_counts=True))})
+
+
+def _chains(seq: list[str], comps: list[str]) -> list[list[int]]:
+    """Occurrences of the components in order, each within CHAIN_WINDOW of the previous one."""
+    out = []
+    i, n = 0, len(seq)
+    while i < n:
+        if seq[i] != comps[0]:
+            i += 1
+            continue
+        chain = [i]
+        j = i
+        for c in comps[1:]:
+            nxt = next((x for x in range(j + 1, min(n, j + 1 + CHAIN_WINDOW)) if seq[x] == c), None)
+            if nxt is None:
+                chain = None
+                break
+            chain.append(nxt)
+            j = nxt
+        if chain:
+            out.append(chain)
+            i = chain[-1] + 1
+        else:
+            i += 1
+    return out
+
+
+def _memory_bound_us(v, pos: np.ndarray, classifier) -> float:
+    if len(pos) == 0:
+        return 0.0
+    roles = np.array([classifier.role(v.category_name(int(c))) in MEMORY_BOUND_ROLES for c in v.cat[pos]])
+    return float(v.dur[pos][roles].sum())
+
+
+def find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[LayerAlignment],
+                 overrides: dict[str, Any] | None = None) -> list[FusionFinding]:
+    sides = {"a": va, "b": vb}
+    lab = {"a": labels[0], "b": labels[1]}
+    other = {"a": "b", "b": "a"}
+    counts = {"a": _counts(va), "b": _counts(vb)}
+    seqs = {s: _side_seq(v) for s, v in sides.items()}
+    params = {s: params_for(v.m.info.gpu, overrides) for s, v in sides.items()}
+    findings: list[FusionFinding] = []
+    explained: set[tuple[str, str]] = set()  # (category, side that has fewer) already explained
+
+    # 1. fused categories on one side only -------------------------------------------------
+    for s in ("a", "b"):
+        o = other[s]
+        for cat, n in counts[s].items():
+            if not classifier.is_fused(cat) or counts[o].get(cat, 0) > 0:
+                continue
+            comps = [c for c in classifier.components(cat)]
+            if not comps or not all(counts[o].get(c, 0) for c in comps):
+                continue
+            pos_o, seq_o = seqs[o]
+            chains = _chains(seq_o, comps)
+            vo, vs = sides[o], sides[s]
+            fused_pos = np.nonzero(np.array([vs.category_name(int(c)) == cat for c in vs.cat]))[0]
+            fused_cost = float(vs.dur[fused_pos].sum())
+            if chains:
+                flat = pos_o[np.array([x for ch in chains for x in ch])]
+                comp_cost = float(vo.dur[flat].sum())
+                comp_names = vo.top_names(flat, 4)
+                per_occ_mem = _memory_bound_us(vo, flat, classifier) / len(chains)
+                conf = min(1.0, 0.6 + 0.4 * min(len(chains), n) / max(len(chains), n))
+            else:
+                flat = np.array([], dtype=np.int64)
+                comp_cost, comp_names, per_occ_mem, conf = 0.0, [], 0.0, 0.4
+            occ = n
+            est = estimate(params[o], kernels_before=len(comps), kernels_after=1, occurrences=occ,
+                           memory_bound_us=per_occ_mem)
+            findings.append(FusionFinding(
+                kind="fused_category", fused_side=s, fused_kernels=vs.top_names(fused_pos, 3),
+                fused_category=cat, component_side=o, component_kernels=comp_names,
+                component_categories=comps, occurrences=occ,
+                evidence=(f"{lab[s]} runs {n} fused {cat} kernels; {lab[o]} runs none and instead launches "
+                          f"{' then '.join(comps)} back to back {len(chains)} times."),
+                confidence=round(conf, 2), component_cost_us=comp_cost, fused_cost_us=fused_cost,
+                estimated_saving=est))
+            for c in comps:
+                explained.add((c, s))
+            explained.add((cat, o))
+
+    # 2. sequence patterns: a category unique to one side that follows a shared one ---------
+    for s in ("a", "b"):
+        o = other[s]
+        pos_s, seq_s = seqs[s]
+        for cat, n in counts[s].items():
+            if cat in GENERIC or counts[o].get(cat, 0) > 0 or classifier.is_fused(cat) or (cat, o) in explained:
+                continue
+            preds = Counter(seq_s[i - 1] for i, c in enumerate(seq_s) if c == cat and i > 0)
+            if not preds:
+                continue
+            pred, hits = preds.most_common(1)[0]
+            share = hits / max(sum(preds.values()), 1)
+            if share < SEQUENCE_CONSISTENCY or counts[o].get(pred, 0) == 0 or pred == cat:
+                continue
+            vs, vo = sides[s], sides[o]
+            uniq_pos = pos_s[[i for i, c in enumerate(seq_s) if c == cat and i > 0 and seq_s[i - 1] == pred]]
+            pred_pos = pos_s[[i - 1 for i, c in enumerate(seq_s) if c == cat and i > 0 and seq_s[i - 1] == pred]]
+            host_pos = np.nonzero(np.array([vo.category_name(int(c)) == pred for c in vo.cat]))[0]
+            comp_pos = np.concatenate([pred_pos, uniq_pos])
+            occ = len(uniq_pos)
+            est = estimate(params[s], kernels_before=2, kernels_after=1, occurrences=occ,
+                           memory_bound_us=_memory_bound_us(vs, uniq_pos, classifier) / max(occ, 1))
+            findings.append(FusionFinding(
+                kind="sequence", fused_side=o, fused_kernels=vo.top_names(host_pos, 3), fused_category=pred,
+                component_side=s, component_kernels=vs.top_names(pred_pos, 2) + vs.top_names(uniq_pos, 2),
+                component_categories=[pred, cat], occurrences=occ,
+                evidence=(f"{lab[s]} runs {cat} {n} times, {share:.0%} of them right after {pred}; "
+                          f"{lab[o]} never runs {cat}, so its {pred} kernels likely do that work fused."),
+                confidence=round(0.5 + 0.5 * share, 2) if share < 1 else 0.9,
+                component_cost_us=float(vs.dur[comp_pos].sum()), fused_cost_us=float(vo.dur[host_pos].sum()),
+                estimated_saving=est))
+            explained.add((cat, o))
+
+    # 3. count imbalances per forward pass ---------------------------------------------------
+    for cat in sorted(set(counts["a"]) & set(counts["b"])):
+        if cat in GENERIC:
+            continue
+        rate = {s: counts[s][cat] / sides[s].passes for s in ("a", "b")}
+        more = "a" if rate["a"] > rate["b"] else "b"
+        less = other[more]
+        if rate[less] == 0 or rate[more] / rate[less] < IMBALANCE_RATIO or (cat, less) in explained:
+            continue
+        vm, vl = sides[more], sides[less]
+        pm = np.nonzero(np.array([vm.category_name(int(c)) == cat for c in vm.cat]))[0]
+        pl = np.nonzero(np.array([vl.category_name(int(c)) == cat for c in vl.cat]))[0]
+        ratio = rate[more] / rate[less]
+        extra = int(round((rate[more] - rate[less]) * vl.passes))
+        per_kernel_mem = _memory_bound_us(vm, pm, classifier) / max(len(pm), 1)
+        extra_per_less = (rate[more] - rate[less]) / rate[less]
+        est = estimate(params[more], kernels_before=1 + int(round(extra_per_less)), kernels_after=1,
+                       occurrences=counts[less][cat], memory_bound_us=per_kernel_mem * extra_per_less)
+        findings.append(FusionFinding(
+            kind="count_imbalance", fused_side=less, fused_kernels=vl.top_names(pl, 3), fused_category=cat,
+            component_side=more, component_kernels=vm.top_names(pm, 3), component_categories=[cat],
+            occurrences=extra,
+            evidence=(f"{lab[more]} launches {cat} {ratio:.1f}x as often per forward pass "
+                      f"({rate[more]:.1f} vs {rate[less]:.1f}); {lab[less]} does that work in fewer kernels."),
+            confidence=round(min(0.9, 0.4 + 0.2 * (ratio - 1)), 2),
+            component_cost_us=float(vm.dur[pm].sum()), fused_cost_us=float(vl.dur[pl].sum()),
+            estimated_saving=est))
+        explained.add((cat, less))
+
+    # 4. kernels one side runs at an aligned position in most layers, the other never ---------
+    n_layers = max(len(alignments), 1)
+    gaps: dict[tuple[str, str, str], list] = {}
+    for al in alignments:
+        seen = set()
+        for p in al.pairs:
+            if (p.a_name is None) == (p.b_name is None) or not p.fusion_note.startswith("only on"):
+                continue
+            s = "a" if p.a_name is not None else "b"
+            key = (s, p.a_category if s == "a" else p.b_category, p.a_name if s == "a" else p.b_name)
+            if key in seen:
+                continue
+            seen.add(key)
+            gaps.setdefault(key, []).append(p)
+    for (s, cat, name), ps in gaps.items():
+        o = other[s]
+        share = len(ps) / n_layers
+        if share < MISSING_LAYER_SHARE or (cat, o) in explained or cat in GENERIC:
+            continue
+        vs = sides[s]
+        st = [getattr(p, s) for p in ps]
+        cost = float(sum(x.total_us for x in st))
+        count = int(sum(x.count for x in st))
+        est = estimate(params[s], kernels_before=1, kernels_after=0, occurrences=count,
+                       memory_bound_us=(cost / max(count, 1)) if classifier.role(cat) in MEMORY_BOUND_ROLES else 0.0)
+        findings.append(FusionFinding(
+            kind="missing_kernel", fused_side=o, fused_kernels=[], fused_category=cat, component_side=s,
+            component_kernels=[name], component_categories=[cat], occurrences=count,
+            evidence=(f"{lab[s]} runs {name} ({cat}) in {len(ps)} of {len(alignments)} layers where "
+                      f"{lab[o]} runs nothing at that position."),
+            confidence=round(min(0.9, 0.3 + 0.6 * share), 2), component_cost_us=cost, fused_cost_us=0.0,
+            estimated_saving=est))
+    findings.sort(key=lambda f: -(f.estimated_saving.total_all_us if f.estimated_saving else 0.0))
+    return findings

@@ -7,6 +7,8 @@ import sys
 from rich.console import Console
 from rich.text import Text
 
+from core.names import short_name  # noqa: F401  (re-exported for the reports)
+
 
 def console(stderr: bool = False) -> Console:
     # soft_wrap off + highlight off: trace strings are printed exactly, never re-coloured
@@ -20,31 +22,6 @@ def literal(s: object, max_len: int | None = None) -> Text:
     if max_len is not None and len(s) > max_len:
         s = short_name(s, max_len)
     return Text(s)
-
-
-def short_name(name: str, width: int = 48) -> str:
-    """Shorten a kernel name for a table cell: drop template/argument lists first, then elide the middle."""
-    s = name
-    if len(s) > width:
-        # "void ns::kernel<...>(...)" -> "ns::kernel<…>"
-        depth, out = 0, []
-        for ch in s:
-            if ch in "<(":
-                if depth == 0:
-                    out.append("<…>" if ch == "<" else "(…)")
-                depth += 1
-            elif ch in ">)" and depth:
-                depth -= 1
-            elif depth == 0:
-                out.append(ch)
-        t = "".join(out).replace("(…)", "").strip()
-        if t.startswith("void "):
-            t = t[5:]
-        s = t or s
-    if len(s) > width:
-        half = (width - 1) // 2
-        s = s[:half] + "…" + s[-(width - 1 - half):]
-    return s
 
 
 def us(x: float) -> str:

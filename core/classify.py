@@ -178,6 +178,8 @@ def _parse(doc: dict, path: str) -> tuple[list[Rule], dict[str, dict]]:
         if not contains and not regexes:
             raise TraceError(path, f"{where} needs `contains` or `regex`")
         for rx in regexes:
+            if not rx:
+                raise TraceError(path, f"{where}: empty regex would match every kernel")
             try:
                 re.compile(rx, re.IGNORECASE)
             except re.error as e:

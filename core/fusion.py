@@ -20,6 +20,7 @@ import numpy as np
 
 from .comparison import FusionFinding, LayerAlignment
 from .fusion_model import estimate, params_for
+from .names import short_name
 
 IMBALANCE_RATIO = 1.5       # the threshold; below it launch-count noise dominates
 SEQUENCE_CONSISTENCY = 0.7  # share of a unique kernel's occurrences that must follow one category
@@ -217,7 +218,7 @@ def find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[L
         findings.append(FusionFinding(
             kind="missing_kernel", fused_side=o, fused_kernels=[], fused_category=cat, component_side=s,
             component_kernels=[name], component_categories=[cat], occurrences=count,
-            evidence=(f"{lab[s]} runs {name} ({cat}) in {len(ps)} of {len(alignments)} layers where "
+            evidence=(f"{lab[s]} runs {short_name(name, 60)} ({cat}) in {len(ps)} of {len(alignments)} layers where "
                       f"{lab[o]} runs nothing at that position."),
             confidence=round(min(0.9, 0.3 + 0.6 * share), 2), component_cost_us=cost, fused_cost_us=0.0,
             estimated_saving=est))

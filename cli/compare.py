@@ -1,0 +1,183 @@
+"""`kerneldiff compare A B [--phase …] [--format text|json|csv] [--table …] [-o FILE]`."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+
+from rich.table import Table
+from rich.text import Text
+
+from core.tables import TABLES, table
+
+from .render import console, literal, short_name, us
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("compare", help="compare two traces and print a report")
+    p.add_argument("a", help="first trace (side A)")
+    p.add_argument("b", help="second trace (side B)")
+    p.add_argument("--phase", default="all", choices=["all", "prefill", "decode", "mixed", "unknown"])
+    p.add_argument("--format", default="text", choices=["text", "json", "csv"])
+    p.add_argument("--table", choices=list(TABLES) + ["all"], default=None,
+                   help="CSV: which table (default: all tables, one file each, with -o; operations on stdout)")
+    p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    p.add_argument("--registry", help="extra classifier rules (TOML), tried before the shipped ones")
+    p.add_argument("--fusion-param", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a fusion-benefit parameter (dispatch_ns, roundtrip_ns, memory_bw, "
+                        "readback_bw, unified_memory, achieved_fraction, min_gain_ns)")
+    p.add_argument("--width", type=int, default=None, help="text width (default: terminal, at most 120)")
+
+
+def _overrides(items: list[str]) -> dict[str, float]:
+    out = {}
+    for it in items:
+        k, sep, v = it.partition("=")
+        if not sep:
+            raise SystemExit(f"kerneldiff: --fusion-param wants KEY=VALUE, got {it!r}")
+        try:
+            out[k.strip()] = float(v) if v.strip().lower() not in ("true", "false") else float(v.strip().lower() == "true")
+        except ValueError:
+            raise SystemExit(f"kerneldiff: --fusion-param {k}: not a number: {v!r}") from None
+    return out
+
+
+def run(args) -> int:
+    from core.classify import Classifier
+    from core.compare import compare
+    from core.loader import load
+
+    classifier = Classifier.load(args.registry)
+    a = load(args.a, classifier=classifier)
+    b = load(args.b, classifier=classifier)
+    try:
+        cmp = compare(a, b, phase=args.phase, classifier=classifier, fusion_overrides=_overrides(args.fusion_param))
+    except ValueError as e:
+        print(f"kerneldiff: {e}", file=sys.stderr)
+        return 2
+    if args.format == "json":
+        text = json.dumps(cmp.to_dict(), indent=1, allow_nan=False, default=str)
+        return _emit(text, args.output)
+    if args.format == "csv":
+        return _csv(cmp, args)
+    width = args.width or min(console().width, 120)
+    out = console()
+    if args.output:
+        fh = open(args.output, "w", encoding="utf-8")
+        from rich.console import Console
+
+        out = Console(file=fh, width=width, highlight=False, markup=False, emoji=False, color_system=None)
+    else:
+        out.width = width
+    render_text(cmp, out)
+    if args.output:
+        fh.close()
+        print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+def _emit(text: str, path: str | None) -> int:
+    if path:
+        Path(path).write_text(text + "\n", encoding="utf-8")
+        print(f"wrote {path}", file=sys.stderr)
+    else:
+        sys.stdout.write(text + "\n")
+    return 0
+
+
+def csv_text(cmp, name: str) -> str:
+    head, rows = table(cmp, name)
+    buf = io.StringIO()
+    w = csv.writer(buf, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
+    w.writerow(head)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def _csv(cmp, args) -> int:
+    which = args.table or ("all" if args.output else "operations")
+    if which != "all":
+        return _emit(csv_text(cmp, which).rstrip("\n"), args.output)
+    if not args.output:
+        print("kerneldiff: --table all with CSV needs -o FILE (one file per table)", file=sys.stderr)
+        return 2
+    base = Path(args.output)
+    stem = base.name[:-4] if base.name.endswith(".csv") else base.name
+    for name in TABLES:
+        p = base.with_name(f"{stem}.{name}.csv")
+        p.write_text(csv_text(cmp, name), encoding="utf-8")
+        print(f"wrote {p}", file=sys.stderr)
+    return 0
+
+
+def _ratio(r) -> str:
+    return "-" if r is None else f"{r:.2f}x"
+
+
+def render_text(cmp, out) -> None:
+    A, B = cmp.a.label, cmp.b.label
+    w = out.width
+    name_w = max(16, w - 52)
+    head = Text()
+    head.append("A ", style="bold")
+    head.append_text(literal(A))
+    head.append(f"  {us(cmp.a.gpu_time_us)}  {cmp.a.kernels:,} kernels\n")
+    head.append("B ", style="bold")
+    head.append_text(literal(B))
+    head.append(f"  {us(cmp.b.gpu_time_us)}  {cmp.b.kernels:,} kernels\n")
+    head.append(f"phase {cmp.phase}   A/B {_ratio(cmp.ratio)}   gap {us(cmp.gap_us)} (A − B)   "
+                f"layers {cmp.a.layers_per_step}/{cmp.b.layers_per_step}   warnings {len(cmp.warnings)}")
+    out.print(head)
+
+    t = Table(title="Operations (largest gap first)", title_justify="left", expand=False)
+    t.add_column("operation", overflow="ellipsis", no_wrap=True, max_width=name_w)
+    for col in ("A", "B", "A/B", "gap"):
+        t.add_column(col, justify="right", no_wrap=True)
+    for o in cmp.operations[:15]:
+        t.add_row(literal(o.category + (f" (only {o.only_in.upper()})" if o.only_in else "")),
+                  us(o.a.total_us), us(o.b.total_us), _ratio(o.ratio), us(o.gap_us))
+    out.print(t)
+
+    if cmp.layers:
+        t = Table(title="Layers (largest gap first)", title_justify="left")
+        for col in ("layer", "A total", "B total", "A/pass", "B/pass", "A/B", "gap"):
+            t.add_column(col, justify="right", no_wrap=True)
+        for l in cmp.layers[:10]:
+            t.add_row(str(l.layer), us(l.a.total_us), us(l.b.total_us), us(l.a.median_us), us(l.b.median_us),
+                      _ratio(l.ratio), us(l.gap_us))
+        out.print(t)
+
+    if cmp.fusions:
+        t = Table(title="Fusion differences", title_justify="left")
+        t.add_column("kind", no_wrap=True)
+        t.add_column("fused on", no_wrap=True, overflow="ellipsis", max_width=14)
+        t.add_column("what", overflow="fold", max_width=max(20, w - 50))
+        t.add_column("n", justify="right")
+        t.add_column("saving", justify="right", no_wrap=True)
+        for f in cmp.fusions:
+            side = A if f.fused_side == "a" else B
+            if f.kind == "count_imbalance":
+                what = f"{f.fused_category}: {f.occurrences} extra launches on the other side"
+            elif f.kind == "missing_kernel":
+                what = f"{short_name(f.component_kernels[0], 40)} ({f.fused_category}) missing"
+            else:
+                what = f"{f.fused_category} = {' + '.join(f.component_categories)}"
+            t.add_row(f.kind, literal(side), literal(what), str(f.occurrences),
+                      us(f.estimated_saving.total_all_us) if f.estimated_saving else "-")
+        out.print(t)
+        for f in cmp.fusions:
+            out.print(Text("• ", style="bold") + literal(f.evidence) + Text(f"  (confidence {f.confidence:.2f})"))
+
+    if cmp.same_kernels:
+        t = Table(title="Same kernels on both sides (largest gap first)", title_justify="left")
+        t.add_column("kernel", overflow="ellipsis", no_wrap=True, max_width=name_w)
+        for col in ("A mean", "B mean", "A/B", "gap"):
+            t.add_column(col, justify="right", no_wrap=True)
+        for s in cmp.same_kernels[:10]:
+            t.add_row(literal(short_name(s.name, name_w)), us(s.a.mean_us), us(s.b.mean_us), _ratio(s.ratio), us(s.gap_us))
+        out.print(t)
+    for wmsg in cmp.warnings:
+        out.print(Text("warning: ", style="yellow") + literal(wmsg))

@@ -1,0 +1,72 @@
+"""Short display names for kernels: enough to tell two kernels apart in a table cell."""
+
+from __future__ import annotations
+
+import re
+
+_NAMESPACES = re.compile(r"(?:at::native::|at::cuda::|c10::|std::|cub::|cutlass::|\(anonymous namespace\)::|"
+                         r"pytorch_flash::|void )")
+
+
+def _strip_args(s: str) -> str:
+    """Drop the trailing parameter list `(...)` of a demangled signature."""
+    depth = 0
+    for i in range(len(s) - 1, -1, -1):
+        ch = s[i]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            depth -= 1
+            if depth == 0:
+                head = s[:i].rstrip()
+                return head if head else s
+    return s
+
+
+def _flatten_templates(s: str) -> str:
+    """Keep first-level template arguments without their own template arguments; drop numbers."""
+    out, depth, arg = [], 0, []
+    args: list[str] = []
+    for ch in s:
+        if ch == "<":
+            depth += 1
+            if depth == 1:
+                out.append("<")
+                arg = []
+                args = []
+            continue
+        if ch == ">":
+            depth -= 1
+            if depth == 0:
+                args.append("".join(arg).strip())
+                kept = [a for a in args if a and not re.fullmatch(r"[-\d.]+[a-z]*|true|false", a)]
+                out.append(", ".join(kept) + ">")
+            continue
+        if depth == 1 and ch == ",":
+            args.append("".join(arg).strip())
+            arg = []
+            continue
+        if depth == 1:
+            arg.append(ch)
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out).replace("<>", "")
+
+
+# PyTorch's generic kernels differ only in their functor: shorten the common stem, keep the functor.
+_STEMS = (("vectorized_elementwise_kernel", "vec_ew"), ("unrolled_elementwise_kernel", "unrolled_ew"),
+          ("elementwise_kernel", "ew"), ("reduce_kernel", "reduce"), ("gpu_kernel_impl_nocast", "impl"))
+
+
+def short_name(name: str, width: int = 48) -> str:
+    s = name.strip()
+    if len(s) > width:
+        s = _NAMESPACES.sub("", _strip_args(s))
+        s = _flatten_templates(s) if "<" in s else s
+        for stem, short in _STEMS:
+            s = s.replace(stem, short)
+        s = re.sub(r"\s+", " ", s).strip() or name
+    if len(s) > width:
+        keep = width - 1
+        s = s[:keep] + "…"
+    return s

@@ -1,0 +1,70 @@
+"""Flat tables (header + rows of plain values) of a Comparison, for CSV export and any tabular view.
+
+Full names, unrounded numbers: a table here is data, not presentation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .comparison import Comparison
+
+TABLES = ("operations", "layers", "pairs", "fusions", "same-kernels", "warnings")
+
+
+def _r(x: float | None) -> float | str:
+    return "" if x is None else round(float(x), 4)
+
+
+def table(c: Comparison, name: str) -> tuple[list[str], list[list[Any]]]:
+    A, B = c.a.label, c.b.label
+    if name == "operations":
+        head = ["category", "phase", f"count [{A}]", f"count [{B}]", f"total_us [{A}]", f"total_us [{B}]",
+                f"mean_us [{A}]", f"mean_us [{B}]", f"median_us [{A}]", f"median_us [{B}]",
+                f"share [{A}]", f"share [{B}]", "ratio_a_over_b", "gap_us_a_minus_b", "only_in",
+                f"top_cpu_ops [{A}]", f"top_cpu_ops [{B}]", f"examples [{A}]", f"examples [{B}]"]
+        rows = [[o.category, o.phase, o.a.count, o.b.count, _r(o.a.total_us), _r(o.b.total_us), _r(o.a.mean_us),
+                 _r(o.b.mean_us), _r(o.a.median_us), _r(o.b.median_us), _r(o.a.share), _r(o.b.share), _r(o.ratio),
+                 _r(o.gap_us), o.only_in or "", " | ".join(o.top_cpu_ops.get("a", [])),
+                 " | ".join(o.top_cpu_ops.get("b", [])), " | ".join(o.examples.get("a", [])),
+                 " | ".join(o.examples.get("b", []))] for o in c.operations]
+        return head, rows
+    if name == "layers":
+        head = ["rank", "layer", f"total_us [{A}]", f"total_us [{B}]", f"kernels [{A}]", f"kernels [{B}]",
+                f"passes [{A}]", f"passes [{B}]", f"median_us [{A}]", f"median_us [{B}]", f"p90_us [{A}]",
+                f"p90_us [{B}]", "ratio_a_over_b", "gap_us_a_minus_b"]
+        rows = [[l.rank, l.layer, _r(l.a.total_us), _r(l.b.total_us), l.a.kernels, l.b.kernels, l.a.passes,
+                 l.b.passes, _r(l.a.median_us), _r(l.b.median_us), _r(l.a.p90_us), _r(l.b.p90_us), _r(l.ratio),
+                 _r(l.gap_us)] for l in c.layers]
+        return head, rows
+    if name == "pairs":
+        head = ["layer", "position", f"kernel [{A}]", f"kernel [{B}]", f"category [{A}]", f"category [{B}]",
+                f"count [{A}]", f"count [{B}]", f"mean_us [{A}]", f"mean_us [{B}]", f"median_us [{A}]",
+                f"median_us [{B}]", "ratio_a_over_b", "gap_us_a_minus_b", "same_kernel", "fusion_note"]
+        rows = [[al.layer, p.position, p.a_name or "", p.b_name or "", p.a_category or "", p.b_category or "",
+                 p.a.count, p.b.count, _r(p.a.mean_us), _r(p.b.mean_us), _r(p.a.median_us), _r(p.b.median_us),
+                 _r(p.ratio), _r(p.gap_us), p.same_kernel, p.fusion_note]
+                for al in c.alignments for p in al.pairs]
+        return head, rows
+    if name == "fusions":
+        head = ["kind", "fused_side", "fused_category", "fused_kernels", "component_side",
+                "component_categories", "component_kernels", "occurrences", "confidence",
+                "component_cost_us", "fused_cost_us", "estimated_saving_us_each", "estimated_saving_us_total",
+                "passes_gate", "evidence"]
+        label = {"a": A, "b": B}
+        rows = [[f.kind, label[f.fused_side], f.fused_category, " | ".join(f.fused_kernels), label[f.component_side],
+                 " | ".join(f.component_categories), " | ".join(f.component_kernels), f.occurrences, f.confidence,
+                 _r(f.component_cost_us), _r(f.fused_cost_us),
+                 _r(f.estimated_saving.total_us if f.estimated_saving else None),
+                 _r(f.estimated_saving.total_all_us if f.estimated_saving else None),
+                 f.estimated_saving.passes_gate if f.estimated_saving else "", f.evidence] for f in c.fusions]
+        return head, rows
+    if name == "same-kernels":
+        head = ["kernel", "category", f"count [{A}]", f"count [{B}]", f"mean_us [{A}]", f"mean_us [{B}]",
+                f"total_us [{A}]", f"total_us [{B}]", "ratio_a_over_b_mean", "gap_us_a_minus_b_total"]
+        rows = [[s.name, s.category, s.a.count, s.b.count, _r(s.a.mean_us), _r(s.b.mean_us), _r(s.a.total_us),
+                 _r(s.b.total_us), _r(s.ratio), _r(s.gap_us)] for s in c.same_kernels]
+        return head, rows
+    if name == "warnings":
+        return ["warning"], [[w] for w in c.warnings]
+    raise ValueError(f"unknown table {name!r}; choose from {', '.join(TABLES)}")

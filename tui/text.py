@@ -1,0 +1,125 @@
+"""Safe, compact text for the explorer.
+
+Every string that comes from a trace (kernel, cpu_op, Python frame, GPU, file names) goes through
+`literal()`: it becomes a `rich.text.Text` (never parsed as markup) with control characters
+replaced by visible escapes, so a kernel name holding ESC or "[bold]" cannot restyle the terminal.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rich.text import Text
+
+# C0, DEL and C1 controls, plus the bidi overrides/isolates that can visually reorder a line.
+_CONTROL = [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+_NAMED = {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
+_ESCAPES = {c: _NAMED.get(c, f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _CONTROL}
+
+# Display styles of the two sides. Colour is a help, never the only signal: sides are also
+# named by letter, so everything reads the same with NO_COLOR.
+SIDE_STYLE = {"a": "#ff9e64", "b": "#7dcfff"}
+SIDE_LETTER = {"a": "A", "b": "B"}
+DIM = "dim"
+
+
+def clean(s: object) -> str:
+    """The string with control characters made visible (for places that need a plain str)."""
+    return str(s).translate(_ESCAPES)
+
+
+def literal(s: object, style: str = "") -> Text:
+    """A Text showing `s` exactly as written (no markup), controls escaped."""
+    return Text(clean(s), style=style, end="")
+
+
+def shorten(s: str, width: int) -> str:
+    """Fit a name into `width` cells: drop a leading "void ", then cut with an ellipsis."""
+    s = clean(s)
+    if s.startswith("void "):
+        s = s[5:]
+    if width <= 1 or len(s) <= width:
+        return s[: max(width, 0)] if width <= 1 else s
+    return s[: width - 1] + "…"
+
+
+def fmt_us(us: float | None) -> str:
+    """A duration in the unit that keeps it short: 8.21µs, 812.3µs, 12.34ms, 1.23s."""
+    if us is None or (isinstance(us, float) and math.isnan(us)):
+        return "—"
+    a = abs(us)
+    if a < 10:
+        return f"{us:.2f}µs"
+    if a < 1000:
+        return f"{us:.1f}µs"
+    if a < 1e6:
+        return f"{us / 1e3:.2f}ms"
+    return f"{us / 1e6:.2f}s"
+
+
+def fmt_gap(us: float | None) -> str:
+    if us is None:
+        return "—"
+    if us == 0:
+        return "0"
+    return ("+" if us > 0 else "−") + fmt_us(abs(us))
+
+
+def fmt_ratio(r: float | None) -> str:
+    if r is None or (isinstance(r, float) and (math.isnan(r) or math.isinf(r))):
+        return "—"
+    return f"{r:.2f}×"
+
+
+def fmt_pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.1%}"
+
+
+def fmt_bytes(n: float | None) -> str:
+    if n is None:
+        return "—"
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1024 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TB"
+
+
+def slower_side(gap_us: float, ratio: float | None = None) -> str | None:
+    """"a" when A takes longer, "b" when B does, None when they tie."""
+    if gap_us > 0:
+        return "a"
+    if gap_us < 0:
+        return "b"
+    return None
+
+
+def two_bars(a: float, b: float, scale: float, width: int) -> Text:
+    """Two horizontal bars in one row: upper half-blocks for A, lower half-blocks for B.
+
+    A cell is '█' where both bars reach, '▀' where only A does, '▄' where only B does, so the chart
+    reads without colour; with colour, A's and B's parts take their side colours.
+    """
+    if scale <= 0 or width <= 0:
+        return Text(" " * max(width, 0))
+    na = min(width, round(width * a / scale))
+    nb = min(width, round(width * b / scale))
+    t = Text(end="")
+    both = min(na, nb)
+    t.append("█" * both)
+    if na > nb:
+        t.append("▀" * (na - nb), style=SIDE_STYLE["a"])
+    elif nb > na:
+        t.append("▄" * (nb - na), style=SIDE_STYLE["b"])
+    t.append(" " * (width - max(na, nb)))
+    return t
+
+
+def one_bar(x: float, scale: float, width: int, style: str = "") -> Text:
+    """A single horizontal bar with eighth-block resolution."""
+    if scale <= 0 or width <= 0:
+        return Text(" " * max(width, 0))
+    eighths = min(width * 8, round(width * 8 * x / scale))
+    full, part = divmod(eighths, 8)
+    s = "█" * full + (" ▏▎▍▌▋▊▉"[part] if part else "")
+    return Text(s.ljust(width), style=style, end="")

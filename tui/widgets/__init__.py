@@ -1,0 +1,1 @@
+"""Widgets of the explorer: they render core results handed to them, nothing more."""

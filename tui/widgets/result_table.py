@@ -1,0 +1,234 @@
+"""A DataTable of result rows that knows how to filter, sort and export itself.
+
+Rows carry their raw values (for sorting and export, names in full) next to the rendered cells
+(Text, names shortened to the column). The table is rebuilt from `rows` on every filter/sort
+change, which stays cheap because result tables are small (layers, operations, kernel pairs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import DataTable
+
+from ..text import literal
+
+NUMERIC = ("num", "us", "gap", "ratio", "pct", "int")
+
+
+@dataclass
+class Column:
+    key: str
+    label: str
+    kind: str = "text"           # text | name | int | num | us | gap | ratio | pct | bar
+    width: int | None = None     # fixed width; None: fit content; "name" columns share what is left
+    min_width: int = 12          # for "name" columns
+
+
+@dataclass
+class Row:
+    key: str
+    values: tuple                # raw values, one per column (None = absent)
+    cells: tuple                 # renderables, one per column
+    payload: Any = None          # the result object the row shows (for drill-down)
+    style: str = ""              # whole-row style (e.g. the slower side's colour)
+    search: str = ""             # lowercase text matched by the name filter
+
+
+@dataclass
+class TableSpec:
+    name: str                    # used for export file names
+    columns: list[Column]
+    build: Callable[[dict[str, int]], list[Row]]   # name-column widths -> rows
+    select: str | None = None    # row key to put the cursor on first
+    default_sort: tuple[int, bool] | None = None   # (column index, reverse)
+    extra: dict = field(default_factory=dict)
+
+
+def _sort_key(v: Any, kind: str):
+    # None (a side with no data) always sorts after real values
+    if v is None:
+        return (1, 0)
+    if kind in NUMERIC:
+        try:
+            return (0, float(v))
+        except (TypeError, ValueError):
+            return (1, 0)
+    return (0, str(v).lower())
+
+
+class ResultTable(DataTable):
+    """Rows of one result table with `/` filtering, `s` sorting and export."""
+
+    BINDINGS = [
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+        Binding("g", "scroll_top", "First row", show=False),
+        Binding("G", "scroll_bottom", "Last row", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    ResultTable { height: 1fr; }
+    """
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=True)
+        self.spec: TableSpec | None = None
+        self.rows_all: list[Row] = []
+        self.rows_shown: list[Row] = []
+        self.filter_text = ""
+        self.sort_column: int | None = None
+        self.sort_reverse = False
+        self._built_width = 0
+        self._widths: dict[str, int] = {}
+
+    # --- data in --------------------------------------------------------------------------
+    def show(self, spec: TableSpec, keep_cursor: bool = False) -> None:
+        current = self.current_row()
+        self.spec = spec
+        if spec.default_sort is not None and not keep_cursor:
+            self.sort_column, self.sort_reverse = spec.default_sort
+        elif not keep_cursor:
+            self.sort_column, self.sort_reverse = None, False
+        self._build_rows()
+        select = current.key if (keep_cursor and current is not None) else spec.select
+        self._refill(select)
+
+    def _name_widths(self) -> dict[str, int]:
+        """Share the width left by the fixed columns between the name columns."""
+        assert self.spec is not None
+        total = self.size.width or self.app.size.width
+        self._built_width = total
+        cols = self.spec.columns
+        fixed = sum((c.width or len(c.label)) + 2 for c in cols if c.kind != "name")
+        names = [c for c in cols if c.kind == "name"]
+        if not names:
+            return {}
+        # 2 cells per column for padding, 2 for the vertical scrollbar
+        left = total - fixed - 2 * len(names) - 2
+        each = max(left // len(names), 0)
+        return {c.key: max(c.min_width, min(each, 96)) for c in names}
+
+    def _build_rows(self) -> None:
+        assert self.spec is not None
+        self._widths = self._name_widths()
+        self.rows_all = self.spec.build(self._widths)
+
+    def on_resize(self) -> None:
+        # names were shortened for the old width: rebuild when it changes noticeably
+        if self.spec is not None and self.size.width and abs(self.size.width - self._built_width) >= 4:
+            self._build_rows()
+            cur = self.current_row()
+            self._refill(cur.key if cur else None)
+
+    # --- filter / sort ----------------------------------------------------------------------
+    def set_filter(self, text: str) -> None:
+        text = text.strip().lower()
+        if text == self.filter_text:
+            return
+        self.filter_text = text
+        cur = self.current_row()
+        self._refill(cur.key if cur else None)
+
+    def cycle_sort(self) -> str:
+        """Sort by the next column (numbers largest first); returns a description."""
+        assert self.spec is not None
+        n = len(self.spec.columns)
+        nxt = 0 if self.sort_column is None else (self.sort_column + 1) % n
+        while self.spec.columns[nxt].kind == "bar" and nxt != self.sort_column:
+            nxt = (nxt + 1) % n
+        return self.sort_by(nxt, self.spec.columns[nxt].kind in NUMERIC)
+
+    def reverse_sort(self) -> str:
+        if self.sort_column is None:
+            return self.cycle_sort()
+        return self.sort_by(self.sort_column, not self.sort_reverse)
+
+    def sort_by(self, column: int, reverse: bool) -> str:
+        self.sort_column, self.sort_reverse = column, reverse
+        cur = self.current_row()
+        self._refill(cur.key if cur else None)
+        col = self.spec.columns[column]
+        return f"sorted by {col.label} {'▼' if reverse else '▲'}"
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        col = event.column_index
+        if self.sort_column == col:
+            self.sort_by(col, not self.sort_reverse)
+        else:
+            self.sort_by(col, self.spec.columns[col].kind in NUMERIC)
+
+    def _visible(self) -> list[Row]:
+        rows = self.rows_all
+        if self.filter_text:
+            rows = [r for r in rows if self.filter_text in r.search]
+        if self.sort_column is not None:
+            kind = self.spec.columns[self.sort_column].kind
+            i = self.sort_column
+            present = [r for r in rows if r.values[i] is not None]
+            absent = [r for r in rows if r.values[i] is None]
+            present.sort(key=lambda r: _sort_key(r.values[i], kind), reverse=self.sort_reverse)
+            rows = present + absent
+        return rows
+
+    def _refill(self, select: str | None) -> None:
+        assert self.spec is not None
+        self.clear(columns=True)
+        for i, c in enumerate(self.spec.columns):
+            label = c.label
+            if i == self.sort_column:
+                label += "▼" if self.sort_reverse else "▲"
+            justify = "right" if c.kind in NUMERIC else "left"
+            width = c.width
+            if c.kind == "name":
+                width = self._widths.get(c.key)
+            self.add_column(Text(label, justify=justify), width=width, key=c.key)
+        self.rows_shown = self._visible()
+        for r in self.rows_shown:
+            cells = r.cells
+            if r.style:
+                cells = tuple(self._styled(c, r.style) for c in cells)
+            self.add_row(*cells, key=r.key)
+        if select is not None:
+            for idx, r in enumerate(self.rows_shown):
+                if r.key == select:
+                    self.move_cursor(row=idx, animate=False, scroll=True)
+                    break
+
+    @staticmethod
+    def _styled(cell, style: str):
+        if isinstance(cell, Text):
+            c = cell.copy()
+            c.stylize_before(style)
+            return c
+        return cell
+
+    # --- data out ---------------------------------------------------------------------------
+    def current_row(self) -> Row | None:
+        if not self.rows_shown or self.cursor_row < 0 or self.cursor_row >= len(self.rows_shown):
+            return None
+        return self.rows_shown[self.cursor_row]
+
+    def select_key(self, key: str) -> bool:
+        for idx, r in enumerate(self.rows_shown):
+            if r.key == key:
+                self.move_cursor(row=idx, animate=False, scroll=True)
+                return True
+        return False
+
+    def export_records(self) -> tuple[list[str], list[list[Any]]]:
+        """Header and raw values of the rows as shown (filter and sort applied, names in full)."""
+        assert self.spec is not None
+        cols = [c for c in self.spec.columns if c.kind != "bar"]
+        idx = [i for i, c in enumerate(self.spec.columns) if c.kind != "bar"]
+        return [c.label for c in cols], [[r.values[i] for i in idx] for r in self.rows_shown]
+
+
+def text_cell(s: object, width: int | None = None, style: str = "") -> Text:
+    from ..text import shorten
+
+    return literal(shorten(str(s), width) if width else s, style)

@@ -36,6 +36,37 @@ def link(model: TraceModel) -> None:
     ext[missing] = model.launches.ext[k.launch[missing]]
     k.ext = ext
     k.cpu_op = _lookup(model.cpu_ops.ext, ext)
+    todo = np.nonzero((k.cpu_op < 0) & has_launch)[0]
+    if len(todo) and len(model.cpu_ops):
+        k.cpu_op[todo] = _enclosing_ops(model, k.launch[todo])
+
+
+ENCLOSING_LOOKBACK = 8  # nested ops start after their parents: the innermost is among the last few
+
+
+def _enclosing_ops(model: TraceModel, launches: np.ndarray) -> np.ndarray:
+    """Innermost cpu_op on the launching thread that encloses each launch (for traces whose
+    External ids do not join, e.g. older Kineto where kernels carry the correlation instead)."""
+    c, L = model.cpu_ops, model.launches
+    out = np.full(len(launches), -1, dtype=np.int64)
+    lt, ltid = L.ts[launches], L.tid[launches]
+    for tid in np.unique(ltid).tolist():  # a handful of threads: loop them, vectorise inside
+        ops = np.nonzero(c.tid == tid)[0]
+        if len(ops) == 0:
+            continue
+        ops = ops[np.argsort(c.ts[ops], kind="stable")]
+        ts, ends = c.ts[ops], c.ts[ops] + c.dur[ops]
+        mine = np.nonzero(ltid == tid)[0]
+        j = np.searchsorted(ts, lt[mine], side="right") - 1
+        found = np.full(len(mine), -1, dtype=np.int64)
+        for back in range(ENCLOSING_LOOKBACK):
+            q = j - back
+            ok = (found < 0) & (q >= 0)
+            qq = np.maximum(q, 0)
+            hit = ok & (ends[qq] >= lt[mine])
+            found[hit] = ops[qq[hit]]
+        out[mine] = found
+    return out
 
 
 def launch_time(model: TraceModel) -> np.ndarray:

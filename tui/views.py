@@ -1,0 +1,398 @@
+"""Comparison parts → table specs and detail text. Presentation only: every number shown here
+was computed by core (core.compare / core.summary); this module formats and lays it out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from core.comparison import (Comparison, FusionFinding, KernelPair, LayerAlignment, OperationRow, SameKernel,
+                             Stats)
+
+from .text import (DIM, SIDE_LETTER, SIDE_STYLE, clean, fmt_bytes, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal,
+                   one_bar, shorten, slower_side, two_bars)
+from .widgets.result_table import Column, Row, TableSpec
+
+CHART_WIDTH = 16
+NONE_CELL = "· none ·"
+KIND_LABEL = {"fused_category": "fused op", "sequence": "sequence", "count_imbalance": "count",
+              "missing_kernel": "missing"}
+
+
+def side_text(side: str, with_label: Comparison | None = None) -> Text:
+    t = Text(SIDE_LETTER[side], style=f"bold {SIDE_STYLE[side]}", end="")
+    if with_label is not None:
+        t.append(" ")
+        t.append(literal(getattr(with_label, side).label, SIDE_STYLE[side]))
+    return t
+
+
+def _num(s: str, style: str = "") -> Text:
+    return Text(s, style=style, justify="right", end="")
+
+
+def _row_style(gap_us: float) -> str:
+    side = slower_side(gap_us)
+    return SIDE_STYLE[side] if side else ""
+
+
+def _slower_cell(gap_us: float) -> Text:
+    side = slower_side(gap_us)
+    return Text(SIDE_LETTER[side], end="") if side else Text("=", style=DIM, end="")
+
+
+def _name_cell(name: str | None, width: int) -> Text:
+    if name is None:
+        return Text(NONE_CELL, style=f"{DIM} italic", end="")
+    return literal(shorten(name, width))
+
+
+# --- layers ---------------------------------------------------------------------------------
+
+def layers_spec(comp: Comparison, single: bool = False) -> TableSpec:
+    layers = sorted(comp.layers, key=lambda r: r.layer)
+    slowest = comp.layers[0].layer if comp.layers else None
+    if single:
+        scale = max((r.a.total_us for r in layers), default=0.0)
+        total = comp.a.gpu_time_us or 1.0
+        cols = [Column("layer", "Layer", "int", 5), Column("total", "Total", "us", 8),
+                Column("kernels", "Kernels", "int", 7), Column("passes", "Passes", "int", 6),
+                Column("median", "Med/pass", "us", 8), Column("p90", "p90/pass", "us", 8),
+                Column("share", "Share", "pct", 6), Column("chart", "Time", "bar", CHART_WIDTH)]
+
+        def build(_w: dict[str, int]) -> list[Row]:
+            rows = []
+            for r in layers:
+                s = r.a
+                vals = (r.layer, s.total_us, s.kernels, s.passes, s.median_us, s.p90_us, s.total_us / total, None)
+                cells = (_num(str(r.layer)), _num(fmt_us(s.total_us)), _num(str(s.kernels)), _num(str(s.passes)),
+                         _num(fmt_us(s.median_us)), _num(fmt_us(s.p90_us)), _num(fmt_pct(s.total_us / total)),
+                         one_bar(s.total_us, scale, CHART_WIDTH, SIDE_STYLE["a"]))
+                rows.append(Row(str(r.layer), vals, cells, payload=r, search=f"layer {r.layer}"))
+            return rows
+
+        busiest = max(layers, key=lambda r: r.a.total_us).layer if layers else None
+        return TableSpec("layers", cols, build, select=None if busiest is None else str(busiest),
+                         default_sort=(0, False))
+
+    scale = max((max(r.a.total_us, r.b.total_us) for r in layers), default=0.0)
+    cols = [Column("layer", "Layer", "int", 5), Column("a_total", "A total", "us", 8),
+            Column("b_total", "B total", "us", 8), Column("ratio", "A/B", "ratio", 6),
+            Column("gap", "Gap", "gap", 9), Column("slower", "Slower", "text", 6),
+            Column("chart", "A▀ B▄", "bar", CHART_WIDTH),
+            Column("a_kernels", "A kernels", "int", 9), Column("b_kernels", "B kernels", "int", 9),
+            Column("a_median", "A med/pass", "us", 10), Column("b_median", "B med/pass", "us", 10),
+            Column("rank", "Rank", "int", 4)]
+
+    def build(_w: dict[str, int]) -> list[Row]:
+        rows = []
+        for r in layers:
+            vals = (r.layer, r.a.total_us, r.b.total_us, r.ratio, r.gap_us, SIDE_LETTER.get(slower_side(r.gap_us), "="),
+                    None, r.a.kernels, r.b.kernels, r.a.median_us, r.b.median_us, r.rank)
+            cells = (_num(str(r.layer)), _num(fmt_us(r.a.total_us)), _num(fmt_us(r.b.total_us)),
+                     _num(fmt_ratio(r.ratio)), _num(fmt_gap(r.gap_us)), _slower_cell(r.gap_us),
+                     two_bars(r.a.total_us, r.b.total_us, scale, CHART_WIDTH),
+                     _num(str(r.a.kernels)), _num(str(r.b.kernels)), _num(fmt_us(r.a.median_us)),
+                     _num(fmt_us(r.b.median_us)), _num(str(r.rank)))
+            rows.append(Row(str(r.layer), vals, cells, payload=r, style=_row_style(r.gap_us), search=f"layer {r.layer}"))
+        return rows
+
+    return TableSpec("layers", cols, build, select=None if slowest is None else str(slowest), default_sort=(0, False))
+
+
+# --- operations -----------------------------------------------------------------------------
+
+def operations_spec(comp: Comparison, single: bool = False) -> TableSpec:
+    ops = comp.operations
+    split = any(o.phase != comp.phase for o in ops)
+    phase_col = [Column("phase", "Phase", "text", 7)] if split else []
+    if single:
+        scale = max((o.a.total_us for o in ops), default=0.0)
+        cols = [Column("category", "Operation", "name", min_width=14), *phase_col,
+                Column("count", "Count", "int", 6), Column("total", "Total", "us", 8),
+                Column("mean", "Mean", "us", 8), Column("median", "Median", "us", 8),
+                Column("share", "Share", "pct", 6), Column("chart", "Time", "bar", 10)]
+
+        def build(w: dict[str, int]) -> list[Row]:
+            rows = []
+            for i, o in enumerate(x for x in ops if x.a.count):
+                ph = (o.phase,) if split else ()
+                vals = (o.category, *ph, o.a.count, o.a.total_us, o.a.mean_us, o.a.median_us, o.a.share, None)
+                cells = (literal(shorten(o.category, w["category"])), *(literal(p) for p in ph), _num(str(o.a.count)),
+                         _num(fmt_us(o.a.total_us)), _num(fmt_us(o.a.mean_us)), _num(fmt_us(o.a.median_us)),
+                         _num(fmt_pct(o.a.share)), one_bar(o.a.total_us, scale, 10, SIDE_STYLE["a"]))
+                rows.append(Row(f"{o.category}|{o.phase}", vals, cells, payload=o, search=o.category.lower()))
+            return rows
+
+        return TableSpec("operations", cols, build, select=None, default_sort=(1 + len(phase_col) + 1, True))
+
+    cols = [Column("category", "Operation", "name", min_width=14), *phase_col,
+            Column("a_total", "A total", "us", 8), Column("b_total", "B total", "us", 8),
+            Column("ratio", "A/B", "ratio", 6), Column("gap", "Gap", "gap", 9),
+            Column("a_count", "A n", "int", 6), Column("b_count", "B n", "int", 6),
+            Column("a_share", "A share", "pct", 7), Column("b_share", "B share", "pct", 7),
+            Column("a_median", "A median", "us", 8), Column("b_median", "B median", "us", 8),
+            Column("only_in", "Only in", "text", 7)]
+
+    def build(w: dict[str, int]) -> list[Row]:
+        rows = []
+        for o in ops:
+            ph = (o.phase,) if split else ()
+            a = o.a if o.a.count else None
+            b = o.b if o.b.count else None
+            only = SIDE_LETTER[o.only_in] if o.only_in else ""
+            vals = (o.category, *ph, a and a.total_us, b and b.total_us, o.ratio, o.gap_us, o.a.count, o.b.count,
+                    a and a.share, b and b.share, a and a.median_us, b and b.median_us, only)
+            cells = (literal(shorten(o.category, w["category"])), *(literal(p) for p in ph),
+                     _num(fmt_us(a.total_us) if a else "—"), _num(fmt_us(b.total_us) if b else "—"),
+                     _num(fmt_ratio(o.ratio)), _num(fmt_gap(o.gap_us)), _num(str(o.a.count)), _num(str(o.b.count)),
+                     _num(fmt_pct(a.share) if a else "—"), _num(fmt_pct(b.share) if b else "—"),
+                     _num(fmt_us(a.median_us) if a else "—"), _num(fmt_us(b.median_us) if b else "—"),
+                     Text(only, end=""))
+            rows.append(Row(f"{o.category}|{o.phase}", vals, cells, payload=o, style=_row_style(o.gap_us),
+                            search=o.category.lower()))
+        return rows
+
+    return TableSpec("operations", cols, build, select=None)
+
+
+def _stats_grid(comp: Comparison, stats: dict[str, Stats], single: bool) -> Table:
+    g = Table.grid(padding=(0, 2))
+    g.add_column()
+    for _ in range(7):
+        g.add_column(justify="right")
+    g.add_row(Text(""), *[Text(h, style="bold") for h in ("count", "total", "min", "median", "p95", "max", "share")])
+    for side, s in stats.items():
+        label = Text("") if single else side_text(side)
+        if not s.count:
+            g.add_row(label, Text("—"), *[Text("") for _ in range(6)])
+            continue
+        g.add_row(label, Text(str(s.count)), Text(fmt_us(s.total_us)), Text(fmt_us(s.min_us)),
+                  Text(fmt_us(s.median_us)), Text(fmt_us(s.p95_us)), Text(fmt_us(s.max_us)), Text(fmt_pct(s.share)))
+    return g
+
+
+def _labelled(label: str, value: Text | str, style: str = "") -> Text:
+    t = Text(f"{label:<13}", style="bold", end="")
+    t.append(value if isinstance(value, Text) else literal(value, style))
+    return t
+
+
+def operation_detail(o: OperationRow, comp: Comparison, single: bool = False) -> Group:
+    head = literal(o.category, "bold")
+    if o.phase != "all":
+        head.append(f"  phase {o.phase}", style=DIM)
+    if not single:
+        head.append(f"   A/B {fmt_ratio(o.ratio)}   gap {fmt_gap(o.gap_us)}")
+        if o.only_in:
+            head.append(f"   only {SIDE_LETTER[o.only_in]} runs it", style="bold")
+    parts: list[Any] = [head, _stats_grid(comp, {"a": o.a} if single else {"a": o.a, "b": o.b}, single)]
+    for side in ("a",) if single else ("a", "b"):
+        prefix = "" if single else f"{SIDE_LETTER[side]} "
+        ops = o.top_cpu_ops.get(side) or []
+        if ops:
+            parts.append(_labelled(f"{prefix}cpu_ops", ", ".join(clean(x) for x in ops)))
+        ex = o.examples.get(side) or []
+        for i, name in enumerate(ex):
+            parts.append(_labelled(f"{prefix}kernels" if i == 0 else "", name))
+    return Group(*parts)
+
+
+# --- aligned kernel pairs -------------------------------------------------------------------
+
+def pairs_spec(al: LayerAlignment, comp: Comparison, single: bool = False) -> TableSpec:
+    if single:
+        cols = [Column("pos", "#", "int", 3), Column("kernel", "Kernel", "name", min_width=16),
+                Column("category", "Category", "text", 14), Column("count", "Count", "int", 6),
+                Column("median", "Median", "us", 8), Column("total", "Total", "us", 8)]
+
+        def build(w: dict[str, int]) -> list[Row]:
+            rows = []
+            for p in al.pairs:
+                if p.a_name is None:
+                    continue
+                vals = (p.position, p.a_name, p.a_category, p.a.count, p.a.median_us, p.a.total_us)
+                cells = (_num(str(p.position)), _name_cell(p.a_name, w["kernel"]),
+                         literal(shorten(p.a_category or "", 14)), _num(str(p.a.count)), _num(fmt_us(p.a.median_us)),
+                         _num(fmt_us(p.a.total_us)))
+                rows.append(Row(str(p.position), vals, cells, payload=p, search=p.a_name.lower()))
+            return rows
+
+        return TableSpec(f"layer{al.layer}_kernels", cols, build)
+
+    cols = [Column("pos", "#", "int", 3), Column("a_name", "A kernel", "name", min_width=14),
+            Column("b_name", "B kernel", "name", min_width=14), Column("a_median", "A µs", "us", 7),
+            Column("b_median", "B µs", "us", 7), Column("ratio", "A/B", "ratio", 6), Column("gap", "Gap", "gap", 8),
+            Column("note", "", "text", 1)]
+
+    def build(w: dict[str, int]) -> list[Row]:
+        rows = []
+        for p in al.pairs:
+            a = p.a.median_us if p.a_name is not None else None
+            b = p.b.median_us if p.b_name is not None else None
+            note = "F" if p.fusion_note else ("=" if p.same_kernel else "")
+            vals = (p.position, p.a_name, p.b_name, a, b, p.ratio, p.gap_us, note)
+            cells = (_num(str(p.position)), _name_cell(p.a_name, w["a_name"]), _name_cell(p.b_name, w["b_name"]),
+                     _num(fmt_us(a)), _num(fmt_us(b)), _num(fmt_ratio(p.ratio)), _num(fmt_gap(p.gap_us)),
+                     Text(note, style="bold" if note == "F" else DIM, end=""))
+            search = f"{p.a_name or ''}\n{p.b_name or ''}".lower()
+            rows.append(Row(str(p.position), vals, cells, payload=p, style=_row_style(p.gap_us), search=search))
+        return rows
+
+    return TableSpec(f"layer{al.layer}_pairs", cols, build)
+
+
+def pair_status(p: KernelPair, single: bool = False) -> Text:
+    """One line under the pairs table: categories and the fusion note of the highlighted pair."""
+    t = Text(end="")
+    if single:
+        t.append(literal(p.a_category or ""))
+        return t
+    t.append_text(side_text("a"))
+    t.append(" ")
+    t.append(literal(p.a_category or "—"))
+    t.append("  ")
+    t.append_text(side_text("b"))
+    t.append(" ")
+    t.append(literal(p.b_category or "—"))
+    if p.same_kernel:
+        t.append("  same kernel", style=DIM)
+    if p.fusion_note:
+        t.append("  ")
+        t.append(literal(p.fusion_note, "bold"))
+    return t
+
+
+# --- fusion ---------------------------------------------------------------------------------
+
+def fusion_spec(comp: Comparison) -> TableSpec:
+    cols = [Column("n", "#", "int", 3), Column("fused_side", "Fused", "text", 5),
+            Column("kind", "Kind", "text", 8), Column("category", "Fused op", "name", min_width=14),
+            Column("occ", "Occ.", "int", 5), Column("cost", "Comp. cost", "us", 10),
+            Column("saving", "Est. saving", "us", 11), Column("conf", "Conf.", "pct", 5)]
+
+    def build(w: dict[str, int]) -> list[Row]:
+        rows = []
+        for i, f in enumerate(comp.fusions, 1):
+            saving = f.estimated_saving.total_all_us if f.estimated_saving else None
+            vals = (i, SIDE_LETTER.get(f.fused_side, f.fused_side), f.kind, f.fused_category, f.occurrences,
+                    f.component_cost_us, saving, f.confidence)
+            cells = (_num(str(i)), Text(SIDE_LETTER.get(f.fused_side, "?"), style=f"bold {SIDE_STYLE.get(f.fused_side, '')}", end=""),
+                     Text(KIND_LABEL.get(f.kind, f.kind), end=""), literal(shorten(f.fused_category, w["category"])),
+                     _num(str(f.occurrences)), _num(fmt_us(f.component_cost_us)), _num(fmt_us(saving)),
+                     _num(f"{f.confidence:.0%}"))
+            search = " ".join([f.fused_category, *f.fused_kernels, *f.component_kernels, *f.component_categories]).lower()
+            rows.append(Row(str(i), vals, cells, payload=f, search=search))
+        return rows
+
+    return TableSpec("fusion", cols, build, select="1" if comp.fusions else None)
+
+
+def fusion_evidence(f: FusionFinding, comp: Comparison) -> Group:
+    fs, cs = f.fused_side, f.component_side
+    head = Text("Fused on ", style="bold", end="")
+    head.append_text(side_text(fs, comp))
+    head.append(f"   {KIND_LABEL.get(f.kind, f.kind)}, confidence {f.confidence:.0%}", style=DIM)
+    parts: list[Any] = [head, literal(f.evidence)]
+    g = Table.grid(padding=(0, 1))
+    g.add_column(no_wrap=True)
+    g.add_column(overflow="fold")
+    fused_label = side_text(fs)
+    fused_label.append(" runs")
+    if f.fused_kernels:
+        for i, k in enumerate(f.fused_kernels):
+            g.add_row(fused_label if i == 0 else Text(""), literal(k))
+    else:
+        g.add_row(fused_label, Text("fewer kernels (no single fused kernel)", style=DIM))
+    g.add_row(Text("  category"), literal(f.fused_category))
+    comp_label = side_text(cs)
+    comp_label.append(" runs")
+    for i, k in enumerate(f.component_kernels or ["—"]):
+        g.add_row(comp_label if i == 0 else Text(""), literal(k))
+    if f.component_categories:
+        g.add_row(Text("  categories"), literal(", ".join(f.component_categories)))
+    g.add_row(Text("occurrences"), Text(str(f.occurrences)))
+    cost = side_text(cs)
+    cost.append(f" components {fmt_us(f.component_cost_us)}   ")
+    cost.append_text(side_text(fs))
+    cost.append(f" fused {fmt_us(f.fused_cost_us)}")
+    g.add_row(Text("measured"), cost)
+    s = f.estimated_saving
+    if s is None:
+        g.add_row(Text("est. saving"), Text("not estimated", style=DIM))
+    else:
+        gate = "passes the minimum-gain gate" if s.passes_gate else "below the minimum-gain gate"
+        g.add_row(Text("est. saving"), Text(f"{fmt_us(s.total_us)} per occurrence, {fmt_us(s.total_all_us)} in all ({gate})"))
+        g.add_row(Text(""), Text(f"{s.launches_saved} launches saved → {fmt_us(s.launch_ns / 1e3)}", style=DIM))
+        g.add_row(Text(""), Text(f"{s.sync_points_saved} sync points saved → {fmt_us(s.sync_ns / 1e3)}", style=DIM))
+        g.add_row(Text(""), Text(f"{fmt_bytes(s.device_bytes_saved)} device traffic saved → {fmt_us(s.traffic_ns / 1e3)}",
+                                 style=DIM))
+        g.add_row(Text(""), Text(f"{fmt_bytes(s.readback_bytes_saved)} host read-back saved → {fmt_us(s.readback_ns / 1e3)}",
+                                 style=DIM))
+        if s.params:
+            g.add_row(Text("model"), literal(", ".join(f"{k}={v}" for k, v in s.params.items()), DIM))
+    parts.append(g)
+    return Group(*parts)
+
+
+# --- same kernels ---------------------------------------------------------------------------
+
+def same_kernels_spec(comp: Comparison, single: bool = False) -> TableSpec:
+    items = comp.same_kernels
+    if single:
+        cols = [Column("name", "Kernel", "name", min_width=16), Column("category", "Category", "text", 12),
+                Column("count", "Count", "int", 6), Column("total", "Total", "us", 8),
+                Column("median", "Median", "us", 8), Column("share", "Share", "pct", 6)]
+
+        def build(w: dict[str, int]) -> list[Row]:
+            return [Row(f"{i}", (k.name, k.category, k.a.count, k.a.total_us, k.a.median_us, k.a.share),
+                        (literal(shorten(k.name, w["name"])), literal(shorten(k.category, 12)), _num(str(k.a.count)),
+                         _num(fmt_us(k.a.total_us)), _num(fmt_us(k.a.median_us)), _num(fmt_pct(k.a.share))),
+                        payload=k, search=k.name.lower())
+                    for i, k in enumerate(items)]
+
+        return TableSpec("kernels", cols, build, default_sort=(3, True))
+
+    cols = [Column("name", "Kernel", "name", min_width=16), Column("a_count", "A n", "int", 5),
+            Column("b_count", "B n", "int", 5), Column("a_median", "A median", "us", 8),
+            Column("b_median", "B median", "us", 8), Column("ratio", "A/B", "ratio", 6), Column("gap", "Gap", "gap", 9),
+            Column("category", "Category", "text", 12)]
+
+    def build(w: dict[str, int]) -> list[Row]:
+        return [Row(f"{i}", (k.name, k.a.count, k.b.count, k.a.median_us, k.b.median_us, k.ratio, k.gap_us, k.category),
+                    (literal(shorten(k.name, w["name"])), _num(str(k.a.count)), _num(str(k.b.count)),
+                     _num(fmt_us(k.a.median_us)), _num(fmt_us(k.b.median_us)), _num(fmt_ratio(k.ratio)),
+                     _num(fmt_gap(k.gap_us)), literal(shorten(k.category, 12))),
+                    payload=k, style=_row_style(k.gap_us), search=k.name.lower())
+                for i, k in enumerate(items)]
+
+    return TableSpec("same_kernels", cols, build)
+
+
+def same_kernel_detail(k: SameKernel, comp: Comparison, single: bool = False) -> Group:
+    head = literal(k.name, "bold")
+    sub = Text(end="")
+    sub.append(literal(k.category))
+    if not single:
+        sub.append(f"   A/B {fmt_ratio(k.ratio)}   gap {fmt_gap(k.gap_us)}")
+    return Group(head, sub, _stats_grid(comp, {"a": k.a} if single else {"a": k.a, "b": k.b}, single))
+
+
+# --- warnings -------------------------------------------------------------------------------
+
+def warnings_spec(comp: Comparison) -> TableSpec:
+    cols = [Column("n", "#", "int", 3), Column("warning", "Warning", "name", min_width=20)]
+
+    def build(w: dict[str, int]) -> list[Row]:
+        return [Row(str(i), (i, s), (_num(str(i)), literal(shorten(s, w["warning"]))), payload=s, search=s.lower())
+                for i, s in enumerate(comp.warnings, 1)]
+
+    return TableSpec("warnings", cols, build)
+
+
+def warning_detail(s: str, comp: Comparison, single: bool = False) -> Text:
+    return literal(s)

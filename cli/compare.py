@@ -48,34 +48,50 @@ def _overrides(items: list[str]) -> dict[str, float]:
 def run(args) -> int:
     from core.classify import Classifier
     from core.compare import compare
+    from core.errors import TraceError
     from core.loader import load
+    from core.probe import probe
 
+    # Probe both files first: a bad or foreign B is reported in milliseconds, not after loading A.
+    infos = [probe(path) for path in (args.a, args.b)]
+    for info in infos:
+        if info.kind == "aie":
+            raise TraceError(info.path, "this is an AMD AIE (NPU) trace: compare AIE runs with `kerneldiff aie A B`")
     classifier = Classifier.load(args.registry)
-    a = load(args.a, classifier=classifier)
-    b = load(args.b, classifier=classifier)
+    a = load(args.a, classifier=classifier, info=infos[0])
+    b = load(args.b, classifier=classifier, info=infos[1])
     try:
         cmp = compare(a, b, phase=args.phase, classifier=classifier, fusion_overrides=_overrides(args.fusion_param))
     except ValueError as e:
         print(f"kerneldiff: {e}", file=sys.stderr)
         return 2
+    try:
+        return _report(cmp, args)
+    except BrokenPipeError:
+        raise  # `| head` closed the pipe: cli.main ends quietly
+    except OSError as e:  # an unwritable -o path is the user's to fix, not a crash
+        print(f"kerneldiff: {e.filename or args.output}: cannot write: {e.strerror or e}", file=sys.stderr)
+        return 2
+
+
+def _report(cmp, args) -> int:
     if args.format == "json":
         text = json.dumps(cmp.to_dict(), indent=1, allow_nan=False, default=str)
         return _emit(text, args.output)
     if args.format == "csv":
         return _csv(cmp, args)
     width = args.width or min(console().width, 120)
-    out = console()
     if args.output:
-        fh = open(args.output, "w", encoding="utf-8")
         from rich.console import Console
 
-        out = Console(file=fh, width=width, highlight=False, markup=False, emoji=False, color_system=None)
-    else:
-        out.width = width
-    render_text(cmp, out)
-    if args.output:
-        fh.close()
+        with open(args.output, "w", encoding="utf-8") as fh:
+            render_text(cmp, Console(file=fh, width=width, highlight=False, markup=False, emoji=False,
+                                     color_system=None))
         print(f"wrote {args.output}", file=sys.stderr)
+        return 0
+    out = console()
+    out.width = width
+    render_text(cmp, out)
     return 0
 
 

@@ -297,6 +297,17 @@ class Classifier:
             rules.append(r)
         return cats, rules
 
+    def matches(self, name: str, category: str) -> bool:
+        """Would any rule of `category` match `name` (ignoring rule order)? Fusion evidence: a fused
+        kernel's name often still names the work it absorbed (e.g. `add_rmsnorm_quant`)."""
+        text = match_text(name)
+        for rule, literals, regexes in self._compiled:
+            if rule.category != category:
+                continue
+            if any(lit in text for lit in literals) or any(rx.search(text) for rx in regexes):
+                return True
+        return False
+
     # -- category metadata --
     def role(self, category: str) -> str:
         return self._meta.get(category, {}).get("role", "other")

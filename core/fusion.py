@@ -4,7 +4,8 @@ Four detectors, from strongest evidence to weakest:
 1. fused_category  — a fused category (registry `components`) runs on one side only, while the
    other side runs its components back to back.
 2. sequence        — a category that only one side runs, and that (almost) always follows the
-   same category both sides run: the other side folded it into that kernel.
+   same category both sides run, whose kernels on the other side are named for that work too
+   (e.g. `add_rmsnorm_quant` where the other side runs rmsnorm then quant): folded in.
 3. count_imbalance — the same category launched ≥ 1.5× as often per forward pass on one side.
 4. missing_kernel  — an aligned position one side fills in most layers and the other never does,
    not explained by 1–3.
@@ -146,6 +147,11 @@ def find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[L
             uniq_pos = pos_s[[i for i, c in enumerate(seq_s) if c == cat and i > 0 and seq_s[i - 1] == pred]]
             pred_pos = pos_s[[i - 1 for i, c in enumerate(seq_s) if c == cat and i > 0 and seq_s[i - 1] == pred]]
             host_pos = np.nonzero(np.array([vo.category_name(int(c)) == pred for c in vo.cat]))[0]
+            # A fusion leaves a trace in the host kernel's name (add_rmsnorm_quant, gemm_bias_act…);
+            # without one, "runs nothing there" is all we know: the missing-kernel detector says so.
+            host_names = vo.top_names(host_pos, 8)
+            if not any(classifier.matches(nm, cat) for nm in host_names):
+                continue
             comp_pos = np.concatenate([pred_pos, uniq_pos])
             occ = len(uniq_pos)
             est = estimate(params[s], kernels_before=2, kernels_after=1, occurrences=occ,

@@ -217,9 +217,19 @@ def segment(model: TraceModel, classifier) -> None:
     if not nonzero:
         model.warnings.append("layers not detected in any step")
         return
-    model.num_layers = Counter(nonzero).most_common(1)[0][0]
+    # the most common count; on a tie the larger one, so fewer kernels fall outside layers
+    freq = Counter(nonzero)
+    model.num_layers = max(freq, key=lambda c: (freq[c], c))
     odd = sum(1 for c in nonzero if c != model.num_layers)
     if odd:
         model.warnings.append(f"{odd} of {len(nonzero)} steps have a layer count other than {model.num_layers}")
+    extra = k.layer >= model.num_layers
+    if extra.any():
+        # A "layer 81" of an 80-layer model exists in a few passes only and would be compared as if it
+        # were a real layer: its kernels stay outside layers, like the epilogue.
+        k.layer[extra] = -1
+        model.layers = [span for span in model.layers if span.layer < model.num_layers]
+        model.warnings.append(f"{int(extra.sum())} kernels of layers beyond {model.num_layers} "
+                              f"(in steps with more layers) are left outside layers")
     if sizes and max(sizes) > UNEVEN_RATIO * max(min(sizes), 1):
         model.warnings.append(f"uneven layer sizes: {min(sizes)} to {max(sizes)} kernels per layer")

@@ -1,171 +1,51 @@
-"""Load a trace into a TraceModel: read → collect columns → join → classify → phases → layers.
+"""Load a trace into a TraceModel: read → columns → join → classify → phases → layers.
+
+Big files are decoded by worker processes: this process reads (or inflates) the file and cuts
+the events array into runs of whole events, which it copies into shared-memory slots, two per
+worker, so a worker always has its next run waiting. Workers return numpy columns per run; runs
+are joined in file order, so the model is the same as a single-process load. A run that does not
+decode (a false boundary, or bad JSON) makes the whole load start again in this process, where
+the slice-by-slice reader backs off, reports precise errors and keeps truncated files.
 
 Progress is reported as (fraction 0..1, stage, bytes read, bytes total). Reading the file is
 ~90% of the work, so it owns 0..0.9 of the bar; the analysis stages share the rest.
-Cancellation: pass a `threading.Event`; the loader checks it between batches.
+Cancellation: pass a `threading.Event`; the loader checks it between runs of events.
 """
 
 from __future__ import annotations
 
 import gc
+import multiprocessing as mp
+import multiprocessing.connection as mpc
 import os
+import threading
 import time
-from array import array
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import attribution, layers, phases
-from typing import TYPE_CHECKING
+from .errors import LoadCancelled, TraceError
+from .model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_COLUMNS, LAUNCH_COLUMNS, PYTHON_COLUMNS,
+                    Table, TraceModel)
+from .probe import TraceInfo, _gpu_name, _truthy, _vendor, probe
+from .reader import SLICE, Columns, EventReader, decode_events
+from .strings import StringTable
 
 if TYPE_CHECKING:
     from .classify import Classifier
-from .errors import LoadCancelled, TraceError
-from .model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_COLUMNS, KIND_KERNEL, KIND_MEMCPY,
-                    KIND_MEMSET, LAUNCH_COLUMNS, PYTHON_COLUMNS, Table, TraceModel)
-from .probe import TraceInfo, _gpu_name, _truthy, _vendor, probe
-from .reader import EventReader
-from .strings import StringTable
 
 Progress = Callable[[float, str, int, int], Any]
 
 READ_SHARE = 0.9
-GPU_CATS = {"kernel": KIND_KERNEL, "gpu_memcpy": KIND_MEMCPY, "gpu_memset": KIND_MEMSET,
-            # older Kineto / HTA spellings
-            "Kernel": KIND_KERNEL, "Memcpy": KIND_MEMCPY, "Memset": KIND_MEMSET,
-            "gpu_memcpy_async": KIND_MEMCPY}
-LAUNCH_CATS = {"cuda_runtime", "cuda_driver", "hip_runtime", "hip_api", "Runtime", "cuda_api"}
-CPU_OP_CATS = {"cpu_op", "operator", "Operator"}
-ANNOTATION_CATS = {"user_annotation": 0, "gpu_user_annotation": 1}
-
-
-def _num(v: Any, default: float = -1) -> float:
-    """Numbers arrive as ints, floats or strings depending on the writer; anything else -> default."""
-    if v is None:
-        return default
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return v
-    if isinstance(v, str):
-        try:
-            return float(v) if ("." in v or "e" in v or "E" in v) else int(v)
-        except ValueError:
-            return default
-    return default
-
-
-def _int(v: Any) -> int:
-    x = _num(v, -1)
-    if x != x or x in (float("inf"), float("-inf")):
-        return -1
-    try:
-        x = int(x)
-    except (OverflowError, ValueError):
-        return -1
-    return x if -(2**63) <= x < 2**63 else -1
-
-
-def _tid(v: Any) -> int:
-    """pid/tid may be ints, numeric strings, or labels like "Spans": labels become -1."""
-    return _int(v)
-
-
-class _Collector:
-    """Appends fields of the events kerneldiff uses into compact typed arrays."""
-
-    def __init__(self) -> None:
-        self.strings = StringTable()
-        self.k = {c: array("d") for c in ("ts", "dur")} | {c: array("q") for c in ("name", "kind", "stream", "device", "corr", "ext")}
-        self.c = {c: array("d") for c in ("ts", "dur")} | {c: array("q") for c in ("name", "ext", "tid", "pid")}
-        self.l = {c: array("d") for c in ("ts", "dur")} | {c: array("q") for c in ("name", "corr", "ext", "tid", "pid")}
-        self.p = {c: array("d") for c in ("ts", "dur")} | {c: array("q") for c in ("name", "pyid", "parent", "tid", "pid")}
-        self.a = {c: array("d") for c in ("ts", "dur")} | {c: array("q") for c in ("name", "tid", "pid", "gpu")}
-        self.dropped = 0
-        self.events = 0
-        self.negative_dur = 0
-        self.process_names: dict[int, str] = {}
-
-    def add(self, events: list) -> None:
-        intern = self.strings.intern
-        for e in events:
-            self.events += 1
-            if e is None:
-                self.dropped += 1
-                continue
-            if e.ph != "X":
-                if e.ph == "M" and e.name == "process_name" and e.args is not None and isinstance(e.args.name, str):
-                    self.process_names[_tid(e.pid)] = e.args.name
-                continue
-            cat = e.cat
-            if not isinstance(cat, str):
-                continue
-            target = None
-            kind = GPU_CATS.get(cat)
-            if kind is not None:
-                target = "k"
-            elif cat == "python_function":
-                target = "p"
-            elif cat in CPU_OP_CATS:
-                target = "c"
-            elif cat in LAUNCH_CATS:
-                target = "l"
-            elif cat in ANNOTATION_CATS:
-                target = "a"
-            else:
-                continue
-            ts = _num(e.ts, None)
-            dur = _num(e.dur, None)
-            name = e.name
-            if (ts is None or dur is None or not isinstance(name, str) or ts != ts or dur != dur
-                    or abs(ts) == float("inf") or abs(dur) == float("inf") or abs(ts) > 1e18 or dur > 1e15):
-                self.dropped += 1
-                continue
-            if dur < 0:
-                self.negative_dur += 1
-                dur = 0.0
-            a = e.args
-            if target == "k":
-                col = self.k
-                col["kind"].append(kind)
-                if a is not None:
-                    col["stream"].append(_int(a.stream) if a.stream is not None else _tid(e.tid))
-                    col["device"].append(_int(a.device) if a.device is not None else _tid(e.pid))
-                    col["corr"].append(_int(a.correlation))
-                    col["ext"].append(_int(a.external_id))
-                else:
-                    col["stream"].append(_tid(e.tid))
-                    col["device"].append(_tid(e.pid))
-                    col["corr"].append(-1)
-                    col["ext"].append(-1)
-            elif target == "p":
-                col = self.p
-                col["pyid"].append(_int(a.python_id) if a is not None else -1)
-                col["parent"].append(_int(a.python_parent) if a is not None else -1)
-                col["tid"].append(_tid(e.tid))
-                col["pid"].append(_tid(e.pid))
-            elif target == "c":
-                col = self.c
-                col["ext"].append(_int(a.external_id) if a is not None else -1)
-                col["tid"].append(_tid(e.tid))
-                col["pid"].append(_tid(e.pid))
-            elif target == "l":
-                col = self.l
-                col["corr"].append(_int(a.correlation) if a is not None else -1)
-                col["ext"].append(_int(a.external_id) if a is not None else -1)
-                col["tid"].append(_tid(e.tid))
-                col["pid"].append(_tid(e.pid))
-            else:
-                col = self.a
-                col["gpu"].append(ANNOTATION_CATS[cat])
-                col["tid"].append(_tid(e.tid))
-                col["pid"].append(_tid(e.pid))
-            col["ts"].append(ts)
-            col["dur"].append(dur)
-            col["name"].append(intern(name))
-
-    @staticmethod
-    def table(spec, cols: dict[str, array]) -> Table:
-        return Table(spec, {k: np.frombuffer(v, dtype="f8" if v.typecode == "d" else "i8") for k, v in cols.items()})
+# Below this many bytes on disk, starting worker processes costs more than it saves (a fork
+# plus result transfer is ~50 ms; one core decodes ~25 MB of JSON in that time). gzip files
+# are ~8-15x smaller than the JSON inside, hence their lower threshold.
+PARALLEL_MIN_PLAIN = 64 * 1024 * 1024
+PARALLEL_MIN_GZIP = 8 * 1024 * 1024
+SLOTS_PER_WORKER = 2
+SLOT = SLICE + 2                     # '[' + a run of events + ']'
 
 
 def _info_from_meta(info: TraceInfo, meta: dict[str, Any]) -> None:
@@ -191,10 +71,33 @@ def _info_from_meta(info: TraceInfo, meta: dict[str, Any]) -> None:
     info.metadata_complete = bool(info.device)
 
 
+class _Fallback(Exception):
+    """The parallel path cannot finish this file; load it in this process instead."""
+
+
+class _Read:
+    """Everything reading produced: columns of runs in file order, each with its string list."""
+
+    def __init__(self) -> None:
+        self.chunks: list[tuple[list[str], dict[str, dict[str, np.ndarray]]]] = []
+        self.events = self.dropped = self.negative_dur = 0
+        self.meta: dict[str, Any] = {}
+        self.truncated_at: int | None = None
+
+    def count(self, col: Columns) -> None:
+        self.events += col.events
+        self.dropped += col.dropped
+        self.negative_dur += col.negative_dur
+
+
 def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=None,
          classifier: Classifier | None = None, registry: str | None = None,
-         info: TraceInfo | None = None) -> TraceModel:
-    """Load one trace. Raises TraceError (bad input) or LoadCancelled."""
+         info: TraceInfo | None = None, use_cache: bool = False, workers: int | None = None) -> TraceModel:
+    """Load one trace. Raises TraceError (bad input) or LoadCancelled.
+
+    use_cache: reuse / store the loaded model in the user cache (see core.cache).
+    workers: decoding processes; None = one per CPU for big files, 0 or 1 = this process only.
+    """
     t0 = time.perf_counter()
     path = os.fspath(path)
     info = info or probe(path)
@@ -211,50 +114,333 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
         if progress is not None and progress(frac, stage, done, total) is False:
             raise LoadCancelled(path)
 
-    size = max(info.size, 1)
     report(0.0, "reading", 0, info.size)
-    reader = EventReader(path, progress=lambda done, total: report(READ_SHARE * done / size, "reading", done, total))
-    col = _Collector()
+    key = None
+    if use_cache:
+        from . import cache
+
+        key = cache.key_for(path, classifier)
+        model = cache.get(key, info) if key is not None else None
+        if model is not None:
+            model.load_seconds = time.perf_counter() - t0
+            report(1.0, "done", info.size, info.size)
+            return model
+    size = max(info.size, 1)
+
+    def read_progress(done: int, total: int) -> None:
+        report(READ_SHARE * min(done, size) / size, "reading", done, total)
+
     gc_was = gc.isenabled()
     gc.disable()  # millions of small allocations, no cycles: the collector would only slow us down
     try:
-        for batch in reader.batches():
-            col.add(batch)
-            report(READ_SHARE * reader.src.consumed / size, "reading", reader.src.consumed, info.size)
+        n = _worker_count(info, workers)
+        read = None
+        if n > 1:
+            try:
+                read = _read_parallel(path, n, read_progress)
+            except _Fallback:
+                read = None
+        if read is None:
+            read = _read_sequential(path, read_progress)
     finally:
-        reader.close()
         if gc_was:
             gc.enable()
-    _info_from_meta(info, reader.meta)
+    _info_from_meta(info, read.meta)
     report(READ_SHARE, "indexing", info.size, info.size)
-    model = _build_model(path, info, col, classifier)
-    if reader.truncated_at is not None:
+    model = _build_model(path, info, read, classifier)
+    if read.truncated_at is not None:
         model.warnings.append(
-            f"file ends early (truncated at decompressed byte {reader.truncated_at}): "
-            f"kept the {col.events} complete events before it")
+            f"file ends early (truncated at decompressed byte {read.truncated_at}): "
+            f"kept the {read.events} complete events before it")
     report(0.93, "phases", info.size, info.size)
     phases.assign(model)
     report(0.96, "layers", info.size, info.size)
     layers.segment(model, classifier)
     attribution.quality_warnings(model, classifier)
     model.load_seconds = time.perf_counter() - t0
+    if key is not None:
+        from . import cache
+
+        cache.put(key, model)
     report(1.0, "done", info.size, info.size)
     return model
 
 
-def _build_model(path: str, info: TraceInfo, col: _Collector, classifier: Classifier) -> TraceModel:
-    k = col.table(KERNEL_COLUMNS, col.k)
+def _worker_count(info: TraceInfo, workers: int | None) -> int:
+    if workers is not None:
+        return max(1, int(workers))
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    big = info.size >= (PARALLEL_MIN_GZIP if info.compressed else PARALLEL_MIN_PLAIN)
+    return min(cpus, 4) if big and cpus > 1 else 1
+
+
+# --- reading in this process -------------------------------------------------------------------
+
+def _read_sequential(path: str, progress: Callable[[int, int], None]) -> _Read:
+    reader = EventReader(path, progress=progress)
+    col = Columns()
+    try:
+        for batch in reader.batches():
+            col.add(batch)
+    finally:
+        reader.close()
+    out = _Read()
+    out.chunks.append((col.strings, col.arrays()))
+    out.count(col)
+    out.meta = reader.meta
+    out.truncated_at = reader.truncated_at
+    return out
+
+
+# --- reading with worker processes ------------------------------------------------------------
+
+def _mp_context():
+    """fork is instant but unsafe once threads run (a UI, an inflater): use a fork server then."""
+    methods = mp.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return mp.get_context("fork")
+    if "forkserver" in methods:
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["core.reader", "core.loader"])
+        return ctx
+    return mp.get_context("spawn")
+
+
+def _worker_main(shm_name: str, cmd, res) -> None:
+    """Decode runs of events placed in shared memory; reply per run, then send all columns."""
+    from multiprocessing import shared_memory
+
+    gc.disable()
+    shm = shared_memory.SharedMemory(name=shm_name)
+    col = Columns()
+    runs: list[tuple[int, dict]] = []
+    try:
+        while True:
+            msg = cmd.recv()
+            if msg is None:
+                break
+            slot, end, idx = msg
+            base = slot * SLOT
+            buf = shm.buf
+            buf[base + end] = ord("]")
+            view = buf[base:base + end + 1]
+            try:
+                events = decode_events(view)
+            finally:
+                view.release()
+            if events is None:
+                res.send(("bad", idx))
+                continue
+            col.add(events)
+            del events
+            runs.append((idx, col.arrays()))
+            res.send(("done", slot))
+        res.send(("result", {"runs": runs, "strings": col.strings, "events": col.events,
+                             "dropped": col.dropped, "negative_dur": col.negative_dur}))
+    except (EOFError, BrokenPipeError, KeyboardInterrupt):
+        pass
+    except BaseException as e:  # anything unexpected: the parent falls back to one process
+        try:
+            res.send(("error", f"{type(e).__name__}: {e}"))
+        except (OSError, ValueError):
+            pass
+    finally:
+        shm.close()
+
+
+class _Pool:
+    """Worker processes with shared-memory slots; owned by one load, torn down at its end."""
+
+    def __init__(self, n: int) -> None:
+        from multiprocessing import shared_memory
+
+        ctx = _mp_context()
+        self.shms, self.procs, self.cmds, self.res = [], [], [], []
+        self.free: list[list[int]] = []
+        try:
+            for _ in range(n):
+                shm = shared_memory.SharedMemory(create=True, size=SLOTS_PER_WORKER * SLOT)
+                self.shms.append(shm)
+                cmd_r, cmd_w = ctx.Pipe(duplex=False)
+                res_r, res_w = ctx.Pipe(duplex=False)
+                p = ctx.Process(target=_worker_main, args=(shm.name, cmd_r, res_w), daemon=True,
+                                name="kerneldiff-decode")
+                p.start()
+                cmd_r.close()
+                res_w.close()
+                self.procs.append(p)
+                self.cmds.append(cmd_w)
+                self.res.append(res_r)
+                self.free.append(list(range(SLOTS_PER_WORKER)))
+        except BaseException:
+            self.close(finished=False)
+            raise
+
+    def poll(self, timeout: float | None) -> None:
+        """Handle worker messages; raises _Fallback when a run failed or a worker died."""
+        for conn in mpc.wait(self.res, timeout):
+            w = self.res.index(conn)
+            try:
+                kind, value = conn.recv()
+            except (EOFError, OSError):
+                raise _Fallback("a decoding process died") from None
+            if kind != "done":
+                raise _Fallback(f"run {value} did not decode")
+            self.free[w].append(value)
+
+    def take_slot(self, wait: Callable[[], None]) -> tuple[int, int]:
+        while True:
+            w = max(range(len(self.free)), key=lambda i: len(self.free[i]))
+            if self.free[w]:
+                return w, self.free[w].pop()
+            wait()
+
+    def results(self, tick: Callable[[], None]) -> list[dict]:
+        for c in self.cmds:
+            c.send(None)
+        out: list[dict | None] = [None] * len(self.procs)
+        while any(r is None for r in out):
+            tick()
+            for conn in mpc.wait(self.res, 0.05):
+                w = self.res.index(conn)
+                try:
+                    kind, value = conn.recv()
+                except (EOFError, OSError):
+                    raise _Fallback("a decoding process died") from None
+                if kind == "result":
+                    out[w] = value
+                elif kind != "done":
+                    raise _Fallback(f"run {value} did not decode")
+        return out  # type: ignore[return-value]
+
+    def close(self, finished: bool) -> None:
+        for c in self.cmds:
+            try:
+                c.close()
+            except OSError:
+                pass
+        for p in self.procs:
+            if not finished:  # cancelled or failed: do not wait for runs nobody will read
+                p.terminate()
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+                p.join()
+        for c in self.res:
+            c.close()
+        for shm in self.shms:
+            shm.close()
+            try:
+                shm.unlink()
+            except FileNotFoundError:
+                pass
+
+
+def _read_parallel(path: str, n: int, progress: Callable[[int, int], None]) -> _Read:
+    try:
+        pool = _Pool(n)   # before the reader: its gzip thread would make fork unsafe
+    except (OSError, ValueError, ImportError) as e:  # no /dev/shm, process limits, ...
+        raise _Fallback(str(e)) from None
+    reader = None
+    finished = False
+    try:
+        reader = EventReader(path)
+        local = Columns()            # runs too big for a slot, and the tail
+        local_runs: list[tuple[int, dict]] = []
+        idx = 0
+
+        def wait() -> None:
+            progress(reader.src.consumed, reader.src.size)
+            pool.poll(0.05)
+
+        for view, end in reader.pieces():
+            if end + 1 > SLOT:  # a run with a giant event: decode it here
+                events = reader._buf.decode_upto(end)
+                if events is None:
+                    raise _Fallback("oversized run did not decode")
+                local.add(events)
+                local_runs.append((idx, local.arrays()))
+            else:
+                w, slot = pool.take_slot(wait)
+                base = slot * SLOT
+                pool.shms[w].buf[base:base + end] = view[:end]
+                pool.cmds[w].send((slot, end, idx))
+            idx += 1
+            progress(reader.src.consumed, reader.src.size)
+            pool.poll(0)
+        for events in reader.finish_batches():
+            local.add(events)
+            local_runs.append((idx, local.arrays()))
+            idx += 1
+        results = pool.results(lambda: progress(reader.src.consumed, reader.src.size))
+        finished = True
+    finally:
+        if reader is not None:
+            reader.close()
+        pool.close(finished)
+    out = _Read()
+    order: list[tuple[int, int, dict]] = []
+    sources: list[list[str]] = []
+    for r in results:
+        sources.append(r["strings"])
+        order.extend((i, len(sources) - 1, cols) for i, cols in r["runs"])
+        out.events += r["events"]
+        out.dropped += r["dropped"]
+        out.negative_dur += r["negative_dur"]
+    sources.append(local.strings)
+    order.extend((i, len(sources) - 1, cols) for i, cols in local_runs)
+    out.count(local)
+    order.sort(key=lambda t: t[0])
+    out.chunks = [(sources[s], cols) for _, s, cols in order]
+    out.meta = reader.meta
+    out.truncated_at = reader.truncated_at
+    return out
+
+
+# --- model ----------------------------------------------------------------------------------
+
+def _merge(read: _Read) -> tuple[StringTable, dict[str, dict[str, np.ndarray]]]:
+    """Join runs in file order. String ids are renumbered in sorted order, so the model does not
+    depend on how the file was split between processes."""
+    if not read.chunks:
+        return StringTable(), Columns().arrays()
+    seen: dict[str, None] = {}
+    for strings, _ in read.chunks:
+        seen.update(dict.fromkeys(strings))
+    table = StringTable(sorted(seen))
+    remaps: dict[int, np.ndarray] = {}
+    for strings, _ in read.chunks:
+        if id(strings) not in remaps:
+            remaps[id(strings)] = np.fromiter((table.get(s) for s in strings), np.int32, len(strings))
+    out: dict[str, dict[str, np.ndarray]] = {}
+    groups = read.chunks[0][1].keys() if read.chunks else ()
+    for g in groups:
+        out[g] = {}
+        for c in read.chunks[0][1][g]:
+            parts = []
+            for strings, cols in read.chunks:
+                a = cols[g][c]
+                parts.append(remaps[id(strings)][a] if c == "name" and len(a) else a)
+                cols[g][c] = None  # free as we go
+            out[g][c] = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    read.chunks = []
+    return table, out
+
+
+def _build_model(path: str, info: TraceInfo, read: _Read, classifier: Classifier) -> TraceModel:
+    strings, cols = _merge(read)
+    k = Table(KERNEL_COLUMNS, cols["k"])
     order = np.argsort(k.ts, kind="stable")
     k = k.take(order)
     model = TraceModel(
-        path=path, info=info, strings=col.strings, kernels=k,
-        cpu_ops=col.table(CPU_OP_COLUMNS, col.c), launches=col.table(LAUNCH_COLUMNS, col.l),
-        python=col.table(PYTHON_COLUMNS, col.p), annotations=col.table(ANNOTATION_COLUMNS, col.a),
-        categories=list(classifier.categories), rules=[], dropped_events=col.dropped)
-    if col.dropped:
-        model.warnings.append(f"{col.dropped} malformed events skipped (missing or invalid ph/ts/dur/name)")
-    if col.negative_dur:
-        model.warnings.append(f"{col.negative_dur} events had a negative duration; counted as 0")
+        path=path, info=info, strings=strings, kernels=k,
+        cpu_ops=Table(CPU_OP_COLUMNS, cols["c"]), launches=Table(LAUNCH_COLUMNS, cols["l"]),
+        python=Table(PYTHON_COLUMNS, cols["p"]), annotations=Table(ANNOTATION_COLUMNS, cols["a"]),
+        categories=list(classifier.categories), rules=[], dropped_events=read.dropped)
+    if read.dropped:
+        model.warnings.append(f"{read.dropped} malformed events skipped (missing or invalid ph/ts/dur/name)")
+    if read.negative_dur:
+        model.warnings.append(f"{read.negative_dur} events had a negative duration; counted as 0")
     _classify(model, classifier)
     attribution.link(model)
     return model

@@ -1,70 +1,439 @@
-"""Streaming reader: turns a trace file into batches of typed events without holding the file.
+"""Streaming reader: trace bytes -> compact columns of the events kerneldiff uses.
 
-The `traceEvents` array is cut into slices at event boundaries (`}` `,` `{` outside strings) and
-each slice is decoded by msgspec into small typed structs that keep only the fields kerneldiff
-uses — every other key (shapes, strides, grid, ...) is skipped by the C decoder. A boundary found
-by a byte search can, rarely, sit inside a string; then the slice fails to decode and an earlier
-boundary is tried, so correctness never depends on how the writer formatted the JSON.
+The `traceEvents` array is cut into slices at event boundaries (`}` `,` `{`) and each slice is
+decoded by msgspec straight from the buffer (the brackets are patched in place, nothing is
+copied) into small typed structs that keep only the fields kerneldiff reads — shapes, strides,
+grids and every other key are skipped by the C decoder. `Columns.add` then turns a decoded
+slice into numpy columns one *field* at a time (list comprehensions + np.array), never one
+event at a time, which is what makes a GB trace cost seconds instead of minutes.
+
+A boundary found by a byte search can sit inside a string. A slice that starts at a true event
+boundary and ends at a false one ends inside a string, so it cannot decode: a failed slice
+means "try an earlier boundary", and correctness never depends on how the JSON is formatted.
 """
 
 from __future__ import annotations
 
-import mmap
 import os
+import queue
 import re
+import threading
 import zlib
 from collections.abc import Callable, Iterator
-from typing import Any
+from itertools import repeat
+from operator import itemgetter
+from typing import Any, Literal
 
 import msgspec
+import numpy as np
 
 from .errors import TraceError
 
-try:  # ISA-L inflates 2-3x faster than zlib with the same API
+try:  # ISA-L inflates 2-3x faster than zlib with the same API, and releases the GIL
     from isal import isal_zlib as _zlib
 except ImportError:  # pragma: no cover
     _zlib = zlib
 
-CHUNK = 8 * 1024 * 1024
+SLICE = 16 * 1024 * 1024     # bytes decoded at once: big enough to amortise, small for memory
+WINDOW = 64 * 1024           # where the last boundary of a slice is looked for first
+GZ_BLOCK = 1024 * 1024       # compressed bytes read per step by the gzip thread
+GZ_OUT = 8 * 1024 * 1024     # at most this much inflated output per step (bounds memory)
 _BOUNDARY = re.compile(rb"\}\s*,\s*\{")
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
-Num = int | float | str | None
+_NONSPACE = re.compile(rb"\S")
+_LBRACKET, _RBRACKET = ord("["), ord("]")
+
+# --- decoded event shapes -------------------------------------------------------------------
+
+# Every phase the Chrome trace format defines; a Literal decodes to a shared constant, no
+# per-event string. Anything else makes the slice take the lenient path.
+Phase = Literal["X", "B", "E", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "O", "N", "D",
+                "M", "V", "v", "R", "c", "(", ")", "T", "S", "F", "p"]
 
 
-class Args(msgspec.Struct, frozen=False, omit_defaults=True):
-    correlation: Num = None
-    external_id: Num = msgspec.field(default=None, name="External id")
-    device: Num = None
-    stream: Num = None
-    python_id: Num = msgspec.field(default=None, name="Python id")
-    python_parent: Num = msgspec.field(default=None, name="Python parent id")
-    name: Any = None           # process_name / thread_name metadata
+class FastArgs(msgspec.Struct, gc=False):
+    correlation: int | None = None
+    external_id: int | None = msgspec.field(default=None, name="External id")
+    device: int | None = None
+    stream: int | None = None
+    python_id: int | None = msgspec.field(default=None, name="Python id")
+    python_parent: int | None = msgspec.field(default=None, name="Python parent id")
 
 
-class Event(msgspec.Struct, frozen=False):
+class FastEvent(msgspec.Struct, gc=False):
+    """The fields kerneldiff uses. Decoded with strict=False: numbers written as strings
+    ("correlation": "505113") and integer timestamps are converted by the C decoder."""
+
+    ph: Phase | None = None
+    cat: str | None = None
+    name: str | None = None
+    ts: float | None = None
+    dur: float | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    args: FastArgs | None = None
+
+
+class _LooseArgs(msgspec.Struct):
+    correlation: Any = None
+    external_id: Any = msgspec.field(default=None, name="External id")
+    device: Any = None
+    stream: Any = None
+    python_id: Any = msgspec.field(default=None, name="Python id")
+    python_parent: Any = msgspec.field(default=None, name="Python parent id")
+
+
+class _LooseEvent(msgspec.Struct):
     ph: Any = None
     cat: Any = None
     name: Any = None
-    ts: Num = None
-    dur: Num = None
+    ts: Any = None
+    dur: Any = None
     pid: Any = None
     tid: Any = None
-    id: Any = None
-    args: Args | None = None
+    args: _LooseArgs | None = None
 
 
-_typed = msgspec.json.Decoder(list[Event])
+_typed = msgspec.json.Decoder(list[FastEvent], strict=False)
 _untyped = msgspec.json.Decoder()
+_EMPTY_ARGS = FastArgs()
+
+
+def _num(v: Any, default: float | None = -1) -> float | None:
+    """Numbers arrive as ints, floats or strings depending on the writer; anything else -> default."""
+    if v is None:
+        return default
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return v
+    if isinstance(v, str):
+        try:
+            return float(v) if ("." in v or "e" in v or "E" in v) else int(v)
+        except ValueError:
+            return default
+    return default
+
+
+def _int(v: Any) -> int:
+    x = _num(v, -1)
+    if x != x or x in (float("inf"), float("-inf")):
+        return -1
+    try:
+        x = int(x)
+    except (OverflowError, ValueError):
+        return -1
+    return x if -(2**63) <= x < 2**63 else -1
+
+
+def _opt_int(v: Any) -> int | None:
+    return None if v is None else _int(v)
+
+
+def _normalize(e: _LooseEvent) -> FastEvent:
+    """An event whose fields had unexpected types, with the loose rules of `_num` / `_int`."""
+    a = e.args
+    args = None
+    if a is not None:
+        args = FastArgs(_int(a.correlation), _int(a.external_id), _opt_int(a.device), _opt_int(a.stream),
+                        _int(a.python_id), _int(a.python_parent))
+    return FastEvent(e.ph if isinstance(e.ph, str) else None, e.cat if isinstance(e.cat, str) else None,
+                     e.name if isinstance(e.name, str) else None, _num(e.ts, None), _num(e.dur, None),
+                     _int(e.pid), _int(e.tid), args)
+
+
+def _lenient(raw: list[Any]) -> list[FastEvent | None]:
+    """Convert events one by one; events that are not objects become None (counted as dropped)."""
+    out: list[FastEvent | None] = []
+    for item in raw:
+        try:
+            out.append(msgspec.convert(item, FastEvent, strict=False))
+            continue
+        except (msgspec.ValidationError, TypeError):
+            pass
+        try:
+            out.append(_normalize(msgspec.convert(item, _LooseEvent, strict=False)))
+        except (msgspec.ValidationError, TypeError):
+            out.append(None)
+    return out
+
+
+def decode_events(buf) -> list[FastEvent | None] | None:
+    """Decode a JSON array of events (any buffer); None if it is not valid JSON."""
+    try:
+        return _typed.decode(buf)
+    except msgspec.ValidationError:
+        pass  # valid JSON, unexpected types somewhere: go event by event
+    except msgspec.DecodeError:
+        return None
+    try:
+        raw = _untyped.decode(buf)
+    except msgspec.DecodeError:
+        return None
+    if not isinstance(raw, list):
+        return None
+    return _lenient(raw)
+
+
+# --- columns ----------------------------------------------------------------------------------
+
+# event category -> group code; kernels, memcpy and memset share one table (code - 1 = kind)
+G_KERNEL, G_MEMCPY, G_MEMSET, G_PYTHON, G_CPU, G_LAUNCH, G_ANNOT, G_GPU_ANNOT = range(1, 9)
+GROUP_OF: dict[Any, int] = {
+    "kernel": G_KERNEL, "gpu_memcpy": G_MEMCPY, "gpu_memset": G_MEMSET,
+    # older Kineto / HTA spellings
+    "Kernel": G_KERNEL, "Memcpy": G_MEMCPY, "Memset": G_MEMSET, "gpu_memcpy_async": G_MEMCPY,
+    "python_function": G_PYTHON,
+    "cpu_op": G_CPU, "operator": G_CPU, "Operator": G_CPU,
+    "cuda_runtime": G_LAUNCH, "cuda_driver": G_LAUNCH, "hip_runtime": G_LAUNCH, "hip_api": G_LAUNCH,
+    "Runtime": G_LAUNCH, "cuda_api": G_LAUNCH,
+    "user_annotation": G_ANNOT, "gpu_user_annotation": G_GPU_ANNOT,
+}
+# columns of each table, in the dtypes of core.model
+SPECS: dict[str, tuple[tuple[str, str], ...]] = {
+    "k": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("kind", "i1"), ("stream", "i8"), ("device", "i8"),
+          ("corr", "i8"), ("ext", "i8")),
+    "p": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("pyid", "i8"), ("parent", "i8"), ("tid", "i8"),
+          ("pid", "i8")),
+    "c": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("ext", "i8"), ("tid", "i8"), ("pid", "i8")),
+    "l": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("corr", "i8"), ("ext", "i8"), ("tid", "i8"),
+          ("pid", "i8")),
+    "a": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("tid", "i8"), ("pid", "i8"), ("gpu", "i1")),
+}
+_GROUP_CODES = {"k": (G_KERNEL, G_MEMSET), "p": (G_PYTHON, G_PYTHON), "c": (G_CPU, G_CPU),
+                "l": (G_LAUNCH, G_LAUNCH), "a": (G_ANNOT, G_GPU_ANNOT)}
+MAX_TS, MAX_DUR = 1e18, 1e15   # beyond these a timestamp / duration is garbage, not data
+
+
+def _pick(seq, idx: np.ndarray):
+    if len(idx) == len(seq):
+        return seq
+    if len(idx) == 1:
+        return [seq[int(idx[0])]]
+    return itemgetter(*idx.tolist())(seq)
+
+
+def _ints(values: list) -> np.ndarray:
+    """int64 column; None and junk -> -1 (fast path: plain ints or numeric strings)."""
+    try:
+        return np.array(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        pass
+    try:
+        return np.array([-1 if v is None else v for v in values], dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        return np.fromiter(map(_int, values), np.int64, len(values))
+
+
+def _ints_or(values: list, fallback: Callable[[], list]) -> np.ndarray:
+    """Like _ints, but a missing (None) value takes the fallback column's value."""
+    try:
+        return np.array(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        pass
+    fb = fallback()
+    return np.fromiter((_int(f) if v is None else _int(v) for v, f in zip(values, fb)), np.int64, len(values))
+
+
+class Columns:
+    """Accumulates the columns of the five event tables, slice by slice."""
+
+    def __init__(self) -> None:
+        self.strings: list[str] = []
+        self._ids: dict[str | None, int] = {None: -1}
+        self.parts: dict[str, dict[str, list[np.ndarray]]] = {g: {c: [] for c, _ in spec} for g, spec in SPECS.items()}
+        self.events = 0
+        self.dropped = 0
+        self.negative_dur = 0
+
+    def _intern(self, names: list) -> np.ndarray:
+        d = self._ids
+        try:
+            return np.fromiter(map(d.__getitem__, names), np.int32, len(names))
+        except KeyError:
+            pass
+        for s in dict.fromkeys(names):
+            if s not in d:
+                d[s] = len(self.strings)
+                self.strings.append(s)
+        return np.fromiter(map(d.__getitem__, names), np.int32, len(names))
+
+    def add(self, evs: list) -> None:
+        n = len(evs)
+        self.events += n
+        if not n:
+            return
+        try:
+            cats = [e.cat for e in evs]
+        except AttributeError:  # None entries: events the lenient path could not read
+            evs = [e for e in evs if e is not None]
+            self.dropped += n - len(evs)
+            n = len(evs)
+            cats = [e.cat for e in evs]
+        try:
+            codes = np.fromiter(map(GROUP_OF.get, cats, repeat(0)), np.int8, n)
+        except TypeError:  # an unhashable cat cannot come from the typed path; be safe
+            codes = np.array([GROUP_OF.get(c, 0) if isinstance(c, str) else 0 for c in cats], dtype=np.int8)
+        for g, (lo, hi) in _GROUP_CODES.items():
+            sel = (codes == lo) if lo == hi else ((codes >= lo) & (codes <= hi))
+            idx = np.flatnonzero(sel)
+            if len(idx):
+                self._add_group(g, _pick(evs, idx), codes[idx])
+
+    def _add_group(self, g: str, sub, codes: np.ndarray) -> None:
+        phs = [e.ph for e in sub]
+        if phs.count("X") != len(phs):  # only complete ("X") events carry a duration
+            keep = np.flatnonzero(np.array([p == "X" for p in phs], dtype=bool))
+            if not len(keep):
+                return
+            sub, codes = _pick(sub, keep), codes[keep]
+        ts = np.array([e.ts for e in sub], dtype=np.float64)   # None -> NaN
+        dur = np.array([e.dur for e in sub], dtype=np.float64)
+        name = self._intern([e.name for e in sub])
+        bad = ~(np.isfinite(ts) & np.isfinite(dur)) | (np.abs(ts) > MAX_TS) | (dur > MAX_DUR) | (name < 0)
+        if bad.any():
+            self.dropped += int(bad.sum())
+            keep = np.flatnonzero(~bad)
+            if not len(keep):
+                return
+            sub, codes, ts, dur, name = _pick(sub, keep), codes[keep], ts[keep], dur[keep], name[keep]
+        neg = dur < 0
+        if neg.any():
+            self.negative_dur += int(neg.sum())
+            dur[neg] = 0.0
+        a = [e.args for e in sub]
+        try:
+            a[0].correlation  # noqa: B018 - probe: most slices have args on every event
+            if a.count(None):
+                raise AttributeError
+        except AttributeError:
+            a = [x if x is not None else _EMPTY_ARGS for x in a]
+        out = self.parts[g]
+        out["ts"].append(ts)
+        out["dur"].append(dur)
+        out["name"].append(name)
+        if g == "k":
+            out["kind"].append((codes - G_KERNEL).astype(np.int8))
+            out["stream"].append(_ints_or([x.stream for x in a], lambda: [e.tid for e in sub]))
+            out["device"].append(_ints_or([x.device for x in a], lambda: [e.pid for e in sub]))
+            out["corr"].append(_ints([x.correlation for x in a]))
+            out["ext"].append(_ints([x.external_id for x in a]))
+            return
+        if g == "p":
+            out["pyid"].append(_ints([x.python_id for x in a]))
+            out["parent"].append(_ints([x.python_parent for x in a]))
+        elif g == "c":
+            out["ext"].append(_ints([x.external_id for x in a]))
+        elif g == "l":
+            out["corr"].append(_ints([x.correlation for x in a]))
+            out["ext"].append(_ints([x.external_id for x in a]))
+        else:
+            out["gpu"].append((codes == G_GPU_ANNOT).astype(np.int8))
+        out["tid"].append(_ints([e.tid for e in sub]))
+        out["pid"].append(_ints([e.pid for e in sub]))
+
+    def arrays(self) -> dict[str, dict[str, np.ndarray]]:
+        """Joined columns of everything added since the last call (the pieces are released)."""
+        out: dict[str, dict[str, np.ndarray]] = {}
+        for g, spec in SPECS.items():
+            cols = {}
+            for c, dt in spec:
+                pieces = self.parts[g][c]
+                if len(pieces) == 1:
+                    cols[c] = pieces[0]
+                else:
+                    cols[c] = np.concatenate(pieces) if pieces else np.empty(0, dtype=dt)
+                pieces.clear()
+            out[g] = cols
+        return out
+
+
+# --- bytes ----------------------------------------------------------------------------------
+
+class _Inflater:
+    """Inflates a gzip file in a background thread (ISA-L releases the GIL), so decompression
+    overlaps with decoding. Concatenated members are legal (`cat a.gz b.gz`); bytes after the
+    last member that are not another member are ignored, as gzip(1) does."""
+
+    def __init__(self, path: str, f) -> None:
+        self.path = path
+        self._f = f
+        self._q: queue.Queue = queue.Queue(maxsize=4)   # <= 4 x GZ_OUT bytes in flight
+        self._stop = False
+        self._pending = memoryview(b"")
+        self.consumed = 0
+        self._t = threading.Thread(target=self._run, name="kerneldiff-inflate", daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        d = _zlib.decompressobj(wbits=31)
+        trailing = False
+        try:
+            while not self._stop and not trailing:
+                raw = self._f.read(GZ_BLOCK)
+                if not raw:
+                    if d is not None:
+                        raise TraceError(self.path, "gzip stream is truncated (unexpected end of file)")
+                    break
+                self.consumed += len(raw)
+                while raw and not self._stop:
+                    if d is None:  # between members
+                        if not raw.startswith(b"\x1f\x8b"):
+                            trailing = True  # bytes after the last member: ignored
+                            break
+                        d = _zlib.decompressobj(wbits=31)
+                    try:
+                        out = d.decompress(raw, GZ_OUT)
+                    except (zlib.error, _zlib.error) as e:
+                        raise TraceError(self.path, f"corrupt gzip data at byte {self.consumed} ({e})") from None
+                    if out:
+                        self._put(out)
+                    if d.eof:
+                        raw, d = d.unused_data, None
+                    else:
+                        raw = d.unconsumed_tail
+            self._put(None)
+        except BaseException as e:  # handed to the reading thread
+            self._put(e)
+
+    def _put(self, item) -> None:
+        while not self._stop:
+            try:
+                self._q.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def readinto(self, mv: memoryview) -> int:
+        while not len(self._pending):
+            item = self._q.get()
+            if item is None or isinstance(item, BaseException):
+                self._q.put(item)  # stay at the end / keep failing
+                if item is None:
+                    return 0
+                raise item
+            self._pending = memoryview(item)
+        k = min(len(mv), len(self._pending))
+        mv[:k] = self._pending[:k]
+        self._pending = self._pending[k:]
+        return k
+
+    def close(self) -> None:
+        self._stop = True
+        try:
+            while True:
+                self._q.get_nowait()
+        except queue.Empty:
+            pass
+        self._t.join(timeout=5)
 
 
 class Source:
-    """Bytes of a trace file, plain (memory-mapped) or gzip (inflated in chunks)."""
+    """Bytes of a trace file, plain (read straight into the caller's buffer) or gzip."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         try:
             self.size = os.path.getsize(path)
-            self._f = open(path, "rb")
+            self._f = open(path, "rb", buffering=0)
         except IsADirectoryError:
             raise TraceError(path, "is a directory, not a trace file") from None
         except FileNotFoundError:
@@ -73,81 +442,108 @@ class Source:
             raise TraceError(path, f"cannot read: {e.strerror or e}") from None
         self.compressed = self._f.read(2) == b"\x1f\x8b"
         self._f.seek(0)
-        self.consumed = 0  # bytes of the file read so far (drives progress)
+        self._inflater = _Inflater(path, self._f) if self.compressed else None
+        self._read = 0
+
+    @property
+    def consumed(self) -> int:
+        """File bytes read so far (compressed bytes for gzip): drives progress."""
+        return self._inflater.consumed if self._inflater else self._read
+
+    def readinto(self, mv: memoryview) -> int:
+        """Fill as much of `mv` as possible; 0 only at the end."""
+        got = 0
+        read = self._inflater.readinto if self._inflater is not None else self._f.readinto
+        try:
+            while got < len(mv):
+                k = read(mv[got:])
+                if not k:
+                    break
+                got += k
+        except OSError as e:
+            raise TraceError(self.path, f"cannot read: {e.strerror or e}") from None
+        self._read += got
+        return got
 
     def close(self) -> None:
+        if self._inflater is not None:
+            self._inflater.close()
         self._f.close()
 
-    def chunks(self) -> Iterator[bytes]:
-        if not self.compressed:
-            if self.size == 0:
-                return
-            with mmap.mmap(self._f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                for off in range(0, self.size, CHUNK):
-                    block = mm[off:off + CHUNK]
-                    self.consumed = off + len(block)
-                    yield block
-            return
-        d = _zlib.decompressobj(wbits=31)
-        while True:
-            raw = self._f.read(CHUNK // 4)
-            if not raw:
-                if not d.eof:
-                    raise TraceError(self.path, "gzip stream is truncated (unexpected end of file)")
-                return
-            self.consumed += len(raw)
-            try:
-                out = d.decompress(raw)
-            except (zlib.error, _zlib.error) as e:
-                raise TraceError(self.path, f"corrupt gzip data at byte {self.consumed} ({e})") from None
-            if out:
-                yield out
-            if d.eof:
-                # concatenated gzip members are legal (e.g. `cat a.gz b.gz`)
-                rest = d.unused_data + self._f.read()
-                self.consumed = self.size
-                if rest.startswith(b"\x1f\x8b"):
-                    yield from self._inflate_rest(rest)
-                return
 
-    def _inflate_rest(self, data: bytes) -> Iterator[bytes]:
-        while data.startswith(b"\x1f\x8b"):
-            d = _zlib.decompressobj(wbits=31)
-            try:
-                yield d.decompress(data)
-            except (zlib.error, _zlib.error) as e:
-                raise TraceError(self.path, f"corrupt gzip member ({e})") from None
-            data = d.unused_data
+class _Buffer:
+    """A growable byte buffer whose byte 0 is reserved for the '[' that turns a run of events
+    into a JSON array; data lives in buf[1:n]."""
 
+    def __init__(self, cap: int) -> None:
+        self.buf = bytearray(cap + 2)
+        self.mv = memoryview(self.buf)
+        self.buf[0] = _LBRACKET
+        self.n = 1
 
-def _decode_slice(body: bytes) -> list[Event] | None:
-    """Decode `{..},{..}` (no brackets) as events; None if it is not valid JSON."""
-    try:
-        return _typed.decode(b"[" + body + b"]")
-    except msgspec.ValidationError:
-        pass  # valid JSON, unexpected types somewhere: go event by event
-    except msgspec.DecodeError:
-        return None
-    try:
-        raw = _untyped.decode(b"[" + body + b"]")
-    except msgspec.DecodeError:
-        return None
-    return _lenient(raw)
+    @property
+    def free(self) -> int:
+        return len(self.buf) - 2 - self.n
 
+    def grow(self) -> None:
+        new = bytearray(2 * len(self.buf))
+        new[:self.n] = self.mv[:self.n]
+        self.mv.release()
+        self.buf, self.mv = new, memoryview(new)
 
-def _lenient(raw: list[Any]) -> list[Event]:
-    """Convert events one by one; events that do not fit are replaced by None (counted as dropped)."""
-    out: list[Any] = []
-    for item in raw:
+    def fill(self, src: Source) -> int:
+        k = src.readinto(self.mv[self.n:len(self.buf) - 2])
+        self.n += k
+        return k
+
+    def drop_front(self, start: int) -> None:
+        """Keep buf[start:n] as the new data (start > 0)."""
+        rest = self.n - start
+        self.buf[1:1 + rest] = self.mv[start:self.n]
+        self.n = 1 + rest
+
+    def decode_upto(self, end: int) -> list | None:
+        """Decode buf[0:end] + ']' (buf[end] is patched for the call and restored)."""
+        saved = self.buf[end]
+        self.buf[end] = _RBRACKET
         try:
-            out.append(msgspec.convert(item, Event, strict=False))
-        except (msgspec.ValidationError, TypeError):
-            out.append(None)
-    return out
+            return decode_events(self.mv[:end + 1])
+        finally:
+            self.buf[end] = saved
+
+    def cut(self, fail: Callable[[str], TraceError]) -> tuple[list, int] | None:
+        """Decode the longest run of whole events that ends at a boundary: (events, start of the
+        rest). None when the buffer holds no boundary yet (one giant event: read more)."""
+        end = self.n
+        window = WINDOW
+        failures = 0
+        while end > 1 and failures < 16:
+            lo = max(1, end - window)
+            m = None
+            for m_ in _BOUNDARY.finditer(self.buf, lo, end):
+                m = m_
+            if m is None:
+                if lo == 1:
+                    break
+                end = lo + 16  # a boundary is at most a few bytes long: overlap the windows
+                window *= 2
+                continue
+            events = self.decode_upto(m.start() + 1)
+            if events is not None:
+                return events, m.end() - 1  # keep the '{' of the next event
+            end = m.start()  # the boundary sat inside a string, or the JSON is bad: go back
+            failures += 1
+        if failures:
+            raise fail("invalid JSON inside traceEvents (no decodable run of events)")
+        return None
+
+    def close(self) -> None:
+        self.mv.release()
 
 
 class EventReader:
-    """Iterates decoded event batches; collects top-level metadata found around `traceEvents`."""
+    """Decoded event batches of one trace (`batches`), or undecoded runs of events for worker
+    processes (`pieces` then `finish_batches`); collects the top-level metadata."""
 
     def __init__(self, path: str, progress: Callable[[int, int], None] | None = None) -> None:
         self.path = path
@@ -156,103 +552,114 @@ class EventReader:
         self.top: str | None = None
         self.truncated_at: int | None = None
         self._progress = progress
+        self._buf = _Buffer(SLICE)
+        self.events_offset = -1   # (decompressed) byte offset of the first event
 
     def close(self) -> None:
         self.src.close()
+        self._buf.close()
 
     def _fail(self, problem: str) -> TraceError:
         return TraceError(self.path, problem)
 
-    def batches(self) -> Iterator[list[Event | None]]:
-        it = self.src.chunks()
-        buf = b""
-        start = None
-        # --- find where the events begin ------------------------------------------------
-        for chunk in it:
-            buf += chunk
-            s = buf.lstrip()
-            if not s:
-                continue
-            lead = s[:1]
-            if lead == b"[":
-                self.top = "array"
-                start = len(buf) - len(s) + 1
+    def open_events(self) -> None:
+        """Read up to the start of the events array; collect the metadata before it."""
+        b = self._buf
+        while True:
+            k = b.fill(self.src)
+            lead = _NONSPACE.search(b.buf, 1, b.n)
+            if lead:
+                c = b.buf[lead.start()]
+                if c == _LBRACKET:
+                    self.top = "array"
+                    pos = lead.start() + 1
+                    break
+                if c != ord("{"):
+                    raise self._fail("not JSON: a Chrome/Kineto trace must start with '{' or '['")
+                self.top = "object"
+                m = _EVENTS_KEY.search(b.buf, 1, b.n)
+                if m:
+                    self._parse_head(bytes(b.mv[1:m.start()]))
+                    pos = m.end()
+                    break
+            if k == 0:
+                whole = bytes(b.mv[1:b.n])
+                if not whole.strip():
+                    raise self._fail("file is empty" if self.src.size == 0 else "no JSON content (blank)")
+                if self.top == "object":
+                    self._parse_whole_object(whole)
+                    raise self._fail("JSON object has no 'traceEvents' array: not a Chrome/Kineto trace")
+                raise self._fail("not a trace")
+            if b.free == 0:
+                if b.n > 64 * SLICE:
+                    raise self._fail("no traceEvents array in the first 1 GB")
+                b.grow()
+        self.events_offset = pos - 1
+        b.drop_front(pos)
+
+    def batches(self) -> Iterator[list]:
+        """Decoded event batches of the whole file (after `open_events`, done here if needed)."""
+        if self.top is None:
+            self.open_events()
+        b = self._buf
+        base = self.events_offset  # stream offset of buf[1]
+        while True:
+            while b.free and b.fill(self.src):
+                pass
+            if b.free:  # end of the stream
                 break
-            if lead != b"{":
-                raise self._fail("not JSON: a Chrome/Kineto trace must start with '{' or '['")
-            self.top = "object"
-            m = _EVENTS_KEY.search(buf)
-            if m:
-                start = m.end()
-                self._parse_head(buf[:m.start()])
-                break
-            if len(buf) > 64 * CHUNK:
-                raise self._fail("no traceEvents array in the first 512 MB")
-        if start is None:
-            if not buf.strip():
-                raise self._fail("file is empty" if self.src.size == 0 else "no JSON content (blank)")
-            if self.top == "object":
-                self._parse_whole_object(buf)
-                raise self._fail("JSON object has no 'traceEvents' array: not a Chrome/Kineto trace")
-            raise self._fail("not a trace")
-        buf = buf[start:]
-        base = start  # byte offset of buf[0] in the decompressed stream (for messages)
-        # --- cut the array at event boundaries and decode slice by slice --------------------
-        for chunk in it:
-            buf += chunk
-            if len(buf) < CHUNK:
-                continue
-            cut = self._decodable_prefix(buf)
+            cut = b.cut(self._fail)
             if cut is None:
-                continue  # no boundary yet (a giant event): keep reading
+                b.grow()  # no boundary yet (a giant event): keep reading
+                continue
             events, used = cut
             yield events
-            buf = buf[used:]
-            base += used
+            b.drop_front(used)
+            base += used - 1
             if self._progress:
                 self._progress(self.src.consumed, self.src.size)
-        yield from self._finish(buf, base)
+        yield from self._finish(bytes(b.mv[1:b.n]), base)
 
-    def _decodable_prefix(self, buf: bytes) -> tuple[list[Event | None], int] | None:
-        """Decode the longest prefix of `buf` that ends at an event boundary.
-
-        Returns None when `buf` holds no boundary yet (one giant event: read more)."""
-        end = len(buf)
-        window = 64 * 1024
-        failures = 0
-        while end > 0 and failures < 16:
-            lo = max(0, end - window)
+    def pieces(self) -> Iterator[tuple[memoryview, int]]:
+        """Undecoded runs of whole events for other processes to decode: (buffer holding
+        '[' + events, end index where ']' goes). A run is cut at the last boundary candidate;
+        the decoding side proves it (a false boundary cannot decode). Ends with the tail,
+        decoded here (`finish_batches`)."""
+        if self.top is None:
+            self.open_events()
+        b = self._buf
+        self._tail_base = self.events_offset
+        while True:
+            while b.free and b.fill(self.src):
+                pass
+            if b.free:
+                break
             m = None
-            for m_ in _BOUNDARY.finditer(buf, lo, end):
+            for m_ in _BOUNDARY.finditer(b.buf, max(1, b.n - WINDOW), b.n):
                 m = m_
             if m is None:
-                if lo == 0:
-                    break
-                end = lo + 16  # a boundary is at most a few bytes long: overlap the windows
-                window *= 2
+                for m_ in _BOUNDARY.finditer(b.buf, 1, b.n):
+                    m = m_
+            if m is None:
+                b.grow()
                 continue
-            body = buf[:m.start() + 1].lstrip()
-            if body.startswith(b","):
-                body = body[1:]
-            events = _decode_slice(body)
-            if events is not None:
-                return events, m.end() - 1  # keep the '{' of the next event
-            end = m.start()  # the boundary sat inside a string, or the JSON is bad: go back
-            failures += 1
-        if failures:
-            raise self._fail("invalid JSON inside traceEvents (no decodable run of events)")
-        return None
+            yield b.mv, m.start() + 1
+            b.drop_front(m.end() - 1)
+            self._tail_base += m.end() - 2
+        self._tail = bytes(b.mv[1:b.n])
 
-    def _finish(self, buf: bytes, base: int) -> Iterator[list[Event | None]]:
+    def finish_batches(self) -> Iterator[list]:
+        yield from self._finish(self._tail, self._tail_base)
+
+    def _finish(self, buf: bytes, base: int) -> Iterator[list]:
         body = buf.lstrip()
         if body.startswith(b","):
             body = body[1:]
         if self.top == "array":
-            try:
-                yield self._typed_or_lenient(b"[" + body, array=True)
+            events = decode_events(b"[" + body)
+            if events is not None:
+                yield events
                 return
-            except msgspec.DecodeError:
-                pass
         else:
             try:
                 doc = msgspec.json.decode(b'{"traceEvents":[' + body, type=dict[str, msgspec.Raw])
@@ -265,33 +672,29 @@ class EventReader:
                         self.meta[k] = msgspec.json.decode(v)
                     except msgspec.DecodeError:
                         pass
-                try:
-                    yield self._typed_or_lenient(bytes(raw_events), array=True)
-                except msgspec.DecodeError:
-                    raise self._fail("'traceEvents' is not a list") from None
+                events = decode_events(bytes(raw_events))
+                if events is None:
+                    raise self._fail("'traceEvents' is not a list")
+                yield events
                 return
         # A killed profiler leaves a file that just stops: keep every complete event.
         self.truncated_at = base + len(buf)
-        cut = None
+        tail = _Buffer(len(buf) + 8)
+        tail.buf[1:1 + len(buf)] = buf
+        tail.n = 1 + len(buf)
+        tail.buf[tail.n:tail.n + 2] = b",{"
+        tail.n += 2
         try:
-            cut = self._decodable_prefix(buf + b",{")
+            cut = tail.cut(self._fail)
         except TraceError:
             cut = None
+        finally:
+            tail.close()
         if cut is None:
-            if base == 0 or not body.strip():
+            if base <= self.events_offset or not body.strip():
                 raise self._fail("truncated or invalid JSON: no complete event could be read")
             return
-        events, _ = cut
-        yield events
-
-    def _typed_or_lenient(self, doc: bytes, array: bool) -> list[Event | None]:
-        try:
-            return _typed.decode(doc)
-        except msgspec.ValidationError:
-            raw = _untyped.decode(doc)
-            if not isinstance(raw, list):
-                raise msgspec.DecodeError("not a list") from None
-            return _lenient(raw)
+        yield cut[0]
 
     def _parse_head(self, head: bytes) -> None:
         try:

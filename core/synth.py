@@ -27,9 +27,10 @@ Ground-truth schema ("kerneldiff-synth-truth/1")
     schema            "kerneldiff-synth-truth/1"
     seed              int
     model             {layers, moe, tp, batch, prompt_len, prefill_requests, dims{...}}
-    steps             number of steps S (per side)
-    phases            list of S phases: "prefill" | "decode" | "mixed" (first prefill_steps are
-                      prefill, then mixed_steps mixed, the rest decode)
+    steps             number of steps S of side A (both sides have S steps unless target_bytes
+                      grew them to different lengths; each side's step_records are its own)
+    phases            side A's phase per step: "prefill" | "decode" | "mixed" (first
+                      prefill_steps are prefill, then mixed_steps mixed, the rest decode)
     annotation_style  vllm | vllm-old | sglang | hf  (hf "ProfilerStep#N" carries no phase)
     categories        {kernel or activity name: intended category} for every name on either side,
                       spelled as core/registry.toml spells categories
@@ -70,6 +71,12 @@ Ground-truth schema ("kerneldiff-synth-truth/1")
         missing_kernel  {name, category, present_side, missing_side, per_layer, count,
                          position}: an elementwise residual add at the end of every layer that
                         only present_side runs (its category appears on no other kernel)
+    unplanted         differences that are NOT planted but come from the GPUs' kernel libraries:
+        per_step_category_differences  {phase: {category: {A: n, B: m}}} per-step category counts
+                        of the two sides' plant-free programs where they differ. Empty for the
+                        default AMD MI300X vs NVIDIA H100 pair; same-vendor pairs differ in how
+                        attention kernels are named (B200 / MI355X name the phase, registry
+                        categories "Attention (prefill)" / "Attention (decode)", group "Attention")
 """
 
 from __future__ import annotations
@@ -77,6 +84,7 @@ from __future__ import annotations
 import json
 import os
 import random
+from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -120,6 +128,7 @@ class SynthConfig:
     empty_device_name: bool = False     # deviceProperties name "" (gfx942 vLLM traces)
     kernel_external_ids: bool = True    # eager kernels carry External id
     target_bytes: int = 0               # keep adding decode steps until the file is this big
+    sync_every: int = 3                 # every n-th step ends with a blocking stream sync (0: never)
     device: int = 0
     noise: float = 0.04                 # sigma of the log-normal kernel duration noise
     plant: Plant = field(default_factory=Plant)
@@ -136,8 +145,10 @@ class SynthConfig:
             raise ValueError(f"annotation style must be one of {ANNOTATION_STYLES}")
         if self.layers < 1 or self.steps < 1 or self.tp < 1 or self.batch < 1:
             raise ValueError("layers, steps, tp and batch must be >= 1")
-        if self.prefill_steps < 0 or self.mixed_steps < 0:
-            raise ValueError("prefill_steps and mixed_steps must be >= 0")
+        if self.prefill_steps < 0 or self.mixed_steps < 0 or self.sync_every < 0:
+            raise ValueError("prefill_steps, mixed_steps and sync_every must be >= 0")
+        if self.seed < 0 or self.salt < 0:
+            raise ValueError("seed must be >= 0")
         return replace(self, gpu=gpu)
 
 
@@ -169,7 +180,12 @@ def _programs(cfg: SynthConfig, phases: list[str]):
 
 
 def write_trace(path: str | os.PathLike, cfg: SynthConfig) -> dict[str, Any]:
-    """Stream one synthetic trace to `path`. Returns statistics (see `_side_truth` for keys)."""
+    """Stream one synthetic trace to `path`.
+
+    Returns statistics: path, bytes (on disk), uncompressed_bytes, events, seconds, mb_per_s
+    (uncompressed JSON per second), kernels, memcpys, memsets, launches, name_counts,
+    steps (per-step records, see the truth schema), config (resolved) and programs (per phase).
+    """
     cfg = cfg.resolved()
     path = os.fspath(path)
     gz = cfg.gzip if cfg.gzip is not None else path.endswith(".gz")
@@ -195,7 +211,7 @@ def _side_truth(stats: dict[str, Any], cfg: SynthConfig) -> dict[str, Any]:
     used = sorted({s["phase"] for s in stats["steps"]})
     return {
         "file": os.path.basename(stats["path"]),
-        "vendor": prof.vendor.upper() if prof.vendor == "amd" else "NVIDIA",
+        "vendor": {"amd": "AMD", "nvidia": "NVIDIA"}[prof.vendor],
         "gpu": cfg.gpu,
         "gpu_name": prof.name,
         "graph": cfg.graph,
@@ -236,15 +252,20 @@ def write_pair(out_dir: str | os.PathLike, seed: int = 0, *, layers: int = 8, st
     KV-cache writes; a per-layer elementwise kernel only one side runs. Default quirks: side A
     writes numbers as strings (and an empty device name when it is AMD, like gfx942 vLLM traces).
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    gpu_a = gpu_a or sn.DEFAULT_GPU.get(vendor_a, "")
+    for v in (vendor_a, vendor_b):
+        if v not in VENDORS:
+            raise ValueError(f"vendor must be one of {VENDORS}, not {v!r}")
+    if annotation not in ANNOTATION_STYLES:
+        raise ValueError(f"annotation style must be one of {ANNOTATION_STYLES}")
+    gpu_a = gpu_a or sn.DEFAULT_GPU[vendor_a]
     if gpu_b is None:
-        gpu_b = sn.DEFAULT_GPU.get(vendor_b, "")
+        gpu_b = sn.DEFAULT_GPU[vendor_b]
         if gpu_b == gpu_a:
             gpu_b = sn.OTHER_GPU[gpu_a]
     if gpu_a == gpu_b:
         raise ValueError("the two sides need different GPUs")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     rng = random.Random(f"kerneldiff-synth-pair-{seed}")
     sides = ("A", "B")
     slow_layer = rng.randrange(layers)
@@ -335,9 +356,28 @@ def write_pair(out_dir: str | os.PathLike, seed: int = 0, *, layers: int = 8, st
                                "position": "last activity of every layer"},
         },
     }
+    truth["unplanted"] = {"per_step_category_differences": _natural_differences(cfgs, sorted(
+        {r["phase"] for s in sides for r in stats[s]["steps"]}))}
     truth_path = out / f"{stem}_truth.json"
     truth_path.write_text(json.dumps(truth, indent=1) + "\n", encoding="utf-8")
     return paths["A"], paths["B"], truth_path
+
+
+def _natural_differences(cfgs: dict[str, SynthConfig], phases: list[str]) -> dict[str, Any]:
+    """Per-step category counts of both sides WITHOUT plants, where they differ."""
+    out: dict[str, Any] = {}
+    for ph in phases:
+        counts = {}
+        for side, cfg in cfgs.items():
+            c = cfg.resolved()
+            prog = build_program(c.gpu, ph, c.layers, c.moe, c.tp, Plant(), ModelDims(),
+                                 tokens_for(ph, c.batch, c.prompt_len, c.prefill_requests))
+            counts[side] = Counter(a.category for a in prog.activities())
+        diff = {cat: {"A": counts["A"][cat], "B": counts["B"][cat]}
+                for cat in sorted(set(counts["A"]) | set(counts["B"])) if counts["A"][cat] != counts["B"][cat]}
+        if diff:
+            out[ph] = diff
+    return out
 
 
 # The bundled demo pair (core/demo): small enough to ship, rich enough to show every view.

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+import zlib
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -50,8 +51,10 @@ class Gpu:
     launch_tail: str = ""
     k_tail: str = ""
     k_graph_tail: str = ""
-    launch_lo: int = 4000
+    launch_extra: str = ""         # trailing launch args (memcpy/memset bytes on AMD)
+    launch_lo: int = 4000          # launch call duration: lo + U(0, span) ns
     launch_span: int = 3000
+    nbytes: int = 0                # memcpy / memset size
 
 
 @dataclass
@@ -78,7 +81,11 @@ class Program:
     post_count: int = 0            # GPU activities after the last layer
 
     def activities(self) -> list[Gpu]:
-        return [g for op in self.pre + self.body + self.post for g in op.gpu]
+        """Every GPU activity of one step, in launch (= GPU) order."""
+        acts = self.__dict__.get("_acts")
+        if acts is None:
+            acts = self.__dict__["_acts"] = [g for op in self.pre + self.body + self.post for g in op.gpu]
+        return acts
 
 
 @dataclass
@@ -127,7 +134,7 @@ def _shapes(dims: list[list[int]], types: list[str]) -> str:
 
 
 def build_program(gpu_key: str, phase: str, layers: int, moe: bool, tp: int, plant: Plant,
-                  dims: ModelDims, tokens: int, framework: str = "vllm") -> Program:
+                  dims: ModelDims, tokens: int) -> Program:
     """The ordered GPU activities of one step in `phase`, grouped into ops with CPU context."""
     prof = sn.GPUS[gpu_key]
     table = sn.kernel_table(gpu_key)
@@ -324,13 +331,16 @@ class TraceWriter:
         prof = sn.GPUS[cfg.gpu]
         self.prof = prof
         self.amd = prof.vendor == "amd"
-        self.rng = np.random.default_rng([cfg.seed, 0x5EED, sum(map(ord, cfg.gpu))])
+        self.rng = np.random.default_rng([cfg.seed, cfg.salt, 0x5EED])
         self.pid = 800 + int(self.rng.integers(0, 60000))
         self.dev = cfg.device
         self.stream = 0 if self.amd else 7
         self.q = '"' if cfg.strings_numbers else ""
         self.tf = self._tf_float if cfg.float_ts else self._tf_int
-        self.t = (6_000_000_000 + int(self.rng.integers(0, 900_000_000))) * 1000  # ns since boot
+        self.df = self._df_float if cfg.float_ts else self._tf_int
+        # ns since boot; real traces sit around 6.5e12 µs (days of uptime), where a double still
+        # resolves the ns digits of "ts"
+        self.t = (6_000_000_000_000 + int(self.rng.integers(0, 900_000_000_000))) * 1000
         self.t0 = self.t
         self.g = self.t                  # GPU stream free at
         self.ext = 1000 + int(self.rng.integers(0, 500_000))
@@ -348,6 +358,7 @@ class TraceWriter:
         self.name_counts: dict[str, int] = {}
         self.steps: list[dict[str, Any]] = []
         self._starts: list[int] = []
+        self._frames: list[tuple[str, int, int, int]] = []   # open python frames: name, ts, id, parent
         for prog in programs.values():
             for a in prog.activities():
                 self._prepare(a)
@@ -355,7 +366,14 @@ class TraceWriter:
     # -- formatting ------------------------------------------------------------------------
     @staticmethod
     def _tf_float(t: int) -> str:
-        return f"{t // 1000}.{t % 1000:03d}"
+        """ns -> µs with ns digits. Timestamps only: needs t >= 1000 (string slicing is the
+        fastest formatting in CPython, and formatting is a third of the generation time)."""
+        s = str(t)
+        return f"{s[:-3]}.{s[-3:]}"
+
+    @staticmethod
+    def _df_float(d: int) -> str:
+        return "%d.%03d" % divmod(d, 1000)
 
     @staticmethod
     def _tf_int(t: int) -> str:
@@ -367,7 +385,6 @@ class TraceWriter:
             return
         q = self.q
         a.name_js = _js(a.name)
-        dev, st = self.dev, self.stream
         h = zlib_hash(a.name)
         if a.kind == "kernel":
             grid = [max(1, (h % 4096) + 1), 1, 1]
@@ -401,7 +418,7 @@ class TraceWriter:
                 kind = {"memcpy_h2d": "1", "memcpy_d2h": "2"}.get(a.role, "0")
                 a.launch_head = '"args":{"External id":' + q
                 a.launch_tail = (f'{q},"cid":{cid},"correlation":{q}')
-                a.launch_extra = f',"bytes":"{nbytes}","kind":"{kind}"'  # type: ignore[attr-defined]
+                a.launch_extra = f',"bytes":"{nbytes}","kind":"{kind}"'
                 akind = {"memcpy_h2d": "HtoD", "memcpy_d2h": "DtoH"}.get(a.role, "")
                 a.k_tail = (f'{q},"kind":"{akind}","bytes":{nbytes}' if akind else f'{q},"bytes":{nbytes}')
             else:
@@ -409,7 +426,7 @@ class TraceWriter:
                 a.launch_head = '"args":{"External id":' + q
                 a.launch_tail = f'{q},"cbid":{cbid},"correlation":{q}'
                 a.k_tail = f'{q},"bytes":{nbytes}'
-            a.nbytes = nbytes  # type: ignore[attr-defined]
+            a.nbytes = nbytes
             a.launch_lo, a.launch_span = (6000, 6000)
 
     # -- output ----------------------------------------------------------------------------
@@ -475,7 +492,7 @@ class TraceWriter:
                     break
                 self._step(k, phase)
                 k += 1
-                if len(self.buf) >= self.FLUSH_EVENTS:
+                if len(self.buf) >= self.FLUSH_EVENTS or cfg.target_bytes:
                     self._flush()
             self._trailer()
             self._flush()
@@ -495,10 +512,8 @@ class TraceWriter:
                 "name_counts": self.name_counts, "steps": self.steps}
 
     def _size(self) -> int:
-        if self.out is self.raw:
-            return self.bytes + sum(len(s) + 2 for s in self.buf)
-        self._flush()
-        return self.raw.tell()
+        """Bytes on disk so far (the buffer is flushed after every step when sizing)."""
+        return self.bytes if self.out is self.raw else self.raw.tell()
 
     def _trailer(self) -> None:
         """Long-lived root python frames and process/thread metadata (known only at the end)."""
@@ -511,7 +526,7 @@ class TraceWriter:
             for name, pyid, parent in (("vllm/v1/engine/core.py(701): run_engine_core", r0, "null"),
                                        ("vllm/v1/engine/core.py(728): run_busy_loop", r1, r0)):
                 ap(f'{{"ph":"X","cat":"python_function","name":{_js(name)},"pid":{pid},"tid":{pid},'
-                   f'"ts":{tf(t0)},"dur":{tf(t1 - t0)},"args":{{"Python parent id":{parent},"Python id":{pyid},'
+                   f'"ts":{tf(t0)},"dur":{self.df(t1 - t0)},"args":{{"Python parent id":{parent},"Python id":{pyid},'
                    f'"Ev Idx":{self.evidx}}}}}')
                 self.evidx += 1
         ts = tf(self.t0)
@@ -533,11 +548,12 @@ class TraceWriter:
         base = np.fromiter((a.base_ns for a in acts), dtype=np.float64, count=n)
         durs = np.maximum(base * np.exp(cfg.noise * rng.standard_normal(n)), 500.0).astype(np.int64).tolist()
         self._dur = iter(durs).__next__
-        self._u = iter(rng.random(16 * n + 64).tolist()).__next__
+        # CPU jitter draws: an op with deep frames and an inner cpu op takes ~25 per activity
+        self._u = iter(rng.random(48 * n + 256).tolist()).__next__
         u = self._u
         ap = self.buf.append
         pid, tf, q = self.pid, self.tf, self.q
-        sync = not self.amd and "cudaEventSynchronize" or "hipEventSynchronize"
+        sync = "hipEventSynchronize" if self.amd else "cudaEventSynchronize"
 
         # scheduler gap, then wait until the GPU has finished step k-2
         self.t += 120_000 + int(u() * 200_000)
@@ -545,12 +561,12 @@ class TraceWriter:
             wait = self.gpu_end[k - 2] - self.t + 3000
             corr = self.corr
             self.corr += 1
-            args = f'"cbid":126,"correlation":{q}{corr}{q}' if not self.amd else f'"cid":60,"correlation":{q}{corr}{q}'
+            args = f'"cid":60,"correlation":{q}{corr}{q}' if self.amd else f'"cbid":126,"correlation":{q}{corr}{q}'
             ap(f'{{"ph":"X","cat":"cuda_runtime","name":"{sync}","pid":{pid},"tid":{pid},"ts":{tf(self.t)},'
-               f'"dur":{tf(wait)},"args":{{{args}}}}}')
+               f'"dur":{self.df(wait)},"args":{{{args}}}}}')
             ap(f'{{"ph":"f","id":{corr},"pid":{pid},"tid":{pid},"ts":{tf(self.t)},"cat":"ac2g","name":"ac2g","bp":"e"}}')
             self.t += wait + 1000
-        self._frames: list[tuple[str, int, int]] = []
+        self._frames.clear()
         stk = cfg.with_stack
         root = (_fw("vllm/v1/engine/core.py", 284, "step"), _fw("vllm/v1/worker/gpu_worker.py", 447, "execute_model"),
                 _fw("torch/utils/_contextlib.py", 120, "decorate_context"),
@@ -612,11 +628,22 @@ class TraceWriter:
             self._close()  # _model_forward
         for op in prog.post:
             self._op(op)
+        if cfg.sync_every and (k + 1) % cfg.sync_every == 0 and self._cur["last"] > self.t:
+            # the scheduler needs the sampled tokens now: block until the GPU drained the queue
+            corr = self.corr
+            self.corr += 1
+            wait = self._cur["last"] - self.t + 2000
+            name, args = (("hipStreamSynchronize", f'"cid":77,"correlation":{q}{corr}{q}') if self.amd else
+                          ("cudaStreamSynchronize", f'"cbid":131,"correlation":{q}{corr}{q}'))
+            ap(f'{{"ph":"X","cat":"cuda_runtime","name":"{name}","pid":{pid},"tid":{pid},"ts":{tf(self.t)},'
+               f'"dur":{self.df(wait)},"args":{{{args}}}}}')
+            ap(f'{{"ph":"f","id":{corr},"pid":{pid},"tid":{pid},"ts":{tf(self.t)},"cat":"ac2g","name":"ac2g","bp":"e"}}')
+            self.t += wait
         self.t += 2000 + int(u() * 3000)
         ann_end = self.t
         name_js = _js(self.step_names(k, phase))
         ap(f'{{"ph":"X","cat":"user_annotation","name":{name_js},"pid":{pid},"tid":{pid},"ts":{tf(ann_ts)},'
-           f'"dur":{tf(ann_end - ann_ts)},"args":{{"External id":{ann_ext},"Record function id":0,"Ev Idx":{ann_idx}}}}}')
+           f'"dur":{self.df(ann_end - ann_ts)},"args":{{"External id":{ann_ext},"Record function id":0,"Ev Idx":{ann_idx}}}}}')
         if stk:
             while self._frames:
                 self._close()
@@ -625,7 +652,7 @@ class TraceWriter:
         first, last = cur["first"], cur["last"]
         if cfg.gpu_annotations and first is not None:
             ap(f'{{"ph":"X","cat":"gpu_user_annotation","name":{name_js},"pid":{self.dev},"tid":{self.stream},'
-               f'"ts":{tf(first)},"dur":{tf(last - first)},"args":{{"External id":{ann_ext}}}}}')
+               f'"ts":{tf(first)},"dur":{self.df(last - first)},"args":{{"External id":{ann_ext}}}}}')
         self.gpu_end.append(max(last, self.gpu_end[-1] if self.gpu_end else 0))
         self.steps.append({"index": k, "phase": phase, "name": self.step_names(k, phase), "graph": graph,
                            "cpu_ts_us": ann_ts / 1000, "cpu_end_us": ann_end / 1000,
@@ -642,16 +669,16 @@ class TraceWriter:
     # -- python frames ---------------------------------------------------------------------
     def _open(self, name_js: str) -> None:
         parent = self._frames[-1][2] if self._frames else self.root_ids[1]
-        self._frames.append((name_js, self.t, self.pyid, parent))  # type: ignore[arg-type]
+        self._frames.append((name_js, self.t, self.pyid, parent))
         self.pyid += 1
         self.t += 600 + int(self._u() * 900)
 
     def _close(self) -> None:
-        name_js, ts, pyid, parent = self._frames.pop()  # type: ignore[misc]
+        name_js, ts, pyid, parent = self._frames.pop()
         self.t += 300 + int(self._u() * 500)
         tf, pid = self.tf, self.pid
         self.buf.append(f'{{"ph":"X","cat":"python_function","name":{name_js},"pid":{pid},"tid":{pid},'
-                        f'"ts":{tf(ts)},"dur":{tf(self.t - ts)},"args":{{"Python parent id":{parent},'
+                        f'"ts":{tf(ts)},"dur":{self.df(self.t - ts)},"args":{{"Python parent id":{parent},'
                         f'"Python id":{pyid},"Ev Idx":{self.evidx}}}}}')
         self.evidx += 1
 
@@ -659,7 +686,7 @@ class TraceWriter:
     def _cpu_op(self, name_js: str, ts: int, ext: int, idx: int, shapes: str) -> None:
         tf, pid = self.tf, self.pid
         self.buf.append(f'{{"ph":"X","cat":"cpu_op","name":{name_js},"pid":{pid},"tid":{pid},"ts":{tf(ts)},'
-                        f'"dur":{tf(self.t - ts)},"args":{{"External id":{ext},"Record function id":0,{shapes}'
+                        f'"dur":{self.df(self.t - ts)},"args":{{"External id":{ext},"Record function id":0,{shapes}'
                         f'"Ev Idx":{idx}}}}}')
 
     def _op(self, op: Op) -> None:
@@ -704,10 +731,11 @@ class TraceWriter:
         L = a.launch_lo + int(u() * a.launch_span)
         corr = self.corr
         self.corr += 1
-        extra = getattr(a, "launch_extra", "")
-        ap(f'{{"ph":"X","cat":"{a.launch_cat}","name":"{a.api}","pid":{pid},"tid":{pid},"ts":{tf(t)},'
-           f'"dur":{tf(L)},{a.launch_head}{ext}{a.launch_tail}{corr}{q}{extra}}}}}')
-        ap(f'{{"ph":"s","id":{corr},"pid":{pid},"tid":{pid},"ts":{tf(t)},"cat":"ac2g","name":"ac2g"}}')
+        extra = a.launch_extra
+        ts = tf(t)
+        ap(f'{{"ph":"X","cat":"{a.launch_cat}","name":"{a.api}","pid":{pid},"tid":{pid},"ts":{ts},'
+           f'"dur":{self.df(L)},{a.launch_head}{ext}{a.launch_tail}{corr}{q}{extra}}}}}')
+        ap(f'{{"ph":"s","id":{corr},"pid":{pid},"tid":{pid},"ts":{ts},"cat":"ac2g","name":"ac2g"}}')
         latency = 2500 + int(u() * 3500)
         gap = 700 + int(u() * 1500) if self.amd else 500 + int(u() * 900)
         start = max(self.g + gap, t + latency)
@@ -737,14 +765,15 @@ class TraceWriter:
                         f'"correlation":{q}{corr}{a.k_tail}')
         else:
             cat = "gpu_memcpy" if a.kind == "memcpy" else "gpu_memset"
-            nbytes = a.nbytes  # type: ignore[attr-defined]
+            nbytes = a.nbytes
             bw = round(nbytes / max(dur, 1), 6)  # bytes/ns == GB/s
             ctx = "" if self.amd else '"context":1,'
             args = (f'"args":{{"External id":{q}{ext}{q},"device":{q}{dev}{q},{ctx}"stream":{q}{st}{q},'
                     f'"correlation":{q}{corr}{a.k_tail},"memory bandwidth (GB/s)":{bw}}}}}')
-        ap(f'{{"ph":"X","cat":"{cat}","name":{a.name_js},"pid":{dev},"tid":{st},"ts":{tf(start)},'
-           f'"dur":{tf(dur)},{args}')
-        ap(f'{{"ph":"f","id":{corr},"pid":{dev},"tid":{st},"ts":{tf(start)},"cat":"ac2g","name":"ac2g","bp":"e"}}')
+        ts = tf(start)
+        ap(f'{{"ph":"X","cat":"{cat}","name":{a.name_js},"pid":{dev},"tid":{st},"ts":{ts},'
+           f'"dur":{self.df(dur)},{args}')
+        ap(f'{{"ph":"f","id":{corr},"pid":{dev},"tid":{st},"ts":{ts},"cat":"ac2g","name":"ac2g","bp":"e"}}')
         self.g = start + dur
         cur = self._cur
         cur[a.kind] += 1
@@ -771,7 +800,7 @@ class TraceWriter:
         L = (150_000 + int(u() * 350_000)) if self.amd else (15_000 + int(u() * 25_000))
         api, cat, args = (("hipGraphLaunch", "cuda_runtime", f'"cid":215,"correlation":{q}{corr}{q}') if self.amd
                           else ("cudaGraphLaunch", "cuda_runtime", f'"cbid":311,"correlation":{q}{corr}{q}'))
-        ap(f'{{"ph":"X","cat":"{cat}","name":"{api}","pid":{pid},"tid":{pid},"ts":{tf(t)},"dur":{tf(L)},'
+        ap(f'{{"ph":"X","cat":"{cat}","name":"{api}","pid":{pid},"tid":{pid},"ts":{tf(t)},"dur":{self.df(L)},'
            f'"args":{{{args}}}}}')
         ap(f'{{"ph":"s","id":{corr},"pid":{pid},"tid":{pid},"ts":{tf(t)},"cat":"ac2g","name":"ac2g"}}')
         self.counts["launch"] += 1
@@ -791,8 +820,6 @@ class TraceWriter:
 
 def zlib_hash(s: str) -> int:
     """A stable small hash (Python's hash() is salted per process)."""
-    import zlib
-
     return zlib.crc32(s.encode())
 
 

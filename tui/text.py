@@ -11,6 +11,8 @@ import math
 
 from rich.text import Text
 
+from core.names import short_name
+
 # C0, DEL and C1 controls, plus the bidi overrides/isolates that can visually reorder a line.
 _CONTROL = [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
 _NAMED = {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
@@ -28,19 +30,24 @@ def clean(s: object) -> str:
     return str(s).translate(_ESCAPES)
 
 
+def span(s: str, style: str = "", justify=None) -> Text:
+    """A Text whose style covers only `s` (a base style would also colour text appended later)."""
+    t = Text(justify=justify)
+    t.append(s, style or None)
+    return t
+
+
 def literal(s: object, style: str = "") -> Text:
     """A Text showing `s` exactly as written (no markup), controls escaped."""
-    return Text(clean(s), style=style, end="")
+    return span(clean(s), style)
 
 
 def shorten(s: str, width: int) -> str:
-    """Fit a name into `width` cells: drop a leading "void ", then cut with an ellipsis."""
+    """Fit a name into `width` cells for a table (core's short kernel names, then an ellipsis)."""
     s = clean(s)
-    if s.startswith("void "):
-        s = s[5:]
-    if width <= 1 or len(s) <= width:
-        return s[: max(width, 0)] if width <= 1 else s
-    return s[: width - 1] + "…"
+    if width <= 1:
+        return s[: max(width, 0)]
+    return short_name(s, width)
 
 
 def fmt_us(us: float | None) -> str:
@@ -104,7 +111,7 @@ def two_bars(a: float, b: float, scale: float, width: int) -> Text:
         return Text(" " * max(width, 0))
     na = min(width, round(width * a / scale))
     nb = min(width, round(width * b / scale))
-    t = Text(end="")
+    t = Text()
     both = min(na, nb)
     t.append("█" * both)
     if na > nb:
@@ -122,4 +129,4 @@ def one_bar(x: float, scale: float, width: int, style: str = "") -> Text:
     eighths = min(width * 8, round(width * 8 * x / scale))
     full, part = divmod(eighths, 8)
     s = "█" * full + (" ▏▎▍▌▋▊▉"[part] if part else "")
-    return Text(s.ljust(width), style=style, end="")
+    return span(s.ljust(width), style)

@@ -13,7 +13,7 @@ from rich.text import Text
 from core.comparison import (Comparison, FusionFinding, KernelPair, LayerAlignment, OperationRow, SameKernel,
                              Stats)
 
-from .text import (DIM, SIDE_LETTER, SIDE_STYLE, clean, fmt_bytes, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal,
+from .text import (DIM, SIDE_LETTER, SIDE_STYLE, clean, span, fmt_bytes, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal,
                    one_bar, shorten, slower_side, two_bars)
 from .widgets.result_table import Column, Row, TableSpec
 
@@ -24,7 +24,7 @@ KIND_LABEL = {"fused_category": "fused op", "sequence": "sequence", "count_imbal
 
 
 def side_text(side: str, with_label: Comparison | None = None) -> Text:
-    t = Text(SIDE_LETTER[side], style=f"bold {SIDE_STYLE[side]}", end="")
+    t = span(SIDE_LETTER[side], f"bold {SIDE_STYLE[side]}")
     if with_label is not None:
         t.append(" ")
         t.append(literal(getattr(with_label, side).label, SIDE_STYLE[side]))
@@ -32,7 +32,7 @@ def side_text(side: str, with_label: Comparison | None = None) -> Text:
 
 
 def _num(s: str, style: str = "") -> Text:
-    return Text(s, style=style, justify="right", end="")
+    return span(s, style, "right")
 
 
 def _row_style(gap_us: float) -> str:
@@ -42,12 +42,12 @@ def _row_style(gap_us: float) -> str:
 
 def _slower_cell(gap_us: float) -> Text:
     side = slower_side(gap_us)
-    return Text(SIDE_LETTER[side], end="") if side else Text("=", style=DIM, end="")
+    return Text(SIDE_LETTER[side]) if side else span("=", DIM)
 
 
 def _name_cell(name: str | None, width: int) -> Text:
     if name is None:
-        return Text(NONE_CELL, style=f"{DIM} italic", end="")
+        return span(NONE_CELL, f"{DIM} italic")
     return literal(shorten(name, width))
 
 
@@ -152,7 +152,7 @@ def operations_spec(comp: Comparison, single: bool = False) -> TableSpec:
                      _num(fmt_ratio(o.ratio)), _num(fmt_gap(o.gap_us)), _num(str(o.a.count)), _num(str(o.b.count)),
                      _num(fmt_pct(a.share) if a else "—"), _num(fmt_pct(b.share) if b else "—"),
                      _num(fmt_us(a.median_us) if a else "—"), _num(fmt_us(b.median_us) if b else "—"),
-                     Text(only, end=""))
+                     Text(only))
             rows.append(Row(f"{o.category}|{o.phase}", vals, cells, payload=o, style=_row_style(o.gap_us),
                             search=o.category.lower()))
         return rows
@@ -177,7 +177,7 @@ def _stats_grid(comp: Comparison, stats: dict[str, Stats], single: bool) -> Tabl
 
 
 def _labelled(label: str, value: Text | str, style: str = "") -> Text:
-    t = Text(f"{label:<13}", style="bold", end="")
+    t = span(f"{label:<13}", "bold")
     t.append(value if isinstance(value, Text) else literal(value, style))
     return t
 
@@ -238,7 +238,7 @@ def pairs_spec(al: LayerAlignment, comp: Comparison, single: bool = False) -> Ta
             vals = (p.position, p.a_name, p.b_name, a, b, p.ratio, p.gap_us, note)
             cells = (_num(str(p.position)), _name_cell(p.a_name, w["a_name"]), _name_cell(p.b_name, w["b_name"]),
                      _num(fmt_us(a)), _num(fmt_us(b)), _num(fmt_ratio(p.ratio)), _num(fmt_gap(p.gap_us)),
-                     Text(note, style="bold" if note == "F" else DIM, end=""))
+                     span(note, "bold" if note == "F" else DIM))
             search = f"{p.a_name or ''}\n{p.b_name or ''}".lower()
             rows.append(Row(str(p.position), vals, cells, payload=p, style=_row_style(p.gap_us), search=search))
         return rows
@@ -248,7 +248,7 @@ def pairs_spec(al: LayerAlignment, comp: Comparison, single: bool = False) -> Ta
 
 def pair_status(p: KernelPair, single: bool = False) -> Text:
     """One line under the pairs table: categories and the fusion note of the highlighted pair."""
-    t = Text(end="")
+    t = Text()
     if single:
         t.append(literal(p.a_category or ""))
         return t
@@ -281,8 +281,8 @@ def fusion_spec(comp: Comparison) -> TableSpec:
             saving = f.estimated_saving.total_all_us if f.estimated_saving else None
             vals = (i, SIDE_LETTER.get(f.fused_side, f.fused_side), f.kind, f.fused_category, f.occurrences,
                     f.component_cost_us, saving, f.confidence)
-            cells = (_num(str(i)), Text(SIDE_LETTER.get(f.fused_side, "?"), style=f"bold {SIDE_STYLE.get(f.fused_side, '')}", end=""),
-                     Text(KIND_LABEL.get(f.kind, f.kind), end=""), literal(shorten(f.fused_category, w["category"])),
+            cells = (_num(str(i)), span(SIDE_LETTER.get(f.fused_side, "?"), f"bold {SIDE_STYLE.get(f.fused_side, '')}"),
+                     Text(KIND_LABEL.get(f.kind, f.kind)), literal(shorten(f.fused_category, w["category"])),
                      _num(str(f.occurrences)), _num(fmt_us(f.component_cost_us)), _num(fmt_us(saving)),
                      _num(f"{f.confidence:.0%}"))
             search = " ".join([f.fused_category, *f.fused_kernels, *f.component_kernels, *f.component_categories]).lower()
@@ -294,7 +294,7 @@ def fusion_spec(comp: Comparison) -> TableSpec:
 
 def fusion_evidence(f: FusionFinding, comp: Comparison) -> Group:
     fs, cs = f.fused_side, f.component_side
-    head = Text("Fused on ", style="bold", end="")
+    head = span("Fused on ", "bold")
     head.append_text(side_text(fs, comp))
     head.append(f"   {KIND_LABEL.get(f.kind, f.kind)}, confidence {f.confidence:.0%}", style=DIM)
     parts: list[Any] = [head, literal(f.evidence)]
@@ -375,7 +375,7 @@ def same_kernels_spec(comp: Comparison, single: bool = False) -> TableSpec:
 
 def same_kernel_detail(k: SameKernel, comp: Comparison, single: bool = False) -> Group:
     head = literal(k.name, "bold")
-    sub = Text(end="")
+    sub = Text()
     sub.append(literal(k.category))
     if not single:
         sub.append(f"   A/B {fmt_ratio(k.ratio)}   gap {fmt_gap(k.gap_us)}")

@@ -190,8 +190,9 @@ class ResultTable(DataTable):
         self.rows_shown = self._visible()
         for r in self.rows_shown:
             cells = r.cells
-            if r.style:
-                cells = tuple(self._styled(c, r.style) for c in cells)
+            if r.style:  # bars keep their own side colours
+                cells = tuple(c if col.kind == "bar" else self._styled(c, r.style)
+                              for c, col in zip(cells, self.spec.columns))
             self.add_row(*cells, key=r.key)
         if select is not None:
             for idx, r in enumerate(self.rows_shown):
@@ -221,11 +222,15 @@ class ResultTable(DataTable):
         return False
 
     def export_records(self) -> tuple[list[str], list[list[Any]]]:
-        """Header and raw values of the rows as shown (filter and sort applied, names in full)."""
+        """Column keys (µs columns suffixed _us) and raw values of the rows as shown (filter and sort applied, names in full)."""
         assert self.spec is not None
-        cols = [c for c in self.spec.columns if c.kind != "bar"]
         idx = [i for i, c in enumerate(self.spec.columns) if c.kind != "bar"]
-        return [c.label for c in cols], [[r.values[i] for i in idx] for r in self.rows_shown]
+        header = []
+        for i in idx:
+            c = self.spec.columns[i]
+            unit = "_us" if c.kind in ("us", "gap") and not c.key.endswith("_us") else ""
+            header.append(c.key + unit)
+        return header, [[r.values[i] for i in idx] for r in self.rows_shown]
 
 
 def text_cell(s: object, width: int | None = None, style: str = "") -> Text:

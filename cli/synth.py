@@ -1,0 +1,80 @@
+"""`kerneldiff synth OUT_DIR`: write a synthetic trace pair with planted differences (+ truth).
+
+With `--single`, write one trace without planted differences (side A's settings), e.g. for
+benchmarks: `kerneldiff synth /tmp/bench --single --size 2GB`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from core.errors import TraceError
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("synth", help="write a synthetic trace pair with planted differences and its ground truth")
+    p.add_argument("out_dir", help="directory to write into (created if missing)")
+    p.add_argument("--seed", type=int, default=0, help="random seed; same seed, same bytes (default 0)")
+    p.add_argument("--layers", type=int, default=8, help="transformer layers (default 8)")
+    p.add_argument("--steps", type=int, default=6, help="steps per trace (default 6)")
+    p.add_argument("--prefill-steps", type=int, default=1, help="leading prefill steps (default 1)")
+    p.add_argument("--mixed-steps", type=int, default=0, help="mixed prefill+decode steps after them")
+    p.add_argument("--moe", action="store_true", help="MoE model instead of dense MLPs")
+    p.add_argument("--graph", action="store_true", help="replay decode steps from a CUDA/HIP graph")
+    p.add_argument("--tp", type=int, default=1, help="tensor-parallel size (>1 adds all-reduce kernels)")
+    p.add_argument("--gzip", action="store_true", help="write .json.gz instead of .json")
+    p.add_argument("--size", help="grow each trace to about this size with extra decode steps, e.g. 1GB")
+    p.add_argument("--vendor-a", choices=("amd", "nvidia"), help="vendor of side A (default amd, or --gpu-a's)")
+    p.add_argument("--vendor-b", choices=("amd", "nvidia"), help="vendor of side B (default nvidia, or --gpu-b's)")
+    p.add_argument("--gpu-a", choices=("mi300x", "mi355x", "h100", "b200"), help="GPU of side A")
+    p.add_argument("--gpu-b", choices=("mi300x", "mi355x", "h100", "b200"), help="GPU of side B")
+    p.add_argument("--annotation", choices=("vllm", "vllm-old", "sglang", "hf"), default="vllm",
+                   help="step annotation style (default vllm)")
+    p.add_argument("--no-stack", action="store_true", help="omit python_function events")
+    p.add_argument("--single", action="store_true", help="write one trace (no planted differences)")
+
+
+def run(args) -> int:
+    from core.synth import SynthConfig, parse_size, write_pair, write_trace
+    from core.synth_names import GPUS
+
+    vendor_a = args.vendor_a or (GPUS[args.gpu_a].vendor if args.gpu_a else "amd")
+    vendor_b = args.vendor_b or (GPUS[args.gpu_b].vendor if args.gpu_b else "nvidia")
+
+    # plain print: the paths are the output, scripts read them line by line
+    try:
+        target = parse_size(args.size) if args.size else 0
+    except ValueError as e:
+        print(f"kerneldiff synth: {e}", file=sys.stderr)
+        return 2
+    out_dir = Path(args.out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise TraceError(str(out_dir), "exists and is not a directory")
+    try:
+        if args.single:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            cfg = SynthConfig(vendor=vendor_a, gpu=args.gpu_a, layers=args.layers, steps=args.steps,
+                              prefill_steps=args.prefill_steps, mixed_steps=args.mixed_steps, moe=args.moe,
+                              graph=args.graph, tp=args.tp, seed=args.seed, gzip=args.gzip,
+                              annotation_style=args.annotation, with_stack=not args.no_stack,
+                              target_bytes=target)
+            path = out_dir / f"synth_{args.seed}{'.json.gz' if args.gzip else '.json'}"
+            stats = write_trace(path, cfg)
+            print(path)
+            print(f"{stats['bytes'] / 1e6:.1f} MB on disk, {stats['kernels']} kernels, "
+                  f"{len(stats['steps'])} steps, {stats['mb_per_s']:.0f} MB/s of JSON", file=sys.stderr)
+            return 0
+        paths = write_pair(out_dir, args.seed, layers=args.layers, steps=args.steps,
+                           prefill_steps=args.prefill_steps, mixed_steps=args.mixed_steps, moe=args.moe,
+                           graph=args.graph, tp=args.tp, vendor_a=vendor_a, vendor_b=vendor_b,
+                           gpu_a=args.gpu_a, gpu_b=args.gpu_b, annotation=args.annotation, gzip=args.gzip,
+                           target_bytes=target, with_stack=not args.no_stack)
+    except ValueError as e:
+        print(f"kerneldiff synth: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        raise TraceError(str(out_dir), f"cannot write: {e.strerror or e}") from None
+    for p in paths:
+        print(p)
+    return 0

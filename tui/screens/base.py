@@ -1,0 +1,131 @@
+"""What every explorer screen shares: back, filter by name, sort, export."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Input
+
+from ..export import write_table
+from ..widgets.result_table import ResultTable
+from ..widgets.table_pane import DetailScroll
+
+
+class FilterInput(Input):
+    """The `/` prompt: filters the current table by name as you type."""
+
+    DEFAULT_CSS = """
+    FilterInput { dock: bottom; height: 1; border: none; padding: 0 1; margin-bottom: 1; display: none; }
+    FilterInput.-shown { display: block; }
+    """
+
+
+class ExplorerScreen(Screen):
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("s", "sort", "Sort"),
+        Binding("S", "reverse_sort", "Reverse sort", show=False),
+        Binding("e", "export('csv')", "Export"),
+        Binding("E", "export('json')", "Export JSON", show=False),
+    ]
+
+    def current_table(self) -> ResultTable | None:
+        """The table the table actions apply to (subclasses pick the visible one)."""
+        focused = self.focused
+        if isinstance(focused, ResultTable):
+            return focused
+        tables = [t for t in self.query(ResultTable) if t.display and t.region.area]
+        return tables[0] if tables else None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("filter", "sort", "reverse_sort", "export"):
+            return self.current_table() is not None
+        return True
+
+    # --- back ---------------------------------------------------------------------------------
+    def action_back(self) -> None:
+        focused = self.focused
+        if isinstance(focused, FilterInput):
+            self.close_filter(clear=True)
+            return
+        if isinstance(focused, DetailScroll):
+            table = focused.parent.query(ResultTable) if focused.parent else None
+            if table:
+                table.first().focus()
+                return
+        self.go_back()
+
+    def go_back(self) -> None:
+        if len(self.app.screen_stack) > 1:
+            self.app.pop_screen()
+
+    # --- filter -------------------------------------------------------------------------------
+    def action_filter(self) -> None:
+        table = self.current_table()
+        if table is None:
+            return
+        self._filter_target = table
+        inp = self.query_one(FilterInput)
+        inp.value = table.filter_text
+        inp.add_class("-shown")
+        inp.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if isinstance(event.input, FilterInput):
+            table = getattr(self, "_filter_target", None) or self.current_table()
+            if table is not None:
+                table.set_filter(event.value)
+                self.after_filter(table)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if isinstance(event.input, FilterInput):
+            self.close_filter(clear=False)
+
+    def close_filter(self, clear: bool) -> None:
+        inp = self.query_one(FilterInput)
+        table = getattr(self, "_filter_target", None) or self.current_table()
+        if clear:
+            inp.value = ""
+            if table is not None:
+                table.set_filter("")
+                self.after_filter(table)
+        inp.remove_class("-shown")
+        if table is not None:
+            table.focus()
+
+    def after_filter(self, table: ResultTable) -> None:
+        """Hook: a table's visible rows changed."""
+
+    # --- sort / export ------------------------------------------------------------------------
+    def action_sort(self) -> None:
+        table = self.current_table()
+        if table is not None and table.spec is not None:
+            self.notify(table.cycle_sort(), timeout=2)
+
+    def action_reverse_sort(self) -> None:
+        table = self.current_table()
+        if table is not None and table.spec is not None:
+            self.notify(table.reverse_sort(), timeout=2)
+
+    def export_name(self, table: ResultTable) -> str:
+        phase = getattr(self.app, "phase", "all")
+        return f"{table.spec.name}-{phase}"
+
+    def action_export(self, fmt: str = "csv") -> None:
+        table = self.current_table()
+        if table is None or table.spec is None:
+            self.notify("nothing to export on this screen", severity="warning")
+            return
+        header, rows = table.export_records()
+        try:
+            path = write_table(self.export_name(table), header, rows, fmt)
+        except OSError as e:
+            self.notify(f"export failed: {e.strerror or e}", severity="error", markup=False)
+            return
+        self.app.last_export = path
+        self.notify(f"{len(rows)} rows → {path}", title="Exported", markup=False, timeout=6)
+
+    def breadcrumb_text(self) -> Text:
+        return Text("")

@@ -1,0 +1,103 @@
+"""`?`: every key binding of the explorer, read from the classes that define them."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+from ..widgets.result_table import ResultTable
+from ..widgets.table_pane import DetailScroll
+
+# DataTable keys worth listing (the rest are mouse-only or duplicates)
+_TABLE_ACTIONS = {"cursor_up", "cursor_down", "page_up", "page_down", "scroll_top", "scroll_bottom", "select_cursor",
+                  "cursor_left", "cursor_right"}
+_TABLE_WORDS = {"cursor_up": "Up", "cursor_down": "Down", "page_up": "Page up", "page_down": "Page down",
+                "scroll_top": "First row", "scroll_bottom": "Last row", "select_cursor": "Open / drill down",
+                "cursor_left": "Scroll left", "cursor_right": "Scroll right"}
+
+
+def _bindings(cls) -> list[Binding]:
+    out = []
+    for b in getattr(cls, "BINDINGS", []):
+        if isinstance(b, tuple):
+            b = Binding(*b)
+        out.append(b)
+    return out
+
+
+def binding_groups(app) -> list[tuple[str, list[tuple[str, str]]]]:
+    """(context, [(keys, description)]) for every binding the explorer defines."""
+    from .base import ExplorerScreen
+    from .error import ErrorScreen
+    from .kernel import KernelDetailScreen
+    from .main import MainScreen
+    from .start import StartScreen
+
+    def keys(b: Binding) -> str:
+        return ", ".join(app.get_key_display(Binding(k.strip(), b.action)) for k in b.key.split(","))
+
+    def rows(bindings, words=None, only=None) -> list[tuple[str, str]]:
+        merged: dict[str, list[str]] = {}
+        for b in bindings:
+            if only is not None and b.action not in only:
+                continue
+            desc = (words or {}).get(b.action) or b.description or b.action
+            merged.setdefault(desc, []).append(keys(b))
+        return [(", ".join(dict.fromkeys(k)), d) for d, k in merged.items()]
+
+    table_bindings = [b for b in _bindings(DataTable)] + _bindings(ResultTable)
+    groups = [
+        ("Everywhere", rows(_bindings(type(app))) + [(app.get_key_display(Binding("ctrl+p", "")), "Command palette")]),
+        ("Tables", rows(table_bindings, _TABLE_WORDS, _TABLE_ACTIONS | {b.action for b in _bindings(ResultTable)})),
+        ("Explorer screens", rows(_bindings(ExplorerScreen))),
+        ("Main screen (tabs)", rows(_bindings(MainScreen))
+         + [("←, →", "Switch tab (when the tab bar has focus)"), ("tab", "Move focus (table ↔ detail pane)")]),
+        ("Detail panes", rows(_bindings(DetailScroll) + _bindings(KernelDetailScreen))),
+        ("Start screen", rows(_bindings(StartScreen))),
+        ("Error screen", rows(_bindings(ErrorScreen))),
+        ("Help", rows(_bindings(HelpScreen))),
+    ]
+    return groups
+
+
+class HelpScreen(ModalScreen):
+    BINDINGS = [
+        Binding("escape,question_mark,q", "close", "Close help"),
+        Binding("j", "scroll('down')", "Scroll down", show=False),
+        Binding("k", "scroll('up')", "Scroll up", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll { width: 76; max-width: 100%; height: 90%; border: round $accent;
+                                  background: $surface; padding: 0 1; }
+    """
+
+    def compose(self) -> ComposeResult:
+        t = Table.grid(padding=(0, 2))
+        t.add_column(no_wrap=True, style="bold", min_width=14)
+        t.add_column()
+        for title, items in binding_groups(self.app):
+            t.add_row(Text(title, style="bold underline"), Text(""))
+            for k, d in items:
+                t.add_row(Text(k), Text(d))
+            t.add_row(Text(""), Text(""))
+        with VerticalScroll(id="help") as v:
+            v.border_title = "Keys"
+            v.border_subtitle = "Esc closes"
+            yield Static(t)
+
+    def on_mount(self) -> None:
+        self.query_one("#help").focus()
+
+    def action_close(self) -> None:
+        self.app.pop_screen()
+
+    def action_scroll(self, direction: str) -> None:
+        v = self.query_one("#help", VerticalScroll)
+        v.scroll_down() if direction == "down" else v.scroll_up()

@@ -1,0 +1,105 @@
+"""One layer: its aligned kernel pairs side by side (or its kernel sequence in browse mode)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import DataTable, Footer, Static
+
+from core.comparison import Comparison, KernelPair
+
+from .. import views
+from ..text import DIM, SIDE_STYLE, fmt_gap, fmt_ratio, fmt_us, span
+from ..widgets.header import Breadcrumb
+from ..widgets.result_table import ResultTable
+from .base import ExplorerScreen, FilterInput
+
+
+def _passes(n: int) -> str:
+    return f"{n} pass" if n == 1 else f"{n} passes"
+
+
+class LayerScreen(ExplorerScreen):
+    DEFAULT_CSS = """
+    LayerScreen #layer-summary { height: auto; max-height: 3; padding: 0 1; background: $boost; }
+    LayerScreen #pair-status { height: 3; padding: 0 1; border-top: solid $primary-darken-2; }
+    """
+
+    def __init__(self, comparison: Comparison, layer: int, single: bool = False) -> None:
+        super().__init__()
+        self.comparison = comparison
+        self.layer_index = layer
+        self.single = single
+
+    def crumbs(self) -> list[str]:
+        return ["browse" if self.single else "compare", "Layers", f"Layer {self.layer_index}"]
+
+    def compose(self) -> ComposeResult:
+        yield Breadcrumb(*self.crumbs())
+        yield Static(id="layer-summary")
+        yield ResultTable(id="pairs")
+        yield Static(id="pair-status")
+        yield FilterInput(placeholder="filter kernels by name (Enter keeps it, Esc clears)", id="filter")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.show_comparison(self.comparison, first=True)
+        self.query_one("#pairs", ResultTable).focus()
+
+    def show_comparison(self, comp: Comparison, first: bool = False) -> None:
+        self.comparison = comp
+        table = self.query_one("#pairs", ResultTable)
+        al = comp.alignment(self.layer_index)
+        row = next((r for r in comp.layers if r.layer == self.layer_index), None)
+        self.query_one("#layer-summary", Static).update(self._summary(comp, al, row))
+        if al is None:
+            table.clear(columns=True)
+            table.spec = None
+            self.query_one("#pair-status", Static).update(
+                Text(f"layer {self.layer_index} has no kernels in phase {comp.phase}", style=DIM))
+            return
+        table.show(views.pairs_spec(al, comp, self.single), keep_cursor=not first)
+        self._update_status()
+
+    def _summary(self, comp: Comparison, al, row) -> Text:
+        t = span(f"Layer {self.layer_index}", "bold")
+        if row is None:
+            t.append(f"  (phase {comp.phase})", style=DIM)
+            return t
+        if self.single:
+            per = al.a_kernels_per_pass if al else row.a.kernels
+            t.append(f"   {fmt_us(row.a.total_us)} over {_passes(row.a.passes)} · {per} kernels/pass"
+                     f" · median {fmt_us(row.a.median_us)}/pass")
+            return t
+        t.append(f"   A/B {fmt_ratio(row.ratio)}   gap {fmt_gap(row.gap_us)}   rank {row.rank} of {len(comp.layers)}")
+        for key, side, per in (("a", row.a, al.a_kernels_per_pass if al else 0),
+                               ("b", row.b, al.b_kernels_per_pass if al else 0)):
+            t.append("\n")
+            t.append(key.upper(), style=f"bold {SIDE_STYLE[key]}")
+            t.append(f" {fmt_us(side.total_us)} over {_passes(side.passes)} · {per} kernels/pass"
+                     f" · median {fmt_us(side.median_us)}/pass")
+        return t
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._update_status()
+
+    def after_filter(self, table: ResultTable) -> None:
+        self._update_status()
+
+    def _update_status(self) -> None:
+        table = self.query_one("#pairs", ResultTable)
+        row = table.current_row()
+        status = self.query_one("#pair-status", Static)
+        if row is None:
+            status.update(Text("no kernel matches the filter" if table.filter_text else "", style=DIM))
+            return
+        t = views.pair_status(row.payload, self.single)
+        t.append("\n")
+        t.append("Enter: kernel detail   F: fusion note   =: same kernel on both sides" if not self.single
+                 else "Enter: kernel detail", style=DIM)
+        status.update(t)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        row = self.query_one("#pairs", ResultTable).current_row()
+        if row is not None and isinstance(row.payload, KernelPair):
+            self.app.open_pair(row.payload, self.layer_index, crumbs=self.crumbs(), single=self.single)

@@ -1,0 +1,91 @@
+"""The lines at the top of every screen: where you are, and what is being compared."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from core.comparison import Comparison
+
+from ..text import DIM, SIDE_STYLE, fmt_gap, fmt_ratio, fmt_us, literal, span
+
+
+class Breadcrumb(Static):
+    """kerneldiff › Layers › Layer 5 › #12"""
+
+    DEFAULT_CSS = """
+    Breadcrumb { height: 1; background: $panel; color: $text; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    """
+
+    def __init__(self, *parts: str, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.parts = list(parts)
+
+    def on_mount(self) -> None:
+        self.set_parts(*self.parts)
+
+    def set_parts(self, *parts: str) -> None:
+        self.parts = list(parts)
+        t = span("kerneldiff", "bold")
+        for p in parts:
+            t.append(" › ", style=DIM)
+            t.append(literal(p))
+        self.update(t)
+
+
+def _side_line(comp: Comparison, key: str) -> Text:
+    side = getattr(comp, key)
+    t = span(f"{key.upper()} ", f"bold {SIDE_STYLE[key]}")
+    t.append(literal(side.label, f"bold {SIDE_STYLE[key]}"))
+    t.append(f"  {fmt_us(side.gpu_time_us)}")
+    t.append(f"  {side.kernels} kernels", style=DIM)
+    return t
+
+
+class ComparisonHeader(Static):
+    """Both GPUs with their GPU time, the ratio, the phase filter and the warning count."""
+
+    DEFAULT_CSS = """
+    ComparisonHeader { height: auto; max-height: 3; padding: 0 1; background: $boost; }
+    """
+
+    def show(self, comp: Comparison, phases: list[str] | None = None) -> None:
+        t = _side_line(comp, "a")
+        t.append("\n")
+        t.append_text(_side_line(comp, "b"))
+        t.append("\n")
+        t.append("A/B ", style="bold")
+        t.append(fmt_ratio(comp.ratio))
+        t.append("  gap ", style="bold")
+        t.append(fmt_gap(comp.gap_us))
+        t.append("  phase ", style="bold")
+        t.append(comp.phase)
+        if phases and len(phases) > 1:
+            t.append(" (p: " + "/".join(phases) + ")", style=DIM)
+        n = len(comp.warnings)
+        t.append("  ")
+        t.append(f"⚠ {n} warning{'s' if n != 1 else ''}", style="bold yellow" if n else DIM)
+        self.update(t)
+
+
+class TraceHeader(Static):
+    """Browse mode: one trace's GPU, GPU time, size of the run, phase and warnings."""
+
+    DEFAULT_CSS = """
+    TraceHeader { height: auto; max-height: 3; padding: 0 1; background: $boost; }
+    """
+
+    def show(self, comp: Comparison, phases: list[str] | None = None) -> None:
+        s = comp.a
+        t = literal(s.label, f"bold {SIDE_STYLE['a']}")
+        t.append(f"  {fmt_us(s.gpu_time_us)}  {s.kernels} kernels")
+        t.append("\n")
+        t.append(f"{s.steps} steps · {s.layers_per_step} layers/step · {s.architecture}", style=DIM)
+        t.append("\nphase ", style="bold")
+        t.append(comp.phase)
+        if phases and len(phases) > 1:
+            t.append(" (p: " + "/".join(phases) + ")", style=DIM)
+        n = len(comp.warnings)
+        t.append("  ")
+        t.append(f"⚠ {n} warning{'s' if n != 1 else ''}", style="bold yellow" if n else DIM)
+        self.update(t)

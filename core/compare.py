@@ -40,7 +40,7 @@ def stats_of(d: np.ndarray, side_total: float = 0.0) -> Stats:
 class _View:
     """One side restricted to a phase, with the group-bys the comparison needs."""
 
-    def __init__(self, key: str, model: TraceModel, phase: str) -> None:
+    def __init__(self, key: str, model: TraceModel, phase: str, classifier) -> None:
         self.key = key
         self.m = model
         k = model.kernels
@@ -49,7 +49,8 @@ class _View:
         self.cat = k.cat[self.rows]
         self.name = k.name[self.rows]
         self.total = float(self.dur.sum())
-        self.cat_names = model.categories
+        # compare by family: "Attention (decode)" on one GPU and "Attention" on another are one operation
+        self.cat_names = [classifier.group(c) for c in model.categories]
         steps = k.step[self.rows]
         self.passes = max(len(np.unique(steps[steps >= 0])), 1)
 
@@ -260,7 +261,7 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
 
         classifier = Classifier.load()
     labels = _labels(a, b)
-    va, vb = _View("a", a, phase), _View("b", b, phase)
+    va, vb = _View("a", a, phase, classifier), _View("b", b, phase, classifier)
     ops = _operations(va, vb, phase)
     ga, gb = _LayerGroups(va), _LayerGroups(vb)
     la, lb = ga.per_layer(), gb.per_layer()

@@ -199,18 +199,28 @@ def segment(model: TraceModel, classifier) -> None:
     step_of = k.step
     order = np.argsort(step_of, kind="stable")  # rows grouped by step, time order kept
     bounds = np.searchsorted(step_of[order], np.arange(len(model.steps) + 1))
+    # Steps with the same kernel-category sequence (every decode pass of a run, typically) have
+    # the same segmentation: compute it once per distinct sequence.
+    memo: dict[bytes, tuple[list[tuple[int, int]], np.ndarray]] = {}
     for s in range(len(model.steps)):
         rows = order[bounds[s]:bounds[s + 1]]
         rows = rows[on_dev[rows]]
         if len(rows) == 0:
             counts.append(0)
             continue
-        r = role_all[rows]
-        anchors = _anchor_runs(r, anchor_roles)
-        spans = _segment_sequence(r, anchors, k.cat[rows])
+        cats = k.cat[rows]
+        hit = memo.get(cats.tobytes())
+        if hit is None:
+            r = role_all[rows]
+            spans = _segment_sequence(r, _anchor_runs(r, anchor_roles), cats)
+            lay = np.full(len(rows), -1, dtype=np.int32)
+            for li, (a, b) in enumerate(spans):
+                lay[a:b] = li
+            hit = memo[cats.tobytes()] = (spans, lay)
+        spans, lay = hit
         counts.append(len(spans))
+        k.layer[rows] = lay
         for li, (a, b) in enumerate(spans):
-            k.layer[rows[a:b]] = li
             model.layers.append(LayerSpan(s, li, int(rows[a]), int(rows[b - 1]) + 1))
             sizes.append(b - a)
     nonzero = [c for c in counts if c]

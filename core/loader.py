@@ -207,13 +207,14 @@ def _mp_context():
 
 
 def _worker_main(shm_name: str, cmd, res) -> None:
-    """Decode runs of events placed in shared memory; reply per run, then send all columns."""
+    """Decode runs of events placed in shared memory. After each run, send its columns (and
+    the names first seen in it), so the transfer overlaps with decoding; then the counters."""
     from multiprocessing import shared_memory
 
     gc.disable()
     shm = shared_memory.SharedMemory(name=shm_name)
     col = Columns()
-    runs: list[tuple[int, dict]] = []
+    sent = 0
     try:
         while True:
             msg = cmd.recv()
@@ -233,10 +234,9 @@ def _worker_main(shm_name: str, cmd, res) -> None:
                 continue
             col.add(events)
             del events
-            runs.append((idx, col.arrays()))
-            res.send(("done", slot))
-        res.send(("result", {"runs": runs, "strings": col.strings, "events": col.events,
-                             "dropped": col.dropped, "negative_dur": col.negative_dur}))
+            res.send(("done", (slot, idx, col.arrays(), col.strings[sent:])))
+            sent = len(col.strings)
+        res.send(("result", (col.events, col.dropped, col.negative_dur)))
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         pass
     except BaseException as e:  # anything unexpected: the parent falls back to one process
@@ -257,6 +257,9 @@ class _Pool:
         ctx = _mp_context()
         self.shms, self.procs, self.cmds, self.res = [], [], [], []
         self.free: list[list[int]] = []
+        self.strings: list[list[str]] = []      # per worker: its name ids -> names
+        self.runs: list[tuple[int, int, dict]] = []   # (run index, worker, columns)
+        self.counts: list[tuple[int, int, int] | None] = []
         try:
             for _ in range(n):
                 shm = shared_memory.SharedMemory(create=True, size=SLOTS_PER_WORKER * SLOT)
@@ -272,21 +275,30 @@ class _Pool:
                 self.cmds.append(cmd_w)
                 self.res.append(res_r)
                 self.free.append(list(range(SLOTS_PER_WORKER)))
+                self.strings.append([])
+                self.counts.append(None)
         except BaseException:
             self.close(finished=False)
             raise
 
     def poll(self, timeout: float | None) -> None:
         """Handle worker messages; raises _Fallback when a run failed or a worker died."""
-        for conn in mpc.wait(self.res, timeout):
+        waiting = [c for c, n in zip(self.res, self.counts) if n is None]
+        for conn in mpc.wait(waiting, timeout):
             w = self.res.index(conn)
             try:
                 kind, value = conn.recv()
             except (EOFError, OSError):
                 raise _Fallback("a decoding process died") from None
-            if kind != "done":
-                raise _Fallback(f"run {value} did not decode")
-            self.free[w].append(value)
+            if kind == "done":
+                slot, idx, cols, new_strings = value
+                self.free[w].append(slot)
+                self.runs.append((idx, w, cols))
+                self.strings[w].extend(new_strings)
+            elif kind == "result":
+                self.counts[w] = value
+            else:
+                raise _Fallback(f"run {value} did not decode ({kind})")
 
     def take_slot(self, wait: Callable[[], None]) -> tuple[int, int]:
         while True:
@@ -295,23 +307,13 @@ class _Pool:
                 return w, self.free[w].pop()
             wait()
 
-    def results(self, tick: Callable[[], None]) -> list[dict]:
+    def finish(self, tick: Callable[[], None]) -> None:
+        """Tell the workers there is no more work and collect everything they still send."""
         for c in self.cmds:
             c.send(None)
-        out: list[dict | None] = [None] * len(self.procs)
-        while any(r is None for r in out):
+        while any(n is None for n in self.counts):
             tick()
-            for conn in mpc.wait(self.res, 0.05):
-                w = self.res.index(conn)
-                try:
-                    kind, value = conn.recv()
-                except (EOFError, OSError):
-                    raise _Fallback("a decoding process died") from None
-                if kind == "result":
-                    out[w] = value
-                elif kind != "done":
-                    raise _Fallback(f"run {value} did not decode")
-        return out  # type: ignore[return-value]
+            self.poll(0.05)
 
     def close(self, finished: bool) -> None:
         for c in self.cmds:
@@ -372,26 +374,22 @@ def _read_parallel(path: str, n: int, progress: Callable[[int, int], None]) -> _
             local.add(events)
             local_runs.append((idx, local.arrays()))
             idx += 1
-        results = pool.results(lambda: progress(reader.src.consumed, reader.src.size))
+        pool.finish(lambda: progress(reader.src.consumed, reader.src.size))
         finished = True
     finally:
         if reader is not None:
             reader.close()
         pool.close(finished)
     out = _Read()
-    order: list[tuple[int, int, dict]] = []
-    sources: list[list[str]] = []
-    for r in results:
-        sources.append(r["strings"])
-        order.extend((i, len(sources) - 1, cols) for i, cols in r["runs"])
-        out.events += r["events"]
-        out.dropped += r["dropped"]
-        out.negative_dur += r["negative_dur"]
-    sources.append(local.strings)
-    order.extend((i, len(sources) - 1, cols) for i, cols in local_runs)
+    runs = [(i, pool.strings[w], cols) for i, w, cols in pool.runs]
+    runs += [(i, local.strings, cols) for i, cols in local_runs]
+    runs.sort(key=lambda t: t[0])
+    out.chunks = [(strings, cols) for _, strings, cols in runs]
+    for events, dropped, negative in pool.counts:
+        out.events += events
+        out.dropped += dropped
+        out.negative_dur += negative
     out.count(local)
-    order.sort(key=lambda t: t[0])
-    out.chunks = [(sources[s], cols) for _, s, cols in order]
     out.meta = reader.meta
     out.truncated_at = reader.truncated_at
     return out

@@ -21,8 +21,8 @@ import threading
 import zlib
 from collections.abc import Callable, Iterator
 from itertools import repeat
-from operator import itemgetter
-from typing import Any, Literal
+from operator import attrgetter, itemgetter
+from typing import Any, ClassVar, Union
 
 import msgspec
 import numpy as np
@@ -38,18 +38,16 @@ SLICE = 16 * 1024 * 1024     # bytes decoded at once: big enough to amortise, sm
 WINDOW = 64 * 1024           # where the last boundary of a slice is looked for first
 GZ_BLOCK = 1024 * 1024       # compressed bytes read per step by the gzip thread
 GZ_OUT = 8 * 1024 * 1024     # at most this much inflated output per step (bounds memory)
-_BOUNDARY = re.compile(rb"\}\s*,\s*\{")
+_BOUNDARY = re.compile(rb"\}\s*,\s*(\{)")  # group 1: where the next event starts
+# A boundary followed by a quoted key and a colon cannot lie inside a JSON string (the quotes
+# would have to be escaped), short of contrived keys: runs handed to other processes are cut
+# there, so a run that fails to decode (and sends the load back to one process) is rare.
+_STRONG_BOUNDARY = re.compile(rb'\}\s*,\s*(\{)\s*"[^"\\]*"\s*:')
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _NONSPACE = re.compile(rb"\S")
 _LBRACKET, _RBRACKET = ord("["), ord("]")
 
 # --- decoded event shapes -------------------------------------------------------------------
-
-# Every phase the Chrome trace format defines; a Literal decodes to a shared constant, no
-# per-event string. Anything else makes the slice take the lenient path.
-Phase = Literal["X", "B", "E", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "O", "N", "D",
-                "M", "V", "v", "R", "c", "(", ")", "T", "S", "F", "p"]
-
 
 class FastArgs(msgspec.Struct, gc=False):
     correlation: int | None = None
@@ -60,11 +58,11 @@ class FastArgs(msgspec.Struct, gc=False):
     python_parent: int | None = msgspec.field(default=None, name="Python parent id")
 
 
-class FastEvent(msgspec.Struct, gc=False):
-    """The fields kerneldiff uses. Decoded with strict=False: numbers written as strings
-    ("correlation": "505113") and integer timestamps are converted by the C decoder."""
+class XEvent(msgspec.Struct, tag_field="ph", tag="X", gc=False):
+    """A complete event ("ph": "X") with the fields kerneldiff uses. Decoded with strict=False:
+    numbers written as strings ("correlation": "505113") and integer timestamps are converted
+    by the C decoder."""
 
-    ph: Phase | None = None
     cat: str | None = None
     name: str | None = None
     ts: float | None = None
@@ -72,6 +70,23 @@ class FastEvent(msgspec.Struct, gc=False):
     pid: int | str | None = None
     tid: int | str | None = None
     args: FastArgs | None = None
+
+
+class Skipped(msgspec.Struct, tag_field="ph", gc=False):
+    """Any other phase (flows, instants, counters, metadata): decoded to an empty object — the
+    phase is the union's tag, so none of its fields are even read."""
+
+    cat: ClassVar[None] = None
+
+
+# Every other phase the Chrome trace format defines. An unknown or missing "ph" makes the slice
+# take the lenient path.
+_OTHER_PHASES = ("B", "E", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "O", "N", "D", "M", "V",
+                 "v", "R", "c", "(", ")", "T", "S", "F", "p")
+_SKIP_TYPES = tuple(msgspec.defstruct(f"Skipped_{i}", [], bases=(Skipped,), tag=ph, tag_field="ph", gc=False)
+                    for i, ph in enumerate(_OTHER_PHASES))
+_SKIP = _SKIP_TYPES[0]()
+Event = Union[(XEvent, *_SKIP_TYPES)]  # noqa: UP007 - a runtime union of many types
 
 
 class _LooseArgs(msgspec.Struct):
@@ -84,7 +99,6 @@ class _LooseArgs(msgspec.Struct):
 
 
 class _LooseEvent(msgspec.Struct):
-    ph: Any = None
     cat: Any = None
     name: Any = None
     ts: Any = None
@@ -94,7 +108,7 @@ class _LooseEvent(msgspec.Struct):
     args: _LooseArgs | None = None
 
 
-_typed = msgspec.json.Decoder(list[FastEvent], strict=False)
+_typed = msgspec.json.Decoder(list[Event], strict=False)
 _untyped = msgspec.json.Decoder()
 _EMPTY_ARGS = FastArgs()
 
@@ -128,40 +142,45 @@ def _opt_int(v: Any) -> int | None:
     return None if v is None else _int(v)
 
 
-def _normalize(e: _LooseEvent) -> FastEvent:
-    """An event whose fields had unexpected types, with the loose rules of `_num` / `_int`."""
+def _normalize(e: _LooseEvent) -> XEvent:
+    """A complete event whose fields had unexpected types, read with the loose rules of `_num`."""
     a = e.args
     args = None
     if a is not None:
         args = FastArgs(_int(a.correlation), _int(a.external_id), _opt_int(a.device), _opt_int(a.stream),
                         _int(a.python_id), _int(a.python_parent))
-    return FastEvent(e.ph if isinstance(e.ph, str) else None, e.cat if isinstance(e.cat, str) else None,
-                     e.name if isinstance(e.name, str) else None, _num(e.ts, None), _num(e.dur, None),
-                     _int(e.pid), _int(e.tid), args)
+    return XEvent(e.cat if isinstance(e.cat, str) else None, e.name if isinstance(e.name, str) else None,
+                  _num(e.ts, None), _num(e.dur, None), _int(e.pid), _int(e.tid), args)
 
 
-def _lenient(raw: list[Any]) -> list[FastEvent | None]:
-    """Convert events one by one; events that are not objects become None (counted as dropped)."""
-    out: list[FastEvent | None] = []
+def _lenient(raw: list[Any]) -> list[XEvent | Skipped | None]:
+    """Convert events one by one; items that are not events become None (counted as dropped)."""
+    out: list[XEvent | Skipped | None] = []
     for item in raw:
-        try:
-            out.append(msgspec.convert(item, FastEvent, strict=False))
-            continue
-        except (msgspec.ValidationError, TypeError):
-            pass
-        try:
-            out.append(_normalize(msgspec.convert(item, _LooseEvent, strict=False)))
-        except (msgspec.ValidationError, TypeError):
+        if not isinstance(item, dict):
             out.append(None)
+        elif item.get("ph") != "X":
+            out.append(_SKIP)
+        else:
+            try:
+                out.append(msgspec.convert(item, XEvent, strict=False))
+                continue
+            except (msgspec.ValidationError, TypeError):
+                pass
+            try:
+                loose = msgspec.convert(item, _LooseEvent, strict=False)
+            except (msgspec.ValidationError, TypeError):  # "args" is not an object
+                loose = _LooseEvent(*(item.get(k) for k in ("cat", "name", "ts", "dur", "pid", "tid")))
+            out.append(_normalize(loose))
     return out
 
 
-def decode_events(buf) -> list[FastEvent | None] | None:
+def decode_events(buf) -> list | None:
     """Decode a JSON array of events (any buffer); None if it is not valid JSON."""
     try:
         return _typed.decode(buf)
     except msgspec.ValidationError:
-        pass  # valid JSON, unexpected types somewhere: go event by event
+        pass  # valid JSON, unexpected types or phases somewhere: go event by event
     except msgspec.DecodeError:
         return None
     try:
@@ -202,6 +221,10 @@ _GROUP_CODES = {"k": (G_KERNEL, G_MEMSET), "p": (G_PYTHON, G_PYTHON), "c": (G_CP
                 "l": (G_LAUNCH, G_LAUNCH), "a": (G_ANNOT, G_GPU_ANNOT)}
 MAX_TS, MAX_DUR = 1e18, 1e15   # beyond these a timestamp / duration is garbage, not data
 
+_cat, _name, _ts, _dur, _pid, _tid, _args = (attrgetter(f) for f in ("cat", "name", "ts", "dur", "pid", "tid", "args"))
+_corr, _ext, _device, _stream, _pyid, _parent = (attrgetter(f) for f in (
+    "correlation", "external_id", "device", "stream", "python_id", "python_parent"))
+
 
 def _pick(seq, idx: np.ndarray):
     if len(idx) == len(seq):
@@ -211,26 +234,31 @@ def _pick(seq, idx: np.ndarray):
     return itemgetter(*idx.tolist())(seq)
 
 
-def _ints(values: list) -> np.ndarray:
+def _floats(seq, get) -> np.ndarray:
+    return np.fromiter(map(get, seq), np.float64, len(seq))   # None -> NaN
+
+
+def _ints(seq, get) -> np.ndarray:
     """int64 column; None and junk -> -1 (fast path: plain ints or numeric strings)."""
     try:
-        return np.array(values, dtype=np.int64)
+        return np.fromiter(map(get, seq), np.int64, len(seq))
     except (TypeError, ValueError, OverflowError):
         pass
+    values = list(map(get, seq))
     try:
         return np.array([-1 if v is None else v for v in values], dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
         return np.fromiter(map(_int, values), np.int64, len(values))
 
 
-def _ints_or(values: list, fallback: Callable[[], list]) -> np.ndarray:
-    """Like _ints, but a missing (None) value takes the fallback column's value."""
+def _ints_or(seq, get, fallback_seq, fallback_get) -> np.ndarray:
+    """Like _ints, but a missing (None) value takes the value of the fallback field."""
     try:
-        return np.array(values, dtype=np.int64)
+        return np.fromiter(map(get, seq), np.int64, len(seq))
     except (TypeError, ValueError, OverflowError):
         pass
-    fb = fallback()
-    return np.fromiter((_int(f) if v is None else _int(v) for v, f in zip(values, fb)), np.int64, len(values))
+    return np.fromiter((_int(f) if v is None else _int(v)
+                        for v, f in zip(map(get, seq), map(fallback_get, fallback_seq))), np.int64, len(seq))
 
 
 class Columns:
@@ -262,16 +290,12 @@ class Columns:
         if not n:
             return
         try:
-            cats = [e.cat for e in evs]
-        except AttributeError:  # None entries: events the lenient path could not read
+            codes = np.fromiter(map(GROUP_OF.get, map(_cat, evs), repeat(0)), np.int8, n)
+        except AttributeError:  # None entries: items the lenient path could not read
             evs = [e for e in evs if e is not None]
             self.dropped += n - len(evs)
             n = len(evs)
-            cats = [e.cat for e in evs]
-        try:
-            codes = np.fromiter(map(GROUP_OF.get, cats, repeat(0)), np.int8, n)
-        except TypeError:  # an unhashable cat cannot come from the typed path; be safe
-            codes = np.array([GROUP_OF.get(c, 0) if isinstance(c, str) else 0 for c in cats], dtype=np.int8)
+            codes = np.fromiter(map(GROUP_OF.get, map(_cat, evs), repeat(0)), np.int8, n)
         for g, (lo, hi) in _GROUP_CODES.items():
             sel = (codes == lo) if lo == hi else ((codes >= lo) & (codes <= hi))
             idx = np.flatnonzero(sel)
@@ -279,15 +303,9 @@ class Columns:
                 self._add_group(g, _pick(evs, idx), codes[idx])
 
     def _add_group(self, g: str, sub, codes: np.ndarray) -> None:
-        phs = [e.ph for e in sub]
-        if phs.count("X") != len(phs):  # only complete ("X") events carry a duration
-            keep = np.flatnonzero(np.array([p == "X" for p in phs], dtype=bool))
-            if not len(keep):
-                return
-            sub, codes = _pick(sub, keep), codes[keep]
-        ts = np.array([e.ts for e in sub], dtype=np.float64)   # None -> NaN
-        dur = np.array([e.dur for e in sub], dtype=np.float64)
-        name = self._intern([e.name for e in sub])
+        ts = _floats(sub, _ts)
+        dur = _floats(sub, _dur)
+        name = self._intern(list(map(_name, sub)))
         bad = ~(np.isfinite(ts) & np.isfinite(dur)) | (np.abs(ts) > MAX_TS) | (dur > MAX_DUR) | (name < 0)
         if bad.any():
             self.dropped += int(bad.sum())
@@ -299,36 +317,39 @@ class Columns:
         if neg.any():
             self.negative_dur += int(neg.sum())
             dur[neg] = 0.0
-        a = [e.args for e in sub]
-        try:
-            a[0].correlation  # noqa: B018 - probe: most slices have args on every event
-            if a.count(None):
-                raise AttributeError
-        except AttributeError:
-            a = [x if x is not None else _EMPTY_ARGS for x in a]
         out = self.parts[g]
         out["ts"].append(ts)
         out["dur"].append(dur)
         out["name"].append(name)
+        if g == "a":
+            out["gpu"].append((codes == G_GPU_ANNOT).astype(np.int8))
+            out["tid"].append(_ints(sub, _tid))
+            out["pid"].append(_ints(sub, _pid))
+            return
+        a = list(map(_args, sub))
+        first = {"k": _corr, "p": _pyid, "c": _ext, "l": _corr}[g]
+        try:
+            v = _ints(a, first)
+        except AttributeError:  # events without args
+            a = [x if x is not None else _EMPTY_ARGS for x in a]
+            v = _ints(a, first)
         if g == "k":
             out["kind"].append((codes - G_KERNEL).astype(np.int8))
-            out["stream"].append(_ints_or([x.stream for x in a], lambda: [e.tid for e in sub]))
-            out["device"].append(_ints_or([x.device for x in a], lambda: [e.pid for e in sub]))
-            out["corr"].append(_ints([x.correlation for x in a]))
-            out["ext"].append(_ints([x.external_id for x in a]))
+            out["corr"].append(v)
+            out["ext"].append(_ints(a, _ext))
+            out["stream"].append(_ints_or(a, _stream, sub, _tid))
+            out["device"].append(_ints_or(a, _device, sub, _pid))
             return
         if g == "p":
-            out["pyid"].append(_ints([x.python_id for x in a]))
-            out["parent"].append(_ints([x.python_parent for x in a]))
+            out["pyid"].append(v)
+            out["parent"].append(_ints(a, _parent))
         elif g == "c":
-            out["ext"].append(_ints([x.external_id for x in a]))
-        elif g == "l":
-            out["corr"].append(_ints([x.correlation for x in a]))
-            out["ext"].append(_ints([x.external_id for x in a]))
+            out["ext"].append(v)
         else:
-            out["gpu"].append((codes == G_GPU_ANNOT).astype(np.int8))
-        out["tid"].append(_ints([e.tid for e in sub]))
-        out["pid"].append(_ints([e.pid for e in sub]))
+            out["corr"].append(v)
+            out["ext"].append(_ints(a, _ext))
+        out["tid"].append(_ints(sub, _tid))
+        out["pid"].append(_ints(sub, _pid))
 
     def arrays(self) -> dict[str, dict[str, np.ndarray]]:
         """Joined columns of everything added since the last call (the pieces are released)."""
@@ -530,7 +551,7 @@ class _Buffer:
                 continue
             events = self.decode_upto(m.start() + 1)
             if events is not None:
-                return events, m.end() - 1  # keep the '{' of the next event
+                return events, m.start(1)  # keep the '{' of the next event
             end = m.start()  # the boundary sat inside a string, or the JSON is bad: go back
             failures += 1
         if failures:
@@ -635,17 +656,17 @@ class EventReader:
             if b.free:
                 break
             m = None
-            for m_ in _BOUNDARY.finditer(b.buf, max(1, b.n - WINDOW), b.n):
-                m = m_
-            if m is None:
-                for m_ in _BOUNDARY.finditer(b.buf, 1, b.n):
+            for pattern, lo in ((_STRONG_BOUNDARY, b.n - WINDOW), (_STRONG_BOUNDARY, 1), (_BOUNDARY, 1)):
+                for m_ in pattern.finditer(b.buf, max(1, lo), b.n):
                     m = m_
+                if m is not None:
+                    break
             if m is None:
                 b.grow()
                 continue
             yield b.mv, m.start() + 1
-            b.drop_front(m.end() - 1)
-            self._tail_base += m.end() - 2
+            b.drop_front(m.start(1))
+            self._tail_base += m.start(1) - 1
         self._tail = bytes(b.mv[1:b.n])
 
     def finish_batches(self) -> Iterator[list]:

@@ -191,11 +191,11 @@ def _million_identical(path: Path) -> None:
 
 
 def _gzip_bomb(path: Path) -> None:
-    """2 GiB of blanks (valid JSON between two events) in ~2 MB: 128 gzip members of 16 MiB each."""
+    """1 GiB of blanks (valid JSON between two events) in ~1 MB: 64 gzip members of 16 MiB each."""
     blank = gzip.compress(b" " * (16 << 20), compresslevel=9, mtime=0)
     with open(path, "wb") as f:
         f.write(gz(dumps(metadata())[:-1] + b', "traceEvents": [' + dumps(kernel()) + b","))
-        for _ in range(128):
+        for _ in range(64):
             f.write(blank)
         f.write(gz(dumps(kernel(ts=200.0)) + b"]}"))
 
@@ -245,7 +245,7 @@ def cases(seed: int = 1234) -> list[Case]:
              gz(good[:5000]) + gz(good[5000:]), suffix=".json.gz", kernels=n),
         Case("truncated_gzip", "gzip stream of a valid trace cut in half (a killed job)", "load",
              gz(good)[: len(gz(good)) // 2], suffix=".json.gz", warn=TRUNCATED),
-        Case("gzip_bomb", "2 GiB of blanks inside the event array, 2 MB compressed", "any", make=_gzip_bomb,
+        Case("gzip_bomb", "1 GiB of blanks inside the event array, 1 MB compressed", "any", make=_gzip_bomb,
              suffix=".json.gz", problem="too large|memory|limit"),
         # --- wrong shape ---
         Case("bare_array", "a top-level array of events (Chrome trace format)", "load",

@@ -160,7 +160,10 @@ def _main(*argv: str) -> int:
     return main(list(argv))
 
 
-@pytest.mark.parametrize("name", params("exports", LITERAL))
+EXPORTED = ["markup_names", "escape_names", "[bold red]markup_filename"]
+
+
+@pytest.mark.parametrize("name", params("exports", EXPORTED))
 def test_exports_keep_trace_strings_exactly(corpus, tmp_path, name, capsys):
     """JSON and CSV are data: the original strings, byte for byte (JSON escapes control characters)."""
     good, cases = corpus
@@ -178,14 +181,12 @@ def test_exports_keep_trace_strings_exactly(corpus, tmp_path, name, capsys):
     assert _main("compare", str(case.path), str(case.path), "--format", "csv", "-o", str(out_csv)) == 0
     with open(tmp_path / "cmp.same-kernels.csv", newline="", encoding="utf-8") as f:
         csv_names = {row["kernel"] for row in csv.DictReader(f)}
-    hostile = [s for s in (hc.MARKUP, hc.ESCAPES + "k") if s in names or s in csv_names]
-    assert hostile or not (case.literal or case.escape) or name.startswith("[")
-    for s in hostile:
-        assert s in names and s in csv_names, f"{s!r} altered in an export"
-    if name == "markup_names":
-        assert doc["a"]["gpu"] == hc.LINK_MARKUP
-    if name == "escape_names":
-        assert doc["a"]["gpu"] == hc.ESCAPES + "GPU" + hc.C1_CSI
+    planted = {"markup_names": (hc.MARKUP, hc.LINK_MARKUP),
+               "escape_names": (hc.ESCAPES + "k", hc.ESCAPES + "GPU" + hc.C1_CSI)}.get(name)
+    if planted:
+        kernel_name, gpu = planted
+        assert kernel_name in names and kernel_name in csv_names, "kernel name altered in an export"
+        assert doc["a"]["gpu"] == gpu
     capsys.readouterr()
 
 
@@ -214,6 +215,10 @@ def test_foreign_trace_as_side_b_is_refused_before_loading_a(corpus):
     assert r.rc == 2 and len(lines) == 1 and str(aie) in lines[0] and "AIE" in lines[0]
     r = kerneldiff("compare", str(cases["empty"].path), str(aie))
     assert r.rc == 2 and str(cases["empty"].path) in r.err.decode()
+    # and the other way round: a Kineto trace handed to the AIE analysis
+    r = kerneldiff("aie", str(aie), str(good))
+    lines = r.err.decode().splitlines()
+    assert r.rc == 2 and len(lines) == 1 and str(good) in lines[0] and "not an AIE trace" in lines[0]
 
 
 def test_unwritable_output_is_one_line(corpus, tmp_path):

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from core.compare import compare
 from core.errors import TraceError
 from core.loader import load
-from core.summary import operation_totals
+from core.model import PHASE_ID
+from core.summary import operation_totals, summarize
 from hostile_corpus import LAYER_KERNELS, MARKUP, STEP_NAMES, good_doc
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None,
@@ -81,6 +82,12 @@ def check_model(m, clf) -> None:
     assert all(o.gap_us == 0 and o.only_in is None for o in c.operations)
     assert all(r.gap_us == 0 for r in c.layers)
     json.dumps(c.to_dict(), allow_nan=False)
+    for phase in m.phases_present():   # the phase filters see subsets of the same invariants
+        cp = compare(m, m, phase=phase, classifier=clf)
+        assert cp.gap_us == 0 and cp.fusions == []
+        assert cp.a.kernels == int((m.kernels.phase == PHASE_ID[phase]).sum())
+    # `info --json` prints the summary: strict JSON, whatever the trace held
+    json.dumps(summarize(m), allow_nan=False, default=str)
 
 
 def load_or_error(path: Path, clf):

@@ -1,4 +1,7 @@
-"""The explorer driven from the keyboard (Textual pilot), asserting on what the screens show."""
+"""The explorer driven from the keyboard (Textual pilot): navigation, tables, help and palette.
+
+Assertions are on what the screens show, compared with what core computes independently.
+"""
 
 from __future__ import annotations
 
@@ -52,21 +55,6 @@ def all_text(screen) -> str:
     for s in screen.query(Static):
         console.print(s.content if hasattr(s, "content") else s.renderable)
     return console.export_text()
-
-
-async def test_first_frame_shows_probe_metadata_before_loading(demo_models):
-    app = demo_app(demo_models, autoload=False)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.pause()
-        assert isinstance(app.screen, StartScreen)
-        assert app.first_frame_seconds is not None and app.first_frame_seconds < 0.3
-        assert app.models == [None, None]  # nothing loaded: the metadata came from the probes
-        text = screen_text(app)
-        for path in (DEMO_A, DEMO_B):
-            info = probe(path)
-            assert info.gpu in text
-            assert path.name in text
-        assert "Enter loads the traces" in text
 
 
 async def test_keyboard_path_demo_layer_pair_detail_fusion_export(demo_models, demo_comparison, tmp_path, monkeypatch):
@@ -192,101 +180,6 @@ async def test_sort_filter_and_phase_cycle(demo_models, demo_comparison):
         assert len(main.query_one("#same_kernels", ResultTable).rows_all) == len(expected.same_kernels)
 
 
-class SlowLoader:
-    """Reports progress many times a millisecond apart until cancelled (or `steps` are done)."""
-
-    def __init__(self, real: PreloadedLoader, steps: int = 4000) -> None:
-        self.real, self.steps = real, steps
-        self.started = threading.Event()
-
-    def __call__(self, path, *, progress=None, cancel=None, **kw):
-        self.started.set()
-        total = 1_000_000
-        for i in range(self.steps):
-            if progress(i / self.steps, "reading", i * total // self.steps, total) is False:
-                raise LoadCancelled(path)
-            time.sleep(0.0005)
-        return self.real(path, progress=progress, cancel=cancel, **kw)
-
-
-async def test_loading_shows_throttled_progress_and_esc_cancels(demo_models, monkeypatch):
-    updates = []
-    original = TraceCard.set_progress
-    monkeypatch.setattr(TraceCard, "set_progress", lambda self, *a: (updates.append(a), original(self, *a)))
-    loader = SlowLoader(PreloadedLoader(demo_models))
-    app = KernelDiffApp([str(DEMO_A), str(DEMO_B)], use_cache=False, loader=loader)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_until(pilot, lambda: any(u[0] > 0.1 for u in updates))
-        t0 = time.perf_counter()
-        await pilot.pause(0.5)
-        elapsed = time.perf_counter() - t0
-        start = app.screen
-        assert isinstance(start, StartScreen) and app.loading == {0, 1}
-        bars = [start.card(i).query_one(ProgressBar) for i in (0, 1)]
-        assert all(0 < b.progress < 100 for b in bars)
-        assert "reading" in screen_text(app) and "Esc cancels" in screen_text(app)
-        # thousands of progress callbacks, but at most ~10 redraws per second per bar
-        n = len(updates)
-        assert n <= 2 * (2 + (elapsed + 1.0) / 0.1)
-
-        await pilot.press("escape")
-        await wait_until(pilot, lambda: not app.loading)
-        assert isinstance(app.screen, StartScreen) and app.models == [None, None]
-        assert screen_text(app).count("cancelled") == 2
-
-        # Enter loads again (this time to the end)
-        loader.steps = 10
-        await pilot.press("enter")
-        await wait_for_main(pilot)
-        assert app.comparison is not None
-
-
-async def test_error_screen_names_the_file_and_keeps_the_other_trace_browsable(demo_models, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    bad = tmp_path / "broken.json"
-    bad.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2}')
-    with pytest.raises(TraceError) as exc:
-        load("broken.json", use_cache=False)
-    app = KernelDiffApp([str(DEMO_A), "broken.json"], use_cache=False, loader=PreloadedLoader(demo_models))
-    async with app.run_test(size=(100, 30)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, ErrorScreen))
-        text = screen_text(app).replace("\n", " ")
-        assert "broken.json" in text and "could not be loaded" in text
-        assert " ".join(str(exc.value).split()[1:4]) in " ".join(text.split())
-        assert "b browses it" in " ".join(text.split())
-        await pilot.press("b")
-        await wait_for_main(pilot)
-        main = app.screen
-        assert main.single
-        own = compare(demo_models[str(DEMO_A)], demo_models[str(DEMO_A)])
-        assert len(main.query_one("#layers", ResultTable).rows_shown) == len(own.layers)
-        assert len(main.query_one("#kernels", ResultTable).rows_all) == len(own.same_kernels)
-        # browse mode drills into a layer's kernel sequence and a kernel
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, LayerScreen))
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, KernelDetailScreen))
-        assert len(app.screen.refs) == 1
-    assert app.exit_code == 2
-
-
-async def test_trace_strings_are_shown_literally(tmp_path):
-    evil = "gemm\x1b[31m_[bold]x[/bold]_kernel"
-    events = []
-    for i in range(6):
-        events.append({"ph": "X", "cat": "kernel", "name": evil, "ts": 10 + 10 * i, "dur": 5,
-                       "pid": 0, "tid": 7, "args": {"device": 0, "stream": 7, "correlation": i}})
-    path = write_trace(tmp_path / "evil.json.gz", kineto_doc(events), gz=True)
-    app = KernelDiffApp([str(path)], use_cache=False)
-    async with app.run_test(size=(120, 30)) as pilot:
-        await wait_for_main(pilot)
-        await pilot.press("3")
-        await pilot.pause()
-        text = screen_text(app)
-        assert "\x1b" not in text
-        assert "\\x1b[31m_[bold]x[/bold]_kernel" in text.replace("\n", "")
-
-
 async def test_help_lists_every_binding_and_palette_offers_the_actions(demo_models):
     app = demo_app(demo_models)
     async with app.run_test(size=(100, 40)) as pilot:
@@ -297,8 +190,8 @@ async def test_help_lists_every_binding_and_palette_offers_the_actions(demo_mode
         for _title, items in binding_groups(app):
             for _keys, desc in items:
                 assert desc in text
-        for desc in ("Filter", "Sort", "Export", "Phase", "Quit", "Back", "Open / drill down", "Tab 3"):
-            assert desc in text
+        for word in ("filter", "sort", "export", "phase", "quit", "back", "drill down", "fusion tab", "palette"):
+            assert word in text.lower()
         await pilot.press("escape")
         assert isinstance(app.screen, MainScreen)
 
@@ -314,24 +207,3 @@ async def test_help_lists_every_binding_and_palette_offers_the_actions(demo_mode
         assert app.screen.query_one(TabbedContent).active == "tab-fusion"
         hits = [h async for h in provider.search("export csv")]
         assert hits and "Export table as CSV" in hits[0].text
-
-
-async def test_fits_80x24_with_truncated_names_and_no_color(demo_models, demo_comparison, monkeypatch):
-    monkeypatch.setenv("NO_COLOR", "1")
-    app = demo_app(demo_models)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for_main(pilot)
-        assert app.no_color
-        lines = screen_text(app).splitlines()
-        assert len(lines) == 24 and all(len(line) <= 80 for line in lines)
-        assert "Layers" in lines[4] and "Quit" in lines[-1]
-        assert "A▀ B▄" in "\n".join(lines)  # the chart legend reads without colour
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, LayerScreen))
-        pairs = app.screen.query_one("#pairs", ResultTable)
-        widths = pairs._widths
-        long = [r for r in pairs.rows_shown if r.payload.a_name and len(r.payload.a_name) > widths["a_name"]]
-        assert long, "the demo has kernel names longer than an 80-column cell"
-        assert all(len(r.cells[1].plain) <= widths["a_name"] for r in long)
-        svg = app.export_screenshot()
-        assert "#ff9e64" not in svg.lower() and "#7dcfff" not in svg.lower()

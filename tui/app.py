@@ -47,9 +47,9 @@ class KernelDiffApp(App):
     CSS_PATH = "app.tcss"
     COMMANDS = App.COMMANDS | {ExplorerCommands}
     BINDINGS = [
-        Binding("q", "quit", "Quit"),
-        Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("p", "cycle_phase", "Phase"),
+        Binding("q", "quit", "Quit", tooltip="Quit kerneldiff (the terminal is restored)"),
+        Binding("question_mark", "help", "Help", key_display="?", tooltip="This list of keys"),
+        Binding("p", "cycle_phase", "Phase", tooltip="Cycle the phase filter (all / prefill / decode / mixed) and recompare"),
     ]
 
     def __init__(self, paths: list[str], phase: str = "all", registry: str | None = None, use_cache: bool = True,

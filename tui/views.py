@@ -17,7 +17,7 @@ from .text import (DIM, SIDE_LETTER, SIDE_STYLE, clean, span, fmt_bytes, fmt_gap
                    one_bar, shorten, slower_side, two_bars)
 from .widgets.result_table import Column, Row, TableSpec
 
-CHART_WIDTH = 16
+CHART_WIDTH = 16  # the smallest per-layer chart that still shows a 10% difference
 NONE_CELL = "· none ·"
 KIND_LABEL = {"fused_category": "fused op", "sequence": "sequence", "count_imbalance": "count",
               "missing_kernel": "missing"}
@@ -62,7 +62,7 @@ def layers_spec(comp: Comparison, single: bool = False) -> TableSpec:
         cols = [Column("layer", "Layer", "int", 5), Column("total", "Total", "us", 8),
                 Column("kernels", "Kernels", "int", 7), Column("passes", "Passes", "int", 6),
                 Column("median", "Med/pass", "us", 8), Column("p90", "p90/pass", "us", 8),
-                Column("share", "Share", "pct", 6), Column("chart", "Time", "bar", CHART_WIDTH)]
+                Column("share", "Share", "pct", 6), Column("chart", "Time", "bar", None, CHART_WIDTH)]
 
         def build(_w: dict[str, int]) -> list[Row]:
             rows = []
@@ -71,7 +71,7 @@ def layers_spec(comp: Comparison, single: bool = False) -> TableSpec:
                 vals = (r.layer, s.total_us, s.kernels, s.passes, s.median_us, s.p90_us, s.total_us / total, None)
                 cells = (_num(str(r.layer)), _num(fmt_us(s.total_us)), _num(str(s.kernels)), _num(str(s.passes)),
                          _num(fmt_us(s.median_us)), _num(fmt_us(s.p90_us)), _num(fmt_pct(s.total_us / total)),
-                         one_bar(s.total_us, scale, CHART_WIDTH, SIDE_STYLE["a"]))
+                         one_bar(s.total_us, scale, _w["chart"], SIDE_STYLE["a"]))
                 rows.append(Row(str(r.layer), vals, cells, payload=r, search=f"layer {r.layer}"))
             return rows
 
@@ -83,21 +83,20 @@ def layers_spec(comp: Comparison, single: bool = False) -> TableSpec:
     cols = [Column("layer", "Layer", "int", 5), Column("a_total", "A total", "us", 8),
             Column("b_total", "B total", "us", 8), Column("ratio", "A/B", "ratio", 6),
             Column("gap", "Gap", "gap", 9), Column("slower", "Slower", "text", 6),
-            Column("chart", "A▀ B▄", "bar", CHART_WIDTH),
+            Column("chart", "A▀ B▄", "bar", None, CHART_WIDTH),
             Column("a_kernels", "A kernels", "int", 9), Column("b_kernels", "B kernels", "int", 9),
-            Column("a_median", "A med/pass", "us", 10), Column("b_median", "B med/pass", "us", 10),
-            Column("rank", "Rank", "int", 4)]
+            Column("a_median", "A med/pass", "us", 10), Column("b_median", "B med/pass", "us", 10)]
 
     def build(_w: dict[str, int]) -> list[Row]:
         rows = []
         for r in layers:
             vals = (r.layer, r.a.total_us, r.b.total_us, r.ratio, r.gap_us, SIDE_LETTER.get(slower_side(r.gap_us), "="),
-                    None, r.a.kernels, r.b.kernels, r.a.median_us, r.b.median_us, r.rank)
+                    None, r.a.kernels, r.b.kernels, r.a.median_us, r.b.median_us)
             cells = (_num(str(r.layer)), _num(fmt_us(r.a.total_us)), _num(fmt_us(r.b.total_us)),
                      _num(fmt_ratio(r.ratio)), _num(fmt_gap(r.gap_us)), _slower_cell(r.gap_us),
-                     two_bars(r.a.total_us, r.b.total_us, scale, CHART_WIDTH),
+                     two_bars(r.a.total_us, r.b.total_us, scale, _w["chart"]),
                      _num(str(r.a.kernels)), _num(str(r.b.kernels)), _num(fmt_us(r.a.median_us)),
-                     _num(fmt_us(r.b.median_us)), _num(str(r.rank)))
+                     _num(fmt_us(r.b.median_us)))
             rows.append(Row(str(r.layer), vals, cells, payload=r, style=_row_style(r.gap_us), search=f"layer {r.layer}"))
         return rows
 

@@ -23,12 +23,12 @@ class FilterInput(Input):
 
 class ExplorerScreen(Screen):
     BINDINGS = [
-        Binding("escape", "back", "Back"),
-        Binding("slash", "filter", "Filter", key_display="/"),
-        Binding("s", "sort", "Sort"),
-        Binding("S", "reverse_sort", "Reverse sort", show=False),
-        Binding("e", "export('csv')", "Export"),
-        Binding("E", "export('json')", "Export JSON", show=False),
+        Binding("escape", "back", "Back", tooltip="Back one level (closes the filter, leaves a detail pane)"),
+        Binding("slash", "filter", "Filter", key_display="/", tooltip="Filter the table by name as you type"),
+        Binding("s", "sort", "Sort", tooltip="Sort by the next column (numbers largest first)"),
+        Binding("S", "reverse_sort", "Reverse sort", show=False, tooltip="Reverse the sort direction"),
+        Binding("e", "export('csv')", "Export", tooltip="Export the table as CSV (current dir or $KERNELDIFF_EXPORT_DIR)"),
+        Binding("E", "export('json')", "Export JSON", show=False, tooltip="Export the table as JSON"),
     ]
 
     def current_table(self) -> ResultTable | None:

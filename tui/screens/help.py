@@ -46,7 +46,7 @@ def binding_groups(app) -> list[tuple[str, list[tuple[str, str]]]]:
         for b in bindings:
             if only is not None and b.action not in only:
                 continue
-            desc = (words or {}).get(b.action) or b.description or b.action
+            desc = (words or {}).get(b.action) or b.tooltip or b.description or b.action
             merged.setdefault(desc, []).append(keys(b))
         return [(", ".join(dict.fromkeys(k)), d) for d, k in merged.items()]
 

@@ -81,8 +81,12 @@ def side_panel(ref: KernelRef, single: bool = False) -> Group:
         frames = model.python_stack(row)
         parts.append(Text("Python stack (innermost first)", style="bold"))
         if frames:
+            stack = Table.grid()
+            stack.add_column(width=2)
+            stack.add_column(overflow="fold")  # long frames wrap under themselves, not under the margin
             for f in frames:
-                parts.append(literal("  " + clean(f)))
+                stack.add_row(Text(""), literal(f))
+            parts.append(stack)
         else:
             parts.append(Text("  none recorded for this launch (trace without with_stack, or launch not linked)",
                               style=DIM))

@@ -27,12 +27,12 @@ class MainScreen(ExplorerScreen):
     """Tabs over one Comparison. `single=True` browses one trace (a self-comparison's side A)."""
 
     BINDINGS = [
-        Binding("1", "show_tab(0)", "Tab 1", show=False),
-        Binding("2", "show_tab(1)", "Tab 2", show=False),
-        Binding("3", "show_tab(2)", "Tab 3", show=False),
-        Binding("4", "show_tab(3)", "Tab 4", show=False),
-        Binding("5", "show_tab(4)", "Tab 5", show=False),
-        Binding("L", "open_slowest", "Slowest layer", show=False),
+        Binding("1", "show_tab(0)", "Tab 1", show=False, tooltip="Layers tab"),
+        Binding("2", "show_tab(1)", "Tab 2", show=False, tooltip="Operations tab"),
+        Binding("3", "show_tab(2)", "Tab 3", show=False, tooltip="Fusion tab (browse: Kernels)"),
+        Binding("4", "show_tab(3)", "Tab 4", show=False, tooltip="Same kernels tab (browse: Warnings)"),
+        Binding("5", "show_tab(4)", "Tab 5", show=False, tooltip="Warnings tab"),
+        Binding("L", "open_slowest", "Slowest layer", show=False, tooltip="Open the layer with the largest gap"),
     ]
 
     def __init__(self, comparison: Comparison, single: bool = False) -> None:
@@ -58,16 +58,17 @@ class MainScreen(ExplorerScreen):
             return TablePane("layers", hint=self._layers_hint(), id="pane-layers")
         if key == "operations":
             return TablePane("operations", detail=lambda r: views.operation_detail(r.payload, self.comparison, single),
-                             detail_height=7, id="pane-operations", empty="no kernels in this phase")
+                             detail_height="1fr", id="pane-operations", empty="no kernels in this phase")
         if key == "fusion":
             return TablePane("fusion", detail=lambda r: views.fusion_evidence(r.payload, self.comparison),
-                             detail_height=9, id="pane-fusion", empty="no fusion differences found")
+                             detail_height="1fr", fit_rows=True, id="pane-fusion",
+                             empty="no fusion differences found")
         if key in ("same_kernels", "kernels"):
             return TablePane(key, detail=lambda r: views.same_kernel_detail(r.payload, self.comparison, single),
-                             detail_height=5, id=f"pane-{key}",
+                             detail_height="1fr", id=f"pane-{key}",
                              empty="no kernel name runs on both sides" if not single else "no kernels")
         return TablePane("warnings", detail=lambda r: views.warning_detail(r.payload, self.comparison),
-                         detail_height=3, id="pane-warnings", empty="no warnings")
+                         detail_height="1fr", id="pane-warnings", empty="no warnings")
 
     def _crumbs(self) -> list[str]:
         title = dict(self.tabs).get(self._active_key(), "Layers") if self.is_mounted else "Layers"

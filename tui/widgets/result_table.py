@@ -25,7 +25,7 @@ class Column:
     label: str
     kind: str = "text"           # text | name | int | num | us | gap | ratio | pct | bar
     width: int | None = None     # fixed width; None: fit content; "name" columns share what is left
-    min_width: int = 12          # for "name" columns
+    min_width: int = 12          # for flexible columns ("name", and "bar" without a width)
 
 
 @dataclass
@@ -98,19 +98,23 @@ class ResultTable(DataTable):
         self._refill(select)
 
     def _name_widths(self) -> dict[str, int]:
-        """Share the width left by the fixed columns between the name columns."""
+        """Widths of the flexible columns (names, and bars without a fixed width) for this table's width."""
         assert self.spec is not None
         total = self.size.width or self.app.size.width
         self._built_width = total
         cols = self.spec.columns
-        fixed = sum((c.width or len(c.label)) + 2 for c in cols if c.kind != "name")
-        names = [c for c in cols if c.kind == "name"]
-        if not names:
-            return {}
+        flex = [c for c in cols if c.width is None and c.kind in ("name", "bar")]
+        fixed = sum((c.width or len(c.label)) + 2 for c in cols if c not in flex)
         # 2 cells per column for padding, 2 for the vertical scrollbar
-        left = total - fixed - 2 * len(names) - 2
-        each = max(left // len(names), 0)
-        return {c.key: max(c.min_width, min(each, 96)) for c in names}
+        left = total - fixed - 2 * len(flex) - 2
+        names = [c for c in flex if c.kind == "name"]
+        bars = [c for c in flex if c.kind == "bar"]
+        out: dict[str, int] = {}
+        for c in names:
+            out[c.key] = max(c.min_width, min(left // len(names), 96))
+        for c in bars:  # a bar grows into what names leave, but not so far that it turns into a line
+            out[c.key] = c.min_width if names else max(c.min_width, min(left // len(bars), 48))
+        return out
 
     def _build_rows(self) -> None:
         assert self.spec is not None
@@ -184,8 +188,8 @@ class ResultTable(DataTable):
                 label += "▼" if self.sort_reverse else "▲"
             justify = "right" if c.kind in NUMERIC else "left"
             width = c.width
-            if c.kind == "name":
-                width = self._widths.get(c.key)
+            if c.key in self._widths:
+                width = self._widths[c.key]
             self.add_column(Text(label, justify=justify), width=width, key=c.key)
         self.rows_shown = self._visible()
         for r in self.rows_shown:

@@ -29,13 +29,16 @@ class TablePane(Vertical):
     DEFAULT_CSS = """
     TablePane { height: 1fr; }
     TablePane > .hint { height: 1; color: $text-muted; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
-    TablePane > DetailScroll { height: 8; border-top: solid $primary-darken-2; padding: 0 1; }
+    TablePane > ResultTable { height: 2fr; min-height: 5; }
+    TablePane > DetailScroll { height: 1fr; min-height: 3; border-top: solid $primary-darken-2; padding: 0 1; }
     TablePane > DetailScroll:focus { border-top: solid $accent; }
     """
 
-    def __init__(self, table_id: str, detail: Callable[[Row], Any] | None = None, detail_height: int | None = None,
-                 hint: Text | str | None = None, empty: str = "nothing to show", id: str | None = None) -> None:
+    def __init__(self, table_id: str, detail: Callable[[Row], Any] | None = None, detail_height: str | None = None,
+                 hint: Text | str | None = None, empty: str = "nothing to show", fit_rows: bool = False,
+                 id: str | None = None) -> None:
         super().__init__(id=id)
+        self.fit_rows = fit_rows
         self.table_id = table_id
         self.detail = detail
         self.detail_height = detail_height
@@ -45,10 +48,14 @@ class TablePane(Vertical):
     def compose(self) -> ComposeResult:
         if self.hint is not None:
             yield Static(self.hint, classes="hint")
-        yield ResultTable(id=self.table_id)
+        table = ResultTable(id=self.table_id)
+        if self.fit_rows:  # short lists: the table takes its rows' height, the detail the rest
+            table.styles.height = "auto"
+            table.styles.max_height = "50%"
+        yield table
         if self.detail is not None:
             with DetailScroll(classes="detail") as d:
-                if self.detail_height:
+                if self.detail_height:  # share of the pane's height, e.g. "1fr" against the table's 2fr
                     d.styles.height = self.detail_height
                 yield Static(Text(""), classes="detail-body")
 

@@ -1,0 +1,186 @@
+"""The explorer's start: instant metadata, loading with progress and cancel, errors, literal text, 80×24."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+import threading
+import time
+
+import pytest
+from textual.widgets import ProgressBar, Static, TabbedContent
+
+from core.compare import compare
+from core.demo import DEMO_A, DEMO_B
+from core.errors import LoadCancelled, TraceError
+from core.loader import load
+from core.probe import probe
+from tui.app import KernelDiffApp
+from tui.screens.error import ErrorScreen
+from tui.screens.help import HelpScreen, binding_groups
+from tui.screens.kernel import KernelDetailScreen
+from tui.screens.layer import LayerScreen
+from tui.screens.main import MainScreen
+from tui.screens.start import StartScreen
+from tui.testing import PreloadedLoader, screen_text, wait_for_main, wait_until
+from tui.widgets.result_table import ResultTable
+from tui.widgets.trace_card import TraceCard
+
+from conftest import kineto_doc, write_trace
+
+
+@pytest.fixture(scope="module")
+def demo_models():
+    return {str(DEMO_A): load(DEMO_A, use_cache=False), str(DEMO_B): load(DEMO_B, use_cache=False)}
+
+
+@pytest.fixture(scope="module")
+def demo_comparison(demo_models):
+    return compare(demo_models[str(DEMO_A)], demo_models[str(DEMO_B)])
+
+
+def demo_app(demo_models, **kw) -> KernelDiffApp:
+    return KernelDiffApp([str(DEMO_A), str(DEMO_B)], use_cache=False, loader=PreloadedLoader(demo_models), **kw)
+
+
+def all_text(screen) -> str:
+    """Text of every Static on a screen (also what is scrolled out of view)."""
+    from rich.console import Console
+
+    console = Console(width=200, record=True, file=open("/dev/null", "w"), color_system=None)
+    for s in screen.query(Static):
+        console.print(s.content if hasattr(s, "content") else s.renderable)
+    return console.export_text()
+
+
+async def test_first_frame_shows_probe_metadata_before_loading(demo_models):
+    app = demo_app(demo_models, autoload=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, StartScreen)
+        assert app.first_frame_seconds is not None and app.first_frame_seconds < 0.3
+        assert app.models == [None, None]  # nothing loaded: the metadata came from the probes
+        text = screen_text(app)
+        for path in (DEMO_A, DEMO_B):
+            info = probe(path)
+            assert info.gpu in text
+            assert path.name in text
+        assert "Enter loads the traces" in text
+
+
+class SlowLoader:
+    """Reports progress many times a millisecond apart until cancelled (or `steps` are done)."""
+
+    def __init__(self, real: PreloadedLoader, steps: int = 4000) -> None:
+        self.real, self.steps = real, steps
+        self.started = threading.Event()
+
+    def __call__(self, path, *, progress=None, cancel=None, **kw):
+        self.started.set()
+        total = 1_000_000
+        for i in range(self.steps):
+            if progress(i / self.steps, "reading", i * total // self.steps, total) is False:
+                raise LoadCancelled(path)
+            time.sleep(0.0005)
+        return self.real(path, progress=progress, cancel=cancel, **kw)
+
+
+async def test_loading_shows_throttled_progress_and_esc_cancels(demo_models, monkeypatch):
+    updates = []
+    original = TraceCard.set_progress
+    monkeypatch.setattr(TraceCard, "set_progress", lambda self, *a: (updates.append(a), original(self, *a)))
+    loader = SlowLoader(PreloadedLoader(demo_models))
+    app = KernelDiffApp([str(DEMO_A), str(DEMO_B)], use_cache=False, loader=loader)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: any(u[0] > 0.1 for u in updates))
+        t0 = time.perf_counter()
+        await pilot.pause(0.5)
+        elapsed = time.perf_counter() - t0
+        start = app.screen
+        assert isinstance(start, StartScreen) and app.loading == {0, 1}
+        bars = [start.card(i).query_one(ProgressBar) for i in (0, 1)]
+        assert all(0 < b.progress < 100 for b in bars)
+        assert "reading" in screen_text(app) and "Esc cancels" in screen_text(app)
+        # thousands of progress callbacks, but at most ~10 redraws per second per bar
+        n = len(updates)
+        assert n <= 2 * (2 + (elapsed + 1.0) / 0.1)
+
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not app.loading)
+        assert isinstance(app.screen, StartScreen) and app.models == [None, None]
+        assert screen_text(app).count("cancelled") == 2
+
+        # Enter loads again (this time to the end)
+        loader.steps = 10
+        await pilot.press("enter")
+        await wait_for_main(pilot)
+        assert app.comparison is not None
+
+
+async def test_error_screen_names_the_file_and_keeps_the_other_trace_browsable(demo_models, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    bad = tmp_path / "broken.json"
+    bad.write_text("hello, this is not a trace")
+    with pytest.raises(TraceError) as exc:  # what the app must show: the probe's or the loader's message
+        load("broken.json", info=probe("broken.json"), use_cache=False)
+    app = KernelDiffApp([str(DEMO_A), "broken.json"], use_cache=False, loader=PreloadedLoader(demo_models))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, ErrorScreen))
+        text = screen_text(app).replace("\n", " ")
+        assert "broken.json" in text and "could not be loaded" in text
+        assert " ".join(str(exc.value).split()[1:4]) in " ".join(text.split())
+        assert "b browses it" in " ".join(text.split())
+        await pilot.press("b")
+        await wait_for_main(pilot)
+        main = app.screen
+        assert main.single
+        own = compare(demo_models[str(DEMO_A)], demo_models[str(DEMO_A)])
+        assert len(main.query_one("#layers", ResultTable).rows_shown) == len(own.layers)
+        assert len(main.query_one("#kernels", ResultTable).rows_all) == len(own.same_kernels)
+        # browse mode drills into a layer's kernel sequence and a kernel
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, LayerScreen))
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, KernelDetailScreen))
+        assert len(app.screen.refs) == 1
+    assert app.exit_code == 2
+
+
+async def test_trace_strings_are_shown_literally(tmp_path):
+    evil = "gemm\x1b[31m_[bold]x[/bold]_kernel"
+    events = []
+    for i in range(6):
+        events.append({"ph": "X", "cat": "kernel", "name": evil, "ts": 10 + 10 * i, "dur": 5,
+                       "pid": 0, "tid": 7, "args": {"device": 0, "stream": 7, "correlation": i}})
+    path = write_trace(tmp_path / "evil.json.gz", kineto_doc(events), gz=True)
+    app = KernelDiffApp([str(path)], use_cache=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await wait_for_main(pilot)
+        await pilot.press("3")
+        await pilot.pause()
+        text = screen_text(app)
+        assert "\x1b" not in text
+        assert "\\x1b[31m_[bold]x[/bold]_kernel" in text.replace("\n", "")
+
+
+async def test_fits_80x24_with_truncated_names_and_no_color(demo_models, demo_comparison, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = demo_app(demo_models)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_main(pilot)
+        assert app.no_color
+        lines = screen_text(app).splitlines()
+        assert len(lines) == 24 and all(len(line) <= 80 for line in lines)
+        assert "Layers" in lines[4] and "Quit" in lines[-1]
+        assert "A▀ B▄" in "\n".join(lines)  # the chart legend reads without colour
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, LayerScreen))
+        pairs = app.screen.query_one("#pairs", ResultTable)
+        widths = pairs._widths
+        long = [r for r in pairs.rows_shown if r.payload.a_name and len(r.payload.a_name) > widths["a_name"]]
+        assert long, "the demo has kernel names longer than an 80-column cell"
+        assert all(len(r.cells[1].plain) <= widths["a_name"] for r in long)
+        svg = app.export_screenshot()
+        assert "#ff9e64" not in svg.lower() and "#7dcfff" not in svg.lower()
+

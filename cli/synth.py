@@ -33,6 +33,10 @@ def add_parser(sub) -> None:
                    help="step annotation style (default vllm)")
     p.add_argument("--no-stack", action="store_true", help="omit python_function events")
     p.add_argument("--single", action="store_true", help="write one trace (no planted differences)")
+    p.add_argument("--aie", action="store_true",
+                   help="write an AMD AIE (NPU) trace instead (uses --seed, --gzip, --aie-rows/--aie-cols)")
+    p.add_argument("--aie-rows", type=int, default=2, help="AIE core rows (default 2)")
+    p.add_argument("--aie-cols", type=int, default=2, help="AIE core columns (default 2)")
 
 
 def run(args) -> int:
@@ -51,6 +55,8 @@ def run(args) -> int:
     out_dir = Path(args.out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise TraceError(str(out_dir), "exists and is not a directory")
+    if args.aie:
+        return _aie(args, out_dir)
     try:
         if args.single:
             out_dir.mkdir(parents=True, exist_ok=True)
@@ -77,4 +83,27 @@ def run(args) -> int:
         raise TraceError(str(out_dir), f"cannot write: {e.strerror or e}") from None
     for p in paths:
         print(p)
+    return 0
+
+
+def _aie(args, out_dir: Path) -> int:
+    """An AIE trace plus its planted truth (iterations per core, duplicates, outliers)."""
+    import json
+    from dataclasses import asdict
+
+    from core.synth_aie import AiePlan, write_aie_trace
+
+    if args.aie_rows < 1 or args.aie_cols < 1:
+        print("kerneldiff synth: --aie-rows and --aie-cols must be >= 1", file=sys.stderr)
+        return 2
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plan = AiePlan(rows=args.aie_rows, cols=args.aie_cols, seed=args.seed)
+    path = out_dir / f"aie_{args.seed}{'.json.gz' if args.gzip else '.json'}"
+    truth = write_aie_trace(path, plan)
+    truth_path = out_dir / f"aie_{args.seed}_truth.json"
+    truth_path.write_text(json.dumps({"plan": asdict(plan), "truth": asdict(truth)}, indent=1, default=str))
+    print(path)
+    print(truth_path)
+    print(f"analyse: kerneldiff aie {path} --M {plan.M} --K {plan.K} --N {plan.N} --rows {plan.rows} "
+          f"--cols {plan.cols} --warmup {plan.warmup} --iterations {plan.iterations}", file=sys.stderr)
     return 0

@@ -23,6 +23,20 @@ def _strip_args(s: str) -> str:
     return s
 
 
+def _drop_return_type(s: str) -> str:
+    """`std::enable_if<…>::type vllm::kernel<…>` -> `vllm::kernel<…>`: the name is the last
+    space-separated token outside template brackets."""
+    depth, cut = 0, -1
+    for i, ch in enumerate(s):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(depth - 1, 0)
+        elif ch == " " and depth == 0 and i + 1 < len(s) and s[i + 1] not in "<>(":
+            cut = i
+    return s[cut + 1:] if cut >= 0 and cut + 1 < len(s) else s
+
+
 def _flatten_templates(s: str) -> str:
     """Keep first-level template arguments without their own template arguments; drop numbers."""
     out, depth, arg = [], 0, []
@@ -50,6 +64,9 @@ def _flatten_templates(s: str) -> str:
             arg.append(ch)
         elif depth == 0:
             out.append(ch)
+    if depth > 0:  # unbalanced (a name cut short): show what the first level held
+        args.append("".join(arg).strip())
+        out.append(", ".join(a for a in args if a) + "…>")
     return "".join(out).replace("<>", "")
 
 
@@ -61,7 +78,7 @@ _STEMS = (("vectorized_elementwise_kernel", "vec_ew"), ("unrolled_elementwise_ke
 def short_name(name: str, width: int = 48) -> str:
     s = name.strip()
     if len(s) > width:
-        s = _NAMESPACES.sub("", _strip_args(s))
+        s = _NAMESPACES.sub("", _drop_return_type(_strip_args(s)))
         s = _flatten_templates(s) if "<" in s else s
         for stem, short in _STEMS:
             s = s.replace(stem, short)

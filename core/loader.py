@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 import multiprocessing as mp
 import multiprocessing.connection as mpc
+from multiprocessing import shared_memory  # imported here: a forked worker must not import
 import os
 import threading
 import time
@@ -30,7 +31,7 @@ from .errors import LoadCancelled, TraceError
 from .model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_COLUMNS, LAUNCH_COLUMNS, PYTHON_COLUMNS,
                     Table, TraceModel)
 from .probe import TraceInfo, _gpu_name, _truthy, _vendor, probe
-from .reader import SLICE, Columns, EventReader, decode_events
+from .reader import RUN, Columns, EventReader, decode_run
 from .strings import StringTable
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ READ_SHARE = 0.9
 PARALLEL_MIN_PLAIN = 64 * 1024 * 1024
 PARALLEL_MIN_GZIP = 8 * 1024 * 1024
 SLOTS_PER_WORKER = 2
-SLOT = SLICE + 2                     # '[' + a run of events + ']'
+SLOT = RUN + 2                       # '[' + a run of events + ']'
 
 
 def _info_from_meta(info: TraceInfo, meta: dict[str, Any]) -> None:
@@ -120,15 +121,21 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
         from . import cache
 
         key = cache.key_for(path, classifier)
-        model = cache.get(key, info) if key is not None else None
+        model = cache.get(key) if key is not None else None
         if model is not None:
+            model.path = path
+            if model.info is not None:
+                model.info.path = path
             model.load_seconds = time.perf_counter() - t0
             report(1.0, "done", info.size, info.size)
             return model
     size = max(info.size, 1)
+    shown = [0.0]
 
     def read_progress(done: int, total: int) -> None:
-        report(READ_SHARE * min(done, size) / size, "reading", done, total)
+        # monotonic even when a parallel read gives up and one process starts over
+        shown[0] = max(shown[0], READ_SHARE * min(done, size) / size)
+        report(shown[0], "reading", done, total)
 
     gc_was = gc.isenabled()
     gc.disable()  # millions of small allocations, no cycles: the collector would only slow us down
@@ -206,11 +213,50 @@ def _mp_context():
     return mp.get_context("spawn")
 
 
-def _worker_main(shm_name: str, cmd, res) -> None:
+def _pack(cols: dict[str, dict[str, np.ndarray]], buf, base: int, size: int):
+    """Write a run's columns into its own slot (its JSON is decoded, the space is free): the
+    parent copies them out, cheaper than pickling them through a pipe. Returns their layout;
+    the columns themselves when they do not fit."""
+    layout, off = [], 0
+    for g, cs in cols.items():
+        for c, a in cs.items():
+            n = a.nbytes
+            if off + n > size:
+                return cols
+            buf[base + off:base + off + n] = memoryview(a).cast("B")
+            layout.append((g, c, a.dtype.str, off, len(a)))
+            off += -(-n // 8) * 8  # keep every column 8-byte aligned
+    return layout
+
+
+def _unpack(layout, buf, base: int) -> dict[str, dict[str, np.ndarray]]:
+    if isinstance(layout, dict):
+        return layout
+    cols: dict[str, dict[str, np.ndarray]] = {}
+    for g, c, dt, off, n in layout:
+        cols.setdefault(g, {})[c] = np.frombuffer(buf, dtype=dt, count=n, offset=base + off).copy()
+    return cols
+
+
+def prepare() -> None:
+    """Start the worker machinery ahead of the first big load. A UI, whose threads make fork
+    unsafe, calls this at startup (from a background thread: it blocks until the fork server
+    has imported the reader, ~0.3 s); otherwise its first big load pays that. Returns at once
+    when there is nothing to start."""
+    ctx = _mp_context()
+    if ctx.get_start_method() == "forkserver":
+        p = ctx.Process(target=_noop, daemon=True)
+        p.start()
+        p.join()
+
+
+def _noop() -> None:
+    pass
+
+
+def _worker_main(shm_name: str, slot_size: int, cmd, res) -> None:
     """Decode runs of events placed in shared memory. After each run, send its columns (and
     the names first seen in it), so the transfer overlaps with decoding; then the counters."""
-    from multiprocessing import shared_memory
-
     gc.disable()
     shm = shared_memory.SharedMemory(name=shm_name)
     col = Columns()
@@ -221,20 +267,16 @@ def _worker_main(shm_name: str, cmd, res) -> None:
             if msg is None:
                 break
             slot, end, idx = msg
-            base = slot * SLOT
+            base = slot * slot_size
             buf = shm.buf
-            buf[base + end] = ord("]")
-            view = buf[base:base + end + 1]
             try:
-                events = decode_events(view)
-            finally:
-                view.release()
-            if events is None:
+                for events in decode_run(buf, base, base + end):
+                    col.add(events)
+                    del events
+            except ValueError:
                 res.send(("bad", idx))
                 continue
-            col.add(events)
-            del events
-            res.send(("done", (slot, idx, col.arrays(), col.strings[sent:])))
+            res.send(("done", (slot, idx, _pack(col.arrays(), buf, base, slot_size), col.strings[sent:])))
             sent = len(col.strings)
         res.send(("result", (col.events, col.dropped, col.negative_dur)))
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
@@ -248,12 +290,20 @@ def _worker_main(shm_name: str, cmd, res) -> None:
         shm.close()
 
 
+def _widen(conn) -> None:
+    """1 MB pipe buffer (Linux): a run's columns (~3 MB) cross in a few writes, not fifty."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(conn.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+    except (ImportError, OSError):
+        pass
+
+
 class _Pool:
     """Worker processes with shared-memory slots; owned by one load, torn down at its end."""
 
     def __init__(self, n: int) -> None:
-        from multiprocessing import shared_memory
-
         ctx = _mp_context()
         self.shms, self.procs, self.cmds, self.res = [], [], [], []
         self.free: list[list[int]] = []
@@ -266,7 +316,8 @@ class _Pool:
                 self.shms.append(shm)
                 cmd_r, cmd_w = ctx.Pipe(duplex=False)
                 res_r, res_w = ctx.Pipe(duplex=False)
-                p = ctx.Process(target=_worker_main, args=(shm.name, cmd_r, res_w), daemon=True,
+                _widen(res_r)
+                p = ctx.Process(target=_worker_main, args=(shm.name, SLOT, cmd_r, res_w), daemon=True,
                                 name="kerneldiff-decode")
                 p.start()
                 cmd_r.close()
@@ -291,9 +342,9 @@ class _Pool:
             except (EOFError, OSError):
                 raise _Fallback("a decoding process died") from None
             if kind == "done":
-                slot, idx, cols, new_strings = value
+                slot, idx, layout, new_strings = value
+                self.runs.append((idx, w, _unpack(layout, self.shms[w].buf, slot * SLOT)))
                 self.free[w].append(slot)
-                self.runs.append((idx, w, cols))
                 self.strings[w].extend(new_strings)
             elif kind == "result":
                 self.counts[w] = value
@@ -331,7 +382,10 @@ class _Pool:
         for c in self.res:
             c.close()
         for shm in self.shms:
-            shm.close()
+            try:
+                shm.close()
+            except BufferError:  # a view is still alive somewhere; the mapping dies with it
+                pass
             try:
                 shm.unlink()
             except FileNotFoundError:
@@ -347,7 +401,7 @@ def _read_parallel(path: str, n: int, progress: Callable[[int, int], None]) -> _
     finished = False
     try:
         reader = EventReader(path)
-        local = Columns()            # runs too big for a slot, and the tail
+        local = Columns()            # the tail of the file, decoded here
         local_runs: list[tuple[int, dict]] = []
         idx = 0
 
@@ -355,18 +409,20 @@ def _read_parallel(path: str, n: int, progress: Callable[[int, int], None]) -> _
             progress(reader.src.consumed, reader.src.size)
             pool.poll(0.05)
 
-        for view, end in reader.pieces():
-            if end + 1 > SLOT:  # a run with a giant event: decode it here
-                events = reader._buf.decode_upto(end)
-                if events is None:
-                    raise _Fallback("oversized run did not decode")
-                local.add(events)
-                local_runs.append((idx, local.arrays()))
-            else:
-                w, slot = pool.take_slot(wait)
-                base = slot * SLOT
-                pool.shms[w].buf[base:base + end] = view[:end]
-                pool.cmds[w].send((slot, end, idx))
+        while True:
+            w, slot = pool.take_slot(wait)
+            base = slot * SLOT
+            view = pool.shms[w].buf[base:base + SLOT]
+            try:
+                end = reader.fill_run(view)
+            finally:
+                view.release()
+            if end is None:
+                pool.free[w].append(slot)
+                break
+            if end < 0:
+                raise _Fallback("an event is bigger than a run")
+            pool.cmds[w].send((slot, end, idx))
             idx += 1
             progress(reader.src.consumed, reader.src.size)
             pool.poll(0)

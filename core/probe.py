@@ -29,6 +29,7 @@ SMALL_GZIP = 4 * 1024 * 1024
 META_KEYS = ("deviceProperties", "distributedInfo", "with_stack", "record_shapes", "schemaVersion") + (
     "roctracer_version", "hip_runtime_version", "cupti_version", "cuda_runtime_version")
 GZIP_MAGIC = b"\x1f\x8b"
+UTF8_BOM = b"\xef\xbb\xbf"
 
 AMD_KEYS = ("roctracer_version", "hip_runtime_version", "hip_driver_version")
 NVIDIA_KEYS = ("cupti_version", "cuda_runtime_version", "cuda_driver_version")
@@ -280,6 +281,7 @@ def probe(path: str | os.PathLike) -> TraceInfo:
     t0 = time.perf_counter()
     path = os.fspath(path)
     head, compressed, size = read_head(path)
+    head = head.removeprefix(UTF8_BOM)  # Windows tools write one; JSON parsers may ignore it (RFC 8259)
     if size == 0:
         raise TraceError(path, "file is empty")
     if not head.strip():

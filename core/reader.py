@@ -1,15 +1,18 @@
 """Streaming reader: trace bytes -> compact columns of the events kerneldiff uses.
 
-The `traceEvents` array is cut into slices at event boundaries (`}` `,` `{`) and each slice is
-decoded by msgspec straight from the buffer (the brackets are patched in place, nothing is
-copied) into small typed structs that keep only the fields kerneldiff reads — shapes, strides,
-grids and every other key are skipped by the C decoder. `Columns.add` then turns a decoded
-slice into numpy columns one *field* at a time (list comprehensions + np.array), never one
-event at a time, which is what makes a GB trace cost seconds instead of minutes.
+The `traceEvents` array is cut into slices of ~1 MB at event boundaries (`}` `,` `{`), and each
+slice is decoded by msgspec straight from the buffer (the brackets are patched in place, nothing
+is copied). Decoding is typed: "ph" is the tag of a union, so flows, instants and metadata
+become empty objects without reading a field, and complete events keep only the eight fields
+kerneldiff uses — shapes, strides, grids and every other key are skipped by the C decoder.
+`Columns.add` then turns a slice into numpy columns one *field* at a time (C-level map +
+np.fromiter), never one event at a time in Python: that is what makes a GB cost seconds.
 
 A boundary found by a byte search can sit inside a string. A slice that starts at a true event
 boundary and ends at a false one ends inside a string, so it cannot decode: a failed slice
 means "try an earlier boundary", and correctness never depends on how the JSON is formatted.
+Values of unexpected types (numbers written as strings, nulls, labels as thread ids) are
+converted by the decoder or, for the rare slice it rejects, event by event (`_lenient`).
 """
 
 from __future__ import annotations
@@ -34,7 +37,10 @@ try:  # ISA-L inflates 2-3x faster than zlib with the same API, and releases the
 except ImportError:  # pragma: no cover
     _zlib = zlib
 
-SLICE = 16 * 1024 * 1024     # bytes decoded at once: big enough to amortise, small for memory
+# Bytes decoded at once. A 1 MB slice decodes to ~2.5 MB of objects, which are still in the
+# CPU cache when Columns.add walks them field by field; 16 MB slices measured ~20% slower.
+SLICE = 1024 * 1024
+RUN = 16 * 1024 * 1024       # bytes handed to a worker process at once (amortises the messages)
 WINDOW = 64 * 1024           # where the last boundary of a slice is looked for first
 GZ_BLOCK = 1024 * 1024       # compressed bytes read per step by the gzip thread
 GZ_OUT = 8 * 1024 * 1024     # at most this much inflated output per step (bounds memory)
@@ -52,8 +58,10 @@ _LBRACKET, _RBRACKET = ord("["), ord("]")
 class FastArgs(msgspec.Struct, gc=False):
     correlation: int | None = None
     external_id: int | None = msgspec.field(default=None, name="External id")
-    device: int | None = None
-    stream: int | None = None
+    # ROCm runtime events write their stream as a pointer ("stream": "0x0"): keep such strings
+    # (they read as -1) rather than send every slice down the lenient path
+    device: int | str | None = None
+    stream: int | str | None = None
     python_id: int | None = msgspec.field(default=None, name="Python id")
     python_parent: int | None = msgspec.field(default=None, name="Python parent id")
 
@@ -108,7 +116,12 @@ class _LooseEvent(msgspec.Struct):
     args: _LooseArgs | None = None
 
 
+class _LooseX(_LooseEvent, tag_field="ph", tag="X"):
+    """A complete event read without type expectations (the second try for a slice)."""
+
+
 _typed = msgspec.json.Decoder(list[Event], strict=False)
+_loose = msgspec.json.Decoder(list[Union[(_LooseX, *_SKIP_TYPES)]])  # noqa: UP007
 _untyped = msgspec.json.Decoder()
 _EMPTY_ARGS = FastArgs()
 
@@ -153,12 +166,16 @@ def _normalize(e: _LooseEvent) -> XEvent:
                   _num(e.ts, None), _num(e.dur, None), _int(e.pid), _int(e.tid), args)
 
 
-def _lenient(raw: list[Any]) -> list[XEvent | Skipped | None]:
-    """Convert events one by one; items that are not events become None (counted as dropped)."""
-    out: list[XEvent | Skipped | None] = []
+_UNREADABLE = object()   # the category of items that are not events at all (counted as dropped)
+
+
+def _lenient(raw: list[Any]) -> list[XEvent | Skipped]:
+    """Convert events one by one, with the loose rules of `_num` / `_int` where types differ."""
+    out: list[XEvent | Skipped] = []
+    bad = XEvent(cat=_UNREADABLE)  # type: ignore[arg-type]
     for item in raw:
         if not isinstance(item, dict):
-            out.append(None)
+            out.append(bad)
         elif item.get("ph") != "X":
             out.append(_SKIP)
         else:
@@ -180,7 +197,13 @@ def decode_events(buf) -> list | None:
     try:
         return _typed.decode(buf)
     except msgspec.ValidationError:
-        pass  # valid JSON, unexpected types or phases somewhere: go event by event
+        pass  # valid JSON with values of unexpected types somewhere
+    except msgspec.DecodeError:
+        return None
+    try:  # the same shapes, any value types: only the odd events cost a Python call
+        return [_normalize(e) if type(e) is _LooseX else e for e in _loose.decode(buf)]
+    except msgspec.ValidationError:
+        pass  # an unknown or missing phase, args that are not an object: event by event
     except msgspec.DecodeError:
         return None
     try:
@@ -192,10 +215,39 @@ def decode_events(buf) -> list | None:
     return _lenient(raw)
 
 
+def decode_run(buf, start: int, end: int) -> Iterator[list]:
+    """Decode buf[start:end + 1] — '[' + a run of whole events + room for ']' — a slice at a
+    time. The bytes between two events are overwritten with the brackets of each slice (the run
+    is read once). Raises ValueError when the run is not valid JSON."""
+    buf[end] = _RBRACKET
+    first = start + 1
+    while end - first > 2 * SLICE:
+        m = _STRONG_BOUNDARY.search(buf, first + SLICE, end)
+        if m is None:
+            break
+        stop = m.start() + 1
+        saved = buf[stop]
+        buf[first - 1], buf[stop] = _LBRACKET, _RBRACKET
+        with buf[first - 1:stop + 1] as view:
+            events = decode_events(view)
+        if events is None:  # the boundary sat inside a string: decode the rest at once
+            buf[stop] = saved
+            break
+        yield events
+        first = m.start(1)
+    buf[first - 1] = _LBRACKET
+    with buf[first - 1:end + 1] as view:
+        events = decode_events(view)
+    if events is None:
+        raise ValueError("run of events does not decode")
+    yield events
+
+
 # --- columns ----------------------------------------------------------------------------------
 
 # event category -> group code; kernels, memcpy and memset share one table (code - 1 = kind)
-G_KERNEL, G_MEMCPY, G_MEMSET, G_PYTHON, G_CPU, G_LAUNCH, G_ANNOT, G_GPU_ANNOT = range(1, 9)
+G_KERNEL, G_MEMCPY, G_MEMSET, G_PYTHON, G_CPU, G_LAUNCH, G_ANNOT, G_GPU_ANNOT, G_UNREADABLE = range(1, 10)
+CHUNK_EVENTS = 4096   # events columnised at once (see Columns.add)
 GROUP_OF: dict[Any, int] = {
     "kernel": G_KERNEL, "gpu_memcpy": G_MEMCPY, "gpu_memset": G_MEMSET,
     # older Kineto / HTA spellings
@@ -205,6 +257,7 @@ GROUP_OF: dict[Any, int] = {
     "cuda_runtime": G_LAUNCH, "cuda_driver": G_LAUNCH, "hip_runtime": G_LAUNCH, "hip_api": G_LAUNCH,
     "Runtime": G_LAUNCH, "cuda_api": G_LAUNCH,
     "user_annotation": G_ANNOT, "gpu_user_annotation": G_GPU_ANNOT,
+    _UNREADABLE: G_UNREADABLE,
 }
 # columns of each table, in the dtypes of core.model
 SPECS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -222,8 +275,11 @@ _GROUP_CODES = {"k": (G_KERNEL, G_MEMSET), "p": (G_PYTHON, G_PYTHON), "c": (G_CP
 MAX_TS, MAX_DUR = 1e18, 1e15   # beyond these a timestamp / duration is garbage, not data
 
 _cat, _name, _ts, _dur, _pid, _tid, _args = (attrgetter(f) for f in ("cat", "name", "ts", "dur", "pid", "tid", "args"))
-_corr, _ext, _device, _stream, _pyid, _parent = (attrgetter(f) for f in (
-    "correlation", "external_id", "device", "stream", "python_id", "python_parent"))
+# args fields each table reads; the first one also detects events without args
+_ARG_FIELDS = {"k": ("correlation", "external_id", "stream", "device"), "p": ("python_id", "python_parent"),
+               "c": ("external_id",), "l": ("correlation", "external_id")}
+_ON_EVENT = {g: tuple(attrgetter("args." + f) for f in fs) for g, fs in _ARG_FIELDS.items()}
+_ON_ARGS = {g: tuple(attrgetter(f) for f in fs) for g, fs in _ARG_FIELDS.items()}
 
 
 def _pick(seq, idx: np.ndarray):
@@ -288,23 +344,22 @@ class Columns:
     def add(self, evs: list) -> None:
         """Add a decoded slice, a few thousand events at a time: the objects of one chunk stay
         in the CPU cache across the per-field passes (a 16 MB slice decodes to ~40 MB of
-        objects; walking that eight times from memory costs more than decoding it)."""
-        n = len(evs)
-        self.events += n
-        if None in evs[:1] or any(e is None for e in evs):
-            evs = [e for e in evs if e is not None]  # items the lenient path could not read
-            self.dropped += n - len(evs)
+        objects; walking all of them once per field costs more than decoding them)."""
+        self.events += len(evs)
+        if len(evs) <= CHUNK_EVENTS:
+            self._add_chunk(evs)
+            return
         for i in range(0, len(evs), CHUNK_EVENTS):
-            self._add_chunk(evs[i:i + CHUNK_EVENTS] if len(evs) > CHUNK_EVENTS else evs)
+            self._add_chunk(evs[i:i + CHUNK_EVENTS])
 
     def _add_chunk(self, evs: list) -> None:
-        n = len(evs)
-        codes = np.fromiter(map(GROUP_OF.get, map(_cat, evs), repeat(0)), np.int8, n)
+        codes = np.fromiter(map(GROUP_OF.get, map(_cat, evs), repeat(0)), np.int8, len(evs))
         for g, (lo, hi) in _GROUP_CODES.items():
             sel = (codes == lo) if lo == hi else ((codes >= lo) & (codes <= hi))
             idx = np.flatnonzero(sel)
             if len(idx):
                 self._add_group(g, _pick(evs, idx), codes[idx])
+        self.dropped += int(np.count_nonzero(codes == G_UNREADABLE))
 
     def _add_group(self, g: str, sub, codes: np.ndarray) -> None:
         ts = _floats(sub, _ts)
@@ -328,28 +383,26 @@ class Columns:
         if g == "a":
             out["gpu"].append((codes == G_GPU_ANNOT).astype(np.int8))
         else:
-            first = _FIRST_ARG[g]
+            src, get = sub, _ON_EVENT[g]
             try:
-                v = _ints(sub, first[0])
-                src, get = sub, first[1]
-            except AttributeError:  # events without args: read them as empty args
-                src = [x if x is not None else _EMPTY_ARGS for x in map(_args, sub)]
-                get = first[2]
-                v = _ints(src, get[0])
+                first = _ints(src, get[0])
+            except AttributeError:  # some events have no args: read those as empty args
+                src, get = [x if x is not None else _EMPTY_ARGS for x in map(_args, sub)], _ON_ARGS[g]
+                first = _ints(src, get[0])
             if g == "k":
                 out["kind"].append((codes - G_KERNEL).astype(np.int8))
-                out["corr"].append(v)
+                out["corr"].append(first)
                 out["ext"].append(_ints(src, get[1]))
                 out["stream"].append(_ints_or(src, get[2], sub, _tid))
                 out["device"].append(_ints_or(src, get[3], sub, _pid))
                 return
             if g == "p":
-                out["pyid"].append(v)
-                out["parent"].append(_ints(src, get[0 if src is not sub else 0] if False else get[1]))
+                out["pyid"].append(first)
+                out["parent"].append(_ints(src, get[1]))
             elif g == "c":
-                out["ext"].append(v)
+                out["ext"].append(first)
             else:
-                out["corr"].append(v)
+                out["corr"].append(first)
                 out["ext"].append(_ints(src, get[1]))
         out["tid"].append(_ints(sub, _tid))
         out["pid"].append(_ints(sub, _pid))
@@ -480,7 +533,8 @@ class Source:
         read = self._inflater.readinto if self._inflater is not None else self._f.readinto
         try:
             while got < len(mv):
-                k = read(mv[got:])
+                with mv[got:] as part:  # released even on errors: mv may be shared memory
+                    k = read(part)
                 if not k:
                     break
                 got += k
@@ -581,7 +635,8 @@ class EventReader:
 
     def close(self) -> None:
         self.src.close()
-        self._buf.close()
+        if self._buf is not None:
+            self._buf.close()
 
     def _fail(self, problem: str) -> TraceError:
         return TraceError(self.path, problem)
@@ -615,7 +670,7 @@ class EventReader:
                     raise self._fail("JSON object has no 'traceEvents' array: not a Chrome/Kineto trace")
                 raise self._fail("not a trace")
             if b.free == 0:
-                if b.n > 64 * SLICE:
+                if b.n > 1024 * 1024 * 1024:
                     raise self._fail("no traceEvents array in the first 1 GB")
                 b.grow()
         self.events_offset = pos - 1
@@ -644,33 +699,41 @@ class EventReader:
                 self._progress(self.src.consumed, self.src.size)
         yield from self._finish(bytes(b.mv[1:b.n]), base)
 
-    def pieces(self) -> Iterator[tuple[memoryview, int]]:
-        """Undecoded runs of whole events for other processes to decode: (buffer holding
-        '[' + events, end index where ']' goes). A run is cut at the last boundary candidate;
-        the decoding side proves it (a false boundary cannot decode). Ends with the tail,
-        decoded here (`finish_batches`)."""
+    def fill_run(self, dst: memoryview) -> int | None:
+        """Fill `dst` with '[' + a run of whole events, straight from the file (one copy), for
+        another process to decode; returns the index where its ']' goes. The run is cut at the
+        last boundary candidate; the decoding side proves it (a false boundary cannot decode).
+        None at the end of the stream (the rest is decoded here: `finish_batches`); -1 when
+        `dst` holds no boundary at all (an event bigger than `dst`)."""
         if self.top is None:
             self.open_events()
-        b = self._buf
-        self._tail_base = self.events_offset
-        while True:
-            while b.free and b.fill(self.src):
-                pass
-            if b.free:
+            self._carry = bytes(self._buf.mv[1:self._buf.n])
+            self._tail_base = self.events_offset
+            self._buf.close()
+            self._buf = None  # the runs live in the caller's buffers from now on
+        carry = self._carry
+        dst[0] = _LBRACKET
+        n = 1 + len(carry)
+        dst[1:n] = carry
+        cap = len(dst) - 1
+        while n < cap:
+            with dst[n:cap] as part:
+                k = self.src.readinto(part)
+            if not k:
+                self._tail = bytes(dst[1:n])
+                return None
+            n += k
+        m = None
+        for pattern, lo in ((_STRONG_BOUNDARY, n - WINDOW), (_STRONG_BOUNDARY, 1), (_BOUNDARY, 1)):
+            for m_ in pattern.finditer(dst, max(1, lo), n):
+                m = m_
+            if m is not None:
                 break
-            m = None
-            for pattern, lo in ((_STRONG_BOUNDARY, b.n - WINDOW), (_STRONG_BOUNDARY, 1), (_BOUNDARY, 1)):
-                for m_ in pattern.finditer(b.buf, max(1, lo), b.n):
-                    m = m_
-                if m is not None:
-                    break
-            if m is None:
-                b.grow()
-                continue
-            yield b.mv, m.start() + 1
-            b.drop_front(m.start(1))
-            self._tail_base += m.start(1) - 1
-        self._tail = bytes(b.mv[1:b.n])
+        if m is None:
+            return -1
+        self._carry = bytes(dst[m.start(1):n])
+        self._tail_base += m.start(1) - 1
+        return m.start() + 1
 
     def finish_batches(self) -> Iterator[list]:
         yield from self._finish(self._tail, self._tail_base)

@@ -15,6 +15,7 @@ Each case says what kerneldiff must do with it:
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import random
@@ -40,7 +41,7 @@ LAYER_KERNELS = (
     ("vectorized_elementwise_kernel<silu>", "aten::silu"),
     ("nvjet_tst_128x64_down", "aten::mm"),
 )
-TRUNCATED = r"truncated at decompressed byte \d+: kept the \d+ complete events"
+TRUNCATED = r"truncated\b.*?\bkept the \d+ complete events"
 STEP_NAMES = ("execute_context_1(64_64)_generation_0(0)", "execute_context_0(0)_generation_4(4)",
               "execute_context_0(0)_generation_4(4)")
 
@@ -200,8 +201,42 @@ def _gzip_bomb(path: Path) -> None:
         f.write(gz(dumps(kernel(ts=200.0)) + b"]}"))
 
 
+# The loader decodes gzip files from this size on in worker processes (core.loader); the big
+# cases below must exceed it to exercise that path and its fallback.
+PARALLEL_GZIP_BYTES = 8 * 1024 * 1024
+BIG_KERNELS = 120_000
+
+
+@functools.lru_cache(maxsize=1)
+def _big_events() -> list[bytes]:
+    """Kernels with random 120-hex-digit names: random names keep the gzip above the parallel threshold."""
+    rng = random.Random(7)
+    hexes = rng.randbytes(60 * BIG_KERNELS).hex()
+    tmpl = (b'{"ph": "X", "cat": "kernel", "name": "nvjet_%s", "pid": 0, "tid": 7, "ts": %d.5, "dur": 1.25, '
+            b'"args": {"device": 0, "stream": 7, "correlation": %d}}')
+    return [dumps(e) for e in good_events()] + [
+        tmpl % (hexes[i * 120:(i + 1) * 120].encode(), 50_000 + i, i) for i in range(BIG_KERNELS)]
+
+
+def _big_gzip_bad_events(path: Path) -> None:
+    evs = _big_events()
+    mid = len(evs) // 2
+    bad = [b'{"ph": "X", "cat": "kernel", "name": "nan_k", "ts": NaN, "dur": 1}',
+           b'{"ph": "X", "cat": "kernel", "name": "bad\xff\xfeutf8", "ts": 5, "dur": 2}']
+    data = gz(trace_bytes(evs[:mid] + bad + evs[mid:]))
+    assert len(data) > PARALLEL_GZIP_BYTES
+    path.write_bytes(data)
+
+
+def _big_gzip_truncated(path: Path) -> None:
+    data = gz(trace_bytes(_big_events()))
+    cut = int(len(data) * 0.9)
+    assert cut > PARALLEL_GZIP_BYTES
+    path.write_bytes(data[:cut])
+
+
 def _dir(path: Path) -> None:
-    path.mkdir()
+    path.mkdir(exist_ok=True)
 
 
 def cases(seed: int = 1234) -> list[Case]:
@@ -245,6 +280,11 @@ def cases(seed: int = 1234) -> list[Case]:
              gz(good[:5000]) + gz(good[5000:]), suffix=".json.gz", kernels=n),
         Case("truncated_gzip", "gzip stream of a valid trace cut in half (a killed job)", "load",
              gz(good)[: len(gz(good)) // 2], suffix=".json.gz", warn=TRUNCATED),
+        Case("big_gzip_bad_events", "a gzip over the parallel-decoding threshold with a NaN and invalid "
+             "UTF-8 event mid-file", "load", make=_big_gzip_bad_events, suffix=".json.gz",
+             warn=r"\b2 malformed events", kernels=n + BIG_KERNELS),
+        Case("big_gzip_truncated", "a gzip over the parallel-decoding threshold, cut at 90%", "load",
+             make=_big_gzip_truncated, suffix=".json.gz", warn=TRUNCATED),
         Case("gzip_bomb", "1 GiB of blanks inside the event array, 1 MB compressed", "any", make=_gzip_bomb,
              suffix=".json.gz", problem="too large|memory|limit"),
         # --- wrong shape ---

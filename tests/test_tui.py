@@ -6,31 +6,21 @@ Assertions are on what the screens show, compared with what core computes indepe
 from __future__ import annotations
 
 import csv
-import gzip
 import json
-import threading
-import time
 
 import pytest
-from textual.widgets import ProgressBar, Static, TabbedContent
+from textual.widgets import Static, TabbedContent
 
 from core.compare import compare
 from core.demo import DEMO_A, DEMO_B
-from core.errors import LoadCancelled, TraceError
 from core.loader import load
-from core.probe import probe
 from tui.app import KernelDiffApp
-from tui.screens.error import ErrorScreen
 from tui.screens.help import HelpScreen, binding_groups
 from tui.screens.kernel import KernelDetailScreen
 from tui.screens.layer import LayerScreen
 from tui.screens.main import MainScreen
-from tui.screens.start import StartScreen
 from tui.testing import PreloadedLoader, screen_text, wait_for_main, wait_until
 from tui.widgets.result_table import ResultTable
-from tui.widgets.trace_card import TraceCard
-
-from conftest import kineto_doc, write_trace
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import time
 from functools import partial
 from typing import Any, Callable
 
-import numpy as np
+from rich.text import Text
 from textual.app import App
 from textual.binding import Binding
 from textual.worker import get_current_worker
@@ -24,12 +24,11 @@ from core.probe import TraceInfo, probe
 
 from .commands import ExplorerCommands
 from .messages import ComparisonFailed, ComparisonReady, LoadProgress, TraceCancelled, TraceFailed, TraceLoaded
-from .screens.error import ErrorScreen
-from .screens.help import HelpScreen
-from .screens.kernel import KernelDetailScreen, KernelRef, pair_context, same_kernel_context
-from .screens.main import MainScreen
 from .screens.start import StartScreen
 from .text import SIDE_LETTER
+
+# Only the start screen is imported up front: the first frame (probe metadata) must not wait for
+# numpy, DataTable and the other screens, which load while the traces do.
 
 PHASE_ORDER = ("all", "prefill", "decode", "mixed")
 # A progress bar needs no more than ~10 updates a second; more only costs redraws.
@@ -75,7 +74,6 @@ class KernelDiffApp(App):
         self.exit_code = 0
         self._cancel: dict[int, threading.Event] = {}
         self._compare_gen = 0
-        self._progress: dict[int, tuple[float, str, int, int]] = {}
 
     # --- start ----------------------------------------------------------------------------------
     def get_default_screen(self) -> StartScreen:
@@ -95,19 +93,16 @@ class KernelDiffApp(App):
             self.first_frame_seconds = time.perf_counter() - self.started
             if self.autoload:
                 self.start_loading()
+                if not self.loading:  # every probe failed: say so on the error screen right away
+                    self._after_loads()
 
     def side_key(self, index: int) -> str:
         return "a" if index == 0 else "b"
 
     @property
     def start_screen(self) -> StartScreen:
-        return self.screen_stack[0] if isinstance(self.screen_stack[0], StartScreen) else self.get_screen_stack_start()
-
-    def get_screen_stack_start(self) -> StartScreen:
-        for s in self.screen_stack:
-            if isinstance(s, StartScreen):
-                return s
-        raise LookupError("no start screen")
+        """The default screen, at the bottom of the stack: it owns the trace cards."""
+        return next(s for s in self.screen_stack if isinstance(s, StartScreen))
 
     # --- loading ------------------------------------------------------------------------------
     def start_loading(self) -> None:
@@ -163,8 +158,7 @@ class KernelDiffApp(App):
             self.post_message(TraceLoaded(index, model))
 
     def on_load_progress(self, m: LoadProgress) -> None:
-        if m.index in self.loading:
-            self._progress[m.index] = (m.fraction, m.stage, m.done, m.total)
+        if m.index in self.loading:  # a late report from a cancelled load is dropped
             self.start_screen.card(m.index).set_progress(m.fraction, m.stage, m.done, m.total)
 
     def on_trace_loaded(self, m: TraceLoaded) -> None:
@@ -185,8 +179,6 @@ class KernelDiffApp(App):
 
     def on_trace_cancelled(self, m: TraceCancelled) -> None:
         self.loading.discard(m.index)
-        from rich.text import Text
-
         self.start_screen.card(m.index).set_status(Text("cancelled — Enter loads again"))
         self.start_screen.refresh_hint()
         self.refresh_bindings()
@@ -199,6 +191,8 @@ class KernelDiffApp(App):
         self.notify("loading cancelled")
 
     def _after_loads(self) -> None:
+        from .screens.error import ErrorScreen
+
         self.start_screen.refresh_hint()
         self.refresh_bindings()
         if self.loading:
@@ -214,13 +208,16 @@ class KernelDiffApp(App):
 
     def open_or_load(self) -> None:
         """Enter on the start screen: open what is loaded, show errors, or (re)load."""
+        from .screens.error import ErrorScreen
+
         if self.loading:
             return
         if self.comparison is not None:
             self._push_main()
-        elif any(self.errors) and not any(i for i in range(len(self.paths)) if self.models[i] is None
-                                          and self.errors[i] is None):
+        elif any(self.errors) and all(m is not None or e is not None for m, e in zip(self.models, self.errors)):
             self.push_screen(ErrorScreen())
+        elif all(m is not None for m in self.models):
+            self.start_compare(self.phase)  # loaded, but the comparison failed or was never made
         else:
             self.start_loading()
 
@@ -262,6 +259,9 @@ class KernelDiffApp(App):
             self.post_message(msg)
 
     def on_comparison_ready(self, m: ComparisonReady) -> None:
+        from .screens.kernel import KernelDetailScreen
+        from .screens.main import MainScreen
+
         if getattr(m, "generation", self._compare_gen) != self._compare_gen:
             return  # a newer phase was asked for meanwhile
         first = self.comparison is None
@@ -278,12 +278,13 @@ class KernelDiffApp(App):
         for s in self.screen_stack:
             if hasattr(s, "show_comparison") and s.is_mounted:
                 s.show_comparison(m.comparison)
-        self.notify(f"phase: {m.phase}", timeout=2)
 
     def on_comparison_failed(self, m: ComparisonFailed) -> None:
         self.notify(m.message, title="Comparison failed", severity="error", markup=False, timeout=10)
 
     def _push_main(self) -> None:
+        from .screens.main import MainScreen
+
         if isinstance(self.screen, MainScreen):
             return
         self.push_screen(MainScreen(self.comparison, single=self.single_index is not None))
@@ -315,9 +316,14 @@ class KernelDiffApp(App):
     # --- drill-down helpers ---------------------------------------------------------------------
     def _label(self, side: str) -> str:
         comp = self.comparison
-        return getattr(comp, side).label if comp is not None else SIDE_LETTER[side]
+        if comp is None:
+            return SIDE_LETTER[side]
+        s = getattr(comp, side)
+        return (s.gpu or s.label) if self.single_index is not None else s.label
 
     def open_pair(self, pair, layer: int | None, crumbs: list[str], single: bool = False) -> None:
+        from .screens.kernel import KernelDetailScreen, KernelRef, pair_context
+
         a, b = self._pair()
         refs = [KernelRef("a", self._label("a"), pair.a_name, pair.a_category, pair.a_rule, pair.a, pair.a_row, a)]
         if not single:
@@ -327,6 +333,8 @@ class KernelDiffApp(App):
                                             single=single))
 
     def open_same_kernel(self, k, crumbs: list[str]) -> None:
+        from .screens.kernel import KernelDetailScreen, KernelRef, same_kernel_context
+
         single = self.single_index is not None
         a, b = self._pair()
         refs = []
@@ -339,6 +347,8 @@ class KernelDiffApp(App):
 
     # --- help / quit ----------------------------------------------------------------------------
     def action_help(self) -> None:
+        from .screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
@@ -350,6 +360,8 @@ class KernelDiffApp(App):
 
 def first_row(model, name: str) -> int:
     """A kernel row with this exact name (for detail views), -1 if none."""
+    import numpy as np
+
     sid = model.strings.get(name)
     if sid is None:
         return -1

@@ -64,3 +64,45 @@ async def wait_for_main(pilot, timeout: float = 20.0) -> None:
     await wait_until(pilot, lambda: isinstance(app.screen, MainScreen) and app.screen.is_mounted
                      and not any(w.is_running for w in app.workers), timeout)
     await pilot.pause()
+
+
+# snapshot test id -> screenshots/ file name (the README shows these)
+SCREENSHOTS = {
+    "test_start_metadata_80x24": "start-metadata-80x24",
+    "test_start_loading[80x24]": "loading-80x24",
+    "test_start_loading[120x36]": "loading-120x36",
+    "test_layers[80x24]": "layers-80x24",
+    "test_layers[120x36]": "layers-120x36",
+    "test_layer_pairs[80x24]": "layer-kernel-pairs-80x24",
+    "test_layer_pairs[120x36]": "layer-kernel-pairs-120x36",
+    "test_kernel_detail[80x24]": "kernel-detail-80x24",
+    "test_kernel_detail[120x36]": "kernel-detail-120x36",
+    "test_fusion_evidence[80x24]": "fusion-evidence-80x24",
+    "test_fusion_evidence[120x36]": "fusion-evidence-120x36",
+    "test_operations_80x24": "operations-80x24",
+    "test_help_80x24": "help-80x24",
+    "test_error_80x24": "error-80x24",
+    "test_browse_one_trace_80x24": "browse-one-trace-80x24",
+    "test_layers_no_color_80x24": "layers-no-color-80x24",
+}
+
+
+def copy_screenshots(root: str = ".") -> list[str]:
+    """Copy the snapshot SVGs (tests/__snapshots__/test_tui_snapshots*/) to screenshots/ under readable names."""
+    import shutil
+    from pathlib import Path
+
+    base = Path(root)
+    out = base / "screenshots"
+    out.mkdir(exist_ok=True)
+    written = []
+    for svg in sorted((base / "tests" / "__snapshots__").glob("test_tui_snapshots*/*.svg")):
+        name = SCREENSHOTS.get(svg.stem)
+        if name:
+            shutil.copyfile(svg, out / f"{name}.svg")
+            written.append(f"screenshots/{name}.svg")
+    return written
+
+
+if __name__ == "__main__":  # python -m tui.testing  (after pytest --snapshot-update)
+    print("\n".join(copy_screenshots()))

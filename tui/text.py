@@ -92,7 +92,7 @@ def fmt_bytes(n: float | None) -> str:
     return f"{n:.1f} TB"
 
 
-def slower_side(gap_us: float, ratio: float | None = None) -> str | None:
+def slower_side(gap_us: float) -> str | None:
     """"a" when A takes longer, "b" when B does, None when they tie."""
     if gap_us > 0:
         return "a"

@@ -111,7 +111,8 @@ def operations_spec(comp: Comparison, single: bool = False) -> TableSpec:
     phase_col = [Column("phase", "Phase", "text", 7)] if split else []
     if single:
         scale = max((o.a.total_us for o in ops), default=0.0)
-        cols = [Column("category", "Operation", "name", min_width=14), *phase_col,
+        widest = max((len(o.category) for o in ops), default=14)
+        cols = [Column("category", "Operation", "name", min_width=min(14, max(widest, 9)), max_width=max(widest, 9)), *phase_col,
                 Column("count", "Count", "int", 6), Column("total", "Total", "us", 8),
                 Column("mean", "Mean", "us", 8), Column("median", "Median", "us", 8),
                 Column("share", "Share", "pct", 6), Column("chart", "Time", "bar", 10)]
@@ -129,7 +130,8 @@ def operations_spec(comp: Comparison, single: bool = False) -> TableSpec:
 
         return TableSpec("operations", cols, build, select=None, default_sort=(1 + len(phase_col) + 1, True))
 
-    cols = [Column("category", "Operation", "name", min_width=14), *phase_col,
+    widest = max((len(o.category) for o in ops), default=14)
+    cols = [Column("category", "Operation", "name", min_width=min(14, max(widest, 9)), max_width=max(widest, 9)), *phase_col,
             Column("a_total", "A total", "us", 8), Column("b_total", "B total", "us", 8),
             Column("ratio", "A/B", "ratio", 6), Column("gap", "Gap", "gap", 9),
             Column("a_count", "A n", "int", 6), Column("b_count", "B n", "int", 6),
@@ -175,10 +177,12 @@ def _stats_grid(comp: Comparison, stats: dict[str, Stats], single: bool) -> Tabl
     return g
 
 
-def _labelled(label: str, value: Text | str, style: str = "") -> Text:
-    t = span(f"{label:<13}", "bold")
-    t.append(value if isinstance(value, Text) else literal(value, style))
-    return t
+def _labelled_grid() -> Table:
+    """Label | value rows; long values (kernel names) wrap under themselves."""
+    g = Table.grid(padding=(0, 2))
+    g.add_column(no_wrap=True, style="bold")
+    g.add_column(overflow="fold")
+    return g
 
 
 def operation_detail(o: OperationRow, comp: Comparison, single: bool = False) -> Group:
@@ -189,16 +193,15 @@ def operation_detail(o: OperationRow, comp: Comparison, single: bool = False) ->
         head.append(f"   A/B {fmt_ratio(o.ratio)}   gap {fmt_gap(o.gap_us)}")
         if o.only_in:
             head.append(f"   only {SIDE_LETTER[o.only_in]} runs it", style="bold")
-    parts: list[Any] = [head, _stats_grid(comp, {"a": o.a} if single else {"a": o.a, "b": o.b}, single)]
+    g = _labelled_grid()
     for side in ("a",) if single else ("a", "b"):
         prefix = "" if single else f"{SIDE_LETTER[side]} "
         ops = o.top_cpu_ops.get(side) or []
         if ops:
-            parts.append(_labelled(f"{prefix}cpu_ops", ", ".join(clean(x) for x in ops)))
-        ex = o.examples.get(side) or []
-        for i, name in enumerate(ex):
-            parts.append(_labelled(f"{prefix}kernels" if i == 0 else "", name))
-    return Group(*parts)
+            g.add_row(Text(f"{prefix}cpu_ops"), literal(", ".join(clean(x) for x in ops)))
+        for i, name in enumerate(o.examples.get(side) or []):
+            g.add_row(Text(f"{prefix}kernels" if i == 0 else ""), literal(name))
+    return Group(head, _stats_grid(comp, {"a": o.a} if single else {"a": o.a, "b": o.b}, single), g)
 
 
 # --- aligned kernel pairs -------------------------------------------------------------------
@@ -270,7 +273,9 @@ def pair_status(p: KernelPair, single: bool = False) -> Text:
 
 def fusion_spec(comp: Comparison) -> TableSpec:
     cols = [Column("n", "#", "int", 3), Column("fused_side", "Fused", "text", 5),
-            Column("kind", "Kind", "text", 8), Column("category", "Fused op", "name", min_width=14),
+            Column("kind", "Kind", "text", 8),
+            Column("category", "Fused op", "name", min_width=14,
+                   max_width=max((len(f.fused_category) for f in comp.fusions), default=14)),
             Column("occ", "Occ.", "int", 5), Column("cost", "Comp. cost", "us", 10),
             Column("saving", "Est. saving", "us", 11), Column("conf", "Conf.", "pct", 5)]
 
@@ -384,7 +389,8 @@ def same_kernel_detail(k: SameKernel, comp: Comparison, single: bool = False) ->
 # --- warnings -------------------------------------------------------------------------------
 
 def warnings_spec(comp: Comparison) -> TableSpec:
-    cols = [Column("n", "#", "int", 3), Column("warning", "Warning", "name", min_width=20)]
+    cols = [Column("n", "#", "int", 3), Column("warning", "Warning", "name", min_width=20,
+                                                max_width=max((len(w) for w in comp.warnings), default=20))]
 
     def build(w: dict[str, int]) -> list[Row]:
         return [Row(str(i), (i, s), (_num(str(i)), literal(shorten(s, w["warning"]))), payload=s, search=s.lower())

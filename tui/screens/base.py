@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rich.text import Text
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Input
@@ -16,7 +15,8 @@ class FilterInput(Input):
     """The `/` prompt: filters the current table by name as you type."""
 
     DEFAULT_CSS = """
-    FilterInput { dock: bottom; height: 1; border: none; padding: 0 1; margin-bottom: 1; display: none; }
+    FilterInput, FilterInput:focus { dock: bottom; height: 1; border: none; padding: 0 1; margin-bottom: 1;
+                                     display: none; background: $boost; }
     FilterInput.-shown { display: block; }
     """
 
@@ -55,6 +55,12 @@ class ExplorerScreen(Screen):
             if table:
                 table.first().focus()
                 return
+        table = self.current_table()
+        if table is not None and table.filter_text:  # a filtered table: Esc clears the filter first
+            self._filter_target = table
+            self.close_filter(clear=True)
+            self.notify("filter cleared", timeout=2)
+            return
         self.go_back()
 
     def go_back(self) -> None:
@@ -94,6 +100,9 @@ class ExplorerScreen(Screen):
         inp.remove_class("-shown")
         if table is not None:
             table.focus()
+            if not clear and table.filter_text:
+                self.notify(f"filter {table.filter_text!r}: {len(table.rows_shown)} of {len(table.rows_all)} rows"
+                            " · Esc clears", timeout=3, markup=False)
 
     def after_filter(self, table: ResultTable) -> None:
         """Hook: a table's visible rows changed."""
@@ -126,6 +135,3 @@ class ExplorerScreen(Screen):
             return
         self.app.last_export = path
         self.notify(f"{len(rows)} rows → {path}", title="Exported", markup=False, timeout=6)
-
-    def breadcrumb_text(self) -> Text:
-        return Text("")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -79,18 +80,20 @@ class HelpScreen(ModalScreen):
     """
 
     def compose(self) -> ComposeResult:
-        t = Table.grid(padding=(0, 2))
-        t.add_column(no_wrap=True, style="bold", min_width=14)
-        t.add_column()
-        for title, items in binding_groups(self.app):
-            t.add_row(Text(title, style="bold underline"), Text(""))
+        groups = binding_groups(self.app)
+        width = max(len(k) for _t, items in groups for k, _d in items)
+        parts = []
+        for title, items in groups:
+            t = Table.grid(padding=(0, 2))
+            t.add_column(no_wrap=True, style="bold", width=width)
+            t.add_column()
             for k, d in items:
                 t.add_row(Text(k), Text(d))
-            t.add_row(Text(""), Text(""))
+            parts += [Text(title, style="bold underline"), t, Text("")]
         with VerticalScroll(id="help") as v:
             v.border_title = "Keys"
             v.border_subtitle = "Esc closes"
-            yield Static(t)
+            yield Static(Group(*parts))
 
     def on_mount(self) -> None:
         self.query_one("#help").focus()

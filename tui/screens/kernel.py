@@ -17,7 +17,7 @@ from core.attribution import cpu_op_stack
 from core.classify import demangle
 from core.comparison import Stats
 
-from ..text import DIM, SIDE_STYLE, clean, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal, span
+from ..text import DIM, SIDE_STYLE, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal, span
 from ..widgets.header import Breadcrumb
 from .base import ExplorerScreen
 
@@ -42,7 +42,8 @@ def _kv(g: Table, key: str, value: Text | str) -> None:
     g.add_row(Text(key, style="bold"), value if isinstance(value, Text) else literal(value))
 
 
-def side_panel(ref: KernelRef, single: bool = False) -> Group:
+def side_summary(ref: KernelRef, single: bool = False) -> Group:
+    """Name, category, rule, timing and CPU op of one side's kernel."""
     head = Text()
     if not single:
         head.append(ref.side.upper() + " ", style=f"bold {SIDE_STYLE[ref.side]}")
@@ -73,24 +74,29 @@ def side_panel(ref: KernelRef, single: bool = False) -> Group:
         chain = cpu_op_stack(model, row)
         if len(chain) > 1:
             _kv(g, "cpu ops", Text(" › ").join(literal(c) for c in chain))
-        stream = int(model.kernels.stream[row])
-        device = int(model.kernels.device[row])
-        _kv(g, "device", Text(f"{device} · stream {stream}"))
+        _kv(g, "device", Text(f"{int(model.kernels.device[row])} · stream {int(model.kernels.stream[row])}"))
     parts.append(g)
-    if model is not None and row >= 0:
-        frames = model.python_stack(row)
-        parts.append(Text("Python stack (innermost first)", style="bold"))
-        if frames:
-            stack = Table.grid()
-            stack.add_column(width=2)
-            stack.add_column(overflow="fold")  # long frames wrap under themselves, not under the margin
-            for f in frames:
-                stack.add_row(Text(""), literal(f))
-            parts.append(stack)
-        else:
-            parts.append(Text("  none recorded for this launch (trace without with_stack, or launch not linked)",
-                              style=DIM))
     return Group(*parts)
+
+
+def side_stack(ref: KernelRef, single: bool = False) -> Group:
+    """The Python stack that launched one side's kernel (resolved now, for this one row)."""
+    head = Text()
+    if not single:
+        head.append(ref.side.upper() + " ", style=f"bold {SIDE_STYLE[ref.side]}")
+    head.append("Python stack (innermost first)", style="bold")
+    model, row = ref.model, ref.row
+    frames = model.python_stack(row) if (model is not None and row >= 0) else []
+    if not frames:
+        why = "no kernel on this side" if ref.name is None else \
+            "none recorded for this launch (trace without with_stack, or launch not linked)"
+        return Group(head, Text("  " + why, style=DIM))
+    stack = Table.grid()
+    stack.add_column(width=2)
+    stack.add_column(overflow="fold")  # long frames wrap under themselves, not under the margin
+    for f in frames:
+        stack.add_row(Text(""), literal(f))
+    return Group(head, stack)
 
 
 class KernelDetailScreen(ExplorerScreen):
@@ -101,9 +107,9 @@ class KernelDetailScreen(ExplorerScreen):
 
     DEFAULT_CSS = """
     KernelDetailScreen #context { height: auto; max-height: 3; padding: 0 1; background: $boost; }
-    KernelDetailScreen #sides { height: auto; layout: vertical; }
-    KernelDetailScreen.-wide #sides { layout: horizontal; }
-    KernelDetailScreen #sides > .side { height: auto; width: 1fr; padding: 0 1; margin-bottom: 1; }
+    KernelDetailScreen #sides { height: auto; layout: grid; grid-size: 1; grid-rows: auto; grid-gutter: 1 2; }
+    KernelDetailScreen.-wide #sides { grid-size: 2; }
+    KernelDetailScreen #sides > Static { height: auto; padding: 0 1; }
     KernelDetailScreen #detail { height: 1fr; }
     """
 
@@ -118,9 +124,12 @@ class KernelDetailScreen(ExplorerScreen):
         yield Breadcrumb(*self.crumbs)
         yield Static(self.context, id="context")
         with VerticalScroll(id="detail"):
+            # summaries first, stacks after: stacked at 80 columns, side by side (a 2-column grid) when wide
             with Container(id="sides"):
                 for ref in self.refs:
-                    yield Static(side_panel(ref, self.single), classes=f"side side-{ref.side}")
+                    yield Static(side_summary(ref, self.single), classes=f"summary side-{ref.side}")
+                for ref in self.refs:
+                    yield Static(side_stack(ref, self.single), classes=f"stack side-{ref.side}")
         yield Footer()
 
     def on_mount(self) -> None:

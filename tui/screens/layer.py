@@ -69,9 +69,10 @@ class LayerScreen(ExplorerScreen):
         if self.single:
             per = al.a_kernels_per_pass if al else row.a.kernels
             t.append(f"   {fmt_us(row.a.total_us)} over {_passes(row.a.passes)} · {per} kernels/pass"
-                     f" · median {fmt_us(row.a.median_us)}/pass")
+                     f" · median {fmt_us(row.a.median_us)}/pass   phase {comp.phase}")
             return t
-        t.append(f"   A/B {fmt_ratio(row.ratio)}   gap {fmt_gap(row.gap_us)}   rank {row.rank} of {len(comp.layers)}")
+        t.append(f"   A/B {fmt_ratio(row.ratio)}   gap {fmt_gap(row.gap_us)}   rank {row.rank} of {len(comp.layers)}"
+                 f"   phase {comp.phase}")
         for key, side, per in (("a", row.a, al.a_kernels_per_pass if al else 0),
                                ("b", row.b, al.b_kernels_per_pass if al else 0)):
             t.append("\n")

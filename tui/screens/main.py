@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from functools import partial
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -77,6 +75,9 @@ class MainScreen(ExplorerScreen):
     def _layers_hint(self) -> Text:
         comp = self.comparison
         t = Text()
+        if not comp.layers:
+            t.append("no transformer layers were found (see Warnings); the other tabs still compare", style=DIM)
+            return t
         if self.single:
             t.append("Enter: the layer's kernels", style=DIM)
             return t

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.widgets import Static
 
-from core.comparison import Comparison
+if TYPE_CHECKING:  # the start screen uses the breadcrumb before any comparison exists
+    from core.comparison import Comparison
 
 from ..text import DIM, SIDE_STYLE, fmt_gap, fmt_ratio, fmt_us, literal, span
 
@@ -77,7 +80,8 @@ class TraceHeader(Static):
 
     def show(self, comp: Comparison, phases: list[str] | None = None) -> None:
         s = comp.a
-        t = literal(s.label, f"bold {SIDE_STYLE['a']}")
+        # a self-comparison labels its sides by file name; one trace is best named by its GPU
+        t = literal(s.gpu or s.label, f"bold {SIDE_STYLE['a']}")
         t.append(f"  {fmt_us(s.gpu_time_us)}  {s.kernels} kernels")
         t.append("\n")
         t.append(f"{s.steps} steps · {s.layers_per_step} layers/step · {s.architecture}", style=DIM)

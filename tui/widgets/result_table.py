@@ -7,14 +7,13 @@ change, which stays cheap because result tables are small (layers, operations, k
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable
 
-from ..text import literal
 
 NUMERIC = ("num", "us", "gap", "ratio", "pct", "int")
 
@@ -26,6 +25,7 @@ class Column:
     kind: str = "text"           # text | name | int | num | us | gap | ratio | pct | bar
     width: int | None = None     # fixed width; None: fit content; "name" columns share what is left
     min_width: int = 12          # for flexible columns ("name", and "bar" without a width)
+    max_width: int = 96          # a name column never grows past its longest value (views set it)
 
 
 @dataclass
@@ -45,7 +45,6 @@ class TableSpec:
     build: Callable[[dict[str, int]], list[Row]]   # name-column widths -> rows
     select: str | None = None    # row key to put the cursor on first
     default_sort: tuple[int, bool] | None = None   # (column index, reverse)
-    extra: dict = field(default_factory=dict)
 
 
 def _sort_key(v: Any, kind: str):
@@ -111,7 +110,7 @@ class ResultTable(DataTable):
         bars = [c for c in flex if c.kind == "bar"]
         out: dict[str, int] = {}
         for c in names:
-            out[c.key] = max(c.min_width, min(left // len(names), 96))
+            out[c.key] = max(c.min_width, min(left // len(names), c.max_width))
         for c in bars:  # a bar grows into what names leave, but not so far that it turns into a line
             out[c.key] = c.min_width if names else max(c.min_width, min(left // len(bars), 48))
         return out
@@ -218,13 +217,6 @@ class ResultTable(DataTable):
             return None
         return self.rows_shown[self.cursor_row]
 
-    def select_key(self, key: str) -> bool:
-        for idx, r in enumerate(self.rows_shown):
-            if r.key == key:
-                self.move_cursor(row=idx, animate=False, scroll=True)
-                return True
-        return False
-
     def export_records(self) -> tuple[list[str], list[list[Any]]]:
         """Column keys (µs columns suffixed _us) and raw values of the rows as shown (filter and sort applied, names in full)."""
         assert self.spec is not None
@@ -236,8 +228,3 @@ class ResultTable(DataTable):
             header.append(c.key + unit)
         return header, [[r.values[i] for i in idx] for r in self.rows_shown]
 
-
-def text_cell(s: object, width: int | None = None, style: str = "") -> Text:
-    from ..text import shorten
-
-    return literal(shorten(str(s), width) if width else s, style)

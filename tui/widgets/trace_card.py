@@ -100,7 +100,6 @@ class TraceCard(Vertical):
         text = span(stage, "bold")
         if total:
             text.append(f"  {fmt_bytes(done)} of {fmt_bytes(total)}")
-        text.append("   Esc cancels", style=DIM)
         self.query_one(".status", Static).update(text)
         self.remove_class("-error", "-done")
 

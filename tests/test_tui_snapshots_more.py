@@ -1,0 +1,84 @@
+"""Snapshots of the other screens (pytest-textual-snapshot): metadata and loading (progress frozen at known
+values), fusion evidence, operations, help, the error screen, browse mode and NO_COLOR.
+
+Update after an intended change with `pytest tests/test_tui_snapshots_more.py --snapshot-update` and look at
+the SVGs in tests/__snapshots__/ (copies with readable names live in screenshots/).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from core.demo import DEMO_A, DEMO_B
+from core.loader import load
+from tui.app import KernelDiffApp
+from tui.messages import LoadProgress
+from tui.screens.error import ErrorScreen
+from tui.testing import PreloadedLoader, wait_for_main, wait_until
+
+SMALL = (80, 24)
+LARGE = (120, 36)
+
+
+@pytest.fixture(scope="module")
+def demo_models():
+    return {str(DEMO_A): load(DEMO_A, use_cache=False), str(DEMO_B): load(DEMO_B, use_cache=False)}
+
+
+def demo_app(models, paths=None, **kw) -> KernelDiffApp:
+    return KernelDiffApp(paths or [str(DEMO_A), str(DEMO_B)], use_cache=False, loader=PreloadedLoader(models), **kw)
+
+
+def test_start_metadata_80x24(snap_compare, demo_models):
+    assert snap_compare(demo_app(demo_models, autoload=False), terminal_size=SMALL)
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x36"])
+def test_start_loading(snap_compare, demo_models, size):
+    app = demo_app(demo_models, autoload=False)
+
+    async def run_before(pilot):
+        # a frozen moment of a load, reported the way the loader reports it
+        await pilot.pause()
+        app.loading = {0, 1}
+        for i, (fraction, stage) in enumerate(((0.42, "reading"), (0.93, "phases"))):
+            size_ = app.infos[i].size
+            app.post_message(LoadProgress(i, fraction, stage, int(size_ * min(fraction / 0.9, 1)), size_))
+        await pilot.pause()
+        app.start_screen.refresh_hint()
+        app.refresh_bindings()
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x36"])
+def test_fusion_evidence(snap_compare, demo_models, size):
+    assert snap_compare(demo_app(demo_models), press=["3"], terminal_size=size, run_before=wait_for_main)
+
+
+def test_operations_80x24(snap_compare, demo_models):
+    assert snap_compare(demo_app(demo_models), press=["2"], terminal_size=SMALL, run_before=wait_for_main)
+
+
+def test_help_80x24(snap_compare, demo_models):
+    assert snap_compare(demo_app(demo_models), press=["question_mark"], terminal_size=SMALL, run_before=wait_for_main)
+
+
+def test_error_80x24(snap_compare, demo_models, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the message names the file as given: keep it relative and stable
+    (tmp_path / "broken.json").write_text('{"traceEvents": [}')
+    app = demo_app(demo_models, paths=[str(DEMO_A), "broken.json"])
+
+    async def run_before(pilot):
+        await wait_until(pilot, lambda: isinstance(app.screen, ErrorScreen))
+
+    assert snap_compare(app, terminal_size=SMALL, run_before=run_before)
+
+
+def test_browse_one_trace_80x24(snap_compare, demo_models):
+    assert snap_compare(demo_app(demo_models, paths=[str(DEMO_B)]), terminal_size=SMALL, run_before=wait_for_main)
+
+
+def test_layers_no_color_80x24(snap_compare, demo_models, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert snap_compare(demo_app(demo_models), terminal_size=SMALL, run_before=wait_for_main)

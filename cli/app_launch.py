@@ -7,12 +7,24 @@ import sys
 
 
 def launch(argv: list[str]) -> int:
+    from cli.aie import _count, _positive_float, _positive_int
+
     p = argparse.ArgumentParser(prog="kerneldiff", description="Open the trace explorer. "
                                 "Subcommands: info, compare, synth, aie (kerneldiff SUBCOMMAND -h).")
     p.add_argument("traces", nargs="*", help="one trace to browse, two to compare; none: the demo pair")
     p.add_argument("--phase", default="all", help="all | prefill | decode | mixed")
     p.add_argument("--registry", help="extra classifier rules (TOML)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
+    g = p.add_argument_group("AMD AIE (NPU) traces", "the GEMM the trace ran: all of --M --K --N --rows --cols, "
+                             "or none (then GMAC/s is not computed); ignored for GPU traces")
+    g.add_argument("--M", type=_positive_int)
+    g.add_argument("--K", type=_positive_int)
+    g.add_argument("--N", type=_positive_int)
+    g.add_argument("--rows", type=_positive_int, help="AIE rows the GEMM is spread over")
+    g.add_argument("--cols", type=_positive_int, help="AIE columns the GEMM is spread over")
+    g.add_argument("--warmup", type=_count, help="warm-up iterations before the perf ones (default 0)")
+    g.add_argument("--iterations", type=_count, help="expected perf iterations (default: all after the warm-up)")
+    g.add_argument("--clock-mhz", type=_positive_float, help="AIE core clock; timestamps are cycles (default 1250)")
     args = p.parse_args(argv)
     if len(args.traces) > 2:
         print("kerneldiff: give one or two traces (or a subcommand: info, compare, synth, aie)", file=sys.stderr)
@@ -22,6 +34,8 @@ def launch(argv: list[str]) -> int:
         from core.demo import DEMO_A, DEMO_B
 
         paths = [str(DEMO_A), str(DEMO_B)]
+    aie = {k: getattr(args, k) for k in ("M", "K", "N", "rows", "cols", "warmup", "iterations", "clock_mhz")}
+    aie = {k: val for k, val in aie.items() if val is not None} or None
     from tui.app import run_app
 
-    return run_app(paths, phase=args.phase, registry=args.registry, use_cache=not args.no_cache)
+    return run_app(paths, phase=args.phase, registry=args.registry, use_cache=not args.no_cache, aie=aie)

@@ -54,6 +54,17 @@ def main(argv: list[str] | None = None) -> int:
             return 130
         except BrokenPipeError:
             return 0
+        except (MemoryError, RecursionError) as e:
+            # a pathological input the loader did not bound: still one line, never a traceback
+            what = "out of memory" if isinstance(e, MemoryError) else "input nested too deeply"
+            print(f"kerneldiff: {' '.join(map(str, getattr(args, 'traces', None) or [getattr(args, 'a', '')]))}: "
+                  f"{what}", file=sys.stderr)
+            return 2
+        except Exception as e:  # last resort: report, do not dump a traceback on the user
+            msg = " ".join(str(e).split())[:300]
+            print(f"kerneldiff: internal error ({type(e).__name__}: {msg}); please report it "
+                  f"with the command line", file=sys.stderr)
+            return 70
     from cli.app_launch import launch
 
     return launch(argv)

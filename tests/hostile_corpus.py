@@ -41,12 +41,10 @@ LAYER_KERNELS = (
     ("vectorized_elementwise_kernel<silu>", "aten::silu"),
     ("nvjet_tst_128x64_down", "aten::mm"),
 )
+GOOD_KERNELS = 3 * 2 * len(LAYER_KERNELS)  # good_events(): 3 steps x 2 layers
 TRUNCATED = r"truncated\b.*?\bkept the \d+ complete events"
 STEP_NAMES = ("execute_context_1(64_64)_generation_0(0)", "execute_context_0(0)_generation_4(4)",
               "execute_context_0(0)_generation_4(4)")
-
-
-GOOD_KERNELS = 3 * 2 * len(LAYER_KERNELS)  # good_events(): 3 steps x 2 layers
 
 
 def metadata(device_name: str = "NVIDIA H100 80GB HBM3", **extra: Any) -> dict[str, Any]:
@@ -62,10 +60,11 @@ def metadata(device_name: str = "NVIDIA H100 80GB HBM3", **extra: Any) -> dict[s
     return meta
 
 
-def good_events(layers: int = 2, steps: int = 3, extra_kernel: str | None = None,
+def good_events(layers: int | tuple[int, ...] = 2, steps: int = 3, extra_kernel: str | None = None,
                 python_cycle: bool = False) -> list[dict[str, Any]]:
     """Steps of a tiny model: annotation, Python frames, cpu ops, launches and kernels, all linked.
 
+    `layers` is per step when a tuple (a pass with an odd layer count).
     `extra_kernel` adds one kernel with that name per layer (e.g. a hostile name).
     `python_cycle` makes the Python parent ids of each step form a loop."""
     ev: list[dict[str, Any]] = []
@@ -85,7 +84,7 @@ def good_events(layers: int = 2, steps: int = 3, extra_kernel: str | None = None
                    "args": {"Python id": root, "Python parent id": cycle_id if python_cycle else -1}})
         kernels = list(LAYER_KERNELS) + ([(extra_kernel, "aten::hostile")] if extra_kernel is not None else [])
         t = t0 + 5
-        for layer in range(layers):
+        for layer in range(layers[s] if isinstance(layers, tuple) else layers):
             pyid += 1
             frame = pyid
             ev.append({"ph": "X", "cat": "python_function", "name": f"layer.py({layer}): forward", "pid": 1,
@@ -141,7 +140,7 @@ def kernel(name: Any = "nvjet_tst_128x64_qkv", ts: Any = 100.0, dur: Any = 5.0, 
 class Case:
     name: str
     what: str
-    expect: str                        # load | error   (for compare; info too unless `info` says)
+    expect: str                        # load | error | any (compare; info too unless `info` says)
     data: bytes | None = None          # file content (None: `make` creates the path itself)
     suffix: str = ".json"
     warn: str | None = None            # regex a warning must match (data was dropped or altered)

@@ -52,7 +52,8 @@ class KernelDiffApp(App):
     ]
 
     def __init__(self, paths: list[str], phase: str = "all", registry: str | None = None, use_cache: bool = True,
-                 autoload: bool = True, compare: Callable[..., Any] | None = None, loader: Callable[..., Any] | None = None) -> None:
+                 autoload: bool = True, compare: Callable[..., Any] | None = None, loader: Callable[..., Any] | None = None,
+                 aie: dict[str, Any] | None = None) -> None:
         super().__init__()
         self.started = time.perf_counter()
         self.paths = [str(p) for p in paths]
@@ -74,6 +75,10 @@ class KernelDiffApp(App):
         self.exit_code = 0
         self._cancel: dict[int, threading.Event] = {}
         self._compare_gen = 0
+        # AMD AIE (NPU) traces: options from the launcher; in AIE mode `models` hold core.aie.AieRun
+        # and `comparison` the AIE session the AIE screens show
+        self.aie_options = aie
+        self.aie_mode = False
 
     # --- start ----------------------------------------------------------------------------------
     def get_default_screen(self) -> StartScreen:
@@ -83,9 +88,10 @@ class KernelDiffApp(App):
                 self.infos[i] = probe(path)
             except TraceError as e:
                 self.errors[i] = str(e)
-            else:
-                if self.infos[i].kind == "aie":
-                    self.errors[i] = f"{path}: this is an AMD AIE (NPU) trace: open it with `kerneldiff aie`"
+        if any(info is not None and info.kind == "aie" for info in self.infos):
+            from .screens.aie_load import route_kinds
+
+            self.aie_mode, self.errors = route_kinds(self.paths, self.infos, self.errors)
         return StartScreen()
 
     def first_frame_shown(self) -> None:
@@ -125,7 +131,7 @@ class KernelDiffApp(App):
         """Thread worker: load one trace, posting throttled progress."""
         from core.loader import load
 
-        load_fn = self.loader or load
+        load_fn = self._aie_loader() if self.aie_mode else (self.loader or load)
         worker = get_current_worker()
         path = self.paths[index]
         last = [0.0, ""]
@@ -165,9 +171,14 @@ class KernelDiffApp(App):
         self.loading.discard(m.index)
         self.models[m.index] = m.model
         model = m.model
-        summary = f"loaded: {len(model.kernels)} kernels · {len(model.steps)} steps · {model.num_layers} layers/step"
-        if model.warnings:
-            summary += f" · {len(model.warnings)} warnings"
+        if self.aie_mode:
+            from .screens.aie_load import card_summary
+
+            summary = card_summary(model)
+        else:
+            summary = f"loaded: {len(model.kernels)} kernels · {len(model.steps)} steps · {model.num_layers} layers/step"
+            if model.warnings:
+                summary += f" · {len(model.warnings)} warnings"
         self.start_screen.card(m.index).set_done(summary)
         self._after_loads()
 
@@ -241,6 +252,9 @@ class KernelDiffApp(App):
         return self.models[0], self.models[1]
 
     def start_compare(self, phase: str) -> None:
+        if self.aie_mode:
+            self._open_aie()
+            return
         self._compare_gen += 1
         a, b = self._pair()
         self.run_worker(partial(self._compare, a, b, phase, self._compare_gen), thread=True, exclusive=True,
@@ -285,9 +299,36 @@ class KernelDiffApp(App):
     def _push_main(self) -> None:
         from .screens.main import MainScreen
 
+        if self.aie_mode:
+            from .screens.aie import AieScreen
+
+            if not isinstance(self.screen, AieScreen):
+                self.push_screen(AieScreen(self.comparison))
+            return
         if isinstance(self.screen, MainScreen):
             return
         self.push_screen(MainScreen(self.comparison, single=self.single_index is not None))
+
+    # --- AMD AIE (NPU) traces -----------------------------------------------------------------
+    def aie_settings(self):
+        from .screens.aie_load import aie_settings
+
+        return aie_settings(self.aie_options)  # run_app validated the options before starting
+
+    def _aie_loader(self) -> Callable[..., Any]:
+        from .screens.aie_load import make_loader
+
+        return make_loader(self.aie_options)
+
+    def _open_aie(self) -> None:
+        """Every AIE trace analysed: show them (the comparison of two runs is cheap, done here)."""
+        from .screens.aie_views import AieSession
+
+        runs = [self.models[self.single_index]] if self.single_index is not None else list(self.models)
+        self.comparison = AieSession.of(runs, self.aie_settings())
+        self.start_screen.refresh_hint()
+        self.refresh_bindings()
+        self._push_main()
 
     def phase_choices(self) -> list[str]:
         present: set[str] = set()
@@ -298,12 +339,15 @@ class KernelDiffApp(App):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cycle_phase":
-            return self.comparison is not None
+            return self.comparison is not None and not self.aie_mode
         return True
 
     def action_cycle_phase(self) -> None:
         if self.comparison is None:
             self.notify("nothing loaded yet", severity="warning")
+            return
+        if self.aie_mode:
+            self.notify("AIE traces have no prefill/decode phases", timeout=3)
             return
         choices = self.phase_choices()
         if len(choices) < 2:
@@ -369,14 +413,25 @@ def first_row(model, name: str) -> int:
     return int(rows[0]) if len(rows) else -1
 
 
-def run_app(paths: list[str], phase: str = "all", registry: str | None = None, use_cache: bool = True) -> int:
-    """Open the explorer on one trace (browse) or two (compare). Returns the exit code."""
+def run_app(paths: list[str], phase: str = "all", registry: str | None = None, use_cache: bool = True,
+            aie: dict[str, Any] | None = None) -> int:
+    """Open the explorer on one trace (browse) or two (compare). Returns the exit code.
+    `aie`: GEMM shape / warm-up / iterations / clock for AMD AIE traces (keys of
+    tui.screens.aie_load.OPTION_KEYS; absent or None = not given)."""
     if phase not in PHASE_ORDER:
         print(f"kerneldiff: unknown phase {phase!r} (choose from {', '.join(PHASE_ORDER)})", file=sys.stderr)
         return 2
     if not 1 <= len(paths) <= 2:
         print("kerneldiff: give one or two traces", file=sys.stderr)
         return 2
-    app = KernelDiffApp(paths, phase=phase, registry=registry, use_cache=use_cache)
+    if aie:
+        from .screens.aie_load import aie_settings
+
+        try:
+            aie_settings(aie)
+        except ValueError as e:
+            print(f"kerneldiff: {e}", file=sys.stderr)
+            return 2
+    app = KernelDiffApp(paths, phase=phase, registry=registry, use_cache=use_cache, aie=aie)
     result = app.run()
     return int(result) if isinstance(result, int) else app.exit_code

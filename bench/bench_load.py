@@ -244,8 +244,11 @@ def measure(task: str, paths: list[Path], cache_dir: Path | None = None) -> dict
     wall = time.perf_counter() - t0
     stdout, stderr = proc.communicate()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        raise SystemExit(f"child {task} failed:\n{stderr.decode(errors='replace')}")
+    if proc.returncode != 0:  # e.g. the naive loader killed for lack of memory: say so, go on
+        err = stderr.decode(errors="replace").strip().splitlines()
+        print(f"  ! {task} failed (exit {proc.returncode}): {err[-1] if err else ''}", file=sys.stderr)
+        return {"failed": True, "seconds": float("nan"), "wall": wall, "cpu": float("nan"),
+                "pss_mb": peak / 1024, "maxrss_mb": float("nan"), "kernels": 0}
     res = json.loads(stdout.decode().strip().splitlines()[-1])
     res["wall"] = wall
     res["cpu"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)

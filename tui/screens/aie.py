@@ -27,7 +27,8 @@ COMPARE_TABS = (("cores", "Cores"), ("system", "System"), ("compare", "Compare")
 
 class AieHeader(Static):
     DEFAULT_CSS = """
-    AieHeader { height: auto; max-height: 3; padding: 0 1; background: $boost; }
+    AieHeader { height: auto; max-height: 3; padding: 0 1; background: $boost; text-wrap: nowrap;
+                text-overflow: ellipsis; }
     """
 
 

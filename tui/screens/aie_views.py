@@ -156,19 +156,20 @@ def _system_line(run) -> Text:
 
 
 def header_text(session: AieSession) -> Text:
-    """Three lines: what is shown, how it was analysed, the system result (or both runs)."""
+    """Three lines: what is shown, how it was analysed, the system result (or both runs). File names
+    come last on their line: the header clips long lines, and the figures matter more."""
     runs = session.runs
     t = Text()
     if not session.compare:
         run = runs[0]
-        t.append("AMD AIE ", style="bold")
-        t.append_text(literal(run.label, f"bold {SIDE_STYLE['a']}"))
         used = sum(1 for c in run.cores if c.iterations)
-        t.append(f"  {len(run.cores)} cores ({used} with kernels) · {run.n_events:,} events", style=DIM)
+        t.append("AMD AIE ", style="bold")
+        t.append(f"{len(run.cores)} cores" + (f" ({used} with kernels)" if used != len(run.cores) else "") + " · ")
+        t.append_text(settings_text(session.settings))
+        t.append("  ")
+        t.append_text(literal(run.label, f"bold {SIDE_STYLE['a']}"))
         t.append("\n")
         t.append_text(shape_text(session.settings))
-        t.append(" · ")
-        t.append_text(settings_text(session.settings))
         t.append("\nsystem ", style="bold")
         t.append_text(_system_line(run))
         t.append("  ")
@@ -177,21 +178,23 @@ def header_text(session: AieSession) -> Text:
     for i, run in enumerate(runs):
         side = session.side(i)
         t.append(SIDE_LETTER[side] + " ", style=f"bold {SIDE_STYLE[side]}")
-        t.append_text(literal(run.label, f"bold {SIDE_STYLE[side]}"))
-        t.append("  ")
         t.append_text(_system_line(run))
+        t.append("  ")
+        t.append_text(literal(run.label, f"bold {SIDE_STYLE[side]}"))
         t.append("\n")
     cmp = session.comparison
     runtime = next((r for r in cmp.rows if r.metric == "system runtime (slowest core)"), None)
     t.append("B/A runtime ", style="bold")
     t.append(fmt_times(runtime.ratio if runtime else None))
-    t.append(" · ")
+    t.append("  ")
+    t.append_text(_notes_badge(len(session.notes())))
+    t.append("  ")
     if session.settings.shape is None:
         t.append("no GEMM shape: GMAC/s shown as -", style="yellow")
     else:
         t.append_text(shape_text(session.settings))
-    t.append("  ")
-    t.append_text(_notes_badge(len(session.notes())))
+    t.append(" · ")
+    t.append_text(settings_text(session.settings))
     return t
 
 

@@ -51,24 +51,28 @@ class _View:
         self.total = float(self.dur.sum())
         # compare by family: "Attention (decode)" on one GPU and "Attention" on another are one operation
         self.cat_names = [classifier.group(c) for c in model.categories]
+        self.groups = sorted(set(self.cat_names) | {"Other"})
+        self.gindex = {g: i for i, g in enumerate(self.groups)}
+        gmap = np.array([self.gindex[g] for g in self.cat_names] + [self.gindex["Other"]], dtype=np.int32)
+        self.gcat = gmap[self.cat]  # category id -1 (unclassified) indexes the trailing "Other"
         steps = k.step[self.rows]
         self.passes = max(len(np.unique(steps[steps >= 0])), 1)
 
     def category_name(self, c: int) -> str:
         return self.cat_names[c] if c >= 0 else "Other"
 
+    def positions(self, group: str) -> np.ndarray:
+        """Positions (into self.rows) of the kernels of one category family."""
+        g = self.gindex.get(group)
+        return np.nonzero(self.gcat == g)[0] if g is not None else np.array([], dtype=np.int64)
+
     def by_category(self) -> dict[str, np.ndarray]:
-        """category name -> positions (into self.rows) of its kernels."""
-        out: dict[str, list] = {}
-        if len(self.cat) == 0:
+        """category family -> positions (into self.rows) of its kernels."""
+        if len(self.gcat) == 0:
             return {}
-        order = np.argsort(self.cat, kind="stable")
-        cats = self.cat[order]
-        cuts = np.flatnonzero(np.diff(cats)) + 1
-        for grp in np.split(order, cuts):
-            name = self.category_name(int(self.cat[grp[0]]))
-            out.setdefault(name, []).append(grp)
-        return {k: np.concatenate(v) for k, v in out.items()}
+        order = np.argsort(self.gcat, kind="stable")
+        cuts = np.flatnonzero(np.diff(self.gcat[order])) + 1
+        return {self.groups[int(self.gcat[grp[0]])]: grp for grp in np.split(order, cuts)}
 
     def top_names(self, pos: np.ndarray, n: int = TOP_N) -> list[str]:
         if len(pos) == 0:
@@ -187,8 +191,8 @@ def _alignments(la, lb, va: _View, vb: _View, labels: tuple[str, str], classifie
         ma, mb = _modal(va, la.get(l, [])), _modal(vb, lb.get(l, []))
         sig_a, dur_a, g_a = ma if ma else ((), np.zeros((1, 0)), np.array([], dtype=np.int64))
         sig_b, dur_b, g_b = mb if mb else ((), np.zeros((1, 0)), np.array([], dtype=np.int64))
-        cats_a = [va.category_name(int(c)) for c in va.cat[g_a]]
-        cats_b = [vb.category_name(int(c)) for c in vb.cat[g_b]]
+        cats_a = [va.groups[int(c)] for c in va.gcat[g_a]]
+        cats_b = [vb.groups[int(c)] for c in vb.gcat[g_b]]
         key = (sig_a, sig_b)
         if key not in memo:
             names_a = [va.m.strings[i] for i in sig_a]
@@ -236,18 +240,23 @@ def _annotate_pairs(pairs: list[KernelPair], labels: tuple[str, str], components
             p.fusion_note = f"only on {mine}"
 
 
+def _by_name(v: _View) -> dict[str, np.ndarray]:
+    if len(v.name) == 0:
+        return {}
+    order = np.argsort(v.name, kind="stable")
+    cuts = np.flatnonzero(np.diff(v.name[order])) + 1
+    return {v.m.strings[int(v.name[g[0]])]: g for g in np.split(order, cuts)}
+
+
 def _same_kernels(va: _View, vb: _View) -> list[SameKernel]:
-    sa_names = {va.m.strings[int(i)]: int(i) for i in np.unique(va.name)}
-    sb_names = {vb.m.strings[int(i)]: int(i) for i in np.unique(vb.name)}
-    common = set(sa_names) & set(sb_names)
+    pa_all, pb_all = _by_name(va), _by_name(vb)
     out = []
-    for name in common:
-        pa = np.nonzero(va.name == sa_names[name])[0]
-        pb = np.nonzero(vb.name == sb_names[name])[0]
+    for name in pa_all.keys() & pb_all.keys():
+        pa, pb = pa_all[name], pb_all[name]
         sa, sb = stats_of(va.dur[pa], va.total), stats_of(vb.dur[pb], vb.total)
-        out.append(SameKernel(name=name, category=va.category_name(int(va.cat[pa[0]])), a=sa, b=sb,
+        out.append(SameKernel(name=name, category=va.groups[int(va.gcat[pa[0]])], a=sa, b=sb,
                               ratio=_ratio(sa.mean_us, sb.mean_us), gap_us=sa.total_us - sb.total_us))
-    out.sort(key=lambda s: -abs(s.gap_us))
+    out.sort(key=lambda s: (-abs(s.gap_us), s.name))
     return out
 
 

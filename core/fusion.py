@@ -31,8 +31,8 @@ GENERIC = {"Other"}
 MEMORY_BOUND_ROLES = {"norm", "elementwise", "memory", "activation", "reduce", "other"}
 
 
-def _side_seq(v) -> tuple[np.ndarray, list[str]]:
-    """Category names per kernel of one side, time order, main device only."""
+def _side_seq(v) -> tuple[np.ndarray, np.ndarray]:
+    """(positions, category-family ids) of one side's kernels, time order, main device only."""
     k = v.m.kernels
     dev = k.device[v.rows]
     if len(dev):
@@ -41,43 +41,38 @@ def _side_seq(v) -> tuple[np.ndarray, list[str]]:
         pos = np.nonzero(dev == main)[0]
     else:
         pos = np.array([], dtype=np.int64)
-    return pos, [v.category_name(int(c)) for c in v.cat[pos]]
+    return pos, v.gcat[pos]
 
 
 def _counts(v) -> Counter:
-    return Counter({v.category_name(int(c)): int(n) for c, n in zip(*np.unique(v.cat, return_counts=True))})
+    ids, n = np.unique(v.gcat, return_counts=True)
+    return Counter({v.groups[int(i)]: int(c) for i, c in zip(ids, n)})
 
 
-def _chains(seq: list[str], comps: list[str]) -> list[list[int]]:
-    """Occurrences of the components in order, each within CHAIN_WINDOW of the previous one."""
-    out = []
-    i, n = 0, len(seq)
-    while i < n:
-        if seq[i] != comps[0]:
-            i += 1
-            continue
-        chain = [i]
-        j = i
-        for c in comps[1:]:
-            nxt = next((x for x in range(j + 1, min(n, j + 1 + CHAIN_WINDOW)) if seq[x] == c), None)
-            if nxt is None:
-                chain = None
-                break
-            chain.append(nxt)
-            j = nxt
-        if chain:
-            out.append(chain)
-            i = chain[-1] + 1
-        else:
-            i += 1
-    return out
+def _chains(seq: np.ndarray, comps: list[int]) -> np.ndarray:
+    """Occurrences of the components in order, each within CHAIN_WINDOW launches of the previous
+    one: an array (occurrences × len(comps)) of indices into seq."""
+    cur = np.nonzero(seq == comps[0])[0]
+    cols = [cur]
+    for c in comps[1:]:
+        nxt = np.full(len(cur), -1, dtype=np.int64)
+        for d in range(1, CHAIN_WINDOW + 1):
+            q = cur + d
+            ok = (nxt < 0) & (q < len(seq))
+            hit = np.zeros(len(cur), dtype=bool)
+            hit[ok] = seq[q[ok]] == c
+            nxt[hit] = q[hit]
+        keep = nxt >= 0
+        cols = [col[keep] for col in cols] + [nxt[keep]]
+        cur = nxt[keep]
+    return np.stack(cols, axis=1) if len(cols[0]) else np.zeros((0, len(comps)), dtype=np.int64)
 
 
 def _memory_bound_us(v, pos: np.ndarray, classifier) -> float:
     if len(pos) == 0:
         return 0.0
-    roles = np.array([classifier.role(v.category_name(int(c))) in MEMORY_BOUND_ROLES for c in v.cat[pos]])
-    return float(v.dur[pos][roles].sum())
+    mb = np.array([classifier.role(g) in MEMORY_BOUND_ROLES for g in v.groups])
+    return float(v.dur[pos][mb[v.gcat[pos]]].sum())
 
 
 def find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[LayerAlignment],
@@ -101,12 +96,12 @@ def find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[L
             if not comps or not all(counts[o].get(c, 0) for c in comps):
                 continue
             pos_o, seq_o = seqs[o]
-            chains = _chains(seq_o, comps)
             vo, vs = sides[o], sides[s]
-            fused_pos = np.nonzero(np.array([vs.category_name(int(c)) == cat for c in vs.cat]))[0]
+            chains = _chains(seq_o, [vo.gindex[c] for c in comps])
+            fused_pos = vs.positions(cat)
             fused_cost = float(vs.dur[fused_pos].sum())
-            if chains:
-                flat = pos_o[np.array([x for ch in chains for x in ch])]
+            if len(chains):
+                flat = pos_o[chains.ravel()]
                 comp_cost = float(vo.dur[flat].sum())
                 comp_names = vo.top_names(flat, 4)
                 per_occ_mem = _memory_bound_us(vo, flat, classifier) / len(chains)
@@ -136,17 +131,20 @@ def find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[L
         for cat, n in counts[s].items():
             if cat in GENERIC or counts[o].get(cat, 0) > 0 or classifier.is_fused(cat) or (cat, o) in explained:
                 continue
-            preds = Counter(seq_s[i - 1] for i, c in enumerate(seq_s) if c == cat and i > 0)
-            if not preds:
+            vs, vo = sides[s], sides[o]
+            cid = vs.gindex[cat]
+            idx = np.nonzero(seq_s == cid)[0]
+            idx = idx[idx > 0]
+            if len(idx) == 0:
                 continue
-            pred, hits = preds.most_common(1)[0]
-            share = hits / max(sum(preds.values()), 1)
+            pid, hits = np.unique(seq_s[idx - 1], return_counts=True)
+            best = int(np.argmax(hits))
+            pred, share = vs.groups[int(pid[best])], float(hits[best] / hits.sum())
             if share < SEQUENCE_CONSISTENCY or counts[o].get(pred, 0) == 0 or pred == cat:
                 continue
-            vs, vo = sides[s], sides[o]
-            uniq_pos = pos_s[[i for i, c in enumerate(seq_s) if c == cat and i > 0 and seq_s[i - 1] == pred]]
-            pred_pos = pos_s[[i - 1 for i, c in enumerate(seq_s) if c == cat and i > 0 and seq_s[i - 1] == pred]]
-            host_pos = np.nonzero(np.array([vo.category_name(int(c)) == pred for c in vo.cat]))[0]
+            after = idx[seq_s[idx - 1] == pid[best]]
+            uniq_pos, pred_pos = pos_s[after], pos_s[after - 1]
+            host_pos = vo.positions(pred)
             # A fusion leaves a trace in the host kernel's name (add_rmsnorm_quant, gemm_bias_act…);
             # without one, "runs nothing there" is all we know: the missing-kernel detector says so.
             host_names = vo.top_names(host_pos, 8)
@@ -177,8 +175,7 @@ def find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[L
         if rate[less] == 0 or rate[more] / rate[less] < IMBALANCE_RATIO or (cat, less) in explained:
             continue
         vm, vl = sides[more], sides[less]
-        pm = np.nonzero(np.array([vm.category_name(int(c)) == cat for c in vm.cat]))[0]
-        pl = np.nonzero(np.array([vl.category_name(int(c)) == cat for c in vl.cat]))[0]
+        pm, pl = vm.positions(cat), vl.positions(cat)
         ratio = rate[more] / rate[less]
         extra = int(round((rate[more] - rate[less]) * vl.passes))
         per_kernel_mem = _memory_bound_us(vm, pm, classifier) / max(len(pm), 1)

@@ -7,9 +7,10 @@
 Traces come from `core.synth` (a vLLM-like decode run, grown to the size; side A of a
 `write_pair`, side B for the two-trace rows); gzip copies hold the same JSON. They are kept in
 --dir (default $XDG_CACHE_HOME/kerneldiff/bench) and reused. Every measurement runs in a fresh
-process: wall time, CPU time, and memory — the peak of the summed PSS of the measured process
-and its workers (sampled every 50 ms from outside, so shared pages are not counted twice) and
-ru_maxrss of the largest single process (getrusage RUSAGE_CHILDREN).
+process: wall time, CPU time (getrusage RUSAGE_CHILDREN), and memory — the peak of the summed
+PSS of the measured process and its workers (sampled every 50 ms from outside, so pages shared
+after fork are not counted twice); each child also reports its own ru_maxrss and its largest
+worker's.
 
 The naive baseline is what the issue describes: read the whole file, orjson.loads, one Python
 loop building a dict per kernel (classified with the shipped Classifier) plus the cpu_op,
@@ -175,8 +176,11 @@ def child(task: str, paths: list[str], cache_dir: str | None) -> dict:
         core.loader.prepare()                            # start the fork server up front
         t0, c0 = time.perf_counter(), time.process_time()
 
+        done = [0.0, 0.0]
+
         def one(i: int) -> None:  # as the app does: each trace loads in its own thread
             models[i] = load(paths[i], classifier=classifier)
+            done[i] = time.perf_counter() - t0
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(2)]
         for t in threads:
@@ -185,6 +189,7 @@ def child(task: str, paths: list[str], cache_dir: str | None) -> dict:
             t.join()
         out["kernels"] = len(models[0].kernels) + len(models[1].kernels)
         out["seconds"] = time.perf_counter() - t0
+        out["first_ready"] = min(done)
         if task == "compare":
             from core.compare import compare
 
@@ -194,6 +199,9 @@ def child(task: str, paths: list[str], cache_dir: str | None) -> dict:
             out["compare_seconds"] = time.perf_counter() - t1
     out.setdefault("seconds", time.perf_counter() - t0)
     out["cpu_self"] = time.process_time() - c0
+    # peak RSS of this process, and of the largest worker it forked and reaped (KB on Linux)
+    out["maxrss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["maxrss_workers_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return out
 
 
@@ -253,7 +261,6 @@ def measure(task: str, paths: list[Path], cache_dir: Path | None = None) -> dict
     res["wall"] = wall
     res["cpu"] = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     res["pss_mb"] = peak / 1024
-    res["maxrss_mb"] = after.ru_maxrss / 1024   # largest single process among all children so far
     return res
 
 
@@ -317,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
                 r = row["pair"] = best(task, [a, b])
                 line = f"  two traces together      {r['seconds']:8.2f} s  cpu {r['cpu']:6.2f} s  peak {r['pss_mb']:7.0f} MB"
                 if "load" in row:
-                    line += f"  ({r['seconds'] / row['load']['seconds']:.2f}x one)"
+                    line += f"  ({r['seconds'] / row['load']['seconds']:.2f}x one; first ready {r['first_ready']:.2f} s)"
                 print(line)
                 if "compare_seconds" in r:
                     print(f"  compare step             {r['compare_seconds']:8.2f} s (after both loads)")

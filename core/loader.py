@@ -287,15 +287,20 @@ def _noop() -> None:
     pass
 
 
-def _worker_main(shm_name: str, slot_size: int, cmd, res) -> None:
+def _worker_main(shm_name: str, slot_size: int, cmd, res, parent: int, inherited: list) -> None:
     """Decode runs of events placed in shared memory. After each run, send its columns (and
     the names first seen in it), so the transfer overlaps with decoding; then the counters."""
+    for conn in inherited:  # a forked worker holds copies of the parent's pipe ends: drop them,
+        conn.close()        # or it would never see the parent go away
     gc.disable()
     shm = shared_memory.SharedMemory(name=shm_name)
     col = Columns()
     sent = 0
     try:
         while True:
+            while not cmd.poll(1.0):
+                if not _alive(parent):  # the loading process was killed: nobody will read
+                    return
             msg = cmd.recv()
             if msg is None:
                 break
@@ -323,6 +328,41 @@ def _worker_main(shm_name: str, slot_size: int, cmd, res) -> None:
         shm.close()
 
 
+SHM_PREFIX = "kerneldiff-"
+
+
+def _sweep_stale_segments() -> None:
+    """Remove shared memory left by a kerneldiff process that was killed mid-load (its
+    `finally` never ran); segments are named after the process that made them."""
+    try:
+        names = os.listdir("/dev/shm")
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(SHM_PREFIX):
+            continue
+        try:
+            pid = int(name[len(SHM_PREFIX):].split("-")[0])
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            try:
+                os.unlink(os.path.join("/dev/shm", name))
+            except OSError:
+                pass
+        except (ValueError, PermissionError, OSError):
+            pass  # not ours to judge, or alive
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        pass
+    return True
+
+
 def _widen(conn) -> None:
     """1 MB pipe buffer (Linux): a run's columns (~3 MB) cross in a few writes, not fifty."""
     try:
@@ -337,6 +377,7 @@ class _Pool:
     """Worker processes with shared-memory slots; owned by one load, torn down at its end."""
 
     def __init__(self, n: int) -> None:
+        _sweep_stale_segments()
         ctx = _mp_context()
         self.shms, self.procs, self.cmds, self.res = [], [], [], []
         self.free: list[list[int]] = []
@@ -345,13 +386,17 @@ class _Pool:
         self.counts: list[tuple[int, int, int] | None] = []
         try:
             for _ in range(n):
-                shm = shared_memory.SharedMemory(create=True, size=SLOTS_PER_WORKER * SLOT)
+                shm = shared_memory.SharedMemory(
+                    name=f"{SHM_PREFIX}{os.getpid()}-{os.urandom(4).hex()}", create=True,
+                    size=SLOTS_PER_WORKER * SLOT)
                 self.shms.append(shm)
                 cmd_r, cmd_w = ctx.Pipe(duplex=False)
                 res_r, res_w = ctx.Pipe(duplex=False)
                 _widen(res_r)
-                p = ctx.Process(target=_worker_main, args=(shm.name, SLOT, cmd_r, res_w), daemon=True,
-                                name="kerneldiff-decode")
+                # a forked child inherits every open pipe end; other start methods pass only args
+                inherited = [cmd_w, res_r, *self.cmds, *self.res] if ctx.get_start_method() == "fork" else []
+                p = ctx.Process(target=_worker_main, args=(shm.name, SLOT, cmd_r, res_w, os.getpid(), inherited),
+                                daemon=True, name="kerneldiff-decode")
                 p.start()
                 cmd_r.close()
                 res_w.close()

@@ -3,16 +3,18 @@
 The `traceEvents` array is cut into slices of ~1 MB at event boundaries (`}` `,` `{`), and each
 slice is decoded by msgspec straight from the buffer (the brackets are patched in place, nothing
 is copied). Decoding is typed: "ph" is the tag of a union, so flows, instants and metadata
-become empty objects without reading a field, and complete events keep only the eight fields
+become empty objects without reading a field, and complete events keep only the seven fields
 kerneldiff uses — shapes, strides, grids and every other key are skipped by the C decoder.
 `Columns.add` then turns a slice into numpy columns one *field* at a time (C-level map +
 np.fromiter), never one event at a time in Python: that is what makes a GB cost seconds.
 
-A boundary found by a byte search can sit inside a string. A slice that starts at a true event
-boundary and ends at a false one ends inside a string, so it cannot decode: a failed slice
-means "try an earlier boundary", and correctness never depends on how the JSON is formatted.
-Values of unexpected types (numbers written as strings, nulls, labels as thread ids) are
-converted by the decoder or, for the rare slice it rejects, event by event (`_lenient`).
+Correctness never depends on how the JSON is formatted. A boundary found by a byte search can
+sit inside a string: a slice cut there ends inside the string and cannot decode, so an earlier
+boundary is tried (or more data read: one event can be huge). Invalid events (NaN, raw control
+bytes, invalid UTF-8, numbers beyond float range) are skipped and counted, the rest kept; a file
+that just stops (a killed profiler, plain or gzip) keeps its complete events. Values of
+unexpected types (numbers as strings, nulls, labels as thread ids) are converted by the decoder
+or, for the rare slice it rejects, event by event (`_lenient`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ except ImportError:  # pragma: no cover
 SLICE = 1024 * 1024
 RUN = 16 * 1024 * 1024       # bytes handed to a worker process at once (amortises the messages)
 WINDOW = 64 * 1024           # where the last boundary of a slice is looked for first
+MAX_EVENT = 512 * 1024 * 1024  # a slice that still has no decodable boundary at this size is not JSON
 GZ_BLOCK = 1024 * 1024       # compressed bytes read per step by the gzip thread
 GZ_OUT = 8 * 1024 * 1024     # at most this much inflated output per step (bounds memory)
 _BOUNDARY = re.compile(rb"\}\s*,\s*(\{)")  # group 1: where the next event starts
@@ -51,6 +54,7 @@ _BOUNDARY = re.compile(rb"\}\s*,\s*(\{)")  # group 1: where the next event start
 _STRONG_BOUNDARY = re.compile(rb'\}\s*,\s*(\{)\s*"[^"\\]*"\s*:')
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _NONSPACE = re.compile(rb"\S")
+_TRAILING_COMMA = re.compile(rb"\}\s*,\s*\Z")
 _LBRACKET, _RBRACKET = ord("["), ord("]")
 
 # --- decoded event shapes -------------------------------------------------------------------
@@ -167,17 +171,19 @@ def _normalize(e: _LooseEvent) -> XEvent:
 
 
 _UNREADABLE = object()   # the category of items that are not events at all (counted as dropped)
+_BAD_EVENT = XEvent(cat=_UNREADABLE)  # type: ignore[arg-type]
 
 
 def _lenient(raw: list[Any]) -> list[XEvent | Skipped]:
     """Convert events one by one, with the loose rules of `_num` / `_int` where types differ."""
     out: list[XEvent | Skipped] = []
-    bad = XEvent(cat=_UNREADABLE)  # type: ignore[arg-type]
+    bad = _BAD_EVENT
     for item in raw:
         if not isinstance(item, dict):
             out.append(bad)
         elif item.get("ph") != "X":
-            out.append(_SKIP)
+            # an event of a kind kerneldiff reads but without its phase is broken, not foreign
+            out.append(bad if "ph" not in item and item.get("cat") in GROUP_OF else _SKIP)
         else:
             try:
                 out.append(msgspec.convert(item, XEvent, strict=False))
@@ -192,55 +198,190 @@ def _lenient(raw: list[Any]) -> list[XEvent | Skipped]:
     return out
 
 
-def decode_events(buf) -> list | None:
-    """Decode a JSON array of events (any buffer); None if it is not valid JSON."""
+class Failure:
+    """Why a slice did not decode: `truncated` (it ends inside a string or an event — the cut
+    was not a real boundary) or invalid content at byte `pos` of the slice (None: unknown)."""
+
+    __slots__ = ("truncated", "pos")
+
+    def __init__(self, truncated: bool, pos: int | None = None) -> None:
+        self.truncated = truncated
+        self.pos = pos
+
+
+_BYTE_POS = re.compile(r"\(byte (\d+)\)")
+
+
+def _failure(e: msgspec.DecodeError) -> Failure:
+    msg = str(e)
+    if "truncated" in msg:
+        return Failure(True)
+    m = _BYTE_POS.search(msg)
+    return Failure(False, int(m.group(1)) if m else None)
+
+
+# msgspec lets these escape for invalid UTF-8, nesting deeper than the recursion limit and
+# numbers beyond float range: they mean "invalid content, position unknown"
+_ODD_ERRORS = (UnicodeDecodeError, RecursionError, msgspec.ValidationError)
+
+
+def try_decode(buf) -> list | Failure:
+    """Decode a JSON array of events (any buffer)."""
     try:
         return _typed.decode(buf)
     except msgspec.ValidationError:
         pass  # valid JSON with values of unexpected types somewhere
-    except msgspec.DecodeError:
-        return None
+    except msgspec.DecodeError as e:
+        return _failure(e)
+    except (UnicodeDecodeError, RecursionError):
+        return Failure(False)
     try:  # the same shapes, any value types: only the odd events cost a Python call
         return [_normalize(e) if type(e) is _LooseX else e for e in _loose.decode(buf)]
     except msgspec.ValidationError:
         pass  # an unknown or missing phase, args that are not an object: event by event
-    except msgspec.DecodeError:
-        return None
+    except msgspec.DecodeError as e:
+        return _failure(e)
+    except (UnicodeDecodeError, RecursionError):
+        return Failure(False)
     try:
         raw = _untyped.decode(buf)
-    except msgspec.DecodeError:
-        return None
+    except msgspec.DecodeError as e:
+        return _failure(e)
+    except _ODD_ERRORS:
+        return Failure(False)
     if not isinstance(raw, list):
-        return None
+        return Failure(False)
     return _lenient(raw)
 
 
-def decode_run(buf, start: int, end: int) -> Iterator[list]:
-    """Decode buf[start:end + 1] — '[' + a run of whole events + room for ']' — a slice at a
-    time. The bytes between two events are overwritten with the brackets of each slice (the run
-    is read once). Raises ValueError when the run is not valid JSON."""
-    buf[end] = _RBRACKET
-    first = start + 1
-    while end - first > 2 * SLICE:
-        m = _STRONG_BOUNDARY.search(buf, first + SLICE, end)
-        if m is None:
-            break
-        stop = m.start() + 1
-        saved = buf[stop]
+BACKOFF = 16       # boundaries tried, from the last one back, before deciding a slice needs more data
+
+
+class _Slicer:
+    """Decodes runs of whole events in place in a writable buffer, cut at boundary candidates.
+
+    A cut can fail two ways. At a false boundary (inside a string) the slice ends in an
+    unterminated string: an earlier boundary is tried, and if the last BACKOFF all fail the
+    caller reads more data (one event can be huge). On invalid content (NaN, a raw control
+    byte, invalid UTF-8, a number beyond float range) the events before it are kept, and the bad
+    event is skipped — counted as one unreadable event — up to where the next event decodes."""
+
+    def __init__(self, buf) -> None:
+        self.buf = buf
+
+    def prefix(self, first: int, stop: int) -> list | Failure:
+        """Decode buf[first:stop] as '[' + events + ']' (the bytes around it are patched)."""
+        buf = self.buf
+        left, right = buf[first - 1], buf[stop]
         buf[first - 1], buf[stop] = _LBRACKET, _RBRACKET
-        with buf[first - 1:stop + 1] as view:
-            events = decode_events(view)
-        if events is None:  # the boundary sat inside a string: decode the rest at once
-            buf[stop] = saved
-            break
+        try:
+            with memoryview(buf)[first - 1:stop + 1] as view:
+                return try_decode(view)
+        finally:
+            buf[first - 1], buf[stop] = left, right
+
+    def _last_candidates(self, first: int, hi: int) -> list[re.Match]:
+        out: list[re.Match] = []
+        seen: set[int] = set()
+        end, window = hi, WINDOW
+        while len(out) < BACKOFF and end > first:
+            lo = max(first, end - window)
+            for m in reversed([m for m in _BOUNDARY.finditer(self.buf, lo, end) if m.start() not in seen]):
+                seen.add(m.start())
+                out.append(m)
+                if len(out) == BACKOFF:
+                    break
+            if lo == first:
+                break
+            end, window = lo + 16, window * 2  # a boundary is short: overlap the windows
+        return out
+
+    def take(self, first: int, hi: int) -> tuple[list, int] | None:
+        """Events from `first` (an event start) to a boundary before `hi`: (events, where the
+        next event starts). None when no boundary among the last BACKOFF decodes."""
+        for m in self._last_candidates(first, hi):
+            r = self.prefix(first, m.start() + 1)
+            if not isinstance(r, Failure):
+                return r, m.start(1)
+            if not r.truncated:
+                return self._salvage(first, hi, r)
+        return None
+
+    def _salvage(self, first: int, hi: int, failure: Failure) -> tuple[list, int] | None:
+        pos = None if failure.pos is None else first - 1 + failure.pos
+        cands = list(_BOUNDARY.finditer(self.buf, first, hi))
+        before = [m for m in cands if pos is None or m.start() < pos]
+        for m in before[::-1][:BACKOFF]:  # the events before the bad one
+            r = self.prefix(first, m.start() + 1)
+            if not isinstance(r, Failure):
+                return r, m.start(1)
+        lo, top, best = 0, len(before) - BACKOFF - 1, None
+        while lo <= top:  # many false boundaries before it: search further back
+            mid = (lo + top) // 2
+            r = self.prefix(first, before[mid].start() + 1)
+            if isinstance(r, Failure):
+                top = mid - 1
+            else:
+                best, lo = (r, before[mid].start(1)), mid + 1
+        if best is not None:
+            return best
+        # the first event is the bad one: skip it, up to where the next event decodes alone
+        # (a next event that is bad too is counted and skipped as well)
+        bad = 1
+        for i, m in enumerate(cands):
+            if pos is not None and m.start() < pos:
+                continue
+            for k in range(i + 1, min(i + 5, len(cands))):
+                r = self.prefix(m.start(1), cands[k].start() + 1)
+                if not isinstance(r, Failure):
+                    return [_BAD_EVENT] * bad, m.start(1)
+                if not r.truncated:
+                    bad += 1
+                    break
+        return None
+
+
+def decode_run(buf, start: int, end: int) -> Iterator[list]:
+    """Decode buf[start:end] — '[' + a run of whole events — a slice (~SLICE bytes) at a time,
+    in place: the bytes between events are overwritten (a run is read once), and the two bytes
+    after it become ',{' so the run's end is a boundary like the others. Raises ValueError when
+    the run's end is not a real boundary (then the whole load is done again in one process)."""
+    buf[end], buf[end + 1] = ord(","), ord("{")
+    slicer = _Slicer(buf)
+    first = start + 1
+    while first < end:
+        hi = end + 2
+        if end - first > 2 * SLICE:
+            m = _STRONG_BOUNDARY.search(buf, first + SLICE, end)
+            if m is not None:
+                hi = m.start(1) + 1
+        r = slicer.take(first, hi)
+        if r is None and hi != end + 2:  # that boundary sat inside a string: up to the run's end
+            r = slicer.take(first, end + 2)
+        if r is None:
+            raise ValueError("run of events does not decode")
+        events, first = r
         yield events
-        first = m.start(1)
-    buf[first - 1] = _LBRACKET
-    with buf[first - 1:end + 1] as view:
-        events = decode_events(view)
-    if events is None:
-        raise ValueError("run of events does not decode")
-    yield events
+
+
+def decode_array(raw: bytes) -> list:
+    """All readable events of a complete JSON array of events; unreadable ones are skipped."""
+    r = try_decode(raw)
+    if not isinstance(r, Failure):
+        return r
+    body = raw.strip()[1:-1].strip()
+    if not body:
+        return []
+    data = bytearray(b"[" + body + b",{")
+    slicer, first, out = _Slicer(data), 1, []
+    while first < len(data) - 2:
+        r = slicer.take(first, len(data))
+        if r is None:
+            out.append(_BAD_EVENT)  # an unreadable remainder counts as one event
+            break
+        events, first = r
+        out.extend(events)
+    return out
 
 
 # --- columns ----------------------------------------------------------------------------------
@@ -291,7 +432,19 @@ def _pick(seq, idx: np.ndarray):
 
 
 def _floats(seq, get) -> np.ndarray:
-    return np.fromiter(map(get, seq), np.float64, len(seq))   # None -> NaN
+    try:
+        return np.fromiter(map(get, seq), np.float64, len(seq))   # None -> NaN
+    except (OverflowError, TypeError, ValueError):  # ints beyond float range (read as infinite)
+        return np.fromiter(map(_float, map(get, seq)), np.float64, len(seq))
+
+
+def _float(v: Any) -> float:
+    try:
+        return float(v) if v is not None else float("nan")
+    except OverflowError:
+        return float("inf")
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def _ints(seq, get) -> np.ndarray:
@@ -437,6 +590,8 @@ class _Inflater:
         self._stop = False
         self._pending = memoryview(b"")
         self.consumed = 0
+        self.produced = 0
+        self.truncated = False      # the stream ended before its end marker
         self._t = threading.Thread(target=self._run, name="kerneldiff-inflate", daemon=True)
         self._t.start()
 
@@ -447,8 +602,10 @@ class _Inflater:
             while not self._stop and not trailing:
                 raw = self._f.read(GZ_BLOCK)
                 if not raw:
-                    if d is not None:
-                        raise TraceError(self.path, "gzip stream is truncated (unexpected end of file)")
+                    if d is not None:  # a killed writer: what was inflated is all there is
+                        if not self.produced:
+                            raise TraceError(self.path, "gzip stream is truncated (unexpected end of file)")
+                        self.truncated = True
                     break
                 self.consumed += len(raw)
                 while raw and not self._stop:
@@ -462,6 +619,7 @@ class _Inflater:
                     except (zlib.error, _zlib.error) as e:
                         raise TraceError(self.path, f"corrupt gzip data at byte {self.consumed} ({e})") from None
                     if out:
+                        self.produced += len(out)
                         self._put(out)
                     if d.eof:
                         raw, d = d.unused_data, None
@@ -580,48 +738,13 @@ class _Buffer:
         self.buf[1:1 + rest] = self.mv[start:self.n]
         self.n = 1 + rest
 
-    def decode_upto(self, end: int) -> list | None:
-        """Decode buf[0:end] + ']' (buf[end] is patched for the call and restored)."""
-        saved = self.buf[end]
-        self.buf[end] = _RBRACKET
-        try:
-            return decode_events(self.mv[:end + 1])
-        finally:
-            self.buf[end] = saved
-
-    def cut(self, fail: Callable[[str], TraceError]) -> tuple[list, int] | None:
-        """Decode the longest run of whole events that ends at a boundary: (events, start of the
-        rest). None when the buffer holds no boundary yet (one giant event: read more)."""
-        end = self.n
-        window = WINDOW
-        failures = 0
-        while end > 1 and failures < 16:
-            lo = max(1, end - window)
-            m = None
-            for m_ in _BOUNDARY.finditer(self.buf, lo, end):
-                m = m_
-            if m is None:
-                if lo == 1:
-                    break
-                end = lo + 16  # a boundary is at most a few bytes long: overlap the windows
-                window *= 2
-                continue
-            events = self.decode_upto(m.start() + 1)
-            if events is not None:
-                return events, m.start(1)  # keep the '{' of the next event
-            end = m.start()  # the boundary sat inside a string, or the JSON is bad: go back
-            failures += 1
-        if failures:
-            raise fail("invalid JSON inside traceEvents (no decodable run of events)")
-        return None
-
     def close(self) -> None:
         self.mv.release()
 
 
 class EventReader:
     """Decoded event batches of one trace (`batches`), or undecoded runs of events for worker
-    processes (`pieces` then `finish_batches`); collects the top-level metadata."""
+    processes (`fill_run` until None, then `finish_batches`); collects the top-level metadata."""
 
     def __init__(self, path: str, progress: Callable[[int, int], None] | None = None) -> None:
         self.path = path
@@ -646,6 +769,8 @@ class EventReader:
         b = self._buf
         while True:
             k = b.fill(self.src)
+            if b.buf[1:4] == b"\xef\xbb\xbf":  # a UTF-8 byte-order mark is not content
+                b.drop_front(4)
             lead = _NONSPACE.search(b.buf, 1, b.n)
             if lead:
                 c = b.buf[lead.start()]
@@ -687,9 +812,13 @@ class EventReader:
                 pass
             if b.free:  # end of the stream
                 break
-            cut = b.cut(self._fail)
+            cut = _Slicer(b.buf).take(1, b.n)
             if cut is None:
-                b.grow()  # no boundary yet (a giant event): keep reading
+                cut = self._before_blanks(b)
+            if cut is None:  # no real boundary yet (a giant event): keep reading
+                if b.n > MAX_EVENT:
+                    raise self._fail("invalid JSON inside traceEvents (no decodable run of events)")
+                b.grow()
                 continue
             events, used = cut
             yield events
@@ -698,6 +827,18 @@ class EventReader:
             if self._progress:
                 self._progress(self.src.consumed, self.src.size)
         yield from self._finish(bytes(b.mv[1:b.n]), base)
+
+    def _before_blanks(self, b: _Buffer) -> tuple[list, int] | None:
+        """A buffer of events followed by nothing but blanks (legal between events, and the
+        shape of a gzip bomb): decode the events and drop the blanks instead of buffering them."""
+        m = _TRAILING_COMMA.search(b.buf, 1, b.n)
+        if m is not None:
+            events = _Slicer(b.buf).prefix(1, m.start() + 1)
+            if not isinstance(events, Failure):
+                return events, b.n
+        elif not _NONSPACE.search(b.buf, 1, b.n):  # only blanks since the last event
+            return [], b.n
+        return None
 
     def fill_run(self, dst: memoryview) -> int | None:
         """Fill `dst` with '[' + a run of whole events, straight from the file (one copy), for
@@ -739,60 +880,58 @@ class EventReader:
         yield from self._finish(self._tail, self._tail_base)
 
     def _finish(self, buf: bytes, base: int) -> Iterator[list]:
+        """The last events, the end of the array and the metadata after it. Events are taken
+        off the front (skipping unreadable ones) until the rest parses as the document's end;
+        if it never does, the file was cut short: keep every complete event."""
         body = buf.lstrip()
         if body.startswith(b","):
             body = body[1:]
-        if self.top == "array":
-            events = decode_events(b"[" + body)
+        data = bytearray(b"[" + body + b",{")  # ',{' makes the last complete event end at a boundary
+        slicer, first, taken = _Slicer(data), 1, False
+        while True:
+            events = self._document_end(bytes(data[first:len(data) - 2]))
             if events is not None:
                 yield events
                 return
-        else:
-            try:
-                doc = msgspec.json.decode(b'{"traceEvents":[' + body, type=dict[str, msgspec.Raw])
-            except msgspec.DecodeError:
-                doc = None
-            if doc is not None:
-                raw_events = doc.pop("traceEvents", b"[]")
-                for k, v in doc.items():
-                    try:
-                        self.meta[k] = msgspec.json.decode(v)
-                    except msgspec.DecodeError:
-                        pass
-                events = decode_events(bytes(raw_events))
-                if events is None:
-                    raise self._fail("'traceEvents' is not a list")
-                yield events
-                return
-        # A killed profiler leaves a file that just stops: keep every complete event.
+            cut = slicer.take(first, len(data))
+            if cut is None:
+                break
+            events, first = cut
+            taken = True
+            yield events
         self.truncated_at = base + len(buf)
-        tail = _Buffer(len(buf) + 8)
-        tail.buf[1:1 + len(buf)] = buf
-        tail.n = 1 + len(buf)
-        tail.buf[tail.n:tail.n + 2] = b",{"
-        tail.n += 2
+        if not taken and base <= self.events_offset:
+            raise self._fail("truncated or invalid JSON: no complete event could be read")
+
+    def _document_end(self, rest: bytes) -> list | None:
+        """Events of `rest` when it is the complete end of the document, else None."""
+        if self.top == "array":
+            r = try_decode(b"[" + rest)
+            return None if isinstance(r, Failure) else r
         try:
-            cut = tail.cut(self._fail)
-        except TraceError:
-            cut = None
-        finally:
-            tail.close()
-        if cut is None:
-            if base <= self.events_offset or not body.strip():
-                raise self._fail("truncated or invalid JSON: no complete event could be read")
-            return
-        yield cut[0]
+            doc = msgspec.json.decode(b'{"traceEvents":[' + rest, type=dict[str, msgspec.Raw])
+        except (msgspec.DecodeError, *_ODD_ERRORS):
+            return None
+        raw_events = bytes(doc.pop("traceEvents", b"[]"))
+        for k, v in doc.items():
+            try:
+                self.meta[k] = msgspec.json.decode(v)
+            except (msgspec.DecodeError, *_ODD_ERRORS):
+                pass
+        if not raw_events.lstrip().startswith(b"["):
+            raise self._fail("'traceEvents' is not a list")
+        return decode_array(raw_events)
 
     def _parse_head(self, head: bytes) -> None:
         try:
             self.meta.update(msgspec.json.decode(head.rstrip().rstrip(b",") + b"}", type=dict[str, Any]))
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, *_ODD_ERRORS):
             pass  # metadata is optional; the probe already reported what it could
 
     def _parse_whole_object(self, buf: bytes) -> None:
         try:
             doc = msgspec.json.decode(buf)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, *_ODD_ERRORS):
             raise self._fail("invalid JSON (not a complete JSON document)") from None
         if isinstance(doc, dict) and "traceEvents" in doc:
             raise self._fail("'traceEvents' is not a list")

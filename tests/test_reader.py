@@ -155,8 +155,85 @@ def test_a_false_boundary_inside_a_run_is_survived(monkeypatch):
     evs = [trick] + [{"ph": "X", "cat": "kernel", "name": f"k{i}", "ts": i, "dur": 1} for i in range(1, 40)]
     body = json.dumps(evs, separators=(",", ":")).encode()
     assert reader._STRONG_BOUNDARY.search(body, 64).start() < body.index(b'"k1"')  # a false match first
-    buf = bytearray(body[:-1] + b",")       # '[' + events + room for ']'
-    got = [e for batch in reader.decode_run(memoryview(buf), 0, len(buf) - 1) for e in batch]
+    buf = bytearray(body[:-1] + b"..")       # '[' + events + two bytes of room
+    got = [e for batch in reader.decode_run(memoryview(buf), 0, len(buf) - 2) for e in batch]
     assert [e.name for e in got] == [f"k{i}" for i in range(40)]
+    cut_in_a_string = bytearray(b'[{"ph":"X","name":"a}..')   # the run "ends" inside a string
     with pytest.raises(ValueError):
-        list(reader.decode_run(memoryview(bytearray(b'[{"ph":"X","name":"a\\"},{')), 0, 12))
+        list(reader.decode_run(memoryview(cut_in_a_string), 0, len(cut_in_a_string) - 2))
+
+
+def test_workers_of_a_killed_load_exit(tmp_path):
+    """A UI killed mid-load must not leave decoding processes (or shared memory) behind."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = ("import core.loader as l, sys; p = l._Pool(2); "
+            "print(*[q.pid for q in p.procs], *[s.name for s in p.shms], flush=True); sys.stdin.read()")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL,
+                            cwd=loader.__file__.rsplit("/core/", 1)[0], text=True)
+    *pids, shm_a, shm_b = proc.stdout.readline().split()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+    def alive(pid):
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return False
+        with open(f"/proc/{pid}/stat") as f:    # a zombie waiting for init to reap it is gone
+            return f.read().split(") ")[1][0] != "Z"
+
+    deadline = time.time() + 10
+    while any(alive(p) for p in pids) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(p) for p in pids)
+    loader._sweep_stale_segments()             # what the next load does first
+    assert not os.path.exists(f"/dev/shm/{shm_a}") and not os.path.exists(f"/dev/shm/{shm_b}")
+
+
+def test_invalid_events_are_skipped_and_counted_in_every_path(tmp_path, classifier, small_runs,
+                                                              sequential_calls):
+    """NaN, a raw control byte, invalid UTF-8 and a number beyond float range mid-file: those
+    events are dropped and counted, the others kept — by one process and by the workers."""
+    good = [json.dumps(e).encode() for e in nasty_doc(400)["traceEvents"]]
+    bad = [b'{"ph": "X", "cat": "kernel", "name": "nan", "ts": NaN, "dur": 1}',
+           b'{"ph": "X", "cat": "kernel", "name": "ctl\x1b[2J", "ts": 1, "dur": 1}',
+           b'{"ph": "X", "cat": "kernel", "name": "bad\xff\xfe", "ts": 2, "dur": 1}',
+           b'{"ph": "X", "cat": "kernel", "name": "big", "ts": 1e999, "dur": 1}']
+    events = good[:300] + bad[:2] + good[300:900] + bad[2:] + good[900:]
+    body = b'{"traceEvents": [' + b",\n".join(events) + b"]}"
+    for gz in (False, True):
+        p = write_trace(tmp_path / ("t.json.gz" if gz else "t.json"), body, gz=gz)
+        sequential_calls.clear()
+        one = load(p, classifier=classifier, workers=1)
+        two = load(p, classifier=classifier, workers=2)
+        assert sequential_calls == [1]             # the workers skipped the bad events themselves
+        assert one.dropped_events == 4 and any("4 malformed" in w for w in one.warnings)
+        assert len(one.kernels) == 400
+        assert_same(one, two)
+
+
+def test_truncated_gzip_keeps_the_complete_events(tmp_path, classifier):
+    import gzip as gzip_module
+
+    data = gzip_module.compress(json.dumps(nasty_doc(400)).encode())
+    p = tmp_path / "cut.json.gz"
+    p.write_bytes(data[: len(data) * 2 // 3])
+    m = load(p, classifier=classifier)
+    assert 0 < len(m.kernels) < 400
+    assert any("truncated" in w and "complete events" in w for w in m.warnings)
+
+
+def test_byte_order_mark_and_blank_stretches_are_fine(tmp_path, classifier):
+    ev = nasty_doc(50)["traceEvents"]
+    # 2.5 MB of blanks between two events: more than a slice, with no boundary in sight
+    body = json.dumps(kineto_doc(ev)).encode().replace(b"}, {", b"}, " + b" " * 2_500_000 + b"{", 1)
+    p = tmp_path / "t.json"
+    p.write_bytes(b"\xef\xbb\xbf" + body)
+    m = load(p, classifier=classifier)
+    assert len(m.kernels) == 50 and m.dropped_events == 0

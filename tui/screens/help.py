@@ -31,6 +31,12 @@ def _bindings(cls) -> list[Binding]:
     return out
 
 
+def _aie_screen():
+    from .aie import AieScreen
+
+    return AieScreen
+
+
 def binding_groups(app) -> list[tuple[str, list[tuple[str, str]]]]:
     """(context, [(keys, description)]) for every binding the explorer defines."""
     from .base import ExplorerScreen
@@ -59,6 +65,7 @@ def binding_groups(app) -> list[tuple[str, list[tuple[str, str]]]]:
         ("Main screen (tabs)", rows(_bindings(MainScreen))
          + [("←, →", "Switch tab (when the tab bar has focus)"), ("tab", "Move focus (table ↔ detail pane)")]),
         ("Detail panes", rows(_bindings(DetailScroll) + _bindings(KernelDetailScreen))),
+        ("AIE (NPU) traces", rows(_bindings(_aie_screen()))),
         ("Start screen", rows(_bindings(StartScreen))),
         ("Error screen", rows(_bindings(ErrorScreen))),
         ("Help", rows(_bindings(HelpScreen))),

@@ -25,7 +25,7 @@ import re
 import threading
 import zlib
 from collections.abc import Callable, Iterator
-from itertools import repeat
+from itertools import islice, repeat
 from operator import attrgetter, itemgetter
 from typing import Any, ClassVar, Union
 
@@ -309,8 +309,7 @@ class _Slicer:
 
     def _salvage(self, first: int, hi: int, failure: Failure) -> tuple[list, int] | None:
         pos = None if failure.pos is None else first - 1 + failure.pos
-        cands = list(_BOUNDARY.finditer(self.buf, first, hi))
-        before = [m for m in cands if pos is None or m.start() < pos]
+        before = list(_BOUNDARY.finditer(self.buf, first, hi if pos is None else pos))
         for m in before[::-1][:BACKOFF]:  # the events before the bad one
             r = self.prefix(first, m.start() + 1)
             if not isinstance(r, Failure):
@@ -325,14 +324,17 @@ class _Slicer:
                 best, lo = (r, before[mid].start(1)), mid + 1
         if best is not None:
             return best
-        # the first event is the bad one: skip it, up to where the next event decodes alone
-        # (a next event that is bad too is counted and skipped as well)
+        # The first event is the bad one: skip it, up to where the next event decodes alone (a
+        # next event that is bad too is counted and skipped as well). Boundaries are looked up
+        # lazily: a file of many bad events must not rescan the whole slice for each.
+        it = _BOUNDARY.finditer(self.buf, first if pos is None else pos, hi)
+        ahead = list(islice(it, 5))
         bad = 1
-        for i, m in enumerate(cands):
-            if pos is not None and m.start() < pos:
-                continue
-            for k in range(i + 1, min(i + 5, len(cands))):
-                r = self.prefix(m.start(1), cands[k].start() + 1)
+        while ahead:
+            m = ahead.pop(0)
+            ahead.extend(islice(it, 5 - len(ahead) - 1))
+            for nxt in ahead:
+                r = self.prefix(m.start(1), nxt.start() + 1)
                 if not isinstance(r, Failure):
                     return [_BAD_EVENT] * bad, m.start(1)
                 if not r.truncated:

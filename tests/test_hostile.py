@@ -38,33 +38,10 @@ BY_NAME = {c.name: c for c in CASES}
 BIG = {"million_identical", "gzip_bomb", "huge_name", "huge_name_fake_boundaries", "big_gzip_bad_events",
        "big_gzip_truncated"}
 
-# Known bugs in core/reader.py and core/loader.py (owned by another helper while this was written):
-# case -> (which tests fail, why). Each is reported to the lead with the input and the expected fix.
 CLI = {"info", "compare"}
-READER_BUGS: dict[str, tuple[set[str], str]] = {
-    "truncated_gzip": (CLI, "reader: a gzip stream that ends early raises 'gzip stream is truncated' instead of "
-                            "keeping the complete events, as for a truncated plain file"),
-    "big_gzip_truncated": (CLI, "reader: same as truncated_gzip, on the parallel path"),
-    "big_gzip_bad_events": (CLI, "reader/loader: one NaN and one invalid-UTF-8 event mid-file reject the whole file "
-                                 "('no decodable run of events') instead of skipping and counting the two"),
-    "gzip_bomb": (CLI, "reader: 1 GiB of blanks with no event boundary is buffered whole; MemoryError traceback "
-                       "under a 3 GB limit"),
-    "utf8_bom": (CLI, "reader: a UTF-8 BOM before '{' is refused as 'not JSON' (the probe accepts it)"),
-    "missing_ph": (CLI, "loader: kernel events without 'ph' are dropped silently, not counted as malformed"),
-    "nan_infinity_literals": (CLI, "reader: NaN/Infinity mid-file end the load with a false 'truncated ... no "
-                                   "complete event' error instead of skipping and counting those events"),
-    "overflowing_floats": (CLI, "reader: 1e999 mid-file is reported as \"'traceEvents' is not a list\""),
-    "timestamps_beyond_int64": (CLI | {"json"}, "reader: an integer ts of 10**400 raises OverflowError in "
-                                                "_floats (np.fromiter)"),
-    "invalid_utf8": (CLI | {"json"}, "reader: msgspec raises UnicodeDecodeError for invalid UTF-8 in a string; "
-                                     "it escapes as a traceback"),
-    "raw_control_bytes": (CLI | {"literal"}, "reader: a raw control byte in one string ends the load with a false "
-                                             "'truncated ... no complete event' error"),
-    "huge_name_fake_boundaries": (CLI, "reader: a valid file whose 10 MB name is full of '},{' is refused "
-                                       "('no decodable run of events')"),
-    "deep_args": (CLI | {"json"}, "reader: args nested 10k deep raise RecursionError from msgspec (a traceback)"),
-    "deep_metadata": (CLI | {"json"}, "reader: metadata nested 10k deep raises RecursionError in _parse_head"),
-}
+# Cases that once failed inside the reader/loader, now fixed; kept as a map so a future known bug
+# can be recorded here as a strict xfail: case -> (which tests fail, why).
+READER_BUGS: dict[str, tuple[set[str], str]] = {}
 
 
 def _marks(test: str, name: str):

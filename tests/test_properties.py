@@ -204,10 +204,7 @@ def test_byte_mutations_of_a_valid_trace(clf, data, gz):
     load_or_error(_write(data, gz), clf)
 
 
-@pytest.mark.xfail(strict=True, reason="core/reader.py: msgspec raises UnicodeDecodeError (not DecodeError) "
-                   "for invalid UTF-8 inside a string; the reader lets it escape instead of a TraceError "
-                   "or dropping the event")
-@settings(SETTINGS, phases=[Phase.generate])  # expected to fail: do not spend time shrinking
+@SETTINGS
 @given(data=byte_mutations(None))
 def test_arbitrary_byte_mutations_of_a_valid_trace(clf, data):
     load_or_error(_write(data), clf)

@@ -103,7 +103,24 @@ async def run(n: int, presses: int) -> dict[str, float]:
     return p95s
 
 
+async def first_frame(repeat: int = 5) -> None:
+    """Time from app construction to the first frame (both probes shown), demo pair, no loading."""
+    from core.demo import DEMO_A, DEMO_B
+    from tui.app import KernelDiffApp
+
+    times = []
+    for _ in range(repeat):
+        app = KernelDiffApp([str(DEMO_A), str(DEMO_B)], use_cache=False, autoload=False)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.pause()
+            times.append(app.first_frame_seconds * 1000)
+    times.sort()
+    print(f"first frame (app start → metadata screen): median {statistics.median(times):.0f} ms, "
+          f"max {times[-1]:.0f} ms over {repeat} runs (imports excluded; python -X importtime for those)")
+
+
 async def main(rows: int, presses: int) -> None:
+    await first_frame()
     base = await run(1_000, presses)      # baseline: a small table, same machine, same run
     big = await run(rows, presses)
     for key in big:

@@ -55,6 +55,7 @@ _STRONG_BOUNDARY = re.compile(rb'\}\s*,\s*(\{)\s*"[^"\\]*"\s*:')
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _NONSPACE = re.compile(rb"\S")
 _TRAILING_COMMA = re.compile(rb"\}\s*,\s*\Z")
+_EVENT_THEN_END = re.compile(rb"\}\s*\]")   # the last event's '}', then the array's ']'
 _LBRACKET, _RBRACKET = ord("["), ord("]")
 
 # --- decoded event shapes -------------------------------------------------------------------
@@ -283,7 +284,7 @@ class _Slicer:
     def _last_candidates(self, first: int, hi: int) -> list[re.Match]:
         out: list[re.Match] = []
         seen: set[int] = set()
-        end, window = hi, WINDOW
+        end, window = hi, 2048  # a few events: the last boundary is nearly always there
         while len(out) < BACKOFF and end > first:
             lo = max(first, end - window)
             for m in reversed([m for m in _BOUNDARY.finditer(self.buf, lo, end) if m.start() not in seen]):
@@ -351,6 +352,7 @@ def decode_run(buf, start: int, end: int) -> Iterator[list]:
     buf[end], buf[end + 1] = ord(","), ord("{")
     slicer = _Slicer(buf)
     first = start + 1
+    small: list = []   # short batches (around bad events) are handed on together
     while first < end:
         hi = end + 2
         if end - first > 2 * SLICE:
@@ -361,9 +363,19 @@ def decode_run(buf, start: int, end: int) -> Iterator[list]:
         if r is None and hi != end + 2:  # that boundary sat inside a string: up to the run's end
             r = slicer.take(first, end + 2)
         if r is None:
-            raise ValueError("run of events does not decode")
+            last = slicer.prefix(first, end)
+            if not isinstance(last, Failure) or last.truncated:  # the run's end is not an event's
+                raise ValueError("run of events does not decode")
+            r = [_BAD_EVENT], end + 1   # the run's last event is the unreadable one
         events, first = r
+        if len(events) < CHUNK_EVENTS:
+            small.extend(events)
+            if len(small) < CHUNK_EVENTS:
+                continue
+            events, small = small, []
         yield events
+    if small:
+        yield small
 
 
 def decode_array(raw: bytes) -> list:
@@ -814,18 +826,26 @@ class EventReader:
                 pass
             if b.free:  # end of the stream
                 break
-            cut = _Slicer(b.buf).take(1, b.n)
-            if cut is None:
+            slicer, first, got = _Slicer(b.buf), 1, []
+            while b.n - first > WINDOW:  # usually once; more when bad events cut slices short
+                cut = slicer.take(first, b.n)
+                if cut is None:
+                    break
+                events, first = cut
+                got.extend(events)
+            if got:
+                yield got
+            if first == 1:
                 cut = self._before_blanks(b)
-            if cut is None:  # no real boundary yet (a giant event): keep reading
-                if b.n > MAX_EVENT:
-                    raise self._fail("invalid JSON inside traceEvents (no decodable run of events)")
-                b.grow()
-                continue
-            events, used = cut
-            yield events
-            b.drop_front(used)
-            base += used - 1
+                if cut is None:  # no real boundary yet (a giant event): keep reading
+                    if b.n > MAX_EVENT:
+                        raise self._fail("invalid JSON inside traceEvents (no decodable run of events)")
+                    b.grow()
+                    continue
+                events, first = cut
+                yield events
+            b.drop_front(first)
+            base += first - 1
             if self._progress:
                 self._progress(self.src.consumed, self.src.size)
         yield from self._finish(bytes(b.mv[1:b.n]), base)
@@ -883,35 +903,64 @@ class EventReader:
 
     def _finish(self, buf: bytes, base: int) -> Iterator[list]:
         """The last events, the end of the array and the metadata after it. Events are taken
-        off the front (skipping unreadable ones) until the rest parses as the document's end;
-        if it never does, the file was cut short: keep every complete event."""
+        off the front (skipping unreadable ones); once no more can be taken, the rest must parse
+        as the document's end — if it never does, the file was cut short: keep every complete
+        event."""
         body = buf.lstrip()
         if body.startswith(b","):
             body = body[1:]
         data = bytearray(b"[" + body + b",{")  # ',{' makes the last complete event end at a boundary
-        slicer, first, taken = _Slicer(data), 1, False
+        slicer, first, got = _Slicer(data), 1, []
         while True:
-            events = self._document_end(bytes(data[first:len(data) - 2]))
-            if events is not None:
-                yield events
-                return
             cut = slicer.take(first, len(data))
+            if cut is None or cut[0][:1] == [_BAD_EVENT]:
+                # nothing more to take, or "unreadable" — which may be the array's end instead
+                end = self._document_end(data, first)
+                if end is not None:
+                    yield got + end
+                    return
             if cut is None:
-                break
+                bad = self._bad_last_event(data, first)
+                if bad is None:
+                    break
+                yield got + bad
+                return
             events, first = cut
-            taken = True
-            yield events
+            got.extend(events)
+        yield got
         self.truncated_at = base + len(buf)
-        if not taken and base <= self.events_offset:
+        if not got and base <= self.events_offset:
             raise self._fail("truncated or invalid JSON: no complete event could be read")
 
-    def _document_end(self, rest: bytes) -> list | None:
-        """Events of `rest` when it is the complete end of the document, else None."""
+    def _bad_last_event(self, data: bytearray, first: int) -> list | None:
+        """The last event is unreadable and the document ends after it: skip it (counted)."""
+        for m in _EVENT_THEN_END.finditer(data, first, len(data) - 2):
+            end = self._document_end(data, m.start() + 1)
+            if end is not None:
+                return [_BAD_EVENT, *end]
+        return None
+
+    def _document_end(self, data: bytearray, first: int) -> list | None:
+        """Events of data[first:-2] when it is the complete end of the document, else None.
+        Parsed in place: the (already decoded) bytes before `first` hold the opening text."""
+        stop = len(data) - 2
+        head = b"[" if self.top == "array" else b'{"traceEvents":['
+        if first < len(head):
+            return self._parse_end(head + bytes(data[first:stop]))
+        saved = bytes(data[first - len(head):first])
+        data[first - len(head):first] = head
+        try:
+            with memoryview(data)[first - len(head):stop] as view:
+                return self._parse_end(view)
+        finally:
+            data[first - len(head):first] = saved
+
+    def _parse_end(self, buf) -> list | None:
         if self.top == "array":
-            r = try_decode(b"[" + rest)
+            r = try_decode(buf)
             return None if isinstance(r, Failure) else r
         try:
-            doc = msgspec.json.decode(b'{"traceEvents":[' + rest, type=dict[str, msgspec.Raw])
+            doc = msgspec.json.decode(buf, type=dict[str, msgspec.Raw])
         except (msgspec.DecodeError, *_ODD_ERRORS):
             return None
         raw_events = bytes(doc.pop("traceEvents", b"[]"))
@@ -920,6 +969,7 @@ class EventReader:
                 self.meta[k] = msgspec.json.decode(v)
             except (msgspec.DecodeError, *_ODD_ERRORS):
                 pass
+        del doc  # its Raw values point into `buf`
         if not raw_events.lstrip().startswith(b"["):
             raise self._fail("'traceEvents' is not a list")
         return decode_array(raw_events)

@@ -26,6 +26,7 @@ def add_parser(sub) -> None:
                    help="CSV: which table (default: all tables, one file each, with -o; operations on stdout)")
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
     p.add_argument("--registry", help="extra classifier rules (TOML), tried before the shipped ones")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
     p.add_argument("--fusion-param", action="append", default=[], metavar="KEY=VALUE",
                    help="override a fusion-benefit parameter (dispatch_ns, roundtrip_ns, memory_bw, "
                         "readback_bw, unified_memory, achieved_fraction, min_gain_ns)")
@@ -58,8 +59,8 @@ def run(args) -> int:
         if info.kind == "aie":
             raise TraceError(info.path, "this is an AMD AIE (NPU) trace: compare AIE runs with `kerneldiff aie A B`")
     classifier = Classifier.load(args.registry)
-    a = load(args.a, classifier=classifier, info=infos[0])
-    b = load(args.b, classifier=classifier, info=infos[1])
+    a = load(args.a, classifier=classifier, info=infos[0], use_cache=not args.no_cache)
+    b = load(args.b, classifier=classifier, info=infos[1], use_cache=not args.no_cache)
     try:
         cmp = compare(a, b, phase=args.phase, classifier=classifier, fusion_overrides=_overrides(args.fusion_param))
     except ValueError as e:

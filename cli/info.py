@@ -16,6 +16,7 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--probe-only", action="store_true", help="only read the head of each file")
     p.add_argument("--registry", help="extra classifier rules (TOML), tried before the shipped ones")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
 
 
 def probe_table(info) -> Table:
@@ -58,7 +59,7 @@ def run(args) -> int:
                 from core.classify import Classifier
 
                 classifier = Classifier.load(args.registry)
-            model = load(path, info=info, classifier=classifier)
+            model = load(path, info=info, classifier=classifier, use_cache=not args.no_cache)
             entry["summary"] = summarize(model)
         results.append(entry)
         if args.json:

@@ -12,5 +12,14 @@ class TraceError(Exception):
         super().__init__(f"{self.path}: {self.problem}")
 
 
+def file_error(path: str, e: OSError) -> TraceError:
+    """The one-line TraceError for a file that cannot be opened or read."""
+    if isinstance(e, IsADirectoryError):
+        return TraceError(path, "is a directory, not a trace file")
+    if isinstance(e, FileNotFoundError):
+        return TraceError(path, "no such file")
+    return TraceError(path, f"cannot read: {e.strerror or e}")
+
+
 class LoadCancelled(Exception):
     """The caller asked the loader to stop (the progress callback returned False or the event was set)."""

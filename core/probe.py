@@ -20,7 +20,7 @@ try:  # ISA-L inflates 2-3x faster than zlib; same API
 except ImportError:  # pragma: no cover
     _zlib = zlib
 
-from .errors import TraceError
+from .errors import TraceError, file_error
 
 HEAD_BYTES = 256 * 1024
 TAIL_BYTES = 256 * 1024
@@ -90,12 +90,8 @@ def read_head(path: str, limit: int = HEAD_BYTES) -> tuple[bytes, bool, int]:
         size = os.path.getsize(path)
         with open(path, "rb") as f:
             raw = f.read(limit if size > limit else size)
-    except IsADirectoryError:
-        raise TraceError(path, "is a directory, not a trace file") from None
-    except FileNotFoundError:
-        raise TraceError(path, "no such file") from None
     except OSError as e:
-        raise TraceError(path, f"cannot read: {e.strerror or e}") from None
+        raise file_error(path, e) from None
     if raw[:2] != GZIP_MAGIC:
         return raw, False, size
     d = zlib.decompressobj(wbits=31)

@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Union
 import msgspec
 import numpy as np
 
-from .errors import TraceError
+from .errors import TraceError, file_error
 
 try:  # ISA-L inflates 2-3x faster than zlib with the same API, and releases the GIL
     from isal import isal_zlib as _zlib
@@ -683,12 +683,8 @@ class Source:
         try:
             self.size = os.path.getsize(path)
             self._f = open(path, "rb", buffering=0)
-        except IsADirectoryError:
-            raise TraceError(path, "is a directory, not a trace file") from None
-        except FileNotFoundError:
-            raise TraceError(path, "no such file") from None
         except OSError as e:
-            raise TraceError(path, f"cannot read: {e.strerror or e}") from None
+            raise file_error(path, e) from None
         self.compressed = self._f.read(2) == b"\x1f\x8b"
         self._f.seek(0)
         self._inflater = _Inflater(path, self._f) if self.compressed else None

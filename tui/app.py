@@ -413,6 +413,19 @@ def first_row(model, name: str) -> int:
     return int(rows[0]) if len(rows) else -1
 
 
+def _warm_up_workers(paths: list[str]) -> None:
+    """Big traces are decoded by worker processes; start their fork server while the first frame
+    is drawn, so the first load does not pay its ~0.3 s start-up."""
+    try:
+        big = any(os.path.getsize(p) >= 8 * 1024 * 1024 for p in paths)
+    except OSError:
+        return  # the probe will report the file
+    if big:
+        from core.loader import prepare
+
+        threading.Thread(target=prepare, name="kerneldiff-prepare", daemon=True).start()
+
+
 def run_app(paths: list[str], phase: str = "all", registry: str | None = None, use_cache: bool = True,
             aie: dict[str, Any] | None = None) -> int:
     """Open the explorer on one trace (browse) or two (compare). Returns the exit code.
@@ -432,6 +445,7 @@ def run_app(paths: list[str], phase: str = "all", registry: str | None = None, u
         except ValueError as e:
             print(f"kerneldiff: {e}", file=sys.stderr)
             return 2
+    _warm_up_workers(paths)
     app = KernelDiffApp(paths, phase=phase, registry=registry, use_cache=use_cache, aie=aie)
     result = app.run()
     return int(result) if isinstance(result, int) else app.exit_code

@@ -136,6 +136,9 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
     shown = [0.0]
 
     def read_progress(done: int, total: int) -> None:
+        if (done, total) == (0, 1):  # queued behind another load for the worker processes
+            report(shown[0], "waiting for a free core", 0, info.size)
+            return
         # monotonic even when a parallel read gives up and one process starts over
         shown[0] = max(shown[0], READ_SHARE * min(done, size) / size)
         report(shown[0], "reading", done, total)

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Footer, Static, TabbedContent
 
 from ..widgets.header import Breadcrumb
 from ..widgets.result_table import ResultTable
 from ..widgets.table_pane import DetailScroll, TablePane
 from . import aie_views as v
 from .aie_views import AieSession
-from .base import ExplorerScreen, FilterInput
+from .base import ExplorerScreen, FilterInput, TabbedExplorerScreen
 
 SINGLE_TABS = (("cores", "Cores"), ("system", "System"), ("notes", "Notes"))
 COMPARE_TABS = (("cores", "Cores"), ("system", "System"), ("compare", "Compare"), ("paired", "Per iteration"),
@@ -32,7 +32,7 @@ class AieHeader(Static):
     """
 
 
-class AieScreen(ExplorerScreen):
+class AieScreen(TabbedExplorerScreen):
     """One AIE run (or two side by side) in tabs."""
 
     BINDINGS = [
@@ -49,15 +49,12 @@ class AieScreen(ExplorerScreen):
         self.session = session
         self.tabs = COMPARE_TABS if session.compare else SINGLE_TABS
 
-    def compose(self) -> ComposeResult:
-        yield Breadcrumb(*self._crumbs())
-        yield AieHeader(id="header")
-        with TabbedContent(id="tabs"):
-            for key, title in self.tabs:
-                with TabPane(title, id=f"tab-{key}"):
-                    yield self._pane(key)
-        yield FilterInput(placeholder="filter by name (Enter keeps it, Esc clears)", id="filter")
-        yield Footer()
+    @property
+    def crumb_root(self) -> str:
+        return "aie compare" if self.session.compare else "aie"
+
+    def _header(self) -> AieHeader:
+        return AieHeader(id="header")
 
     def _pane(self, key: str) -> TablePane:
         s = self.session
@@ -76,10 +73,6 @@ class AieScreen(ExplorerScreen):
         return TablePane("notes", detail=lambda r: v.note_detail(*r.payload), detail_height="1fr",
                          empty="no notes: every core paired cleanly", fit_rows=True, id="pane-notes")
 
-    def _crumbs(self) -> list[str]:
-        title = dict(self.tabs).get(self._active_key(), "Cores") if self.is_mounted else "Cores"
-        return ["aie compare" if self.session.compare else "aie", title]
-
     def on_mount(self) -> None:
         s = self.session
         self.query_one("#header", AieHeader).update(v.header_text(s))
@@ -94,47 +87,19 @@ class AieScreen(ExplorerScreen):
                 self.query_one(TabbedContent).get_tab(f"tab-{key}").label = f"{title} {counts[key]}"
         self.query_one("#cores", ResultTable).focus()
 
-    # --- tabs ---------------------------------------------------------------------------------
-    def _active_key(self) -> str:
-        active = self.query_one(TabbedContent).active or "tab-cores"
-        return active.removeprefix("tab-")
-
-    def action_show_tab(self, index: int) -> None:
-        if 0 <= index < len(self.tabs):
-            self.query_one(TabbedContent).active = f"tab-{self.tabs[index][0]}"
-
     def action_show_system(self) -> None:
         self.query_one(TabbedContent).active = "tab-system"
-
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        key = self._active_key()
-        self.query_one(Breadcrumb).set_parts(*self._crumbs())
-        self.call_after_refresh(self.query_one(f"#pane-{key}", TablePane).table.focus)
-
-    def current_table(self) -> ResultTable | None:
-        focused = self.focused
-        if isinstance(focused, ResultTable):
-            return focused
-        return self.query_one(f"#pane-{self._active_key()}", TablePane).table
 
     def export_name(self, table: ResultTable) -> str:
         return f"aie-{table.spec.name}"
 
     # --- drill-down ---------------------------------------------------------------------------
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        table = event.data_table
-        if not isinstance(table, ResultTable):
-            return
-        row = table.current_row()
-        if row is None:
-            return
-        if table.id == "cores":
-            index, core = row.payload
-            self.app.push_screen(AieCoreScreen(self.session, index, core))
-            return
-        details = table.parent.query(DetailScroll) if table.parent is not None else None
-        if details:
-            details.first().focus()
+    def open_row(self, table: ResultTable, row) -> bool:
+        if table.id != "cores":
+            return False
+        index, core = row.payload
+        self.app.push_screen(AieCoreScreen(self.session, index, core))
+        return True
 
 
 class AieCoreScreen(ExplorerScreen):

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Input
+from textual.widgets import DataTable, Footer, Input, TabbedContent, TabPane
+from textual.widget import Widget
 
 from ..export import write_table
+from ..widgets.header import Breadcrumb
 from ..widgets.result_table import ResultTable
-from ..widgets.table_pane import DetailScroll
+from ..widgets.table_pane import DetailScroll, TablePane
 
 
 class FilterInput(Input):
@@ -135,3 +138,68 @@ class ExplorerScreen(Screen):
             return
         self.app.last_export = path
         self.notify(f"{len(rows)} rows → {path}", title="Exported", markup=False, timeout=6)
+
+
+class TabbedExplorerScreen(ExplorerScreen):
+    """An explorer screen whose tables sit in tabs, one `TablePane` (id `pane-<key>`) per tab.
+
+    Subclasses set `tabs` ((key, title), …), `crumb_root` and implement `_pane(key)` and
+    `_header()`; they handle their own drill-downs in `open_row`, returning False to fall back
+    to focusing the row's detail pane."""
+
+    tabs: tuple[tuple[str, str], ...] = ()
+    crumb_root = ""
+
+    def compose(self) -> ComposeResult:
+        yield Breadcrumb(*self._crumbs())
+        yield self._header()
+        with TabbedContent(id="tabs"):
+            for key, title in self.tabs:
+                with TabPane(title, id=f"tab-{key}"):
+                    yield self._pane(key)
+        yield FilterInput(placeholder="filter by name (Enter keeps it, Esc clears)", id="filter")
+        yield Footer()
+
+    def _header(self) -> Widget:
+        raise NotImplementedError
+
+    def _pane(self, key: str) -> TablePane:
+        raise NotImplementedError
+
+    def _crumbs(self) -> list[str]:
+        first = self.tabs[0][1]
+        title = dict(self.tabs).get(self._active_key(), first) if self.is_mounted else first
+        return [self.crumb_root, title]
+
+    def _active_key(self) -> str:
+        active = self.query_one(TabbedContent).active or f"tab-{self.tabs[0][0]}"
+        return active.removeprefix("tab-")
+
+    def action_show_tab(self, index: int) -> None:
+        if 0 <= index < len(self.tabs):
+            self.query_one(TabbedContent).active = f"tab-{self.tabs[index][0]}"
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        self.query_one(Breadcrumb).set_parts(*self._crumbs())
+        self.call_after_refresh(self.query_one(f"#pane-{self._active_key()}", TablePane).table.focus)
+
+    def current_table(self) -> ResultTable | None:
+        focused = self.focused
+        if isinstance(focused, ResultTable):
+            return focused
+        return self.query_one(f"#pane-{self._active_key()}", TablePane).table
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        table = event.data_table
+        if not isinstance(table, ResultTable):
+            return
+        row = table.current_row()
+        if row is None or self.open_row(table, row):
+            return
+        details = table.parent.query(DetailScroll) if table.parent is not None else None
+        if details:
+            details.first().focus()
+
+    def open_row(self, table: ResultTable, row) -> bool:
+        """Drill down from `row`; False when the row has nowhere to go."""
+        return False

@@ -3,25 +3,24 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, TabbedContent, TabPane
+from textual.widgets import TabbedContent
 
 from core.comparison import Comparison, LayerRow, SameKernel
 
 from .. import views
 from ..text import DIM, SIDE_STYLE, literal
-from ..widgets.header import Breadcrumb, ComparisonHeader, TraceHeader
+from ..widgets.header import ComparisonHeader, TraceHeader
 from ..widgets.result_table import ResultTable
-from ..widgets.table_pane import DetailScroll, TablePane
-from .base import ExplorerScreen, FilterInput
+from ..widgets.table_pane import TablePane
+from .base import TabbedExplorerScreen
 
 COMPARE_TABS = (("layers", "Layers"), ("operations", "Operations"), ("fusion", "Fusion"),
                 ("same_kernels", "Same kernels"), ("warnings", "Warnings"))
 BROWSE_TABS = (("layers", "Layers"), ("operations", "Operations"), ("kernels", "Kernels"), ("warnings", "Warnings"))
 
 
-class MainScreen(ExplorerScreen):
+class MainScreen(TabbedExplorerScreen):
     """Tabs over one Comparison. `single=True` browses one trace (a self-comparison's side A)."""
 
     BINDINGS = [
@@ -40,15 +39,12 @@ class MainScreen(ExplorerScreen):
         self.tabs = BROWSE_TABS if single else COMPARE_TABS
 
     # --- layout -------------------------------------------------------------------------------
-    def compose(self) -> ComposeResult:
-        yield Breadcrumb(*self._crumbs())
-        yield TraceHeader(id="header") if self.single else ComparisonHeader(id="header")
-        with TabbedContent(id="tabs"):
-            for key, title in self.tabs:
-                with TabPane(title, id=f"tab-{key}"):
-                    yield self._pane(key)
-        yield FilterInput(placeholder="filter by name (Enter keeps it, Esc clears)", id="filter")
-        yield Footer()
+    @property
+    def crumb_root(self) -> str:
+        return "browse" if self.single else "compare"
+
+    def _header(self):
+        return TraceHeader(id="header") if self.single else ComparisonHeader(id="header")
 
     def _pane(self, key: str) -> TablePane:
         single = self.single
@@ -67,10 +63,6 @@ class MainScreen(ExplorerScreen):
                              empty="no kernel name runs on both sides" if not single else "no kernels")
         return TablePane("warnings", detail=lambda r: views.warning_detail(r.payload, self.comparison),
                          detail_height="1fr", id="pane-warnings", empty="no warnings")
-
-    def _crumbs(self) -> list[str]:
-        title = dict(self.tabs).get(self._active_key(), "Layers") if self.is_mounted else "Layers"
-        return ["browse" if self.single else "compare", title]
 
     def _layers_hint(self) -> Text:
         comp = self.comparison
@@ -123,47 +115,18 @@ class MainScreen(ExplorerScreen):
             return len(comp.warnings)
         return None
 
-    # --- tabs ---------------------------------------------------------------------------------
-    def _active_key(self) -> str:
-        active = self.query_one(TabbedContent).active or "tab-layers"
-        return active.removeprefix("tab-")
-
-    def action_show_tab(self, index: int) -> None:
-        if 0 <= index < len(self.tabs):
-            self.query_one(TabbedContent).active = f"tab-{self.tabs[index][0]}"
-
-    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
-        key = self._active_key()
-        self.query_one(Breadcrumb).set_parts(*self._crumbs())
-        table = self.query_one(f"#pane-{key}", TablePane).table
-        self.call_after_refresh(table.focus)
-
-    def current_table(self) -> ResultTable | None:
-        focused = self.focused
-        if isinstance(focused, ResultTable):
-            return focused
-        return self.query_one(f"#pane-{self._active_key()}", TablePane).table
-
+    # --- drill-down ---------------------------------------------------------------------------
     def export_name(self, table: ResultTable) -> str:
         return f"{table.spec.name}-{self.comparison.phase}"
 
-    # --- drill-down ---------------------------------------------------------------------------
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        table = event.data_table
-        if not isinstance(table, ResultTable):
-            return
-        row = table.current_row()
-        if row is None:
-            return
+    def open_row(self, table: ResultTable, row) -> bool:
         if isinstance(row.payload, LayerRow):
             self.open_layer(row.payload.layer)
         elif isinstance(row.payload, SameKernel):
             self.app.open_same_kernel(row.payload, crumbs=self._crumbs())
         else:
-            pane = table.parent
-            details = pane.query(DetailScroll) if pane is not None else None
-            if details:
-                details.first().focus()
+            return False
+        return True
 
     def open_layer(self, layer: int) -> None:
         from .layer import LayerScreen

@@ -46,20 +46,16 @@ class _View:
         k = model.kernels
         self.rows = np.nonzero(model.phase_mask(phase))[0]
         self.dur = k.dur[self.rows]
-        self.cat = k.cat[self.rows]
         self.name = k.name[self.rows]
         self.total = float(self.dur.sum())
         # compare by family: "Attention (decode)" on one GPU and "Attention" on another are one operation
-        self.cat_names = [classifier.group(c) for c in model.categories]
-        self.groups = sorted(set(self.cat_names) | {"Other"})
+        families = [classifier.group(c) for c in model.categories]
+        self.groups = sorted(set(families) | {"Other"})
         self.gindex = {g: i for i, g in enumerate(self.groups)}
-        gmap = np.array([self.gindex[g] for g in self.cat_names] + [self.gindex["Other"]], dtype=np.int32)
-        self.gcat = gmap[self.cat]  # category id -1 (unclassified) indexes the trailing "Other"
+        gmap = np.array([self.gindex[g] for g in families] + [self.gindex["Other"]], dtype=np.int32)
+        self.gcat = gmap[k.cat[self.rows]]  # category id -1 (unclassified) indexes the trailing "Other"
         steps = k.step[self.rows]
         self.passes = max(len(np.unique(steps[steps >= 0])), 1)
-
-    def category_name(self, c: int) -> str:
-        return self.cat_names[c] if c >= 0 else "Other"
 
     def positions(self, group: str) -> np.ndarray:
         """Positions (into self.rows) of the kernels of one category family."""
@@ -185,8 +181,7 @@ def _modal(v: _View, groups: list[np.ndarray]) -> tuple[tuple, np.ndarray] | Non
 def _alignments(la, lb, va: _View, vb: _View, labels: tuple[str, str], classifier) -> list[LayerAlignment]:
     out = []
     memo: dict[tuple, list] = {}
-    components = {c: classifier.components(c) for c in set(va.cat_names) | set(vb.cat_names)}
-    ka, kb = va.m.kernels, vb.m.kernels
+    components = {c: classifier.components(c) for c in set(va.groups) | set(vb.groups)}
     for l in sorted(set(la) | set(lb)):
         ma, mb = _modal(va, la.get(l, [])), _modal(vb, lb.get(l, []))
         sig_a, dur_a, g_a = ma if ma else ((), np.zeros((1, 0)), np.array([], dtype=np.int64))

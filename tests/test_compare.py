@@ -6,7 +6,6 @@ import csv
 import io
 import json
 
-import numpy as np
 import pytest
 
 from conftest import kineto_doc, real_trace, write_trace

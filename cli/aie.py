@@ -50,6 +50,14 @@ def _positive_float(s: str) -> float:
     return v
 
 
+def add_shape_arguments(group) -> None:
+    """--M --K --N --rows --cols: the GEMM an AIE trace ran (shared with the explorer launcher)."""
+    for dim in ("--M", "--K", "--N"):
+        group.add_argument(dim, type=_positive_int)
+    group.add_argument("--rows", type=_positive_int, help="AIE rows the GEMM is spread over")
+    group.add_argument("--cols", type=_positive_int, help="AIE columns the GEMM is spread over")
+
+
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     d = AieParams()
     p = sub.add_parser("aie", help="analyse AMD AIE (NPU) traces: per-core kernels, iterations, GMAC/s",
@@ -59,11 +67,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("trace", help="AIE Perfetto trace (JSON array, plain or .gz)")
     p.add_argument("trace_b", nargs="?", help="a second run to compare against the first")
     g = p.add_argument_group("GEMM (all of --M --K --N --rows --cols, or none: then no GMAC/s)")
-    g.add_argument("--M", type=_positive_int)
-    g.add_argument("--K", type=_positive_int)
-    g.add_argument("--N", type=_positive_int)
-    g.add_argument("--rows", type=_positive_int, help="AIE rows the GEMM is spread over")
-    g.add_argument("--cols", type=_positive_int, help="AIE columns the GEMM is spread over")
+    add_shape_arguments(g)
     g.add_argument("--rows-b", type=_positive_int, help="rows of the second run (default: --rows)")
     g.add_argument("--cols-b", type=_positive_int, help="columns of the second run (default: --cols)")
     r = p.add_argument_group("iterations")

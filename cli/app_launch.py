@@ -7,7 +7,7 @@ import sys
 
 
 def launch(argv: list[str]) -> int:
-    from cli.aie import _count, _positive_float, _positive_int
+    from cli.aie import _count, _positive_float, add_shape_arguments
 
     p = argparse.ArgumentParser(prog="kerneldiff", description="Open the trace explorer. "
                                 "Subcommands: info, compare, synth, aie (kerneldiff SUBCOMMAND -h).")
@@ -17,11 +17,7 @@ def launch(argv: list[str]) -> int:
     p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
     g = p.add_argument_group("AMD AIE (NPU) traces", "the GEMM the trace ran: all of --M --K --N --rows --cols, "
                              "or none (then GMAC/s is not computed); ignored for GPU traces")
-    g.add_argument("--M", type=_positive_int)
-    g.add_argument("--K", type=_positive_int)
-    g.add_argument("--N", type=_positive_int)
-    g.add_argument("--rows", type=_positive_int, help="AIE rows the GEMM is spread over")
-    g.add_argument("--cols", type=_positive_int, help="AIE columns the GEMM is spread over")
+    add_shape_arguments(g)
     g.add_argument("--warmup", type=_count, help="warm-up iterations before the perf ones (default 0)")
     g.add_argument("--iterations", type=_count, help="expected perf iterations (default: all after the warm-up)")
     g.add_argument("--clock-mhz", type=_positive_float, help="AIE core clock; timestamps are cycles (default 1250)")

@@ -45,6 +45,16 @@ def _side_line(comp: Comparison, key: str) -> Text:
     return t
 
 
+def _phase_and_warnings(t: Text, comp: Comparison, phases: list[str] | None) -> None:
+    """The phase (with the `p` cycle when there is a choice) and the warning count."""
+    t.append(comp.phase)
+    if phases and len(phases) > 1:
+        t.append(" (p: " + "/".join(phases) + ")", style=DIM)
+    n = len(comp.warnings)
+    t.append("  ")
+    t.append(f"⚠ {n} warning{'s' if n != 1 else ''}", style="bold yellow" if n else DIM)
+
+
 class ComparisonHeader(Static):
     """Both GPUs with their GPU time, the ratio, the phase filter and the warning count."""
 
@@ -62,12 +72,7 @@ class ComparisonHeader(Static):
         t.append("  gap ", style="bold")
         t.append(fmt_gap(comp.gap_us))
         t.append("  phase ", style="bold")
-        t.append(comp.phase)
-        if phases and len(phases) > 1:
-            t.append(" (p: " + "/".join(phases) + ")", style=DIM)
-        n = len(comp.warnings)
-        t.append("  ")
-        t.append(f"⚠ {n} warning{'s' if n != 1 else ''}", style="bold yellow" if n else DIM)
+        _phase_and_warnings(t, comp, phases)
         self.update(t)
 
 
@@ -86,10 +91,5 @@ class TraceHeader(Static):
         t.append("\n")
         t.append(f"{s.steps} steps · {s.layers_per_step} layers/step · {s.architecture}", style=DIM)
         t.append("\nphase ", style="bold")
-        t.append(comp.phase)
-        if phases and len(phases) > 1:
-            t.append(" (p: " + "/".join(phases) + ")", style=DIM)
-        n = len(comp.warnings)
-        t.append("  ")
-        t.append(f"⚠ {n} warning{'s' if n != 1 else ''}", style="bold yellow" if n else DIM)
+        _phase_and_warnings(t, comp, phases)
         self.update(t)

@@ -24,6 +24,15 @@ def classifier():
     return Classifier.load()
 
 
+@pytest.fixture(scope="module")
+def demo_models():
+    """The bundled demo pair, loaded once per test module (keyed by path, for PreloadedLoader)."""
+    from core.demo import DEMO_A, DEMO_B
+    from core.loader import load
+
+    return {str(DEMO_A): load(DEMO_A, use_cache=False), str(DEMO_B): load(DEMO_B, use_cache=False)}
+
+
 def write_trace(path: Path, doc, gz: bool = False) -> Path:
     data = json.dumps(doc).encode() if not isinstance(doc, (bytes, bytearray)) else bytes(doc)
     if gz:

@@ -9,42 +9,21 @@ import csv
 import json
 
 import pytest
-from textual.widgets import Static, TabbedContent
+from textual.widgets import TabbedContent
 
 from core.compare import compare
 from core.demo import DEMO_A, DEMO_B
-from core.loader import load
-from tui.app import KernelDiffApp
 from tui.screens.help import HelpScreen, binding_groups
 from tui.screens.kernel import KernelDetailScreen
 from tui.screens.layer import LayerScreen
 from tui.screens.main import MainScreen
-from tui.testing import PreloadedLoader, screen_text, wait_for_main, wait_until
+from tui.testing import all_text, demo_app, screen_text, wait_for_main, wait_until
 from tui.widgets.result_table import ResultTable
-
-
-@pytest.fixture(scope="module")
-def demo_models():
-    return {str(DEMO_A): load(DEMO_A, use_cache=False), str(DEMO_B): load(DEMO_B, use_cache=False)}
 
 
 @pytest.fixture(scope="module")
 def demo_comparison(demo_models):
     return compare(demo_models[str(DEMO_A)], demo_models[str(DEMO_B)])
-
-
-def demo_app(demo_models, **kw) -> KernelDiffApp:
-    return KernelDiffApp([str(DEMO_A), str(DEMO_B)], use_cache=False, loader=PreloadedLoader(demo_models), **kw)
-
-
-def all_text(screen) -> str:
-    """Text of every Static on a screen (also what is scrolled out of view)."""
-    from rich.console import Console
-
-    console = Console(width=200, record=True, file=open("/dev/null", "w"), color_system=None)
-    for s in screen.query(Static):
-        console.print(s.content if hasattr(s, "content") else s.renderable)
-    return console.export_text()
 
 
 async def test_keyboard_path_demo_layer_pair_detail_fusion_export(demo_models, demo_comparison, tmp_path, monkeypatch):

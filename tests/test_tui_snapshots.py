@@ -9,22 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.demo import DEMO_A, DEMO_B
-from core.loader import load
-from tui.app import KernelDiffApp
-from tui.testing import PreloadedLoader, wait_for_main
+from tui.testing import demo_app, wait_for_main
 
 SMALL = (80, 24)
 LARGE = (120, 36)
-
-
-@pytest.fixture(scope="module")
-def demo_models():
-    return {str(DEMO_A): load(DEMO_A, use_cache=False), str(DEMO_B): load(DEMO_B, use_cache=False)}
-
-
-def demo_app(models, paths=None, **kw) -> KernelDiffApp:
-    return KernelDiffApp(paths or [str(DEMO_A), str(DEMO_B)], use_cache=False, loader=PreloadedLoader(models), **kw)
 
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x36"])

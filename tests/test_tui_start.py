@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from textual.widgets import ProgressBar, Static
+from textual.widgets import ProgressBar
 
 from core.compare import compare
 from core.demo import DEMO_A, DEMO_B
@@ -17,30 +17,11 @@ from tui.screens.error import ErrorScreen
 from tui.screens.kernel import KernelDetailScreen
 from tui.screens.layer import LayerScreen
 from tui.screens.start import StartScreen
-from tui.testing import PreloadedLoader, screen_text, wait_for_main, wait_until
+from tui.testing import PreloadedLoader, all_text, demo_app, screen_text, wait_for_main, wait_until
 from tui.widgets.result_table import ResultTable
 from tui.widgets.trace_card import TraceCard
 
 from conftest import kineto_doc, write_trace
-
-
-@pytest.fixture(scope="module")
-def demo_models():
-    return {str(DEMO_A): load(DEMO_A, use_cache=False), str(DEMO_B): load(DEMO_B, use_cache=False)}
-
-
-def demo_app(demo_models, **kw) -> KernelDiffApp:
-    return KernelDiffApp([str(DEMO_A), str(DEMO_B)], use_cache=False, loader=PreloadedLoader(demo_models), **kw)
-
-
-def all_text(screen) -> str:
-    """Text of every Static on a screen (also what is scrolled out of view)."""
-    from rich.console import Console
-
-    console = Console(width=200, record=True, file=open("/dev/null", "w"), color_system=None)
-    for s in screen.query(Static):
-        console.print(s.content if hasattr(s, "content") else s.renderable)
-    return console.export_text()
 
 
 async def test_first_frame_shows_probe_metadata_before_loading(demo_models):

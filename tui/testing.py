@@ -36,6 +36,25 @@ class PreloadedLoader:
         return model
 
 
+def demo_app(models: dict[str, Any], paths: list[str] | None = None, **kw):
+    """The explorer on the demo pair (or `paths`), loading from already-loaded `models`."""
+    from core.demo import DEMO_A, DEMO_B
+
+    from .app import KernelDiffApp
+
+    return KernelDiffApp(paths or [str(DEMO_A), str(DEMO_B)], use_cache=False, loader=PreloadedLoader(models), **kw)
+
+
+def all_text(screen) -> str:
+    """Text of every Static on a screen (also what is scrolled out of view)."""
+    from textual.widgets import Static
+
+    console = Console(width=200, record=True, file=io.StringIO(), color_system=None)
+    for s in screen.query(Static):
+        console.print(s.content if hasattr(s, "content") else s.renderable)
+    return console.export_text()
+
+
 def screen_text(app) -> str:
     """The current screen as plain text (what the terminal shows, without colour)."""
     width, height = app.size

@@ -7,7 +7,7 @@ import sys
 from rich.console import Console
 from rich.text import Text
 
-from core.names import short_name  # noqa: F401  (re-exported for the reports)
+from core.names import short_name, visible  # noqa: F401  (short_name re-exported for the reports)
 
 
 def console(stderr: bool = False) -> Console:
@@ -17,8 +17,7 @@ def console(stderr: bool = False) -> Console:
 
 def literal(s: object, max_len: int | None = None) -> Text:
     """Trace strings as plain Text: never markup, control characters made visible."""
-    s = str(s)
-    s = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" if ord(ch) < 256 else f"\\u{ord(ch):04x}" for ch in s)
+    s = visible(str(s))
     if max_len is not None and len(s) > max_len:
         s = short_name(s, max_len)
     return Text(s)

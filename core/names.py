@@ -8,6 +8,22 @@ _NAMESPACES = re.compile(r"(?:at::native::|at::cuda::|c10::|std::|cub::|cutlass:
                          r"pytorch_flash::|void )")
 
 
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def _escape(ch: str) -> str:
+    o = ord(ch)
+    return _NAMED.get(ch) or (f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}")
+
+
+def visible(s: str) -> str:
+    """`s` with every non-printable character (C0/C1 controls, ESC, bidi overrides, line
+    separators, …) replaced by a visible escape, so a string from a trace cannot drive a terminal."""
+    if s.isprintable():
+        return s
+    return "".join(ch if ch.isprintable() else _escape(ch) for ch in s)
+
+
 def _strip_args(s: str) -> str:
     """Drop the trailing parameter list `(...)` of a demangled signature."""
     depth = 0

@@ -11,12 +11,7 @@ import math
 
 from rich.text import Text
 
-from core.names import short_name
-
-# C0, DEL and C1 controls, plus the bidi overrides/isolates that can visually reorder a line.
-_CONTROL = [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
-_NAMED = {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
-_ESCAPES = {c: _NAMED.get(c, f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}") for c in _CONTROL}
+from core.names import short_name, visible
 
 # Display styles of the two sides. Colour is a help, never the only signal: sides are also
 # named by letter, so everything reads the same with NO_COLOR.
@@ -27,7 +22,7 @@ DIM = "dim"
 
 def clean(s: object) -> str:
     """The string with control characters made visible (for places that need a plain str)."""
-    return str(s).translate(_ESCAPES)
+    return visible(str(s))
 
 
 def span(s: str, style: str = "", justify=None) -> Text:

@@ -32,6 +32,7 @@ from .errors import LoadCancelled, TraceError
 from .model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_COLUMNS, LAUNCH_COLUMNS, PYTHON_COLUMNS,
                     Table, TraceModel)
 from .probe import TraceInfo, _gpu_name, _truthy, _vendor, probe
+from . import scan
 from .reader import RUN, Columns, EventReader, decode_run
 from .strings import StringTable
 
@@ -154,7 +155,7 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
             except _Fallback:
                 read = None
         if read is None:
-            read = _read_sequential(path, read_progress)
+            read = _read_sequential(path, read_progress, _big(info))
     finally:
         if gc_was:
             gc.enable()
@@ -186,8 +187,13 @@ def _cpus() -> int:
 def _worker_count(info: TraceInfo, workers: int | None) -> int:
     if workers is not None:
         return max(1, int(workers))
-    big = info.size >= (PARALLEL_MIN_GZIP if info.compressed else PARALLEL_MIN_PLAIN)
-    return min(_cpus(), 4) if big and _cpus() > 1 else 1
+    return min(_cpus(), 4) if _big(info) and _cpus() > 1 else 1
+
+
+def _big(info: TraceInfo) -> bool:
+    """Worth worker processes and the compiled scanner (whose first use in a process costs
+    ~0.25 s to load, ~7 s to compile once per install)."""
+    return info.size >= (PARALLEL_MIN_GZIP if info.compressed else PARALLEL_MIN_PLAIN)
 
 
 class _Budget:
@@ -222,8 +228,8 @@ _budget = _Budget()
 
 # --- reading in this process -------------------------------------------------------------------
 
-def _read_sequential(path: str, progress: Callable[[int, int], None]) -> _Read:
-    reader = EventReader(path, progress=progress)
+def _read_sequential(path: str, progress: Callable[[int, int], None], fast: bool) -> _Read:
+    reader = EventReader(path, progress=progress, fast=fast)
     col = Columns()
     try:
         for batch in reader.batches():
@@ -247,7 +253,7 @@ def _mp_context():
         return mp.get_context("fork")
     if "forkserver" in methods:
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["core.reader", "core.loader"])
+        ctx.set_forkserver_preload(["core.reader", "core.loader", "core.scan_kernel"])
         return ctx
     return mp.get_context("spawn")
 
@@ -282,6 +288,7 @@ def prepare() -> None:
     unsafe, calls this at startup (from a background thread: it blocks until the fork server
     has imported the reader, ~0.3 s); otherwise its first big load pays that. Returns at once
     when there is nothing to start."""
+    scan.warm()
     ctx = _mp_context()
     if ctx.get_start_method() == "forkserver":
         p = ctx.Process(target=_noop, daemon=True)

@@ -32,6 +32,7 @@ from typing import Any, ClassVar, Union
 import msgspec
 import numpy as np
 
+from . import scan
 from .errors import TraceError, file_error
 
 try:  # ISA-L inflates 2-3x faster than zlib with the same API, and releases the GIL
@@ -344,19 +345,34 @@ class _Slicer:
         return None
 
 
-def decode_run(buf, start: int, end: int) -> Iterator[list]:
-    """Decode buf[start:end] — '[' + a run of whole events — a slice (~SLICE bytes) at a time,
-    in place: the bytes between events are overwritten (a run is read once), and the two bytes
-    after it become ',{' so the run's end is a boundary like the others. Raises ValueError when
-    the run's end is not a real boundary (then the whole load is done again in one process)."""
+def decode_run(buf, start: int, end: int, fast: bool = True) -> Iterator[list | scan.Scanned]:
+    """Decode buf[start:end] — '[' + a run of whole events — in place: the bytes between events
+    are overwritten (a run is read once), and the two bytes after it become ',{' so the run's
+    end is a boundary like the others. The compiled scanner reads what it can; the events it
+    leaves (odd content) go through msgspec a short slice at a time. Raises ValueError when the
+    run's end is not a real boundary (then the whole load is done again in one process)."""
     buf[end], buf[end + 1] = ord(","), ord("{")
     slicer = _Slicer(buf)
+    scanner = Scanner() if fast and scan.available() else None
     first = start + 1
     small: list = []   # short batches (around bad events) are handed on together
     while first < end:
+        size = SLICE
+        if scanner is not None:
+            items, first, status = scanner.take(buf, first, end + 1)
+            if items:
+                if small:
+                    yield small
+                    small = []
+                yield from items
+            if first >= end:
+                break
+            if status == scan.ARRAY_END:
+                scanner = None   # not a run of events: msgspec has the last word
+            size = scanner.slow_size() if scanner is not None else SLICE
         hi = end + 2
-        if end - first > 2 * SLICE:
-            m = _STRONG_BOUNDARY.search(buf, first + SLICE, end)
+        if end - first > 2 * size:
+            m = _STRONG_BOUNDARY.search(buf, first + size, end)
             if m is not None:
                 hi = m.start(1) + 1
         r = slicer.take(first, hi)
@@ -370,12 +386,47 @@ def decode_run(buf, start: int, end: int) -> Iterator[list]:
         events, first = r
         if len(events) < CHUNK_EVENTS:
             small.extend(events)
-            if len(small) < CHUNK_EVENTS:
+            if len(small) < CHUNK_EVENTS and scanner is None:
                 continue
             events, small = small, []
         yield events
     if small:
         yield small
+
+
+class Scanner:
+    """The compiled fast path (core.scan) for one reader: its output arrays and name cache."""
+
+    ROWS = 32768   # rows per scan call: ~8 MB of events, ~3 MB of output arrays
+
+    def __init__(self) -> None:
+        self.out = scan.Out(self.ROWS)
+        self.names: dict[int, tuple[int, str]] = {}
+        self.last_rows = 1
+
+    def take(self, buf, first: int, n: int) -> tuple[list[scan.Scanned], int, int]:
+        """Scan the events of buf[first:n]: (batches, where the scan stopped, why)."""
+        arr = np.frombuffer(buf, np.uint8, count=n)
+        got: list[scan.Scanned] = []
+        out = self.out
+        while True:
+            scan.scan(arr, first, n, out, _SCAN_TABLES)
+            stop, status = int(out.state[3]), int(out.state[4])
+            if out.state[1]:
+                try:
+                    got.append(scan.collect(arr, out, self.names))
+                except scan.NameCollision:
+                    self.names.clear()
+                    return got, first, scan.BAIL
+            self.last_rows = int(out.state[1])
+            first = stop
+            if status != scan.FULL:
+                return got, first, status
+
+    def slow_size(self) -> int:
+        """Bytes handed to msgspec after the scanner stopped at an odd event: a few events'
+        worth, or a whole slice when the scanner reads nothing at all in this stretch."""
+        return WINDOW if self.last_rows else SLICE
 
 
 def decode_array(raw: bytes) -> list:
@@ -425,6 +476,7 @@ SPECS: dict[str, tuple[tuple[str, str], ...]] = {
           ("pid", "i8")),
     "a": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("tid", "i8"), ("pid", "i8"), ("gpu", "i1")),
 }
+_SCAN_TABLES = scan.tables(GROUP_OF)
 _GROUP_CODES = {"k": (G_KERNEL, G_MEMSET), "p": (G_PYTHON, G_PYTHON), "c": (G_CPU, G_CPU),
                 "l": (G_LAUNCH, G_LAUNCH), "a": (G_ANNOT, G_GPU_ANNOT)}
 MAX_TS, MAX_DUR = 1e18, 1e15   # beyond these a timestamp / duration is garbage, not data
@@ -512,6 +564,9 @@ class Columns:
         """Add a decoded slice, a few thousand events at a time: the objects of one chunk stay
         in the CPU cache across the per-field passes (a 16 MB slice decodes to ~40 MB of
         objects; walking all of them once per field costs more than decoding them)."""
+        if type(evs) is scan.Scanned:
+            self._add_scanned(evs)
+            return
         self.events += len(evs)
         if len(evs) <= CHUNK_EVENTS:
             self._add_chunk(evs)
@@ -573,6 +628,65 @@ class Columns:
                 out["ext"].append(_ints(src, get[1]))
         out["tid"].append(_ints(sub, _tid))
         out["pid"].append(_ints(sub, _pid))
+
+    def _add_scanned(self, sc: scan.Scanned) -> None:
+        """Rows of the compiled scanner: the same filtering and columns as _add_group."""
+        self.events += sc.events
+        if not len(sc):
+            return
+        d = self._ids
+        for s in sc.names:
+            if s not in d:
+                d[s] = len(self.strings)
+                self.strings.append(s)
+        ids = np.fromiter(map(d.__getitem__, sc.names), np.int32, len(sc.names))
+        name_all = ids[sc.name]
+        codes_all = sc.code
+        ints_all = sc.ints
+        for g, (lo, hi) in _GROUP_CODES.items():
+            sel = (codes_all == lo) if lo == hi else ((codes_all >= lo) & (codes_all <= hi))
+            idx = np.flatnonzero(sel)
+            if not len(idx):
+                continue
+            ts, dur = sc.floats[idx, 0], sc.floats[idx, 1]
+            name, codes, ints = name_all[idx], codes_all[idx], ints_all[idx]
+            bad = ~(np.isfinite(ts) & np.isfinite(dur)) | (np.abs(ts) > MAX_TS) | (dur > MAX_DUR) | (name < 0)
+            if bad.any():
+                self.dropped += int(bad.sum())
+                keep = np.flatnonzero(~bad)
+                if not len(keep):
+                    continue
+                ts, dur, name, codes, ints = ts[keep], dur[keep], name[keep], codes[keep], ints[keep]
+            neg = dur < 0
+            if neg.any():
+                self.negative_dur += int(neg.sum())
+                dur[neg] = 0.0
+            present = ints != scan.MISSING
+            col = np.where(present, ints, -1)   # absent or null reads as -1, as on the struct path
+            out = self.parts[g]
+            out["ts"].append(ts)
+            out["dur"].append(dur)
+            out["name"].append(name)
+            if g == "k":
+                out["kind"].append((codes - G_KERNEL).astype(np.int8))
+                out["corr"].append(col[:, scan.CORR].copy())
+                out["ext"].append(col[:, scan.EXT].copy())
+                # a kernel without a stream / device arg takes its tid / pid
+                out["stream"].append(np.where(present[:, scan.STREAM], col[:, scan.STREAM], col[:, scan.TID]))
+                out["device"].append(np.where(present[:, scan.DEVICE], col[:, scan.DEVICE], col[:, scan.PID]))
+                continue
+            if g == "a":
+                out["gpu"].append((codes == G_GPU_ANNOT).astype(np.int8))
+            elif g == "p":
+                out["pyid"].append(col[:, scan.PYID].copy())
+                out["parent"].append(col[:, scan.PARENT].copy())
+            elif g == "c":
+                out["ext"].append(col[:, scan.EXT].copy())
+            else:
+                out["corr"].append(col[:, scan.CORR].copy())
+                out["ext"].append(col[:, scan.EXT].copy())
+            out["tid"].append(col[:, scan.TID].copy())
+            out["pid"].append(col[:, scan.PID].copy())
 
     def arrays(self) -> dict[str, dict[str, np.ndarray]]:
         """Joined columns of everything added since the last call (the pieces are released)."""
@@ -756,8 +870,10 @@ class EventReader:
     """Decoded event batches of one trace (`batches`), or undecoded runs of events for worker
     processes (`fill_run` until None, then `finish_batches`); collects the top-level metadata."""
 
-    def __init__(self, path: str, progress: Callable[[int, int], None] | None = None) -> None:
+    def __init__(self, path: str, progress: Callable[[int, int], None] | None = None,
+                 fast: bool = True) -> None:
         self.path = path
+        self.fast = fast   # the compiled scanner first (core.scan), msgspec for what it leaves
         self.src = Source(path)
         self.meta: dict[str, Any] = {}
         self.top: str | None = None
@@ -817,6 +933,7 @@ class EventReader:
             self.open_events()
         b = self._buf
         base = self.events_offset  # stream offset of buf[1]
+        scanner = Scanner() if self.fast and scan.available() else None
         while True:
             while b.free and b.fill(self.src):
                 pass
@@ -824,13 +941,24 @@ class EventReader:
                 break
             slicer, first, got = _Slicer(b.buf), 1, []
             while b.n - first > WINDOW:  # usually once; more when bad events cut slices short
-                cut = slicer.take(first, b.n)
+                hi = b.n
+                if scanner is not None:
+                    items, first, status = scanner.take(b.buf, first, b.n)
+                    got.extend(items)
+                    if status == scan.LIMIT:
+                        break
+                    if status == scan.ARRAY_END:
+                        scanner = None   # the array's end and the metadata after it: msgspec's
+                        continue
+                    hi = min(b.n, first + scanner.slow_size())
+                cut = slicer.take(first, hi)
+                if cut is None and hi != b.n:
+                    cut = slicer.take(first, b.n)
                 if cut is None:
                     break
                 events, first = cut
-                got.extend(events)
-            if got:
-                yield got
+                got.append(events)
+            yield from got
             if first == 1:
                 cut = self._before_blanks(b)
                 if cut is None:  # no real boundary yet (a giant event): keep reading
@@ -907,6 +1035,11 @@ class EventReader:
             body = body[1:]
         data = bytearray(b"[" + body + b",{")  # ',{' makes the last complete event end at a boundary
         slicer, first, got = _Slicer(data), 1, []
+        scanned = False
+        if self.fast and scan.available():  # the bulk; what it leaves is sorted out below
+            items, first, _ = Scanner().take(data, 1, len(data) - 2)
+            scanned = bool(items)
+            yield from items
         while True:
             cut = slicer.take(first, len(data))
             if cut is None or cut[0][:1] == [_BAD_EVENT]:
@@ -925,7 +1058,7 @@ class EventReader:
             got.extend(events)
         yield got
         self.truncated_at = base + len(buf)
-        if not got and base <= self.events_offset:
+        if not got and not scanned and base <= self.events_offset:
             raise self._fail("truncated or invalid JSON: no complete event could be read")
 
     def _bad_last_event(self, data: bytearray, first: int) -> list | None:

@@ -156,7 +156,7 @@ def test_a_false_boundary_inside_a_run_is_survived(monkeypatch):
     body = json.dumps(evs, separators=(",", ":")).encode()
     assert reader._STRONG_BOUNDARY.search(body, 64).start() < body.index(b'"k1"')  # a false match first
     buf = bytearray(body[:-1] + b"..")       # '[' + events + two bytes of room
-    got = [e for batch in reader.decode_run(memoryview(buf), 0, len(buf) - 2) for e in batch]
+    got = [e for batch in reader.decode_run(memoryview(buf), 0, len(buf) - 2, fast=False) for e in batch]
     assert [e.name for e in got] == [f"k{i}" for i in range(40)]
     cut_in_a_string = bytearray(b'[{"ph":"X","name":"a}..')   # the run "ends" inside a string
     with pytest.raises(ValueError):

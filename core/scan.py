@@ -1,0 +1,150 @@
+"""Compiled fast path of the reader: Kineto event bytes -> column values, no Python objects.
+
+`scan` walks the `traceEvents` array byte by byte (numba, GIL released) and writes, for each
+complete event of a category kerneldiff reads, its group code, ts, dur, name (hash and byte
+range) and the eight integer fields, straight into numpy arrays. Decoding to msgspec structs
+and then reading them field by field cost ~2.5 s + ~3 s per GB; this walk costs ~1.5 s.
+
+It only accepts what it can read exactly as the msgspec path would: strict JSON, valid UTF-8,
+numbers in the usual forms. At anything else (a missing or unknown "ph", a bool where a number
+goes, a float string in an integer field, a lone surrogate escape, deep nesting, a number that
+needs full float parsing in a key position, ...) it stops *before* that event and the caller
+hands the next slice to the msgspec reader, which has all the rules for odd input. Numbers
+with more digits than a double holds exactly are not guessed: their byte ranges are returned
+and parsed by Python's float(). A differential test holds the two paths to identical columns.
+
+Without numba (or with KERNELDIFF_NO_JIT=1) `available()` is False and the reader uses msgspec
+alone.
+"""
+
+from __future__ import annotations
+
+import os
+
+import msgspec
+import numpy as np
+
+# how scan stopped
+LIMIT, BAIL, ARRAY_END, FULL = 0, 1, 2, 3
+# integer fields, columns of `ints`
+PID, TID, CORR, EXT, DEVICE, STREAM, PYID, PARENT = range(8)
+MISSING = np.iinfo(np.int64).min   # field absent or null (the struct path's None)
+FLOAT_TS, FLOAT_DUR = 0, 1
+
+_SKIP_PHASES = "BEiICbnestfPONDMVvRc()TSFp"   # every phase but X (see reader._OTHER_PHASES)
+
+
+def tables(group_of: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Category strings (ASCII) and their group codes as flat arrays for the compiled code."""
+    cats = [(k.encode(), v) for k, v in group_of.items() if isinstance(k, str) and k.isascii()]
+    blob = np.frombuffer(b"".join(c for c, _ in cats), np.uint8).copy()
+    ends = np.cumsum([len(c) for c, _ in cats]).astype(np.int64)
+    codes = np.array([v for _, v in cats], np.int8)
+    phase = np.zeros(128, np.int8)
+    for ch in _SKIP_PHASES:
+        phase[ord(ch)] = 1
+    phase[ord("X")] = 2
+    return blob, ends, codes, phase
+
+
+class Out:
+    """Preallocated output of one scan call (reused: scan fills rows 0..n)."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.code = np.empty(cap, np.int8)
+        self.floats = np.empty((cap, 2), np.float64)
+        self.ints = np.empty((cap, 8), np.int64)
+        self.nhash = np.empty(cap, np.uint64)
+        self.nstart = np.empty(cap, np.int64)
+        self.nlen = np.empty(cap, np.int64)
+        self.nesc = np.empty(cap, np.bool_)
+        # numbers left to Python's float(): row, field, start, end
+        self.fix = np.empty((max(cap // 4, 16), 4), np.int64)
+        # [rows written, events consumed, fixes, next position, status]
+        self.state = np.zeros(5, np.int64)
+
+
+class Scanned:
+    """Rows of one scan, ready for `reader.Columns`: group codes, ts/dur, the integer fields
+    (MISSING where absent) and names as indexes into `names` (-1: no name)."""
+
+    __slots__ = ("code", "floats", "ints", "name", "names", "events")
+
+    def __init__(self, code, floats, ints, name, names, events) -> None:
+        self.code, self.floats, self.ints = code, floats, ints
+        self.name, self.names, self.events = name, names, events
+
+    def __len__(self) -> int:
+        return len(self.code)
+
+
+class NameCollision(Exception):
+    """Two different names with the same 64-bit hash (never seen; the slice is re-read)."""
+
+
+def collect(buf, out: Out, cache: dict[int, tuple[int, str]]) -> Scanned:
+    """Copy the rows of the last scan out of `out`, with the numbers left to Python parsed and
+    each distinct name decoded once (`cache`: hash -> (raw length, text), across calls)."""
+    rows, events, fixes = int(out.state[0]), int(out.state[1]), int(out.state[2])
+    floats = out.floats[:rows].copy()
+    for r, f, a, b in out.fix[:fixes].tolist():
+        floats[r, f] = float(bytes(buf[a:b]))
+    nlen = out.nlen[:rows]
+    uniq, first, inverse = np.unique(out.nhash[:rows], return_index=True, return_inverse=True)
+    if len(uniq) and np.any(nlen != nlen[first][inverse]):
+        raise NameCollision
+    names: list[str | None] = []
+    starts, lens, escs = out.nstart[first].tolist(), nlen[first].tolist(), out.nesc[first].tolist()
+    for h, s, n, esc in zip(uniq.tolist(), starts, lens, escs):
+        hit = cache.get(h)
+        if hit is None or hit[0] != n:
+            if n < 0:
+                text = None
+            else:
+                raw = bytes(buf[s:s + n])
+                text = msgspec.json.decode(b'"' + raw + b'"') if esc else raw.decode()
+            if hit is not None:
+                raise NameCollision
+            cache[h] = hit = (n, text)
+        names.append(hit[1])
+    return Scanned(out.code[:rows].copy(), floats, out.ints[:rows].copy(),
+                   inverse.astype(np.int32, copy=False).reshape(-1), names, events)
+
+
+_kernel = None
+
+
+def _load():
+    """The compiled kernel module, imported on first use (numba takes ~0.25 s to import);
+    False without numba or with KERNELDIFF_NO_JIT set."""
+    global _kernel
+    if _kernel is None:
+        try:
+            if os.environ.get("KERNELDIFF_NO_JIT"):
+                raise ImportError
+            from . import scan_kernel
+            _kernel = scan_kernel
+        except ImportError:  # pragma: no cover - numba is a dependency; the reader works without
+            _kernel = False
+    return _kernel
+
+
+def available() -> bool:
+    return bool(_load())
+
+
+def warm() -> None:
+    """Compile (first run after install, ~7 s) or load (~0.25 s) the scanner now, not in the
+    middle of the first big load."""
+    if available():
+        out = Out(16)
+        scan(np.frombuffer(bytearray(b'{"ph":"X"}'), np.uint8), 0, 10, out, tables({"kernel": 1}))
+
+
+def scan(buf: np.ndarray, pos: int, limit: int, out: Out, tables) -> None:
+    """Scan events from buf[pos] (an event's '{', or blanks before it) while they start before
+    `limit`; an event may run past `limit` up to len(buf). Results in `out` (see Out.state)."""
+    blob, ends, codes, phase = tables
+    _load()._scan(buf, pos, limit, blob, ends, codes, phase, out.code, out.floats, out.ints, out.nhash,
+          out.nstart, out.nlen, out.nesc, out.fix, out.state)

@@ -286,18 +286,15 @@ def _unpack(layout, buf, base: int) -> dict[str, dict[str, np.ndarray]]:
 def prepare() -> None:
     """Start the worker machinery ahead of the first big load. A UI, whose threads make fork
     unsafe, calls this at startup (from a background thread: it blocks until the fork server
-    has imported the reader, ~0.3 s); otherwise its first big load pays that. Returns at once
-    when there is nothing to start."""
-    scan.warm()
+    has imported the reader, ~0.3 s); otherwise its first big load pays that. The fork server's
+    first child also loads the compiled scanner — or compiles it, once per install (~8 s), in
+    that process, so the UI's interpreter is not held up. Returns at once when there is
+    nothing to start."""
     ctx = _mp_context()
     if ctx.get_start_method() == "forkserver":
-        p = ctx.Process(target=_noop, daemon=True)
+        p = ctx.Process(target=scan.warm, daemon=True)
         p.start()
         p.join()
-
-
-def _noop() -> None:
-    pass
 
 
 def _worker_main(shm_name: str, slot_size: int, cmd, res, parent: int, inherited: list) -> None:

@@ -2,13 +2,14 @@
 
 Everything is computed from the two TraceModels with numpy group-bys; only per-layer alignment
 works on Python lists, and it is memoised on the layers' kernel sequences (all layers of a model
-usually share one sequence, so a 80-layer model costs one alignment, not 80).
+usually share one sequence, so a 80-layer model costs one alignment, not 80). Per-pass and
+per-column figures are computed for all groups at once, in a way that keeps numpy's pairwise
+summation, so they are bit-identical to summing each group on its own.
 """
 
 from __future__ import annotations
 
 import os
-from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,28 @@ def stats_of(d: np.ndarray, side_total: float = 0.0) -> Stats:
                  share=t / side_total if side_total > 0 else 0.0)
 
 
+def _stable_argsort(ids: np.ndarray) -> np.ndarray:
+    """np.argsort(ids, kind="stable"); small non-negative ids are sorted as uint16, which numpy
+    radix-sorts (~10x faster than the merge sort it uses for int32). A stable order is unique,
+    so the result is the same."""
+    if len(ids) and 0 <= ids.min() and ids.max() < 1 << 16:
+        return np.argsort(ids.astype(np.uint16), kind="stable")
+    return np.argsort(ids, kind="stable")
+
+
+def _top_ids(ids: np.ndarray, weights: np.ndarray, n: int) -> list[int]:
+    """The n ids with the largest summed weight. Sums and tie order are those of np.unique +
+    np.bincount + argsort over the ids present, but bincount on the raw ids needs no sort."""
+    if ids.min() >= 0:
+        size = int(ids.max()) + 1
+        present = np.flatnonzero(np.bincount(ids, minlength=size))
+        t = np.bincount(ids, weights=weights, minlength=size)[present]
+    else:
+        present, inv = np.unique(ids, return_inverse=True)
+        t = np.bincount(inv, weights=weights)
+    return [int(present[i]) for i in np.argsort(-t)[:n]]
+
+
 class _View:
     """One side restricted to a phase, with the group-bys the comparison needs."""
 
@@ -44,18 +67,30 @@ class _View:
         self.key = key
         self.m = model
         k = model.kernels
-        self.rows = np.nonzero(model.phase_mask(phase))[0]
-        self.dur = k.dur[self.rows]
-        self.name = k.name[self.rows]
+        mask = model.phase_mask(phase)
+        self.rows = np.nonzero(mask)[0]
+        self.all_rows = len(self.rows) == len(mask)
+        self.dur = self._take(k.dur)
+        self.name = self._take(k.name)
         self.total = float(self.dur.sum())
         # compare by family: "Attention (decode)" on one GPU and "Attention" on another are one operation
         families = [classifier.group(c) for c in model.categories]
         self.groups = sorted(set(families) | {"Other"})
         self.gindex = {g: i for i, g in enumerate(self.groups)}
         gmap = np.array([self.gindex[g] for g in families] + [self.gindex["Other"]], dtype=np.int32)
-        self.gcat = gmap[k.cat[self.rows]]  # category id -1 (unclassified) indexes the trailing "Other"
-        steps = k.step[self.rows]
-        self.passes = max(len(np.unique(steps[steps >= 0])), 1)
+        self.gcat = gmap[self._take(k.cat)]  # category id -1 (unclassified) indexes the trailing "Other"
+        self._cpu_op: np.ndarray | None = None
+        steps = self._take(k.step)
+        steps = steps[steps >= 0]
+        self.passes = max(int(np.count_nonzero(np.bincount(steps))) if len(steps) else 0, 1)
+
+    def _take(self, column: np.ndarray) -> np.ndarray:
+        """column[self.rows], without the copy when the phase keeps every kernel (read-only then)."""
+        if not self.all_rows:
+            return column[self.rows]
+        view = column.view()
+        view.flags.writeable = False
+        return view
 
     def positions(self, group: str) -> np.ndarray:
         """Positions (into self.rows) of the kernels of one category family."""
@@ -66,27 +101,24 @@ class _View:
         """category family -> positions (into self.rows) of its kernels."""
         if len(self.gcat) == 0:
             return {}
-        order = np.argsort(self.gcat, kind="stable")
+        order = _stable_argsort(self.gcat)
         cuts = np.flatnonzero(np.diff(self.gcat[order])) + 1
         return {self.groups[int(self.gcat[grp[0]])]: grp for grp in np.split(order, cuts)}
 
     def top_names(self, pos: np.ndarray, n: int = TOP_N) -> list[str]:
         if len(pos) == 0:
             return []
-        ids, inv = np.unique(self.name[pos], return_inverse=True)
-        t = np.bincount(inv, weights=self.dur[pos])
-        return [self.m.strings[int(ids[i])] for i in np.argsort(-t)[:n]]
+        return [self.m.strings[i] for i in _top_ids(self.name[pos], self.dur[pos], n)]
 
     def top_cpu_ops(self, pos: np.ndarray, n: int = TOP_N) -> list[str]:
-        k = self.m.kernels
-        ops = k.cpu_op[self.rows[pos]]
+        if self._cpu_op is None:
+            self._cpu_op = self._take(self.m.kernels.cpu_op)
+        ops = self._cpu_op[pos]
         ok = ops >= 0
         if not ok.any():
             return []
         names = self.m.cpu_ops.name[ops[ok]]
-        ids, inv = np.unique(names, return_inverse=True)
-        t = np.bincount(inv, weights=self.dur[pos][ok])
-        return [self.m.strings[int(ids[i])] for i in np.argsort(-t)[:n]]
+        return [self.m.strings[i] for i in _top_ids(names, self.dur[pos][ok], n)]
 
 
 def _labels(a: TraceModel, b: TraceModel) -> tuple[str, str]:
@@ -123,43 +155,116 @@ def _operations(va: _View, vb: _View, phase: str) -> list[OperationRow]:
     return rows
 
 
+def _column_stats(mat: np.ndarray) -> list[Stats]:
+    """stats_of(mat[:, i]) for every column, in one pass per statistic.
+
+    Each column is made a contiguous row first: numpy then sums it pairwise exactly as it sums a
+    1-D array, so the figures are bit-identical to per-column stats_of calls."""
+    n, cols = mat.shape
+    if n == 0:
+        return [Stats() for _ in range(cols)]
+    rows = np.ascontiguousarray(mat.T)
+    tot = rows.sum(axis=1).tolist()
+    q = np.percentile(rows, [50, 90, 95], axis=1).tolist()
+    lo, hi = rows.min(axis=1).tolist(), rows.max(axis=1).tolist()
+    return [Stats(count=n, total_us=tot[i], mean_us=tot[i] / n, median_us=q[0][i], min_us=lo[i],
+                  p90_us=q[1][i], p95_us=q[2][i], max_us=hi[i]) for i in range(cols)]
+
+
+def _segment_sums(values: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """values[s:s+l].sum() for every segment. Segments of one length are summed as the rows of a
+    matrix (pairwise, like a 1-D sum); np.add.reduceat would add sequentially and round differently."""
+    out = np.zeros(len(start))
+    by_len = np.argsort(length, kind="stable")
+    cuts = np.flatnonzero(np.diff(length[by_len])) + 1
+    for seg in np.split(by_len, cuts) if len(by_len) else []:
+        out[seg] = values[start[seg, None] + np.arange(length[seg[0]])].sum(axis=1)
+    return out
+
+
+def _row_ids(values: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """An id per segment, equal for segments holding the same sequence of values (exact, no hashing)."""
+    ids = np.zeros(len(start), dtype=np.int64)
+    by_len = np.argsort(length, kind="stable")
+    cuts = np.flatnonzero(np.diff(length[by_len])) + 1
+    base = 0
+    for seg in np.split(by_len, cuts) if len(by_len) else []:
+        n = int(length[seg[0]])
+        mat = values[start[seg, None] + np.arange(n)]
+        order = np.lexsort(mat.T[::-1]) if n else np.arange(len(seg))
+        srt = mat[order]
+        new = np.ones(len(seg), dtype=bool)
+        new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
+        ids[seg[order]] = base + np.cumsum(new) - 1
+        base += int(new.sum())
+    return ids
+
+
 class _LayerGroups:
-    """Kernels of one side grouped by (layer, step), each group in time order."""
+    """Kernels of one side grouped by (layer, step) — one group per forward pass of a layer — with
+    each group's total time and kernel-name sequence id.
+
+    Groups are segments [start, start+length) of `sorted_pos` (positions into the view's rows),
+    ordered by layer, then step; inside a group kernels keep their time order."""
 
     def __init__(self, v: _View) -> None:
         k = v.m.kernels
         self.v = v
-        lay = k.layer[v.rows]
-        sel = np.nonzero(lay >= 0)[0]
-        self.pos = sel
-        key = lay[sel].astype(np.int64) * (len(v.m.steps) + 1) + k.step[v.rows[sel]]
-        order = np.argsort(key, kind="stable")  # stable: time order kept inside a group
-        self.sorted_pos = sel[order]
-        skey = key[order]
-        cuts = np.flatnonzero(np.diff(skey)) + 1
-        self.groups = np.split(self.sorted_pos, cuts) if len(skey) else []
-        self.layer_of = [int(lay[g[0]]) for g in self.groups]
+        lay = v._take(k.layer)
+        sel = np.flatnonzero(lay >= 0)
+        key = lay[sel].astype(np.int64) * (len(v.m.steps) + 1) + v._take(k.step)[sel]
+        n = len(key)
+        # A (layer, step) is usually one contiguous run in time order: sort the runs (tens of
+        # thousands), not the kernels. Concatenating stably sorted runs gives the kernels' stable sort.
+        brk = np.flatnonzero(key[1:] != key[:-1]) + 1
+        run_start = np.concatenate(([0], brk)).astype(np.int64) if n else np.zeros(0, dtype=np.int64)
+        run_len = np.diff(np.append(run_start, n))
+        ro = np.argsort(key[run_start], kind="stable")
+        lens = run_len[ro]
+        offs = np.cumsum(lens) - lens
+        self.sorted_pos = sel[np.repeat(run_start[ro] - offs, lens) + np.arange(n)]
+        skey = key[run_start[ro]]
+        first = np.ones(len(skey), dtype=bool)
+        first[1:] = skey[1:] != skey[:-1]
+        self.start = offs[first]
+        self.length = np.diff(np.append(self.start, n))
+        self.layer = lay[self.sorted_pos[self.start]]
+        self.dur = v.dur[self.sorted_pos]
+        self.total = _segment_sums(self.dur, self.start, self.length)
+        self.names = v.name[self.sorted_pos]
+        self.sig = _row_ids(self.names, self.start, self.length)
+        cuts = np.flatnonzero(np.diff(self.layer)) + 1
+        bounds = np.concatenate(([0], cuts, [len(self.layer)])).tolist()
+        self.ranges = {int(self.layer[a]): (a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a}
 
-    def per_layer(self) -> dict[int, list[np.ndarray]]:
-        out: dict[int, list[np.ndarray]] = {}
-        for l, g in zip(self.layer_of, self.groups):
-            out.setdefault(l, []).append(g)
-        return out
+    def side(self, l: int) -> LayerSide:
+        if l not in self.ranges:
+            return LayerSide()
+        a, b = self.ranges[l]
+        per_pass = self.total[a:b]
+        return LayerSide(total_us=float(per_pass.sum()), kernels=int(self.length[a:b].sum()),
+                         passes=b - a, median_us=float(np.median(per_pass)),
+                         p90_us=float(np.percentile(per_pass, 90)))
+
+    def modal(self, l: int) -> tuple[tuple, np.ndarray, np.ndarray] | None:
+        """The most common kernel-name sequence of a layer (the earliest on a tie), the duration
+        matrix of the passes that run it, and the positions of the first such pass."""
+        if l not in self.ranges:
+            return None
+        a, b = self.ranges[l]
+        sig = self.sig[a:b]
+        ids, first, count = np.unique(sig, return_index=True, return_counts=True)
+        top = np.flatnonzero(count == count.max())
+        same = a + np.flatnonzero(sig == ids[top[np.argmin(first[top])]])
+        s0, n = int(self.start[same[0]]), int(self.length[same[0]])
+        cells = self.start[same, None] + np.arange(n)
+        return tuple(self.names[s0:s0 + n].tolist()), self.dur[cells], self.sorted_pos[s0:s0 + n]
 
 
-def _layer_side(v: _View, groups: list[np.ndarray]) -> LayerSide:
-    if not groups:
-        return LayerSide()
-    per_pass = np.array([float(v.dur[g].sum()) for g in groups])
-    return LayerSide(total_us=float(per_pass.sum()), kernels=int(sum(len(g) for g in groups)),
-                     passes=len(groups), median_us=float(np.median(per_pass)),
-                     p90_us=float(np.percentile(per_pass, 90)))
-
-
-def _layers(la: dict[int, list], lb: dict[int, list], va: _View, vb: _View) -> list[LayerRow]:
+def _layers(ga: _LayerGroups, gb: _LayerGroups) -> list[LayerRow]:
     rows = []
-    for l in sorted(set(la) | set(lb)):
-        sa, sb = _layer_side(va, la.get(l, [])), _layer_side(vb, lb.get(l, []))
+    for l in sorted(set(ga.ranges) | set(gb.ranges)):
+        sa, sb = ga.side(l), gb.side(l)
         rows.append(LayerRow(layer=l, a=sa, b=sb, ratio=_ratio(sa.total_us, sb.total_us),
                              gap_us=sa.total_us - sb.total_us))
     rows.sort(key=lambda r: -abs(r.gap_us))
@@ -168,24 +273,15 @@ def _layers(la: dict[int, list], lb: dict[int, list], va: _View, vb: _View) -> l
     return rows
 
 
-def _modal(v: _View, groups: list[np.ndarray]) -> tuple[tuple, np.ndarray] | None:
-    """The most common kernel sequence of a layer and the duration matrix of its passes."""
-    if not groups:
-        return None
-    sigs = [tuple(v.name[g].tolist()) for g in groups]
-    sig, _ = Counter(sigs).most_common(1)[0]
-    same = [g for g, s in zip(groups, sigs) if s == sig]
-    return sig, np.vstack([v.dur[g] for g in same]), same[0]
-
-
-def _alignments(la, lb, va: _View, vb: _View, labels: tuple[str, str], classifier) -> list[LayerAlignment]:
+def _alignments(ga: _LayerGroups, gb: _LayerGroups, labels: tuple[str, str], classifier) -> list[LayerAlignment]:
+    va, vb = ga.v, gb.v
     out = []
     memo: dict[tuple, list] = {}
     components = {c: classifier.components(c) for c in set(va.groups) | set(vb.groups)}
-    for l in sorted(set(la) | set(lb)):
-        ma, mb = _modal(va, la.get(l, [])), _modal(vb, lb.get(l, []))
-        sig_a, dur_a, g_a = ma if ma else ((), np.zeros((1, 0)), np.array([], dtype=np.int64))
-        sig_b, dur_b, g_b = mb if mb else ((), np.zeros((1, 0)), np.array([], dtype=np.int64))
+    empty = ((), np.zeros((1, 0)), np.array([], dtype=np.int64))
+    for l in sorted(set(ga.ranges) | set(gb.ranges)):
+        sig_a, dur_a, g_a = ga.modal(l) or empty
+        sig_b, dur_b, g_b = gb.modal(l) or empty
         cats_a = [va.groups[int(c)] for c in va.gcat[g_a]]
         cats_b = [vb.groups[int(c)] for c in vb.gcat[g_b]]
         key = (sig_a, sig_b)
@@ -193,10 +289,11 @@ def _alignments(la, lb, va: _View, vb: _View, labels: tuple[str, str], classifie
             names_a = [va.m.strings[i] for i in sig_a]
             names_b = [vb.m.strings[i] for i in sig_b]
             memo[key] = align(cats_a, names_a, cats_b, names_b, components)
+        st_a, st_b = _column_stats(dur_a), _column_stats(dur_b)
         pairs = []
         for p, (i, j) in enumerate(memo[key]):
-            sa = stats_of(dur_a[:, i]) if i is not None else Stats()
-            sb = stats_of(dur_b[:, j]) if j is not None else Stats()
+            sa = st_a[i] if i is not None else Stats()
+            sb = st_b[j] if j is not None else Stats()
             ra = int(va.rows[g_a[i]]) if i is not None else -1
             rb = int(vb.rows[g_b[j]]) if j is not None else -1
             na = va.m.strings[sig_a[i]] if i is not None else None
@@ -238,7 +335,7 @@ def _annotate_pairs(pairs: list[KernelPair], labels: tuple[str, str], components
 def _by_name(v: _View) -> dict[str, np.ndarray]:
     if len(v.name) == 0:
         return {}
-    order = np.argsort(v.name, kind="stable")
+    order = _stable_argsort(v.name)
     cuts = np.flatnonzero(np.diff(v.name[order])) + 1
     return {v.m.strings[int(v.name[g[0]])]: g for g in np.split(order, cuts)}
 
@@ -268,9 +365,8 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
     va, vb = _View("a", a, phase, classifier), _View("b", b, phase, classifier)
     ops = _operations(va, vb, phase)
     ga, gb = _LayerGroups(va), _LayerGroups(vb)
-    la, lb = ga.per_layer(), gb.per_layer()
-    layers = _layers(la, lb, va, vb)
-    alignments = _alignments(la, lb, va, vb, labels, classifier)
+    layers = _layers(ga, gb)
+    alignments = _alignments(ga, gb, labels, classifier)
     fusions = find_fusions(va, vb, labels, classifier, alignments, fusion_overrides)
     warnings = [f"{lab}: {w}" for lab, m in zip(labels, (a, b)) for w in m.warnings]
     for lab, v in zip(labels, (va, vb)):

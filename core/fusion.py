@@ -35,7 +35,9 @@ def _side_seq(v) -> tuple[np.ndarray, np.ndarray]:
     """(positions, category-family ids) of one side's kernels, time order, main device only."""
     k = v.m.kernels
     dev = k.device[v.rows]
-    if len(dev):
+    if len(dev) and dev.min() == dev.max():  # one device (the usual case): no group-by needed
+        pos = np.arange(len(dev))
+    elif len(dev):
         vals, inv = np.unique(dev, return_inverse=True)
         main = vals[np.argmax(np.bincount(inv, weights=v.dur))]
         pos = np.nonzero(dev == main)[0]
@@ -45,8 +47,8 @@ def _side_seq(v) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _counts(v) -> Counter:
-    ids, n = np.unique(v.gcat, return_counts=True)
-    return Counter({v.groups[int(i)]: int(c) for i, c in zip(ids, n)})
+    n = np.bincount(v.gcat, minlength=len(v.groups))  # gcat ids are small and >= 0
+    return Counter({v.groups[int(i)]: int(n[i]) for i in np.flatnonzero(n)})
 
 
 def _chains(seq: np.ndarray, comps: list[int]) -> np.ndarray:

@@ -1,0 +1,95 @@
+"""The vectorised group-bys of core.compare give exactly (bit for bit) what the plain per-group
+numpy calls they replace give: same sums, same percentiles, same tie order."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from core.compare import (_column_stats, _LayerGroups, _row_ids, _segment_sums, _stable_argsort, _top_ids,
+                          _View, stats_of)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(7)
+
+
+def _segments(rng, n_seg: int, max_len: int):
+    length = rng.integers(1, max_len + 1, n_seg)
+    start = np.concatenate(([0], np.cumsum(length)[:-1])).astype(np.int64)
+    return start, length
+
+
+def test_column_stats_equal_stats_of_each_column(rng):
+    for rows, cols in ((1, 1), (1, 5), (7, 3), (300, 17), (1386, 14)):
+        mat = np.round(rng.exponential(10.0, (rows, cols)), 3)  # rounded: ties in the percentiles
+        assert _column_stats(mat) == [stats_of(mat[:, i]) for i in range(cols)]
+
+
+def test_segment_sums_equal_one_dimensional_sums(rng):
+    start, length = _segments(rng, 500, 300)
+    values = rng.lognormal(2.0, 2.0, int(length.sum()))
+    sums = _segment_sums(values, start, length)
+    assert sums.tolist() == [float(values[s:s + n].sum()) for s, n in zip(start, length)]
+
+
+def test_row_ids_equal_exactly_for_equal_sequences(rng):
+    start, length = _segments(rng, 400, 4)
+    values = rng.integers(0, 3, int(length.sum()))
+    ids = _row_ids(values, start, length).tolist()
+    seqs = [tuple(values[s:s + n].tolist()) for s, n in zip(start, length)]
+    for i in range(len(seqs)):
+        for j in range(i + 1, len(seqs)):
+            assert (ids[i] == ids[j]) == (seqs[i] == seqs[j])
+
+
+@pytest.mark.parametrize("low", [0, -1])
+def test_top_ids_match_unique_then_bincount(rng, low):
+    for _ in range(50):
+        ids = rng.integers(low, 12, int(rng.integers(1, 200))).astype(np.int32)
+        w = rng.integers(0, 4, len(ids)).astype(float)  # integer weights: many tied totals
+        uniq, inv = np.unique(ids, return_inverse=True)
+        expected = [int(uniq[i]) for i in np.argsort(-np.bincount(inv, weights=w))[:5]]
+        assert _top_ids(ids, w, 5) == expected
+
+
+def test_stable_argsort(rng):
+    for hi in (30, 70_000):
+        ids = rng.integers(0, hi, 5000).astype(np.int32)
+        assert np.array_equal(_stable_argsort(ids), np.argsort(ids, kind="stable"))
+
+
+def test_layer_groups_match_a_per_group_walk(demo_models, classifier, rng):
+    """Groups, per-pass totals and the modal sequence (earliest on a tie) against a plain walk
+    over the kernels, on a demo model whose names are cut to a few so that sequences tie."""
+    m = next(iter(demo_models.values()))
+    k = m.kernels
+    saved = k.name.copy(), k.layer.copy()
+    try:
+        k.name = rng.choice(np.unique(k.name)[:3], len(k))
+        k.layer = rng.integers(-1, 4, len(k))  # (layer, step) groups no longer contiguous in time
+        v = _View("a", m, "all", classifier)
+        g = _LayerGroups(v)
+        groups: dict[int, dict[int, list[int]]] = {}
+        for pos in range(len(v.rows)):
+            if k.layer[pos] >= 0:
+                groups.setdefault(int(k.layer[pos]), {}).setdefault(int(k.step[pos]), []).append(pos)
+        assert sorted(g.ranges) == sorted(groups)
+        for layer, by_step in groups.items():
+            passes = [by_step[s] for s in sorted(by_step)]
+            totals = [float(v.dur[p].sum()) for p in passes]
+            side = g.side(layer)
+            assert (side.passes, side.kernels) == (len(passes), sum(map(len, passes)))
+            assert side.total_us == float(np.array(totals).sum())
+            assert side.median_us == float(np.median(totals))
+            sigs = [tuple(v.name[p].tolist()) for p in passes]
+            sig, _ = Counter(sigs).most_common(1)[0]
+            same = [p for p, s in zip(passes, sigs) if s == sig]
+            got_sig, got_dur, got_first = g.modal(layer)
+            assert got_sig == sig and got_first.tolist() == same[0]
+            assert np.array_equal(got_dur, np.vstack([v.dur[p] for p in same]))
+    finally:
+        k.name, k.layer = saved

@@ -255,6 +255,55 @@ def _number(buf, i, n):
 
 
 @_jit
+def _skip_number(buf, i, n):
+    """Validate a JSON number without converting it; the end or a sentinel. Numbers near or
+    beyond float range (or with very long fractions) are left to msgspec, as in _number."""
+    if buf[i] == 45:
+        i += 1
+        if i >= n:
+            return _INCOMPLETE
+    c = buf[i]
+    whole = 0
+    if c == 48:
+        i += 1
+    elif 49 <= c <= 57:
+        while i < n and 48 <= buf[i] <= 57:
+            whole += 1
+            i += 1
+    else:
+        return _INVALID
+    frac = 0
+    if i < n and buf[i] == 46:
+        i += 1
+        while i < n and 48 <= buf[i] <= 57:
+            frac += 1
+            i += 1
+        if frac == 0:
+            return _INCOMPLETE if i >= n else _INVALID
+    e = 0
+    if i < n and (buf[i] == 101 or buf[i] == 69):
+        i += 1
+        eneg = False
+        if i < n and (buf[i] == 43 or buf[i] == 45):
+            eneg = buf[i] == 45
+            i += 1
+        start = i
+        while i < n and 48 <= buf[i] <= 57:
+            if e < 100000:
+                e = e * 10 + (buf[i] - 48)
+            i += 1
+        if i == start:
+            return _INCOMPLETE if i >= n else _INVALID
+        if eneg:
+            e = -e
+    if i >= n:
+        return _INCOMPLETE
+    if whole + e > 300 or e < -300 or frac > 300:
+        return _INVALID
+    return i
+
+
+@_jit
 def _skip(buf, i, n, stack):
     """Validate and skip one JSON value at buf[i]; returns its end or a sentinel."""
     depth = 0
@@ -269,8 +318,7 @@ def _skip(buf, i, n, stack):
             if i < 0:
                 return i
         elif c == 45 or 48 <= c <= 57:
-            r = _number(buf, i, n)
-            i = r[0]
+            i = _skip_number(buf, i, n)
             if i < 0:
                 return i
         elif c == 123 or c == 91:

@@ -17,9 +17,31 @@ from rich.text import Text
 from textual.binding import Binding
 from textual._segment_tools import line_crop
 from textual.cache import LRUCache
+from textual.coordinate import Coordinate
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets._data_table import RowKey
+
+
+@dataclass
+class _Frame:
+    """What drawing a line of the table needs, read once a frame."""
+    fast: bool
+    base_style: Style
+    widths: list[int]
+    keys: list
+    width: int
+    header: int
+    offsets: list
+    scroll: Any
+    cursor_row: int
+    hover_row: int
+    show_cursor: bool
+    show_hover: bool
+    css_fg: bool
+    css_bg: bool
+    state: tuple = ()     # everything above a drawn row depends on (strip cache key)
 
 
 NUMERIC = ("num", "us", "gap", "ratio", "pct", "int")
@@ -52,6 +74,22 @@ class TableSpec:
     build: Callable[[dict[str, int]], list[Row]]   # name-column widths -> rows
     select: str | None = None    # row key to put the cursor on first
     default_sort: tuple[int, bool] | None = None   # (column index, reverse)
+
+
+def flexible_widths(cols: list[Column], total: int) -> dict[str, int]:
+    """Widths of the flexible columns (names, and bars without a fixed width) in a table `total` cells wide."""
+    flex = [c for c in cols if c.width is None and c.kind in ("name", "bar")]
+    fixed = sum((c.width or len(c.label)) + 2 for c in cols if c not in flex)
+    # 2 cells per column for padding, 2 for the vertical scrollbar
+    left = total - fixed - 2 * len(flex) - 2
+    names = [c for c in flex if c.kind == "name"]
+    bars = [c for c in flex if c.kind == "bar"]
+    out: dict[str, int] = {}
+    for c in names:
+        out[c.key] = max(c.min_width, min(left // len(names), c.max_width))
+    for c in bars:  # a bar grows into what names leave, but not so far that it turns into a line
+        out[c.key] = c.min_width if names else max(c.min_width, min(left // len(bars), 48))
+    return out
 
 
 def _sort_key(v: Any, kind: str):
@@ -92,8 +130,9 @@ class ResultTable(DataTable):
         self._widths: dict[str, int] = {}
         self._component_style_cache: dict[tuple, Style] = {}
         self._combined_style_cache: dict[tuple, Style] = {}
-        self._row_cells_cache: LRUCache[tuple, list[list[Segment]]] = LRUCache(4096)
-        self._frame: tuple | None = None   # while drawing: base style, column widths and keys, width
+        self._row_cells_cache: LRUCache[tuple, list[list[tuple[str, Style]]]] = LRUCache(4096)
+        self._strip_cache: LRUCache[tuple, Strip] = LRUCache(1024)
+        self._frame: _Frame | None = None   # set while drawing
 
     # --- data in --------------------------------------------------------------------------
     def show(self, spec: TableSpec, keep_cursor: bool = False) -> None:
@@ -112,19 +151,7 @@ class ResultTable(DataTable):
         assert self.spec is not None
         total = self.size.width or self.app.size.width
         self._built_width = total
-        cols = self.spec.columns
-        flex = [c for c in cols if c.width is None and c.kind in ("name", "bar")]
-        fixed = sum((c.width or len(c.label)) + 2 for c in cols if c not in flex)
-        # 2 cells per column for padding, 2 for the vertical scrollbar
-        left = total - fixed - 2 * len(flex) - 2
-        names = [c for c in flex if c.kind == "name"]
-        bars = [c for c in flex if c.kind == "bar"]
-        out: dict[str, int] = {}
-        for c in names:
-            out[c.key] = max(c.min_width, min(left // len(names), c.max_width))
-        for c in bars:  # a bar grows into what names leave, but not so far that it turns into a line
-            out[c.key] = c.min_width if names else max(c.min_width, min(left // len(bars), 48))
-        return out
+        return flexible_widths(self.spec.columns, total)
 
     def _build_rows(self) -> None:
         assert self.spec is not None
@@ -235,6 +262,7 @@ class ResultTable(DataTable):
     def notify_style_update(self) -> None:
         self._component_style_cache.clear()
         self._combined_style_cache.clear()
+        self._strip_cache.clear()
         super().notify_style_update()
 
     def _component_style(self, name: str) -> Style:
@@ -255,21 +283,63 @@ class ResultTable(DataTable):
         return base_style
 
     def render_lines(self, crop):
+        # what every line needs, read once a frame (reactive attributes are slow to read)
         columns = self.ordered_columns
-        self._frame = (self.rich_style, [c.get_render_width(self) for c in columns], [c.key for c in columns],
-                       self.size.width)
+        self._frame = _Frame(
+            fast=(self.cursor_type == "row" and not self.fixed_columns and not self.fixed_rows
+                  and not self._should_render_row_labels),
+            base_style=self.rich_style, widths=[c.get_render_width(self) for c in columns],
+            keys=[c.key for c in columns], width=self.size.width,
+            header=self.header_height if self.show_header else 0, offsets=self._y_offsets,
+            scroll=self.scroll_offset, cursor_row=self.cursor_coordinate.row, hover_row=self.hover_coordinate.row,
+            show_cursor=self.show_cursor, show_hover=self._show_hover_cursor,
+            css_fg=self.cursor_foreground_priority == "css", css_bg=self.cursor_background_priority == "css")
+        f = self._frame
+        f.state = (f.base_style, f.width, tuple(f.widths), f.show_cursor, f.show_hover, f.css_fg, f.css_bg,
+                   self.get_pseudo_class_state(), self._update_count)
         try:
             return super().render_lines(crop)
         finally:
             self._frame = None
 
     def render_line(self, y: int) -> Strip:
-        if self.fixed_rows or self._frame is None:
+        f = self._frame
+        if f is None or not f.fast or y < f.header:
             return super().render_line(y)
-        scroll_x, scroll_y = self.scroll_offset
-        if not self.show_header or y >= self.header_height:
-            y += scroll_y
-        return self._render_line(y, scroll_x, scroll_x + self.size.width, self._frame[0])
+        x, scroll_y = f.scroll
+        index = y - f.header + scroll_y
+        if index >= len(f.offsets):
+            return Strip.blank(f.width, f.base_style)
+        row_key, _ = f.offsets[index]
+        row_index = self._row_locations.get(row_key)
+        # a row's strip changes with its position (zebra stripe, meta), the cursor or the mouse
+        # coming onto it or leaving it, and the frame's state: not when the table scrolls by a line
+        key = (row_key, row_index, row_index == f.cursor_row, row_index == f.hover_row, x, f.state)
+        strip = self._strip_cache.get(key)
+        if strip is None:
+            cells = None if row_index is None else self._row_cells(row_key, f.widths, f.keys)
+            if cells is None:
+                return self._render_line(y + scroll_y, x, x + f.width, f.base_style)
+            strip = self._strip_cache[key] = self._draw_row(row_index, cells, x, f)
+        return strip
+
+    # DataTable finds a row's y by summing the heights of all rows above it, on every cursor move
+    # (twice: old and new row) and scroll: O(rows). Rows here are one line high, so y is the index.
+    def _one_line_rows(self) -> bool:
+        return self._total_row_height == self.row_count
+
+    def _get_row_region(self, row_index: int) -> Region:
+        if not self._one_line_rows() or not self.is_valid_row_index(row_index):
+            return super()._get_row_region(row_index)
+        width = sum(c.get_render_width(self) for c in self.columns.values()) + self._row_label_column_width
+        y = row_index + (self.header_height if self.show_header else 0)
+        return Region(0, y, max(self.size.width, width), 1)
+
+    def _get_cell_region(self, coordinate: Coordinate) -> Region:
+        if not self._one_line_rows() or not self.is_valid_coordinate(coordinate):
+            return super()._get_cell_region(coordinate)
+        region = super()._get_cell_region(Coordinate(0, coordinate.column))  # no rows above row 0 to sum
+        return region._replace(y=region.y + coordinate.row)
 
     def _cell_segments(self, cell: object, width: int) -> list[Segment] | None:
         """The unstyled line of a one-line Text cell padded to `width`, as DataTable lays it out
@@ -328,31 +398,15 @@ class ResultTable(DataTable):
             self._row_cells_cache[key] = cells
         return cells
 
-    def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
-        if (self._frame is None or self.cursor_type != "row" or self.fixed_columns or self.fixed_rows
-                or self._should_render_row_labels):
-            return super()._render_line(y, x1, x2, base_style)
-        _, widths, columns, width = self._frame
-        try:
-            row_key, _ = self._get_offsets(y)
-        except LookupError:
-            return Strip.blank(width, base_style)
-        row_index = self._row_locations.get(row_key)
-        if row_key is self._header_row_key or row_index is None:
-            return super()._render_line(y, x1, x2, base_style)
-        cells = self._row_cells(row_key, widths, columns)
-        if cells is None:
-            return super()._render_line(y, x1, x2, base_style)
-
-        # DataTable's styles for this row's cells: row style + cursor/hover component, then the
-        # cell's own style, the CSS colour priority as post style, and the (row, column) meta
-        cursor = row_index == self.cursor_coordinate.row
-        hover = row_index == self.hover_coordinate.row
-        show_cursor, show_hover = self.show_cursor, self._show_hover_cursor
+    def _draw_row(self, row_index: int, cells: list[list[tuple[str, Style]]], x1: int, f: "_Frame") -> Strip:
+        """The strip DataTable would draw for this row (same segments, styles and meta), from its cached cells."""
+        # DataTable's styles for a cell: row style + cursor/hover component, then the cell's own
+        # style, the CSS colour priority as post style, and the (row, column) meta
+        cursor = row_index == f.cursor_row
+        hover = row_index == f.hover_row
         component, post = self._get_styles_to_render_cell(
-            False, False, False, hover, cursor, show_cursor, show_hover,
-            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
-        row_style = self._get_row_style(row_index, base_style)
+            False, False, False, hover, cursor, f.show_cursor, f.show_hover, f.css_fg, f.css_bg)
+        row_style = self._get_row_style(row_index, f.base_style)
         pre = row_style + component
         combined = self._combined_style_cache
         segments = []
@@ -366,23 +420,26 @@ class ResultTable(DataTable):
                 if final is None:
                     final = pre + style
                     final = combined[key] = final + post if post else final
-                if final == last:  # Rich would merge these when simplifying the line
+                if final == last:  # what Strip.simplify would merge
                     segments[-1] = Segment(segments[-1].text + text, segments[-1].style)
                 else:
                     append(Segment(text, final + meta))
                 last = final
-        extend_component, _ = self._get_styles_to_render_cell(
-            False, False, False, hover, cursor, show_cursor, show_hover, False, False)
-        table_width = sum(widths) + self._row_label_column_width
+        # the rest of the line, as DataTable extends it
+        extend, _ = self._get_styles_to_render_cell(False, False, False, hover, cursor, f.show_cursor, f.show_hover,
+                                                   False, False)
+        width = f.width
+        table_width = sum(f.widths) + self._row_label_column_width
         remaining = max(0, width - table_width)
-        append(Segment(" " * remaining, row_style + extend_component
+        append(Segment(" " * remaining, row_style + extend
                        + Style.from_meta({"row": row_index, "column": 0, "out_of_bounds": True})))
         total = table_width + remaining
+        x2 = x1 + width
         if x1 or x2 < total:
             segments = line_crop(segments, x1, x2, total)
             strip = Strip(segments, max(0, min(x2, total) - x1))
-            return strip if strip.cell_length == width else strip.adjust_cell_length(width, base_style)
-        return Strip(segments, total) if total == width else Strip(segments).adjust_cell_length(width, base_style)
+            return strip if strip.cell_length == width else strip.adjust_cell_length(width, f.base_style)
+        return Strip(segments, total)
 
     # --- data out ---------------------------------------------------------------------------
     def current_row(self) -> Row | None:

@@ -119,6 +119,13 @@ class ResultTable(DataTable):
     """
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        # drawing (see 'fast rendering'); set first: DataTable's constructor may clear caches
+        self._component_style_cache: dict[tuple, Style] = {}
+        self._combined_style_cache: dict[tuple, Style] = {}
+        self._row_cells_cache: LRUCache[tuple, list[list[tuple[str, Style]]]] = LRUCache(4096)
+        self._strip_cache: LRUCache[tuple, Strip] = LRUCache(1024)
+        self._frame: _Frame | None = None   # set while drawing
+        self._prefetched = None              # scroll offset the pages around were drawn for
         super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=True)
         self.spec: TableSpec | None = None
         self.rows_all: list[Row] = []
@@ -128,11 +135,6 @@ class ResultTable(DataTable):
         self.sort_reverse = False
         self._built_width = 0
         self._widths: dict[str, int] = {}
-        self._component_style_cache: dict[tuple, Style] = {}
-        self._combined_style_cache: dict[tuple, Style] = {}
-        self._row_cells_cache: LRUCache[tuple, list[list[tuple[str, Style]]]] = LRUCache(4096)
-        self._strip_cache: LRUCache[tuple, Strip] = LRUCache(1024)
-        self._frame: _Frame | None = None   # set while drawing
 
     # --- data in --------------------------------------------------------------------------
     def show(self, spec: TableSpec, keep_cursor: bool = False) -> None:
@@ -259,7 +261,13 @@ class ResultTable(DataTable):
     # and the row/column meta DataTable's mouse handling reads. Everything else (the header, other
     # renderables, overlong or multi-line cells, other cursor types) takes DataTable's own path.
 
-    def notify_style_update(self) -> None:
+    def _clear_caches(self) -> None:  # DataTable's, on new data, a new cursor type, ...
+        super()._clear_caches()
+        self._row_cells_cache.clear()
+        self._strip_cache.clear()
+        self._prefetched = None
+
+    def notify_style_update(self) -> None:  # new CSS, theme, focus
         self._component_style_cache.clear()
         self._combined_style_cache.clear()
         self._strip_cache.clear()
@@ -282,10 +290,10 @@ class ResultTable(DataTable):
             return self._component_style("datatable--odd-row" if row_index % 2 else "datatable--even-row")
         return base_style
 
-    def render_lines(self, crop):
-        # what every line needs, read once a frame (reactive attributes are slow to read)
+    def _make_frame(self) -> _Frame:
+        """What every line needs, read once a frame (reactive attributes are slow to read)."""
         columns = self.ordered_columns
-        self._frame = _Frame(
+        f = _Frame(
             fast=(self.cursor_type == "row" and not self.fixed_columns and not self.fixed_rows
                   and not self._should_render_row_labels),
             base_style=self.rich_style, widths=[c.get_render_width(self) for c in columns],
@@ -294,13 +302,31 @@ class ResultTable(DataTable):
             scroll=self.scroll_offset, cursor_row=self.cursor_coordinate.row, hover_row=self.hover_coordinate.row,
             show_cursor=self.show_cursor, show_hover=self._show_hover_cursor,
             css_fg=self.cursor_foreground_priority == "css", css_bg=self.cursor_background_priority == "css")
-        f = self._frame
         f.state = (f.base_style, f.width, tuple(f.widths), f.show_cursor, f.show_hover, f.css_fg, f.css_bg,
                    self.get_pseudo_class_state(), self._update_count)
+        return f
+
+    def render_lines(self, crop):
+        self._frame = f = self._make_frame()
         try:
-            return super().render_lines(crop)
+            lines = super().render_lines(crop)
         finally:
             self._frame = None
+        if f.fast and f.scroll != self._prefetched:
+            # once the frame is out, draw the pages above and below, so that the next page
+            # up/down (or a scroll into them) finds its rows drawn
+            self._prefetched = f.scroll
+            self.call_later(self._prefetch)
+        return lines
+
+    def _prefetch(self) -> None:
+        f = self._make_frame()
+        if not f.fast:
+            return
+        self._pseudo_class_state = f.state[-2]  # as DataTable.render_lines sets it for the row styles
+        top, page = f.scroll.y, max(self.scrollable_content_region.height - f.header, 1)
+        for index in (*range(top + page, min(top + 2 * page, len(f.offsets))), *range(max(top - page, 0), top)):
+            self._row_strip(index, f)
 
     def render_line(self, y: int) -> Strip:
         f = self._frame
@@ -310,17 +336,24 @@ class ResultTable(DataTable):
         index = y - f.header + scroll_y
         if index >= len(f.offsets):
             return Strip.blank(f.width, f.base_style)
+        strip = self._row_strip(index, f)
+        if strip is None:
+            return self._render_line(y + scroll_y, x, x + f.width, f.base_style)
+        return strip
+
+    def _row_strip(self, index: int, f: _Frame) -> Strip | None:
+        """The strip of the row at line `index` of the table (None: DataTable has to draw it)."""
         row_key, _ = f.offsets[index]
         row_index = self._row_locations.get(row_key)
         # a row's strip changes with its position (zebra stripe, meta), the cursor or the mouse
         # coming onto it or leaving it, and the frame's state: not when the table scrolls by a line
-        key = (row_key, row_index, row_index == f.cursor_row, row_index == f.hover_row, x, f.state)
+        key = (row_key, row_index, row_index == f.cursor_row, row_index == f.hover_row, f.scroll.x, f.state)
         strip = self._strip_cache.get(key)
         if strip is None:
             cells = None if row_index is None else self._row_cells(row_key, f.widths, f.keys)
             if cells is None:
-                return self._render_line(y + scroll_y, x, x + f.width, f.base_style)
-            strip = self._strip_cache[key] = self._draw_row(row_index, cells, x, f)
+                return None
+            strip = self._strip_cache[key] = self._draw_row(row_index, cells, f.scroll.x, f)
         return strip
 
     # DataTable finds a row's y by summing the heights of all rows above it, on every cursor move

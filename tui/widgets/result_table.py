@@ -3,6 +3,7 @@
 Rows carry their raw values (for sorting and export, names in full) next to the rendered cells
 (Text, names shortened to the column). The table is rebuilt from `rows` on every filter/sort
 change, which stays cheap because result tables are small (layers, operations, kernel pairs).
+Drawing is independent of the row count and draws rows itself (see "fast rendering").
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.binding import Binding
 from textual._segment_tools import line_crop
+from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.coordinate import Coordinate
 from textual.geometry import Region
@@ -253,13 +254,16 @@ class ResultTable(DataTable):
 
     # --- fast rendering -------------------------------------------------------------------
     # DataTable renders every cell through Rich (Styled(Padding(cell)) -> console.render_lines) and
-    # looks up the widget's and the row's CSS styles on every line: a page of rows never drawn
-    # before (page down) took 25-30 ms at 80x24 and 50-80 ms at 200x60, the rest of the frame 5-10.
-    # For the rows this table holds (one line, Text cells that fit their column) `_render_line`
-    # below builds the same strip directly: each row's cells are laid out once (unstyled, cached
-    # by row), and a line only combines those with the row's styles (zebra stripe, cursor, hover)
-    # and the row/column meta DataTable's mouse handling reads. Everything else (the header, other
-    # renderables, overlong or multi-line cells, other cursor types) takes DataTable's own path.
+    # reads the widget's and the row's CSS styles and a dozen reactive attributes on every line: a
+    # page of rows never drawn before (page down) cost 20 ms of CPU at 80x24 and 60 ms at 200x60,
+    # and scrolling by one line redrew every row. For the rows this table holds (one line high,
+    # Text cells that fit their column, row cursor) `render_line` draws the same strip DataTable
+    # would, from (1) each row's cells laid out once, unstyled (`_row_cells`), (2) styles combined
+    # once per (row style, cursor/hover, cell style) and (3) the row/column meta the mouse handling
+    # reads; strips are cached per row, so a scroll by one line draws the rows that changed, and
+    # the pages above and below are drawn once a frame is out (`_prefetch`). Everything else (the
+    # header, other renderables, overlong, centred or multi-line cells) takes DataTable's own path;
+    # tests/test_tui_table.py compares both drawings cell by cell.
 
     def _clear_caches(self) -> None:  # DataTable's, on new data, a new cursor type, ...
         super()._clear_caches()
@@ -431,7 +435,7 @@ class ResultTable(DataTable):
             self._row_cells_cache[key] = cells
         return cells
 
-    def _draw_row(self, row_index: int, cells: list[list[tuple[str, Style]]], x1: int, f: "_Frame") -> Strip:
+    def _draw_row(self, row_index: int, cells: list[list[tuple[str, Style]]], x1: int, f: _Frame) -> Strip:
         """The strip DataTable would draw for this row (same segments, styles and meta), from its cached cells."""
         # DataTable's styles for a cell: row style + cursor/hover component, then the cell's own
         # style, the CSS colour priority as post style, and the (row, column) meta

@@ -159,3 +159,21 @@ async def test_keys_at_the_end_of_100k_rows_cost_what_they_cost_at_the_top():
         assert table.cursor_row > 99_000
         assert end < 2 * top + 0.05, (top, end)  # DataTable summed the heights of all rows above the cursor
         check_lines(table)
+
+
+async def test_mouse_clicks_reach_rows_and_headers():
+    app = OneTable()
+    async with app.run_test(size=(70, 20)) as pilot:
+        table = app.query_one(ResultTable)
+        await pilot.pause()
+        await pilot.click(ResultTable, offset=(3, 5))  # line 0 is the header: row 4
+        await pilot.pause()
+        assert table.cursor_row == 4
+        await pilot.click(ResultTable, offset=(20, 0))  # header of the name column: sort by it
+        await pilot.pause()
+        assert table.sort_column == 1
+        table.scroll_to(y=30, animate=False)
+        await pilot.pause()
+        await pilot.click(ResultTable, offset=(3, 2))
+        await pilot.pause()
+        assert table.cursor_row == 31

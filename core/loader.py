@@ -253,7 +253,7 @@ def _mp_context():
         return mp.get_context("fork")
     if "forkserver" in methods:
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["core.reader", "core.loader", "core.scan_kernel"])
+        ctx.set_forkserver_preload(["core.reader", "core.loader", "core.scan_preload"])
         return ctx
     return mp.get_context("spawn")
 
@@ -286,15 +286,18 @@ def _unpack(layout, buf, base: int) -> dict[str, dict[str, np.ndarray]]:
 def prepare() -> None:
     """Start the worker machinery ahead of the first big load. A UI, whose threads make fork
     unsafe, calls this at startup (from a background thread: it blocks until the fork server
-    has imported the reader, ~0.3 s); otherwise its first big load pays that. The fork server's
-    first child also loads the compiled scanner — or compiles it, once per install (~8 s), in
-    that process, so the UI's interpreter is not held up. Returns at once when there is
-    nothing to start."""
+    has imported the reader and loaded the compiled scanner, ~0.6 s — or compiled it, once per
+    install, ~8 s, in that process: the UI's interpreter is not held up); otherwise its first
+    big load pays that. Returns at once when there is nothing to start."""
     ctx = _mp_context()
     if ctx.get_start_method() == "forkserver":
-        p = ctx.Process(target=scan.warm, daemon=True)
+        p = ctx.Process(target=_noop, daemon=True)
         p.start()
         p.join()
+
+
+def _noop() -> None:
+    pass
 
 
 def _worker_main(shm_name: str, slot_size: int, cmd, res, parent: int, inherited: list) -> None:
@@ -495,6 +498,7 @@ def _read_parallel(path: str, n: int, progress: Callable[[int, int], None], slot
 
 
 def _read_with_workers(path: str, n: int, progress: Callable[[int, int], None], slot: int) -> _Read:
+    scan.warm()   # forked workers inherit it (a fork server has it already)
     try:
         pool = _Pool(n, slot)   # before the reader: its gzip thread would make fork unsafe
     except (OSError, ValueError, ImportError) as e:  # no /dev/shm, process limits, ...

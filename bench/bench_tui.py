@@ -12,7 +12,9 @@ end/home (first/last row: ctrl+end/ctrl+home, also G/g). Keys follow each other 
 previous frame is out, like a held key: each waits for Textual's next 60 Hz refresh slot.
 
 Prints, per terminal size and table, p50 / p95 / max per key and the median main-thread CPU time
-of one key-to-redraw (which other load on the machine does not inflate), then the ratios.
+of one key-to-redraw (which other load on the machine inflates much less), then the ratios; per
+run, Python's full garbage collections during the presses (the long outliers: frequent and short
+with a small heap, rare and long with a big one).
 Not a test: `python bench/bench_tui.py [--rows 100000] [--sizes 80x24,200x60] [--repeat 3]`.
 """
 
@@ -124,37 +126,62 @@ async def _place(pilot, table: DataTable, row: int) -> None:
     await pilot.pause()
 
 
+class FullCollections:
+    """Pauses of Python's full (generation 2) garbage collections while active: the long outliers."""
+
+    def __init__(self) -> None:
+        self.pauses: list[float] = []
+        self._t = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if info["generation"] == 2:
+            if phase == "start":
+                self._t = time.perf_counter()
+            else:
+                self.pauses.append((time.perf_counter() - self._t) * 1000)
+
+    def __enter__(self) -> FullCollections:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        gc.callbacks.remove(self)
+
+
 async def run(n: int, size: tuple[int, int], presses: int, stock: bool = False) -> dict[str, dict]:
-    """{key: {"times": [...ms], "cpu": [...ms]}} for one table in one app."""
+    """{key: {"times": [...ms], "cpu": [...ms]}, "_gc": [full collection pauses, ms]} for one table in one app."""
     app = Bench(n, stock)
     out: dict[str, dict] = {}
+    collections = FullCollections()
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         gc.collect()
         table = app.query_one("#t", DataTable)
         page = table.scrollable_content_region.height - 1
         last = table.row_count - 1
-        for name, key in KEYS:
-            times, cpu = [], []
-            # down/up start at the bottom/top edge of the view, so that every press scrolls a line
-            start = {"down": n // 2, "up": last - page + 1, "pagedown": 0, "pageup": last}.get(name, 0)
-            await _place(pilot, table, last if name == "up" else 0)
-            await _place(pilot, table, start)
-            count = presses if name not in ("end", "home") else max(presses // 2, 5)
-            for _ in range(count):
-                if name == "down" and table.cursor_row >= last or name == "pagedown" and table.cursor_row > last - page:
-                    await _place(pilot, table, start)
-                if name == "up" and table.cursor_row <= 0 or name == "pageup" and table.cursor_row < page:
-                    await _place(pilot, table, last)
-                    await _place(pilot, table, start)
-                if name in ("end", "home"):  # each press jumps across the whole table
-                    await _place(pilot, table, 0 if name == "end" else last)
-                r = await _press(app, key)
-                if r is not None:
-                    times.append(r[0])
-                    cpu.append(r[1])
-            out[name] = {"times": sorted(times), "cpu": cpu}
+        with collections:
+            for name, key in KEYS:
+                times, cpu = [], []
+                # down/up start at the bottom/top edge of the view, so that every press scrolls a line
+                start = {"down": n // 2, "up": last - page + 1, "pagedown": 0, "pageup": last}.get(name, 0)
+                await _place(pilot, table, last if name == "up" else 0)
+                await _place(pilot, table, start)
+                count = presses if name not in ("end", "home") else max(presses // 2, 5)
+                for _ in range(count):
+                    if name == "down" and table.cursor_row >= last or name == "pagedown" and table.cursor_row > last - page:
+                        await _place(pilot, table, start)
+                    if name == "up" and table.cursor_row <= 0 or name == "pageup" and table.cursor_row < page:
+                        await _place(pilot, table, last)
+                        await _place(pilot, table, start)
+                    if name in ("end", "home"):  # each press jumps across the whole table
+                        await _place(pilot, table, 0 if name == "end" else last)
+                    r = await _press(app, key)
+                    if r is not None:
+                        times.append(r[0])
+                        cpu.append(r[1])
+                out[name] = {"times": sorted(times), "cpu": cpu}
         out["_build_s"] = app.build_s
+        out["_gc"] = collections.pauses
     del app, table, pilot
     gc.collect()  # this table's garbage (a million objects at 100k rows) is not the next run's pause
     return out
@@ -189,9 +216,12 @@ async def main(rows: int, sizes: list[tuple[int, int]], presses: int, repeat: in
         for r in range(repeat):
             for label, n, is_stock in tables:
                 res = await run(n, size, presses, is_stock)
-                print(f"{size[0]}x{size[1]} {label} {n:,} rows (run {r + 1}/{repeat}, built in {res.pop('_build_s'):.1f} s): "
+                build_s, pauses = res.pop("_build_s"), res.pop("_gc")
+                print(f"{size[0]}x{size[1]} {label} {n:,} rows (run {r + 1}/{repeat}, built in {build_s:.1f} s): "
                       + "  ".join(f"{k} {statistics.median(v['times']):.0f}/{p95(v['times']):.0f}"
-                                  for k, v in res.items() if v["times"]) + "  (p50/p95 ms)", flush=True)
+                                  for k, v in res.items() if v["times"]) + "  (p50/p95 ms); "
+                      + f"{len(pauses)} full GC during the presses"
+                      + (f" ({', '.join(f'{x:.0f}' for x in pauses)} ms)" if pauses else ""), flush=True)
                 for k, v in res.items():
                     if v["times"]:
                         runs.setdefault((label, n), {}).setdefault(k, []).append(

@@ -190,6 +190,14 @@ def _worker_count(info: TraceInfo, workers: int | None) -> int:
     return min(_cpus(), 4) if _big(info) and _cpus() > 1 else 1
 
 
+def workers_for(loads: int) -> int | None:
+    """`workers` for each of `loads` traces loaded at the same time: the cores shared between
+    them (None: a lone load decides for itself). On 2 cores two loads read one core each, in
+    their own threads (the scanner releases the GIL): both are ready ~15% sooner than when the
+    first takes both cores and the second waits."""
+    return None if loads <= 1 else max(1, _cpus() // loads)
+
+
 def _big(info: TraceInfo) -> bool:
     """Worth worker processes and the compiled scanner (whose first use in a process costs
     ~0.25 s to load, ~7 s to compile once per install)."""

@@ -179,7 +179,7 @@ def child(task: str, paths: list[str], cache_dir: str | None) -> dict:
         done = [0.0, 0.0]
 
         def one(i: int) -> None:  # as the app does: each trace loads in its own thread
-            models[i] = load(paths[i], classifier=classifier, workers=core.loader.workers_for(2))
+            models[i] = load(paths[i], classifier=classifier)
             done[i] = time.perf_counter() - t0
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(2)]

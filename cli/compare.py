@@ -6,8 +6,6 @@ import csv
 import io
 import json
 import sys
-import threading
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
 
 from rich.table import Table
@@ -51,8 +49,8 @@ def _overrides(items: list[str]) -> dict[str, float]:
 def run(args) -> int:
     from core.classify import Classifier
     from core.compare import compare
-    from core.errors import LoadCancelled, TraceError
-    from core.loader import load, workers_for
+    from core.errors import TraceError
+    from core.loader import load
     from core.probe import probe
 
     # Probe both files first: a bad or foreign B is reported in milliseconds, not after loading A.
@@ -61,18 +59,8 @@ def run(args) -> int:
         if info.kind == "aie":
             raise TraceError(info.path, "this is an AMD AIE (NPU) trace: compare AIE runs with `kerneldiff aie A B`")
     classifier = Classifier.load(args.registry)
-    # both at once, sharing the cores (see core.loader.workers_for); a failure stops the other
-    cancel = threading.Event()
-    with ThreadPoolExecutor(2) as pool:
-        futures = [pool.submit(load, path, classifier=classifier, info=info, use_cache=not args.no_cache,
-                               workers=workers_for(2), cancel=cancel) for path, info in zip((args.a, args.b), infos)]
-        wait(futures, return_when=FIRST_EXCEPTION)
-        if any(f.done() and f.exception() for f in futures):
-            cancel.set()
-        failed = [f.exception() for f in futures if f.exception() and not isinstance(f.exception(), LoadCancelled)]
-        if failed:
-            raise failed[0]
-        a, b = (f.result() for f in futures)
+    a = load(args.a, classifier=classifier, info=infos[0], use_cache=not args.no_cache)
+    b = load(args.b, classifier=classifier, info=infos[1], use_cache=not args.no_cache)
     try:
         cmp = compare(a, b, phase=args.phase, classifier=classifier, fusion_overrides=_overrides(args.fusion_param))
     except ValueError as e:

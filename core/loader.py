@@ -47,6 +47,8 @@ READ_SHARE = 0.9
 # ~10x smaller than the JSON inside, hence their lower threshold.
 PARALLEL_MIN_PLAIN = 64 * 1024 * 1024
 PARALLEL_MIN_GZIP = 8 * 1024 * 1024
+SCAN_MIN_PLAIN = 256 * 1024 * 1024   # from here on the compiled scanner reads (see _scan_worth)
+SCAN_MIN_GZIP = 32 * 1024 * 1024
 SLOTS_PER_WORKER = 2
 SLOT = RUN + 2                       # '[' + a run of events + ']' (the largest slot)
 MIN_RUN = 2 * 1024 * 1024            # smaller runs: a file is cut in ~16, so both workers start
@@ -151,11 +153,11 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
         read = None
         if n > 1:
             try:
-                read = _read_parallel(path, n, read_progress, _slot_size(info))
+                read = _read_parallel(path, n, read_progress, _slot_size(info), _scan_worth(info))
             except _Fallback:
                 read = None
         if read is None:
-            read = _read_sequential(path, read_progress, _big(info))
+            read = _read_sequential(path, read_progress, _scan_worth(info))
     finally:
         if gc_was:
             gc.enable()
@@ -190,18 +192,16 @@ def _worker_count(info: TraceInfo, workers: int | None) -> int:
     return min(_cpus(), 4) if _big(info) and _cpus() > 1 else 1
 
 
-def workers_for(loads: int) -> int | None:
-    """`workers` for each of `loads` traces loaded at the same time: the cores shared between
-    them (None: a lone load decides for itself). On 2 cores two loads read one core each, in
-    their own threads (the scanner releases the GIL): both are ready ~15% sooner than when the
-    first takes both cores and the second waits."""
-    return None if loads <= 1 else max(1, _cpus() // loads)
-
-
 def _big(info: TraceInfo) -> bool:
-    """Worth worker processes and the compiled scanner (whose first use in a process costs
-    ~0.25 s to load, ~7 s to compile once per install)."""
+    """Worth worker processes."""
     return info.size >= (PARALLEL_MIN_GZIP if info.compressed else PARALLEL_MIN_PLAIN)
+
+
+def _scan_worth(info: TraceInfo) -> bool:
+    """Worth the compiled scanner: loading it costs a process ~0.35 s (numba's import and its
+    cache; ~8 s to compile once per install), it saves ~1.9 s of CPU per GB: a 100 MB trace
+    measured 0.74 s with it and 0.44 s without."""
+    return info.size >= (SCAN_MIN_GZIP if info.compressed else SCAN_MIN_PLAIN)
 
 
 class _Budget:
@@ -308,7 +308,7 @@ def _noop() -> None:
     pass
 
 
-def _worker_main(shm_name: str, slot_size: int, cmd, res, parent: int, inherited: list) -> None:
+def _worker_main(shm_name: str, slot_size: int, cmd, res, parent: int, inherited: list, fast: bool = True) -> None:
     """Decode runs of events placed in shared memory. After each run, send its columns (and
     the names first seen in it), so the transfer overlaps with decoding; then the counters."""
     for conn in inherited:  # a forked worker holds copies of the parent's pipe ends: drop them,
@@ -329,7 +329,7 @@ def _worker_main(shm_name: str, slot_size: int, cmd, res, parent: int, inherited
             base = slot * slot_size
             buf = shm.buf
             try:
-                for events in decode_run(buf, base, base + end):
+                for events in decode_run(buf, base, base + end, fast=fast):
                     col.add(events)
                     del events
             except ValueError:
@@ -397,7 +397,7 @@ def _widen(conn) -> None:
 class _Pool:
     """Worker processes with shared-memory slots; owned by one load, torn down at its end."""
 
-    def __init__(self, n: int, slot: int = SLOT) -> None:
+    def __init__(self, n: int, slot: int = SLOT, fast: bool = True) -> None:
         _sweep_stale_segments()
         ctx = _mp_context()
         self.slot = slot
@@ -417,7 +417,7 @@ class _Pool:
                 _widen(res_r)
                 # a forked child inherits every open pipe end; other start methods pass only args
                 inherited = [cmd_w, res_r, *self.cmds, *self.res] if ctx.get_start_method() == "fork" else []
-                p = ctx.Process(target=_worker_main, args=(shm.name, slot, cmd_r, res_w, os.getpid(), inherited),
+                p = ctx.Process(target=_worker_main, args=(shm.name, slot, cmd_r, res_w, os.getpid(), inherited, fast),
                                 daemon=True, name="kerneldiff-decode")
                 p.start()
                 cmd_r.close()
@@ -497,24 +497,27 @@ def _slot_size(info: TraceInfo) -> int:
     return min(SLOT, max(MIN_RUN, json_bytes // 16) + 2)
 
 
-def _read_parallel(path: str, n: int, progress: Callable[[int, int], None], slot: int = SLOT) -> _Read:
+def _read_parallel(path: str, n: int, progress: Callable[[int, int], None], slot: int = SLOT,
+                   fast: bool = True) -> _Read:
     n = _budget.acquire(n, lambda: progress(0, 1))
     try:
-        return _read_with_workers(path, n, progress, slot)
+        return _read_with_workers(path, n, progress, slot, fast)
     finally:
         _budget.release(n)
 
 
-def _read_with_workers(path: str, n: int, progress: Callable[[int, int], None], slot: int) -> _Read:
-    scan.warm()   # forked workers inherit it (a fork server has it already)
+def _read_with_workers(path: str, n: int, progress: Callable[[int, int], None], slot: int,
+                       fast: bool = True) -> _Read:
+    if fast:
+        scan.warm()   # forked workers inherit it (a fork server has it already)
     try:
-        pool = _Pool(n, slot)   # before the reader: its gzip thread would make fork unsafe
+        pool = _Pool(n, slot, fast)   # before the reader: its gzip thread would make fork unsafe
     except (OSError, ValueError, ImportError) as e:  # no /dev/shm, process limits, ...
         raise _Fallback(str(e)) from None
     reader = None
     finished = False
     try:
-        reader = EventReader(path)
+        reader = EventReader(path, fast=fast)
         local = Columns()            # the tail of the file, decoded here
         local_runs: list[tuple[int, dict]] = []
         idx = 0

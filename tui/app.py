@@ -112,26 +112,22 @@ class KernelDiffApp(App):
 
     # --- loading ------------------------------------------------------------------------------
     def start_loading(self) -> None:
-        todo = [i for i in range(len(self.paths)) if self.models[i] is None and self.infos[i] is not None
-                and i not in self.loading and not (self.errors[i] is not None and self.infos[i].kind == "aie")]
-        workers = None
-        if len(todo) > 1:
-            from core.loader import workers_for
-
-            workers = workers_for(len(todo))   # loads started together share the cores
-        for i in todo:
-            path = self.paths[i]
+        for i, path in enumerate(self.paths):
+            if self.models[i] is not None or self.infos[i] is None or i in self.loading:
+                continue
+            if self.errors[i] is not None and self.infos[i].kind == "aie":
+                continue
             self.errors[i] = None
             cancel = threading.Event()
             self._cancel[i] = cancel
             self.loading.add(i)
             self.start_screen.card(i).set_progress(0.0, "starting", 0, self.infos[i].size)
-            self.run_worker(partial(self._load, i, cancel, workers), thread=True, exclusive=True, group=f"load-{i}",
+            self.run_worker(partial(self._load, i, cancel), thread=True, exclusive=True, group=f"load-{i}",
                             exit_on_error=False, name=f"load {os.path.basename(path)}")
         self.start_screen.refresh_hint()
         self.refresh_bindings()
 
-    def _load(self, index: int, cancel: threading.Event, workers: int | None = None) -> None:
+    def _load(self, index: int, cancel: threading.Event) -> None:
         """Thread worker: load one trace, posting throttled progress."""
         from core.loader import load
 
@@ -153,8 +149,6 @@ class KernelDiffApp(App):
         params = inspect.signature(load_fn).parameters
         if "use_cache" in params:
             kwargs["use_cache"] = self.use_cache
-        if "workers" in params and workers is not None:
-            kwargs["workers"] = workers
         try:
             model = load_fn(path, **kwargs)
         except LoadCancelled:

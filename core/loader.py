@@ -261,7 +261,7 @@ def _mp_context():
         return mp.get_context("fork")
     if "forkserver" in methods:
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["core.reader", "core.loader", "core.scan_preload"])
+        ctx.set_forkserver_preload(["core.reader", "core.loader"])
         return ctx
     return mp.get_context("spawn")
 
@@ -294,18 +294,15 @@ def _unpack(layout, buf, base: int) -> dict[str, dict[str, np.ndarray]]:
 def prepare() -> None:
     """Start the worker machinery ahead of the first big load. A UI, whose threads make fork
     unsafe, calls this at startup (from a background thread: it blocks until the fork server
-    has imported the reader and loaded the compiled scanner, ~0.6 s — or compiled it, once per
-    install, ~8 s, in that process: the UI's interpreter is not held up); otherwise its first
-    big load pays that. Returns at once when there is nothing to start."""
+    has imported the reader, ~0.3 s); otherwise its first big load pays that. The fork server's
+    first child loads the compiled scanner, which compiles it the first time after install
+    (~8 s) in that process rather than in the first big load. The server itself does not keep
+    it: workers forked from a server holding numba made a pair of 100 MB loads 0.35 s slower."""
     ctx = _mp_context()
     if ctx.get_start_method() == "forkserver":
-        p = ctx.Process(target=_noop, daemon=True)
+        p = ctx.Process(target=scan.warm, daemon=True)
         p.start()
         p.join()
-
-
-def _noop() -> None:
-    pass
 
 
 def _worker_main(shm_name: str, slot_size: int, cmd, res, parent: int, inherited: list, fast: bool = True) -> None:
@@ -509,7 +506,7 @@ def _read_parallel(path: str, n: int, progress: Callable[[int, int], None], slot
 def _read_with_workers(path: str, n: int, progress: Callable[[int, int], None], slot: int,
                        fast: bool = True) -> _Read:
     if fast:
-        scan.warm()   # forked workers inherit it (a fork server has it already)
+        scan.warm()   # forked workers inherit it
     try:
         pool = _Pool(n, slot, fast)   # before the reader: its gzip thread would make fork unsafe
     except (OSError, ValueError, ImportError) as e:  # no /dev/shm, process limits, ...

@@ -505,8 +505,6 @@ def _read_parallel(path: str, n: int, progress: Callable[[int, int], None], slot
 
 def _read_with_workers(path: str, n: int, progress: Callable[[int, int], None], slot: int,
                        fast: bool = True) -> _Read:
-    if fast:
-        scan.warm()   # forked workers inherit it
     try:
         pool = _Pool(n, slot, fast)   # before the reader: its gzip thread would make fork unsafe
     except (OSError, ValueError, ImportError) as e:  # no /dev/shm, process limits, ...
@@ -514,7 +512,9 @@ def _read_with_workers(path: str, n: int, progress: Callable[[int, int], None], 
     reader = None
     finished = False
     try:
-        reader = EventReader(path, fast=fast)
+        # the workers load the scanner while this process reads; here it would cost ~0.35 s
+        # for the short tail
+        reader = EventReader(path, fast=False)
         local = Columns()            # the tail of the file, decoded here
         local_runs: list[tuple[int, dict]] = []
         idx = 0

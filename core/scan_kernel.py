@@ -304,6 +304,22 @@ def _skip_number(buf, i, n):
 
 
 @_jit
+def _member_key(buf, i, n):
+    """An object member's key at buf[i] and its colon: where the value may start, or a sentinel."""
+    if buf[i] != 34:
+        return _INVALID
+    i = _skip_string(buf, i, n)
+    if i < 0:
+        return i
+    i = _ws(buf, i, n)
+    if i >= n:
+        return _INCOMPLETE
+    if buf[i] != 58:
+        return _INVALID
+    return i + 1
+
+
+@_jit
 def _skip(buf, i, n, stack):
     """Validate and skip one JSON value at buf[i]; returns its end or a sentinel."""
     depth = 0
@@ -333,17 +349,9 @@ def _skip(buf, i, n, stack):
                 depth -= 1
                 i += 1
             elif c == 123:
-                if buf[i] != 34:
-                    return _INVALID
-                i = _skip_string(buf, i, n)
+                i = _member_key(buf, i, n)
                 if i < 0:
                     return i
-                i = _ws(buf, i, n)
-                if i >= n:
-                    return _INCOMPLETE
-                if buf[i] != 58:
-                    return _INVALID
-                i += 1
                 continue
             else:
                 continue
@@ -376,17 +384,9 @@ def _skip(buf, i, n, stack):
                     i = _ws(buf, i, n)
                     if i >= n:
                         return _INCOMPLETE
-                    if buf[i] != 34:
-                        return _INVALID
-                    i = _skip_string(buf, i, n)
+                    i = _member_key(buf, i, n)
                     if i < 0:
                         return i
-                    i = _ws(buf, i, n)
-                    if i >= n:
-                        return _INCOMPLETE
-                    if buf[i] != 58:
-                        return _INVALID
-                    i += 1
                 break
             if (top == 123 and c == 125) or (top == 91 and c == 93):
                 depth -= 1

@@ -311,12 +311,7 @@ def _member_key(buf, i, n):
     i = _skip_string(buf, i, n)
     if i < 0:
         return i
-    i = _ws(buf, i, n)
-    if i >= n:
-        return _INCOMPLETE
-    if buf[i] != 58:
-        return _INVALID
-    return i + 1
+    return _value_start(buf, i, n)
 
 
 @_jit
@@ -550,6 +545,72 @@ def _float_value(buf, i, n):
 
 
 @_jit
+def _fail(e):
+    """A helper's sentinel as the scan's failure: 1 ran out of bytes, 2 left to msgspec."""
+    return 1 if e == _INCOMPLETE else 2
+
+
+@_jit
+def _value_start(buf, i, n):
+    """From just after a member's key: past the colon to where its value starts, or a sentinel."""
+    i = _ws(buf, i, n)
+    if i >= n:
+        return _INCOMPLETE
+    if buf[i] != 58:
+        return _INVALID
+    i = _ws(buf, i + 1, n)
+    if i >= n:
+        return _INCOMPLETE
+    return i
+
+
+@_jit
+def _args(buf, i, n, stack, ev_ints):
+    """The "args" object at buf[i]: its integer fields into ev_ints, the rest skipped. Returns
+    its end or a sentinel."""
+    i = _ws(buf, i + 1, n)
+    if i < n and buf[i] == 125:
+        return i + 1
+    seen = 0
+    while True:
+        if i >= n:
+            return _INCOMPLETE
+        if buf[i] != 34:
+            return _INVALID
+        ke = _skip_string(buf, i, n)
+        if ke < 0:
+            return ke
+        key = _arg_key(buf, i + 1, ke - 1)
+        if key == _OTHER and _escaped(buf, i + 1, ke - 1):
+            return _BAILED
+        i = _value_start(buf, ke, n)
+        if i < 0:
+            return i
+        if key == _OTHER:
+            i = _skip(buf, i, n, stack)
+        else:
+            if seen & (1 << key):
+                return _BAILED
+            seen |= 1 << key
+            r = _int_value(buf, i, n)
+            if r[0] < 0:
+                return r[0]
+            i = r[0]
+            ev_ints[key] = r[1]
+        if i < 0:
+            return i
+        i = _ws(buf, i, n)
+        if i >= n:
+            return _INCOMPLETE
+        if buf[i] == 44:
+            i = _ws(buf, i + 1, n)
+            continue
+        if buf[i] == 125:
+            return i + 1
+        return _INVALID
+
+
+@_jit
 def _scan(buf, pos, limit, blob, ends, codes, phase, o_code, o_floats, o_ints, o_nhash,
           o_nstart, o_nlen, o_nesc, o_fix, state):
     n = len(buf)
@@ -607,22 +668,15 @@ def _scan(buf, pos, limit, blob, ends, codes, phase, o_code, o_floats, o_ints, o
                 break
             ke = _skip_string(buf, i, n)
             if ke < 0:
-                fail = 1 if ke == _INCOMPLETE else 2
+                fail = _fail(ke)
                 break
             key = _event_key(buf, i + 1, ke - 1)
             if key == _OTHER and _escaped(buf, i + 1, ke - 1):
                 fail = 2   # an escaped key may spell one of ours
                 break
-            i = _ws(buf, ke, n)
-            if i >= n:
-                fail = 1
-                break
-            if buf[i] != 58:
-                fail = 2
-                break
-            i = _ws(buf, i + 1, n)
-            if i >= n:
-                fail = 1
+            i = _value_start(buf, ke, n)
+            if i < 0:
+                fail = _fail(i)
                 break
             if key != _OTHER:
                 bit = 1 << key
@@ -637,7 +691,7 @@ def _scan(buf, pos, limit, blob, ends, codes, phase, o_code, o_floats, o_ints, o
                     break
                 e = _skip_string(buf, i, n)
                 if e < 0:
-                    fail = 1 if e == _INCOMPLETE else 2
+                    fail = _fail(e)
                     break
                 if e - i != 3 or buf[i + 1] >= 128 or phase[buf[i + 1]] == 0:
                     fail = 2
@@ -648,7 +702,7 @@ def _scan(buf, pos, limit, blob, ends, codes, phase, o_code, o_floats, o_ints, o
                 if c == 110 and key == _K_NAME:
                     e = _skip(buf, i, n, stack)
                     if e < 0:
-                        fail = 1 if e == _INCOMPLETE else 2
+                        fail = _fail(e)
                         break
                     i = e   # null name: kept as "no name" (dropped if its group is read)
                 elif c != 34:
@@ -657,7 +711,7 @@ def _scan(buf, pos, limit, blob, ends, codes, phase, o_code, o_floats, o_ints, o
                 else:
                     e = _skip_string(buf, i, n)
                     if e < 0:
-                        fail = 1 if e == _INCOMPLETE else 2
+                        fail = _fail(e)
                         break
                     if key == _K_CAT:
                         if _escaped(buf, i + 1, e - 1):
@@ -674,7 +728,7 @@ def _scan(buf, pos, limit, blob, ends, codes, phase, o_code, o_floats, o_ints, o
             elif key == _K_TS or key == _K_DUR:
                 q = _float_value(buf, i, n)
                 if q[0] < 0:
-                    fail = 1 if q[0] == _INCOMPLETE else 2
+                    fail = _fail(q[0])
                     break
                 if key == _K_TS:
                     ts, ts_exact, ts_a, ts_b = q[1], q[2], q[3], q[4]
@@ -684,77 +738,20 @@ def _scan(buf, pos, limit, blob, ends, codes, phase, o_code, o_floats, o_ints, o
             elif key == _K_PID or key == _K_TID:
                 q2 = _int_value(buf, i, n)
                 if q2[0] < 0:
-                    fail = 1 if q2[0] == _INCOMPLETE else 2
+                    fail = _fail(q2[0])
                     break
                 ev_ints[PID if key == _K_PID else TID] = q2[1]
                 i = q2[0]
             elif key == _K_ARGS and c == 123:
-                i = _ws(buf, i + 1, n)
-                aseen = 0
-                if i < n and buf[i] == 125:
-                    i += 1
-                else:
-                    while True:
-                        if i >= n:
-                            fail = 1
-                            break
-                        if buf[i] != 34:
-                            fail = 2
-                            break
-                        ke = _skip_string(buf, i, n)
-                        if ke < 0:
-                            fail = 1 if ke == _INCOMPLETE else 2
-                            break
-                        akey = _arg_key(buf, i + 1, ke - 1)
-                        if akey == _OTHER and _escaped(buf, i + 1, ke - 1):
-                            fail = 2
-                            break
-                        i = _ws(buf, ke, n)
-                        if i >= n:
-                            fail = 1
-                            break
-                        if buf[i] != 58:
-                            fail = 2
-                            break
-                        i = _ws(buf, i + 1, n)
-                        if i >= n:
-                            fail = 1
-                            break
-                        if akey == _OTHER:
-                            e = _skip(buf, i, n, stack)
-                            if e < 0:
-                                fail = 1 if e == _INCOMPLETE else 2
-                                break
-                            i = e
-                        else:
-                            if aseen & (1 << akey):
-                                fail = 2
-                                break
-                            aseen |= 1 << akey
-                            q2 = _int_value(buf, i, n)
-                            if q2[0] < 0:
-                                fail = 1 if q2[0] == _INCOMPLETE else 2
-                                break
-                            ev_ints[akey] = q2[1]
-                            i = q2[0]
-                        i = _ws(buf, i, n)
-                        if i >= n:
-                            fail = 1
-                            break
-                        if buf[i] == 44:
-                            i = _ws(buf, i + 1, n)
-                            continue
-                        if buf[i] == 125:
-                            i += 1
-                            break
-                        fail = 2
-                        break
-                    if fail:
-                        break
+                e = _args(buf, i, n, stack, ev_ints)
+                if e < 0:
+                    fail = _fail(e)
+                    break
+                i = e
             elif key == _K_ARGS and c == 110:
                 e = _skip(buf, i, n, stack)   # args: null
                 if e < 0:
-                    fail = 1 if e == _INCOMPLETE else 2
+                    fail = _fail(e)
                     break
                 i = e
             elif key == _K_ARGS:
@@ -763,7 +760,7 @@ def _scan(buf, pos, limit, blob, ends, codes, phase, o_code, o_floats, o_ints, o
             else:
                 e = _skip(buf, i, n, stack)
                 if e < 0:
-                    fail = 1 if e == _INCOMPLETE else 2
+                    fail = _fail(e)
                     break
                 i = e
             i = _ws(buf, i, n)

@@ -33,7 +33,7 @@ from .model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_COLUMNS, LAUNCH_C
                     Table, TraceModel)
 from .probe import TraceInfo, _gpu_name, _truthy, _vendor, probe
 from . import scan
-from .reader import RUN, Columns, EventReader, decode_run
+from .reader import RUN, Columns, EventReader, decode_run, read_columns
 from .strings import StringTable
 
 if TYPE_CHECKING:
@@ -237,13 +237,7 @@ _budget = _Budget()
 # --- reading in this process -------------------------------------------------------------------
 
 def _read_sequential(path: str, progress: Callable[[int, int], None], fast: bool) -> _Read:
-    reader = EventReader(path, progress=progress, fast=fast)
-    col = Columns()
-    try:
-        for batch in reader.batches():
-            col.add(batch)
-    finally:
-        reader.close()
+    col, reader = read_columns(path, progress, fast)
     out = _Read()
     out.chunks.append((col.strings, col.arrays()))
     out.count(col)

@@ -402,7 +402,7 @@ class Scanner:
     def __init__(self) -> None:
         self.out = scan.Out(self.ROWS)
         self.names: dict[int, tuple[int, str]] = {}
-        self.last_rows = 1
+        self.last_events = 1
 
     def take(self, buf, first: int, n: int) -> tuple[list[scan.Scanned], int, int]:
         """Scan the events of buf[first:n]: (batches, where the scan stopped, why)."""
@@ -418,7 +418,7 @@ class Scanner:
                 except scan.NameCollision:
                     self.names.clear()
                     return got, first, scan.BAIL
-            self.last_rows = int(out.state[1])
+            self.last_events = int(out.state[1])
             first = stop
             if status != scan.FULL:
                 return got, first, status
@@ -426,7 +426,7 @@ class Scanner:
     def slow_size(self) -> int:
         """Bytes handed to msgspec after the scanner stopped at an odd event: a few events'
         worth, or a whole slice when the scanner reads nothing at all in this stretch."""
-        return WINDOW if self.last_rows else SLICE
+        return WINDOW if self.last_events else SLICE
 
 
 def decode_array(raw: bytes) -> list:
@@ -536,6 +536,50 @@ def _ints_or(seq, get, fallback_seq, fallback_get) -> np.ndarray:
                         for v, f in zip(map(get, seq), map(fallback_get, fallback_seq))), np.int64, len(seq))
 
 
+def _struct_ints(g: str, sub) -> dict[str, np.ndarray]:
+    """The integer columns of group `g` from decoded events (see SPECS)."""
+    cols: dict[str, np.ndarray] = {}
+    if g != "a":
+        src, get = sub, _ON_EVENT[g]
+        try:
+            first = _ints(src, get[0])
+        except AttributeError:  # some events have no args: read those as empty args
+            src, get = [x if x is not None else _EMPTY_ARGS for x in map(_args, sub)], _ON_ARGS[g]
+            first = _ints(src, get[0])
+        if g == "k":
+            return {"corr": first, "ext": _ints(src, get[1]), "stream": _ints_or(src, get[2], sub, _tid),
+                    "device": _ints_or(src, get[3], sub, _pid)}
+        if g == "p":
+            cols = {"pyid": first, "parent": _ints(src, get[1])}
+        elif g == "c":
+            cols = {"ext": first}
+        else:
+            cols = {"corr": first, "ext": _ints(src, get[1])}
+    cols["tid"] = _ints(sub, _tid)
+    cols["pid"] = _ints(sub, _pid)
+    return cols
+
+
+# integer columns of each group, as fields of the scanner's rows (core.scan)
+_SCANNED_FIELDS = {"k": {"corr": scan.CORR, "ext": scan.EXT}, "p": {"pyid": scan.PYID, "parent": scan.PARENT},
+                   "c": {"ext": scan.EXT}, "l": {"corr": scan.CORR, "ext": scan.EXT}, "a": {}}
+
+
+def _scanned_ints(g: str, ints: np.ndarray) -> dict[str, np.ndarray]:
+    """The integer columns of group `g` from the scanner's rows: absent or null reads as -1,
+    as on the struct path; a kernel without a stream / device arg takes its tid / pid."""
+    present = ints != scan.MISSING
+    col = np.where(present, ints, -1)
+    cols = {c: col[:, f].copy() for c, f in _SCANNED_FIELDS[g].items()}
+    if g == "k":
+        cols["stream"] = np.where(present[:, scan.STREAM], col[:, scan.STREAM], col[:, scan.TID])
+        cols["device"] = np.where(present[:, scan.DEVICE], col[:, scan.DEVICE], col[:, scan.PID])
+    else:
+        cols["tid"] = col[:, scan.TID].copy()
+        cols["pid"] = col[:, scan.PID].copy()
+    return cols
+
+
 class Columns:
     """Accumulates the columns of the five event tables, slice by slice."""
 
@@ -587,47 +631,12 @@ class Columns:
         ts = _floats(sub, _ts)
         dur = _floats(sub, _dur)
         name = self._intern(sub)
-        bad = ~(np.isfinite(ts) & np.isfinite(dur)) | (np.abs(ts) > MAX_TS) | (dur > MAX_DUR) | (name < 0)
-        if bad.any():
-            self.dropped += int(bad.sum())
-            keep = np.flatnonzero(~bad)
+        keep = self._valid_rows(ts, dur, name)
+        if keep is not None:
             if not len(keep):
                 return
             sub, codes, ts, dur, name = _pick(sub, keep), codes[keep], ts[keep], dur[keep], name[keep]
-        neg = dur < 0
-        if neg.any():
-            self.negative_dur += int(neg.sum())
-            dur[neg] = 0.0
-        out = self.parts[g]
-        out["ts"].append(ts)
-        out["dur"].append(dur)
-        out["name"].append(name)
-        if g == "a":
-            out["gpu"].append((codes == G_GPU_ANNOT).astype(np.int8))
-        else:
-            src, get = sub, _ON_EVENT[g]
-            try:
-                first = _ints(src, get[0])
-            except AttributeError:  # some events have no args: read those as empty args
-                src, get = [x if x is not None else _EMPTY_ARGS for x in map(_args, sub)], _ON_ARGS[g]
-                first = _ints(src, get[0])
-            if g == "k":
-                out["kind"].append((codes - G_KERNEL).astype(np.int8))
-                out["corr"].append(first)
-                out["ext"].append(_ints(src, get[1]))
-                out["stream"].append(_ints_or(src, get[2], sub, _tid))
-                out["device"].append(_ints_or(src, get[3], sub, _pid))
-                return
-            if g == "p":
-                out["pyid"].append(first)
-                out["parent"].append(_ints(src, get[1]))
-            elif g == "c":
-                out["ext"].append(first)
-            else:
-                out["corr"].append(first)
-                out["ext"].append(_ints(src, get[1]))
-        out["tid"].append(_ints(sub, _tid))
-        out["pid"].append(_ints(sub, _pid))
+        self._append(g, ts, dur, name, codes, _struct_ints(g, sub))
 
     def _add_scanned(self, sc: scan.Scanned) -> None:
         """Rows of the compiled scanner: the same filtering and columns as _add_group."""
@@ -641,52 +650,42 @@ class Columns:
                 self.strings.append(s)
         ids = np.fromiter(map(d.__getitem__, sc.names), np.int32, len(sc.names))
         name_all = ids[sc.name]
-        codes_all = sc.code
-        ints_all = sc.ints
         for g, (lo, hi) in _GROUP_CODES.items():
-            sel = (codes_all == lo) if lo == hi else ((codes_all >= lo) & (codes_all <= hi))
+            sel = (sc.code == lo) if lo == hi else ((sc.code >= lo) & (sc.code <= hi))
             idx = np.flatnonzero(sel)
             if not len(idx):
                 continue
-            ts, dur = sc.floats[idx, 0], sc.floats[idx, 1]
-            name, codes, ints = name_all[idx], codes_all[idx], ints_all[idx]
-            bad = ~(np.isfinite(ts) & np.isfinite(dur)) | (np.abs(ts) > MAX_TS) | (dur > MAX_DUR) | (name < 0)
-            if bad.any():
-                self.dropped += int(bad.sum())
-                keep = np.flatnonzero(~bad)
+            ts, dur, name = sc.floats[idx, 0], sc.floats[idx, 1], name_all[idx]
+            keep = self._valid_rows(ts, dur, name)
+            if keep is not None:
                 if not len(keep):
                     continue
-                ts, dur, name, codes, ints = ts[keep], dur[keep], name[keep], codes[keep], ints[keep]
-            neg = dur < 0
-            if neg.any():
-                self.negative_dur += int(neg.sum())
-                dur[neg] = 0.0
-            present = ints != scan.MISSING
-            col = np.where(present, ints, -1)   # absent or null reads as -1, as on the struct path
-            out = self.parts[g]
-            out["ts"].append(ts)
-            out["dur"].append(dur)
-            out["name"].append(name)
-            if g == "k":
-                out["kind"].append((codes - G_KERNEL).astype(np.int8))
-                out["corr"].append(col[:, scan.CORR].copy())
-                out["ext"].append(col[:, scan.EXT].copy())
-                # a kernel without a stream / device arg takes its tid / pid
-                out["stream"].append(np.where(present[:, scan.STREAM], col[:, scan.STREAM], col[:, scan.TID]))
-                out["device"].append(np.where(present[:, scan.DEVICE], col[:, scan.DEVICE], col[:, scan.PID]))
-                continue
-            if g == "a":
-                out["gpu"].append((codes == G_GPU_ANNOT).astype(np.int8))
-            elif g == "p":
-                out["pyid"].append(col[:, scan.PYID].copy())
-                out["parent"].append(col[:, scan.PARENT].copy())
-            elif g == "c":
-                out["ext"].append(col[:, scan.EXT].copy())
-            else:
-                out["corr"].append(col[:, scan.CORR].copy())
-                out["ext"].append(col[:, scan.EXT].copy())
-            out["tid"].append(col[:, scan.TID].copy())
-            out["pid"].append(col[:, scan.PID].copy())
+                idx, ts, dur, name = idx[keep], ts[keep], dur[keep], name[keep]
+            self._append(g, ts, dur, name, sc.code[idx], _scanned_ints(g, sc.ints[idx]))
+
+    def _valid_rows(self, ts: np.ndarray, dur: np.ndarray, name: np.ndarray) -> np.ndarray | None:
+        """Indexes of the rows to keep (None: all of them); the others are counted as dropped."""
+        bad = ~(np.isfinite(ts) & np.isfinite(dur)) | (np.abs(ts) > MAX_TS) | (dur > MAX_DUR) | (name < 0)
+        if not bad.any():
+            return None
+        self.dropped += int(bad.sum())
+        return np.flatnonzero(~bad)
+
+    def _append(self, g: str, ts, dur, name, codes: np.ndarray, ints: dict[str, np.ndarray]) -> None:
+        neg = dur < 0
+        if neg.any():
+            self.negative_dur += int(neg.sum())
+            dur[neg] = 0.0
+        out = self.parts[g]
+        out["ts"].append(ts)
+        out["dur"].append(dur)
+        out["name"].append(name)
+        if g == "k":
+            out["kind"].append((codes - G_KERNEL).astype(np.int8))
+        elif g == "a":
+            out["gpu"].append((codes == G_GPU_ANNOT).astype(np.int8))
+        for c, a in ints.items():
+            out[c].append(a)
 
     def arrays(self) -> dict[str, dict[str, np.ndarray]]:
         """Joined columns of everything added since the last call (the pieces are released)."""
@@ -705,6 +704,20 @@ class Columns:
 
 
 # --- bytes ----------------------------------------------------------------------------------
+
+
+def read_columns(path: str, progress: Callable[[int, int], None] | None = None,
+                 fast: bool = True) -> tuple[Columns, EventReader]:
+    """Every event of a trace, read in this process, as columns; the reader holds the metadata."""
+    reader = EventReader(path, progress=progress, fast=fast)
+    col = Columns()
+    try:
+        for batch in reader.batches():
+            col.add(batch)
+    finally:
+        reader.close()
+    return col, reader
+
 
 class _Inflater:
     """Inflates a gzip file in a background thread (ISA-L releases the GIL), so decompression
@@ -957,7 +970,10 @@ class EventReader:
                 if cut is None:
                     break
                 events, first = cut
-                got.append(events)
+                if got and type(got[-1]) is list:
+                    got[-1].extend(events)   # msgspec's pieces of one buffer go on as one batch
+                else:
+                    got.append(events)
             yield from got
             if first == 1:
                 cut = self._before_blanks(b)

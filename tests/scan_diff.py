@@ -4,17 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.reader import Columns, EventReader
+from core.reader import read_columns as reader_columns
 
 
 def read_columns(path, fast: bool):
-    reader = EventReader(str(path), fast=fast)
-    col = Columns()
-    try:
-        for batch in reader.batches():
-            col.add(batch)
-    finally:
-        reader.close()
+    col, reader = reader_columns(str(path), fast=fast)
     strings = np.array(col.strings + [None], dtype=object)   # id -1 -> None
     out = {}
     for g, cols in col.arrays().items():

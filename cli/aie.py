@@ -20,34 +20,22 @@ from core.aie import AieComparison, AieParams, AieRun, GemmShape, analyze_aie, c
 from core.errors import TraceError
 
 
-def _positive_int(s: str) -> int:
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {s}")
-    return v
+def _number(kind: type, what: str, ok, bound: str):
+    """An argparse type: `kind` (int or float) that satisfies `ok`, else '<bound>'."""
+    def parse(s: str):
+        try:
+            v = kind(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {what}: {s!r}") from None
+        if not ok(v):
+            raise argparse.ArgumentTypeError(f"must be {bound}: {s}")
+        return v
+    return parse
 
 
-def _count(s: str) -> int:
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0: {s}")
-    return v
-
-
-def _positive_float(s: str) -> float:
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {s}")
-    return v
+_positive_int = _number(int, "an integer", lambda v: v > 0, "positive")
+_count = _number(int, "an integer", lambda v: v >= 0, ">= 0")
+_positive_float = _number(float, "a number", lambda v: v > 0, "positive")
 
 
 def add_shape_arguments(group) -> None:

@@ -4,7 +4,7 @@
     python bench/bench_load.py --sizes 1GB,2GB      # the sizes (generation is cached)
     python bench/bench_load.py --sizes 1GB --no-baseline --only load,cache
 
-Traces come from `core.synth` (a vLLM-like decode run, grown to the size; side A of a
+Traces come from `kerneldiff.core.synth.pair` (a vLLM-like decode run, grown to the size; side A of a
 `write_pair`, side B for the two-trace rows); gzip copies hold the same JSON. They are kept in
 --dir (default $XDG_CACHE_HOME/kerneldiff/bench) and reused. Every measurement runs in a fresh
 process: wall time, CPU time (getrusage RUSAGE_CHILDREN), and memory — the peak of the summed
@@ -40,7 +40,7 @@ TASKS = ("probe", "load", "baseline", "pair", "compare", "cache")
 # --- traces ------------------------------------------------------------------------------------
 
 def parse_size(text: str) -> int:
-    from core.synth import parse_size as synth_size
+    from kerneldiff.core.synth.pair import parse_size as synth_size
 
     return synth_size(text)
 
@@ -55,7 +55,7 @@ def traces_for(size: int, root: Path, gz: bool) -> tuple[Path, Path]:
     a, b = d / f"bench_{size}_a.json", d / f"bench_{size}_b.json"
     done = d / "done"
     if not done.exists():
-        from core.synth import write_pair
+        from kerneldiff.core.synth.pair import write_pair
 
         t = time.perf_counter()
         print(f"  generating a {label(size)} pair in {d} ...", file=sys.stderr, flush=True)
@@ -86,7 +86,7 @@ def naive_load(path: str) -> dict:
 
     import orjson
 
-    from core.classify import Classifier
+    from kerneldiff.core.analysis.classify import Classifier
 
     classifier = Classifier.load()
     with open(path, "rb") as f:
@@ -137,8 +137,8 @@ def child(task: str, paths: list[str], cache_dir: str | None) -> dict:
     import numpy  # noqa: F401
     import orjson  # noqa: F401
 
-    import core.loader  # noqa: F401
-    from core.probe import probe
+    import kerneldiff.core.ingest.loader  # noqa: F401
+    from kerneldiff.core.ingest.probe import probe
 
     out: dict = {}
     if task == "probe":
@@ -153,27 +153,27 @@ def child(task: str, paths: list[str], cache_dir: str | None) -> dict:
     if task == "baseline":
         out["kernels"] = naive_load(paths[0])["kernels"]
     elif task == "load":
-        from core.loader import load
+        from kerneldiff.core.ingest.loader import load
 
         m = load(paths[0])
         out["kernels"] = len(m.kernels)
     elif task == "cache-fill":
-        from core.loader import load
+        from kerneldiff.core.ingest.loader import load
 
         load(paths[0], use_cache=True)
     elif task == "cache":
-        from core.loader import load
+        from kerneldiff.core.ingest.loader import load
 
         m = load(paths[0], use_cache=True)
         out["kernels"] = len(m.kernels)
     elif task in ("pair", "compare"):
-        from core.classify import Classifier
-        from core.loader import load
+        from kerneldiff.core.analysis.classify import Classifier
+        from kerneldiff.core.ingest.loader import load
 
         classifier = Classifier.load()
         models = [None, None]
         threading.Thread(target=lambda: None).start()   # an app has threads: as it would,
-        core.loader.prepare()                            # start the fork server up front
+        kerneldiff.core.ingest.loader.prepare()                            # start the fork server up front
         t0, c0 = time.perf_counter(), time.process_time()
 
         done = [0.0, 0.0]
@@ -191,7 +191,7 @@ def child(task: str, paths: list[str], cache_dir: str | None) -> dict:
         out["seconds"] = time.perf_counter() - t0
         out["first_ready"] = min(done)
         if task == "compare":
-            from core.compare import compare
+            from kerneldiff.core.compare.engine import compare
 
             gc.collect()
             t1 = time.perf_counter()

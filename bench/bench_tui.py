@@ -37,7 +37,7 @@ from textual._compositor import CompositorUpdate  # noqa: E402
 from textual.app import App, ComposeResult  # noqa: E402
 from textual.widgets import DataTable  # noqa: E402
 
-from tui.widgets.result_table import Column, ResultTable, Row, TableSpec, flexible_widths  # noqa: E402
+from kerneldiff.tui.widgets.result_table import Column, ResultTable, Row, TableSpec, flexible_widths  # noqa: E402
 
 NAMES = ["Cijk_Alik_Bljk_BBS_BH_MT128x128x64_MI16x16x1", "nvjet_hsh_64x32_64x16_4x1_v_bz_TNT",
          "void vllm::rms_norm_kernel<c10::BFloat16, 8, 2>", "kernel_unified_attention_3d",
@@ -193,8 +193,8 @@ def p95(xs: list[float]) -> float:
 
 async def first_frame(repeat: int = 5) -> None:
     """Time from app construction to the first frame (both probes shown), demo pair, no loading."""
-    from core.demo import DEMO_A, DEMO_B
-    from tui.app import KernelDiffApp
+    from kerneldiff.core.demo import DEMO_A, DEMO_B
+    from kerneldiff.tui.app import KernelDiffApp
 
     times = []
     for _ in range(repeat):

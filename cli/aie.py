@@ -16,8 +16,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from core.aie import AieComparison, AieParams, AieRun, GemmShape, analyze_aie, compare_aie
-from core.errors import TraceError
+from kerneldiff.core.aie.analysis import AieComparison, AieParams, AieRun, GemmShape, analyze_aie, compare_aie
+from kerneldiff.core.errors import TraceError
+from kerneldiff.core.report import format as fmt
 
 
 def _number(kind: type, what: str, ok, bound: str):
@@ -94,15 +95,10 @@ def _shape(args: argparse.Namespace, rows: int | None, cols: int | None) -> Gemm
 # ------------------------------------------------------------------------------------ rendering
 
 def _num(v: Any, digits: int = 1) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, int):
-        return f"{v:,}"
-    return f"{v:,.{digits}f}"
+    return fmt.num(v, digits)
 
 
-def _pct(v: float | None) -> str:
-    return "–" if v is None else f"{100 * v:.1f}%"
+_pct = fmt.pct
 
 
 def _cells(*vals: Any) -> list[Text]:
@@ -133,7 +129,7 @@ def cores_table(run: AieRun) -> Table:
         iters_txt = Text(iters, style="yellow" if c.mismatch else "")
         tbl.add_row(*_cells(Text(c.tile), Text(str(c.pid)), _num(s.pairs), _num(s.duplicate_starts + s.duplicate_ends),
                             _num(s.orphan_starts + s.orphan_ends), _num(s.outliers),
-                            _num(c.median_kernel_cycles), iters_txt, f"{c.perf_start}–{c.perf_end - 1}" if perf else "–",
+                            _num(c.median_kernel_cycles), iters_txt, f"{c.perf_start}–{c.perf_end - 1}" if perf else fmt.ABSENT,
                             _num(c.perf_mean_span_cycles), _num(c.perf_mean_gmacs, 2), _pct(busy)))
     return tbl
 
@@ -178,15 +174,15 @@ def comparison_table(cmp: AieComparison) -> Table:
         unit = f" ({r.unit})" if r.unit else ""
         digits = 3 if r.metric in ("core busy fraction", "fraction of array peak") else 1
 
-        def fmt(v: Any) -> Text:
+        def cell(v: Any) -> Text:
             return Text(v) if isinstance(v, str) else Text(_num(v, digits))
 
-        a, b = fmt(r.a), fmt(r.b)
+        a, b = cell(r.a), cell(r.b)
         if r.better == "a":
             a.stylize("green")
         elif r.better == "b":
             b.stylize("green")
-        tbl.add_row(Text(r.metric + unit), a, b, Text("–" if r.ratio is None else f"{r.ratio:.2f}x"))
+        tbl.add_row(Text(r.metric + unit), a, b, Text(fmt.ratio(r.ratio)))
     return tbl
 
 
@@ -198,7 +194,7 @@ def paired_table(cmp: AieComparison) -> Table:
     for p in cmp.per_iteration:
         tbl.add_row(*_cells(str(p.ordinal), _num(p.a_index), _num(p.a_runtime_cycles), _num(p.a_gmacs, 2),
                             _num(p.b_index), _num(p.b_runtime_cycles), _num(p.b_gmacs, 2),
-                            "–" if p.ratio is None else f"{p.ratio:.2f}x"))
+                            fmt.ratio(p.ratio)))
     return tbl
 
 

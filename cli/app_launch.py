@@ -7,7 +7,7 @@ import sys
 
 
 def launch(argv: list[str]) -> int:
-    from cli.aie import _count, _positive_float, add_shape_arguments
+    from kerneldiff.cli.aie import _count, _positive_float, add_shape_arguments
 
     p = argparse.ArgumentParser(prog="kerneldiff", description="Open the trace explorer. "
                                 "Subcommands: info, compare, synth, aie (kerneldiff SUBCOMMAND -h).")
@@ -27,11 +27,11 @@ def launch(argv: list[str]) -> int:
         return 2
     paths = list(args.traces)
     if not paths:
-        from core.demo import DEMO_A, DEMO_B
+        from kerneldiff.core.demo import DEMO_A, DEMO_B
 
         paths = [str(DEMO_A), str(DEMO_B)]
     aie = {k: getattr(args, k) for k in ("M", "K", "N", "rows", "cols", "warmup", "iterations", "clock_mhz")}
     aie = {k: val for k, val in aie.items() if val is not None} or None
-    from tui.app import run_app
+    from kerneldiff.tui.app import run_app
 
     return run_app(paths, phase=args.phase, registry=args.registry, use_cache=not args.no_cache, aie=aie)

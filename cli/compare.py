@@ -11,7 +11,8 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
-from core.tables import TABLES, table
+from kerneldiff.core.report import format as fmt
+from kerneldiff.core.report.tables import TABLES, table
 
 from .render import console, literal, short_name, us
 
@@ -47,11 +48,11 @@ def _overrides(items: list[str]) -> dict[str, float]:
 
 
 def run(args) -> int:
-    from core.classify import Classifier
-    from core.compare import compare
-    from core.errors import TraceError
-    from core.loader import load
-    from core.probe import probe
+    from kerneldiff.core.analysis.classify import Classifier
+    from kerneldiff.core.compare.engine import compare
+    from kerneldiff.core.errors import TraceError
+    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.ingest.probe import probe
 
     # Probe both files first: a bad or foreign B is reported in milliseconds, not after loading A.
     infos = [probe(path) for path in (args.a, args.b)]
@@ -69,7 +70,7 @@ def run(args) -> int:
     try:
         return _report(cmp, args)
     except BrokenPipeError:
-        raise  # `| head` closed the pipe: cli.main ends quietly
+        raise  # `| head` closed the pipe: kerneldiff.cli.main ends quietly
     except OSError as e:  # an unwritable -o path is the user's to fix, not a crash
         print(f"kerneldiff: {e.filename or args.output}: cannot write: {e.strerror or e}", file=sys.stderr)
         return 2
@@ -131,7 +132,7 @@ def _csv(cmp, args) -> int:
 
 
 def _ratio(r) -> str:
-    return "-" if r is None else f"{r:.2f}x"
+    return fmt.ratio(r)
 
 
 def render_text(cmp, out) -> None:
@@ -183,7 +184,7 @@ def render_text(cmp, out) -> None:
             else:
                 what = f"{f.fused_category} = {' + '.join(f.component_categories)}"
             t.add_row(f.kind, literal(side), literal(what), str(f.occurrences),
-                      us(f.estimated_saving.total_all_us) if f.estimated_saving else "-")
+                      us(f.estimated_saving.total_all_us) if f.estimated_saving else fmt.ABSENT)
         out.print(t)
         for f in cmp.fusions:
             out.print(Text("• ", style="bold") + literal(f.evidence) + Text(f"  (confidence {f.confidence:.2f})"))

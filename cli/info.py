@@ -44,9 +44,9 @@ def probe_table(info) -> Table:
 
 
 def run(args) -> int:
-    from core import probe
-    from core.loader import load
-    from core.summary import summarize
+    from kerneldiff.core import probe
+    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.analysis.summary import summarize
 
     out = console()
     results = []
@@ -56,7 +56,7 @@ def run(args) -> int:
         entry = {"probe": info.to_dict()}
         if not args.probe_only and info.kind != "aie":
             if classifier is None:
-                from core.classify import Classifier
+                from kerneldiff.core.analysis.classify import Classifier
 
                 classifier = Classifier.load(args.registry)
             model = load(path, info=info, classifier=classifier, use_cache=not args.no_cache)

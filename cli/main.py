@@ -9,14 +9,14 @@ import argparse
 import importlib
 import sys
 
-from core.errors import TraceError
+from kerneldiff.core.errors import TraceError
 
 # subcommand name -> module (imported lazily so `kerneldiff --help` stays instant)
 SUBCOMMANDS = {
-    "info": "cli.info",
-    "compare": "cli.compare",
-    "synth": "cli.synth",
-    "aie": "cli.aie",
+    "info": "kerneldiff.cli.info",
+    "compare": "kerneldiff.cli.compare",
+    "synth": "kerneldiff.cli.synth",
+    "aie": "kerneldiff.cli.aie",
 }
 
 
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"kerneldiff: internal error ({type(e).__name__}: {msg}); please report it "
                   f"with the command line", file=sys.stderr)
             return 70
-    from cli.app_launch import launch
+    from kerneldiff.cli.app_launch import launch
 
     return launch(argv)
 

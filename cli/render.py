@@ -7,7 +7,8 @@ import sys
 from rich.console import Console
 from rich.text import Text
 
-from core.names import short_name, visible  # noqa: F401  (short_name re-exported for the reports)
+from kerneldiff.core.analysis.names import short_name, visible  # noqa: F401  (short_name re-exported for the reports)
+from kerneldiff.core.report import format as fmt
 
 
 def console(stderr: bool = False) -> Console:
@@ -23,24 +24,8 @@ def literal(s: object, max_len: int | None = None) -> Text:
     return Text(s)
 
 
-def us(x: float) -> str:
-    """A duration in µs rendered with a sensible unit."""
-    if x != x:
-        return "-"
-    a = abs(x)
-    if a >= 1e6:
-        return f"{x / 1e6:.2f} s"
-    if a >= 1e3:
-        return f"{x / 1e3:.2f} ms"
-    return f"{x:.1f} µs"
-
-
-def size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
+us = fmt.us        # one number formatter for every report and the explorer
+size = fmt.size
 
 
 def isatty_err() -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from core.errors import TraceError
+from kerneldiff.core.errors import TraceError
 
 
 def add_parser(sub) -> None:
@@ -40,8 +40,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from core.synth import SynthConfig, parse_size, write_pair, write_trace
-    from core.synth_names import GPUS
+    from kerneldiff.core.synth.pair import SynthConfig, parse_size, write_pair, write_trace
+    from kerneldiff.core.synth.names import GPUS
 
     vendor_a = args.vendor_a or (GPUS[args.gpu_a].vendor if args.gpu_a else "amd")
     vendor_b = args.vendor_b or (GPUS[args.gpu_b].vendor if args.gpu_b else "nvidia")
@@ -91,7 +91,7 @@ def _aie(args, out_dir: Path) -> int:
     import json
     from dataclasses import asdict
 
-    from core.synth_aie import AiePlan, write_aie_trace
+    from kerneldiff.core.aie.synth import AiePlan, write_aie_trace
 
     if args.aie_rows < 1 or args.aie_cols < 1:
         print("kerneldiff synth: --aie-rows and --aie-cols must be >= 1", file=sys.stderr)

@@ -3,13 +3,13 @@
 Read top-down: probe → reader/loader → classify → phases → layers → attribution → compare.
 """
 
-from .errors import LoadCancelled, TraceError
-from .probe import TraceInfo, probe
+from kerneldiff.core.errors import LoadCancelled, TraceError
+from kerneldiff.core.ingest.probe import TraceInfo, probe
 
 
 def load(path, **kwargs):
-    """Load a trace into a TraceModel (see core.loader.load)."""
-    from .loader import load as _load
+    """Load a trace into a TraceModel (see kerneldiff.core.ingest.loader.load)."""
+    from kerneldiff.core.ingest.loader import load as _load
 
     return _load(path, **kwargs)
 

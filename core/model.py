@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .strings import StringTable
+from kerneldiff.core.strings import StringTable
 
 PHASES = ("unknown", "prefill", "decode", "mixed")
 PHASE_ID = {p: i for i, p in enumerate(PHASES)}
@@ -119,7 +119,7 @@ class LayerSpan:
 @dataclass
 class TraceModel:
     path: str
-    info: Any                                   # core.probe.TraceInfo
+    info: Any                                   # kerneldiff.core.ingest.probe.TraceInfo
     strings: StringTable
     kernels: Table
     cpu_ops: Table
@@ -173,6 +173,6 @@ class TraceModel:
 
     def python_stack(self, row: int, limit: int = 64) -> list[str]:
         """Python frames (innermost first) around the launch of kernel `row`, resolved on demand."""
-        from .attribution import python_stack
+        from kerneldiff.core.analysis.attribution import python_stack
 
         return python_stack(self, row, limit=limit)

@@ -19,7 +19,7 @@ def real_trace(name: str) -> Path:
 
 @pytest.fixture(scope="session")
 def classifier():
-    from core.classify import Classifier
+    from kerneldiff.core.analysis.classify import Classifier
 
     return Classifier.load()
 
@@ -27,8 +27,8 @@ def classifier():
 @pytest.fixture(scope="module")
 def demo_models():
     """The bundled demo pair, loaded once per test module (keyed by path, for PreloadedLoader)."""
-    from core.demo import DEMO_A, DEMO_B
-    from core.loader import load
+    from kerneldiff.core.demo import DEMO_A, DEMO_B
+    from kerneldiff.core.ingest.loader import load
 
     return {str(DEMO_A): load(DEMO_A, use_cache=False), str(DEMO_B): load(DEMO_B, use_cache=False)}
 

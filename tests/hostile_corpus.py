@@ -200,7 +200,7 @@ def _gzip_bomb(path: Path) -> None:
         f.write(gz(dumps(kernel(ts=200.0)) + b"]}"))
 
 
-# The loader decodes gzip files from this size on in worker processes (core.loader); the big
+# The loader decodes gzip files from this size on in worker processes (kerneldiff.core.ingest.loader); the big
 # cases below must exceed it to exercise that path and its fallback.
 PARALLEL_GZIP_BYTES = 8 * 1024 * 1024
 BIG_KERNELS = 120_000
@@ -399,7 +399,7 @@ def _flip(data: bytes, rng: random.Random) -> bytes:
 
 
 def _aie_bytes() -> bytes:
-    from core.synth_aie import AiePlan, make_aie_events
+    from kerneldiff.core.aie.synth import AiePlan, make_aie_events
 
     events, _ = make_aie_events(AiePlan(iterations=2, warmup=1))
     return json.dumps(events).encode()

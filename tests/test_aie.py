@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cli.main import main
-from core.aie import (
+from kerneldiff.cli.main import main
+from kerneldiff.core.aie.analysis import (
     AieParams,
     GemmShape,
     analyze_aie,
@@ -23,8 +23,8 @@ from core.aie import (
     pair_kernels,
     probe_aie,
 )
-from core.errors import TraceError
-from core.synth_aie import AiePlan, make_aie_events, write_aie_trace
+from kerneldiff.core.errors import TraceError
+from kerneldiff.core.aie.synth import AiePlan, make_aie_events, write_aie_trace
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 PLAN = AiePlan(missing_ends_per_core=1, duplicate_rate=0.1, core_slowdown=(1.0, 1.1, 1.0, 0.95))

@@ -12,9 +12,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from core import cache
-from core.loader import load
-from core.synth import SynthConfig, write_trace
+from kerneldiff.core.ingest import cache
+from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.synth.pair import SynthConfig, write_trace
 
 TABLES = ("kernels", "cpu_ops", "launches", "python", "annotations")
 
@@ -104,7 +104,7 @@ def test_changed_file_or_rules_miss(cache_home, tmp_path, trace, classifier):
     assert stale != key and cache.get(stale) is None
     reg = tmp_path / "user.toml"
     reg.write_text('[[rules]]\nid = "mine.all_gemms"\ncategory = "Dense GEMM"\ncontains = ["nvjet", "cijk"]\n')
-    from core.classify import Classifier
+    from kerneldiff.core.analysis.classify import Classifier
 
     assert cache.key_for(p, Classifier.load(str(reg))) != stale
 
@@ -112,7 +112,7 @@ def test_changed_file_or_rules_miss(cache_home, tmp_path, trace, classifier):
 def _write_entry(args):
     home, path, rounds = args
     os.environ["XDG_CACHE_HOME"] = home
-    from core.classify import Classifier
+    from kerneldiff.core.analysis.classify import Classifier
 
     classifier = Classifier.load()
     model = load(path, classifier=classifier)

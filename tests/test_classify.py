@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.classify import OTHER, ROLES, Classifier, demangle, match_text, strip_args
-from core.errors import TraceError
+from kerneldiff.core.analysis.classify import OTHER, ROLES, Classifier, demangle, match_text, strip_args
+from kerneldiff.core.errors import TraceError
 
 TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
 LLM_TRACES = ("mi300x_qwen1.5-0.5b_hf", "h100_qwen1.5-0.5b_hf", "mi300x_vllm_gptoss_decode",
@@ -51,7 +51,7 @@ def trace_names() -> dict[str, Counter]:
 # --- shipped registry integrity -------------------------------------------------------------
 
 def _shipped_doc() -> dict:
-    return tomllib.loads(resources.files("core").joinpath("registry.toml").read_text(encoding="utf-8"))
+    return tomllib.loads(resources.files("kerneldiff.core.analysis").joinpath("registry.toml").read_text(encoding="utf-8"))
 
 
 def test_rule_categories_are_declared():

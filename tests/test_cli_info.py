@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from core.demo import DEMO_A, DEMO_TRUTH
-from cli.main import main
+from kerneldiff.core.demo import DEMO_A, DEMO_TRUTH
+from kerneldiff.cli.main import main
 
 
 def test_info_on_demo_reports_probe_and_summary(capsys):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from cli.main import main
-from core.aie import analyze_aie
-from core.aie import GemmShape
+from kerneldiff.cli.main import main
+from kerneldiff.core.aie.analysis import analyze_aie
+from kerneldiff.core.aie.analysis import GemmShape
 
 
 def test_synth_aie_roundtrip(tmp_path, capsys):

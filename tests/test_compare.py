@@ -9,8 +9,8 @@ import json
 import pytest
 
 from conftest import kineto_doc, real_trace, write_trace
-from core.compare import compare
-from core.loader import load
+from kerneldiff.core.compare.engine import compare
+from kerneldiff.core.ingest.loader import load
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def test_phase_filter(classifier):
 
 
 def test_cli_reports(tmp_path, capsys):
-    from cli.main import main
+    from kerneldiff.cli.main import main
 
     a, b = str(real_trace("mi300x_qwen1.5-0.5b_hf.json.gz")), str(real_trace("h100_qwen1.5-0.5b_hf.json.gz"))
     assert main(["compare", a, b, "--width", "80"]) == 0

@@ -1,4 +1,4 @@
-"""The vectorised group-bys of core.compare give exactly (bit for bit) what the plain per-group
+"""The vectorised group-bys of kerneldiff.core.compare.engine give exactly (bit for bit) what the plain per-group
 numpy calls they replace give: same sums, same percentiles, same tie order."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from core.compare import (_column_stats, _LayerGroups, _row_ids, _segment_sums, _stable_argsort, _top_ids,
+from kerneldiff.core.compare.engine import (_column_stats, _LayerGroups, _row_ids, _segment_sums, _stable_argsort, _top_ids,
                           _View, stats_of)
 
 

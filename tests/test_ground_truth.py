@@ -9,9 +9,9 @@ import json
 import numpy as np
 import pytest
 
-from core.compare import compare
-from core.loader import load
-from core.synth import write_pair
+from kerneldiff.core.compare.engine import compare
+from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.synth.pair import write_pair
 
 PAIRS = [
     dict(seed=1),                                                    # AMD vs NVIDIA, dense, eager

@@ -82,7 +82,7 @@ def kerneldiff(*args: str) -> Run:
     env = {**os.environ, "COLUMNS": "1000", "LINES": "50"}   # no wrapping inside warnings
     env.pop("FORCE_COLOR", None)
     try:
-        p = subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, env=env, capture_output=True,
+        p = subprocess.run([sys.executable, "-m", "kerneldiff.cli", *args], cwd=ROOT, env=env, capture_output=True,
                            timeout=TIMEOUT_S, preexec_fn=_limit_memory)
     except subprocess.TimeoutExpired as e:
         return Run(None, e.stdout or b"", e.stderr or b"")
@@ -103,7 +103,7 @@ def _forked_cli(argv: list[str], out_path: str, err_path: str, base: int) -> Non
     sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
     rc = 1
     try:
-        from cli.main import main
+        from kerneldiff.cli.main import main
 
         rc = main(argv)
     except SystemExit as e:   # as the interpreter does: int code, message, or None
@@ -125,10 +125,10 @@ def kerneldiff_many(jobs: dict, tmp: Path, workers: int) -> dict:
     """Run many CLI invocations as forked children of this (already imported) process, `workers`
     at a time, each with its own timeout and memory limit. Skipping ~0.3 s of interpreter start
     and imports per run is what keeps a corpus of ~130 runs fast."""
-    import cli.compare  # noqa: F401  (import once here, not in every child)
-    import cli.info  # noqa: F401
-    import cli.main  # noqa: F401
-    import core.loader  # noqa: F401
+    import kerneldiff.cli.compare  # noqa: F401  (import once here, not in every child)
+    import kerneldiff.cli.info  # noqa: F401
+    import kerneldiff.cli.main  # noqa: F401
+    import kerneldiff.core.ingest.loader  # noqa: F401
 
     ctx = multiprocessing.get_context("fork")
     base = _address_space()
@@ -235,7 +235,7 @@ def test_text_reports_print_trace_strings_literally(runs, corpus, name):
 
 
 def _main(*argv: str) -> int:
-    from cli.main import main
+    from kerneldiff.cli.main import main
 
     return main(list(argv))
 
@@ -316,7 +316,7 @@ def test_corpus_is_large_and_varied():
 
 
 def test_probe_reads_through_a_byte_order_mark(corpus):
-    from core.probe import probe
+    from kerneldiff.core.ingest.probe import probe
 
     info = probe(corpus[1]["utf8_bom"].path)
     assert info.kind == "kineto" and info.gpu == "NVIDIA H100 80GB HBM3"

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from conftest import kineto_doc, real_trace, write_trace
-from core import LoadCancelled, TraceError
-from core.loader import load
-from core.phases import parse_step
+from kerneldiff.core import LoadCancelled, TraceError
+from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.analysis.phases import parse_step
 
 
 def _step_trace(lag_us: float, steps=3, string_numbers=False):

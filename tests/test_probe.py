@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import kineto_doc, real_trace, write_trace
-from core import TraceError, probe
+from kerneldiff.core import TraceError, probe
 
 
 def test_probe_plain_and_gzip_agree(tmp_path):

@@ -19,11 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.compare import compare
-from core.errors import TraceError
-from core.loader import load
-from core.model import PHASE_ID
-from core.summary import operation_totals, summarize
+from kerneldiff.core.compare.engine import compare
+from kerneldiff.core.errors import TraceError
+from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.model import PHASE_ID
+from kerneldiff.core.analysis.summary import operation_totals, summarize
 from hostile_corpus import LAYER_KERNELS, MARKUP, STEP_NAMES, good_doc, good_events
 
 SETTINGS = settings(max_examples=200, deadline=None, derandomize=True, database=None,
@@ -35,7 +35,7 @@ GOOD = json.dumps(good_doc(layers=2, steps=2)).encode()
 
 @pytest.fixture(scope="module")
 def clf():
-    from core.classify import Classifier
+    from kerneldiff.core.analysis.classify import Classifier
 
     return Classifier.load()
 

@@ -10,11 +10,11 @@ import threading
 import numpy as np
 import pytest
 
-import core.loader as loader
-import core.reader as reader
+import kerneldiff.core.ingest.loader as loader
+import kerneldiff.core.ingest.reader as reader
 from conftest import kineto_doc, real_trace, write_trace
-from core import LoadCancelled
-from core.loader import load
+from kerneldiff.core import LoadCancelled
+from kerneldiff.core.ingest.loader import load
 
 TABLES = ("kernels", "cpu_ops", "launches", "python", "annotations")
 NASTY = ["a},{b", '"},{"ph": "X", "cat": "kernel"', "} , {", "x}\n,\n{y", "ünï},{cödé", "[", "]", "\\"]
@@ -171,7 +171,7 @@ def test_workers_of_a_killed_load_exit(tmp_path):
     import sys
     import time
 
-    code = ("import core.loader as l, sys; p = l._Pool(2); "
+    code = ("import kerneldiff.core.ingest.loader as l, sys; p = l._Pool(2); "
             "print(*[q.pid for q in p.procs], *[s.name for s in p.shms], flush=True); sys.stdin.read()")
     proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL,

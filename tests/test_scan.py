@@ -1,4 +1,4 @@
-"""The compiled scanner (core.scan) against the msgspec reader: identical columns on every input.
+"""The compiled scanner (kerneldiff.core.ingest.scan) against the msgspec reader: identical columns on every input.
 
 The reader's buffers are shrunk here so that even small files go through the scanner (on its
 own it starts past 1 MB). Inputs: the real traces, the demo pair, generated traces of every
@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import real_trace
-from core import reader, scan
-from core.demo import DEMO_A, DEMO_B
-from core.errors import TraceError
-from core.reader import Columns, EventReader, decode_run
+from kerneldiff.core.ingest import reader, scan
+from kerneldiff.core.demo import DEMO_A, DEMO_B
+from kerneldiff.core.errors import TraceError
+from kerneldiff.core.ingest.reader import Columns, EventReader, decode_run
 from hostile_corpus import build
 from scan_diff import differences, read_columns
 
@@ -67,7 +67,7 @@ def test_real_traces_read_identically(name, small_buffers):
 
 
 def test_demo_and_generated_traces_read_identically(small_buffers, tmp_path):
-    from core.synth import write_pair
+    from kerneldiff.core.synth.pair import write_pair
 
     for p in (DEMO_A, DEMO_B):
         assert differences(p) == []
@@ -207,7 +207,7 @@ def test_long_numbers_are_parsed_by_python_exactly():
 
 def test_big_synthetic_trace_reads_identically(tmp_path):
     """Default buffers, a trace past the 1 MB buffer with the bench generator's shape."""
-    from core.synth import write_pair
+    from kerneldiff.core.synth.pair import write_pair
 
     a, _, _ = write_pair(tmp_path, seed=11, gzip=False, target_bytes=3_000_000)
     assert Path(a).stat().st_size > 2_000_000

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.synth import DEMO_PARAMS, SynthConfig, parse_size, write_demo, write_pair, write_trace
+from kerneldiff.core.synth.pair import DEMO_PARAMS, SynthConfig, parse_size, write_demo, write_pair, write_trace
 
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
@@ -292,7 +292,7 @@ def test_only_attention_naming_differs_without_plants(pair, tmp_path, classifier
 
 def test_catalog_names_classify_as_intended(pair, classifier):
     _, truth = pair
-    from core import synth_names as sn
+    from kerneldiff.core.synth import names as sn
 
     for gpu in sn.GPUS:
         sn.kernel_table(gpu)
@@ -366,12 +366,12 @@ def test_bad_config_is_rejected():
 
 
 def test_shipped_demo_is_small_and_up_to_date(tmp_path):
-    from core.demo import DEMO_A, DEMO_B, DEMO_TRUTH
+    from kerneldiff.core.demo import DEMO_A, DEMO_B, DEMO_TRUTH
 
     fresh = write_demo(tmp_path)
     for shipped, new in zip((DEMO_A, DEMO_B, DEMO_TRUTH), fresh):
         assert shipped.stat().st_size < 300_000
-        assert shipped.read_bytes() == new.read_bytes(), f"{shipped.name} is stale: run core.synth.write_demo"
+        assert shipped.read_bytes() == new.read_bytes(), f"{shipped.name} is stale: run kerneldiff.core.synth.pair.write_demo"
     truth = json.loads(DEMO_TRUTH.read_text())
     assert truth["schema"] == "kerneldiff-synth-truth/1"
     assert truth["model"]["layers"] == DEMO_PARAMS["layers"] and truth["steps"] == DEMO_PARAMS["steps"]
@@ -379,7 +379,7 @@ def test_shipped_demo_is_small_and_up_to_date(tmp_path):
 
 
 def test_cli_writes_pair_and_prints_paths(tmp_path, capsys):
-    from cli.main import main
+    from kerneldiff.cli.main import main
 
     assert main(["synth", str(tmp_path / "o"), "--seed", "2", "--layers", "2", "--steps", "3", "--gzip"]) == 0
     out = capsys.readouterr().out.split()

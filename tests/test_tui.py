@@ -11,14 +11,14 @@ import json
 import pytest
 from textual.widgets import TabbedContent
 
-from core.compare import compare
-from core.demo import DEMO_A, DEMO_B
-from tui.screens.help import HelpScreen, binding_groups
-from tui.screens.kernel import KernelDetailScreen
-from tui.screens.layer import LayerScreen
-from tui.screens.main import MainScreen
-from tui.testing import all_text, demo_app, screen_text, wait_for_main, wait_until
-from tui.widgets.result_table import ResultTable
+from kerneldiff.core.compare.engine import compare
+from kerneldiff.core.demo import DEMO_A, DEMO_B
+from kerneldiff.tui.screens.help import HelpScreen, binding_groups
+from kerneldiff.tui.screens.kernel import KernelDetailScreen
+from kerneldiff.tui.screens.layer import LayerScreen
+from kerneldiff.tui.screens.main import MainScreen
+from kerneldiff.tui.testing import all_text, demo_app, screen_text, wait_for_main, wait_until
+from kerneldiff.tui.widgets.result_table import ResultTable
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +164,7 @@ async def test_help_lists_every_binding_and_palette_offers_the_actions(demo_mode
         await pilot.press("escape")
         assert isinstance(app.screen, MainScreen)
 
-        from tui.commands import ExplorerCommands
+        from kerneldiff.tui.commands import ExplorerCommands
 
         provider = ExplorerCommands(app.screen)
         titles = {t: cb for t, _h, cb in provider._commands()}

@@ -1,5 +1,5 @@
 """AMD AIE (NPU) traces in the explorer, driven from the keyboard (Textual pilot) on generated traces
-whose answer is planted (core.synth_aie): cores → a core's iterations → the system aggregate, two
+whose answer is planted (kerneldiff.core.aie.synth): cores → a core's iterations → the system aggregate, two
 runs side by side, notes for mismatched counts, the mixed-kind error, literal trace strings, the
 launcher's AIE options, and two 80×24 snapshots.
 
@@ -13,13 +13,14 @@ import csv
 import pytest
 from textual.widgets import TabbedContent
 
-from core.aie import AieParams, analyze_aie, compare_aie
-from core.synth_aie import AiePlan, write_aie_trace
-from tui.app import KernelDiffApp
-from tui.screens.aie import AieCoreScreen, AieScreen
-from tui.screens.error import ErrorScreen
-from tui.testing import screen_text, wait_until
-from tui.widgets.result_table import ResultTable
+from kerneldiff.core.report.format import ABSENT
+from kerneldiff.core.aie.analysis import AieParams, analyze_aie, compare_aie
+from kerneldiff.core.aie.synth import AiePlan, write_aie_trace
+from kerneldiff.tui.app import KernelDiffApp
+from kerneldiff.tui.screens.aie import AieCoreScreen, AieScreen
+from kerneldiff.tui.screens.error import ErrorScreen
+from kerneldiff.tui.testing import screen_text, wait_until
+from kerneldiff.tui.widgets.result_table import ResultTable
 
 from conftest import kineto_doc, write_trace
 
@@ -149,14 +150,14 @@ async def test_no_shape_shows_dashes_and_says_why(traces):
         assert "warm-up 0 · perf all" in text
         assert "system " in text and "⚠ 0 notes" in text  # the header's three lines all fit
         cores = screen.query_one("#cores", ResultTable)
-        assert {cell(r, "gmacs", cores) for r in cores.rows_shown} == {"-"}
+        assert {cell(r, "gmacs", cores) for r in cores.rows_shown} == {ABSENT}
         assert {cell(r, "iterations", cores) for r in cores.rows_shown} == {"7"}  # nothing expected
         await pilot.press("2")
         await pilot.pause()
         system = screen.query_one("#system", ResultTable)
         # without counts every iteration is perf, and every core has all of them
         assert [r.values[0] for r in system.rows_shown] == list(range(len(truth.cores[0].iterations)))
-        assert {cell(r, "gmacs", system) for r in system.rows_shown} == {"-"}
+        assert {cell(r, "gmacs", system) for r in system.rows_shown} == {ABSENT}
         lines = screen_text(app).splitlines()
         assert len(lines) == 24 and all(len(line) <= 80 for line in lines)
 
@@ -268,7 +269,7 @@ async def test_aie_with_kineto_is_an_error_naming_both_kinds(traces, tmp_path):
 async def test_broken_aie_trace_leaves_the_other_browsable(traces, tmp_path):
     import json
 
-    from core.synth_aie import make_aie_events
+    from kerneldiff.core.aie.synth import make_aie_events
 
     events, _ = make_aie_events(AiePlan(seed=7))
     data = json.dumps(events)
@@ -311,12 +312,12 @@ async def test_trace_strings_shown_literally_and_clock_option(tmp_path):
 
 
 def test_launcher_passes_aie_options(traces, monkeypatch, capsys):
-    import tui.app
-    from cli.app_launch import launch
+    import kerneldiff.tui.app
+    from kerneldiff.cli.app_launch import launch
 
     path, _truth = traces["a"]
     seen = {}
-    monkeypatch.setattr(tui.app, "run_app", lambda paths, **kw: seen.update(paths=paths, **kw) or 0)
+    monkeypatch.setattr(kerneldiff.tui.app, "run_app", lambda paths, **kw: seen.update(paths=paths, **kw) or 0)
     assert launch([path, "--M", "256", "--K", "64", "--N", "128", "--rows", "1", "--cols", "4", "--warmup", "1",
                    "--iterations", "3", "--clock-mhz", "1000"]) == 0
     assert seen["paths"] == [path]

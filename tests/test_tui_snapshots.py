@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from tui.testing import demo_app, wait_for_main
+from kerneldiff.tui.testing import demo_app, wait_for_main
 
 SMALL = (80, 24)
 LARGE = (120, 36)

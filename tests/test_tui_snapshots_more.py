@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.demo import DEMO_A, DEMO_B
-from tui.messages import LoadProgress
-from tui.screens.error import ErrorScreen
-from tui.testing import demo_app, wait_for_main, wait_until
+from kerneldiff.core.demo import DEMO_A, DEMO_B
+from kerneldiff.tui.messages import LoadProgress
+from kerneldiff.tui.screens.error import ErrorScreen
+from kerneldiff.tui.testing import demo_app, wait_for_main, wait_until
 
 SMALL = (80, 24)
 LARGE = (120, 36)

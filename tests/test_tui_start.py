@@ -7,19 +7,19 @@ import time
 import pytest
 from textual.widgets import ProgressBar
 
-from core.compare import compare
-from core.demo import DEMO_A, DEMO_B
-from core.errors import LoadCancelled, TraceError
-from core.loader import load
-from core.probe import probe
-from tui.app import KernelDiffApp
-from tui.screens.error import ErrorScreen
-from tui.screens.kernel import KernelDetailScreen
-from tui.screens.layer import LayerScreen
-from tui.screens.start import StartScreen
-from tui.testing import PreloadedLoader, all_text, demo_app, screen_text, wait_for_main, wait_until
-from tui.widgets.result_table import ResultTable
-from tui.widgets.trace_card import TraceCard
+from kerneldiff.core.compare.engine import compare
+from kerneldiff.core.demo import DEMO_A, DEMO_B
+from kerneldiff.core.errors import LoadCancelled, TraceError
+from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.ingest.probe import probe
+from kerneldiff.tui.app import KernelDiffApp
+from kerneldiff.tui.screens.error import ErrorScreen
+from kerneldiff.tui.screens.kernel import KernelDetailScreen
+from kerneldiff.tui.screens.layer import LayerScreen
+from kerneldiff.tui.screens.start import StartScreen
+from kerneldiff.tui.testing import PreloadedLoader, all_text, demo_app, screen_text, wait_for_main, wait_until
+from kerneldiff.tui.widgets.result_table import ResultTable
+from kerneldiff.tui.widgets.trace_card import TraceCard
 
 from conftest import kineto_doc, write_trace
 

@@ -15,9 +15,9 @@ from textual.app import App, ComposeResult
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 
-from tui.testing import demo_app, wait_for_main
-from tui.text import literal, one_bar, span, two_bars
-from tui.widgets.result_table import Column, ResultTable, Row, TableSpec
+from kerneldiff.tui.testing import demo_app, wait_for_main
+from kerneldiff.tui.text import literal, one_bar, span, two_bars
+from kerneldiff.tui.widgets.result_table import Column, ResultTable, Row, TableSpec
 
 
 def cells_of(strip) -> list[tuple[str, object]]:

@@ -7,8 +7,8 @@ import json
 
 from rich.text import Text
 
-from tui.export import write_table
-from tui.text import clean, fmt_gap, fmt_ratio, fmt_us, literal, shorten, two_bars
+from kerneldiff.tui.export import write_table
+from kerneldiff.tui.text import clean, fmt_gap, fmt_ratio, fmt_us, literal, shorten, two_bars
 
 
 def test_literal_escapes_controls_and_ignores_markup():

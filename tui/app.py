@@ -1,7 +1,7 @@
 """The kerneldiff explorer app: probe (instant) → load in threads (with progress) → compare → browse.
 
 State lives here; screens render it. Work that takes time (loading, comparing) runs in thread
-workers that post messages back (tui.messages); the handlers below apply them on the UI thread.
+workers that post messages back (kerneldiff.tui.messages); the handlers below apply them on the UI thread.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from textual.app import App
 from textual.binding import Binding
 from textual.worker import get_current_worker
 
-from core.errors import LoadCancelled, TraceError
-from core.probe import TraceInfo, probe
+from kerneldiff.core.errors import LoadCancelled, TraceError
+from kerneldiff.core.ingest.probe import TraceInfo, probe
 
 from .commands import ExplorerCommands
 from .messages import ComparisonFailed, ComparisonReady, LoadProgress, TraceCancelled, TraceFailed, TraceLoaded
@@ -36,7 +36,7 @@ PROGRESS_INTERVAL = 0.1
 
 
 def _default_compare(a, b, phase: str = "all"):
-    from core.compare import compare
+    from kerneldiff.core.compare.engine import compare
 
     return compare(a, b, phase=phase)
 
@@ -75,7 +75,7 @@ class KernelDiffApp(App):
         self.exit_code = 0
         self._cancel: dict[int, threading.Event] = {}
         self._compare_gen = 0
-        # AMD AIE (NPU) traces: options from the launcher; in AIE mode `models` hold core.aie.AieRun
+        # AMD AIE (NPU) traces: options from the launcher; in AIE mode `models` hold kerneldiff.core.aie.analysis.AieRun
         # and `comparison` the AIE session the AIE screens show
         self.aie_options = aie
         self.aie_mode = False
@@ -129,7 +129,7 @@ class KernelDiffApp(App):
 
     def _load(self, index: int, cancel: threading.Event) -> None:
         """Thread worker: load one trace, posting throttled progress."""
-        from core.loader import load
+        from kerneldiff.core.ingest.loader import load
 
         load_fn = self._aie_loader() if self.aie_mode else (self.loader or load)
         worker = get_current_worker()
@@ -421,7 +421,7 @@ def _warm_up_workers(paths: list[str]) -> None:
     except OSError:
         return  # the probe will report the file
     if big:
-        from core.loader import prepare
+        from kerneldiff.core.ingest.loader import prepare
 
         threading.Thread(target=prepare, name="kerneldiff-prepare", daemon=True).start()
 
@@ -430,7 +430,7 @@ def run_app(paths: list[str], phase: str = "all", registry: str | None = None, u
             aie: dict[str, Any] | None = None) -> int:
     """Open the explorer on one trace (browse) or two (compare). Returns the exit code.
     `aie`: GEMM shape / warm-up / iterations / clock for AMD AIE traces (keys of
-    tui.screens.aie_load.OPTION_KEYS; absent or None = not given)."""
+    kerneldiff.tui.screens.aie_load.OPTION_KEYS; absent or None = not given)."""
     if phase not in PHASE_ORDER:
         print(f"kerneldiff: unknown phase {phase!r} (choose from {', '.join(PHASE_ORDER)})", file=sys.stderr)
         return 2

@@ -1,6 +1,6 @@
 """Helpers for driving the explorer headless (tests, snapshots, screenshots).
 
-`PreloadedLoader` stands in for core.loader.load with models loaded once, so each test app starts
+`PreloadedLoader` stands in for kerneldiff.core.ingest.loader.load with models loaded once, so each test app starts
 in milliseconds and progress is deterministic; `screen_text` is what a user would read on screen.
 """
 
@@ -22,8 +22,8 @@ class PreloadedLoader:
         self.calls = 0
 
     def __call__(self, path, *, progress=None, cancel=None, **_kw) -> Any:
-        from core.errors import LoadCancelled
-        from core.loader import load
+        from kerneldiff.core.errors import LoadCancelled
+        from kerneldiff.core.ingest.loader import load
 
         self.calls += 1
         key = os.path.abspath(os.fspath(path))
@@ -38,7 +38,7 @@ class PreloadedLoader:
 
 def demo_app(models: dict[str, Any], paths: list[str] | None = None, **kw):
     """The explorer on the demo pair (or `paths`), loading from already-loaded `models`."""
-    from core.demo import DEMO_A, DEMO_B
+    from kerneldiff.core.demo import DEMO_A, DEMO_B
 
     from .app import KernelDiffApp
 
@@ -123,5 +123,5 @@ def copy_screenshots(root: str = ".") -> list[str]:
     return written
 
 
-if __name__ == "__main__":  # python -m tui.testing  (after pytest --snapshot-update)
+if __name__ == "__main__":  # python -m kerneldiff.tui.testing  (after pytest --snapshot-update)
     print("\n".join(copy_screenshots()))

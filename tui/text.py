@@ -11,7 +11,8 @@ import math
 
 from rich.text import Text
 
-from core.names import short_name, visible
+from kerneldiff.core.analysis.names import short_name, visible
+from kerneldiff.core.report import format as fmt
 
 # Display styles of the two sides. Colour is a help, never the only signal: sides are also
 # named by letter, so everything reads the same with NO_COLOR.
@@ -45,46 +46,15 @@ def shorten(s: str, width: int) -> str:
     return short_name(s, width)
 
 
-def fmt_us(us: float | None) -> str:
-    """A duration in the unit that keeps it short: 8.21µs, 812.3µs, 12.34ms, 1.23s."""
-    if us is None or (isinstance(us, float) and math.isnan(us)):
-        return "—"
-    a = abs(us)
-    if a < 10:
-        return f"{us:.2f}µs"
-    if a < 1000:
-        return f"{us:.1f}µs"
-    if a < 1e6:
-        return f"{us / 1e3:.2f}ms"
-    return f"{us / 1e6:.2f}s"
-
-
-def fmt_gap(us: float | None) -> str:
-    if us is None:
-        return "—"
-    if us == 0:
-        return "0"
-    return ("+" if us > 0 else "−") + fmt_us(abs(us))
-
-
-def fmt_ratio(r: float | None) -> str:
-    if r is None or (isinstance(r, float) and (math.isnan(r) or math.isinf(r))):
-        return "—"
-    return f"{r:.2f}×"
+# numbers: one formatter for the reports and the explorer (kerneldiff.core.report.format)
+fmt_us = fmt.us
+fmt_gap = fmt.gap
+fmt_ratio = fmt.ratio
+fmt_bytes = fmt.size
 
 
 def fmt_pct(x: float | None) -> str:
-    return "—" if x is None else f"{x:.1%}"
-
-
-def fmt_bytes(n: float | None) -> str:
-    if n is None:
-        return "—"
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1024 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TB"
+    return fmt.pct(x)
 
 
 def slower_side(gap_us: float) -> str | None:

@@ -1,5 +1,5 @@
 """Comparison parts → table specs and detail text. Presentation only: every number shown here
-was computed by core (core.compare / core.summary); this module formats and lays it out.
+was computed by core (kerneldiff.core.compare.engine / kerneldiff.core.analysis.summary); this module formats and lays it out.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from core.comparison import (Comparison, FusionFinding, KernelPair, LayerAlignment, OperationRow, SameKernel,
+from kerneldiff.core.compare.result import (Comparison, FusionFinding, KernelPair, LayerAlignment, OperationRow, SameKernel,
                              Stats)
 
 from .text import (DIM, SIDE_LETTER, SIDE_STYLE, clean, span, fmt_bytes, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal,

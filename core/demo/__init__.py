@@ -1,7 +1,7 @@
 """The bundled demo pair: a synthetic AMD MI300X vs NVIDIA H100 trace of the same vLLM-like model
-with planted differences, and the ground truth describing them (schema in `core.synth`).
+with planted differences, and the ground truth describing them (schema in `kerneldiff.core.synth.pair`).
 
-Regenerate after changing the generator: `python -c "from core.synth import write_demo; write_demo('core/demo')"`
+Regenerate after changing the generator: `python -c "from kerneldiff.core.synth.pair import write_demo; write_demo('core/demo')"`
 (tests/test_synth.py fails while the shipped files differ from what the generator writes).
 """
 

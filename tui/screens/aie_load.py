@@ -28,10 +28,10 @@ KIND_NAMES = {
 class AieSettings:
     """What the analysis needs beyond the trace: GEMM shape (optional), iteration counts, clock."""
 
-    shape: Any = None                  # core.aie.GemmShape or None (then no GMAC/s)
+    shape: Any = None                  # kerneldiff.core.aie.analysis.GemmShape or None (then no GMAC/s)
     warmup: int = 0
     iterations: int | None = None      # None: every iteration after the warm-up is perf
-    params: Any = field(default=None)  # core.aie.AieParams
+    params: Any = field(default=None)  # kerneldiff.core.aie.analysis.AieParams
 
     @property
     def has_shape(self) -> bool:
@@ -40,7 +40,7 @@ class AieSettings:
 
 def aie_settings(options: dict[str, Any] | None) -> AieSettings:
     """Settings from the launcher's options. Raises ValueError for a partial or invalid shape."""
-    from core.aie import AieParams, GemmShape
+    from kerneldiff.core.aie.analysis import AieParams, GemmShape
 
     opts = {k: v for k, v in (options or {}).items() if v is not None}
     unknown = set(opts) - set(OPTION_KEYS)
@@ -63,8 +63,8 @@ def make_loader(options: dict[str, Any] | None) -> Callable[..., Any]:
     Bad options surface as the trace's load error (the launcher checks them before starting)."""
 
     def load_aie(path, *, progress=None, cancel=None, info=None, **_kw):
-        from core.aie import analyze_aie
-        from core.errors import LoadCancelled, TraceError
+        from kerneldiff.core.aie.analysis import analyze_aie
+        from kerneldiff.core.errors import LoadCancelled, TraceError
 
         try:
             settings = aie_settings(options)

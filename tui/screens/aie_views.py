@@ -1,5 +1,5 @@
 """AIE analysis results → explorer table specs, header and detail text. Presentation only: every
-number was computed by core.aie (analyze_aie / compare_aie); this module formats and lays it out.
+number was computed by kerneldiff.core.aie.analysis (analyze_aie / compare_aie); this module formats and lays it out.
 
 Absent figures show as "-" (GMAC/s without a GEMM shape, a side with no iteration). Tile names,
 process names, file names and notes come from the trace and always go through `literal()`.
@@ -14,11 +14,13 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from kerneldiff.core.report import format as fmt
+
 from ..text import DIM, SIDE_LETTER, SIDE_STYLE, clean, literal, span
 from ..widgets.result_table import Column, Row, TableSpec
 from .aie_load import AieSettings
 
-ABSENT = "-"
+ABSENT = fmt.ABSENT
 PHASE_STYLE = {"warmup": DIM, "perf": "", "extra": "yellow"}
 NOTE_STYLE = "bold yellow"
 # comparison metrics that are fractions (shown as %) rather than counts or cycles
@@ -30,13 +32,13 @@ SHAPE_METRIC = "GEMM / tiling"
 class AieSession:
     """What the AIE screens show: one run, or two runs and their comparison."""
 
-    runs: list[Any]                  # core.aie.AieRun, one or two
+    runs: list[Any]                  # kerneldiff.core.aie.analysis.AieRun, one or two
     settings: AieSettings
-    comparison: Any = None           # core.aie.AieComparison when two runs
+    comparison: Any = None           # kerneldiff.core.aie.analysis.AieComparison when two runs
 
     @classmethod
     def of(cls, runs: list[Any], settings: AieSettings) -> AieSession:
-        from core.aie import compare_aie
+        from kerneldiff.core.aie.analysis import compare_aie
 
         return cls(list(runs), settings, compare_aie(runs[0], runs[1]) if len(runs) == 2 else None)
 
@@ -68,20 +70,10 @@ class AieSession:
 
 # --- formatting -------------------------------------------------------------------------------
 
-def fmt_cycles(v: float | None) -> str:
-    return ABSENT if v is None else f"{round(v):,}"
-
-
-def fmt_num(v: float | None, digits: int = 2) -> str:
-    return ABSENT if v is None else f"{v:,.{digits}f}"
-
-
-def fmt_frac(v: float | None) -> str:
-    return ABSENT if v is None else f"{100 * v:.1f}%"
-
-
-def fmt_times(r: float | None) -> str:
-    return ABSENT if r is None else f"{r:.2f}×"
+fmt_cycles = fmt.cycles
+fmt_num = fmt.num
+fmt_frac = fmt.pct
+fmt_times = fmt.ratio
 
 
 def clip(s: str, width: int) -> str:

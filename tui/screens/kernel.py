@@ -13,9 +13,9 @@ from textual.binding import Binding
 from textual.containers import Container, VerticalScroll
 from textual.widgets import Footer, Static
 
-from core.attribution import cpu_op_stack
-from core.classify import demangle
-from core.comparison import Stats
+from kerneldiff.core.analysis.attribution import cpu_op_stack
+from kerneldiff.core.analysis.classify import demangle
+from kerneldiff.core.compare.result import Stats
 
 from ..text import DIM, SIDE_STYLE, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal, span
 from ..widgets.header import Breadcrumb

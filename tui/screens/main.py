@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import TabbedContent
 
-from core.comparison import Comparison, LayerRow, SameKernel
+from kerneldiff.core.compare.result import Comparison, LayerRow, SameKernel
 
 from .. import views
 from ..text import DIM, SIDE_STYLE, literal

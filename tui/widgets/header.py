@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 if TYPE_CHECKING:  # the start screen uses the breadcrumb before any comparison exists
-    from core.comparison import Comparison
+    from kerneldiff.core.compare.result import Comparison
 
 from ..text import DIM, SIDE_STYLE, fmt_gap, fmt_ratio, fmt_us, literal, span
 

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import ProgressBar, Static
 
-from core.probe import TraceInfo
+from kerneldiff.core.ingest.probe import TraceInfo
 
 from ..text import DIM, SIDE_STYLE, fmt_bytes, literal, span
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .comparison import Comparison
+from kerneldiff.core.compare.result import Comparison
 
 TABLES = ("operations", "layers", "pairs", "fusions", "same-kernels", "warnings")
 

@@ -18,7 +18,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from .errors import TraceError
+from kerneldiff.core.errors import TraceError
 
 OTHER = "Other"
 ROLES = ("attention", "norm", "gemm", "moe", "ssm", "comm", "elementwise", "memory", "other")
@@ -200,7 +200,7 @@ def _read_toml(path: str, text: str) -> dict:
 
 @lru_cache(maxsize=1)
 def _shipped() -> tuple[tuple[Rule, ...], tuple[tuple[str, dict], ...]]:
-    text = resources.files("core").joinpath("registry.toml").read_text(encoding="utf-8")
+    text = resources.files("kerneldiff.core.analysis").joinpath("registry.toml").read_text(encoding="utf-8")
     rules, meta = _parse(_read_toml(SHIPPED, text), SHIPPED)
     return tuple(rules), tuple(meta.items())
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-from .comparison import SavingEstimate
+from kerneldiff.core.compare.result import SavingEstimate
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,7 @@ def _load():
         try:
             if os.environ.get("KERNELDIFF_NO_JIT"):
                 raise ImportError
-            from . import scan_kernel
+            from kerneldiff.core.ingest import scan_kernel
             _kernel = scan_kernel
         except ImportError:  # pragma: no cover - numba is a dependency; the reader works without
             _kernel = False

@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from .errors import TraceError
+from kerneldiff.core.errors import TraceError
 
 try:  # isal inflates several times faster than zlib; both accept the same gzip member
     from isal import igzip as _gzip

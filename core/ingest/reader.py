@@ -32,8 +32,8 @@ from typing import Any, ClassVar, Union
 import msgspec
 import numpy as np
 
-from . import scan
-from .errors import TraceError, file_error
+from kerneldiff.core.ingest import scan
+from kerneldiff.core.errors import TraceError, file_error
 
 try:  # ISA-L inflates 2-3x faster than zlib with the same API, and releases the GIL
     from isal import isal_zlib as _zlib
@@ -395,7 +395,7 @@ def decode_run(buf, start: int, end: int, fast: bool = True) -> Iterator[list | 
 
 
 class Scanner:
-    """The compiled fast path (core.scan) for one reader: its output arrays and name cache."""
+    """The compiled fast path (kerneldiff.core.ingest.scan) for one reader: its output arrays and name cache."""
 
     ROWS = 32768   # rows per scan call: ~8 MB of events, ~3 MB of output arrays
 
@@ -465,7 +465,7 @@ GROUP_OF: dict[Any, int] = {
     "user_annotation": G_ANNOT, "gpu_user_annotation": G_GPU_ANNOT,
     _UNREADABLE: G_UNREADABLE,
 }
-# columns of each table, in the dtypes of core.model
+# columns of each table, in the dtypes of kerneldiff.core.model
 SPECS: dict[str, tuple[tuple[str, str], ...]] = {
     "k": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("kind", "i1"), ("stream", "i8"), ("device", "i8"),
           ("corr", "i8"), ("ext", "i8")),
@@ -560,7 +560,7 @@ def _struct_ints(g: str, sub) -> dict[str, np.ndarray]:
     return cols
 
 
-# integer columns of each group, as fields of the scanner's rows (core.scan)
+# integer columns of each group, as fields of the scanner's rows (kerneldiff.core.ingest.scan)
 _SCANNED_FIELDS = {"k": {"corr": scan.CORR, "ext": scan.EXT}, "p": {"pyid": scan.PYID, "parent": scan.PARENT},
                    "c": {"ext": scan.EXT}, "l": {"corr": scan.CORR, "ext": scan.EXT}, "a": {}}
 
@@ -886,7 +886,7 @@ class EventReader:
     def __init__(self, path: str, progress: Callable[[int, int], None] | None = None,
                  fast: bool = True) -> None:
         self.path = path
-        self.fast = fast   # the compiled scanner first (core.scan), msgspec for what it leaves
+        self.fast = fast   # the compiled scanner first (kerneldiff.core.ingest.scan), msgspec for what it leaves
         self.src = Source(path)
         self.meta: dict[str, Any] = {}
         self.top: str | None = None

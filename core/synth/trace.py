@@ -1,5 +1,5 @@
 """Engine of the synthetic trace generator: the per-phase kernel program of a vLLM-like model
-and a streaming Kineto-JSON writer. Public entry points live in `core.synth`.
+and a streaming Kineto-JSON writer. Public entry points live in `kerneldiff.core.synth.pair`.
 
 The writer keeps two clocks in integer nanoseconds: the CPU thread (python frames, cpu ops,
 runtime launches) and the GPU stream (kernels in launch order, each starting no earlier than
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from . import synth_names as sn
+from kerneldiff.core.synth import names as sn
 
 PHASES = ("prefill", "decode", "mixed")
 

@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from .model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_COLUMNS, LAUNCH_COLUMNS, PYTHON_COLUMNS,
+from kerneldiff.core.model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_COLUMNS, LAUNCH_COLUMNS, PYTHON_COLUMNS,
                     LayerSpan, Step, Table, TraceModel)
-from .strings import StringTable
+from kerneldiff.core.strings import StringTable
 
 try:  # ISA-L's CRC32 is several times faster than zlib's
     from isal.isal_zlib import crc32
@@ -229,7 +229,7 @@ def get(key: str) -> TraceModel | None:
 
 
 def _read(f, key: str) -> TraceModel:
-    from .probe import TraceInfo
+    from kerneldiff.core.ingest.probe import TraceInfo
 
     size = os.fstat(f.fileno()).st_size
     if size < len(MAGIC) + TRAILER.size or f.read(len(MAGIC)) != MAGIC:

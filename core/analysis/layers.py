@@ -18,7 +18,7 @@ from collections import Counter
 
 import numpy as np
 
-from .model import LayerSpan, Step, TraceModel
+from kerneldiff.core.model import LayerSpan, Step, TraceModel
 
 # Attention kernels of one layer can be several launches (split-KV + combine, 3-D unified
 # attention + reduce, rotary inside). Anchor kernels at most this many positions apart, with no

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from .align import align
-from .comparison import (Comparison, KernelPair, LayerAlignment, LayerRow, LayerSide, OperationRow,
+from kerneldiff.core.compare.align import align
+from kerneldiff.core.compare.result import (Comparison, KernelPair, LayerAlignment, LayerRow, LayerSide, OperationRow,
                          SameKernel, Side, Stats)
-from .fusion import find_fusions
-from .model import TraceModel
+from kerneldiff.core.compare.fusion import find_fusions
+from kerneldiff.core.model import TraceModel
 
 PHASE_CHOICES = ("all", "prefill", "decode", "mixed", "unknown")
 TOP_N = 3
@@ -358,7 +358,7 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
     if phase not in PHASE_CHOICES:
         raise ValueError(f"phase must be one of {', '.join(PHASE_CHOICES)}")
     if classifier is None:
-        from .classify import Classifier
+        from kerneldiff.core.analysis.classify import Classifier
 
         classifier = Classifier.load()
     labels = _labels(a, b)

@@ -27,17 +27,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import attribution, layers, phases
-from .errors import LoadCancelled, TraceError
-from .model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_COLUMNS, LAUNCH_COLUMNS, PYTHON_COLUMNS,
+from kerneldiff.core.analysis import attribution
+from kerneldiff.core.analysis import layers
+from kerneldiff.core.analysis import phases
+from kerneldiff.core.errors import LoadCancelled, TraceError
+from kerneldiff.core.model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_COLUMNS, LAUNCH_COLUMNS, PYTHON_COLUMNS,
                     Table, TraceModel)
-from .probe import TraceInfo, _gpu_name, _truthy, _vendor, probe
-from . import scan
-from .reader import RUN, Columns, EventReader, decode_run, read_columns
-from .strings import StringTable
+from kerneldiff.core.ingest.probe import TraceInfo, _gpu_name, _truthy, _vendor, probe
+from kerneldiff.core.ingest import scan
+from kerneldiff.core.ingest.reader import RUN, Columns, EventReader, decode_run, read_columns
+from kerneldiff.core.strings import StringTable
 
 if TYPE_CHECKING:
-    from .classify import Classifier
+    from kerneldiff.core.analysis.classify import Classifier
 
 Progress = Callable[[float, str, int, int], Any]
 
@@ -102,7 +104,7 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
          info: TraceInfo | None = None, use_cache: bool = False, workers: int | None = None) -> TraceModel:
     """Load one trace. Raises TraceError (bad input) or LoadCancelled.
 
-    use_cache: reuse / store the loaded model in the user cache (see core.cache).
+    use_cache: reuse / store the loaded model in the user cache (see kerneldiff.core.ingest.cache).
     workers: decoding processes; None = one per CPU for big files, 0 or 1 = this process only.
     """
     t0 = time.perf_counter()
@@ -111,7 +113,7 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
     if info.kind == "aie":
         raise TraceError(path, "this is an AMD AIE (NPU) trace: open it with `kerneldiff aie`")
     if classifier is None:
-        from .classify import Classifier
+        from kerneldiff.core.analysis.classify import Classifier
 
         classifier = Classifier.load(registry)
 
@@ -124,7 +126,7 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
     report(0.0, "reading", 0, info.size)
     key = None
     if use_cache:
-        from . import cache
+        from kerneldiff.core.ingest import cache
 
         key = cache.key_for(path, classifier)
         model = cache.get(key) if key is not None else None
@@ -175,7 +177,7 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
     attribution.quality_warnings(model, classifier)
     model.load_seconds = time.perf_counter() - t0
     if key is not None:
-        from . import cache
+        from kerneldiff.core.ingest import cache
 
         cache.put(key, model)
     report(1.0, "done", info.size, info.size)
@@ -255,7 +257,7 @@ def _mp_context():
         return mp.get_context("fork")
     if "forkserver" in methods:
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["core.reader", "core.loader"])
+        ctx.set_forkserver_preload(["kerneldiff.core.ingest.reader", "kerneldiff.core.ingest.loader"])
         return ctx
     return mp.get_context("spawn")
 

@@ -16,7 +16,7 @@ layer input RMSNorm, QKV GEMM, rotary, KV-cache write, attention (prefill / deco
 phase), O GEMM, [all-reduce], post-attention fused-add RMSNorm, MLP (gate_up GEMM, silu_and_mul,
 down GEMM) or MoE (router GEMM, top-k, routing, expert GEMMs, finalize), [all-reduce]; then the
 final norm, lm_head and sampling (softmax, argmax, top-k, sort) and a copy of the tokens to the
-host. The GPU lags the CPU (see `core.synth_trace`): kernels often run inside the NEXT step's CPU
+host. The GPU lags the CPU (see `kerneldiff.core.synth.trace`): kernels often run inside the NEXT step's CPU
 annotation window, so a loader must place a kernel by its launch, not by its own timestamp.
 
 `write_pair(out_dir, seed=...)` writes side A and side B (different vendors or GPUs, same model)
@@ -89,9 +89,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import synth_names as sn
-from .errors import TraceError
-from .synth_trace import (ModelDims, Plant, TraceWriter, build_program, phase_list, step_namer,
+from kerneldiff.core.synth import names as sn
+from kerneldiff.core.errors import TraceError
+from kerneldiff.core.synth.trace import (ModelDims, Plant, TraceWriter, build_program, phase_list, step_namer,
                           tokens_for)
 
 TRUTH_SCHEMA = "kerneldiff-synth-truth/1"

@@ -20,7 +20,7 @@ try:  # ISA-L inflates 2-3x faster than zlib; same API
 except ImportError:  # pragma: no cover
     _zlib = zlib
 
-from .errors import TraceError, file_error
+from kerneldiff.core.errors import TraceError, file_error
 
 HEAD_BYTES = 256 * 1024
 TAIL_BYTES = 256 * 1024
@@ -261,7 +261,7 @@ def _tail_metadata(path: str, compressed: bool, size: int) -> dict[str, Any]:
 
 def _looks_aie(events: list[dict]) -> bool:
     try:
-        from .aie import is_aie_events
+        from kerneldiff.core.aie.analysis import is_aie_events
     except ImportError:  # pragma: no cover - AIE module absent
         return False
     try:

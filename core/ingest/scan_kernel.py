@@ -1,12 +1,12 @@
-"""The compiled half of core.scan (numba, imported only when a big trace is read): a strict
-byte-level walk over Kineto events. See core.scan for what it accepts and what it leaves."""
+"""The compiled half of kerneldiff.core.ingest.scan (numba, imported only when a big trace is read): a strict
+byte-level walk over Kineto events. See kerneldiff.core.ingest.scan for what it accepts and what it leaves."""
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from .scan import (ARRAY_END, BAIL, CORR, DEVICE, EXT, FLOAT_DUR, FLOAT_TS, FULL, LIMIT, MISSING, PARENT, PID, PYID,
+from kerneldiff.core.ingest.scan import (ARRAY_END, BAIL, CORR, DEVICE, EXT, FLOAT_DUR, FLOAT_TS, FULL, LIMIT, MISSING, PARENT, PID, PYID,
                    STREAM, TID)
 
 _jit = njit(cache=True, nogil=True, boundscheck=False)

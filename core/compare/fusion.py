@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from .comparison import FusionFinding, LayerAlignment
-from .fusion_model import estimate, params_for
-from .names import short_name
+from kerneldiff.core.compare.result import FusionFinding, LayerAlignment
+from kerneldiff.core.compare.fusion_model import estimate, params_for
+from kerneldiff.core.analysis.names import short_name
 
 IMBALANCE_RATIO = 1.5       # the threshold; below it launch-count noise dominates
 SEQUENCE_CONSISTENCY = 0.7  # share of a unique kernel's occurrences that must follow one category

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import TraceModel
+from kerneldiff.core.model import TraceModel
 
 
 def _lookup(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:

@@ -22,9 +22,9 @@ from typing import Any
 
 import orjson
 
-from .aie import KERNEL_END as KERNEL_END_NAME
-from .aie import KERNEL_START as KERNEL_START_NAME
-from .aie import AieParams, GemmShape
+from kerneldiff.core.aie.analysis import KERNEL_END as KERNEL_END_NAME
+from kerneldiff.core.aie.analysis import KERNEL_START as KERNEL_START_NAME
+from kerneldiff.core.aie.analysis import AieParams, GemmShape
 
 
 @dataclass(frozen=True)

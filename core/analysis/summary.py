@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .model import PHASES, TraceModel
+from kerneldiff.core.model import PHASES, TraceModel
 
 
 def operation_totals(model: TraceModel, phase: str | None = None) -> list[dict[str, Any]]:

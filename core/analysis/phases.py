@@ -11,8 +11,8 @@ import re
 
 import numpy as np
 
-from .attribution import launch_time
-from .model import PHASE_ID, Step, TraceModel
+from kerneldiff.core.analysis.attribution import launch_time
+from kerneldiff.core.model import PHASE_ID, Step, TraceModel
 
 # vLLM V1, newer: execute_32_context_0(sq0sk0…)_generation_32(sq32sk55086…)
 _VLLM_NEW = re.compile(r"^execute_(\d+)_context_(\d+)\(.*?\)_generation_(\d+)\(")

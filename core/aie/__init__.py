@@ -1,0 +1,1 @@
+"""AMD AIE (NPU) Perfetto traces: analysis and a synthetic generator."""

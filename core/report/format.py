@@ -1,0 +1,68 @@
+"""Number formatting shared by every report and the explorer: one unit choice per quantity and
+one mark for a missing value, so the CLI, CSV-free text and the screens agree."""
+
+from __future__ import annotations
+
+import math
+
+ABSENT = "—"   # a value that does not exist (a kernel only one side runs, an empty phase)
+
+
+def _missing(x) -> bool:
+    return x is None or (isinstance(x, float) and (math.isnan(x) or math.isinf(x)))
+
+
+def us(x: float | None) -> str:
+    """A duration given in µs, in the unit that keeps it short: 8.21µs, 812.3µs, 12.34ms, 1.23s."""
+    if _missing(x):
+        return ABSENT
+    a = abs(x)
+    if a < 10:
+        return f"{x:.2f}µs"
+    if a < 1000:
+        return f"{x:.1f}µs"
+    if a < 1e6:
+        return f"{x / 1e3:.2f}ms"
+    return f"{x / 1e6:.2f}s"
+
+
+def gap(x: float | None) -> str:
+    """A signed difference of durations: +1.20ms, −3.4µs, 0."""
+    if _missing(x):
+        return ABSENT
+    if x == 0:
+        return "0"
+    return ("+" if x > 0 else "−") + us(abs(x))
+
+
+def ratio(r: float | None) -> str:
+    return ABSENT if _missing(r) else f"{r:.2f}×"
+
+
+def pct(x: float | None, digits: int = 1) -> str:
+    """A fraction (0.25) as a percentage (25.0%)."""
+    return ABSENT if _missing(x) else f"{100 * x:.{digits}f}%"
+
+
+def size(n: float | None) -> str:
+    """Bytes in binary units: 812 B, 1.5 KB, 2.3 GB."""
+    if _missing(n):
+        return ABSENT
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1024 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TB"   # pragma: no cover  (the loop returns at TB)
+
+
+def num(v: float | int | None, digits: int = 2) -> str:
+    """A plain quantity with thousands separators; integers stay integers."""
+    if _missing(v):
+        return ABSENT
+    if isinstance(v, int):
+        return f"{v:,}"
+    return f"{v:,.{digits}f}"
+
+
+def cycles(v: float | None) -> str:
+    return ABSENT if _missing(v) else f"{round(v):,}"

@@ -1,0 +1,1 @@
+"""The synthetic Kineto trace generator with planted, known differences (see `pair`)."""

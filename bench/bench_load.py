@@ -31,7 +31,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 PYTHON = sys.executable
 TASKS = ("probe", "load", "baseline", "pair", "compare", "cache")
@@ -139,6 +138,7 @@ def child(task: str, paths: list[str], cache_dir: str | None) -> dict:
 
     import kerneldiff.core.ingest.loader  # noqa: F401
     from kerneldiff.core.ingest.probe import probe
+    from kerneldiff.core.session import Session
 
     out: dict = {}
     if task == "probe":
@@ -153,25 +153,17 @@ def child(task: str, paths: list[str], cache_dir: str | None) -> dict:
     if task == "baseline":
         out["kernels"] = naive_load(paths[0])["kernels"]
     elif task == "load":
-        from kerneldiff.core.ingest.loader import load
-
-        m = load(paths[0])
+        m = Session(paths[:1], use_cache=False).load(0)
         out["kernels"] = len(m.kernels)
     elif task == "cache-fill":
-        from kerneldiff.core.ingest.loader import load
-
-        load(paths[0], use_cache=True)
+        Session(paths[:1], use_cache=True).load(0)
     elif task == "cache":
-        from kerneldiff.core.ingest.loader import load
-
-        m = load(paths[0], use_cache=True)
+        m = Session(paths[:1], use_cache=True).load(0)
         out["kernels"] = len(m.kernels)
     elif task in ("pair", "compare"):
-        from kerneldiff.core.analysis.classify import Classifier
-        from kerneldiff.core.ingest.loader import load
-
-        classifier = Classifier.load()
-        models = [None, None]
+        session = Session(paths[:2], use_cache=False)
+        session.classifier  # noqa: B018  (read the registry up front, as the app does while probing)
+        models = session.models
         threading.Thread(target=lambda: None).start()   # an app has threads: as it would,
         kerneldiff.core.ingest.loader.prepare()                            # start the fork server up front
         t0, c0 = time.perf_counter(), time.process_time()
@@ -179,7 +171,7 @@ def child(task: str, paths: list[str], cache_dir: str | None) -> dict:
         done = [0.0, 0.0]
 
         def one(i: int) -> None:  # as the app does: each trace loads in its own thread
-            models[i] = load(paths[i], classifier=classifier)
+            session.load(i)
             done[i] = time.perf_counter() - t0
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(2)]
@@ -191,11 +183,9 @@ def child(task: str, paths: list[str], cache_dir: str | None) -> dict:
         out["seconds"] = time.perf_counter() - t0
         out["first_ready"] = min(done)
         if task == "compare":
-            from kerneldiff.core.compare.engine import compare
-
             gc.collect()
             t1 = time.perf_counter()
-            compare(models[0], models[1], classifier=classifier)
+            session.compare("all")
             out["compare_seconds"] = time.perf_counter() - t1
     out.setdefault("seconds", time.perf_counter() - t0)
     out["cpu_self"] = time.process_time() - c0

@@ -29,7 +29,6 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rich.text import Text  # noqa: E402
 from textual import events  # noqa: E402

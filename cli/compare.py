@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
+from kerneldiff.core.model import PHASE_FILTERS
 from kerneldiff.core.report import format as fmt
 from kerneldiff.core.report.tables import TABLES, table
 
@@ -21,7 +22,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("compare", help="compare two traces and print a report")
     p.add_argument("a", help="first trace (side A)")
     p.add_argument("b", help="second trace (side B)")
-    p.add_argument("--phase", default="all", choices=["all", "prefill", "decode", "mixed", "unknown"])
+    p.add_argument("--phase", default="all", choices=PHASE_FILTERS)
     p.add_argument("--format", default="text", choices=["text", "json", "csv"])
     p.add_argument("--table", choices=list(TABLES) + ["all"], default=None,
                    help="CSV: which table (default: all tables, one file each, with -o; operations on stdout)")
@@ -48,22 +49,13 @@ def _overrides(items: list[str]) -> dict[str, float]:
 
 
 def run(args) -> int:
-    from kerneldiff.core.analysis.classify import Classifier
-    from kerneldiff.core.compare.engine import compare
-    from kerneldiff.core.errors import TraceError
-    from kerneldiff.core.ingest.loader import load
-    from kerneldiff.core.ingest.probe import probe
+    from kerneldiff.core.session import Session
 
-    # Probe both files first: a bad or foreign B is reported in milliseconds, not after loading A.
-    infos = [probe(path) for path in (args.a, args.b)]
-    for info in infos:
-        if info.kind == "aie":
-            raise TraceError(info.path, "this is an AMD AIE (NPU) trace: compare AIE runs with `kerneldiff aie A B`")
-    classifier = Classifier.load(args.registry)
-    a = load(args.a, classifier=classifier, info=infos[0], use_cache=not args.no_cache)
-    b = load(args.b, classifier=classifier, info=infos[1], use_cache=not args.no_cache)
+    session = Session([args.a, args.b], registry=args.registry, use_cache=not args.no_cache,
+                      fusion_overrides=_overrides(args.fusion_param))
+    session.load_all()   # probes both first: a bad or foreign B is reported before A is loaded
     try:
-        cmp = compare(a, b, phase=args.phase, classifier=classifier, fusion_overrides=_overrides(args.fusion_param))
+        cmp = session.compare(args.phase)
     except ValueError as e:
         print(f"kerneldiff: {e}", file=sys.stderr)
         return 2

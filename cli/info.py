@@ -44,23 +44,17 @@ def probe_table(info) -> Table:
 
 
 def run(args) -> int:
-    from kerneldiff.core import probe
-    from kerneldiff.core.ingest.loader import load
-    from kerneldiff.core.analysis.summary import summarize
+    from kerneldiff.core.session import Session
 
     out = console()
     results = []
-    classifier = None
     for path in args.traces:
-        info = probe(path)
+        session = Session([path], registry=args.registry, use_cache=not args.no_cache)
+        info = session.probe()[0]
         entry = {"probe": info.to_dict()}
         if not args.probe_only and info.kind != "aie":
-            if classifier is None:
-                from kerneldiff.core.analysis.classify import Classifier
-
-                classifier = Classifier.load(args.registry)
-            model = load(path, info=info, classifier=classifier, use_cache=not args.no_cache)
-            entry["summary"] = summarize(model)
+            session.load(0)
+            entry["summary"] = session.summary(0)
         results.append(entry)
         if args.json:
             continue

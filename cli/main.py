@@ -26,6 +26,7 @@ def _build_parser(selected: str | None) -> argparse.ArgumentParser:
         description="Compare two GPU profiler traces side by side. "
         "`kerneldiff A B` opens the explorer; `kerneldiff` alone opens the bundled demo pair.",
     )
+    p.add_argument("-V", "--version", action="version", version=f"%(prog)s {version()}")
     sub = p.add_subparsers(dest="command")
     for name, modname in SUBCOMMANDS.items():
         if selected is not None and name != selected:
@@ -39,8 +40,32 @@ def _build_parser(selected: str | None) -> argparse.ArgumentParser:
     return p
 
 
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError, version as dist_version
+
+    try:
+        return dist_version("kerneldiff")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
+def _looks_like_command(word: str) -> bool:
+    """A bare word that names no file is a mistyped subcommand, not a trace (traces have a path
+    separator or an extension)."""
+    import os
+
+    return not word.startswith("-") and os.sep not in word and "." not in word and not os.path.exists(word)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["--version"], ["-V"]):
+        print(f"kerneldiff {version()}")
+        return 0
+    if argv and argv[0] not in SUBCOMMANDS and _looks_like_command(argv[0]):
+        print(f"kerneldiff: {argv[0]}: unknown command and no such file (commands: {', '.join(SUBCOMMANDS)}; "
+              f"or give one or two trace files)", file=sys.stderr)
+        return 2
     if argv and argv[0] in SUBCOMMANDS:
         parser = _build_parser(argv[0])
         args = parser.parse_args(argv)

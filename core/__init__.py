@@ -1,17 +1,19 @@
-"""kerneldiff core: pure analysis of GPU profiler traces (no UI code).
+"""kerneldiff core: pure analysis of GPU profiler traces (never imports Textual or Rich).
 
-Read top-down: probe → reader/loader → classify → phases → layers → attribution → compare.
+Read top-down: ingest (probe → read → load) → analysis (classify → phases → layers → attribution)
+→ compare → report. `Session` runs those steps from file paths; every front end goes through it.
 """
 
 from kerneldiff.core.errors import LoadCancelled, TraceError
 from kerneldiff.core.ingest.probe import TraceInfo, probe
+from kerneldiff.core.session import KernelDetail, Session, open_session
 
 
 def load(path, **kwargs):
-    """Load a trace into a TraceModel (see kerneldiff.core.ingest.loader.load)."""
+    """Load one trace into a TraceModel (see kerneldiff.core.ingest.loader.load)."""
     from kerneldiff.core.ingest.loader import load as _load
 
     return _load(path, **kwargs)
 
 
-__all__ = ["LoadCancelled", "TraceError", "TraceInfo", "load", "probe"]
+__all__ = ["KernelDetail", "LoadCancelled", "Session", "TraceError", "TraceInfo", "load", "open_session", "probe"]

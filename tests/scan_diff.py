@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kerneldiff.core.ingest.reader import read_columns as reader_columns
+from kerneldiff.core.ingest.source import read_columns as reader_columns
 
 
 def read_columns(path, fast: bool):

@@ -161,3 +161,21 @@ def test_size_is_bounded_least_recently_used_first(cache_home, tmp_path, trace, 
     load(paths[2], classifier=classifier, use_cache=True)
     kept = {p.name for p in entries(cache_home)}
     assert len(kept) == 2 and first.name not in kept
+
+
+def test_code_fingerprint_covers_every_module_that_shapes_a_model():
+    """A fix in the scanner, the phase reader or any module added later must change the key
+    (the fingerprint once listed module names and silently missed the compiled scanner)."""
+    names = {p.name for p in cache._sources()}
+    assert {"scan.py", "scan_kernel.py", "source.py", "cut.py", "decode.py", "columns.py", "workers.py", "build.py", "loader.py", "phases.py", "layers.py", "classify.py",
+            "model.py"} <= names
+    assert all(p.exists() for p in cache._sources())
+
+
+def test_code_fingerprint_changes_with_the_code(tmp_path):
+    a, b = tmp_path / "scan.py", tmp_path / "phases.py"
+    a.write_text("x = 1\n")
+    b.write_text("y = 2\n")
+    before = cache.code_fingerprint([a, b])
+    a.write_text("x = 3\n")
+    assert cache.code_fingerprint([a, b]) != before

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import kerneldiff.core.ingest.loader as loader
-import kerneldiff.core.ingest.reader as reader
+import kerneldiff.core.ingest.workers as workers
+import kerneldiff.core.ingest.cut as cut
 from conftest import kineto_doc, real_trace, write_trace
 from kerneldiff.core import LoadCancelled
 from kerneldiff.core.ingest.loader import load
@@ -23,9 +24,9 @@ NASTY = ["a},{b", '"},{"ph": "X", "cat": "kernel"', "} , {", "x}\n,\n{y", "ünï
 @pytest.fixture
 def small_runs(monkeypatch):
     """Runs of 32 KB decoded in 4 KB slices, so a small file is cut into many of each."""
-    monkeypatch.setattr(reader, "SLICE", 4096)
-    monkeypatch.setattr(reader, "WINDOW", 512)
-    monkeypatch.setattr(loader, "SLOT", 32 * 1024 + 2)
+    monkeypatch.setattr(cut, "SLICE", 4096)
+    monkeypatch.setattr(cut, "WINDOW", 512)
+    monkeypatch.setattr(workers, "SLOT", 32 * 1024 + 2)
 
 
 @pytest.fixture
@@ -77,8 +78,8 @@ def test_workers_give_the_same_model(tmp_path, classifier, small_runs, sequentia
 
 def test_workers_on_a_real_trace(classifier, small_runs, sequential_calls, monkeypatch):
     p = real_trace("b200_vllm_eager.json.gz")
-    monkeypatch.setattr(reader, "SLICE", 256 * 1024)
-    monkeypatch.setattr(loader, "SLOT", 256 * 1024 + 2)
+    monkeypatch.setattr(cut, "SLICE", 256 * 1024)
+    monkeypatch.setattr(workers, "SLOT", 256 * 1024 + 2)
     assert_same(load(p, classifier=classifier, workers=1), load(p, classifier=classifier, workers=2))
     assert sequential_calls == [1]
 
@@ -102,7 +103,7 @@ def test_a_run_that_does_not_decode_falls_back_to_one_process(tmp_path, classifi
     def bad_run(buf, start, end):
         raise ValueError("run of events does not decode")
 
-    monkeypatch.setattr(loader, "decode_run", bad_run)   # inherited by the forked workers
+    monkeypatch.setattr(workers, "decode_run", bad_run)   # inherited by the forked workers
     got = load(p, classifier=classifier, workers=2)
     assert calls == [1]                        # the parallel read gave up, one process finished
     assert_same(expected, got)
@@ -149,18 +150,18 @@ def test_a_false_boundary_inside_a_run_is_survived(monkeypatch):
     """A key ending in '},{' followed by a value starting with ':' looks like an event boundary
     even to the strict pattern; the slice cut there does not decode, and the rest is decoded
     at once."""
-    monkeypatch.setattr(reader, "SLICE", 64)
+    monkeypatch.setattr(cut, "SLICE", 64)
     trick = {"ph": "X", "cat": "kernel", "name": "k0", "ts": 0, "dur": 1,
              "args": {"pad": "x" * 100, "a},{": ":tricky"}}
     evs = [trick] + [{"ph": "X", "cat": "kernel", "name": f"k{i}", "ts": i, "dur": 1} for i in range(1, 40)]
     body = json.dumps(evs, separators=(",", ":")).encode()
-    assert reader._STRONG_BOUNDARY.search(body, 64).start() < body.index(b'"k1"')  # a false match first
+    assert cut._STRONG_BOUNDARY.search(body, 64).start() < body.index(b'"k1"')  # a false match first
     buf = bytearray(body[:-1] + b"..")       # '[' + events + two bytes of room
-    got = [e for batch in reader.decode_run(memoryview(buf), 0, len(buf) - 2, fast=False) for e in batch]
+    got = [e for batch in cut.decode_run(memoryview(buf), 0, len(buf) - 2, fast=False) for e in batch]
     assert [e.name for e in got] == [f"k{i}" for i in range(40)]
     cut_in_a_string = bytearray(b'[{"ph":"X","name":"a}..')   # the run "ends" inside a string
     with pytest.raises(ValueError):
-        list(reader.decode_run(memoryview(cut_in_a_string), 0, len(cut_in_a_string) - 2))
+        list(cut.decode_run(memoryview(cut_in_a_string), 0, len(cut_in_a_string) - 2))
 
 
 def test_workers_of_a_killed_load_exit(tmp_path):
@@ -171,7 +172,7 @@ def test_workers_of_a_killed_load_exit(tmp_path):
     import sys
     import time
 
-    code = ("import kerneldiff.core.ingest.loader as l, sys; p = l._Pool(2); "
+    code = ("import kerneldiff.core.ingest.workers as l, sys; p = l._Pool(2); "
             "print(*[q.pid for q in p.procs], *[s.name for s in p.shms], flush=True); sys.stdin.read()")
     proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL,
@@ -192,7 +193,7 @@ def test_workers_of_a_killed_load_exit(tmp_path):
     while any(alive(p) for p in pids) and time.time() < deadline:
         time.sleep(0.1)
     assert not any(alive(p) for p in pids)
-    loader._sweep_stale_segments()             # what the next load does first
+    workers._sweep_stale_segments()             # what the next load does first
     assert not os.path.exists(f"/dev/shm/{shm_a}") and not os.path.exists(f"/dev/shm/{shm_b}")
 
 

@@ -17,10 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import real_trace
-from kerneldiff.core.ingest import reader, scan
+from kerneldiff.core.ingest import cut, decode, scan
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.core.errors import TraceError
-from kerneldiff.core.ingest.reader import Columns, EventReader, decode_run
+from kerneldiff.core.ingest.columns import Columns
+from kerneldiff.core.ingest.cut import decode_run
+from kerneldiff.core.ingest.source import EventReader
 from hostile_corpus import build
 from scan_diff import differences, read_columns
 
@@ -29,8 +31,8 @@ pytestmark = pytest.mark.skipif(not scan.available(), reason="numba not installe
 
 @pytest.fixture
 def small_buffers(monkeypatch):
-    monkeypatch.setattr(reader, "SLICE", 4096)
-    monkeypatch.setattr(reader, "WINDOW", 512)
+    monkeypatch.setattr(cut, "SLICE", 4096)
+    monkeypatch.setattr(cut, "WINDOW", 512)
 
 
 def _outcome(path):
@@ -85,8 +87,8 @@ def corpus(tmp_path_factory):
 
 
 def test_hostile_corpus_reads_identically(corpus, monkeypatch):
-    monkeypatch.setattr(reader, "SLICE", 4096)
-    monkeypatch.setattr(reader, "WINDOW", 512)
+    monkeypatch.setattr(cut, "SLICE", 4096)
+    monkeypatch.setattr(cut, "WINDOW", 512)
     bad = {}
     for case in corpus:
         if case.path.is_dir() or case.path.stat().st_size > 40_000_000:
@@ -177,7 +179,7 @@ def test_a_run_reads_identically_through_the_workers_path():
 
 def test_the_scanner_stops_at_what_it_does_not_read():
     """Odd content is left to msgspec: the scan stops before the event, not after it."""
-    tables = scan.tables(reader.GROUP_OF)
+    tables = scan.tables(decode.GROUP_OF)
     ok = b'{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":2,"args":{"correlation":3}},'
     for odd in (b'{"ph":"X","cat":"kernel","name":"k","ts":true,"dur":2},',      # a bool for a number
                 b'{"ph":"X","cat":"kernel","name":"k","ts":1,"ts":2,"dur":2},',  # a duplicate key
@@ -193,7 +195,7 @@ def test_the_scanner_stops_at_what_it_does_not_read():
 
 def test_long_numbers_are_parsed_by_python_exactly():
     """Digits beyond what a double holds exactly are not rounded by hand."""
-    tables = scan.tables(reader.GROUP_OF)
+    tables = scan.tables(decode.GROUP_OF)
     values = ["6069541203949.4169999", "1234567890123456789", "0.1", "123456.789e-3", "9007199254740993"]
     data = b"".join(b'{"ph":"X","cat":"kernel","name":"k","ts":%s,"dur":"%s"},' % (v.encode(), v.encode())
                     for v in values) + b" "

@@ -21,6 +21,7 @@ from textual.worker import get_current_worker
 
 from kerneldiff.core.errors import LoadCancelled, TraceError
 from kerneldiff.core.ingest.probe import TraceInfo, probe
+from kerneldiff.core.model import PHASE_FILTERS
 
 from .commands import ExplorerCommands
 from .messages import ComparisonFailed, ComparisonReady, LoadProgress, TraceCancelled, TraceFailed, TraceLoaded
@@ -30,7 +31,7 @@ from .text import SIDE_LETTER
 # Only the start screen is imported up front: the first frame (probe metadata) must not wait for
 # numpy, DataTable and the other screens, which load while the traces do.
 
-PHASE_ORDER = ("all", "prefill", "decode", "mixed")
+PHASE_ORDER = PHASE_FILTERS
 # A progress bar needs no more than ~10 updates a second; more only costs redraws.
 PROGRESS_INTERVAL = 0.1
 
@@ -426,6 +427,13 @@ def _warm_up_workers(paths: list[str]) -> None:
         threading.Thread(target=prepare, name="kerneldiff-prepare", daemon=True).start()
 
 
+def _has_terminal() -> bool:
+    try:
+        return sys.stdin.isatty() and sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 def run_app(paths: list[str], phase: str = "all", registry: str | None = None, use_cache: bool = True,
             aie: dict[str, Any] | None = None) -> int:
     """Open the explorer on one trace (browse) or two (compare). Returns the exit code.
@@ -445,6 +453,18 @@ def run_app(paths: list[str], phase: str = "all", registry: str | None = None, u
         except ValueError as e:
             print(f"kerneldiff: {e}", file=sys.stderr)
             return 2
+    if not _has_terminal():
+        # a script or a pipe: a full-screen app would wait forever for keys nobody sends
+        from kerneldiff.core.session import Session
+
+        try:
+            Session(paths).probe(strict=True)
+        except TraceError as e:
+            print(f"kerneldiff: {e}", file=sys.stderr)
+            return 2
+        print("kerneldiff: the explorer needs a terminal; for a report use `kerneldiff compare A B` or "
+              "`kerneldiff info A`", file=sys.stderr)
+        return 2
     _warm_up_workers(paths)
     app = KernelDiffApp(paths, phase=phase, registry=registry, use_cache=use_cache, aie=aie)
     result = app.run()

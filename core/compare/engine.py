@@ -18,9 +18,9 @@ from kerneldiff.core.compare.align import align
 from kerneldiff.core.compare.result import (Comparison, KernelPair, LayerAlignment, LayerRow, LayerSide, OperationRow,
                          SameKernel, Side, Stats)
 from kerneldiff.core.compare.fusion import find_fusions
-from kerneldiff.core.model import TraceModel
+from kerneldiff.core.model import PHASE_FILTERS, TraceModel
 
-PHASE_CHOICES = ("all", "prefill", "decode", "mixed", "unknown")
+PHASE_CHOICES = PHASE_FILTERS
 TOP_N = 3
 
 
@@ -316,8 +316,10 @@ def _annotate_pairs(pairs: list[KernelPair], labels: tuple[str, str], components
         if p.a_category and p.b_category and p.a_category != p.b_category:
             if p.a_category in components.get(p.b_category, ()):
                 p.fusion_note = f"{labels[1]} runs fused {p.b_category}"
+                p.fusion_kind = "fused_category"
             elif p.b_category in components.get(p.a_category, ()):
                 p.fusion_note = f"{labels[0]} runs fused {p.a_category}"
+                p.fusion_kind = "fused_category"
             continue
         if p.a_name is not None and p.b_name is not None:
             continue
@@ -328,8 +330,10 @@ def _annotate_pairs(pairs: list[KernelPair], labels: tuple[str, str], components
         host = next((f for f in fused if f and cat in components.get(f, ())), None)
         if host:
             p.fusion_note = f"fused into {host} on {other_label}"
+            p.fusion_kind = "fused_into"
         else:
             p.fusion_note = f"only on {mine}"
+            p.fusion_kind = "only_on"
 
 
 def _by_name(v: _View) -> dict[str, np.ndarray]:

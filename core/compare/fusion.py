@@ -201,7 +201,7 @@ def find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[L
     for al in alignments:
         seen = set()
         for p in al.pairs:
-            if (p.a_name is None) == (p.b_name is None) or not p.fusion_note.startswith("only on"):
+            if (p.a_name is None) == (p.b_name is None) or p.fusion_kind != "only_on":
                 continue
             s = "a" if p.a_name is not None else "b"
             key = (s, p.a_category if s == "a" else p.b_category, p.a_name if s == "a" else p.b_name)

@@ -75,6 +75,10 @@ class LayerRow:
     rank: int = 0                # 1 = largest gap (A slowest relative to B)
 
 
+# what an aligned position says about fusion; detectors read this, never the display note
+FUSION_KINDS = ("fused_category", "fused_into", "only_on")
+
+
 @dataclass
 class KernelPair:
     """One aligned position inside a layer. A side that runs nothing here has name None (a gap)."""
@@ -89,7 +93,8 @@ class KernelPair:
     ratio: float | None
     gap_us: float
     same_kernel: bool
-    fusion_note: str = ""
+    fusion_note: str = ""        # for people: what this position says about fusion
+    fusion_kind: str = ""        # for code: "" | "fused_category" | "fused_into" | "only_on" (see FUSION_KINDS)
     a_row: int = -1              # a representative kernel row in side A's model (for detail views)
     b_row: int = -1
     a_rule: str = ""

@@ -45,9 +45,10 @@ TRAILER = struct.Struct("<QI8s")          # header length, header CRC32, END
 DEFAULT_MAX = 4 * 10**9
 TABLES = {"kernels": KERNEL_COLUMNS, "cpu_ops": CPU_OP_COLUMNS, "launches": LAUNCH_COLUMNS,
           "python": PYTHON_COLUMNS, "annotations": ANNOTATION_COLUMNS}
-# the modules whose code decides what a loaded model contains
-_SOURCES = ("reader.py", "loader.py", "model.py", "phases.py", "layers.py", "attribution.py", "classify.py",
-            "strings.py", "probe.py", "cache.py")
+# the code that decides what a loaded model contains: every module of these packages (a new one
+# is included without being listed: a listed name that moved once made the key ignore its code)
+_SOURCE_PACKAGES = ("ingest", "analysis")
+_SOURCE_MODULES = ("model.py", "strings.py", "errors.py")
 _MODEL_FIELDS = {f.name for f in dataclasses.fields(TraceModel)}
 _ARRAY_FIELDS = set(TABLES) | {"strings", "layers", "info", "path", "steps"}
 
@@ -81,15 +82,27 @@ _code_hash: str | None = None
 def _code_fingerprint() -> str:
     global _code_hash
     if _code_hash is None:
-        h = hashlib.sha256()
-        here = Path(__file__).resolve().parent
-        for name in _SOURCES:
-            try:
-                h.update((here / name).read_bytes())
-            except OSError:
-                h.update(name.encode())
-        _code_hash = h.hexdigest()
+        _code_hash = code_fingerprint(_sources())
     return _code_hash
+
+
+def _sources() -> list[Path]:
+    core = Path(__file__).resolve().parents[1]
+    files = [core / name for name in _SOURCE_MODULES]
+    for pkg in _SOURCE_PACKAGES:
+        files += sorted((core / pkg).glob("*.py"))
+    return files
+
+
+def code_fingerprint(files: list[Path]) -> str:
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode() + b"\0")
+        try:
+            h.update(f.read_bytes())
+        except OSError:
+            h.update(b"missing")
+    return h.hexdigest()
 
 
 def classifier_fingerprint(classifier) -> str:

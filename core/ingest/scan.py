@@ -31,7 +31,7 @@ PID, TID, CORR, EXT, DEVICE, STREAM, PYID, PARENT = range(8)
 MISSING = np.iinfo(np.int64).min   # field absent or null (the struct path's None)
 FLOAT_TS, FLOAT_DUR = 0, 1
 
-_SKIP_PHASES = "BEiICbnestfPONDMVvRc()TSFp"   # every phase but X (see reader._OTHER_PHASES)
+_SKIP_PHASES = "BEiICbnestfPONDMVvRc()TSFp"   # every phase but X (see decode._OTHER_PHASES)
 
 
 def tables(group_of: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -66,7 +66,7 @@ class Out:
 
 
 class Scanned:
-    """Rows of one scan, ready for `reader.Columns`: group codes, ts/dur, the integer fields
+    """Rows of one scan, ready for `columns.Columns`: group codes, ts/dur, the integer fields
     (MISSING where absent) and names as indexes into `names` (-1: no name)."""
 
     __slots__ = ("code", "floats", "ints", "name", "names", "events")

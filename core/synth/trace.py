@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 import orjson
 
+from kerneldiff.core.model import PHASES as MODEL_PHASES
 from kerneldiff.core.synth import names as sn
 
-PHASES = ("prefill", "decode", "mixed")
+PHASES = tuple(p for p in MODEL_PHASES if p != "unknown")   # the phases a planted step can have
 
 
 def _js(s: str) -> str:

@@ -11,51 +11,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-AIE = "aie"
-# keys of the optional `aie=` dict that cli/app_launch passes through run_app
-OPTION_KEYS = ("M", "K", "N", "rows", "cols", "warmup", "iterations", "clock_mhz")
-SHAPE_KEYS = ("M", "K", "N", "rows", "cols")
-
-KIND_NAMES = {
-    AIE: "AMD AIE (NPU) trace",
-    "kineto": "PyTorch profiler (Kineto) GPU trace",
-    "chrome-array": "Chrome-trace event array (GPU)",
-    "unknown": "trace of unknown kind",
-}
-
-
-@dataclass(frozen=True)
-class AieSettings:
-    """What the analysis needs beyond the trace: GEMM shape (optional), iteration counts, clock."""
-
-    shape: Any = None                  # kerneldiff.core.aie.analysis.GemmShape or None (then no GMAC/s)
-    warmup: int = 0
-    iterations: int | None = None      # None: every iteration after the warm-up is perf
-    params: Any = field(default=None)  # kerneldiff.core.aie.analysis.AieParams
-
-    @property
-    def has_shape(self) -> bool:
-        return self.shape is not None
-
-
-def aie_settings(options: dict[str, Any] | None) -> AieSettings:
-    """Settings from the launcher's options. Raises ValueError for a partial or invalid shape."""
-    from kerneldiff.core.aie.analysis import AieParams, GemmShape
-
-    opts = {k: v for k, v in (options or {}).items() if v is not None}
-    unknown = set(opts) - set(OPTION_KEYS)
-    if unknown:
-        raise ValueError(f"unknown AIE option(s): {', '.join(sorted(unknown))}")
-    given = [k for k in SHAPE_KEYS if k in opts]
-    if given and len(given) != len(SHAPE_KEYS):
-        raise ValueError("--M, --K, --N, --rows and --cols go together (give all five or none)")
-    shape = GemmShape(*(int(opts[k]) for k in SHAPE_KEYS)) if given else None
-    warmup = int(opts.get("warmup", 0))
-    iterations = opts.get("iterations")
-    if warmup < 0 or (iterations is not None and int(iterations) < 0):
-        raise ValueError("--warmup and --iterations must be >= 0")
-    params = AieParams(clock_mhz=float(opts["clock_mhz"])) if "clock_mhz" in opts else AieParams()
-    return AieSettings(shape, warmup, None if iterations is None else int(iterations), params)
+# the options, settings and kind routing are core's (kerneldiff.core.aie.session); re-exported
+# here for the screens
+from kerneldiff.core.aie.session import (AIE, KIND_NAMES, OPTION_KEYS, SHAPE_KEYS, AieSettings,  # noqa: F401
+                                         aie_settings, kind_name)
+from kerneldiff.core.aie.session import mixed_kind_errors as route_kinds  # noqa: F401
 
 
 def make_loader(options: dict[str, Any] | None) -> Callable[..., Any]:
@@ -96,32 +56,3 @@ def card_summary(run) -> str:
 
 def count_notes(run) -> int:
     return len(run.notes) + sum(len(c.notes) for c in run.cores) + len(run.aggregate.notes)
-
-
-def kind_name(kind: str | None) -> str:
-    return KIND_NAMES.get(kind or "unknown", f"{kind} trace")
-
-
-def route_kinds(paths: list[str], infos: list[Any], errors: list[str | None]) -> tuple[bool, list[str | None]]:
-    """(AIE mode?, errors). AIE mode when every trace is an AIE trace; an AIE trace next to one of
-    another kind cannot be compared, so it gets an error naming both kinds (the other stays loadable
-    and browsable from the error screen)."""
-    kinds = [info.kind if info is not None else None for info in infos]
-    if AIE not in kinds:
-        return False, errors
-    if all(k == AIE for k in kinds):
-        return True, errors
-    out = list(errors)
-    for i, k in enumerate(kinds):
-        if k != AIE:
-            continue
-        others = [j for j in range(len(paths)) if j != i]
-        j = others[0]
-        other_name = os.path.basename(paths[j]) or paths[j]
-        if kinds[j] is None:
-            what = "the other trace, which could not be read"
-        else:
-            what = f"{other_name}, a {kind_name(kinds[j])}"
-        out[i] = (f"{paths[i]}: this {kind_name(AIE)} cannot be compared with {what}: the two kinds measure "
-                  f"different hardware; open it on its own (kerneldiff {paths[i]})")
-    return False, out

@@ -1,0 +1,91 @@
+"""Columns of every run -> one TraceModel: names renumbered into one string table, tables
+joined in file order, kernels classified."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from kerneldiff.core.analysis import attribution
+from kerneldiff.core.model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_COLUMNS, LAUNCH_COLUMNS, PYTHON_COLUMNS,
+                    Table, TraceModel)
+from kerneldiff.core.ingest.probe import TraceInfo
+from kerneldiff.core.ingest.columns import Columns
+from kerneldiff.core.strings import StringTable
+from kerneldiff.core.ingest.workers import ReadResult
+
+if TYPE_CHECKING:
+    from kerneldiff.core.analysis.classify import Classifier
+
+
+def _merge(read: ReadResult) -> tuple[StringTable, dict[str, dict[str, np.ndarray]]]:
+    """Join runs in file order. String ids are renumbered in sorted order, so the model does not
+    depend on how the file was split between processes."""
+    if not read.chunks:
+        return StringTable(), Columns().arrays()
+    seen: dict[str, None] = {}
+    for strings, _ in read.chunks:
+        seen.update(dict.fromkeys(strings))
+    table = StringTable(sorted(seen))
+    remaps: dict[int, np.ndarray] = {}
+    for strings, _ in read.chunks:
+        if id(strings) not in remaps:
+            remaps[id(strings)] = np.fromiter((table.get(s) for s in strings), np.int32, len(strings))
+    out: dict[str, dict[str, np.ndarray]] = {}
+    groups = read.chunks[0][1].keys() if read.chunks else ()
+    for g in groups:
+        out[g] = {}
+        for c in read.chunks[0][1][g]:
+            parts = []
+            for strings, cols in read.chunks:
+                a = cols[g][c]
+                parts.append(remaps[id(strings)][a] if c == "name" and len(a) else a)
+                cols[g][c] = None  # free as we go
+            out[g][c] = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    read.chunks = []
+    return table, out
+
+
+def build_model(path: str, info: TraceInfo, read: ReadResult, classifier: Classifier) -> TraceModel:
+    strings, cols = _merge(read)
+    k = Table(KERNEL_COLUMNS, cols["k"])
+    order = np.argsort(k.ts, kind="stable")
+    k = k.take(order)
+    model = TraceModel(
+        path=path, info=info, strings=strings, kernels=k,
+        cpu_ops=Table(CPU_OP_COLUMNS, cols["c"]), launches=Table(LAUNCH_COLUMNS, cols["l"]),
+        python=Table(PYTHON_COLUMNS, cols["p"]), annotations=Table(ANNOTATION_COLUMNS, cols["a"]),
+        categories=list(classifier.categories), rules=[], dropped_events=read.dropped)
+    if read.dropped:
+        model.warnings.append(f"{read.dropped} malformed events skipped (missing or invalid ph/ts/dur/name)")
+    if read.negative_dur:
+        model.warnings.append(f"{read.negative_dur} events had a negative duration; counted as 0")
+    _classify(model, classifier)
+    attribution.link(model)
+    return model
+
+
+def _classify(model: TraceModel, classifier: Classifier) -> None:
+    """Classify each distinct kernel name once, then broadcast to rows."""
+    k = model.kernels
+    if len(k) == 0:
+        return
+    uniq, inverse = np.unique(k.name, return_inverse=True)
+    names = [model.strings[int(i)] for i in uniq]
+    cats, rules = classifier.classify_names(names)
+    cat_index = {c: i for i, c in enumerate(model.categories)}
+    rule_index: dict[str, int] = {}
+    cat_ids = np.empty(len(uniq), dtype=np.int16)
+    rule_ids = np.empty(len(uniq), dtype=np.int32)
+    for j, (c, r) in enumerate(zip(cats, rules)):
+        if c not in cat_index:
+            cat_index[c] = len(model.categories)
+            model.categories.append(c)
+        cat_ids[j] = cat_index[c]
+        if r not in rule_index:
+            rule_index[r] = len(model.rules)
+            model.rules.append(r)
+        rule_ids[j] = rule_index[r]
+    k.cat = cat_ids[inverse]
+    k.rule = rule_ids[inverse]

@@ -1,0 +1,254 @@
+"""Decoded events -> numpy columns, one table per event group (kernels, Python frames, cpu_ops,
+launches, annotations), a field at a time (C-level map + np.fromiter), never an event at a time."""
+
+from __future__ import annotations
+
+from itertools import repeat
+from operator import attrgetter, itemgetter
+from typing import Any
+
+import numpy as np
+
+from kerneldiff.core.ingest import scan
+from kerneldiff.core.ingest.decode import (_EMPTY_ARGS, G_ANNOT, G_CPU, G_GPU_ANNOT, G_KERNEL, G_LAUNCH, G_MEMSET, G_PYTHON, G_UNREADABLE, GROUP_OF, _int)
+
+CHUNK_EVENTS = 4096   # events columnised at once (see Columns.add)
+
+# --- columns ----------------------------------------------------------------------------------
+
+# columns of each table, in the dtypes of kerneldiff.core.model
+SPECS: dict[str, tuple[tuple[str, str], ...]] = {
+    "k": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("kind", "i1"), ("stream", "i8"), ("device", "i8"),
+          ("corr", "i8"), ("ext", "i8")),
+    "p": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("pyid", "i8"), ("parent", "i8"), ("tid", "i8"),
+          ("pid", "i8")),
+    "c": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("ext", "i8"), ("tid", "i8"), ("pid", "i8")),
+    "l": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("corr", "i8"), ("ext", "i8"), ("tid", "i8"),
+          ("pid", "i8")),
+    "a": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("tid", "i8"), ("pid", "i8"), ("gpu", "i1")),
+}
+_SCAN_TABLES = scan.tables(GROUP_OF)
+_GROUP_CODES = {"k": (G_KERNEL, G_MEMSET), "p": (G_PYTHON, G_PYTHON), "c": (G_CPU, G_CPU),
+                "l": (G_LAUNCH, G_LAUNCH), "a": (G_ANNOT, G_GPU_ANNOT)}
+MAX_TS, MAX_DUR = 1e18, 1e15   # beyond these a timestamp / duration is garbage, not data
+
+_cat, _name, _ts, _dur, _pid, _tid, _args = (attrgetter(f) for f in ("cat", "name", "ts", "dur", "pid", "tid", "args"))
+# args fields each table reads; the first one also detects events without args
+_ARG_FIELDS = {"k": ("correlation", "external_id", "stream", "device"), "p": ("python_id", "python_parent"),
+               "c": ("external_id",), "l": ("correlation", "external_id")}
+_ON_EVENT = {g: tuple(attrgetter("args." + f) for f in fs) for g, fs in _ARG_FIELDS.items()}
+_ON_ARGS = {g: tuple(attrgetter(f) for f in fs) for g, fs in _ARG_FIELDS.items()}
+
+
+def _pick(seq, idx: np.ndarray):
+    if len(idx) == len(seq):
+        return seq
+    if len(idx) == 1:
+        return [seq[int(idx[0])]]
+    return itemgetter(*idx.tolist())(seq)
+
+
+def _floats(seq, get) -> np.ndarray:
+    try:
+        return np.fromiter(map(get, seq), np.float64, len(seq))   # None -> NaN
+    except (OverflowError, TypeError, ValueError):  # ints beyond float range (read as infinite)
+        return np.fromiter(map(_float, map(get, seq)), np.float64, len(seq))
+
+
+def _float(v: Any) -> float:
+    try:
+        return float(v) if v is not None else float("nan")
+    except OverflowError:
+        return float("inf")
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def _ints(seq, get) -> np.ndarray:
+    """int64 column; None and junk -> -1 (fast path: plain ints or numeric strings)."""
+    try:
+        return np.fromiter(map(get, seq), np.int64, len(seq))
+    except (TypeError, ValueError, OverflowError):
+        pass
+    values = list(map(get, seq))
+    try:
+        return np.array([-1 if v is None else v for v in values], dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        return np.fromiter(map(_int, values), np.int64, len(values))
+
+
+def _ints_or(seq, get, fallback_seq, fallback_get) -> np.ndarray:
+    """Like _ints, but a missing (None) value takes the value of the fallback field."""
+    try:
+        return np.fromiter(map(get, seq), np.int64, len(seq))
+    except (TypeError, ValueError, OverflowError):
+        pass
+    return np.fromiter((_int(f) if v is None else _int(v)
+                        for v, f in zip(map(get, seq), map(fallback_get, fallback_seq))), np.int64, len(seq))
+
+
+def _struct_ints(g: str, sub) -> dict[str, np.ndarray]:
+    """The integer columns of group `g` from decoded events (see SPECS)."""
+    cols: dict[str, np.ndarray] = {}
+    if g != "a":
+        src, get = sub, _ON_EVENT[g]
+        try:
+            first = _ints(src, get[0])
+        except AttributeError:  # some events have no args: read those as empty args
+            src, get = [x if x is not None else _EMPTY_ARGS for x in map(_args, sub)], _ON_ARGS[g]
+            first = _ints(src, get[0])
+        if g == "k":
+            return {"corr": first, "ext": _ints(src, get[1]), "stream": _ints_or(src, get[2], sub, _tid),
+                    "device": _ints_or(src, get[3], sub, _pid)}
+        if g == "p":
+            cols = {"pyid": first, "parent": _ints(src, get[1])}
+        elif g == "c":
+            cols = {"ext": first}
+        else:
+            cols = {"corr": first, "ext": _ints(src, get[1])}
+    cols["tid"] = _ints(sub, _tid)
+    cols["pid"] = _ints(sub, _pid)
+    return cols
+
+
+# integer columns of each group, as fields of the scanner's rows (kerneldiff.core.ingest.scan)
+_SCANNED_FIELDS = {"k": {"corr": scan.CORR, "ext": scan.EXT}, "p": {"pyid": scan.PYID, "parent": scan.PARENT},
+                   "c": {"ext": scan.EXT}, "l": {"corr": scan.CORR, "ext": scan.EXT}, "a": {}}
+
+
+def _scanned_ints(g: str, ints: np.ndarray) -> dict[str, np.ndarray]:
+    """The integer columns of group `g` from the scanner's rows: absent or null reads as -1,
+    as on the struct path; a kernel without a stream / device arg takes its tid / pid."""
+    present = ints != scan.MISSING
+    col = np.where(present, ints, -1)
+    cols = {c: col[:, f].copy() for c, f in _SCANNED_FIELDS[g].items()}
+    if g == "k":
+        cols["stream"] = np.where(present[:, scan.STREAM], col[:, scan.STREAM], col[:, scan.TID])
+        cols["device"] = np.where(present[:, scan.DEVICE], col[:, scan.DEVICE], col[:, scan.PID])
+    else:
+        cols["tid"] = col[:, scan.TID].copy()
+        cols["pid"] = col[:, scan.PID].copy()
+    return cols
+
+
+class Columns:
+    """Accumulates the columns of the five event tables, slice by slice."""
+
+    def __init__(self) -> None:
+        self.strings: list[str] = []
+        self._ids: dict[str | None, int] = {None: -1}
+        self.parts: dict[str, dict[str, list[np.ndarray]]] = {g: {c: [] for c, _ in spec} for g, spec in SPECS.items()}
+        self.events = 0
+        self.dropped = 0
+        self.negative_dur = 0
+
+    def _intern(self, sub) -> np.ndarray:
+        d = self._ids
+        try:
+            return np.fromiter(map(d.__getitem__, map(_name, sub)), np.int32, len(sub))
+        except KeyError:
+            pass
+        names = list(map(_name, sub))
+        for s in dict.fromkeys(names):
+            if s not in d:
+                d[s] = len(self.strings)
+                self.strings.append(s)
+        return np.fromiter(map(d.__getitem__, names), np.int32, len(names))
+
+    def add(self, evs: list) -> None:
+        """Add a decoded slice, a few thousand events at a time: the objects of one chunk stay
+        in the CPU cache across the per-field passes (a 16 MB slice decodes to ~40 MB of
+        objects; walking all of them once per field costs more than decoding them)."""
+        if type(evs) is scan.Scanned:
+            self._add_scanned(evs)
+            return
+        self.events += len(evs)
+        if len(evs) <= CHUNK_EVENTS:
+            self._add_chunk(evs)
+            return
+        for i in range(0, len(evs), CHUNK_EVENTS):
+            self._add_chunk(evs[i:i + CHUNK_EVENTS])
+
+    def _add_chunk(self, evs: list) -> None:
+        codes = np.fromiter(map(GROUP_OF.get, map(_cat, evs), repeat(0)), np.int8, len(evs))
+        for g, (lo, hi) in _GROUP_CODES.items():
+            sel = (codes == lo) if lo == hi else ((codes >= lo) & (codes <= hi))
+            idx = np.flatnonzero(sel)
+            if len(idx):
+                self._add_group(g, _pick(evs, idx), codes[idx])
+        self.dropped += int(np.count_nonzero(codes == G_UNREADABLE))
+
+    def _add_group(self, g: str, sub, codes: np.ndarray) -> None:
+        ts = _floats(sub, _ts)
+        dur = _floats(sub, _dur)
+        name = self._intern(sub)
+        keep = self._valid_rows(ts, dur, name)
+        if keep is not None:
+            if not len(keep):
+                return
+            sub, codes, ts, dur, name = _pick(sub, keep), codes[keep], ts[keep], dur[keep], name[keep]
+        self._append(g, ts, dur, name, codes, _struct_ints(g, sub))
+
+    def _add_scanned(self, sc: scan.Scanned) -> None:
+        """Rows of the compiled scanner: the same filtering and columns as _add_group."""
+        self.events += sc.events
+        if not len(sc):
+            return
+        d = self._ids
+        for s in sc.names:
+            if s not in d:
+                d[s] = len(self.strings)
+                self.strings.append(s)
+        ids = np.fromiter(map(d.__getitem__, sc.names), np.int32, len(sc.names))
+        name_all = ids[sc.name]
+        for g, (lo, hi) in _GROUP_CODES.items():
+            sel = (sc.code == lo) if lo == hi else ((sc.code >= lo) & (sc.code <= hi))
+            idx = np.flatnonzero(sel)
+            if not len(idx):
+                continue
+            ts, dur, name = sc.floats[idx, 0], sc.floats[idx, 1], name_all[idx]
+            keep = self._valid_rows(ts, dur, name)
+            if keep is not None:
+                if not len(keep):
+                    continue
+                idx, ts, dur, name = idx[keep], ts[keep], dur[keep], name[keep]
+            self._append(g, ts, dur, name, sc.code[idx], _scanned_ints(g, sc.ints[idx]))
+
+    def _valid_rows(self, ts: np.ndarray, dur: np.ndarray, name: np.ndarray) -> np.ndarray | None:
+        """Indexes of the rows to keep (None: all of them); the others are counted as dropped."""
+        bad = ~(np.isfinite(ts) & np.isfinite(dur)) | (np.abs(ts) > MAX_TS) | (dur > MAX_DUR) | (name < 0)
+        if not bad.any():
+            return None
+        self.dropped += int(bad.sum())
+        return np.flatnonzero(~bad)
+
+    def _append(self, g: str, ts, dur, name, codes: np.ndarray, ints: dict[str, np.ndarray]) -> None:
+        neg = dur < 0
+        if neg.any():
+            self.negative_dur += int(neg.sum())
+            dur[neg] = 0.0
+        out = self.parts[g]
+        out["ts"].append(ts)
+        out["dur"].append(dur)
+        out["name"].append(name)
+        if g == "k":
+            out["kind"].append((codes - G_KERNEL).astype(np.int8))
+        elif g == "a":
+            out["gpu"].append((codes == G_GPU_ANNOT).astype(np.int8))
+        for c, a in ints.items():
+            out[c].append(a)
+
+    def arrays(self) -> dict[str, dict[str, np.ndarray]]:
+        """Joined columns of everything added since the last call (the pieces are released)."""
+        out: dict[str, dict[str, np.ndarray]] = {}
+        for g, spec in SPECS.items():
+            cols = {}
+            for c, dt in spec:
+                pieces = self.parts[g][c]
+                if len(pieces) == 1:
+                    cols[c] = pieces[0]
+                else:
+                    cols[c] = np.concatenate(pieces) if pieces else np.empty(0, dtype=dt)
+                pieces.clear()
+            out[g] = cols
+        return out

@@ -1,0 +1,236 @@
+"""Cutting the `traceEvents` array into slices at event boundaries, and handing each slice to the
+compiled scanner (see scan.py) or to msgspec (decode.py).
+
+The `traceEvents` array is cut into slices of ~1 MB at event boundaries (`}` `,` `{`), and each
+slice is decoded by msgspec straight from the buffer (the brackets are patched in place, nothing
+is copied). Decoding is typed: "ph" is the tag of a union, so flows, instants and metadata
+become empty objects without reading a field, and complete events keep only the seven fields
+kerneldiff uses — shapes, strides, grids and every other key are skipped by the C decoder.
+`Columns.add` then turns a slice into numpy columns one *field* at a time (C-level map +
+np.fromiter), never one event at a time in Python: that is what makes a GB cost seconds.
+
+Correctness never depends on how the JSON is formatted. A boundary found by a byte search can
+sit inside a string: a slice cut there ends inside the string and cannot decode, so an earlier
+boundary is tried (or more data read: one event can be huge). Invalid events (NaN, raw control
+bytes, invalid UTF-8, numbers beyond float range) are skipped and counted, the rest kept; a file
+that just stops (a killed profiler, plain or gzip) keeps its complete events. Values of
+unexpected types (numbers as strings, nulls, labels as thread ids) are converted by the decoder
+or, for the rare slice it rejects, event by event (`_lenient`).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from itertools import islice
+
+import numpy as np
+
+from kerneldiff.core.ingest import scan
+from kerneldiff.core.ingest.columns import _SCAN_TABLES, CHUNK_EVENTS
+from kerneldiff.core.ingest.decode import _BAD_EVENT, Failure, try_decode
+
+
+# Bytes decoded at once. A 1 MB slice decodes to ~2.5 MB of objects, which are still in the
+# CPU cache when Columns.add walks them field by field; 16 MB slices measured ~20% slower.
+SLICE = 1024 * 1024
+RUN = 16 * 1024 * 1024       # bytes handed to a worker process at once (amortises the messages)
+WINDOW = 64 * 1024           # where the last boundary of a slice is looked for first
+MAX_EVENT = 512 * 1024 * 1024  # a slice that still has no decodable boundary at this size is not JSON
+_BOUNDARY = re.compile(rb"\}\s*,\s*(\{)")  # group 1: where the next event starts
+# A boundary followed by a quoted key and a colon cannot lie inside a JSON string (the quotes
+# would have to be escaped), short of contrived keys: runs handed to other processes are cut
+# there, so a run that fails to decode (and sends the load back to one process) is rare.
+_STRONG_BOUNDARY = re.compile(rb'\}\s*,\s*(\{)\s*"[^"\\]*"\s*:')
+_LBRACKET, _RBRACKET = ord("["), ord("]")
+
+BACKOFF = 16       # boundaries tried, from the last one back, before deciding a slice needs more data
+
+
+class _Slicer:
+    """Decodes runs of whole events in place in a writable buffer, cut at boundary candidates.
+
+    A cut can fail two ways. At a false boundary (inside a string) the slice ends in an
+    unterminated string: an earlier boundary is tried, and if the last BACKOFF all fail the
+    caller reads more data (one event can be huge). On invalid content (NaN, a raw control
+    byte, invalid UTF-8, a number beyond float range) the events before it are kept, and the bad
+    event is skipped — counted as one unreadable event — up to where the next event decodes."""
+
+    def __init__(self, buf) -> None:
+        self.buf = buf
+
+    def prefix(self, first: int, stop: int) -> list | Failure:
+        """Decode buf[first:stop] as '[' + events + ']' (the bytes around it are patched)."""
+        buf = self.buf
+        left, right = buf[first - 1], buf[stop]
+        buf[first - 1], buf[stop] = _LBRACKET, _RBRACKET
+        try:
+            with memoryview(buf)[first - 1:stop + 1] as view:
+                return try_decode(view)
+        finally:
+            buf[first - 1], buf[stop] = left, right
+
+    def _last_candidates(self, first: int, hi: int) -> list[re.Match]:
+        out: list[re.Match] = []
+        seen: set[int] = set()
+        end, window = hi, 2048  # a few events: the last boundary is nearly always there
+        while len(out) < BACKOFF and end > first:
+            lo = max(first, end - window)
+            for m in reversed([m for m in _BOUNDARY.finditer(self.buf, lo, end) if m.start() not in seen]):
+                seen.add(m.start())
+                out.append(m)
+                if len(out) == BACKOFF:
+                    break
+            if lo == first:
+                break
+            end, window = lo + 16, window * 2  # a boundary is short: overlap the windows
+        return out
+
+    def take(self, first: int, hi: int) -> tuple[list, int] | None:
+        """Events from `first` (an event start) to a boundary before `hi`: (events, where the
+        next event starts). None when no boundary among the last BACKOFF decodes."""
+        for m in self._last_candidates(first, hi):
+            r = self.prefix(first, m.start() + 1)
+            if not isinstance(r, Failure):
+                return r, m.start(1)
+            if not r.truncated:
+                return self._salvage(first, hi, r)
+        return None
+
+    def _salvage(self, first: int, hi: int, failure: Failure) -> tuple[list, int] | None:
+        pos = None if failure.pos is None else first - 1 + failure.pos
+        before = list(_BOUNDARY.finditer(self.buf, first, hi if pos is None else pos))
+        for m in before[::-1][:BACKOFF]:  # the events before the bad one
+            r = self.prefix(first, m.start() + 1)
+            if not isinstance(r, Failure):
+                return r, m.start(1)
+        lo, top, best = 0, len(before) - BACKOFF - 1, None
+        while lo <= top:  # many false boundaries before it: search further back
+            mid = (lo + top) // 2
+            r = self.prefix(first, before[mid].start() + 1)
+            if isinstance(r, Failure):
+                top = mid - 1
+            else:
+                best, lo = (r, before[mid].start(1)), mid + 1
+        if best is not None:
+            return best
+        # The first event is the bad one: skip it, up to where the next event decodes alone (a
+        # next event that is bad too is counted and skipped as well). Boundaries are looked up
+        # lazily: a file of many bad events must not rescan the whole slice for each.
+        it = _BOUNDARY.finditer(self.buf, first if pos is None else pos, hi)
+        ahead = list(islice(it, 5))
+        bad = 1
+        while ahead:
+            m = ahead.pop(0)
+            ahead.extend(islice(it, 5 - len(ahead) - 1))
+            for nxt in ahead:
+                r = self.prefix(m.start(1), nxt.start() + 1)
+                if not isinstance(r, Failure):
+                    return [_BAD_EVENT] * bad, m.start(1)
+                if not r.truncated:
+                    bad += 1
+                    break
+        return None
+
+
+def decode_run(buf, start: int, end: int, fast: bool = True) -> Iterator[list | scan.Scanned]:
+    """Decode buf[start:end] — '[' + a run of whole events — in place: the bytes between events
+    are overwritten (a run is read once), and the two bytes after it become ',{' so the run's
+    end is a boundary like the others. The compiled scanner reads what it can; the events it
+    leaves (odd content) go through msgspec a short slice at a time. Raises ValueError when the
+    run's end is not a real boundary (then the whole load is done again in one process)."""
+    buf[end], buf[end + 1] = ord(","), ord("{")
+    slicer = _Slicer(buf)
+    scanner = Scanner() if fast and scan.available() else None
+    first = start + 1
+    small: list = []   # short batches (around bad events) are handed on together
+    while first < end:
+        size = SLICE
+        if scanner is not None:
+            items, first, status = scanner.take(buf, first, end + 1)
+            if items:
+                if small:
+                    yield small
+                    small = []
+                yield from items
+            if first >= end:
+                break
+            if status == scan.ARRAY_END:
+                scanner = None   # not a run of events: msgspec has the last word
+            size = scanner.slow_size() if scanner is not None else SLICE
+        hi = end + 2
+        if end - first > 2 * size:
+            m = _STRONG_BOUNDARY.search(buf, first + size, end)
+            if m is not None:
+                hi = m.start(1) + 1
+        r = slicer.take(first, hi)
+        if r is None and hi != end + 2:  # that boundary sat inside a string: up to the run's end
+            r = slicer.take(first, end + 2)
+        if r is None:
+            last = slicer.prefix(first, end)
+            if not isinstance(last, Failure) or last.truncated:  # the run's end is not an event's
+                raise ValueError("run of events does not decode")
+            r = [_BAD_EVENT], end + 1   # the run's last event is the unreadable one
+        events, first = r
+        if len(events) < CHUNK_EVENTS:
+            small.extend(events)
+            if len(small) < CHUNK_EVENTS and scanner is None:
+                continue
+            events, small = small, []
+        yield events
+    if small:
+        yield small
+
+
+class Scanner:
+    """The compiled fast path (kerneldiff.core.ingest.scan) for one reader: its output arrays and name cache."""
+
+    ROWS = 32768   # rows per scan call: ~8 MB of events, ~3 MB of output arrays
+
+    def __init__(self) -> None:
+        self.out = scan.Out(self.ROWS)
+        self.names: dict[int, tuple[int, str]] = {}
+        self.last_events = 1
+
+    def take(self, buf, first: int, n: int) -> tuple[list[scan.Scanned], int, int]:
+        """Scan the events of buf[first:n]: (batches, where the scan stopped, why)."""
+        arr = np.frombuffer(buf, np.uint8, count=n)
+        got: list[scan.Scanned] = []
+        out = self.out
+        while True:
+            scan.scan(arr, first, n, out, _SCAN_TABLES)
+            stop, status = int(out.state[3]), int(out.state[4])
+            if out.state[1]:
+                try:
+                    got.append(scan.collect(arr, out, self.names))
+                except scan.NameCollision:
+                    self.names.clear()
+                    return got, first, scan.BAIL
+            self.last_events = int(out.state[1])
+            first = stop
+            if status != scan.FULL:
+                return got, first, status
+
+    def slow_size(self) -> int:
+        """Bytes handed to msgspec after the scanner stopped at an odd event: a few events'
+        worth, or a whole slice when the scanner reads nothing at all in this stretch."""
+        return WINDOW if self.last_events else SLICE
+
+
+def decode_array(raw: bytes) -> list:
+    """All readable events of a complete JSON array of events; unreadable ones are skipped."""
+    r = try_decode(raw)
+    if not isinstance(r, Failure):
+        return r
+    body = raw.strip()[1:-1].strip()
+    if not body:
+        return []
+    data = bytearray(b"[" + body + b",{")
+    slicer, first, out = _Slicer(data), 1, []
+    while first < len(data) - 2:
+        r = slicer.take(first, len(data))
+        if r is None:
+            out.append(_BAD_EVENT)  # an unreadable remainder counts as one event
+            break
+        events, first = r
+        out.extend(events)
+    return out

@@ -1,0 +1,222 @@
+"""msgspec decoding of a slice of events: the typed fast path that keeps only the fields kerneldiff
+uses, the lenient path for the rare slice it rejects (numbers as strings, nulls, odd types),
+and the Failure that tells the cutter where a slice stopped being JSON."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar, Union
+
+import msgspec
+
+
+# --- decoded event shapes -------------------------------------------------------------------
+
+class FastArgs(msgspec.Struct, gc=False):
+    correlation: int | None = None
+    external_id: int | None = msgspec.field(default=None, name="External id")
+    # ROCm runtime events write their stream as a pointer ("stream": "0x0"): keep such strings
+    # (they read as -1) rather than send every slice down the lenient path
+    device: int | str | None = None
+    stream: int | str | None = None
+    python_id: int | None = msgspec.field(default=None, name="Python id")
+    python_parent: int | None = msgspec.field(default=None, name="Python parent id")
+
+
+class XEvent(msgspec.Struct, tag_field="ph", tag="X", gc=False):
+    """A complete event ("ph": "X") with the fields kerneldiff uses. Decoded with strict=False:
+    numbers written as strings ("correlation": "505113") and integer timestamps are converted
+    by the C decoder."""
+
+    cat: str | None = None
+    name: str | None = None
+    ts: float | None = None
+    dur: float | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    args: FastArgs | None = None
+
+
+class Skipped(msgspec.Struct, tag_field="ph", gc=False):
+    """Any other phase (flows, instants, counters, metadata): decoded to an empty object — the
+    phase is the union's tag, so none of its fields are even read."""
+
+    cat: ClassVar[None] = None
+
+
+# Every other phase the Chrome trace format defines. An unknown or missing "ph" makes the slice
+# take the lenient path.
+_OTHER_PHASES = ("B", "E", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "O", "N", "D", "M", "V",
+                 "v", "R", "c", "(", ")", "T", "S", "F", "p")
+_SKIP_TYPES = tuple(msgspec.defstruct(f"Skipped_{i}", [], bases=(Skipped,), tag=ph, tag_field="ph", gc=False)
+                    for i, ph in enumerate(_OTHER_PHASES))
+_SKIP = _SKIP_TYPES[0]()
+Event = Union[(XEvent, *_SKIP_TYPES)]  # noqa: UP007 - a runtime union of many types
+
+
+class _LooseArgs(msgspec.Struct):
+    correlation: Any = None
+    external_id: Any = msgspec.field(default=None, name="External id")
+    device: Any = None
+    stream: Any = None
+    python_id: Any = msgspec.field(default=None, name="Python id")
+    python_parent: Any = msgspec.field(default=None, name="Python parent id")
+
+
+class _LooseEvent(msgspec.Struct):
+    cat: Any = None
+    name: Any = None
+    ts: Any = None
+    dur: Any = None
+    pid: Any = None
+    tid: Any = None
+    args: _LooseArgs | None = None
+
+
+class _LooseX(_LooseEvent, tag_field="ph", tag="X"):
+    """A complete event read without type expectations (the second try for a slice)."""
+
+
+_typed = msgspec.json.Decoder(list[Event], strict=False)
+_loose = msgspec.json.Decoder(list[Union[(_LooseX, *_SKIP_TYPES)]])  # noqa: UP007
+_untyped = msgspec.json.Decoder()
+_EMPTY_ARGS = FastArgs()
+
+
+def _num(v: Any, default: float | None = -1) -> float | None:
+    """Numbers arrive as ints, floats or strings depending on the writer; anything else -> default."""
+    if v is None:
+        return default
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return v
+    if isinstance(v, str):
+        try:
+            return float(v) if ("." in v or "e" in v or "E" in v) else int(v)
+        except ValueError:
+            return default
+    return default
+
+
+def _int(v: Any) -> int:
+    x = _num(v, -1)
+    if x != x or x in (float("inf"), float("-inf")):
+        return -1
+    try:
+        x = int(x)
+    except (OverflowError, ValueError):
+        return -1
+    return x if -(2**63) <= x < 2**63 else -1
+
+
+def _opt_int(v: Any) -> int | None:
+    return None if v is None else _int(v)
+
+
+def _normalize(e: _LooseEvent) -> XEvent:
+    """A complete event whose fields had unexpected types, read with the loose rules of `_num`."""
+    a = e.args
+    args = None
+    if a is not None:
+        args = FastArgs(_int(a.correlation), _int(a.external_id), _opt_int(a.device), _opt_int(a.stream),
+                        _int(a.python_id), _int(a.python_parent))
+    return XEvent(e.cat if isinstance(e.cat, str) else None, e.name if isinstance(e.name, str) else None,
+                  _num(e.ts, None), _num(e.dur, None), _int(e.pid), _int(e.tid), args)
+
+
+_UNREADABLE = object()   # the category of items that are not events at all (counted as dropped)
+_BAD_EVENT = XEvent(cat=_UNREADABLE)  # type: ignore[arg-type]
+
+
+def _lenient(raw: list[Any]) -> list[XEvent | Skipped]:
+    """Convert events one by one, with the loose rules of `_num` / `_int` where types differ."""
+    out: list[XEvent | Skipped] = []
+    bad = _BAD_EVENT
+    for item in raw:
+        if not isinstance(item, dict):
+            out.append(bad)
+        elif item.get("ph") != "X":
+            # an event of a kind kerneldiff reads but without its phase is broken, not foreign
+            out.append(bad if "ph" not in item and item.get("cat") in GROUP_OF else _SKIP)
+        else:
+            try:
+                out.append(msgspec.convert(item, XEvent, strict=False))
+                continue
+            except (msgspec.ValidationError, TypeError):
+                pass
+            try:
+                loose = msgspec.convert(item, _LooseEvent, strict=False)
+            except (msgspec.ValidationError, TypeError):  # "args" is not an object
+                loose = _LooseEvent(*(item.get(k) for k in ("cat", "name", "ts", "dur", "pid", "tid")))
+            out.append(_normalize(loose))
+    return out
+
+
+class Failure:
+    """Why a slice did not decode: `truncated` (it ends inside a string or an event — the cut
+    was not a real boundary) or invalid content at byte `pos` of the slice (None: unknown)."""
+
+    __slots__ = ("truncated", "pos")
+
+    def __init__(self, truncated: bool, pos: int | None = None) -> None:
+        self.truncated = truncated
+        self.pos = pos
+
+
+_BYTE_POS = re.compile(r"\(byte (\d+)\)")
+
+
+def _failure(e: msgspec.DecodeError) -> Failure:
+    msg = str(e)
+    if "truncated" in msg:
+        return Failure(True)
+    m = _BYTE_POS.search(msg)
+    return Failure(False, int(m.group(1)) if m else None)
+
+
+# msgspec lets these escape for invalid UTF-8, nesting deeper than the recursion limit and
+# numbers beyond float range: they mean "invalid content, position unknown"
+_ODD_ERRORS = (UnicodeDecodeError, RecursionError, msgspec.ValidationError)
+
+
+def try_decode(buf) -> list | Failure:
+    """Decode a JSON array of events (any buffer)."""
+    try:
+        return _typed.decode(buf)
+    except msgspec.ValidationError:
+        pass  # valid JSON with values of unexpected types somewhere
+    except msgspec.DecodeError as e:
+        return _failure(e)
+    except (UnicodeDecodeError, RecursionError):
+        return Failure(False)
+    try:  # the same shapes, any value types: only the odd events cost a Python call
+        return [_normalize(e) if type(e) is _LooseX else e for e in _loose.decode(buf)]
+    except msgspec.ValidationError:
+        pass  # an unknown or missing phase, args that are not an object: event by event
+    except msgspec.DecodeError as e:
+        return _failure(e)
+    except (UnicodeDecodeError, RecursionError):
+        return Failure(False)
+    try:
+        raw = _untyped.decode(buf)
+    except msgspec.DecodeError as e:
+        return _failure(e)
+    except _ODD_ERRORS:
+        return Failure(False)
+    if not isinstance(raw, list):
+        return Failure(False)
+    return _lenient(raw)
+
+
+# event category -> group code; kernels, memcpy and memset share one table (code - 1 = kind)
+G_KERNEL, G_MEMCPY, G_MEMSET, G_PYTHON, G_CPU, G_LAUNCH, G_ANNOT, G_GPU_ANNOT, G_UNREADABLE = range(1, 10)
+GROUP_OF: dict[Any, int] = {
+    "kernel": G_KERNEL, "gpu_memcpy": G_MEMCPY, "gpu_memset": G_MEMSET,
+    # older Kineto / HTA spellings
+    "Kernel": G_KERNEL, "Memcpy": G_MEMCPY, "Memset": G_MEMSET, "gpu_memcpy_async": G_MEMCPY,
+    "python_function": G_PYTHON,
+    "cpu_op": G_CPU, "operator": G_CPU, "Operator": G_CPU,
+    "cuda_runtime": G_LAUNCH, "cuda_driver": G_LAUNCH, "hip_runtime": G_LAUNCH, "hip_api": G_LAUNCH,
+    "Runtime": G_LAUNCH, "cuda_api": G_LAUNCH,
+    "user_annotation": G_ANNOT, "gpu_user_annotation": G_GPU_ANNOT,
+    _UNREADABLE: G_UNREADABLE,
+}

@@ -1,0 +1,463 @@
+"""Trace bytes: a plain file streamed, or gzip inflated with ISA-L in a thread in bounded steps;
+`EventReader` finds `traceEvents`, drives the cutter over it and keeps the metadata around it."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import threading
+import zlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import msgspec
+
+from kerneldiff.core.errors import TraceError, file_error
+from kerneldiff.core.ingest import scan
+from kerneldiff.core.ingest.columns import Columns
+from kerneldiff.core.ingest import cut as cutting   # SLICE, WINDOW, MAX_EVENT read at call time (tests shrink them)
+from kerneldiff.core.ingest.cut import _BOUNDARY, _LBRACKET, _STRONG_BOUNDARY, Scanner, _Slicer, decode_array
+from kerneldiff.core.ingest.decode import _BAD_EVENT, _ODD_ERRORS, Failure, try_decode
+
+try:  # ISA-L inflates 2-3x faster than zlib with the same API, and releases the GIL
+    from isal import isal_zlib as _zlib
+except ImportError:  # pragma: no cover
+    _zlib = zlib
+
+GZ_BLOCK = 1024 * 1024       # compressed bytes read per step by the gzip thread
+GZ_OUT = 8 * 1024 * 1024     # at most this much inflated output per step (bounds memory)
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_NONSPACE = re.compile(rb"\S")
+_TRAILING_COMMA = re.compile(rb"\}\s*,\s*\Z")
+_EVENT_THEN_END = re.compile(rb"\}\s*\]")   # the last event's '}', then the array's ']'
+
+# --- bytes ----------------------------------------------------------------------------------
+
+
+def read_columns(path: str, progress: Callable[[int, int], None] | None = None,
+                 fast: bool = True) -> tuple[Columns, EventReader]:
+    """Every event of a trace, read in this process, as columns; the reader holds the metadata."""
+    reader = EventReader(path, progress=progress, fast=fast)
+    col = Columns()
+    try:
+        for batch in reader.batches():
+            col.add(batch)
+    finally:
+        reader.close()
+    return col, reader
+
+
+class _Inflater:
+    """Inflates a gzip file in a background thread (ISA-L releases the GIL), so decompression
+    overlaps with decoding. Concatenated members are legal (`cat a.gz b.gz`); bytes after the
+    last member that are not another member are ignored, as gzip(1) does."""
+
+    def __init__(self, path: str, f) -> None:
+        self.path = path
+        self._f = f
+        self._q: queue.Queue = queue.Queue(maxsize=4)   # <= 4 x GZ_OUT bytes in flight
+        self._stop = False
+        self._pending = memoryview(b"")
+        self.consumed = 0
+        self.produced = 0
+        self.truncated = False      # the stream ended before its end marker
+        self._t = threading.Thread(target=self._run, name="kerneldiff-inflate", daemon=True)
+        self._t.start()
+
+    def _run(self) -> None:
+        d = _zlib.decompressobj(wbits=31)
+        trailing = False
+        try:
+            while not self._stop and not trailing:
+                raw = self._f.read(GZ_BLOCK)
+                if not raw:
+                    if d is not None:  # a killed writer: what was inflated is all there is
+                        if not self.produced:
+                            raise TraceError(self.path, "gzip stream is truncated (unexpected end of file)")
+                        self.truncated = True
+                    break
+                self.consumed += len(raw)
+                while raw and not self._stop:
+                    if d is None:  # between members
+                        if not raw.startswith(b"\x1f\x8b"):
+                            trailing = True  # bytes after the last member: ignored
+                            break
+                        d = _zlib.decompressobj(wbits=31)
+                    try:
+                        out = d.decompress(raw, GZ_OUT)
+                    except (zlib.error, _zlib.error) as e:
+                        raise TraceError(self.path, f"corrupt gzip data at byte {self.consumed} ({e})") from None
+                    if out:
+                        self.produced += len(out)
+                        self._put(out)
+                    if d.eof:
+                        raw, d = d.unused_data, None
+                    else:
+                        raw = d.unconsumed_tail
+            self._put(None)
+        except BaseException as e:  # handed to the reading thread
+            self._put(e)
+
+    def _put(self, item) -> None:
+        while not self._stop:
+            try:
+                self._q.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def readinto(self, mv: memoryview) -> int:
+        while not len(self._pending):
+            item = self._q.get()
+            if item is None or isinstance(item, BaseException):
+                self._q.put(item)  # stay at the end / keep failing
+                if item is None:
+                    return 0
+                raise item
+            self._pending = memoryview(item)
+        k = min(len(mv), len(self._pending))
+        mv[:k] = self._pending[:k]
+        self._pending = self._pending[k:]
+        return k
+
+    def close(self) -> None:
+        self._stop = True
+        try:
+            while True:
+                self._q.get_nowait()
+        except queue.Empty:
+            pass
+        self._t.join(timeout=5)
+
+
+class Source:
+    """Bytes of a trace file, plain (read straight into the caller's buffer) or gzip."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        try:
+            self.size = os.path.getsize(path)
+            self._f = open(path, "rb", buffering=0)
+        except OSError as e:
+            raise file_error(path, e) from None
+        self.compressed = self._f.read(2) == b"\x1f\x8b"
+        self._f.seek(0)
+        self._inflater = _Inflater(path, self._f) if self.compressed else None
+        self._read = 0
+
+    @property
+    def consumed(self) -> int:
+        """File bytes read so far (compressed bytes for gzip): drives progress."""
+        return self._inflater.consumed if self._inflater else self._read
+
+    def readinto(self, mv: memoryview) -> int:
+        """Fill as much of `mv` as possible; 0 only at the end."""
+        got = 0
+        read = self._inflater.readinto if self._inflater is not None else self._f.readinto
+        try:
+            while got < len(mv):
+                with mv[got:] as part:  # released even on errors: mv may be shared memory
+                    k = read(part)
+                if not k:
+                    break
+                got += k
+        except OSError as e:
+            raise TraceError(self.path, f"cannot read: {e.strerror or e}") from None
+        self._read += got
+        return got
+
+    def close(self) -> None:
+        if self._inflater is not None:
+            self._inflater.close()
+        self._f.close()
+
+
+class _Buffer:
+    """A growable byte buffer whose byte 0 is reserved for the '[' that turns a run of events
+    into a JSON array; data lives in buf[1:n]."""
+
+    def __init__(self, cap: int) -> None:
+        self.buf = bytearray(cap + 2)
+        self.mv = memoryview(self.buf)
+        self.buf[0] = _LBRACKET
+        self.n = 1
+
+    @property
+    def free(self) -> int:
+        return len(self.buf) - 2 - self.n
+
+    def grow(self) -> None:
+        new = bytearray(2 * len(self.buf))
+        new[:self.n] = self.mv[:self.n]
+        self.mv.release()
+        self.buf, self.mv = new, memoryview(new)
+
+    def fill(self, src: Source) -> int:
+        k = src.readinto(self.mv[self.n:len(self.buf) - 2])
+        self.n += k
+        return k
+
+    def drop_front(self, start: int) -> None:
+        """Keep buf[start:n] as the new data (start > 0)."""
+        rest = self.n - start
+        self.buf[1:1 + rest] = self.mv[start:self.n]
+        self.n = 1 + rest
+
+    def close(self) -> None:
+        self.mv.release()
+
+
+class EventReader:
+    """Decoded event batches of one trace (`batches`), or undecoded runs of events for worker
+    processes (`fill_run` until None, then `finish_batches`); collects the top-level metadata."""
+
+    def __init__(self, path: str, progress: Callable[[int, int], None] | None = None,
+                 fast: bool = True) -> None:
+        self.path = path
+        self.fast = fast   # the compiled scanner first (kerneldiff.core.ingest.scan), msgspec for what it leaves
+        self.src = Source(path)
+        self.meta: dict[str, Any] = {}
+        self.top: str | None = None
+        self.truncated_at: int | None = None
+        self._progress = progress
+        self._buf = _Buffer(cutting.SLICE)
+        self.events_offset = -1   # (decompressed) byte offset of the first event
+
+    def close(self) -> None:
+        self.src.close()
+        if self._buf is not None:
+            self._buf.close()
+
+    def _fail(self, problem: str) -> TraceError:
+        return TraceError(self.path, problem)
+
+    def open_events(self) -> None:
+        """Read up to the start of the events array; collect the metadata before it."""
+        b = self._buf
+        while True:
+            k = b.fill(self.src)
+            if b.buf[1:4] == b"\xef\xbb\xbf":  # a UTF-8 byte-order mark is not content
+                b.drop_front(4)
+            lead = _NONSPACE.search(b.buf, 1, b.n)
+            if lead:
+                c = b.buf[lead.start()]
+                if c == _LBRACKET:
+                    self.top = "array"
+                    pos = lead.start() + 1
+                    break
+                if c != ord("{"):
+                    raise self._fail("not JSON: a Chrome/Kineto trace must start with '{' or '['")
+                self.top = "object"
+                m = _EVENTS_KEY.search(b.buf, 1, b.n)
+                if m:
+                    self._parse_head(bytes(b.mv[1:m.start()]))
+                    pos = m.end()
+                    break
+            if k == 0:
+                whole = bytes(b.mv[1:b.n])
+                if not whole.strip():
+                    raise self._fail("file is empty" if self.src.size == 0 else "no JSON content (blank)")
+                if self.top == "object":
+                    self._parse_whole_object(whole)
+                    raise self._fail("JSON object has no 'traceEvents' array: not a Chrome/Kineto trace")
+                raise self._fail("not a trace")
+            if b.free == 0:
+                if b.n > 1024 * 1024 * 1024:
+                    raise self._fail("no traceEvents array in the first 1 GB")
+                b.grow()
+        self.events_offset = pos - 1
+        b.drop_front(pos)
+
+    def batches(self) -> Iterator[list]:
+        """Decoded event batches of the whole file (after `open_events`, done here if needed)."""
+        if self.top is None:
+            self.open_events()
+        b = self._buf
+        base = self.events_offset  # stream offset of buf[1]
+        scanner = Scanner() if self.fast and scan.available() else None
+        while True:
+            while b.free and b.fill(self.src):
+                pass
+            if b.free:  # end of the stream
+                break
+            slicer, first, got = _Slicer(b.buf), 1, []
+            while b.n - first > cutting.WINDOW:  # usually once; more when bad events cut slices short
+                hi = b.n
+                if scanner is not None:
+                    items, first, status = scanner.take(b.buf, first, b.n)
+                    got.extend(items)
+                    if status == scan.LIMIT:
+                        break
+                    if status == scan.ARRAY_END:
+                        scanner = None   # the array's end and the metadata after it: msgspec's
+                        continue
+                    hi = min(b.n, first + scanner.slow_size())
+                cut = slicer.take(first, hi)
+                if cut is None and hi != b.n:
+                    cut = slicer.take(first, b.n)
+                if cut is None:
+                    break
+                events, first = cut
+                if got and type(got[-1]) is list:
+                    got[-1].extend(events)   # msgspec's pieces of one buffer go on as one batch
+                else:
+                    got.append(events)
+            yield from got
+            if first == 1:
+                cut = self._before_blanks(b)
+                if cut is None:  # no real boundary yet (a giant event): keep reading
+                    if b.n > cutting.MAX_EVENT:
+                        raise self._fail("invalid JSON inside traceEvents (no decodable run of events)")
+                    b.grow()
+                    continue
+                events, first = cut
+                yield events
+            b.drop_front(first)
+            base += first - 1
+            if self._progress:
+                self._progress(self.src.consumed, self.src.size)
+        yield from self._finish(bytes(b.mv[1:b.n]), base)
+
+    def _before_blanks(self, b: _Buffer) -> tuple[list, int] | None:
+        """A buffer of events followed by nothing but blanks (legal between events, and the
+        shape of a gzip bomb): decode the events and drop the blanks instead of buffering them."""
+        m = _TRAILING_COMMA.search(b.buf, 1, b.n)
+        if m is not None:
+            events = _Slicer(b.buf).prefix(1, m.start() + 1)
+            if not isinstance(events, Failure):
+                return events, b.n
+        elif not _NONSPACE.search(b.buf, 1, b.n):  # only blanks since the last event
+            return [], b.n
+        return None
+
+    def fill_run(self, dst: memoryview) -> int | None:
+        """Fill `dst` with '[' + a run of whole events, straight from the file (one copy), for
+        another process to decode; returns the index where its ']' goes. The run is cut at the
+        last boundary candidate; the decoding side proves it (a false boundary cannot decode).
+        None at the end of the stream (the rest is decoded here: `finish_batches`); -1 when
+        `dst` holds no boundary at all (an event bigger than `dst`)."""
+        if self.top is None:
+            self.open_events()
+            self._carry = bytes(self._buf.mv[1:self._buf.n])
+            self._tail_base = self.events_offset
+            self._buf.close()
+            self._buf = None  # the runs live in the caller's buffers from now on
+        carry = self._carry
+        dst[0] = _LBRACKET
+        n = 1 + len(carry)
+        dst[1:n] = carry
+        cap = len(dst) - 1
+        while n < cap:
+            with dst[n:cap] as part:
+                k = self.src.readinto(part)
+            if not k:
+                self._tail = bytes(dst[1:n])
+                return None
+            n += k
+        m = None
+        for pattern, lo in ((_STRONG_BOUNDARY, n - cutting.WINDOW), (_STRONG_BOUNDARY, 1), (_BOUNDARY, 1)):
+            for m_ in pattern.finditer(dst, max(1, lo), n):
+                m = m_
+            if m is not None:
+                break
+        if m is None:
+            return -1
+        self._carry = bytes(dst[m.start(1):n])
+        self._tail_base += m.start(1) - 1
+        return m.start() + 1
+
+    def finish_batches(self) -> Iterator[list]:
+        yield from self._finish(self._tail, self._tail_base)
+
+    def _finish(self, buf: bytes, base: int) -> Iterator[list]:
+        """The last events, the end of the array and the metadata after it. Events are taken
+        off the front (skipping unreadable ones); once no more can be taken, the rest must parse
+        as the document's end — if it never does, the file was cut short: keep every complete
+        event."""
+        body = buf.lstrip()
+        if body.startswith(b","):
+            body = body[1:]
+        data = bytearray(b"[" + body + b",{")  # ',{' makes the last complete event end at a boundary
+        slicer, first, got = _Slicer(data), 1, []
+        scanned = False
+        if self.fast and scan.available():  # the bulk; what it leaves is sorted out below
+            items, first, _ = Scanner().take(data, 1, len(data) - 2)
+            scanned = bool(items)
+            yield from items
+        while True:
+            cut = slicer.take(first, len(data))
+            if cut is None or cut[0][:1] == [_BAD_EVENT]:
+                # nothing more to take, or "unreadable" — which may be the array's end instead
+                end = self._document_end(data, first)
+                if end is not None:
+                    yield got + end
+                    return
+            if cut is None:
+                bad = self._bad_last_event(data, first)
+                if bad is None:
+                    break
+                yield got + bad
+                return
+            events, first = cut
+            got.extend(events)
+        yield got
+        self.truncated_at = base + len(buf)
+        if not got and not scanned and base <= self.events_offset:
+            raise self._fail("truncated or invalid JSON: no complete event could be read")
+
+    def _bad_last_event(self, data: bytearray, first: int) -> list | None:
+        """The last event is unreadable and the document ends after it: skip it (counted)."""
+        for m in _EVENT_THEN_END.finditer(data, first, len(data) - 2):
+            end = self._document_end(data, m.start() + 1)
+            if end is not None:
+                return [_BAD_EVENT, *end]
+        return None
+
+    def _document_end(self, data: bytearray, first: int) -> list | None:
+        """Events of data[first:-2] when it is the complete end of the document, else None.
+        Parsed in place: the (already decoded) bytes before `first` hold the opening text."""
+        stop = len(data) - 2
+        head = b"[" if self.top == "array" else b'{"traceEvents":['
+        if first < len(head):
+            return self._parse_end(head + bytes(data[first:stop]))
+        saved = bytes(data[first - len(head):first])
+        data[first - len(head):first] = head
+        try:
+            with memoryview(data)[first - len(head):stop] as view:
+                return self._parse_end(view)
+        finally:
+            data[first - len(head):first] = saved
+
+    def _parse_end(self, buf) -> list | None:
+        if self.top == "array":
+            r = try_decode(buf)
+            return None if isinstance(r, Failure) else r
+        try:
+            doc = msgspec.json.decode(buf, type=dict[str, msgspec.Raw])
+        except (msgspec.DecodeError, *_ODD_ERRORS):
+            return None
+        raw_events = bytes(doc.pop("traceEvents", b"[]"))
+        for k, v in doc.items():
+            try:
+                self.meta[k] = msgspec.json.decode(v)
+            except (msgspec.DecodeError, *_ODD_ERRORS):
+                pass
+        del doc  # its Raw values point into `buf`
+        if not raw_events.lstrip().startswith(b"["):
+            raise self._fail("'traceEvents' is not a list")
+        return decode_array(raw_events)
+
+    def _parse_head(self, head: bytes) -> None:
+        try:
+            self.meta.update(msgspec.json.decode(head.rstrip().rstrip(b",") + b"}", type=dict[str, Any]))
+        except (msgspec.DecodeError, *_ODD_ERRORS):
+            pass  # metadata is optional; the probe already reported what it could
+
+    def _parse_whole_object(self, buf: bytes) -> None:
+        try:
+            doc = msgspec.json.decode(buf)
+        except (msgspec.DecodeError, *_ODD_ERRORS):
+            raise self._fail("invalid JSON (not a complete JSON document)") from None
+        if isinstance(doc, dict) and "traceEvents" in doc:
+            raise self._fail("'traceEvents' is not a list")

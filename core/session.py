@@ -1,0 +1,199 @@
+"""One object from file paths to results: probe → load → compare (or a one-trace summary) → detail.
+
+Every front end (the CLI, the explorer, the benchmarks) goes through a session, so the order of the
+steps, the one classifier shared by both traces, the cache and the worker budget are decided here
+once. A session holds one trace (browse) or two (compare). AMD AIE (NPU) traces have a session of
+their own with the same interface (`kerneldiff.core.aie.session.AieSession`); `open_session` picks.
+
+Loading may run in threads (the explorer loads both traces at once): `load(i)` touches only slot i.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from kerneldiff.core.errors import TraceError
+from kerneldiff.core.ingest.probe import TraceInfo, probe
+
+# progress(fraction 0..1, stage, done, total) -> False to cancel
+Progress = Callable[[float, str, int, int], "bool | None"]
+
+SIDES = ("a", "b")
+
+
+class TraceSession(Protocol):
+    """What the front ends rely on, whatever the kind of trace."""
+
+    kind: str
+    paths: list[str]
+    infos: list[TraceInfo | None]
+    errors: list[str | None]
+    models: list[Any]
+
+    @property
+    def single(self) -> bool: ...
+    def load(self, index: int, progress: Progress | None = None, cancel: threading.Event | None = None) -> Any: ...
+    def compare(self, phase: str = "all") -> Any: ...
+
+
+@dataclass
+class KernelDetail:
+    """Everything the trace records about one kernel row (for the detail views)."""
+
+    side: str
+    row: int
+    name: str
+    category: str
+    rule: str
+    cpu_ops: list[str]          # the launching operator first, then the ops enclosing it
+    python_stack: list[str]     # innermost frame first (empty without with_stack)
+
+
+@dataclass
+class Session:
+    """One or two Kineto traces (A, B) and everything computed from them."""
+
+    paths: list[str]
+    registry: str | None = None
+    use_cache: bool = True
+    workers: int | None = None
+    fusion_overrides: dict[str, float] = field(default_factory=dict)
+    loader: Callable[..., Any] | None = None   # tests inject a slow or failing loader
+    kind: str = "kineto"
+    infos: list[TraceInfo | None] = field(init=False)
+    errors: list[str | None] = field(init=False)
+    models: list[Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.paths = [os.fspath(p) for p in self.paths]
+        if not 1 <= len(self.paths) <= 2:
+            raise ValueError("a session holds one trace (browse) or two (compare)")
+        n = len(self.paths)
+        self.infos, self.errors, self.models = [None] * n, [None] * n, [None] * n
+        self._classifier = None
+        self._lock = threading.Lock()
+
+    # --- steps ----------------------------------------------------------------------------------
+    @property
+    def single(self) -> bool:
+        return len(self.paths) == 1
+
+    @property
+    def classifier(self):
+        """The one classifier both traces are read with (loaded once, on first use)."""
+        with self._lock:
+            if self._classifier is None:
+                from kerneldiff.core.analysis.classify import Classifier
+
+                self._classifier = Classifier.load(self.registry)
+            return self._classifier
+
+    def probe(self, strict: bool = True) -> list[TraceInfo | None]:
+        """Read every trace's metadata (milliseconds: the head of each file). With strict, the first
+        unreadable file raises its TraceError; otherwise its message goes to `errors`."""
+        for i, path in enumerate(self.paths):
+            if self.infos[i] is not None:
+                continue
+            try:
+                self.infos[i] = probe(path)
+            except TraceError as e:
+                self.errors[i] = str(e)
+                if strict:
+                    raise
+        return self.infos
+
+    def load(self, index: int, progress: Progress | None = None, cancel: threading.Event | None = None):
+        """Load trace `index` into its TraceModel (the cache first when allowed). Raises TraceError or
+        LoadCancelled; the model is kept in `models[index]`."""
+        info = self.infos[index]
+        if info is None:
+            if self.errors[index] is not None:   # the probe already refused it
+                raise TraceError(self.paths[index], self.errors[index].removeprefix(self.paths[index] + ": "))
+            info = self.infos[index] = probe(self.paths[index])
+        self.errors[index] = None
+        kwargs: dict[str, Any] = dict(progress=progress, cancel=cancel, info=info)
+        if self.loader is not None:
+            model = self.loader(self.paths[index], registry=self.registry, use_cache=self.use_cache, **kwargs)
+        else:
+            from kerneldiff.core.ingest.loader import load
+
+            model = load(self.paths[index], classifier=self.classifier, use_cache=self.use_cache,
+                         workers=self.workers, **kwargs)
+        self.models[index] = model
+        return model
+
+    def load_all(self, progress: Callable[[int, float, str, int, int], Any] | None = None,
+                 cancel: threading.Event | None = None) -> list[Any]:
+        """Probe every trace (a bad B is reported before A is loaded), then load each in turn."""
+        self.probe(strict=True)
+        for info in self.infos:
+            if info.kind == "aie":
+                raise TraceError(info.path, "this is an AMD AIE (NPU) trace: compare AIE runs with "
+                                            "`kerneldiff aie A B`")
+        for i in range(len(self.paths)):
+            if self.models[i] is None:
+                step = None if progress is None else (lambda *a, i=i: progress(i, *a))
+                self.load(i, step, cancel)
+        return self.models
+
+    @property
+    def loaded(self) -> bool:
+        return all(m is not None for m in self.models)
+
+    def compare(self, phase: str = "all"):
+        """The comparison of A and B in one phase (`kerneldiff.core.compare.result.Comparison`)."""
+        if self.single:
+            raise ValueError("a one-trace session has nothing to compare: use summary()")
+        if not self.loaded:
+            raise ValueError("load both traces before comparing")
+        from kerneldiff.core.compare.engine import compare
+
+        return compare(self.models[0], self.models[1], phase=phase, classifier=self.classifier,
+                       fusion_overrides=self.fusion_overrides)
+
+    def summary(self, index: int = 0) -> dict[str, Any]:
+        """One trace on its own: operations, steps, layers, phases (what `info` and browse show)."""
+        from kerneldiff.core.analysis.summary import summarize
+
+        return summarize(self._model(index))
+
+    def phases(self) -> list[str]:
+        """Phase filters that select something in every loaded trace ("all" first)."""
+        from kerneldiff.core.model import PHASE_FILTERS
+
+        present = [set(m.phases_present()) for m in self.models if m is not None]
+        common = set.intersection(*present) if present else set()
+        return [p for p in PHASE_FILTERS if p == "all" or p in common]
+
+    def kernel_detail(self, index: int, row: int) -> KernelDetail:
+        from kerneldiff.core.analysis.attribution import cpu_op_stack
+
+        m = self._model(index)
+        return KernelDetail(SIDES[index], row, m.kernel_name(row), m.category(row), m.rule(row),
+                            cpu_op_stack(m, row), m.python_stack(row))
+
+    def _model(self, index: int):
+        m = self.models[index]
+        if m is None:
+            raise ValueError(f"trace {self.paths[index]} is not loaded")
+        return m
+
+
+def open_session(paths: list[str], *, aie: dict[str, Any] | None = None, **kwargs) -> TraceSession:
+    """Probe the paths and return the session for their kind: AIE traces get an AieSession (with the
+    launcher's AIE options), everything else a Session. Probe errors stay in `errors`."""
+    s = Session(list(paths), **kwargs)
+    s.probe(strict=False)
+    kinds = [i.kind if i is not None else None for i in s.infos]
+    if "aie" in kinds:
+        from kerneldiff.core.aie.session import AieSession
+
+        a = AieSession(list(paths), options=aie)
+        a.infos = list(s.infos)
+        a.errors = [e if (i is None or i.kind != "aie") else None for i, e in zip(s.infos, s.errors)]
+        a.route_kinds()
+        return a
+    return s

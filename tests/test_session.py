@@ -1,0 +1,88 @@
+"""Session: paths → probe → load → compare / summary / kernel detail, the one path every front end
+takes (the CLI's JSON must be exactly what a session computes)."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from kerneldiff.core import LoadCancelled, Session, TraceError, open_session
+from kerneldiff.core.demo import DEMO_A, DEMO_B
+
+
+@pytest.fixture(scope="module")
+def demo_session():
+    s = Session([DEMO_A, DEMO_B], use_cache=False)
+    s.load_all()
+    return s
+
+
+def test_compare_finds_the_planted_slow_layer(demo_session):
+    truth = json.loads((DEMO_A.parent / "demo_truth.json").read_text())
+    cmp = demo_session.compare("all")
+    assert cmp.a.kernels == len(demo_session.models[0].kernels)
+    # the layer ranked first (largest |gap|) is the one the generator slowed down
+    assert cmp.layers[0].layer == truth["planted"]["slow_layer"]["layer"]
+    assert demo_session.phases()[0] == "all"
+
+
+def test_cli_json_is_the_session_result(demo_session, capsys):
+    from kerneldiff.cli.main import main
+
+    assert main(["compare", str(DEMO_A), str(DEMO_B), "--format", "json", "--no-cache"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    mine = json.loads(json.dumps(demo_session.compare("all").to_dict(), default=str))
+    for key in ("ratio", "gap_us", "operations", "layers", "fusions"):
+        assert cli[key] == mine[key], key
+
+
+def test_kernel_detail_reads_the_model(demo_session):
+    m = demo_session.models[1]
+    row = int(m.kernels.dur.argmax())
+    d = demo_session.kernel_detail(1, row)
+    assert d.side == "b" and d.name == m.kernel_name(row) and d.category == m.category(row)
+    assert d.cpu_ops, "the demo records the operator that launched every kernel"
+
+
+def test_one_trace_session_summarises_and_refuses_to_compare():
+    s = Session([DEMO_A], use_cache=False)
+    s.load(0)
+    assert s.single
+    summ = s.summary(0)
+    assert summ["kernels"] == len(s.models[0].kernels)
+    with pytest.raises(ValueError):
+        s.compare()
+
+
+def test_bad_second_trace_is_reported_before_the_first_loads(tmp_path):
+    bad = tmp_path / "b.json"
+    bad.write_text("not json at all")
+    s = Session([DEMO_A, bad], use_cache=False)
+    with pytest.raises(TraceError) as e:
+        s.load_all()
+    assert str(bad) in str(e.value)
+    assert s.models == [None, None]
+
+
+def test_cancel_stops_a_load():
+    s = Session([DEMO_A], use_cache=False)
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(LoadCancelled):
+        s.load(0, cancel=cancel)
+    assert s.models[0] is None
+
+
+def test_open_session_routes_aie_traces(tmp_path):
+    from kerneldiff.core.aie.synth import AiePlan, write_aie_trace
+
+    p = tmp_path / "npu.json"
+    write_aie_trace(p, AiePlan())
+    s = open_session([str(p)])
+    assert s.kind == "aie"
+    run = s.load(0)
+    assert run.cores and s.models[0] is run
+    k = open_session([str(DEMO_A), str(p)])
+    assert k.kind == "aie" and k.errors[1] and "cannot be compared" in k.errors[1]

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from kerneldiff.core.analysis.classify import Classifier
 
 
+_STRING_COLUMNS = ("name", "dims", "types")   # ids into a run's own string list, renumbered here
+
+
 def _merge(read: ReadResult) -> tuple[StringTable, dict[str, dict[str, np.ndarray]]]:
     """Join runs in file order. String ids are renumbered in sorted order, so the model does not
     depend on how the file was split between processes."""
@@ -40,7 +43,10 @@ def _merge(read: ReadResult) -> tuple[StringTable, dict[str, dict[str, np.ndarra
             parts = []
             for strings, cols in read.chunks:
                 a = cols[g][c]
-                parts.append(remaps[id(strings)][a] if c == "name" and len(a) else a)
+                if c in _STRING_COLUMNS and len(a):
+                    r = remaps[id(strings)]
+                    a = r[a] if c == "name" else np.where(a >= 0, r[np.maximum(a, 0)], -1).astype(np.int32)
+                parts.append(a)
                 cols[g][c] = None  # free as we go
             out[g][c] = np.concatenate(parts) if len(parts) > 1 else parts[0]
     read.chunks = []

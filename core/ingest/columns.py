@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from kerneldiff.core.ingest import scan
+from kerneldiff.core.ingest.decode import shape_text
 from kerneldiff.core.ingest.decode import (_EMPTY_ARGS, G_ANNOT, G_CPU, G_GPU_ANNOT, G_KERNEL, G_LAUNCH, G_MEMSET, G_PYTHON, G_UNREADABLE, GROUP_OF, _int)
 
 CHUNK_EVENTS = 4096   # events columnised at once (see Columns.add)
@@ -22,7 +23,8 @@ SPECS: dict[str, tuple[tuple[str, str], ...]] = {
           ("corr", "i8"), ("ext", "i8")),
     "p": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("pyid", "i8"), ("parent", "i8"), ("tid", "i8"),
           ("pid", "i8")),
-    "c": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("ext", "i8"), ("tid", "i8"), ("pid", "i8")),
+    "c": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("ext", "i8"), ("tid", "i8"), ("pid", "i8"),
+          ("dims", "i4"), ("types", "i4")),   # record_shapes text, ids into strings (-1: not recorded)
     "l": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("corr", "i8"), ("ext", "i8"), ("tid", "i8"),
           ("pid", "i8")),
     "a": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("tid", "i8"), ("pid", "i8"), ("gpu", "i1")),
@@ -155,6 +157,27 @@ class Columns:
                 self.strings.append(s)
         return np.fromiter(map(d.__getitem__, names), np.int32, len(names))
 
+    def _intern_texts(self, texts) -> np.ndarray:
+        """String ids of texts (None -> -1), added to the same table as names."""
+        d = self._ids
+        out = np.empty(len(texts), np.int32)
+        for i, s in enumerate(texts):
+            v = d.get(s)
+            if v is None:
+                v = d[s] = len(self.strings)
+                self.strings.append(s)
+            out[i] = v
+        return out
+
+    def _shapes(self, sub) -> dict[str, np.ndarray]:
+        """An operator's recorded input dims and dtypes (record_shapes) as string ids."""
+        args = list(map(_args, sub))
+        if not any(a is not None and a.input_dims is not None for a in args):
+            none = np.full(len(args), -1, np.int32)
+            return {"dims": none, "types": none.copy()}
+        return {"dims": self._intern_texts([shape_text(a.input_dims) if a is not None else None for a in args]),
+                "types": self._intern_texts([shape_text(a.input_type) if a is not None else None for a in args])}
+
     def add(self, evs: list) -> None:
         """Add a decoded slice, a few thousand events at a time: the objects of one chunk stay
         in the CPU cache across the per-field passes (a 16 MB slice decodes to ~40 MB of
@@ -187,7 +210,10 @@ class Columns:
             if not len(keep):
                 return
             sub, codes, ts, dur, name = _pick(sub, keep), codes[keep], ts[keep], dur[keep], name[keep]
-        self._append(g, ts, dur, name, codes, _struct_ints(g, sub))
+        ints = _struct_ints(g, sub)
+        if g == "c":
+            ints.update(self._shapes(sub))
+        self._append(g, ts, dur, name, codes, ints)
 
     def _add_scanned(self, sc: scan.Scanned) -> None:
         """Rows of the compiled scanner: the same filtering and columns as _add_group."""
@@ -212,7 +238,13 @@ class Columns:
                 if not len(keep):
                     continue
                 idx, ts, dur, name = idx[keep], ts[keep], dur[keep], name[keep]
-            self._append(g, ts, dur, name, sc.code[idx], _scanned_ints(g, sc.ints[idx]))
+            ints = _scanned_ints(g, sc.ints[idx])
+            if g == "c":
+                # the scan's distinct shape texts as string ids; the extra last entry maps -1 to -1
+                ids = np.append(self._intern_texts(sc.texts), np.int32(-1))
+                ints["dims"] = ids[sc.shape[idx, 0]]
+                ints["types"] = ids[sc.shape[idx, 1]]
+            self._append(g, ts, dur, name, sc.code[idx], ints)
 
     def _valid_rows(self, ts: np.ndarray, dur: np.ndarray, name: np.ndarray) -> np.ndarray | None:
         """Indexes of the rows to keep (None: all of them); the others are counted as dropped."""

@@ -21,6 +21,10 @@ class FastArgs(msgspec.Struct, gc=False):
     stream: int | str | None = None
     python_id: int | None = msgspec.field(default=None, name="Python id")
     python_parent: int | None = msgspec.field(default=None, name="Python parent id")
+    # record_shapes: an operator's input dimensions and dtypes, kept as raw JSON text (interned
+    # later; most operators repeat a handful of shapes) and parsed only where a reading needs them
+    input_dims: msgspec.Raw | None = msgspec.field(default=None, name="Input Dims")
+    input_type: msgspec.Raw | None = msgspec.field(default=None, name="Input type")
 
 
 class XEvent(msgspec.Struct, tag_field="ph", tag="X", gc=False):
@@ -61,6 +65,8 @@ class _LooseArgs(msgspec.Struct):
     stream: Any = None
     python_id: Any = msgspec.field(default=None, name="Python id")
     python_parent: Any = msgspec.field(default=None, name="Python parent id")
+    input_dims: Any = msgspec.field(default=None, name="Input Dims")
+    input_type: Any = msgspec.field(default=None, name="Input type")
 
 
 class _LooseEvent(msgspec.Struct):
@@ -112,13 +118,38 @@ def _opt_int(v: Any) -> int | None:
     return None if v is None else _int(v)
 
 
+def _reencode(v: Any) -> msgspec.Raw | None:
+    return None if v is None else msgspec.Raw(msgspec.json.encode(v))
+
+
+_canonical: dict[bytes, str] = {}
+
+
+def shape_text(raw) -> str | None:
+    """The canonical (compact) JSON text of a recorded shape or dtype list, whichever way the
+    trace spaced it, so both readers intern the same string. Cached: shapes repeat."""
+    if raw is None:
+        return None
+    key = bytes(raw)
+    text = _canonical.get(key)
+    if text is None:
+        try:
+            v = msgspec.json.decode(key)
+            text = None if v is None else msgspec.json.encode(v).decode()   # null: not recorded
+        except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+            text = None
+        if len(_canonical) < 1_000_000:   # bounded: a trace of unique shapes must not hoard memory
+            _canonical[key] = text
+    return text
+
+
 def _normalize(e: _LooseEvent) -> XEvent:
     """A complete event whose fields had unexpected types, read with the loose rules of `_num`."""
     a = e.args
     args = None
     if a is not None:
         args = FastArgs(_int(a.correlation), _int(a.external_id), _opt_int(a.device), _opt_int(a.stream),
-                        _int(a.python_id), _int(a.python_parent))
+                        _int(a.python_id), _int(a.python_parent), _reencode(a.input_dims), _reencode(a.input_type))
     return XEvent(e.cat if isinstance(e.cat, str) else None, e.name if isinstance(e.name, str) else None,
                   _num(e.ts, None), _num(e.dur, None), _int(e.pid), _int(e.tid), args)
 

@@ -59,6 +59,9 @@ class Out:
         self.nstart = np.empty(cap, np.int64)
         self.nlen = np.empty(cap, np.int64)
         self.nesc = np.empty(cap, np.bool_)
+        # record_shapes: byte ranges [start, end) of "Input Dims" and "Input type" (-1: absent)
+        self.shape = np.empty((cap, 4), np.int64)
+        self.shash = np.empty((cap, 2), np.uint64)   # their hashes: each distinct text decoded once
         # numbers left to Python's float(): row, field, start, end
         self.fix = np.empty((max(cap // 4, 16), 4), np.int64)
         # [rows written, events consumed, fixes, next position, status]
@@ -67,13 +70,16 @@ class Out:
 
 class Scanned:
     """Rows of one scan, ready for `columns.Columns`: group codes, ts/dur, the integer fields
-    (MISSING where absent) and names as indexes into `names` (-1: no name)."""
+    (MISSING where absent), names as indexes into `names` (-1: no name), and each row's recorded
+    input dims and dtypes as indexes into `texts` (shape[:, 0] and [:, 1]; -1: not recorded)."""
 
-    __slots__ = ("code", "floats", "ints", "name", "names", "events")
+    __slots__ = ("code", "floats", "ints", "name", "names", "events", "shape", "texts")
 
-    def __init__(self, code, floats, ints, name, names, events) -> None:
+    def __init__(self, code, floats, ints, name, names, events, shape=None, texts=()) -> None:
         self.code, self.floats, self.ints = code, floats, ints
         self.name, self.names, self.events = name, names, events
+        self.shape = np.full((len(code), 2), -1, np.int32) if shape is None else shape
+        self.texts = list(texts)
 
     def __len__(self) -> int:
         return len(self.code)
@@ -108,8 +114,41 @@ def collect(buf, out: Out, cache: dict[int, tuple[int, str]]) -> Scanned:
                 raise NameCollision
             cache[h] = hit = (n, text)
         names.append(hit[1])
+    shape, texts = _shapes(buf, out.shape[:rows], out.shash[:rows])
     return Scanned(out.code[:rows].copy(), floats, out.ints[:rows].copy(),
-                   inverse.astype(np.int32, copy=False).reshape(-1), names, events)
+                   inverse.astype(np.int32, copy=False).reshape(-1), names, events, shape, texts)
+
+
+def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, list]:
+    """Recorded shape texts of the rows (canonical JSON, as the msgspec path makes them): each
+    distinct (hash, length) is decoded once, so a million operators cost a few numpy passes."""
+    from kerneldiff.core.ingest.decode import shape_text
+
+    shape = np.full((len(ranges), 2), -1, np.int32)
+    texts: list = []
+    ids: dict = {}
+    for j in (0, 1):
+        rows = np.flatnonzero(ranges[:, 2 * j] >= 0)
+        if not len(rows):
+            continue
+        lens = ranges[rows, 2 * j + 1] - ranges[rows, 2 * j]
+        key = hashes[rows, j] ^ lens.astype(np.uint64)
+        uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        if np.any(lens != lens[first][inverse.reshape(-1)]):
+            raise NameCollision
+        local = np.empty(len(uniq), np.int32)
+        for u, r in enumerate(rows[first].tolist()):
+            t = shape_text(buf[int(ranges[r, 2 * j]):int(ranges[r, 2 * j + 1])])
+            if t is None:
+                local[u] = -1
+                continue
+            v = ids.get(t)
+            if v is None:
+                v = ids[t] = len(texts)
+                texts.append(t)
+            local[u] = v
+        shape[rows, j] = local[inverse.reshape(-1)]
+    return shape, texts
 
 
 _kernel = None
@@ -147,4 +186,4 @@ def scan(buf: np.ndarray, pos: int, limit: int, out: Out, tables) -> None:
     `limit`; an event may run past `limit` up to len(buf). Results in `out` (see Out.state)."""
     blob, ends, codes, phase = tables
     _load()._scan(buf, pos, limit, blob, ends, codes, phase, out.code, out.floats, out.ints, out.nhash,
-          out.nstart, out.nlen, out.nesc, out.fix, out.state)
+          out.nstart, out.nlen, out.nesc, out.fix, out.shape, out.shash, out.state)

@@ -444,6 +444,9 @@ _W_DEVICE = np.frombuffer(b"device", np.uint8).copy()
 _W_STREAM = np.frombuffer(b"stream", np.uint8).copy()
 _W_PYID = np.frombuffer(b"Python id", np.uint8).copy()
 _W_PARENT = np.frombuffer(b"Python parent id", np.uint8).copy()
+_W_DIMS = np.frombuffer(b"Input Dims", np.uint8).copy()
+_W_TYPES = np.frombuffer(b"Input type", np.uint8).copy()
+_A_DIMS, _A_TYPES = 8, 9   # args whose raw value text is kept (record_shapes), after the 8 integers
 
 
 @_jit
@@ -465,6 +468,11 @@ def _arg_key(buf, s, e):
     elif n == 16:
         if _key_is(buf, s, e, _W_PARENT):
             return PARENT
+    elif n == 10:
+        if _key_is(buf, s, e, _W_DIMS):
+            return _A_DIMS
+        if _key_is(buf, s, e, _W_TYPES):
+            return _A_TYPES
     return _OTHER
 
 
@@ -565,9 +573,9 @@ def _value_start(buf, i, n):
 
 
 @_jit
-def _args(buf, i, n, stack, ev_ints):
-    """The "args" object at buf[i]: its integer fields into ev_ints, the rest skipped. Returns
-    its end or a sentinel."""
+def _args(buf, i, n, stack, ev_ints, ev_raw, ev_hash):
+    """The "args" object at buf[i]: its integer fields into ev_ints, the byte ranges of the
+    record_shapes values into ev_raw, the rest skipped. Returns its end or a sentinel."""
     i = _ws(buf, i + 1, n)
     if i < n and buf[i] == 125:
         return i + 1
@@ -588,6 +596,17 @@ def _args(buf, i, n, stack, ev_ints):
             return i
         if key == _OTHER:
             i = _skip(buf, i, n, stack)
+        elif key >= _A_DIMS:
+            if seen & (1 << key):
+                return _BAILED
+            seen |= 1 << key
+            e = _skip(buf, i, n, stack)
+            if e < 0:
+                return e
+            ev_raw[2 * (key - _A_DIMS)] = i
+            ev_raw[2 * (key - _A_DIMS) + 1] = e
+            ev_hash[key - _A_DIMS] = _hash(buf, i, e)
+            i = e
         else:
             if seen & (1 << key):
                 return _BAILED
@@ -612,7 +631,7 @@ def _args(buf, i, n, stack, ev_ints):
 
 @_jit
 def _scan(buf, pos, limit, blob, ends, codes, phase, o_code, o_floats, o_ints, o_nhash,
-          o_nstart, o_nlen, o_nesc, o_fix, state):
+          o_nstart, o_nlen, o_nesc, o_fix, o_shape, o_shash, state):
     n = len(buf)
     cap = len(o_code)
     fcap = len(o_fix)
@@ -623,6 +642,8 @@ def _scan(buf, pos, limit, blob, ends, codes, phase, o_code, o_floats, o_ints, o
     status = LIMIT
     i = _ws(buf, pos, n)
     ev_ints = np.empty(8, np.int64)
+    ev_raw = np.empty(4, np.int64)
+    ev_hash = np.zeros(2, np.uint64)
     while True:
         if i >= limit:
             break
@@ -655,6 +676,8 @@ def _scan(buf, pos, limit, blob, ends, codes, phase, o_code, o_floats, o_ints, o
         dur_b = 0
         for k in range(8):
             ev_ints[k] = MISSING
+        for k in range(4):
+            ev_raw[k] = -1
         fail = 0    # 0 ok, 1 incomplete, 2 bail
         i = _ws(buf, i, n)
         if i < n and buf[i] == 125:
@@ -743,7 +766,7 @@ def _scan(buf, pos, limit, blob, ends, codes, phase, o_code, o_floats, o_ints, o
                 ev_ints[PID if key == _K_PID else TID] = q2[1]
                 i = q2[0]
             elif key == _K_ARGS and c == 123:
-                e = _args(buf, i, n, stack, ev_ints)
+                e = _args(buf, i, n, stack, ev_ints, ev_raw, ev_hash)
                 if e < 0:
                     fail = _fail(e)
                     break
@@ -828,6 +851,10 @@ def _scan(buf, pos, limit, blob, ends, codes, phase, o_code, o_floats, o_ints, o
         o_nstart[rows] = name_s
         o_nlen[rows] = name_e - name_s if name_s >= 0 else -1
         o_nesc[rows] = name_esc
+        for k in range(4):
+            o_shape[rows, k] = ev_raw[k]
+        for k in range(2):
+            o_shash[rows, k] = ev_hash[k] if ev_raw[2 * k] >= 0 else np.uint64(0)
         if not ts_exact:
             o_fix[fixes, 0] = rows
             o_fix[fixes, 1] = FLOAT_TS

@@ -1,0 +1,70 @@
+"""record_shapes evidence: every cpu_op keeps its recorded input dims and dtypes (interned,
+canonical JSON text), read the same by the compiled scanner and by msgspec."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import kineto_doc, real_trace, write_trace
+from scan_diff import differences
+
+from kerneldiff.core import Session
+
+
+def _op(name, ts, dims=None, types=None, ext=1):
+    args = {"External id": ext}
+    if dims is not None:
+        args["Input Dims"] = dims
+    if types is not None:
+        args["Input type"] = types
+    return {"ph": "X", "cat": "cpu_op", "name": name, "ts": ts, "dur": 5, "pid": 1, "tid": 1, "args": args}
+
+
+def _raw_trace(tmp_path, spaced: bool):
+    events = [_op("aten::embedding", 10, [[32000, 2048], [4, 256]], ["c10::BFloat16", "long int"]),
+              _op("aten::mm", 20, [[1024, 2048], [2048, 512]], ["c10::BFloat16", "c10::BFloat16"], ext=2),
+              _op("aten::empty", 30, ext=3),
+              _op("aten::add", 40, None, ["float"], ext=4),
+              {"ph": "X", "cat": "kernel", "name": "k", "ts": 50, "dur": 2, "pid": 0, "tid": 7,
+               "args": {"correlation": 1, "External id": 2, "stream": 7, "device": 0}}]
+    doc = kineto_doc(events, record_shapes=1)
+    path = tmp_path / ("spaced.json" if spaced else "compact.json")
+    text = json.dumps(doc, indent=1 if spaced else None, separators=None if spaced else (",", ":"))
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("spaced", [False, True])
+def test_recorded_shapes_are_kept_as_canonical_text(tmp_path, spaced):
+    path = _raw_trace(tmp_path, spaced)
+    s = Session([path], use_cache=False)
+    m = s.load(0)
+    c = m.cpu_ops
+    got = {m.strings[int(c.name[i])]: (m.strings[int(c.dims[i])] if c.dims[i] >= 0 else None,
+                                       m.strings[int(c.types[i])] if c.types[i] >= 0 else None)
+           for i in range(len(c))}
+    assert got["aten::embedding"] == ("[[32000,2048],[4,256]]", '["c10::BFloat16","long int"]')
+    assert got["aten::mm"][0] == "[[1024,2048],[2048,512]]"
+    assert got["aten::empty"] == (None, None)
+    assert got["aten::add"] == (None, '["float"]')
+
+
+@pytest.mark.parametrize("spaced", [False, True])
+def test_both_readers_keep_the_same_shapes(tmp_path, monkeypatch, spaced):
+    import kerneldiff.core.ingest.cut as cut
+
+    monkeypatch.setattr(cut, "SLICE", 4096)
+    monkeypatch.setattr(cut, "WINDOW", 512)
+    assert differences(_raw_trace(tmp_path, spaced)) == []
+
+
+def test_real_trace_embedding_shapes_tell_prefill_from_decode():
+    """The Llama trace's own record: the embedding sees [4, 256] tokens once, then [4, 1]."""
+    path = real_trace("h100_llama_eager_sdpa.json.gz")
+    m = Session([path], use_cache=False).load(0)
+    c = m.cpu_ops
+    emb = [i for i in range(len(c)) if m.strings[int(c.name[i])] == "aten::embedding"]
+    dims = [json.loads(m.strings[int(c.dims[i])])[1] for i in emb]
+    assert dims.count([4, 256]) == 1 and dims.count([4, 1]) == len(emb) - 1 == 47

@@ -33,7 +33,7 @@ async def test_keyboard_path_demo_layer_pair_detail_fusion_export(demo_models, d
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for_main(pilot)
         main = app.screen
-        assert isinstance(main, MainScreen) and not main.single
+        assert isinstance(main, MainScreen)
         header = screen_text(app)
         assert comp.a.label in header and comp.b.label in header and f"phase {comp.phase}" in header
         assert f"{len(comp.warnings)} warning" in header
@@ -139,11 +139,12 @@ async def test_sort_filter_and_phase_cycle(demo_models, demo_comparison):
         assert len(same.rows_shown) == len(comp.same_kernels)
 
         # p recomputes the comparison for the next phase
-        choices = app.phase_choices()
+        choices = list(app.phases)
+        assert choices == app.session.phases()
         assert choices[0] == "all" and "prefill" in choices and "decode" in choices
         await pilot.press("p")
         await wait_until(pilot, lambda: app.phase == choices[1] and not any(w.is_running for w in app.workers))
-        assert app.comparison.phase == choices[1]
+        assert app.result.phase == choices[1]
         assert f"phase {choices[1]}" in screen_text(app)
         expected = compare(demo_models[str(DEMO_A)], demo_models[str(DEMO_B)], phase=choices[1])
         assert len(main.query_one("#same_kernels", ResultTable).rows_all) == len(expected.same_kernels)

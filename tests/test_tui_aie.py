@@ -262,7 +262,8 @@ async def test_aie_with_kineto_is_an_error_naming_both_kinds(traces, tmp_path):
         text = " ".join(screen_text(app).split())
         assert "AMD AIE (NPU) trace" in text and "PyTorch profiler (Kineto) GPU trace" in text
         assert "a.json could not be loaded" in text and "gpu.json" in text
-        assert not app.aie_mode and app.models[0] is not None  # the GPU trace loaded: b browses it
+        # the GPU trace loaded (through a Kineto session): b browses it
+        assert app.session.kind != "aie" and app.session.models[0] is not None
     assert app.exit_code == 2
 
 
@@ -284,7 +285,7 @@ async def test_broken_aie_trace_leaves_the_other_browsable(traces, tmp_path):
         assert "a.json loaded fine: b browses it" in text
         await pilot.press("b")
         screen = await wait_for_aie(pilot)
-        assert not screen.session.compare and "aie › Cores" in screen_text(app)
+        assert not screen.view.compare and "aie › Cores" in screen_text(app)
         cores = screen.query_one("#cores", ResultTable)
         assert sorted(r.payload[1].tile for r in cores.rows_shown) == sorted(c.tile for c in truth.cores)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from kerneldiff.core.demo import DEMO_A, DEMO_B
-from kerneldiff.tui.messages import LoadProgress
+from kerneldiff.tui.state import TraceState
 from kerneldiff.tui.screens.error import ErrorScreen
 from kerneldiff.tui.testing import demo_app, wait_for_main, wait_until
 
@@ -27,15 +27,14 @@ def test_start_loading(snap_compare, demo_models, size):
     app = demo_app(demo_models, autoload=False)
 
     async def run_before(pilot):
-        # a frozen moment of a load, reported the way the loader reports it
+        # a frozen moment of a load: the app's state as the loaders' progress makes it
         await pilot.pause()
-        app.loading = {0, 1}
+        states = []
         for i, (fraction, stage) in enumerate(((0.42, "reading"), (0.93, "phases"))):
-            size_ = app.infos[i].size
-            app.post_message(LoadProgress(i, fraction, stage, int(size_ * min(fraction / 0.9, 1)), size_))
+            size_ = app.session.infos[i].size
+            states.append(TraceState.loading(fraction, stage, int(size_ * min(fraction / 0.9, 1)), size_))
+        app.traces = tuple(states)
         await pilot.pause()
-        app.start_screen.refresh_hint()
-        app.refresh_bindings()
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 

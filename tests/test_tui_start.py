@@ -7,12 +7,13 @@ import time
 import pytest
 from textual.widgets import ProgressBar
 
-from kerneldiff.core.compare.engine import compare
+from kerneldiff.core.analysis.browse import overview
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.core.errors import LoadCancelled, TraceError
 from kerneldiff.core.ingest.loader import load
 from kerneldiff.core.ingest.probe import probe
 from kerneldiff.tui.app import KernelDiffApp
+from kerneldiff.tui.screens.browse import BrowseLayerScreen, BrowseScreen
 from kerneldiff.tui.screens.error import ErrorScreen
 from kerneldiff.tui.screens.kernel import KernelDetailScreen
 from kerneldiff.tui.screens.layer import LayerScreen
@@ -30,7 +31,7 @@ async def test_first_frame_shows_probe_metadata_before_loading(demo_models):
         await pilot.pause()
         assert isinstance(app.screen, StartScreen)
         assert app.first_frame_seconds is not None  # its speed is measured by bench/bench_tui.py
-        assert app.models == [None, None]  # nothing loaded: the metadata came from the probes
+        assert app.session.models == [None, None]  # nothing loaded: the metadata came from the probes
         text = screen_text(app)
         for path in (DEMO_A, DEMO_B):
             info = probe(path)
@@ -76,14 +77,14 @@ async def test_loading_shows_throttled_progress_and_esc_cancels(demo_models, mon
 
         await pilot.press("escape")
         await wait_until(pilot, lambda: not app.loading)
-        assert isinstance(app.screen, StartScreen) and app.models == [None, None]
+        assert isinstance(app.screen, StartScreen) and app.session.models == [None, None]
         assert screen_text(app).count("cancelled") == 2
 
         # Enter loads again (this time to the end)
         loader.steps = 10
         await pilot.press("enter")
         await wait_for_main(pilot)
-        assert app.comparison is not None
+        assert app.result is not None
 
 
 async def test_error_screen_names_the_file_and_keeps_the_other_trace_browsable(demo_models, tmp_path, monkeypatch):
@@ -101,14 +102,15 @@ async def test_error_screen_names_the_file_and_keeps_the_other_trace_browsable(d
         assert "b browses it" in text and "Browse the other trace" in screen_text(app)
         await pilot.press("b")
         await wait_for_main(pilot)
-        main = app.screen
-        assert main.single
-        own = compare(demo_models[str(DEMO_A)], demo_models[str(DEMO_A)])
-        assert len(main.query_one("#layers", ResultTable).rows_shown) == len(own.layers)
-        assert len(main.query_one("#kernels", ResultTable).rows_all) == len(own.same_kernels)
-        # browse mode drills into a layer's kernel sequence and a kernel
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, LayerScreen))
+        screen = app.screen
+        assert isinstance(screen, BrowseScreen) and screen.index == 0 and app.browsing == 0
+        own = overview(demo_models[str(DEMO_A)])  # A on its own: nothing compared
+        assert app.result == own
+        assert len(screen.query_one("#layers", ResultTable).rows_shown) == len(own.layers)
+        assert len(screen.query_one("#kernels", ResultTable).rows_all) == len(own.kernel_totals)
+        # browse mode drills into a layer's kernels and a kernel
+        await pilot.press("2", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, BrowseLayerScreen))
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, KernelDetailScreen))
         assert len(app.screen.refs) == 1

@@ -10,16 +10,21 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 class ExplorerCommands(Provider):
     def _commands(self) -> list[tuple[str, str, Callable]]:
-        from .screens.base import ExplorerScreen
+        from .screens.base import ExplorerScreen, TabbedExplorerScreen
+        from .screens.browse import BrowseScreen
         from .screens.main import MainScreen
         from .screens.start import StartScreen
 
         screen, app = self.screen, self.app
         out: list[tuple[str, str, Callable]] = []
-        if isinstance(screen, MainScreen):
+        if isinstance(screen, TabbedExplorerScreen):
             for i, (_key, title) in enumerate(screen.tabs):
                 out.append((f"Show {title}", f"switch to the {title} tab ({i + 1})", partial(screen.action_show_tab, i)))
+        if isinstance(screen, MainScreen):
             out.append(("Open slowest layer", "drill into the layer with the largest gap (L)", screen.action_open_slowest))
+        if isinstance(screen, BrowseScreen):
+            out.append(("Open busiest layer", "drill into the layer that takes the most time (L)",
+                        screen.action_open_slowest))
         if isinstance(screen, ExplorerScreen) and screen.current_table() is not None:
             out += [
                 ("Filter by name", "show only rows whose name contains the text (/)", screen.action_filter),
@@ -35,7 +40,7 @@ class ExplorerCommands(Provider):
             out.append(("Load / open", "load the traces or open the explorer (Enter)", screen.action_open))
             if app.loading:
                 out.append(("Cancel loading", "stop loading (Esc)", screen.action_cancel))
-        if app.comparison is not None:
+        if app.check_action("cycle_phase", ()):
             out.append(("Cycle phase", "all → prefill → decode … and recompute (p)", app.action_cycle_phase))
         out.append(("Help", "list every key binding (?)", app.action_help))
         out.append(("Quit kerneldiff", "leave the explorer (q)", app.action_quit))

@@ -1,4 +1,6 @@
-"""Messages the background workers post to the app (messages go up, method calls go down)."""
+"""Messages that go up to the app: from its thread workers (load progress, results) and from the
+screens (what the user asked for). The app applies them to its state; the screens watch that state.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ from typing import Any
 from textual.message import Message
 
 
+# --- from the load and result workers -----------------------------------------------------------
+
 class LoadProgress(Message):
     def __init__(self, index: int, fraction: float, stage: str, done: int, total: int) -> None:
         super().__init__()
@@ -14,9 +18,9 @@ class LoadProgress(Message):
 
 
 class TraceLoaded(Message):
-    def __init__(self, index: int, model: Any) -> None:
+    def __init__(self, index: int, summary: str) -> None:
         super().__init__()
-        self.index, self.model = index, model
+        self.index, self.summary = index, summary
 
 
 class TraceFailed(Message):
@@ -31,13 +35,37 @@ class TraceCancelled(Message):
         self.index = index
 
 
-class ComparisonReady(Message):
-    def __init__(self, comparison: Any, phase: str) -> None:
+class ResultReady(Message):
+    """A comparison (two traces), a one-trace overview (browse) or an AIE view, for `phase`."""
+
+    def __init__(self, result: Any, phase: str, phases: tuple[str, ...], generation: int) -> None:
         super().__init__()
-        self.comparison, self.phase = comparison, phase
+        self.result, self.phase, self.phases, self.generation = result, phase, phases, generation
 
 
-class ComparisonFailed(Message):
+class ResultFailed(Message):
     def __init__(self, message: str) -> None:
         super().__init__()
         self.message = message
+
+
+# --- from the screens -------------------------------------------------------------------------
+
+class StartShown(Message):
+    """The start screen's first frame is on the terminal."""
+
+
+class OpenRequested(Message):
+    """Enter on the start screen: open what is loaded, show the errors, or (re)load."""
+
+
+class CancelRequested(Message):
+    """Esc on the start screen while loading."""
+
+
+class BrowseRequested(Message):
+    """Browse one loaded trace on its own (the other failed to load)."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__()
+        self.index = index

@@ -77,10 +77,11 @@ async def wait_until(pilot, condition, timeout: float = 10.0, step: float = 0.02
 
 async def wait_for_main(pilot, timeout: float = 20.0) -> None:
     """Until the comparison (or browse) screen is up and no worker is running."""
+    from .screens.browse import BrowseScreen
     from .screens.main import MainScreen
 
     app = pilot.app
-    await wait_until(pilot, lambda: isinstance(app.screen, MainScreen) and app.screen.is_mounted
+    await wait_until(pilot, lambda: isinstance(app.screen, (MainScreen, BrowseScreen)) and app.screen.is_mounted
                      and not any(w.is_running for w in app.workers), timeout)
     await pilot.pause()
 

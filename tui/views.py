@@ -1,5 +1,6 @@
 """Comparison parts → table specs and detail text. Presentation only: every number shown here
-was computed by core (kerneldiff.core.compare.engine / kerneldiff.core.analysis.summary); this module formats and lays it out.
+was computed by core (kerneldiff.core.compare.engine); this module formats and lays it out. One
+trace on its own (browse) has its own views: kerneldiff.tui.trace_views.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from kerneldiff.core.compare.result import (Comparison, FusionFinding, KernelPair, LayerAlignment, OperationRow, SameKernel,
-                             Stats)
+from kerneldiff.core.compare.result import (Comparison, FusionFinding, KernelPair, LayerAlignment, OperationRow,
+                                            SameKernel)
 
 from .text import (DIM, SIDE_LETTER, SIDE_STYLE, clean, span, fmt_bytes, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal,
                    one_bar, shorten, slower_side, two_bars)
@@ -53,32 +54,9 @@ def _name_cell(name: str | None, width: int) -> Text:
 
 # --- layers ---------------------------------------------------------------------------------
 
-def layers_spec(comp: Comparison, single: bool = False) -> TableSpec:
+def layers_spec(comp: Comparison) -> TableSpec:
     layers = sorted(comp.layers, key=lambda r: r.layer)
     slowest = comp.layers[0].layer if comp.layers else None
-    if single:
-        scale = max((r.a.total_us for r in layers), default=0.0)
-        total = comp.a.gpu_time_us or 1.0
-        cols = [Column("layer", "Layer", "int", 5), Column("total", "Total", "us", 8),
-                Column("kernels", "Kernels", "int", 7), Column("passes", "Passes", "int", 6),
-                Column("median", "Med/pass", "us", 8), Column("p90", "p90/pass", "us", 8),
-                Column("share", "Share", "pct", 6), Column("chart", "Time", "bar", None, CHART_WIDTH)]
-
-        def build(_w: dict[str, int]) -> list[Row]:
-            rows = []
-            for r in layers:
-                s = r.a
-                vals = (r.layer, s.total_us, s.kernels, s.passes, s.median_us, s.p90_us, s.total_us / total, None)
-                cells = (_num(str(r.layer)), _num(fmt_us(s.total_us)), _num(str(s.kernels)), _num(str(s.passes)),
-                         _num(fmt_us(s.median_us)), _num(fmt_us(s.p90_us)), _num(fmt_pct(s.total_us / total)),
-                         one_bar(s.total_us, scale, _w["chart"], SIDE_STYLE["a"]))
-                rows.append(Row(str(r.layer), vals, cells, payload=r, search=f"layer {r.layer}"))
-            return rows
-
-        busiest = max(layers, key=lambda r: r.a.total_us).layer if layers else None
-        return TableSpec("layers", cols, build, select=None if busiest is None else str(busiest),
-                         default_sort=(0, False))
-
     scale = max((max(r.a.total_us, r.b.total_us) for r in layers), default=0.0)
     cols = [Column("layer", "Layer", "int", 5), Column("a_total", "A total", "us", 8),
             Column("b_total", "B total", "us", 8), Column("ratio", "A/B", "ratio", 6),
@@ -105,31 +83,10 @@ def layers_spec(comp: Comparison, single: bool = False) -> TableSpec:
 
 # --- operations -----------------------------------------------------------------------------
 
-def operations_spec(comp: Comparison, single: bool = False) -> TableSpec:
+def operations_spec(comp: Comparison) -> TableSpec:
     ops = comp.operations
     split = any(o.phase != comp.phase for o in ops)
     phase_col = [Column("phase", "Phase", "text", 7)] if split else []
-    if single:
-        scale = max((o.a.total_us for o in ops), default=0.0)
-        widest = max((len(o.category) for o in ops), default=14)
-        cols = [Column("category", "Operation", "name", min_width=min(14, max(widest, 9)), max_width=max(widest, 9)), *phase_col,
-                Column("count", "Count", "int", 6), Column("total", "Total", "us", 8),
-                Column("mean", "Mean", "us", 8), Column("median", "Median", "us", 8),
-                Column("share", "Share", "pct", 6), Column("chart", "Time", "bar", 10)]
-
-        def build(w: dict[str, int]) -> list[Row]:
-            rows = []
-            for i, o in enumerate(x for x in ops if x.a.count):
-                ph = (o.phase,) if split else ()
-                vals = (o.category, *ph, o.a.count, o.a.total_us, o.a.mean_us, o.a.median_us, o.a.share, None)
-                cells = (literal(shorten(o.category, w["category"])), *(literal(p) for p in ph), _num(str(o.a.count)),
-                         _num(fmt_us(o.a.total_us)), _num(fmt_us(o.a.mean_us)), _num(fmt_us(o.a.median_us)),
-                         _num(fmt_pct(o.a.share)), one_bar(o.a.total_us, scale, 10, SIDE_STYLE["a"]))
-                rows.append(Row(f"{o.category}|{o.phase}", vals, cells, payload=o, search=o.category.lower()))
-            return rows
-
-        return TableSpec("operations", cols, build, select=None, default_sort=(1 + len(phase_col) + 1, True))
-
     widest = max((len(o.category) for o in ops), default=14)
     cols = [Column("category", "Operation", "name", min_width=min(14, max(widest, 9)), max_width=max(widest, 9)), *phase_col,
             Column("a_total", "A total", "us", 8), Column("b_total", "B total", "us", 8),
@@ -161,14 +118,16 @@ def operations_spec(comp: Comparison, single: bool = False) -> TableSpec:
     return TableSpec("operations", cols, build, select=None)
 
 
-def _stats_grid(comp: Comparison, stats: dict[str, Stats], single: bool) -> Table:
+def stats_grid(stats: dict[str | None, Any]) -> Table:
+    """count · total · min · median · p95 · max · share, one line per side ("a", "b"; None: one trace,
+    no label). The values are compare.result.Stats or analysis.browse.Durations."""
     g = Table.grid(padding=(0, 2))
     g.add_column()
     for _ in range(7):
         g.add_column(justify="right")
     g.add_row(Text(""), *[Text(h, style="bold") for h in ("count", "total", "min", "median", "p95", "max", "share")])
     for side, s in stats.items():
-        label = Text("") if single else side_text(side)
+        label = Text("") if side is None else side_text(side)
         if not s.count:
             g.add_row(label, Text("—"), *[Text("") for _ in range(6)])
             continue
@@ -177,7 +136,7 @@ def _stats_grid(comp: Comparison, stats: dict[str, Stats], single: bool) -> Tabl
     return g
 
 
-def _labelled_grid() -> Table:
+def labelled_grid() -> Table:
     """Label | value rows; long values (kernel names) wrap under themselves."""
     g = Table.grid(padding=(0, 2))
     g.add_column(no_wrap=True, style="bold")
@@ -185,47 +144,27 @@ def _labelled_grid() -> Table:
     return g
 
 
-def operation_detail(o: OperationRow, comp: Comparison, single: bool = False) -> Group:
+def operation_detail(o: OperationRow, comp: Comparison) -> Group:
     head = literal(o.category, "bold")
     if o.phase != "all":
         head.append(f"  phase {o.phase}", style=DIM)
-    if not single:
-        head.append(f"   A/B {fmt_ratio(o.ratio)}   gap {fmt_gap(o.gap_us)}")
-        if o.only_in:
-            head.append(f"   only {SIDE_LETTER[o.only_in]} runs it", style="bold")
-    g = _labelled_grid()
-    for side in ("a",) if single else ("a", "b"):
-        prefix = "" if single else f"{SIDE_LETTER[side]} "
+    head.append(f"   A/B {fmt_ratio(o.ratio)}   gap {fmt_gap(o.gap_us)}")
+    if o.only_in:
+        head.append(f"   only {SIDE_LETTER[o.only_in]} runs it", style="bold")
+    g = labelled_grid()
+    for side in ("a", "b"):
+        prefix = f"{SIDE_LETTER[side]} "
         ops = o.top_cpu_ops.get(side) or []
         if ops:
             g.add_row(Text(f"{prefix}cpu_ops"), literal(", ".join(clean(x) for x in ops)))
         for i, name in enumerate(o.examples.get(side) or []):
             g.add_row(Text(f"{prefix}kernels" if i == 0 else ""), literal(name))
-    return Group(head, _stats_grid(comp, {"a": o.a} if single else {"a": o.a, "b": o.b}, single), g)
+    return Group(head, stats_grid({"a": o.a, "b": o.b}), g)
 
 
 # --- aligned kernel pairs -------------------------------------------------------------------
 
-def pairs_spec(al: LayerAlignment, comp: Comparison, single: bool = False) -> TableSpec:
-    if single:
-        cols = [Column("pos", "#", "int", 3), Column("kernel", "Kernel", "name", min_width=16),
-                Column("category", "Category", "text", 14), Column("count", "Count", "int", 6),
-                Column("median", "Median", "us", 8), Column("total", "Total", "us", 8)]
-
-        def build(w: dict[str, int]) -> list[Row]:
-            rows = []
-            for p in al.pairs:
-                if p.a_name is None:
-                    continue
-                vals = (p.position, p.a_name, p.a_category, p.a.count, p.a.median_us, p.a.total_us)
-                cells = (_num(str(p.position)), _name_cell(p.a_name, w["kernel"]),
-                         literal(shorten(p.a_category or "", 14)), _num(str(p.a.count)), _num(fmt_us(p.a.median_us)),
-                         _num(fmt_us(p.a.total_us)))
-                rows.append(Row(str(p.position), vals, cells, payload=p, search=p.a_name.lower()))
-            return rows
-
-        return TableSpec(f"layer{al.layer}_kernels", cols, build)
-
+def pairs_spec(al: LayerAlignment) -> TableSpec:
     cols = [Column("pos", "#", "int", 3), Column("a_name", "A kernel", "name", min_width=14),
             Column("b_name", "B kernel", "name", min_width=14), Column("a_median", "A µs", "us", 7),
             Column("b_median", "B µs", "us", 7), Column("ratio", "A/B", "ratio", 6), Column("gap", "Gap", "gap", 8),
@@ -248,12 +187,9 @@ def pairs_spec(al: LayerAlignment, comp: Comparison, single: bool = False) -> Ta
     return TableSpec(f"layer{al.layer}_pairs", cols, build)
 
 
-def pair_status(p: KernelPair, single: bool = False) -> Text:
+def pair_status(p: KernelPair) -> Text:
     """One line under the pairs table: categories and the fusion note of the highlighted pair."""
     t = Text()
-    if single:
-        t.append(literal(p.a_category or ""))
-        return t
     t.append_text(side_text("a"))
     t.append(" ")
     t.append(literal(p.a_category or "—"))
@@ -345,22 +281,8 @@ def fusion_evidence(f: FusionFinding, comp: Comparison) -> Group:
 
 # --- same kernels ---------------------------------------------------------------------------
 
-def same_kernels_spec(comp: Comparison, single: bool = False) -> TableSpec:
+def same_kernels_spec(comp: Comparison) -> TableSpec:
     items = comp.same_kernels
-    if single:
-        cols = [Column("name", "Kernel", "name", min_width=16), Column("category", "Category", "text", 12),
-                Column("count", "Count", "int", 6), Column("total", "Total", "us", 8),
-                Column("median", "Median", "us", 8), Column("share", "Share", "pct", 6)]
-
-        def build(w: dict[str, int]) -> list[Row]:
-            return [Row(f"{i}", (k.name, k.category, k.a.count, k.a.total_us, k.a.median_us, k.a.share),
-                        (literal(shorten(k.name, w["name"])), literal(shorten(k.category, 12)), _num(str(k.a.count)),
-                         _num(fmt_us(k.a.total_us)), _num(fmt_us(k.a.median_us)), _num(fmt_pct(k.a.share))),
-                        payload=k, search=k.name.lower())
-                    for i, k in enumerate(items)]
-
-        return TableSpec("kernels", cols, build, default_sort=(3, True))
-
     cols = [Column("name", "Kernel", "name", min_width=16), Column("a_count", "A n", "int", 5),
             Column("b_count", "B n", "int", 5), Column("a_median", "A median", "us", 8),
             Column("b_median", "B median", "us", 8), Column("ratio", "A/B", "ratio", 6), Column("gap", "Gap", "gap", 9),
@@ -377,27 +299,26 @@ def same_kernels_spec(comp: Comparison, single: bool = False) -> TableSpec:
     return TableSpec("same_kernels", cols, build)
 
 
-def same_kernel_detail(k: SameKernel, comp: Comparison, single: bool = False) -> Group:
+def same_kernel_detail(k: SameKernel, comp: Comparison) -> Group:
     head = literal(k.name, "bold")
     sub = Text()
     sub.append(literal(k.category))
-    if not single:
-        sub.append(f"   A/B {fmt_ratio(k.ratio)}   gap {fmt_gap(k.gap_us)}")
-    return Group(head, sub, _stats_grid(comp, {"a": k.a} if single else {"a": k.a, "b": k.b}, single))
+    sub.append(f"   A/B {fmt_ratio(k.ratio)}   gap {fmt_gap(k.gap_us)}")
+    return Group(head, sub, stats_grid({"a": k.a, "b": k.b}))
 
 
 # --- warnings -------------------------------------------------------------------------------
 
-def warnings_spec(comp: Comparison) -> TableSpec:
+def warnings_spec(warnings: list[str]) -> TableSpec:
     cols = [Column("n", "#", "int", 3), Column("warning", "Warning", "name", min_width=20,
-                                                max_width=max((len(w) for w in comp.warnings), default=20))]
+                                                max_width=max((len(w) for w in warnings), default=20))]
 
     def build(w: dict[str, int]) -> list[Row]:
         return [Row(str(i), (i, s), (_num(str(i)), literal(shorten(s, w["warning"]))), payload=s, search=s.lower())
-                for i, s in enumerate(comp.warnings, 1)]
+                for i, s in enumerate(warnings, 1)]
 
     return TableSpec("warnings", cols, build)
 
 
-def warning_detail(s: str, comp: Comparison, single: bool = False) -> Text:
+def warning_detail(s: str) -> Text:
     return literal(s)

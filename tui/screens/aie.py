@@ -17,7 +17,7 @@ from ..widgets.header import Breadcrumb
 from ..widgets.result_table import ResultTable
 from ..widgets.table_pane import DetailScroll, TablePane
 from . import aie_views as v
-from .aie_views import AieSession
+from .aie_views import AieView
 from .base import ExplorerScreen, FilterInput, TabbedExplorerScreen
 
 SINGLE_TABS = (("cores", "Cores"), ("system", "System"), ("notes", "Notes"))
@@ -44,20 +44,20 @@ class AieScreen(TabbedExplorerScreen):
         Binding("a", "show_system", "System", tooltip="AIE: the system aggregate (perf iterations on every core)"),
     ]
 
-    def __init__(self, session: AieSession) -> None:
+    def __init__(self, view: AieView) -> None:
         super().__init__()
-        self.session = session
-        self.tabs = COMPARE_TABS if session.compare else SINGLE_TABS
+        self.view = view
+        self.tabs = COMPARE_TABS if view.compare else SINGLE_TABS
 
     @property
     def crumb_root(self) -> str:
-        return "aie compare" if self.session.compare else "aie"
+        return "aie compare" if self.view.compare else "aie"
 
     def _header(self) -> AieHeader:
         return AieHeader(id="header")
 
     def _pane(self, key: str) -> TablePane:
-        s = self.session
+        s = self.view
         if key == "cores":
             return TablePane("cores", detail=lambda r: v.core_detail(s, *r.payload), detail_height="1fr",
                              hint=v.cores_hint(s), empty="the trace has no compute cores", fit_rows=True,
@@ -74,7 +74,7 @@ class AieScreen(TabbedExplorerScreen):
                          empty="no notes: every core paired cleanly", fit_rows=True, id="pane-notes")
 
     def on_mount(self) -> None:
-        s = self.session
+        s = self.view
         self.query_one("#header", AieHeader).update(v.header_text(s))
         specs = {"cores": v.cores_spec, "system": v.system_spec, "notes": v.notes_spec}
         if s.compare:
@@ -98,7 +98,7 @@ class AieScreen(TabbedExplorerScreen):
         if table.id != "cores":
             return False
         index, core = row.payload
-        self.app.push_screen(AieCoreScreen(self.session, index, core))
+        self.app.push_screen(AieCoreScreen(self.view, index, core))
         return True
 
 
@@ -110,18 +110,18 @@ class AieCoreScreen(ExplorerScreen):
     AieCoreScreen #core-summary { height: auto; max-height: 2; padding: 0 1; background: $boost; }
     """
 
-    def __init__(self, session: AieSession, index: int, core) -> None:
+    def __init__(self, view: AieView, index: int, core) -> None:
         super().__init__()
-        self.session = session
+        self.view = view
         self.run_index = index
         self.core = core
 
     def crumbs(self) -> list[str]:
-        s = self.session
+        s = self.view
         return ["aie compare" if s.compare else "aie", "Cores", s.who(self.run_index, self.core.tile)]
 
     def compose(self) -> ComposeResult:
-        s, i, core = self.session, self.run_index, self.core
+        s, i, core = self.view, self.run_index, self.core
         yield Breadcrumb(*self.crumbs())
         yield Static(v.core_summary(s, i, core), id="core-summary")
         empty = core.notes[0] if core.notes else "no iterations"
@@ -132,7 +132,7 @@ class AieCoreScreen(ExplorerScreen):
 
     def on_mount(self) -> None:
         pane = self.query_one("#pane-iterations", TablePane)
-        pane.show(v.iterations_spec(self.session, self.run_index, self.core))
+        pane.show(v.iterations_spec(self.view, self.run_index, self.core))
         pane.table.focus()
 
     def export_name(self, table: ResultTable) -> str:

@@ -14,11 +14,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from kerneldiff.core.aie.session import AieSettings
 from kerneldiff.core.report import format as fmt
 
 from ..text import DIM, SIDE_LETTER, SIDE_STYLE, clean, literal, span
 from ..widgets.result_table import Column, Row, TableSpec
-from .aie_load import AieSettings
 
 ABSENT = fmt.ABSENT
 PHASE_STYLE = {"warmup": DIM, "perf": "", "extra": "yellow"}
@@ -29,18 +29,13 @@ SHAPE_METRIC = "GEMM / tiling"
 
 
 @dataclass
-class AieSession:
-    """What the AIE screens show: one run, or two runs and their comparison."""
+class AieView:
+    """What the AIE screens show: one run, or two runs and their comparison (from the session:
+    `AieSession.models` and `AieSession.compare()`)."""
 
     runs: list[Any]                  # kerneldiff.core.aie.analysis.AieRun, one or two
     settings: AieSettings
     comparison: Any = None           # kerneldiff.core.aie.analysis.AieComparison when two runs
-
-    @classmethod
-    def of(cls, runs: list[Any], settings: AieSettings) -> AieSession:
-        from kerneldiff.core.aie.analysis import compare_aie
-
-        return cls(list(runs), settings, compare_aie(runs[0], runs[1]) if len(runs) == 2 else None)
 
     @property
     def compare(self) -> bool:
@@ -87,13 +82,13 @@ def _num(s: str, style: str = "") -> Text:
     return span(s, style, "right")
 
 
-def side_cell(session: AieSession, index: int) -> Text:
-    side = session.side(index)
+def side_cell(view: AieView, index: int) -> Text:
+    side = view.side(index)
     return span(SIDE_LETTER[side], f"bold {SIDE_STYLE[side]}")
 
 
-def _run_col(session: AieSession) -> list[Column]:
-    return [Column("run", "", "text", 1)] if session.compare else []  # A/B: one letter
+def _run_col(view: AieView) -> list[Column]:
+    return [Column("run", "", "text", 1)] if view.compare else []  # A/B: one letter
 
 
 def _iters_text(core) -> Text:
@@ -147,55 +142,55 @@ def _system_line(run) -> Text:
     return t
 
 
-def header_text(session: AieSession) -> Text:
+def header_text(view: AieView) -> Text:
     """Three lines: what is shown, how it was analysed, the system result (or both runs). File names
     come last on their line: the header clips long lines, and the figures matter more."""
-    runs = session.runs
+    runs = view.runs
     t = Text()
-    if not session.compare:
+    if not view.compare:
         run = runs[0]
         used = sum(1 for c in run.cores if c.iterations)
         t.append("AMD AIE ", style="bold")
         t.append(f"{len(run.cores)} cores" + (f" ({used} with kernels)" if used != len(run.cores) else "") + " · ")
-        t.append_text(settings_text(session.settings))
+        t.append_text(settings_text(view.settings))
         t.append("  ")
         t.append_text(literal(run.label, f"bold {SIDE_STYLE['a']}"))
         t.append("\n")
-        t.append_text(shape_text(session.settings))
+        t.append_text(shape_text(view.settings))
         t.append("\nsystem ", style="bold")
         t.append_text(_system_line(run))
         t.append("  ")
-        t.append_text(_notes_badge(len(session.notes())))
+        t.append_text(_notes_badge(len(view.notes())))
         return t
     for i, run in enumerate(runs):
-        side = session.side(i)
+        side = view.side(i)
         t.append(SIDE_LETTER[side] + " ", style=f"bold {SIDE_STYLE[side]}")
         t.append_text(_system_line(run))
         t.append("  ")
         t.append_text(literal(run.label, f"bold {SIDE_STYLE[side]}"))
         t.append("\n")
-    cmp = session.comparison
+    cmp = view.comparison
     runtime = next((r for r in cmp.rows if r.metric == "system runtime (slowest core)"), None)
     t.append("B/A runtime ", style="bold")
     t.append(fmt_times(runtime.ratio if runtime else None))
     t.append("  ")
-    t.append_text(_notes_badge(len(session.notes())))
+    t.append_text(_notes_badge(len(view.notes())))
     t.append("  ")
-    if session.settings.shape is None:
+    if view.settings.shape is None:
         t.append("no GEMM shape: GMAC/s shown as -", style="yellow")
     else:
-        t.append_text(shape_text(session.settings))
+        t.append_text(shape_text(view.settings))
     t.append(" · ")
-    t.append_text(settings_text(session.settings))
+    t.append_text(settings_text(view.settings))
     return t
 
 
 # --- cores ------------------------------------------------------------------------------------
 
-def cores_spec(session: AieSession) -> TableSpec:
-    tiles = [clean(c.tile) for r in session.runs for c in r.cores]  # escaped controls take more cells
+def cores_spec(view: AieView) -> TableSpec:
+    tiles = [clean(c.tile) for r in view.runs for c in r.cores]  # escaped controls take more cells
     widest = max((len(t) for t in tiles), default=8)
-    cols = [*_run_col(session),
+    cols = [*_run_col(view),
             Column("tile", "Tile", "name", min_width=min(8, max(widest, 4)), max_width=max(widest, 4)),
             Column("iterations", "Iters", "int", 6), Column("perf", "Perf", "text", 5),
             Column("kernels", "Kernels", "int", 7), Column("median_cycles", "Median", "num", 6),
@@ -204,10 +199,10 @@ def cores_spec(session: AieSession) -> TableSpec:
 
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
-        for i, run in enumerate(session.runs):
+        for i, run in enumerate(view.runs):
             for c in run.cores:
-                run_v = (SIDE_LETTER[session.side(i)],) if session.compare else ()
-                run_c = (side_cell(session, i),) if session.compare else ()
+                run_v = (SIDE_LETTER[view.side(i)],) if view.compare else ()
+                run_c = (side_cell(view, i),) if view.compare else ()
                 busy = core_busy(c)
                 vals = (*run_v, c.tile, c.detected_iterations, perf_window(c) if c.perf_iterations else None,
                         c.stats.pairs, c.median_kernel_cycles, c.perf_mean_span_cycles, c.perf_mean_gmacs, busy,
@@ -216,14 +211,14 @@ def cores_spec(session: AieSession) -> TableSpec:
                          _num(f"{c.stats.pairs:,}"), _num(fmt_cycles(c.median_kernel_cycles)),
                          _num(fmt_cycles(c.perf_mean_span_cycles)), _num(fmt_num(c.perf_mean_gmacs)),
                          _num(fmt_frac(busy)), _num(f"{core_dropped(c):,}"))
-                search = f"{session.who(i, c.tile)}\n{c.process}".lower()
+                search = f"{view.who(i, c.tile)}\n{c.process}".lower()
                 rows.append(Row(f"{i}|{c.tile}", vals, cells, payload=(i, c), search=search))
         return rows
 
     return TableSpec("cores", cols, build)
 
 
-def cores_hint(session: AieSession) -> Text:
+def cores_hint(view: AieView) -> Text:
     t = span("cycles · Span: mean perf iteration · Drop.: dropped events · ", DIM)
     t.append("Enter", style="bold")
     t.append(": iterations", style=DIM)
@@ -239,12 +234,12 @@ def _note_lines(notes: list[str]) -> list[Text]:
     return out
 
 
-def core_detail(session: AieSession, index: int, core) -> Group:
+def core_detail(view: AieView, index: int, core) -> Group:
     """Where a core's kernels came from: pairing, boundaries, and its notes (mismatch explanations)."""
     s = core.stats
     head = Text()
-    if session.compare:
-        head.append_text(side_cell(session, index))
+    if view.compare:
+        head.append_text(side_cell(view, index))
         head.append(" ")
     head.append_text(literal(core.tile, "bold"))
     head.append("  ")
@@ -256,7 +251,7 @@ def core_detail(session: AieSession, index: int, core) -> Group:
                       f"{s.duplicate_starts}+{s.duplicate_ends} · lost {s.orphan_starts}+{s.orphan_ends} · "
                       f"outliers {s.outliers}" + (" (window skipped)" if s.outlier_filter_skipped else "")))
     if core.median_kernel_cycles is not None:
-        factor = session.runs[index].params.lock_stall_factor
+        factor = view.runs[index].params.lock_stall_factor
         lines.append(Text(f"median kernel {fmt_cycles(core.median_kernel_cycles)} cyc · iteration boundary: "
                           f"LOCK_STALL ≥ {fmt_cycles(core.boundary_threshold_cycles)} cyc ({factor:g}× median) · "
                           f"{core.n_stalls} stalls, longest {fmt_cycles(core.longest_stall_cycles)}"))
@@ -268,7 +263,7 @@ def core_detail(session: AieSession, index: int, core) -> Group:
 
 # --- one core's iterations --------------------------------------------------------------------
 
-def iterations_spec(session: AieSession, index: int, core) -> TableSpec:
+def iterations_spec(view: AieView, index: int, core) -> TableSpec:
     cols = [Column("iteration", "Iter", "int", 4), Column("phase", "Phase", "text", 6),
             Column("kernels", "Kernels", "int", 7), Column("mean_cycles", "Mean", "num", 6),
             Column("min_cycles", "Min", "int", 6), Column("max_cycles", "Max", "int", 6),
@@ -287,19 +282,19 @@ def iterations_spec(session: AieSession, index: int, core) -> TableSpec:
                             search=f"{it.index} {it.phase}"))
         return rows
 
-    side = f"{SIDE_LETTER[session.side(index)]}-" if session.compare else ""
+    side = f"{SIDE_LETTER[view.side(index)]}-" if view.compare else ""
     return TableSpec(f"{side}{core.tile}-iterations", cols, build)
 
 
-def core_summary(session: AieSession, index: int, core) -> Text:
+def core_summary(view: AieView, index: int, core) -> Text:
     """Two lines above a core's iterations."""
     t = Text()
-    if session.compare:
-        t.append_text(side_cell(session, index))
+    if view.compare:
+        t.append_text(side_cell(view, index))
         t.append(" ")
     t.append_text(literal(core.tile, "bold"))
     t.append("  ")
-    t.append_text(literal(session.runs[index].label, DIM))
+    t.append_text(literal(view.runs[index].label, DIM))
     t.append(f"\n{core.detected_iterations} iterations")
     if core.expected_iterations is not None:
         t.append(f" ({core.expected_iterations} expected)", style=NOTE_STYLE if core.mismatch else "")
@@ -308,8 +303,8 @@ def core_summary(session: AieSession, index: int, core) -> Text:
     return t
 
 
-def iteration_detail(session: AieSession, index: int, core, it) -> Group:
-    params = session.runs[index].params
+def iteration_detail(view: AieView, index: int, core, it) -> Group:
+    params = view.runs[index].params
     head = span(f"iteration {it.index}", "bold")
     head.append(f"  {it.phase}", style=PHASE_STYLE.get(it.phase) or "bold")
     head.append(f"  {it.n_kernels} kernels")
@@ -326,45 +321,45 @@ def iteration_detail(session: AieSession, index: int, core, it) -> Group:
 
 # --- system aggregate -------------------------------------------------------------------------
 
-def system_spec(session: AieSession) -> TableSpec:
-    tiles = [clean(s.slowest_tile) for r in session.runs for s in r.aggregate.per_iteration]
+def system_spec(view: AieView) -> TableSpec:
+    tiles = [clean(s.slowest_tile) for r in view.runs for s in r.aggregate.per_iteration]
     widest = max((len(t) for t in tiles), default=8)
-    cols = [*_run_col(session), Column("iteration", "Iter", "int", 4),
+    cols = [*_run_col(view), Column("iteration", "Iter", "int", 4),
             Column("runtime_cycles", "Runtime", "int", 8), Column("runtime_us", "µs", "num", 7),
             Column("slowest", "Slowest core", "name", min_width=min(12, max(widest, 12)), max_width=max(widest, 12)),
             Column("gmacs", "GMAC/s", "num", 7), Column("peak", "Peak", "pct", 5), Column("mark", "", "text", 5)]
 
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
-        for i, run in enumerate(session.runs):
+        for i, run in enumerate(view.runs):
             agg = run.aggregate
             for s in agg.per_iteration:
                 mark = "best" if s.index == agg.best_index else "worst" if s.index == agg.worst_index else ""
-                run_v = (SIDE_LETTER[session.side(i)],) if session.compare else ()
-                run_c = (side_cell(session, i),) if session.compare else ()
+                run_v = (SIDE_LETTER[view.side(i)],) if view.compare else ()
+                run_c = (side_cell(view, i),) if view.compare else ()
                 vals = (*run_v, s.index, s.runtime_cycles, s.runtime_us, s.slowest_tile, s.gmacs, s.peak_fraction, mark)
                 cells = (*run_c, _num(str(s.index)), _num(fmt_cycles(s.runtime_cycles)), _num(fmt_num(s.runtime_us)),
                          literal(clip(s.slowest_tile, w["slowest"])), _num(fmt_num(s.gmacs)),
                          _num(fmt_frac(s.peak_fraction)), span(mark, "green" if mark == "best" else DIM))
                 rows.append(Row(f"{i}|{s.index}", vals, cells, payload=(i, s),
-                                search=f"{session.who(i)} {s.index} {s.slowest_tile} {mark}".lower()))
+                                search=f"{view.who(i)} {s.index} {s.slowest_tile} {mark}".lower()))
         return rows
 
     return TableSpec("system", cols, build)
 
 
-def system_hint(session: AieSession) -> Text:
+def system_hint(view: AieView) -> Text:
     t = Text()
-    for i, run in enumerate(session.runs):
+    for i, run in enumerate(view.runs):
         agg = run.aggregate
-        if session.compare:
-            t.append_text(side_cell(session, i))
+        if view.compare:
+            t.append_text(side_cell(view, i))
             t.append(" ")
         if not agg.per_iteration:
             t.append("no common perf iteration   ", style="yellow")
             continue
         lo, hi = agg.indices[0], agg.indices[-1]
-        if session.compare:
+        if view.compare:
             t.append(f"mean {fmt_cycles(agg.mean_runtime_cycles)} cyc · {fmt_num(agg.mean_gmacs)} GMAC/s   ", style=DIM)
         else:
             t.append(f"mean {fmt_cycles(agg.mean_runtime_cycles)} cyc · {fmt_num(agg.mean_runtime_us)} µs · "
@@ -372,12 +367,12 @@ def system_hint(session: AieSession) -> Text:
     return t
 
 
-def system_detail(session: AieSession, index: int, s) -> Group:
+def system_detail(view: AieView, index: int, s) -> Group:
     """Every core's span in this iteration: the slowest one sets the runtime."""
-    run = session.runs[index]
+    run = view.runs[index]
     head = Text()
-    if session.compare:
-        head.append_text(side_cell(session, index))
+    if view.compare:
+        head.append_text(side_cell(view, index))
         head.append(" ")
     head.append(f"iteration {s.index}", style="bold")
     head.append(f"  runtime {fmt_cycles(s.runtime_cycles)} cyc = {fmt_num(s.runtime_us)} µs (the slowest core) · "
@@ -413,9 +408,9 @@ def _metric_value(metric: str, unit: str, v: Any) -> str:
     return fmt_num(v, 2 if unit in ("µs", "GMAC/s") else 1)
 
 
-def compare_spec(session: AieSession) -> TableSpec:
+def compare_spec(view: AieView) -> TableSpec:
     # the explorer analyses both runs with one GEMM shape, which the header shows: no row for it
-    shown = [r for r in session.comparison.rows if r.metric != SHAPE_METRIC]
+    shown = [r for r in view.comparison.rows if r.metric != SHAPE_METRIC]
     widest = max((len(r.metric) + len(r.unit) + 3 for r in shown), default=20)
     cols = [Column("metric", "Metric", "name", min_width=20, max_width=widest),
             Column("a", "A", "num", 10), Column("b", "B", "num", 10), Column("ratio", "B/A", "ratio", 6),
@@ -438,10 +433,10 @@ def compare_spec(session: AieSession) -> TableSpec:
     return TableSpec("compare", cols, build)
 
 
-def compare_hint(session: AieSession) -> Text:
+def compare_hint(view: AieView) -> Text:
     t = Text()
-    for i, run in enumerate(session.runs):
-        t.append_text(side_cell(session, i))
+    for i, run in enumerate(view.runs):
+        t.append_text(side_cell(view, i))
         t.append(" ")
         t.append_text(literal(run.label))
         t.append("   ")
@@ -449,8 +444,8 @@ def compare_hint(session: AieSession) -> Text:
     return t
 
 
-def paired_spec(session: AieSession) -> TableSpec:
-    cmp = session.comparison
+def paired_spec(view: AieView) -> TableSpec:
+    cmp = view.comparison
     cols = [Column("ordinal", "#", "int", 3), Column("a_iteration", "A iter", "int", 6),
             Column("a_runtime_cycles", "A runtime", "int", 9), Column("a_gmacs", "A GMAC/s", "num", 8),
             Column("b_iteration", "B iter", "int", 6), Column("b_runtime_cycles", "B runtime", "int", 9),
@@ -477,8 +472,8 @@ def paired_hint() -> Text:
 
 # --- notes ------------------------------------------------------------------------------------
 
-def notes_spec(session: AieSession) -> TableSpec:
-    notes = session.notes()
+def notes_spec(view: AieView) -> TableSpec:
+    notes = view.notes()
     widest = max((len(clean(w)) for w, _n in notes), default=6)
     cols = [Column("where", "Where", "text", min(max(widest, 5), 16)),
             Column("note", "Note", "name", min_width=20, max_width=max((len(clean(n)) for _w, n in notes), default=20))]
@@ -496,3 +491,20 @@ def note_detail(where: str, note: str) -> Text:
     t.append("\n")
     t.append_text(literal(note))
     return t
+
+
+# --- the start screen ---------------------------------------------------------------------------
+
+def card_summary(run) -> str:
+    """The start screen's one-line result for an analysed AIE trace."""
+    used = [c for c in run.cores if c.iterations]
+    iters = max((c.detected_iterations for c in used), default=0)
+    s = f"analysed: {len(run.cores)} AIE cores · {iters} iterations · {len(run.aggregate.indices)} perf on every core"
+    n = count_notes(run)
+    if n:
+        s += f" · {n} notes"
+    return s
+
+
+def count_notes(run) -> int:
+    return len(run.notes) + sum(len(c.notes) for c in run.cores) + len(run.aggregate.notes)

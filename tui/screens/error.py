@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -11,8 +12,18 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from ..messages import BrowseRequested
 from ..text import DIM, SIDE_STYLE, literal, span
 from ..widgets.header import Breadcrumb
+
+SIDES = ("a", "b")
+
+
+@dataclass(frozen=True)
+class Failure:
+    index: int
+    path: str
+    message: str
 
 
 class ErrorScreen(Screen):
@@ -27,28 +38,32 @@ class ErrorScreen(Screen):
     ErrorScreen .ok { height: auto; }
     """
 
+    def __init__(self, failures: list[Failure], browsable: tuple[int, str] | None = None) -> None:
+        """`browsable`: (index, label) of a trace that loaded fine, if one did."""
+        super().__init__()
+        self.failures = failures
+        self.browsable = browsable
+
     def compose(self) -> ComposeResult:
-        app = self.app
         yield Breadcrumb("error")
         with VerticalScroll(id="errors"):
-            for i, msg in enumerate(app.errors):
-                if msg is None:
-                    continue
-                t = span(f"{app.side_key(i).upper()} ", f"bold {SIDE_STYLE.get(app.side_key(i), '')}")
-                t.append(literal(os.path.basename(app.paths[i]) or app.paths[i], "bold"))
+            for f in self.failures:
+                side = SIDES[f.index]
+                t = span(f"{side.upper()} ", f"bold {SIDE_STYLE[side]}")
+                t.append(literal(os.path.basename(f.path) or f.path, "bold"))
                 t.append(" could not be loaded\n\n")
-                t.append(literal(msg))
+                t.append(literal(f.message))
                 yield Static(t, classes="error")
             yield Static(self._way_on(), classes="ok")
         yield Footer()
 
     def _way_on(self) -> Text:
-        app = self.app
-        ok = app.browsable_index()
         t = Text()
-        if ok is not None:
-            t.append(app.side_key(ok).upper() + " ", style=f"bold {SIDE_STYLE.get(app.side_key(ok), '')}")
-            t.append(literal(app.models[ok].label, "bold"))
+        if self.browsable is not None:
+            index, label = self.browsable
+            side = SIDES[index]
+            t.append(side.upper() + " ", style=f"bold {SIDE_STYLE[side]}")
+            t.append(literal(label, "bold"))
             t.append(" loaded fine: ")
             t.append("b", style="bold")
             t.append(" browses it.\n")
@@ -61,14 +76,12 @@ class ErrorScreen(Screen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "browse":
-            return self.app.browsable_index() is not None
+            return self.browsable is not None
         return True
 
     def action_back(self) -> None:
         self.app.pop_screen()
 
     def action_browse(self) -> None:
-        ok = self.app.browsable_index()
-        if ok is not None:
-            self.app.pop_screen()
-            self.app.browse(ok)
+        if self.browsable is not None:
+            self.post_message(BrowseRequested(self.browsable[0]))

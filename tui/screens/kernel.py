@@ -13,29 +13,57 @@ from textual.binding import Binding
 from textual.containers import Container, VerticalScroll
 from textual.widgets import Footer, Static
 
-from kerneldiff.core.analysis.attribution import cpu_op_stack
 from kerneldiff.core.analysis.classify import demangle
-from kerneldiff.core.compare.result import Stats
+from kerneldiff.core.session import KernelDetail
 
 from ..text import DIM, SIDE_STYLE, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal, span
 from ..widgets.header import Breadcrumb
 from .base import ExplorerScreen
 
 WIDE = 110  # columns from which the two sides sit next to each other
+SIDES = ("a", "b")
 
 
 @dataclass
 class KernelRef:
-    """One side of what is being detailed: the kernel's result stats and a row in its model."""
+    """One side of what is being detailed: the kernel's figures and what the trace records about one
+    of its launches (`detail`, from the session; None when this side runs no kernel here)."""
 
     side: str
     label: str
     name: str | None
     category: str | None
     rule: str
-    stats: Stats
-    row: int
-    model: Any
+    stats: Any                          # compare.result.Stats or analysis.browse.Durations
+    detail: KernelDetail | None = None
+    cpu_op: str | None = None           # the cpu_op the launch is linked to
+    where: str = ""                     # device and stream
+
+
+def kernel_ref(session, index: int, label: str, name: str | None, category: str | None, rule: str, stats,
+               row: int) -> KernelRef:
+    """A KernelRef for kernel row `row` of trace `index` (row -1 or name None: no kernel on this side)."""
+    if name is None or row < 0:
+        return KernelRef(SIDES[index], label, name, category, rule, stats)
+    detail = session.kernel_detail(index, row)
+    k = session.models[index].kernels
+    return KernelRef(SIDES[index], label, name, category, rule, stats, detail,
+                     session.models[index].cpu_op_name(row), f"{int(k.device[row])} · stream {int(k.stream[row])}")
+
+
+def first_row(model, name: str) -> int:
+    """A kernel row with this exact name (for detail views), -1 if none."""
+    import numpy as np
+
+    sid = model.strings.get(name)
+    if sid is None:
+        return -1
+    rows = np.flatnonzero(model.kernels.name == sid)
+    return int(rows[0]) if len(rows) else -1
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= 24 else name[:23] + "…"
 
 
 def _kv(g: Table, key: str, value: Text | str) -> None:
@@ -67,26 +95,24 @@ def side_summary(ref: KernelRef, single: bool = False) -> Group:
                                 f"p95 {fmt_us(s.p95_us)} · max {fmt_us(s.max_us)}"))
         _kv(g, "total", Text(f"{fmt_us(s.total_us)} (mean {fmt_us(s.mean_us)}"
                              + (f", {fmt_pct(s.share)} of GPU time)" if s.share else ")")))
-    model, row = ref.model, ref.row
-    if model is not None and row >= 0:
-        op = model.cpu_op_name(row)
+    if ref.detail is not None:
+        op = ref.cpu_op
         _kv(g, "cpu_op", op if op is not None else Text("not linked (no correlation to a CPU op)", style=DIM))
-        chain = cpu_op_stack(model, row)
+        chain = ref.detail.cpu_ops
         if len(chain) > 1:
             _kv(g, "cpu ops", Text(" › ").join(literal(c) for c in chain))
-        _kv(g, "device", Text(f"{int(model.kernels.device[row])} · stream {int(model.kernels.stream[row])}"))
+        _kv(g, "device", Text(ref.where))
     parts.append(g)
     return Group(*parts)
 
 
 def side_stack(ref: KernelRef, single: bool = False) -> Group:
-    """The Python stack that launched one side's kernel (resolved now, for this one row)."""
+    """The Python stack that launched one side's kernel (resolved for this one row)."""
     head = Text()
     if not single:
         head.append(ref.side.upper() + " ", style=f"bold {SIDE_STYLE[ref.side]}")
     head.append("Python stack (innermost first)", style="bold")
-    model, row = ref.model, ref.row
-    frames = model.python_stack(row) if (model is not None and row >= 0) else []
+    frames = ref.detail.python_stack if ref.detail is not None else []
     if not frames:
         why = "no kernel on this side" if ref.name is None else \
             "none recorded for this launch (trace without with_stack, or launch not linked)"
@@ -113,12 +139,13 @@ class KernelDetailScreen(ExplorerScreen):
     KernelDetailScreen #detail { height: 1fr; }
     """
 
-    def __init__(self, refs: list[KernelRef], context: Text, crumbs: list[str], single: bool = False) -> None:
+    def __init__(self, refs: list[KernelRef], context: Text, crumbs: list[str]) -> None:
+        """Two refs (A, B) side by side, or one: a kernel of one trace (then no side letters)."""
         super().__init__()
         self.refs = refs
         self.context = context
         self.crumbs = crumbs
-        self.single = single
+        self.single = len(refs) == 1
 
     def compose(self) -> ComposeResult:
         yield Breadcrumb(*self.crumbs)
@@ -143,13 +170,11 @@ class KernelDetailScreen(ExplorerScreen):
         d.scroll_down() if direction == "down" else d.scroll_up()
 
 
-def pair_context(pair, layer: int | None, single: bool) -> Text:
+def pair_context(pair, layer: int | None) -> Text:
     t = Text()
     if layer is not None:
         t.append(f"Layer {layer}", style="bold")
         t.append(f" · position {pair.position}")
-    if single:
-        return t
     t.append(f"   A/B {fmt_ratio(pair.ratio)}   gap {fmt_gap(pair.gap_us)}")
     t.append("   same kernel" if pair.same_kernel else "   different kernels", style=DIM)
     if pair.fusion_note:
@@ -158,8 +183,30 @@ def pair_context(pair, layer: int | None, single: bool) -> Text:
     return t
 
 
-def same_kernel_context(k, single: bool) -> Text:
-    t = span("Same kernel on both sides" if not single else "Kernel", "bold")
-    if not single:
-        t.append(f"   A/B {fmt_ratio(k.ratio)}   gap {fmt_gap(k.gap_us)}")
-    return t
+# --- the detail screens, from what a table row holds ---------------------------------------------
+
+def pair_screen(session, comp, pair, layer: int | None, crumbs: list[str]) -> KernelDetailScreen:
+    """An aligned kernel pair of a comparison: both sides."""
+    refs = [kernel_ref(session, 0, comp.a.label, pair.a_name, pair.a_category, pair.a_rule, pair.a, pair.a_row),
+            kernel_ref(session, 1, comp.b.label, pair.b_name, pair.b_category, pair.b_rule, pair.b, pair.b_row)]
+    return KernelDetailScreen(refs, pair_context(pair, layer), [*crumbs, f"#{pair.position}"])
+
+
+def same_kernel_screen(session, comp, k, crumbs: list[str]) -> KernelDetailScreen:
+    """A kernel name both traces run: both sides, each with one of its launches."""
+    refs = []
+    for i, (label, stats) in enumerate(((comp.a.label, k.a), (comp.b.label, k.b))):
+        model = session.models[i]
+        row = first_row(model, k.name)
+        refs.append(kernel_ref(session, i, label, k.name, k.category, model.rule(row) if row >= 0 else "", stats, row))
+    context = span("Same kernel on both sides", "bold")
+    context.append(f"   A/B {fmt_ratio(k.ratio)}   gap {fmt_gap(k.gap_us)}")
+    return KernelDetailScreen(refs, context, [*crumbs, _short(k.name)])
+
+
+def trace_kernel_screen(session, index: int, label: str, k, crumbs: list[str],
+                        context: Text | None = None) -> KernelDetailScreen:
+    """A kernel of one trace (browse): `k` is a kerneldiff.core.analysis.browse.KernelTotal."""
+    ref = kernel_ref(session, index, label, k.name, k.category, k.rule, k.stats, k.row)
+    return KernelDetailScreen([ref], context if context is not None else span("Kernel", "bold"),
+                              [*crumbs, _short(k.name)])

@@ -1,4 +1,4 @@
-"""One layer: its aligned kernel pairs side by side (or its kernel sequence in browse mode)."""
+"""One layer of a comparison: its aligned kernel pairs side by side."""
 
 from __future__ import annotations
 
@@ -25,14 +25,14 @@ class LayerScreen(ExplorerScreen):
     LayerScreen #pair-status { height: 3; padding: 0 1; border-top: solid $primary-darken-2; }
     """
 
-    def __init__(self, comparison: Comparison, layer: int, single: bool = False) -> None:
+    def __init__(self, session, layer: int) -> None:
         super().__init__()
-        self.comparison = comparison
+        self.session = session
+        self.comparison: Comparison | None = None
         self.layer_index = layer
-        self.single = single
 
     def crumbs(self) -> list[str]:
-        return ["browse" if self.single else "compare", "Layers", f"Layer {self.layer_index}"]
+        return ["compare", "Layers", f"Layer {self.layer_index}"]
 
     def compose(self) -> ComposeResult:
         yield Breadcrumb(*self.crumbs())
@@ -43,10 +43,15 @@ class LayerScreen(ExplorerScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.show_comparison(self.comparison, first=True)
+        self.watch(self.app, "result", self._show_result)
         self.query_one("#pairs", ResultTable).focus()
 
-    def show_comparison(self, comp: Comparison, first: bool = False) -> None:
+    def _show_result(self, result) -> None:
+        if isinstance(result, Comparison):
+            self.show_comparison(result)
+
+    def show_comparison(self, comp: Comparison) -> None:
+        first = self.comparison is None
         self.comparison = comp
         table = self.query_one("#pairs", ResultTable)
         al = comp.alignment(self.layer_index)
@@ -58,18 +63,13 @@ class LayerScreen(ExplorerScreen):
             self.query_one("#pair-status", Static).update(
                 Text(f"layer {self.layer_index} has no kernels in phase {comp.phase}", style=DIM))
             return
-        table.show(views.pairs_spec(al, comp, self.single), keep_cursor=not first)
+        table.show(views.pairs_spec(al), keep_cursor=not first)
         self._update_status()
 
     def _summary(self, comp: Comparison, al, row) -> Text:
         t = span(f"Layer {self.layer_index}", "bold")
         if row is None:
             t.append(f"  (phase {comp.phase})", style=DIM)
-            return t
-        if self.single:
-            per = al.a_kernels_per_pass if al else row.a.kernels
-            t.append(f"   {fmt_us(row.a.total_us)} over {_passes(row.a.passes)} · {per} kernels/pass"
-                     f" · median {fmt_us(row.a.median_us)}/pass   phase {comp.phase}")
             return t
         t.append(f"   A/B {fmt_ratio(row.ratio)}   gap {fmt_gap(row.gap_us)}   rank {row.rank} of {len(comp.layers)}"
                  f"   phase {comp.phase}")
@@ -94,13 +94,15 @@ class LayerScreen(ExplorerScreen):
         if row is None:
             status.update(Text("no kernel matches the filter" if table.filter_text else "", style=DIM))
             return
-        t = views.pair_status(row.payload, self.single)
+        t = views.pair_status(row.payload)
         t.append("\n")
-        t.append("Enter: kernel detail   F: fusion note   =: same kernel on both sides" if not self.single
-                 else "Enter: kernel detail", style=DIM)
+        t.append("Enter: kernel detail   F: fusion note   =: same kernel on both sides", style=DIM)
         status.update(t)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         row = self.query_one("#pairs", ResultTable).current_row()
         if row is not None and isinstance(row.payload, KernelPair):
-            self.app.open_pair(row.payload, self.layer_index, crumbs=self.crumbs(), single=self.single)
+            from .kernel import pair_screen
+
+            self.app.push_screen(pair_screen(self.session, self.comparison, row.payload, self.layer_index,
+                                             self.crumbs()))

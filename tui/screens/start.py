@@ -1,4 +1,8 @@
-"""The first screen: what each trace is (instant, from the probe) and, below, the load progress."""
+"""The first screen: what each trace is (instant, from the probe) and, below, the load progress.
+
+It shows the app's state (`traces`, `result`) by watching it, and asks for loading or opening by
+posting messages; the app does the work.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,15 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from kerneldiff.core.ingest.probe import TraceInfo
+
+from ..messages import CancelRequested, OpenRequested, StartShown
+from ..state import FAILED, TraceState
 from ..text import DIM
 from ..widgets.header import Breadcrumb
 from ..widgets.trace_card import TraceCard
+
+SIDES = ("a", "b")
 
 
 class StartScreen(Screen):
@@ -25,33 +35,44 @@ class StartScreen(Screen):
     StartScreen #hint { height: auto; padding: 0 1; color: $text-muted; }
     """
 
+    def __init__(self, paths: list[str], infos: list[TraceInfo | None]) -> None:
+        super().__init__()
+        self.paths = paths
+        self.infos = infos
+
     def compose(self) -> ComposeResult:
-        app = self.app
         yield Breadcrumb("traces")
         with VerticalScroll():
             with Horizontal(id="cards"):
-                for i, path in enumerate(app.paths):
-                    yield TraceCard(app.side_key(i), path, app.infos[i], app.errors[i], id=f"card-{i}")
+                for i, (path, info) in enumerate(zip(self.paths, self.infos)):
+                    yield TraceCard(SIDES[i], path, info, id=f"card-{i}")
             yield Static(id="hint")
         yield Footer()
 
     def on_mount(self) -> None:
-        self.refresh_hint()
-        self.call_after_refresh(self.app.first_frame_shown)
+        self.watch(self.app, "traces", self._show_traces)
+        self.watch(self.app, "result", self.refresh_hint, init=False)
+        self.call_after_refresh(self.post_message, StartShown())
 
     def card(self, index: int) -> TraceCard:
         return self.query_one(f"#card-{index}", TraceCard)
+
+    def _show_traces(self, old: tuple[TraceState, ...], new: tuple[TraceState, ...]) -> None:
+        for i, state in enumerate(new):
+            if old is new or i >= len(old) or old[i] != state:  # redraw only the card that changed
+                self.card(i).show(state)
+        self.refresh_hint()
 
     def refresh_hint(self) -> None:
         app = self.app
         if app.loading:
             t = Text("Loading in the background… ")
             t.append("Esc cancels", style="bold")
-        elif app.comparison is not None:
+        elif app.result is not None:
             t = Text("Loaded. ")
             t.append("Enter", style="bold")
             t.append(" opens the explorer.")
-        elif any(app.errors):
+        elif any(s.status == FAILED for s in app.traces):
             t = Text("A trace could not be loaded. ")
             t.append("Enter", style="bold")
             t.append(" shows the error.")
@@ -70,7 +91,7 @@ class StartScreen(Screen):
         return True
 
     def action_open(self) -> None:
-        self.app.open_or_load()
+        self.post_message(OpenRequested())
 
     def action_cancel(self) -> None:
-        self.app.cancel_loading()
+        self.post_message(CancelRequested())

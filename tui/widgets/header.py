@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 if TYPE_CHECKING:  # the start screen uses the breadcrumb before any comparison exists
+    from kerneldiff.core.analysis.browse import TraceOverview
     from kerneldiff.core.compare.result import Comparison
 
 from ..text import DIM, SIDE_STYLE, fmt_gap, fmt_ratio, fmt_us, literal, span
@@ -45,12 +46,12 @@ def _side_line(comp: Comparison, key: str) -> Text:
     return t
 
 
-def _phase_and_warnings(t: Text, comp: Comparison, phases: list[str] | None) -> None:
+def _phase_and_warnings(t: Text, phase: str, warnings: list[str], phases: list[str] | None) -> None:
     """The phase (with the `p` cycle when there is a choice) and the warning count."""
-    t.append(comp.phase)
+    t.append(phase)
     if phases and len(phases) > 1:
         t.append(" (p: " + "/".join(phases) + ")", style=DIM)
-    n = len(comp.warnings)
+    n = len(warnings)
     t.append("  ")
     t.append(f"⚠ {n} warning{'s' if n != 1 else ''}", style="bold yellow" if n else DIM)
 
@@ -72,7 +73,7 @@ class ComparisonHeader(Static):
         t.append("  gap ", style="bold")
         t.append(fmt_gap(comp.gap_us))
         t.append("  phase ", style="bold")
-        _phase_and_warnings(t, comp, phases)
+        _phase_and_warnings(t, comp.phase, comp.warnings, phases)
         self.update(t)
 
 
@@ -83,13 +84,11 @@ class TraceHeader(Static):
     TraceHeader { height: auto; max-height: 3; padding: 0 1; background: $boost; }
     """
 
-    def show(self, comp: Comparison, phases: list[str] | None = None) -> None:
-        s = comp.a
-        # a self-comparison labels its sides by file name; one trace is best named by its GPU
-        t = literal(s.gpu or s.label, f"bold {SIDE_STYLE['a']}")
-        t.append(f"  {fmt_us(s.gpu_time_us)}  {s.kernels} kernels")
+    def show(self, ov: TraceOverview, side: str = "a") -> None:
+        t = literal(ov.label, f"bold {SIDE_STYLE[side]}")
+        t.append(f"  {fmt_us(ov.gpu_time_us)}  {ov.kernels} kernels")
         t.append("\n")
-        t.append(f"{s.steps} steps · {s.layers_per_step} layers/step · {s.architecture}", style=DIM)
+        t.append(f"{ov.steps_total} steps · {ov.layers_per_step} layers/step · {ov.architecture}", style=DIM)
         t.append("\nphase ", style="bold")
-        _phase_and_warnings(t, comp, phases)
+        _phase_and_warnings(t, ov.phase, ov.warnings, ov.phases)
         self.update(t)

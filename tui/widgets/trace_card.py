@@ -12,6 +12,7 @@ from textual.widgets import ProgressBar, Static
 
 from kerneldiff.core.ingest.probe import TraceInfo
 
+from ..state import CANCELLED, FAILED, LOADED, LOADING, TraceState
 from ..text import DIM, SIDE_STYLE, fmt_bytes, literal, span
 
 
@@ -63,7 +64,7 @@ def info_table(info: TraceInfo) -> Table:
 
 
 class TraceCard(Vertical):
-    """Probe metadata of one trace, a progress bar and a status line."""
+    """Probe metadata of one trace, a progress bar and a status line (`show` a TraceState)."""
 
     DEFAULT_CSS = """
     TraceCard { border: round $primary; height: auto; padding: 0 1; width: 1fr; }
@@ -75,12 +76,11 @@ class TraceCard(Vertical):
     TraceCard > .status { height: auto; }
     """
 
-    def __init__(self, side: str, path: str, info: TraceInfo | None, error: str | None, id: str | None = None) -> None:
+    def __init__(self, side: str, path: str, info: TraceInfo | None, id: str | None = None) -> None:
         super().__init__(id=id)
         self.side = side
         self.path = path
         self.info = info
-        self.error = error
 
     def compose(self) -> ComposeResult:
         title = span(f"{self.side.upper()} ", f"bold {SIDE_STYLE.get(self.side, '')}")
@@ -91,9 +91,17 @@ class TraceCard(Vertical):
         yield ProgressBar(total=100, show_eta=False, show_percentage=True)
         yield Static(Text("waiting", style=DIM), classes="status")
 
-    def on_mount(self) -> None:
-        if self.error is not None:
-            self.set_error(self.error)
+    def show(self, state: TraceState) -> None:
+        if state.status == LOADING:
+            self.set_progress(state.fraction, state.stage, state.done, state.total)
+        elif state.status == LOADED:
+            self.set_done(state.message)
+        elif state.status == FAILED:
+            self.set_error(state.message)
+        elif state.status == CANCELLED:
+            self.set_status(Text("cancelled — Enter loads again"))
+        else:
+            self.set_status(Text("waiting", style=DIM))
 
     def set_progress(self, fraction: float, stage: str, done: int, total: int) -> None:
         self.query_one(ProgressBar).update(progress=round(100 * max(0.0, min(1.0, fraction)), 1))

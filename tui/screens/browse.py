@@ -1,0 +1,164 @@
+"""Browse one trace on its own: its operations, layers, kernels, steps (its timeline) and warnings.
+
+Nothing is compared: the tables are the trace's overview (kerneldiff.core.analysis.browse), which
+the app computes for the current phase and keeps in `result`; these screens watch it. Enter on a
+layer lists that layer's kernels, Enter on a kernel opens its detail.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import Footer, Static, TabbedContent
+
+from kerneldiff.core.analysis.browse import KernelTotal, LayerTotal, TraceOverview, layer_kernels
+
+from .. import trace_views as tv
+from .. import views
+from ..text import DIM, span
+from ..widgets.header import Breadcrumb, TraceHeader
+from ..widgets.result_table import ResultTable
+from ..widgets.table_pane import TablePane
+from .base import ExplorerScreen, FilterInput, TabbedExplorerScreen
+from .kernel import trace_kernel_screen
+from .main import TAB_BINDINGS
+
+SIDES = ("a", "b")
+BROWSE_TABS = (("operations", "Operations"), ("layers", "Layers"), ("kernels", "Kernels"), ("steps", "Steps"),
+               ("warnings", "Warnings"))
+
+
+class BrowseScreen(TabbedExplorerScreen):
+    """Tabs over one trace's overview (`index`: which trace of the session)."""
+
+    BINDINGS = TAB_BINDINGS
+    tabs = BROWSE_TABS
+    crumb_root = "browse"
+
+    def __init__(self, session, index: int) -> None:
+        super().__init__()
+        self.session = session
+        self.index = index
+        self.side = SIDES[index]
+        self.overview: TraceOverview | None = None
+
+    def _header(self) -> TraceHeader:
+        return TraceHeader(id="header")
+
+    def _pane(self, key: str) -> TablePane:
+        if key == "operations":
+            return TablePane("operations", detail=lambda r: tv.operation_detail(r.payload, self.overview),
+                             detail_height="1fr", id="pane-operations", empty="no kernels in this phase")
+        if key == "layers":
+            return TablePane("layers", hint="", id="pane-layers")
+        if key == "kernels":
+            return TablePane("kernels", detail=lambda r: tv.kernel_detail(r.payload), detail_height="1fr",
+                             id="pane-kernels", empty="no kernels in this phase")
+        if key == "steps":
+            return TablePane("steps", detail=lambda r: tv.step_detail(r.payload), detail_height="1fr",
+                             hint=tv.steps_hint(), id="pane-steps", empty="no steps in this phase")
+        return TablePane("warnings", detail=lambda r: views.warning_detail(r.payload), detail_height="1fr",
+                         id="pane-warnings", empty="no warnings")
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "result", self._show_result)
+
+    def _show_result(self, result) -> None:
+        if isinstance(result, TraceOverview):
+            self.show_overview(result)
+
+    # --- data ---------------------------------------------------------------------------------
+    def show_overview(self, ov: TraceOverview) -> None:
+        first = self.overview is None
+        self.overview = ov
+        keep = not first
+        self.query_one("#header", TraceHeader).show(ov, self.side)
+        layers = self.query_one("#pane-layers", TablePane)
+        layers.set_hint(tv.layers_hint(ov))
+        layers.show(tv.layers_spec(ov, self.side), keep_cursor=False)
+        self.query_one("#pane-operations", TablePane).show(tv.operations_spec(ov, self.side), keep_cursor=keep)
+        self.query_one("#pane-kernels", TablePane).show(tv.kernels_spec(ov), keep_cursor=keep)
+        self.query_one("#pane-steps", TablePane).show(tv.steps_spec(ov), keep_cursor=keep)
+        self.query_one("#pane-warnings", TablePane).show(views.warnings_spec(ov.warnings), keep_cursor=keep)
+        counts = {"kernels": len(ov.kernel_totals), "steps": len(ov.steps), "warnings": len(ov.warnings)}
+        for key, title in self.tabs:
+            label = f"{title} {counts[key]}" if key in counts else title
+            self.query_one(TabbedContent).get_tab(f"tab-{key}").label = label
+        if first:
+            self.query_one("#operations", ResultTable).focus()
+
+    # --- drill-down ---------------------------------------------------------------------------
+    def export_name(self, table: ResultTable) -> str:
+        return f"{table.spec.name}-{self.overview.phase}"
+
+    def open_row(self, table: ResultTable, row) -> bool:
+        if isinstance(row.payload, LayerTotal):
+            self.open_layer(row.payload.layer)
+        elif isinstance(row.payload, KernelTotal):
+            self.app.push_screen(trace_kernel_screen(self.session, self.index, self.overview.label, row.payload,
+                                                     self._crumbs()))
+        else:
+            return False
+        return True
+
+    def open_layer(self, layer: int) -> None:
+        self.app.push_screen(BrowseLayerScreen(self.session, self.index, layer))
+
+    def action_open_slowest(self) -> None:
+        busiest = tv.busiest_layer(self.overview) if self.overview is not None else None
+        if busiest is None:
+            self.notify("no transformer layers were found in this trace", severity="warning")
+        else:
+            self.open_layer(busiest)
+
+
+class BrowseLayerScreen(ExplorerScreen):
+    """One layer of one trace: its kernels in the order a pass runs them; Enter opens a kernel."""
+
+    DEFAULT_CSS = """
+    BrowseLayerScreen #layer-summary { height: auto; max-height: 2; padding: 0 1; background: $boost; }
+    """
+
+    def __init__(self, session, index: int, layer: int) -> None:
+        super().__init__()
+        self.session = session
+        self.index = index
+        self.layer_index = layer
+        self.overview: TraceOverview | None = None
+
+    def crumbs(self) -> list[str]:
+        return ["browse", "Layers", f"Layer {self.layer_index}"]
+
+    def compose(self) -> ComposeResult:
+        yield Breadcrumb(*self.crumbs())
+        yield Static(id="layer-summary")
+        yield TablePane("layer_kernels", hint=Text("Enter: kernel detail", style=DIM),
+                        empty="no kernels in this phase", id="pane-layer-kernels")
+        yield FilterInput(placeholder="filter kernels by name (Enter keeps it, Esc clears)", id="filter")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "result", self._show_result)
+        self.query_one("#layer_kernels", ResultTable).focus()
+
+    def _show_result(self, result) -> None:
+        if not isinstance(result, TraceOverview):
+            return
+        first = self.overview is None
+        self.overview = result
+        row = next((r for r in result.layers if r.layer == self.layer_index), None)
+        self.query_one("#layer-summary", Static).update(tv.layer_summary(row, self.layer_index, result.phase))
+        kernels = layer_kernels(self.session.models[self.index], self.layer_index, result.phase)
+        self.query_one("#pane-layer-kernels", TablePane).show(tv.layer_kernels_spec(self.layer_index, kernels),
+                                                              keep_cursor=not first)
+
+    def export_name(self, table: ResultTable) -> str:
+        return f"{table.spec.name}-{self.overview.phase}"
+
+    def on_data_table_row_selected(self, event) -> None:
+        row = self.query_one("#layer_kernels", ResultTable).current_row()
+        if row is not None and isinstance(row.payload, KernelTotal):
+            context = span(f"Layer {self.layer_index}", "bold")
+            context.append(" · kernel")
+            self.app.push_screen(trace_kernel_screen(self.session, self.index, self.overview.label, row.payload,
+                                                     self.crumbs(), context))

@@ -135,6 +135,9 @@ class TraceModel:
     steps: list[Step] = field(default_factory=list)
     layers: list[LayerSpan] = field(default_factory=list)
     num_layers: int = 0                         # layers per forward pass (0 if not detected)
+    pass_source: str = ""                       # what the forward passes were read from
+    phase_source: str = ""                      # what their phases were read from
+    layer_source: str = ""                      # what the layers were read from
     architecture: str = "unknown"               # transformer | ssm | hybrid | unknown
     warnings: list[str] = field(default_factory=list)
     dropped_events: int = 0                     # malformed events skipped by the loader

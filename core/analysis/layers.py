@@ -18,6 +18,8 @@ from collections import Counter
 
 import numpy as np
 
+from kerneldiff.core.analysis.attribution import launch_time
+from kerneldiff.core.analysis.modules import decoder_layer_class, launches_in, module_calls
 from kerneldiff.core.model import LayerSpan, Step, TraceModel
 
 # Attention kernels of one layer can be several launches (split-KV + combine, 3-D unified
@@ -160,6 +162,52 @@ def _infer_steps(model: TraceModel, rows: np.ndarray, anchors: np.ndarray) -> li
     return pieces
 
 
+def from_modules(model: TraceModel) -> bool:
+    """Layers from the decoder-layer module calls the trace recorded (with_stack): a kernel is in
+    the layer whose call launched it. Returns False when the trace has no such calls."""
+    k = model.kernels
+    calls = module_calls(model)
+    if not len(calls) or len(model.steps) == 0:
+        return False
+    t = launch_time(model)
+    cls = decoder_layer_class(calls, t, np.arange(len(calls)))
+    if cls is None:
+        return False
+    rows = calls.of_class(cls)
+    order = np.argsort(calls.ts[rows], kind="stable")
+    rows = rows[order]
+    ts, end = calls.ts[rows], calls.end[rows]
+    inside = launches_in(ts, end, np.where(np.isnan(t), -np.inf, t))
+    # layer index = the call's position among this class's calls in its pass
+    step_starts = np.array([s.ts for s in model.steps])
+    call_step = np.searchsorted(step_starts, ts, side="right") - 1
+    pos = np.zeros(len(rows), np.int32)
+    for s in np.unique(call_step).tolist():
+        sel = np.flatnonzero(call_step == s)
+        pos[sel] = np.arange(len(sel))
+    lay = np.where(inside >= 0, pos[np.maximum(inside, 0)], -1).astype(np.int32)
+    # a kernel of a layer call belongs to that layer only inside the same pass
+    same = (inside >= 0) & (k.step >= 0) & (call_step[np.maximum(inside, 0)] == k.step)
+    k.layer = np.where(same, lay, -1).astype(np.int32)
+    counts = np.bincount(call_step[call_step >= 0], minlength=len(model.steps))
+    nonzero = counts[counts > 0]
+    if not len(nonzero):
+        return False
+    freq = Counter(nonzero.tolist())
+    model.num_layers = max(freq, key=lambda c: (freq[c], c))
+    model.layer_source = f"decoder-layer module calls ({cls})"
+    model.layers = []
+    for s in range(len(model.steps)):
+        for li in range(int(counts[s])):
+            r = np.flatnonzero((k.step == s) & (k.layer == li))
+            if len(r):
+                model.layers.append(LayerSpan(s, li, int(r[0]), int(r[-1]) + 1))
+    odd = int((nonzero != model.num_layers).sum())
+    if odd:
+        model.warnings.append(f"{odd} of {len(nonzero)} passes have a layer count other than {model.num_layers}")
+    return True
+
+
 def segment(model: TraceModel, classifier) -> None:
     k = model.kernels
     roles = _roles(model, classifier)
@@ -168,11 +216,89 @@ def segment(model: TraceModel, classifier) -> None:
     model.layers = []
     if len(k) == 0:
         return
+    if from_modules(model):
+        if model.architecture == "unknown":
+            model.architecture = "transformer"   # repeated decoder blocks, attention in any form
+        _cross_check(model, classifier, roles)
+        _replayed_passes(model, classifier, roles)
+        return
     anchor_roles = {"transformer": ("attention",), "ssm": ("ssm",), "hybrid": ("attention", "ssm")}.get(
         model.architecture)
+    if anchor_roles is None and _softmax_anchors(model, roles):
+        model.architecture = "transformer"
+        anchor_roles = ("attention",)
+        model.warnings.append("attention computed as GEMM + softmax + GEMM: layers anchored on the softmax "
+                              "kernels (inferred)")
     if anchor_roles is None:
         model.warnings.append("layers not detected: no attention or SSM kernels recognised")
         return
+    _segment_by_anchors(model, classifier, roles, anchor_roles)
+    if model.num_layers and not model.layer_source:
+        model.layer_source = "attention/SSM kernel anchors (inferred from kernel sequence)"
+
+
+def _replayed_passes(model: TraceModel, classifier, roles: np.ndarray) -> None:
+    """Passes without layer calls (a CUDA/HIP graph replays them: no Python runs) take their
+    layers from the kernel sequence; the passes the modules describe keep theirs."""
+    k = model.kernels
+    with_layers = np.zeros(len(model.steps), bool)
+    with_layers[np.unique(k.step[(k.layer >= 0) & (k.step >= 0)])] = True
+    bare = ~with_layers & (np.bincount(k.step[k.step >= 0], minlength=len(model.steps)) > 0)
+    if not bare.any():
+        return
+    anchor_roles = {"transformer": ("attention",), "ssm": ("ssm",), "hybrid": ("attention", "ssm")}.get(
+        detect_architecture(model, roles))
+    if anchor_roles is None:
+        return
+    keep_layer, keep_spans, keep_n, keep_warn = k.layer.copy(), list(model.layers), model.num_layers, list(model.warnings)
+    _segment_by_anchors(model, classifier, roles, anchor_roles)
+    from_kernels = np.isin(k.step, np.flatnonzero(bare))
+    k.layer = np.where(from_kernels, k.layer, keep_layer).astype(np.int32)
+    model.layers = keep_spans + [s for s in model.layers if bare[s.step]]
+    anchors_n, model.num_layers, model.warnings = model.num_layers, keep_n, keep_warn
+    model.layer_source += f"; {int(bare.sum())} replayed passes from the kernel sequence"
+    if anchors_n and anchors_n != keep_n:
+        model.warnings.append(f"layer counts disagree: the modules say {keep_n}, the kernels of the "
+                              f"{int(bare.sum())} replayed passes {anchors_n}")
+
+
+def _softmax_anchors(model: TraceModel, roles: np.ndarray) -> bool:
+    """Decomposed attention (HF "eager", GPT-2 style): a softmax between two batched GEMMs in
+    every layer. Softmax kernels then play the attention kernels' part as anchors."""
+    soft = [i for i, c in enumerate(model.categories) if c.lower() == "softmax"]
+    if not soft:
+        return False
+    k = model.kernels
+    is_soft = np.isin(k.cat, soft)
+    if is_soft.sum() < 2:
+        return False
+    gemm = roles[k.cat] == "gemm"
+    idx = np.flatnonzero(is_soft)
+    before = np.array([gemm[max(i - 3, 0):i].any() for i in idx.tolist()])
+    after = np.array([gemm[i + 1:i + 4].any() for i in idx.tolist()])
+    if (before & after).mean() < 0.8:
+        return False
+    roles[np.array(soft)] = "attention"
+    return True
+
+
+def _cross_check(model: TraceModel, classifier, roles: np.ndarray) -> None:
+    """Modules say the layers; when attention kernels exist, they should say the same count."""
+    k = model.kernels
+    attn = roles[k.cat] == "attention"
+    if not attn.any() or not model.num_layers:
+        return
+    ok = (k.layer >= 0) & attn
+    per_layer = np.unique(k.step[ok] * 100000 + k.layer[ok])
+    layers_with_attn = len(per_layer)
+    total_layers = sum(1 for _ in model.layers)
+    if total_layers and layers_with_attn < 0.9 * total_layers:
+        model.warnings.append(f"{total_layers - layers_with_attn} of {total_layers} module layers launched no "
+                              "recognised attention kernel: check the layer reading")
+
+
+def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor_roles) -> None:
+    k = model.kernels
     if model.architecture == "hybrid":
         model.warnings.append("hybrid model (attention + SSM layers): layers are anchored on both mixers")
     # Segment the device that does most of the work; other devices' kernels stay outside layers.
@@ -193,6 +319,10 @@ def segment(model: TraceModel, classifier) -> None:
                 model.steps.append(Step(i, f"inferred pass {i}", "unknown", ts0, ts1 - ts0, "inferred"))
                 k.step[piece] = i
             model.warnings.append(f"forward passes inferred from kernel patterns: {len(pieces)} passes")
+            model.pass_source = "inferred from kernel patterns (gaps between attention runs)"
+            from kerneldiff.core.analysis.phases import set_phases
+
+            set_phases(model)
 
     counts = []
     sizes = []

@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 
+from kerneldiff.core.analysis import passes
 from kerneldiff.core.analysis.attribution import launch_time
 from kerneldiff.core.model import PHASE_ID, Step, TraceModel
 
@@ -60,8 +61,22 @@ def parse_step(name: str) -> tuple[str, str, int | None, int | None] | None:
     return None
 
 
+ENGINE_SOURCES = ("vllm", "sglang")
+
+
 def find_steps(model: TraceModel) -> tuple[list[Step], bool]:
-    """Step annotations, sorted by time; CPU ones if any, else their GPU mirrors. (steps, on_gpu)."""
+    """Engine step annotations (vLLM, SGLang), sorted by time; CPU ones if any, else their GPU
+    mirrors. (steps, on_gpu). Annotations that overlap are one step: SGLang writes a step twice
+    (`execute_…` and `step[DECODE bs=32]`), and an outer and inner copy can share a start."""
+    return _annotated(model, ENGINE_SOURCES)
+
+
+def profiler_steps(model: TraceModel) -> list[Step]:
+    """`ProfilerStep#N` windows: containers (one generate() call can hold many passes)."""
+    return _annotated(model, ("profiler_step",))[0]
+
+
+def _annotated(model: TraceModel, sources: tuple[str, ...]) -> tuple[list[Step], bool]:
     a = model.annotations
     for gpu in (0, 1):
         rows = np.nonzero(a.gpu == gpu)[0]
@@ -69,12 +84,16 @@ def find_steps(model: TraceModel) -> tuple[list[Step], bool]:
         for r in rows[np.argsort(a.ts[rows], kind="stable")]:
             name = model.strings[int(a.name[r])]
             parsed = parse_step(name)
-            if parsed:
+            if parsed and parsed[1] in sources:
                 found.append((float(a.ts[r]), float(a.dur[r]), name, parsed))
-        # nested duplicates (an outer and inner annotation with the same start) collapse to one
         steps: list[Step] = []
         for ts, dur, name, (phase, source, batch, tokens) in found:
-            if steps and ts < steps[-1].ts + steps[-1].dur and source == steps[-1].source:
+            if steps and ts < steps[-1].ts + steps[-1].dur:
+                last = steps[-1]   # the same step annotated again: keep one, with what both say
+                if last.phase == "unknown":
+                    last.phase = phase
+                last.batch = last.batch if last.batch is not None else batch
+                last.tokens = last.tokens if last.tokens is not None else tokens
                 continue
             steps.append(Step(len(steps), name, phase, ts, dur, source, batch, tokens))
         if steps:
@@ -95,17 +114,66 @@ def _gpu_mirrors(model: TraceModel, steps: list[Step]):
     return (a.ts[picked], a.ts[picked] + a.dur[picked]), True
 
 
-def assign(model: TraceModel) -> None:
-    """Set kernels.step and kernels.phase; record model.steps and warnings."""
+def assign(model: TraceModel, classifier=None) -> None:
+    """Set kernels.step and kernels.phase; record model.steps, where they came from and warnings."""
     k = model.kernels
     steps, on_gpu = find_steps(model)
-    if not steps:
-        model.steps = [Step(0, "whole trace", "unknown", float(k.ts.min()) if len(k) else 0.0,
-                            float((k.ts + k.dur).max() - k.ts.min()) if len(k) else 0.0, "whole-trace")]
-        k.step = np.zeros(len(k), dtype=np.int32)
-        k.phase = np.zeros(len(k), dtype=np.int8)
-        model.warnings.append("no step/phase annotations (vLLM, SGLang or ProfilerStep): the whole trace is one step")
+    if steps:
+        model.pass_source = steps[0].source + " step annotations"
+        model.phase_source = "annotations"
+        _assign_annotated(model, steps, on_gpu)
         return
+    containers = profiler_steps(model)
+    mixers = None
+    if classifier is not None:
+        mixers = np.array([i for i, c in enumerate(model.categories) if classifier.role(c) in ("attention", "ssm")],
+                          dtype=np.int64)
+    found = passes.find_passes(model, mixers)
+    if found is not None and len(found.ts):
+        passes.assign_passes(model, found, launch_time(model), containers)
+        model.pass_source = {"module": "model module calls (nn.Module)", "embedding": "token embedding calls",
+                             "compiled-graph": "compiled graph calls", "graph": "CUDA/HIP graph launches",
+                             "anchors": "embedding, compiled-graph and graph-launch entries"}[found.source]
+        set_phases(model)
+        return
+    if containers:
+        model.pass_source = "ProfilerStep annotations"
+        _assign_annotated(model, containers, False)
+        set_phases(model)
+        return
+    model.steps = [Step(0, "whole trace", "unknown", float(k.ts.min()) if len(k) else 0.0,
+                        float((k.ts + k.dur).max() - k.ts.min()) if len(k) else 0.0, "whole-trace")]
+    k.step = np.zeros(len(k), dtype=np.int32)
+    k.phase = np.zeros(len(k), dtype=np.int8)
+    model.pass_source = "whole trace (no pass evidence)"
+    model.warnings.append("no forward-pass evidence (step annotations, module calls, embedding or graph "
+                          "calls): the whole trace is one step")
+
+
+def set_phases(model: TraceModel, allow_inferred: bool = True) -> None:
+    """Phases of passes that have no annotation: from recorded shapes, else inferred from kernel
+    durations (said in phase_source and a warning)."""
+    got = passes.phases_from_shapes(model)
+    if got is not None:
+        phases, how = got
+        model.phase_source = f"shapes ({how})"
+    else:
+        phases = passes.phases_from_durations(model) if allow_inferred else None
+        if phases is None:
+            model.phase_source = "unknown"
+            return
+        model.phase_source = "inferred from kernel durations"
+        model.warnings.append("phases inferred from kernel durations (no annotations or recorded shapes): "
+                              "the passes far longer than the median are taken as prefill")
+    for s, p in zip(model.steps, phases):
+        s.phase = p
+    k = model.kernels
+    phase_of = np.array([PHASE_ID[s.phase] for s in model.steps], dtype=np.int8)
+    k.phase = np.where(k.step >= 0, phase_of[np.maximum(k.step, 0)], PHASE_ID["unknown"]).astype(np.int8)
+
+
+def _assign_annotated(model: TraceModel, steps: list[Step], on_gpu: bool) -> None:
+    k = model.kernels
     model.steps = steps
     starts = np.array([s.ts for s in steps])
     ends = np.array([s.ts + s.dur for s in steps])

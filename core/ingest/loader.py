@@ -134,7 +134,7 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
             f"file ends early (truncated at decompressed byte {read.truncated_at}): "
             f"kept the {read.events} complete events before it")
     report(0.93, "phases", info.size, info.size)
-    phases.assign(model)
+    phases.assign(model, classifier)
     report(0.96, "layers", info.size, info.size)
     layers.segment(model, classifier)
     attribution.quality_warnings(model, classifier)

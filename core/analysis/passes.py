@@ -1,0 +1,240 @@
+"""Forward passes and their phases, from what the trace itself records.
+
+A pass is, in order of evidence:
+1. an engine step annotation (vLLM `execute_…`, SGLang `step[…]`; two annotations of one step,
+   as SGLang writes them, are one step) — see phases.py;
+2. one call of the top-level model module (`nn.Module: LlamaForCausalLM_0`, with_stack traces);
+3. without stacks, a forward's entry on the CPU: the token embedding operator (`aten::embedding`),
+   a compiled graph call (`## Call CompiledFxGraph …`), or a CUDA/HIP graph launch that replays a
+   whole forward (many kernels); overlapping entries are one pass;
+4. kernel-pattern inference (layers.py), which says so.
+`ProfilerStep#N` is a container (one `generate()` call holds many passes), a pass only when
+nothing inside it says otherwise.
+
+A pass's phase comes from its annotation; else from its shapes: the tokens per sequence the
+embedding received (`Input Dims` of its indices: [batch, tokens]: > 1 prefill, 1 decode), or
+the token count of its first GEMM against the other passes'; else from kernel durations
+(a pass whose kernels run far longer than the others' is a prefill), labelled as inferred.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from kerneldiff.core.analysis.attribution import launch_time
+from kerneldiff.core.analysis.modules import launches_in, module_calls, top_level_model
+from kerneldiff.core.model import Step, TraceModel
+
+EMBEDDING_OPS = ("aten::embedding",)
+GEMM_OPS = ("aten::mm", "aten::addmm", "aten::linear", "aten::matmul", "aten::bmm")
+GRAPH_LAUNCHES = ("cudaGraphLaunch", "hipGraphLaunch", "cuGraphLaunch")
+COMPILED_GRAPH = "## Call CompiledFxGraph"
+# A graph launch replays a whole forward when it runs at least this many kernels (a decode step of
+# the smallest models runs hundreds) and two or more token mixers (attention / SSM): smaller
+# graphs, and training graphs of models without them, are parts of a step, not passes.
+GRAPH_PASS_MIN_KERNELS = 20
+GRAPH_PASS_MIN_MIXERS = 2
+# Kernel-duration fallback: a pass is a prefill when its GPU time is this many times the median
+# pass's, or PREFILL_ODD_FACTOR times when it also runs other kernels than the usual pass (GEMM
+# tile shapes and attention variants differ with the token count). A small model's prefill of
+# 4 x 256 tokens measured only 2.5x its decode passes on H100, with different GEMM kernels.
+PREFILL_TIME_FACTOR = 4.0
+PREFILL_ODD_FACTOR = 1.5
+
+
+@dataclass
+class Passes:
+    """Pass windows on the CPU timeline (sorted, non-overlapping) and where they came from."""
+
+    ts: np.ndarray
+    end: np.ndarray
+    names: list[str]
+    source: str          # "module", "embedding", "compiled-graph", "graph", "anchors"
+
+
+def _strings_matching(model: TraceModel, ids: np.ndarray, pred) -> np.ndarray:
+    uniq = np.unique(ids)
+    return np.fromiter((i for i in uniq.tolist() if pred(model.strings[int(i)])), np.int64)
+
+
+def _merge(ts: np.ndarray, end: np.ndarray, names: list[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Overlapping windows (an embedding inside a compiled call, a graph launch inside it) -> one."""
+    order = np.argsort(ts, kind="stable")
+    out_ts, out_end, out_names = [], [], []
+    for i in order.tolist():
+        if out_ts and ts[i] <= out_end[-1]:
+            out_end[-1] = max(out_end[-1], float(end[i]))
+            continue
+        out_ts.append(float(ts[i]))
+        out_end.append(float(end[i]))
+        out_names.append(names[i])
+    return np.array(out_ts), np.array(out_end), out_names
+
+
+def from_modules(model: TraceModel, launch_t: np.ndarray) -> Passes | None:
+    calls = module_calls(model)
+    if not len(calls):
+        return None
+    top = top_level_model(calls, launch_t)
+    if top is None:
+        return None
+    rows = calls.of_class(top)
+    rows = rows[calls.depth[rows] == 0]
+    ts, end, names = _merge(calls.ts[rows], calls.end[rows],
+                            [f"{top}_{i}" if i >= 0 else top for i in calls.instance[rows].tolist()])
+    return Passes(ts, end, [f"{n} call {j}" for j, n in enumerate(names)], "module")
+
+
+def from_anchors(model: TraceModel, mixer_cats: np.ndarray | None = None) -> Passes | None:
+    """Forward entries on the CPU for traces without module events."""
+    c, a, L, k = model.cpu_ops, model.annotations, model.launches, model.kernels
+    ts, end, names, kinds = [], [], [], set()
+    emb = np.flatnonzero(np.isin(c.name, _strings_matching(model, c.name, lambda s: s in EMBEDDING_OPS)))
+    if len(emb):
+        ts.append(c.ts[emb]), end.append(c.ts[emb] + c.dur[emb])
+        names += ["aten::embedding"] * len(emb)
+        kinds.add("embedding")
+    cpu_ann = np.flatnonzero(a.gpu == 0)
+    comp = cpu_ann[np.isin(a.name[cpu_ann], _strings_matching(model, a.name[cpu_ann],
+                                                              lambda s: s.startswith(COMPILED_GRAPH)))]
+    if len(comp):
+        ts.append(a.ts[comp]), end.append(a.ts[comp] + a.dur[comp])
+        names += [model.strings[int(i)] for i in a.name[comp].tolist()]
+        kinds.add("compiled-graph")
+    graphs = np.flatnonzero(np.isin(L.name, _strings_matching(model, L.name, lambda s: s in GRAPH_LAUNCHES)))
+    if len(graphs) and len(k):
+        linked = k.launch >= 0
+        per = np.bincount(k.launch[linked], minlength=len(L))
+        keep = per[graphs] >= GRAPH_PASS_MIN_KERNELS
+        if mixer_cats is not None:
+            mixers = np.bincount(k.launch[linked], weights=np.isin(k.cat[linked], mixer_cats), minlength=len(L))
+            keep &= mixers[graphs] >= GRAPH_PASS_MIN_MIXERS
+        graphs = graphs[keep]
+        if len(graphs):
+            ts.append(L.ts[graphs]), end.append(L.ts[graphs] + L.dur[graphs])
+            names += [model.strings[int(i)] for i in L.name[graphs].tolist()]
+            kinds.add("graph")
+    if not ts:
+        return None
+    t0, t1, nm = _merge(np.concatenate(ts), np.concatenate(end), names)
+    source = kinds.pop() if len(kinds) == 1 else "anchors"
+    return Passes(t0, t1, [f"pass {j} ({n})" for j, n in enumerate(nm)], source)
+
+
+def assign_passes(model: TraceModel, passes: Passes, launch_t: np.ndarray,
+                  containers: list[Step] | None = None) -> None:
+    """model.steps and kernels.step from pass entries: a kernel belongs to the last pass that
+    started at or before its launch — within that pass's container (ProfilerStep) when the trace
+    has them, so work after a generate() call is not charged to its last pass."""
+    k = model.kernels
+    starts = passes.ts
+    idx = np.searchsorted(starts, launch_t, side="right") - 1
+    ok = (idx >= 0) & ~np.isnan(launch_t)
+    if containers:
+        c_ts = np.array([s.ts for s in containers])
+        c_end = np.array([s.ts + s.dur for s in containers])
+        kc = launches_in(c_ts, c_end, np.where(np.isnan(launch_t), -np.inf, launch_t))
+        pc = launches_in(c_ts, c_end, starts)
+        ok &= (kc >= 0) & (kc == pc[np.maximum(idx, 0)])
+    step = np.where(ok, idx, -1).astype(np.int32)
+    k.step = step
+    ends = np.empty(len(starts))
+    nxt = np.append(starts[1:], np.inf)
+    for j in range(len(starts)):   # a pass's extent: its entry to its last kernel launch
+        mine = launch_t[step == j]
+        ends[j] = max(float(passes.end[j]), float(mine.max()) if len(mine) else float(passes.end[j]))
+        ends[j] = min(ends[j], float(nxt[j]))
+    model.steps = [Step(j, passes.names[j], "unknown", float(starts[j]), float(ends[j] - starts[j]), passes.source)
+                   for j in range(len(starts))]
+
+
+# --- phases ------------------------------------------------------------------------------------
+
+def _dims(model: TraceModel, row: int):
+    d = int(model.cpu_ops.dims[row])
+    if d < 0:
+        return None
+    try:
+        return json.loads(model.strings[d])
+    except ValueError:
+        return None
+
+
+def _first_op_in(model: TraceModel, op_ids: np.ndarray, step: Step) -> int:
+    c = model.cpu_ops
+    rows = np.flatnonzero(np.isin(c.name, op_ids) & (c.ts >= step.ts) & (c.ts <= step.ts + step.dur))
+    return int(rows[np.argmin(c.ts[rows])]) if len(rows) else -1
+
+
+def phases_from_shapes(model: TraceModel) -> tuple[list[str], str] | None:
+    """Phase per pass from recorded shapes, and which op told it; None when shapes do not tell."""
+    c = model.cpu_ops
+    if len(c) == 0 or not (c.dims >= 0).any():
+        return None
+    emb_ids = _strings_matching(model, c.name, lambda s: s in EMBEDDING_OPS)
+    phases: list[str | None] = []
+    for s in model.steps:
+        r = _first_op_in(model, emb_ids, s) if len(emb_ids) else -1
+        dims = _dims(model, r) if r >= 0 else None
+        idx = dims[1] if isinstance(dims, list) and len(dims) > 1 else None
+        if isinstance(idx, list) and len(idx) == 2 and all(isinstance(x, int) for x in idx):
+            phases.append("prefill" if idx[1] > 1 else "decode")
+        else:
+            phases.append(None)
+    if all(p is not None for p in phases):
+        return phases, "embedding input dims"   # type: ignore[return-value]
+    # token counts of each pass's first GEMM: the prompt's passes have many more
+    gemm_ids = _strings_matching(model, c.name, lambda s: s in GEMM_OPS)
+    tokens = []
+    for s, p in zip(model.steps, phases):
+        r = _first_op_in(model, gemm_ids, s) if len(gemm_ids) else -1
+        dims = _dims(model, r) if r >= 0 else None
+        x = dims[0] if isinstance(dims, list) and dims else None
+        tokens.append(int(np.prod(x[:-1])) if isinstance(x, list) and len(x) >= 2
+                      and all(isinstance(v, int) for v in x) else None)
+    known = [t for t in tokens if t is not None]
+    if len(known) < 2 or min(known) == max(known):
+        return None if all(p is None for p in phases) else _fill(phases)
+    low = min(known)
+    out = [p if p is not None else (None if t is None else ("prefill" if t > low else "decode"))
+           for p, t in zip(phases, tokens)]
+    return _fill(out)[0], "GEMM input dims"
+
+
+def _fill(phases: list[str | None]) -> tuple[list[str], str]:
+    return [p or "unknown" for p in phases], "embedding input dims"
+
+
+def phases_from_durations(model: TraceModel) -> list[str] | None:
+    """Inferred: with several passes, those whose GPU time is far above the median are prefills."""
+    if len(model.steps) < 3:
+        return None
+    k = model.kernels
+    ok = k.step >= 0
+    per = np.bincount(k.step[ok], weights=k.dur[ok], minlength=len(model.steps))
+    med = float(np.median(per))
+    if med <= 0:
+        return None
+    # each pass's set of kernel names; the most common set is the usual (decode) pass
+    sig = {}
+    rows = np.flatnonzero(ok)
+    order = rows[np.argsort(k.step[rows], kind="stable")]
+    cuts = np.searchsorted(k.step[order], np.arange(len(model.steps) + 1))
+    for s in range(len(model.steps)):
+        sig[s] = hash(np.unique(k.name[order[cuts[s]:cuts[s + 1]]]).tobytes())
+    usual = max(set(sig.values()), key=list(sig.values()).count)
+    odd = np.array([sig[s] != usual for s in range(len(model.steps))])
+    big = (per > PREFILL_TIME_FACTOR * med) | (odd & (per > PREFILL_ODD_FACTOR * med))
+    if not big.any() or big.all():
+        return None
+    return ["prefill" if b else "decode" for b in big.tolist()]
+
+
+def find_passes(model: TraceModel, mixer_cats: np.ndarray | None = None) -> Passes | None:
+    """The best recorded evidence of forward passes (module calls, then CPU entries).
+    mixer_cats: category ids of token mixers (attention, SSM), to tell a forward's graph."""
+    t = launch_time(model)
+    return from_modules(model, t) or from_anchors(model, mixer_cats)

@@ -18,6 +18,7 @@ from kerneldiff.core.aie.analysis import AieParams, analyze_aie, compare_aie
 from kerneldiff.core.aie.synth import AiePlan, write_aie_trace
 from kerneldiff.tui.app import KernelDiffApp
 from kerneldiff.tui.screens.aie import AieCoreScreen, AieScreen
+from kerneldiff.tui.screens.browse import BrowseScreen
 from kerneldiff.tui.screens.error import ErrorScreen
 from kerneldiff.tui.testing import screen_text, wait_until
 from kerneldiff.tui.widgets.result_table import ResultTable
@@ -264,6 +265,10 @@ async def test_aie_with_kineto_is_an_error_naming_both_kinds(traces, tmp_path):
         assert "a.json could not be loaded" in text and "gpu.json" in text
         # the GPU trace loaded (through a Kineto session): b browses it
         assert app.session.kind != "aie" and app.session.models[0] is not None
+        await pilot.press("b")
+        await wait_until(pilot, lambda: isinstance(app.screen, BrowseScreen) and app.result is not None)
+        assert app.result.kernels == 4 and "gemm_kernel" in [k.name for k in app.result.kernel_totals]
+        assert "browse › Operations" in screen_text(app)
     assert app.exit_code == 2
 
 

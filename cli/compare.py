@@ -134,12 +134,22 @@ def render_text(cmp, out) -> None:
     head = Text()
     head.append("A ", style="bold")
     head.append_text(literal(A))
-    head.append(f"  {us(cmp.a.gpu_time_us)}  {cmp.a.kernels:,} kernels\n")
+    head.append(f"  {us(cmp.a.gpu_time_us)}  {cmp.a.kernels:,} kernels  {cmp.a.passes} pass{'es' if cmp.a.passes != 1 else ''}\n")
     head.append("B ", style="bold")
     head.append_text(literal(B))
-    head.append(f"  {us(cmp.b.gpu_time_us)}  {cmp.b.kernels:,} kernels\n")
-    head.append(f"phase {cmp.phase}   A/B {_ratio(cmp.ratio)}   gap {us(cmp.gap_us)} (A − B)   "
-                f"layers {cmp.a.layers_per_step}/{cmp.b.layers_per_step}   warnings {len(cmp.warnings)}")
+    head.append(f"  {us(cmp.b.gpu_time_us)}  {cmp.b.kernels:,} kernels  {cmp.b.passes} pass{'es' if cmp.b.passes != 1 else ''}\n")
+    per = " per pass" if cmp.basis == "per_pass" else ""
+    head.append(f"phase {cmp.phase}   A/B{per} {_ratio(cmp.ratio)}   gap{per} {us(cmp.gap_us)} (A − B)   "
+                f"layers {cmp.a.layers_per_step}/{cmp.b.layers_per_step}   warnings {len(cmp.warnings)}\n")
+    for side in (cmp.a, cmp.b):
+        head.append(f"{side.key.upper()} read from: passes ", style="dim")
+        head.append_text(literal(side.pass_source or "—"))
+        head.append("; phases ", style="dim")
+        head.append_text(literal(side.phase_source or "—"))
+        head.append("; layers ", style="dim")
+        head.append_text(literal(side.layer_source or "—"))
+        head.append("\n")
+    head.rstrip()
     out.print(head)
 
     t = Table(title="Operations (largest gap first)", title_justify="left", expand=False)

@@ -66,6 +66,13 @@ def run(args) -> int:
         out.print(Text(f"kernels {s['kernels']:,}   GPU time {us(s['gpu_time_us'])}   steps {s['steps']} "
                        f"{s['step_phases']}   architecture {s['architecture']}   "
                        f"layers/step {s['layers_per_step']}   loaded in {s['load_seconds']:.2f} s"))
+        for what, how in s["sources"].items():
+            out.print(Text(f"{what:7} read from ", style="dim") + literal(how or "—"))
+        shapes = s["step_shapes"]
+        if shapes:
+            first = shapes[0]
+            out.print(Text(f"step shapes ({len(shapes)} steps; first: requests {first['requests']}, tokens "
+                           f"{first['tokens']}, KV tokens {first['kv_tokens']})"))
         ops = Table(title="top operations", title_justify="left")
         ops.add_column("operation")
         ops.add_column("kernels", justify="right")

@@ -212,7 +212,7 @@ def test_compare(runs, corpus, name):
     r = runs[name, "compare"]
     check_contract(case, r, case.expect)
     if r.rc == 0 and case.kernels is not None:
-        m = re.search(r"^A .*? ([\d,]+) kernels$", r.out.decode("utf-8", "replace"), re.M)
+        m = re.search(r"^A .*? ([\d,]+) kernels\b", r.out.decode("utf-8", "replace"), re.M)
         assert m and int(m.group(1).replace(",", "")) == case.kernels
 
 

@@ -111,6 +111,27 @@ def test_annotation_forms(name, phase, source):
     assert parsed is not None and parsed[0] == phase and parsed[1] == source
 
 
+@pytest.mark.parametrize("name,requests,tokens,kv", [
+    ("execute_context_1(888_788544)_generation_0(0)", 1, 888, None),
+    ("execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk55086sqsq32sqsk55086)", 32, 32, 55086),
+    ("execute_40_context_8(sq1024sk1024)_generation_32(sq32sk9000)", 40, 1056, 10024),
+    ("step[DECODE bs=32]", 32, 32, None),
+    ("step[EXTEND bs=15 toks=15360]", 15, 15360, None),
+    ("execute_1_context_1(sq" + "9" * 5000 + "sk1)_generation_0(sq0sk0)", 1, 0, 1),   # a number too long: no count
+])
+def test_annotation_step_shapes(name, requests, tokens, kv):
+    """Requests, query tokens and KV-cache tokens from every vLLM and SGLang dialect."""
+    _, _, r, t, k = parse_step(name)
+    assert (r, t, k) == (requests, tokens, kv)
+
+
+def test_sglang_double_annotation_is_one_step():
+    """SGLang annotates one step as `execute_…` and `step[DECODE bs=32]`: one pass, not two."""
+    m = load(real_trace("mi300x_sglang_qwen3-8b_decode.json.gz"))
+    assert len(m.steps) == 1 and m.steps[0].phase == "decode"
+    assert (m.steps[0].batch, m.steps[0].tokens, m.steps[0].kv_tokens) == (32, 32, 32785)
+
+
 def test_not_a_step_annotation():
     assert parse_step("## Call CompiledFxGraph abc ##") is None
     assert parse_step("nccl:_all_gather_base") is None

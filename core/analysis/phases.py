@@ -15,8 +15,10 @@ from kerneldiff.core.analysis import passes
 from kerneldiff.core.analysis.attribution import launch_time
 from kerneldiff.core.model import PHASE_ID, Step, TraceModel
 
-# vLLM V1, newer: execute_32_context_0(sq0sk0…)_generation_32(sq32sk55086…)
-_VLLM_NEW = re.compile(r"^execute_(\d+)_context_(\d+)\(.*?\)_generation_(\d+)\(")
+# vLLM V1, newer: execute_32_context_0(sq0sk0…)_generation_32(sq32sk55086…): per part, sq = query
+# tokens and sk = KV-cache tokens summed over its requests (then sums of squares, unused here)
+_VLLM_NEW = re.compile(r"^execute_(\d+)_context_(\d+)\((.*?)\)_generation_(\d+)\(([^)]*)\)")
+_SQ_SK = re.compile(r"^sq(\d+)sk(\d+)")
 # vLLM, older: execute_context_1(888_788544)_generation_0(0)  — requests(tokens_…)
 _VLLM_OLD = re.compile(r"^execute_context_(\d+)\((\d+)[_)].*?_generation_(\d+)\((\d+)")
 _VLLM_ANY = re.compile(r"^execute_.*?context_(\d+).*?generation_(\d+)")
@@ -36,28 +38,39 @@ def _phase(context: int, generation: int) -> str:
     return "unknown"
 
 
-def parse_step(name: str) -> tuple[str, str, int | None, int | None] | None:
-    """(phase, source, batch, tokens) for a step annotation, None if `name` is not one."""
+def _int(text: str) -> int | None:
+    # annotation numbers are data: a 5,000-digit one is refused, not converted (int() limits digits)
+    return int(text) if len(text) <= 18 else None
+
+
+def parse_step(name: str) -> tuple[str, str, int | None, int | None, int | None] | None:
+    """(phase, source, requests, query tokens, KV tokens) for a step annotation, None if `name`
+    is not one. Counts the annotation does not give are None."""
     m = _VLLM_NEW.match(name)
     if m:
-        ctx, gen = int(m.group(2)), int(m.group(3))
-        return _phase(ctx, gen), "vllm", ctx + gen, None
+        ctx, gen = _int(m.group(2)) or 0, _int(m.group(4)) or 0
+        parts = [_SQ_SK.match(m.group(3)), _SQ_SK.match(m.group(5))]
+        tokens = sum(_int(p.group(1)) or 0 for p in parts if p) if any(parts) else None
+        kv = sum(_int(p.group(2)) or 0 for p in parts if p) if any(parts) else None
+        return _phase(ctx, gen), "vllm", ctx + gen, tokens, kv
     m = _VLLM_OLD.match(name)
     if m:
-        ctx, ctx_tokens, gen = int(m.group(1)), int(m.group(2)), int(m.group(3))
-        return _phase(ctx, gen), "vllm", ctx + gen, ctx_tokens + gen
+        ctx, ctx_tokens, gen, gen_tokens = (_int(m.group(i)) or 0 for i in (1, 2, 3, 4))
+        return _phase(ctx, gen), "vllm", ctx + gen, ctx_tokens + gen, None
     m = _VLLM_ANY.match(name)
     if m:
-        ctx, gen = int(m.group(1)), int(m.group(2))
-        return _phase(ctx, gen), "vllm", ctx + gen, None
+        ctx, gen = _int(m.group(1)) or 0, _int(m.group(2)) or 0
+        return _phase(ctx, gen), "vllm", ctx + gen, None, None
     m = _SGLANG.match(name)
     if m:
         kind = m.group(1).upper()
-        kv = {k: int(v) for k, v in _KV.findall(m.group(2))}
+        kv = {k: _int(v) for k, v in _KV.findall(m.group(2))}
         phase = {"DECODE": "decode", "EXTEND": "prefill", "PREFILL": "prefill", "MIXED": "mixed"}.get(kind, "unknown")
-        return phase, "sglang", kv.get("bs"), kv.get("toks")
+        bs = kv.get("bs")
+        # a decode step runs one new token per request
+        return phase, "sglang", bs, kv.get("toks", bs if phase == "decode" else None), None
     if _PROFILER_STEP.match(name):
-        return "unknown", "profiler_step", None, None
+        return "unknown", "profiler_step", None, None, None
     return None
 
 
@@ -87,15 +100,16 @@ def _annotated(model: TraceModel, sources: tuple[str, ...]) -> tuple[list[Step],
             if parsed and parsed[1] in sources:
                 found.append((float(a.ts[r]), float(a.dur[r]), name, parsed))
         steps: list[Step] = []
-        for ts, dur, name, (phase, source, batch, tokens) in found:
+        for ts, dur, name, (phase, source, batch, tokens, kv) in found:
             if steps and ts < steps[-1].ts + steps[-1].dur:
                 last = steps[-1]   # the same step annotated again: keep one, with what both say
                 if last.phase == "unknown":
                     last.phase = phase
                 last.batch = last.batch if last.batch is not None else batch
                 last.tokens = last.tokens if last.tokens is not None else tokens
+                last.kv_tokens = last.kv_tokens if last.kv_tokens is not None else kv
                 continue
-            steps.append(Step(len(steps), name, phase, ts, dur, source, batch, tokens))
+            steps.append(Step(len(steps), name, phase, ts, dur, source, batch, tokens, kv))
         if steps:
             return steps, bool(gpu)
     return [], False

@@ -46,6 +46,10 @@ def summarize(model: TraceModel) -> dict[str, Any]:
         "kernel_phases": phase_counts,
         "architecture": model.architecture,
         "layers_per_step": model.num_layers,
+        "sources": {"passes": model.pass_source, "phases": model.phase_source, "layers": model.layer_source},
+        "step_shapes": [{"step": s.index, "phase": s.phase, "requests": s.batch, "tokens": s.tokens,
+                         "kv_tokens": s.kv_tokens} for s in model.steps
+                        if s.batch is not None or s.tokens is not None or s.kv_tokens is not None],
         "cpu_ops": int(len(model.cpu_ops)),
         "launches": int(len(model.launches)),
         "python_frames": int(len(model.python)),

@@ -135,11 +135,14 @@ def _side(v: _View, label: str) -> Side:
     m = v.m
     return Side(key=v.key, label=label, path=m.path, gpu=m.info.gpu or "", vendor=m.info.vendor,
                 gpu_time_us=v.total, kernels=int(len(v.rows)), steps=len(m.steps),
-                layers_per_step=m.num_layers, architecture=m.architecture, phases=m.phases_present())
+                layers_per_step=m.num_layers, architecture=m.architecture, phases=m.phases_present(),
+                passes=v.passes, per_pass_us=v.total / v.passes, pass_source=m.pass_source,
+                phase_source=m.phase_source, layer_source=m.layer_source)
 
 
-def _operations(va: _View, vb: _View, phase: str) -> list[OperationRow]:
+def _operations(va: _View, vb: _View, phase: str, per_pass: bool = False) -> list[OperationRow]:
     ga, gb = va.by_category(), vb.by_category()
+    na, nb = (va.passes, vb.passes) if per_pass else (1, 1)
     rows = []
     empty = np.array([], dtype=np.int64)
     for cat in sorted(set(ga) | set(gb)):
@@ -147,8 +150,8 @@ def _operations(va: _View, vb: _View, phase: str) -> list[OperationRow]:
         sa, sb = stats_of(va.dur[pa], va.total), stats_of(vb.dur[pb], vb.total)
         only = "a" if len(pb) == 0 else "b" if len(pa) == 0 else None
         rows.append(OperationRow(
-            category=cat, phase=phase, a=sa, b=sb, ratio=_ratio(sa.total_us, sb.total_us),
-            gap_us=sa.total_us - sb.total_us, only_in=only,
+            category=cat, phase=phase, a=sa, b=sb, ratio=_ratio(sa.total_us / na, sb.total_us / nb),
+            gap_us=sa.total_us / na - sb.total_us / nb, only_in=only,
             top_cpu_ops={"a": va.top_cpu_ops(pa), "b": vb.top_cpu_ops(pb)},
             examples={"a": va.top_names(pa), "b": vb.top_names(pb)}))
     rows.sort(key=lambda r: -abs(r.gap_us))
@@ -367,7 +370,9 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
         classifier = Classifier.load()
     labels = _labels(a, b)
     va, vb = _View("a", a, phase, classifier), _View("b", b, phase, classifier)
-    ops = _operations(va, vb, phase)
+    # like with like: 48 passes against 10 compare an average pass, not the sums
+    per_pass = va.passes != vb.passes and len(va.rows) > 0 and len(vb.rows) > 0
+    ops = _operations(va, vb, phase, per_pass)
     ga, gb = _LayerGroups(va), _LayerGroups(vb)
     layers = _layers(ga, gb)
     alignments = _alignments(ga, gb, labels, classifier)
@@ -383,7 +388,13 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
             warnings.append(f"layer counts differ: {labels[0]} has {a.num_layers}, {labels[1]} has {b.num_layers}")
         if not layers:
             warnings.append("no layers on either side: layer views are empty")
+        if per_pass:
+            warnings.append(f"the traces hold different numbers of passes in phase '{phase}' "
+                            f"({labels[0]}: {va.passes}, {labels[1]}: {vb.passes}): totals, ratios and gaps "
+                            f"of the headline and operations are per pass")
+    ta, tb = (va.total / va.passes, vb.total / vb.passes) if per_pass else (va.total, vb.total)
     return Comparison(a=_side(va, labels[0]), b=_side(vb, labels[1]), phase=phase,
-                      ratio=_ratio(va.total, vb.total), gap_us=va.total - vb.total, operations=ops,
+                      ratio=_ratio(ta, tb), gap_us=ta - tb, basis="per_pass" if per_pass else "total",
+                      operations=ops,
                       layers=layers, alignments=alignments, fusions=fusions,
                       same_kernels=_same_kernels(va, vb), warnings=warnings)

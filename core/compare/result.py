@@ -26,6 +26,11 @@ class Side:
     layers_per_step: int
     architecture: str
     phases: list[str]
+    passes: int = 0          # forward passes with kernels in the selected phase
+    per_pass_us: float = 0.0  # gpu_time_us / passes
+    pass_source: str = ""    # what the passes, phases and layers were read from (evidence first,
+    phase_source: str = ""   # inference said as such)
+    layer_source: str = ""
 
 
 @dataclass
@@ -159,14 +164,17 @@ class Comparison:
     a: Side
     b: Side
     phase: str
-    ratio: float | None                    # total GPU time a / b
-    gap_us: float
+    ratio: float | None                    # GPU time a / b (per pass when basis == "per_pass")
+    gap_us: float                          # a - b, on the same basis
     operations: list[OperationRow]
     layers: list[LayerRow]                 # slowest (largest gap) first
     alignments: list[LayerAlignment]       # per layer index, ascending
     fusions: list[FusionFinding]
     same_kernels: list[SameKernel]
     warnings: list[str]                    # prefixed with the side label they come from
+    # "total" when both sides hold the same number of passes in the phase; "per_pass" when they
+    # differ: then ratio, gap and each operation's ratio and gap compare one average pass
+    basis: str = "total"
     schema: int = 1
 
     def to_dict(self) -> dict[str, Any]:

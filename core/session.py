@@ -50,6 +50,9 @@ class KernelDetail:
     rule: str
     cpu_ops: list[str]          # the launching operator first, then the ops enclosing it
     python_stack: list[str]     # innermost frame first (empty without with_stack)
+    modules: list[str] = field(default_factory=list)   # enclosing nn.Module calls, outermost first
+    input_dims: str | None = None    # the launching operator's recorded shapes (record_shapes)
+    input_types: str | None = None
 
 
 @dataclass
@@ -169,11 +172,16 @@ class Session:
         return [p for p in PHASE_FILTERS if p == "all" or p in common]
 
     def kernel_detail(self, index: int, row: int) -> KernelDetail:
-        from kerneldiff.core.analysis.attribution import cpu_op_stack
+        from kerneldiff.core.analysis.attribution import cpu_op_stack, python_stack
+        from kerneldiff.core.analysis.modules import module_path
 
         m = self._model(index)
+        op = int(m.kernels.cpu_op[row])
+        dims = int(m.cpu_ops.dims[op]) if op >= 0 else -1
+        types = int(m.cpu_ops.types[op]) if op >= 0 else -1
         return KernelDetail(SIDES[index], row, m.kernel_name(row), m.category(row), m.rule(row),
-                            cpu_op_stack(m, row), m.python_stack(row))
+                            cpu_op_stack(m, row), python_stack(m, row), module_path(m, row),
+                            m.strings[dims] if dims >= 0 else None, m.strings[types] if types >= 0 else None)
 
     def _model(self, index: int):
         m = self.models[index]

@@ -86,3 +86,18 @@ def test_open_session_routes_aie_traces(tmp_path):
     assert run.cores and s.models[0] is run
     k = open_session([str(DEMO_A), str(p)])
     assert k.kind == "aie" and k.errors[1] and "cannot be compared" in k.errors[1]
+
+
+def test_kernel_detail_joins_kernel_to_module_and_shapes():
+    """kernel → launch → cpu_op (with its recorded shapes) → the nn.Module calls around it."""
+    from conftest import real_trace
+
+    s = Session([real_trace("h100_llama_eager_sdpa.json.gz")], use_cache=False)
+    m = s.load(0)
+    names = [m.kernel_name(r) for r in range(len(m.kernels))]
+    row = next(r for r, n in enumerate(names) if "cudnn" in n.lower() or "flash" in n.lower()
+               or "attention" in m.category(r).lower())
+    d = s.kernel_detail(0, row)
+    assert d.modules[0].startswith("LlamaForCausalLM") and any(x.startswith("LlamaDecoderLayer") for x in d.modules)
+    assert any(x.startswith("LlamaAttention") for x in d.modules)
+    assert d.input_dims and d.input_dims.startswith("[[")

@@ -124,3 +124,22 @@ def decoder_layer_class(calls: ModuleCalls, launch_t: np.ndarray, within: np.nda
         if n > best_n or (n == best_n and best is not None and len(sel) < len(rows[calls.cls[rows] == best])):
             best, best_n = c, n
     return best
+
+
+def module_path(model: TraceModel, row: int, calls: ModuleCalls | None = None) -> list[str]:
+    """The module calls that enclose the launch of kernel `row`, outermost first
+    (`LlamaForCausalLM_0 > LlamaModel_0 > LlamaDecoderLayer_3 > LlamaAttention_3`); empty when the
+    trace has no module events or the kernel's launch is unknown. The join: kernel → its runtime
+    launch (correlation) → the CPU thread and time of that launch → the module calls around it."""
+    k = model.kernels
+    li = int(k.launch[row])
+    if li < 0:
+        return []
+    calls = module_calls(model) if calls is None else calls
+    if not len(calls):
+        return []
+    t, tid = float(model.launches.ts[li]), int(model.launches.tid[li])
+    hit = np.flatnonzero((calls.ts <= t) & (calls.end >= t) & (calls.tid == tid))
+    hit = hit[np.argsort(calls.depth[hit], kind="stable")]
+    return [f"{calls.cls[i]}_{calls.instance[i]}" if calls.instance[i] >= 0 else str(calls.cls[i])
+            for i in hit.tolist()]

@@ -30,6 +30,15 @@ def model(demo_models):
     return demo_models[str(DEMO_B)]
 
 
+async def show_tab(pilot, key: str, table_id: str) -> ResultTable:
+    """Press a tab's number and wait until its table has the focus (it takes it after a refresh)."""
+    await pilot.press(key)
+    screen = pilot.app.screen
+    table = screen.query_one(f"#{table_id}", ResultTable)
+    await wait_until(pilot, lambda: screen.focused is table)
+    return table
+
+
 async def test_browse_is_its_own_view_of_the_trace(demo_models, model):
     app = demo_app(demo_models, paths=[str(DEMO_B)])
     async with app.run_test(size=(120, 36)) as pilot:
@@ -103,9 +112,7 @@ async def test_enter_opens_a_kernel_and_a_layer_of_that_trace(demo_models, model
     async with app.run_test(size=(100, 36)) as pilot:
         await wait_for_main(pilot)
         screen = app.screen
-        await pilot.press("3")
-        await pilot.pause()
-        kernels = screen.query_one("#kernels", ResultTable)
+        kernels = await show_tab(pilot, "3", "kernels")
         await pilot.press("j")
         chosen = kernels.current_row().payload
         await pilot.press("enter")
@@ -166,7 +173,8 @@ async def test_browse_fits_80x24(demo_models, monkeypatch):
             lines = screen_text(app).splitlines()
             assert len(lines) == 24 and all(len(line) <= 80 for line in lines)
             assert "Operations" in lines[4] and "Steps" in lines[4] and "Quit" in lines[-1]
-        await pilot.press("3", "enter")
+        await show_tab(pilot, "3", "kernels")
+        await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, KernelDetailScreen))
         lines = screen_text(app).splitlines()
         assert len(lines) == 24 and all(len(line) <= 80 for line in lines)

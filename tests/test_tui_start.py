@@ -109,7 +109,10 @@ async def test_error_screen_names_the_file_and_keeps_the_other_trace_browsable(d
         assert len(screen.query_one("#layers", ResultTable).rows_shown) == len(own.layers)
         assert len(screen.query_one("#kernels", ResultTable).rows_all) == len(own.kernel_totals)
         # browse mode drills into a layer's kernels and a kernel
-        await pilot.press("2", "enter")
+        await pilot.press("2")
+        layers = screen.query_one("#layers", ResultTable)
+        await wait_until(pilot, lambda: screen.focused is layers)  # the tab's table takes the focus
+        await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, BrowseLayerScreen))
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, KernelDetailScreen))

@@ -25,8 +25,8 @@ from kerneldiff.core.errors import LoadCancelled, TraceError
 from kerneldiff.core.model import PHASE_FILTERS
 
 from .commands import ExplorerCommands
-from .messages import (BrowseRequested, CancelRequested, LoadProgress, OpenRequested, ResultFailed, ResultReady,
-                       StartShown, TraceCancelled, TraceFailed, TraceLoaded)
+from .messages import (BrowseRequested, CancelRequested, Exported, LoadProgress, OpenRequested, ResultFailed,
+                       ResultReady, StartShown, TraceCancelled, TraceFailed, TraceLoaded)
 from .screens.start import StartScreen
 from .state import CANCELLED, FAILED, LOADED, LOADING, TraceState, initial_states
 
@@ -118,7 +118,7 @@ class KernelDiffApp(App):
             [str(p) for p in paths], aie=aie, registry=registry, use_cache=use_cache, loader=loader)
         self.autoload = autoload
         self.first_frame_seconds: float | None = None
-        self.last_export = None
+        self.last_export = None   # the path of the last table exported (e / E)
         self.exit_code = 0
         self._cancel: dict[int, threading.Event] = {}
         self._generation = 0
@@ -343,6 +343,9 @@ class KernelDiffApp(App):
         nxt = choices[(choices.index(self.phase) + 1) % len(choices)] if self.phase in choices else choices[0]
         self.notify(f"phase {nxt}: recomputing…", timeout=2)
         self.start_result(nxt)
+
+    def on_exported(self, m: Exported) -> None:
+        self.last_export = m.path
 
     # --- help / quit ----------------------------------------------------------------------------
     def action_help(self) -> None:

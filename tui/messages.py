@@ -69,3 +69,11 @@ class BrowseRequested(Message):
     def __init__(self, index: int) -> None:
         super().__init__()
         self.index = index
+
+
+class Exported(Message):
+    """A table was written to `path` (the app remembers the last one)."""
+
+    def __init__(self, path) -> None:
+        super().__init__()
+        self.path = path

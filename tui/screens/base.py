@@ -9,6 +9,7 @@ from textual.widgets import DataTable, Footer, Input, TabbedContent, TabPane
 from textual.widget import Widget
 
 from ..export import write_table
+from ..messages import Exported
 from ..widgets.header import Breadcrumb
 from ..widgets.result_table import ResultTable
 from ..widgets.table_pane import DetailScroll, TablePane
@@ -136,7 +137,7 @@ class ExplorerScreen(Screen):
         except OSError as e:
             self.notify(f"export failed: {e.strerror or e}", severity="error", markup=False)
             return
-        self.app.last_export = path
+        self.post_message(Exported(path))
         self.notify(f"{len(rows)} rows → {path}", title="Exported", markup=False, timeout=6)
 
 

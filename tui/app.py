@@ -22,7 +22,6 @@ from textual.reactive import reactive
 from textual.worker import get_current_worker
 
 from kerneldiff.core.errors import LoadCancelled, TraceError
-from kerneldiff.core.model import PHASE_FILTERS
 
 from .commands import ExplorerCommands
 from .messages import (BrowseRequested, CancelRequested, Exported, LoadProgress, OpenRequested, ResultFailed,
@@ -385,6 +384,8 @@ def run_app(paths: list[str], phase: str = "all", registry: str | None = None, u
     """Open the explorer on one trace (browse) or two (compare). Returns the exit code.
     `aie`: GEMM shape / warm-up / iterations / clock for AMD AIE traces (keys of
     kerneldiff.core.aie.session.OPTION_KEYS; absent or None = not given)."""
+    from kerneldiff.core.model import PHASE_FILTERS
+
     if phase not in PHASE_FILTERS:
         print(f"kerneldiff: unknown phase {phase!r} (choose from {', '.join(PHASE_FILTERS)})", file=sys.stderr)
         return 2

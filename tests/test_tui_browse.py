@@ -161,6 +161,16 @@ async def test_phase_cycle_in_browse(demo_models, model):
         mask = model.phase_mask("prefill")
         assert f"{int(mask.sum())} kernels" in screen_text(app) and "phase prefill" in screen_text(app)
 
+        # the command palette offers the browse view's tabs and its busiest layer
+        from kerneldiff.tui.commands import ExplorerCommands
+
+        titles = {t: cb for t, _h, cb in ExplorerCommands(app.screen)._commands()}
+        for t in ("Show Operations", "Show Layers", "Show Kernels", "Show Steps", "Show Warnings",
+                  "Open busiest layer", "Cycle phase", "Export table as CSV"):
+            assert t in titles
+        titles["Open busiest layer"]()
+        await wait_until(pilot, lambda: isinstance(app.screen, BrowseLayerScreen))
+
 
 async def test_browse_fits_80x24(demo_models, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")

@@ -35,6 +35,11 @@ KERNEL_COLUMNS: tuple[tuple[str, str, Any], ...] = (
     ("device", "i8", -1),
     ("corr", "i8", -1),       # correlation id (joins the runtime launch)
     ("ext", "i8", -1),        # External id (joins the cpu_op)
+    ("regs", "i4", -1),       # launch configuration (CUPTI): registers per thread,
+    ("smem", "i8", -1),       # shared memory bytes,
+    ("occupancy", "i2", -1),  # estimated achieved occupancy %,
+    ("grid", "i4", -1),       # grid and block as "[x,y,z]" text, ids into strings
+    ("block", "i4", -1),
     ("cpu_op", "i4", -1),     # row in cpu_ops, -1 if unknown
     ("launch", "i4", -1),     # row in launches, -1 if unknown
     ("cat", "i2", -1),        # category id into TraceModel.categories

@@ -68,3 +68,35 @@ def test_real_trace_embedding_shapes_tell_prefill_from_decode():
     emb = [i for i in range(len(c)) if m.strings[int(c.name[i])] == "aten::embedding"]
     dims = [json.loads(m.strings[int(c.dims[i])])[1] for i in emb]
     assert dims.count([4, 256]) == 1 and dims.count([4, 1]) == len(emb) - 1 == 47
+
+
+def test_kernel_launch_configuration_is_kept(tmp_path, monkeypatch):
+    """grid, block, registers, shared memory and occupancy of every kernel (CUPTI args), the same
+    through both readers; absent (ROCm) reads as -1."""
+    import kerneldiff.core.ingest.cut as cut
+
+    k = {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 10, "dur": 3, "pid": 0, "tid": 7,
+         "args": {"correlation": 1, "stream": 7, "device": 0, "registers per thread": 90,
+                  "shared memory": 49152, "est. achieved occupancy %": 4, "grid": [64, 1, 1],
+                  "block": [128, 1, 1]}}
+    bare = {"ph": "X", "cat": "kernel", "name": "rocm", "ts": 20, "dur": 3, "pid": 0, "tid": 7,
+            "args": {"correlation": 2, "stream": 0, "device": 2, "kind": "Dispatch Kernel"}}
+    path = write_trace(tmp_path / "cfg.json", kineto_doc([k, bare]))
+    m = Session([path], use_cache=False).load(0)
+    kk = m.kernels
+    r = [m.kernel_name(i) for i in range(len(kk))].index("gemm")
+    assert (int(kk.regs[r]), int(kk.smem[r]), int(kk.occupancy[r])) == (90, 49152, 4)
+    assert (m.strings[int(kk.grid[r])], m.strings[int(kk.block[r])]) == ("[64,1,1]", "[128,1,1]")
+    o = 1 - r
+    assert (int(kk.regs[o]), int(kk.grid[o]), int(kk.block[o])) == (-1, -1, -1)
+    monkeypatch.setattr(cut, "SLICE", 4096)
+    monkeypatch.setattr(cut, "WINDOW", 512)
+    assert differences(path) == []
+
+
+def test_real_trace_launch_configuration():
+    m = Session([real_trace("a100_control.json.gz")], use_cache=False).load(0)
+    kk = m.kernels
+    has = kk.grid >= 0
+    assert has.mean() > 0.9 and (kk.regs[has] > 0).mean() > 0.9
+    assert all(m.strings[int(g)].startswith("[") for g in kk.grid[has][:100])

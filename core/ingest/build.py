@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from kerneldiff.core.analysis.classify import Classifier
 
 
-_STRING_COLUMNS = ("name", "dims", "types")   # ids into a run's own string list, renumbered here
+_STRING_COLUMNS = ("name", "dims", "types", "grid", "block")   # ids into a run's own string list, renumbered here
 
 
 def _merge(read: ReadResult) -> tuple[StringTable, dict[str, dict[str, np.ndarray]]]:
@@ -67,31 +67,12 @@ def build_model(path: str, info: TraceInfo, read: ReadResult, classifier: Classi
         model.warnings.append(f"{read.dropped} malformed events skipped (missing or invalid ph/ts/dur/name)")
     if read.negative_dur:
         model.warnings.append(f"{read.negative_dur} events had a negative duration; counted as 0")
-    _classify(model, classifier)
     attribution.link(model)
+    _classify(model, classifier)   # after link: operator rules read each kernel's launching cpu_op
     return model
 
 
 def _classify(model: TraceModel, classifier: Classifier) -> None:
-    """Classify each distinct kernel name once, then broadcast to rows."""
-    k = model.kernels
-    if len(k) == 0:
-        return
-    uniq, inverse = np.unique(k.name, return_inverse=True)
-    names = [model.strings[int(i)] for i in uniq]
-    cats, rules = classifier.classify_names(names)
-    cat_index = {c: i for i, c in enumerate(model.categories)}
-    rule_index: dict[str, int] = {}
-    cat_ids = np.empty(len(uniq), dtype=np.int16)
-    rule_ids = np.empty(len(uniq), dtype=np.int32)
-    for j, (c, r) in enumerate(zip(cats, rules)):
-        if c not in cat_index:
-            cat_index[c] = len(model.categories)
-            model.categories.append(c)
-        cat_ids[j] = cat_index[c]
-        if r not in rule_index:
-            rule_index[r] = len(model.rules)
-            model.rules.append(r)
-        rule_ids[j] = rule_index[r]
-    k.cat = cat_ids[inverse]
-    k.rule = rule_ids[inverse]
+    """Categories and reasons of every kernel: from its name (each distinct name once) and from
+    the operator that launched it (see Classifier.assign)."""
+    classifier.assign(model)

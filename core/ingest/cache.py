@@ -109,7 +109,8 @@ def classifier_fingerprint(classifier) -> str:
     """Hash of the effective rules and category metadata (categories decide classes, roles decide
     layers). Rules are dataclasses: their repr lists every field."""
     blob = repr((list(getattr(classifier, "rules", [])), getattr(classifier, "_meta", None),
-                 list(getattr(classifier, "categories", []))))
+                 list(getattr(classifier, "categories", [])), list(getattr(classifier, "op_rules", [])),
+                 list(getattr(classifier, "inductor_rules", [])), getattr(classifier, "inductor_groups", None)))
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

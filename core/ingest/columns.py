@@ -20,7 +20,8 @@ CHUNK_EVENTS = 4096   # events columnised at once (see Columns.add)
 # columns of each table, in the dtypes of kerneldiff.core.model
 SPECS: dict[str, tuple[tuple[str, str], ...]] = {
     "k": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("kind", "i1"), ("stream", "i8"), ("device", "i8"),
-          ("corr", "i8"), ("ext", "i8")),
+          ("corr", "i8"), ("ext", "i8"), ("regs", "i4"), ("smem", "i8"), ("occupancy", "i2"),
+          ("grid", "i4"), ("block", "i4")),   # launch configuration; grid/block: text ids
     "p": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("pyid", "i8"), ("parent", "i8"), ("tid", "i8"),
           ("pid", "i8")),
     "c": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("ext", "i8"), ("tid", "i8"), ("pid", "i8"),
@@ -36,7 +37,7 @@ MAX_TS, MAX_DUR = 1e18, 1e15   # beyond these a timestamp / duration is garbage,
 
 _cat, _name, _ts, _dur, _pid, _tid, _args = (attrgetter(f) for f in ("cat", "name", "ts", "dur", "pid", "tid", "args"))
 # args fields each table reads; the first one also detects events without args
-_ARG_FIELDS = {"k": ("correlation", "external_id", "stream", "device"), "p": ("python_id", "python_parent"),
+_ARG_FIELDS = {"k": ("correlation", "external_id", "stream", "device", "registers", "shared_memory", "occupancy"), "p": ("python_id", "python_parent"),
                "c": ("external_id",), "l": ("correlation", "external_id")}
 _ON_EVENT = {g: tuple(attrgetter("args." + f) for f in fs) for g, fs in _ARG_FIELDS.items()}
 _ON_ARGS = {g: tuple(attrgetter(f) for f in fs) for g, fs in _ARG_FIELDS.items()}
@@ -101,7 +102,8 @@ def _struct_ints(g: str, sub) -> dict[str, np.ndarray]:
             first = _ints(src, get[0])
         if g == "k":
             return {"corr": first, "ext": _ints(src, get[1]), "stream": _ints_or(src, get[2], sub, _tid),
-                    "device": _ints_or(src, get[3], sub, _pid)}
+                    "device": _ints_or(src, get[3], sub, _pid), "regs": _ints(src, get[4]).astype(np.int32),
+                    "smem": _ints(src, get[5]), "occupancy": _ints(src, get[6]).astype(np.int16)}
         if g == "p":
             cols = {"pyid": first, "parent": _ints(src, get[1])}
         elif g == "c":
@@ -127,6 +129,9 @@ def _scanned_ints(g: str, ints: np.ndarray) -> dict[str, np.ndarray]:
     if g == "k":
         cols["stream"] = np.where(present[:, scan.STREAM], col[:, scan.STREAM], col[:, scan.TID])
         cols["device"] = np.where(present[:, scan.DEVICE], col[:, scan.DEVICE], col[:, scan.PID])
+        cols["regs"] = col[:, scan.REGS].astype(np.int32)
+        cols["smem"] = col[:, scan.SMEM].copy()
+        cols["occupancy"] = col[:, scan.OCC].astype(np.int16)
     else:
         cols["tid"] = col[:, scan.TID].copy()
         cols["pid"] = col[:, scan.PID].copy()
@@ -168,6 +173,15 @@ class Columns:
                 self.strings.append(s)
             out[i] = v
         return out
+
+    def _launch_config(self, sub) -> dict[str, np.ndarray]:
+        """A kernel's grid and block ([x, y, z], as compact JSON text ids)."""
+        args = list(map(_args, sub))
+        if not any(a is not None and a.grid is not None for a in args):
+            none = np.full(len(args), -1, np.int32)
+            return {"grid": none, "block": none.copy()}
+        return {"grid": self._intern_texts([shape_text(a.grid) if a is not None else None for a in args]),
+                "block": self._intern_texts([shape_text(a.block) if a is not None else None for a in args])}
 
     def _shapes(self, sub) -> dict[str, np.ndarray]:
         """An operator's recorded input dims and dtypes (record_shapes) as string ids."""
@@ -213,6 +227,8 @@ class Columns:
         ints = _struct_ints(g, sub)
         if g == "c":
             ints.update(self._shapes(sub))
+        elif g == "k":
+            ints.update(self._launch_config(sub))
         self._append(g, ts, dur, name, codes, ints)
 
     def _add_scanned(self, sc: scan.Scanned) -> None:
@@ -239,11 +255,12 @@ class Columns:
                     continue
                 idx, ts, dur, name = idx[keep], ts[keep], dur[keep], name[keep]
             ints = _scanned_ints(g, sc.ints[idx])
-            if g == "c":
-                # the scan's distinct shape texts as string ids; the extra last entry maps -1 to -1
+            if g in ("c", "k"):
+                # the scan's distinct raw texts as string ids; the extra last entry maps -1 to -1
                 ids = np.append(self._intern_texts(sc.texts), np.int32(-1))
-                ints["dims"] = ids[sc.shape[idx, 0]]
-                ints["types"] = ids[sc.shape[idx, 1]]
+                for col, j in (("dims", scan.DIMS), ("types", scan.TYPES)) if g == "c" else \
+                        (("grid", scan.GRID), ("block", scan.BLOCK)):
+                    ints[col] = ids[sc.shape[idx, j]]
             self._append(g, ts, dur, name, sc.code[idx], ints)
 
     def _valid_rows(self, ts: np.ndarray, dur: np.ndarray, name: np.ndarray) -> np.ndarray | None:

@@ -25,6 +25,12 @@ class FastArgs(msgspec.Struct, gc=False):
     # later; most operators repeat a handful of shapes) and parsed only where a reading needs them
     input_dims: msgspec.Raw | None = msgspec.field(default=None, name="Input Dims")
     input_type: msgspec.Raw | None = msgspec.field(default=None, name="Input type")
+    # a kernel's launch configuration (CUPTI; ROCm traces often lack it)
+    registers: int | None = msgspec.field(default=None, name="registers per thread")
+    shared_memory: int | None = msgspec.field(default=None, name="shared memory")
+    occupancy: int | None = msgspec.field(default=None, name="est. achieved occupancy %")
+    grid: msgspec.Raw | None = None
+    block: msgspec.Raw | None = None
 
 
 class XEvent(msgspec.Struct, tag_field="ph", tag="X", gc=False):
@@ -67,6 +73,11 @@ class _LooseArgs(msgspec.Struct):
     python_parent: Any = msgspec.field(default=None, name="Python parent id")
     input_dims: Any = msgspec.field(default=None, name="Input Dims")
     input_type: Any = msgspec.field(default=None, name="Input type")
+    registers: Any = msgspec.field(default=None, name="registers per thread")
+    shared_memory: Any = msgspec.field(default=None, name="shared memory")
+    occupancy: Any = msgspec.field(default=None, name="est. achieved occupancy %")
+    grid: Any = None
+    block: Any = None
 
 
 class _LooseEvent(msgspec.Struct):
@@ -149,7 +160,9 @@ def _normalize(e: _LooseEvent) -> XEvent:
     args = None
     if a is not None:
         args = FastArgs(_int(a.correlation), _int(a.external_id), _opt_int(a.device), _opt_int(a.stream),
-                        _int(a.python_id), _int(a.python_parent), _reencode(a.input_dims), _reencode(a.input_type))
+                        _int(a.python_id), _int(a.python_parent), _reencode(a.input_dims), _reencode(a.input_type),
+                        _opt_int(a.registers), _opt_int(a.shared_memory), _opt_int(a.occupancy),
+                        _reencode(a.grid), _reencode(a.block))
     return XEvent(e.cat if isinstance(e.cat, str) else None, e.name if isinstance(e.name, str) else None,
                   _num(e.ts, None), _num(e.dur, None), _int(e.pid), _int(e.tid), args)
 

@@ -27,7 +27,11 @@ import numpy as np
 # how scan stopped
 LIMIT, BAIL, ARRAY_END, FULL = 0, 1, 2, 3
 # integer fields, columns of `ints`
-PID, TID, CORR, EXT, DEVICE, STREAM, PYID, PARENT = range(8)
+PID, TID, CORR, EXT, DEVICE, STREAM, PYID, PARENT, REGS, SMEM, OCC = range(11)
+NINTS = 11
+# raw value texts kept per row, columns of `shape`: record_shapes dims and dtypes, grid, block
+DIMS, TYPES, GRID, BLOCK = range(4)
+NRAW = 4
 MISSING = np.iinfo(np.int64).min   # field absent or null (the struct path's None)
 FLOAT_TS, FLOAT_DUR = 0, 1
 
@@ -54,14 +58,14 @@ class Out:
         self.cap = cap
         self.code = np.empty(cap, np.int8)
         self.floats = np.empty((cap, 2), np.float64)
-        self.ints = np.empty((cap, 8), np.int64)
+        self.ints = np.empty((cap, NINTS), np.int64)
         self.nhash = np.empty(cap, np.uint64)
         self.nstart = np.empty(cap, np.int64)
         self.nlen = np.empty(cap, np.int64)
         self.nesc = np.empty(cap, np.bool_)
-        # record_shapes: byte ranges [start, end) of "Input Dims" and "Input type" (-1: absent)
-        self.shape = np.empty((cap, 4), np.int64)
-        self.shash = np.empty((cap, 2), np.uint64)   # their hashes: each distinct text decoded once
+        # byte ranges [start, end) of the raw texts (DIMS, TYPES, GRID, BLOCK; -1: absent)
+        self.shape = np.empty((cap, 2 * NRAW), np.int64)
+        self.shash = np.empty((cap, NRAW), np.uint64)   # their hashes: each distinct text decoded once
         # numbers left to Python's float(): row, field, start, end
         self.fix = np.empty((max(cap // 4, 16), 4), np.int64)
         # [rows written, events consumed, fixes, next position, status]
@@ -71,14 +75,15 @@ class Out:
 class Scanned:
     """Rows of one scan, ready for `columns.Columns`: group codes, ts/dur, the integer fields
     (MISSING where absent), names as indexes into `names` (-1: no name), and each row's recorded
-    input dims and dtypes as indexes into `texts` (shape[:, 0] and [:, 1]; -1: not recorded)."""
+    input dims and dtypes and its launch grid and block as indexes into `texts` (shape[:, DIMS],
+    [:, TYPES], [:, GRID], [:, BLOCK]; -1: not recorded)."""
 
     __slots__ = ("code", "floats", "ints", "name", "names", "events", "shape", "texts")
 
     def __init__(self, code, floats, ints, name, names, events, shape=None, texts=()) -> None:
         self.code, self.floats, self.ints = code, floats, ints
         self.name, self.names, self.events = name, names, events
-        self.shape = np.full((len(code), 2), -1, np.int32) if shape is None else shape
+        self.shape = np.full((len(code), NRAW), -1, np.int32) if shape is None else shape
         self.texts = list(texts)
 
     def __len__(self) -> int:
@@ -124,10 +129,10 @@ def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, li
     distinct (hash, length) is decoded once, so a million operators cost a few numpy passes."""
     from kerneldiff.core.ingest.decode import shape_text
 
-    shape = np.full((len(ranges), 2), -1, np.int32)
+    shape = np.full((len(ranges), NRAW), -1, np.int32)
     texts: list = []
     ids: dict = {}
-    for j in (0, 1):
+    for j in range(NRAW):
         rows = np.flatnonzero(ranges[:, 2 * j] >= 0)
         if not len(rows):
             continue

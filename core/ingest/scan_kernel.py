@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from kerneldiff.core.ingest.scan import (ARRAY_END, BAIL, CORR, DEVICE, EXT, FLOAT_DUR, FLOAT_TS, FULL, LIMIT, MISSING, PARENT, PID, PYID,
+from kerneldiff.core.ingest.scan import (NINTS, NRAW, OCC, REGS, SMEM,  # noqa: I001
+                                         ARRAY_END, BAIL, CORR, DEVICE, EXT, FLOAT_DUR, FLOAT_TS, FULL, LIMIT, MISSING, PARENT, PID, PYID,
                    STREAM, TID)
 
 _jit = njit(cache=True, nogil=True, boundscheck=False)
@@ -446,7 +447,14 @@ _W_PYID = np.frombuffer(b"Python id", np.uint8).copy()
 _W_PARENT = np.frombuffer(b"Python parent id", np.uint8).copy()
 _W_DIMS = np.frombuffer(b"Input Dims", np.uint8).copy()
 _W_TYPES = np.frombuffer(b"Input type", np.uint8).copy()
-_A_DIMS, _A_TYPES = 8, 9   # args whose raw value text is kept (record_shapes), after the 8 integers
+_W_REGS = np.frombuffer(b"registers per thread", np.uint8).copy()
+_W_SMEM = np.frombuffer(b"shared memory", np.uint8).copy()
+_W_OCC = np.frombuffer(b"est. achieved occupancy %", np.uint8).copy()
+_W_GRID = np.frombuffer(b"grid", np.uint8).copy()
+_W_BLOCK = np.frombuffer(b"block", np.uint8).copy()
+# args whose raw value text is kept, after the NINTS integers: record_shapes of an operator, the
+# launch configuration of a kernel
+_A_DIMS, _A_TYPES, _A_GRID, _A_BLOCK = NINTS, NINTS + 1, NINTS + 2, NINTS + 3
 
 
 @_jit
@@ -473,6 +481,21 @@ def _arg_key(buf, s, e):
             return _A_DIMS
         if _key_is(buf, s, e, _W_TYPES):
             return _A_TYPES
+    elif n == 20:
+        if _key_is(buf, s, e, _W_REGS):
+            return REGS
+    elif n == 13:
+        if _key_is(buf, s, e, _W_SMEM):
+            return SMEM
+    elif n == 25:
+        if _key_is(buf, s, e, _W_OCC):
+            return OCC
+    elif n == 4:
+        if _key_is(buf, s, e, _W_GRID):
+            return _A_GRID
+    elif n == 5:
+        if _key_is(buf, s, e, _W_BLOCK):
+            return _A_BLOCK
     return _OTHER
 
 
@@ -641,9 +664,9 @@ def _scan(buf, pos, limit, blob, ends, codes, phase, o_code, o_floats, o_ints, o
     stack = np.empty(_STACK, np.uint8)
     status = LIMIT
     i = _ws(buf, pos, n)
-    ev_ints = np.empty(8, np.int64)
-    ev_raw = np.empty(4, np.int64)
-    ev_hash = np.zeros(2, np.uint64)
+    ev_ints = np.empty(NINTS, np.int64)
+    ev_raw = np.empty(2 * NRAW, np.int64)
+    ev_hash = np.zeros(NRAW, np.uint64)
     while True:
         if i >= limit:
             break
@@ -674,9 +697,9 @@ def _scan(buf, pos, limit, blob, ends, codes, phase, o_code, o_floats, o_ints, o
         ts_b = 0
         dur_a = 0
         dur_b = 0
-        for k in range(8):
+        for k in range(NINTS):
             ev_ints[k] = MISSING
-        for k in range(4):
+        for k in range(2 * NRAW):
             ev_raw[k] = -1
         fail = 0    # 0 ok, 1 incomplete, 2 bail
         i = _ws(buf, i, n)
@@ -845,15 +868,15 @@ def _scan(buf, pos, limit, blob, ends, codes, phase, o_code, o_floats, o_ints, o
         o_code[rows] = code
         o_floats[rows, 0] = ts
         o_floats[rows, 1] = dur
-        for k in range(8):
+        for k in range(NINTS):
             o_ints[rows, k] = ev_ints[k]
         o_nhash[rows] = name_h
         o_nstart[rows] = name_s
         o_nlen[rows] = name_e - name_s if name_s >= 0 else -1
         o_nesc[rows] = name_esc
-        for k in range(4):
+        for k in range(2 * NRAW):
             o_shape[rows, k] = ev_raw[k]
-        for k in range(2):
+        for k in range(NRAW):
             o_shash[rows, k] = ev_hash[k] if ev_raw[2 * k] >= 0 else np.uint64(0)
         if not ts_exact:
             o_fix[fixes, 0] = rows

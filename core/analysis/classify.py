@@ -1,12 +1,21 @@
-"""Kernel name -> (category, rule id), driven by the data in `registry.toml`.
+"""Kernel -> (category, reason), driven by the data in `registry.toml`.
 
-The shipped registry is an ordered rule list (first match wins) plus per-category metadata
-(role for layer segmentation, components for fused categories). A user registry file has the
-same format; its rules are tried first and its `[categories]` entries add or override metadata.
+Three kinds of rules, all data (see the registry's header for the precedence):
+* `[[rules]]` — kernel-name rules, ordered, first match wins. Rules marked `generic` are family
+  guesses ("cudnn", "gemm", "reduce") that the launching operator may overrule.
+* `[[inductor_rules]]` — Inductor kernels (`triton_{poi,red,per,tem,for}_fused_<ops>_<n>`) are
+  classified by their kind and the ops their name lists (`parse_inductor`), never by kernel-name
+  rules, so one word of a long op list (`_scaled_dot_product_cudnn_attention`) decides nothing.
+* `[[op_rules]]` — the operator that launched a kernel (its cpu_op: `aten::mm`,
+  `aten::_cudnn_attention_forward`, `vllm::unified_attention_with_output`, ...) decides a kernel
+  that no name rule or only a generic one matched (`Classifier.assign`).
+
+A user registry file has the same format; its rules of each kind are tried first (same id
+replaces the shipped rule) and its `[categories]` entries add or override metadata.
 
 Each name is lowercased once (see `match_text`); `contains` entries and metacharacter-free
 regexes are tested as plain substrings, the rest as precompiled regexes (they should start with
-a literal so `re` can use its fast prefix search). Results are cached per name.
+a literal so `re` can use its fast prefix search). Results are cached per name and per op name.
 """
 
 from __future__ import annotations
@@ -23,8 +32,13 @@ from kerneldiff.core.errors import TraceError
 OTHER = "Other"
 ROLES = ("attention", "norm", "gemm", "moe", "ssm", "comm", "elementwise", "memory", "other")
 VENDORS = ("AMD", "NVIDIA", "any")
-_RULE_KEYS = {"id", "category", "contains", "regex", "vendor", "examples"}
+INDUCTOR_KINDS = ("poi", "red", "per", "tem", "for")   # pointwise, reduction, persistent reduction, template, foreach
+GENERIC = "generic"                      # `over` entry: kernels only a generic name rule (or none) matched
+_RULE_KEYS = {"id", "category", "contains", "regex", "vendor", "examples", "generic"}
+_OP_RULE_KEYS = {"id", "category", "ops", "regex", "over", "examples"}
+_INDUCTOR_RULE_KEYS = {"id", "category", "kinds", "all", "any", "only", "none", "examples"}
 _CATEGORY_KEYS = {"role", "components", "group"}
+_TOP_KEYS = {"rules", "categories", "op_rules", "inductor_rules", "inductor_groups"}
 SHIPPED = "core/registry.toml"           # how the shipped file is named in error messages
 
 
@@ -36,6 +50,39 @@ class Rule:
     regex: tuple[str, ...]       # Python regex sources
     vendor: str = "any"
     examples: tuple[str, ...] = ()
+    generic: bool = False        # a family guess the launching operator may overrule
+
+
+@dataclass(frozen=True)
+class OpRule:
+    """Launching operator -> category, for kernels whose name decides nothing better."""
+    id: str
+    category: str
+    ops: tuple[str, ...]         # exact operator names
+    regex: tuple[str, ...]       # Python regexes matched against the WHOLE operator name
+    over: tuple[str, ...] = (GENERIC,)   # what it may overrule: "generic" and/or name categories
+    examples: tuple[str, ...] = ()       # operator names that must resolve to this rule
+
+
+@dataclass(frozen=True)
+class InductorRule:
+    """Inductor kernel (kind + listed ops) -> category. Every condition given must hold."""
+    id: str
+    category: str
+    kinds: tuple[str, ...] = ()  # empty: any kind
+    all: tuple[str, ...] = ()    # every one of these ops is listed
+    any: tuple[str, ...] = ()    # at least one of these is listed
+    only: tuple[str, ...] = ()   # at least one op is listed and every listed op is one of these
+    none: tuple[str, ...] = ()   # none of these is listed
+    examples: tuple[str, ...] = ()   # kernel names that must resolve to this rule
+
+
+@dataclass(frozen=True)
+class InductorKernel:
+    """What an Inductor kernel's name says: `triton_<kind>_fused_<op>_<op>..._<n>`."""
+    kind: str                    # one of INDUCTOR_KINDS
+    ops: tuple[str, ...]         # the listed ops (aten overload-packet names), as listed
+    index: int | None            # the trailing kernel number
 
 
 # --- names ---------------------------------------------------------------------------------
@@ -117,6 +164,129 @@ def match_text(name: str) -> str:
     return strip_args(name).lower()
 
 
+# --- Inductor kernel names -----------------------------------------------------------------
+#
+# Inductor names a fused kernel "triton_" + kind + "_fused_" + the ops it was made from, joined
+# by "_", + "_" + a kernel number (torch/_inductor: get_fused_kernel_name + next_kernel_suffix).
+# The ops are aten overload-packet names (`original_aten`), de-duplicated and SORTED, at most
+# `kernel_name_max_ops` of them. Op names contain "_" themselves (`_to_copy`, `bitwise_and`,
+# `_scaled_dot_product_cudnn_attention`), so the text splits ambiguously; the split chosen is the
+# cheapest one (known op names are cheap, unknown words dear) that keeps the ops in sorted order.
+# Known names: the list below plus every op the registry's Inductor rules mention.
+
+_INDUCTOR_NAME = re.compile(r"^triton_(poi|red|per|tem|for)(?:_fused(?:_(.*?))??)?(?:_(\d+))?$", re.S)
+_MAX_SPAN = 10                      # tokens in one op name (`_scaled_dot_product_flash_attention_for_cpu`: 8)
+
+KNOWN_OPS = frozenset("""
+_adaptive_avg_pool2d _adaptive_avg_pool2d_backward _cdist_forward _cudnn_attention_forward
+_efficient_attention_forward _embedding_bag _flash_attention_forward _foreach_add _foreach_mul
+_fused_rms_norm _int_mm _log_softmax _log_softmax_backward_data _native_batch_norm_legit
+_native_batch_norm_legit_functional _native_batch_norm_legit_no_training _reshape_alias
+_safe_softmax _scaled_dot_product_attention_math _scaled_dot_product_cudnn_attention
+_scaled_dot_product_efficient_attention _scaled_dot_product_flash_attention
+_scaled_dot_product_flash_attention_for_cpu _scaled_dot_product_fused_attention_overrideable
+_scaled_grouped_mm _scaled_mm _softmax _softmax_backward_data _to_copy _unsafe_index
+_unsafe_index_put _unsafe_masked_index _unsafe_view _weight_int4pack_mm _weight_int8pack_mm
+abs acos acosh adaptive_avg_pool2d add addcdiv addcmul addmm addmv alias all amax amin any
+arange argmax argmin as_strided as_strided_scatter asin atan atan2 avg_pool2d
+avg_pool2d_backward baddbmm batch_norm bernoulli bitwise_and bitwise_left_shift bitwise_not
+bitwise_or bitwise_right_shift bitwise_xor bmm bucketize cat ceil clamp clamp_max clamp_min
+clone constant_pad_nd contiguous convert_element_type convolution convolution_backward copy
+cos cosh cumprod cumsum diagonal diagonal_scatter div elu embedding embedding_dense_backward
+empty empty_like eq erf erfinv exp exp2 expand expand_as expm1 fill flatten flex_attention
+flex_attention_backward flip floor fmod full full_like gather ge gelu gelu_backward glu gt
+hardsigmoid hardswish hardtanh index index_add index_copy index_put index_select isinf isnan
+layer_norm le leaky_relu lerp lift_fresh_copy linear log log10 log1p log2 log_softmax
+logical_and logical_not logical_or logical_xor logsumexp lt masked_fill max max_pool2d_with_indices
+max_pool2d_with_indices_backward maximum mean min minimum mish mm mse_loss mul mv nan_to_num
+narrow native_batch_norm native_batch_norm_backward native_dropout native_group_norm
+native_group_norm_backward native_layer_norm native_layer_norm_backward ne neg new_empty
+new_full new_ones new_zeros nll_loss_backward nll_loss_forward norm ones ones_like permute pow
+prod rand rand_like randn randn_like reciprocal reflection_pad2d relu remainder repeat
+replication_pad2d reshape rms_norm round rsqrt rsub scalar_tensor scatter scatter_add
+scatter_reduce select select_scatter sigmoid sigmoid_backward sign silu silu_backward sin sinh
+slice slice_scatter softmax softplus sort split split_with_sizes sqrt square squeeze stack std
+sub sum t tanh tanh_backward threshold_backward topk transpose tril triu trunc unbind unfold
+unsqueeze upsample_bilinear2d upsample_nearest2d var var_mean view view_as view_as_complex
+view_as_real where zeros zeros_like
+""".split())
+
+
+def _segment(tokens: list[str], known: frozenset[str], ordered: bool) -> list[str] | None:
+    """Cheapest split of `tokens` into op names (each "_".join of a run of tokens): a known name
+    costs 1, an unknown one 3 per word; with `ordered`, the ops must be strictly increasing.
+    None if no split qualifies."""
+    n = len(tokens)
+    # best[(i, j)]: (cost, previous start) of the cheapest split of tokens[:j] whose last op is tokens[i:j]
+    best: dict[tuple[int, int], tuple[float, int]] = {}
+    text = {}
+
+    def op(i: int, j: int) -> str:
+        t = text.get((i, j))
+        if t is None:
+            t = text[(i, j)] = "_".join(tokens[i:j])
+        return t
+
+    def cost(i: int, j: int) -> float | None:
+        words = sum(1 for t in tokens[i:j] if t)
+        if words == 0:
+            return None
+        return 1.0 if op(i, j) in known else 3.0 * words
+
+    for j in range(1, min(n, _MAX_SPAN) + 1):
+        c = cost(0, j)
+        if c is not None:
+            best[(0, j)] = (c, -1)
+    for j in range(1, n + 1):
+        for i in range(max(0, j - _MAX_SPAN), j):
+            cur = best.get((i, j))
+            if cur is None or j == n:
+                continue
+            for k in range(j + 1, min(n, j + _MAX_SPAN) + 1):
+                c = cost(j, k)
+                if c is None or (ordered and not op(i, j) < op(j, k)):
+                    continue
+                total = cur[0] + c
+                old = best.get((j, k))
+                if old is None or total < old[0]:
+                    best[(j, k)] = (total, i)
+    ends = [(v[0], i) for (i, j), v in best.items() if j == n]
+    if not ends:
+        return None
+    _, i = min(ends)
+    out, j = [], n
+    while i >= 0:
+        out.append(op(i, j))
+        i, j = best[(i, j)][1], i
+    return out[::-1]
+
+
+def parse_inductor(name: str, known: frozenset[str] | None = None) -> InductorKernel | None:
+    """The kind and listed ops of an Inductor kernel name; None if `name` is not one.
+
+    >>> parse_inductor("triton_poi_fused__to_copy__unsafe_view_mul_silu_9").ops
+    ('_to_copy', '_unsafe_view', 'mul', 'silu')
+    """
+    m = _INDUCTOR_NAME.match(name)
+    if m is None:
+        return None
+    kind, body, index = m.group(1), m.group(2) or "", m.group(3)
+    ops: tuple[str, ...] = ()
+    if body:
+        tokens = body.split("_")
+        known = KNOWN_OPS if known is None else known
+        seg = _segment(tokens, known, ordered=True) or _segment(tokens, known, ordered=False) or [body]
+        ops = tuple(seg)
+    return InductorKernel(kind, ops, int(index) if index is not None else None)
+
+
+def inductor_ops(name: str) -> tuple[str, ...]:
+    """The ops an Inductor kernel's name lists (as the shipped registry parses them); () for any
+    other kernel. E.g. "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0" ->
+    ('_to_copy', 'add', 'mean', 'mul', 'pow', 'rsqrt')."""
+    return _default_classifier().inductor_ops(name)
+
+
 # --- registry parsing ----------------------------------------------------------------------
 
 def _str_list(value, what: str, path: str) -> list[str]:
@@ -127,10 +297,20 @@ def _str_list(value, what: str, path: str) -> list[str]:
     raise TraceError(path, f"{what} must be a string or a list of strings")
 
 
-def _parse(doc: dict, path: str) -> tuple[list[Rule], dict[str, dict]]:
-    extra = set(doc) - {"rules", "categories"}
+@dataclass
+class _Registry:
+    rules: list[Rule]
+    meta: dict[str, dict]
+    op_rules: list[OpRule]
+    inductor_rules: list[InductorRule]
+    groups: dict[str, tuple[str, ...]]
+
+
+def _parse(doc: dict, path: str) -> _Registry:
+    extra = set(doc) - _TOP_KEYS
     if extra:
-        raise TraceError(path, f"unknown top-level key(s) {sorted(extra)}; expected [[rules]] and [categories]")
+        raise TraceError(path, f"unknown top-level key(s) {sorted(extra)}; expected [[rules]], [[op_rules]], "
+                               "[[inductor_rules]], [inductor_groups] and [categories]")
     cats = doc.get("categories", {})
     if not isinstance(cats, dict):
         raise TraceError(path, "[categories] must be a table of tables")
@@ -187,8 +367,82 @@ def _parse(doc: dict, path: str) -> tuple[list[Rule], dict[str, dict]]:
         if not any(contains) and not regexes:
             raise TraceError(path, f"{where}: empty `contains`")
         examples = tuple(_str_list(r.get("examples", []), f"{where} examples", path))
-        rules.append(Rule(rid, cat, tuple(c.lower() for c in contains if c), tuple(regexes), vendor, examples))
-    return rules, meta
+        generic = r.get("generic", False)
+        if not isinstance(generic, bool):
+            raise TraceError(path, f"{where}: generic must be true or false")
+        rules.append(Rule(rid, cat, tuple(c.lower() for c in contains if c), tuple(regexes), vendor, examples,
+                          generic))
+    return _Registry(rules, meta, _parse_op_rules(doc, path), _parse_inductor_rules(doc, path),
+                     _parse_groups(doc, path))
+
+
+def _tables(doc: dict, key: str, path: str) -> list[dict]:
+    raw = doc.get(key, [])
+    if not isinstance(raw, list):
+        raise TraceError(path, f"{key} must be an array of tables ([[{key}]])")
+    ids: set[str] = set()
+    for k, r in enumerate(raw, 1):
+        if not isinstance(r, dict):
+            raise TraceError(path, f"{key} #{k} must be a table")
+        rid = r.get("id")
+        if not isinstance(rid, str) or not rid:
+            raise TraceError(path, f"{key} #{k} has no id")
+        if rid in ids:
+            raise TraceError(path, f"{key} {rid!r} is defined twice")
+        ids.add(rid)
+        cat = r.get("category")
+        if not isinstance(cat, str) or not cat:
+            raise TraceError(path, f"{key} {rid!r} has no category")
+    return raw
+
+
+def _parse_op_rules(doc: dict, path: str) -> list[OpRule]:
+    out = []
+    for r in _tables(doc, "op_rules", path):
+        where = f"op rule {r['id']!r}"
+        bad = set(r) - _OP_RULE_KEYS
+        if bad:
+            raise TraceError(path, f"{where}: unknown key(s) {sorted(bad)}")
+        ops = _str_list(r.get("ops", []), f"{where} ops", path)
+        regexes = _str_list(r.get("regex", []), f"{where} regex", path)
+        if not any(ops) and not any(regexes):
+            raise TraceError(path, f"{where} needs `ops` or `regex`")
+        for rx in regexes:
+            try:
+                re.compile(rx)
+            except re.error as e:
+                raise TraceError(path, f"{where}: bad regex {rx!r}: {e}") from None
+        over = _str_list(r.get("over", [GENERIC]), f"{where} over", path)
+        if not over:
+            raise TraceError(path, f"{where}: empty `over` would never apply")
+        examples = _str_list(r.get("examples", []), f"{where} examples", path)
+        out.append(OpRule(r["id"], r["category"], tuple(o for o in ops if o), tuple(x for x in regexes if x),
+                          tuple(over), tuple(examples)))
+    return out
+
+
+def _parse_inductor_rules(doc: dict, path: str) -> list[InductorRule]:
+    out = []
+    for r in _tables(doc, "inductor_rules", path):
+        where = f"inductor rule {r['id']!r}"
+        bad = set(r) - _INDUCTOR_RULE_KEYS
+        if bad:
+            raise TraceError(path, f"{where}: unknown key(s) {sorted(bad)}")
+        kinds = _str_list(r.get("kinds", []), f"{where} kinds", path)
+        for k in kinds:
+            if k not in INDUCTOR_KINDS:
+                raise TraceError(path, f"{where}: kind {k!r} is not one of {', '.join(INDUCTOR_KINDS)}")
+        conds = {c: tuple(_str_list(r.get(c, []), f"{where} {c}", path)) for c in ("all", "any", "only", "none")}
+        examples = _str_list(r.get("examples", []), f"{where} examples", path)
+        out.append(InductorRule(r["id"], r["category"], tuple(kinds), examples=tuple(examples), **conds))
+    return out
+
+
+def _parse_groups(doc: dict, path: str) -> dict[str, tuple[str, ...]]:
+    raw = doc.get("inductor_groups", {})
+    if not isinstance(raw, dict):
+        raise TraceError(path, "[inductor_groups] must be a table of op lists")
+    return {g: tuple(_str_list(v, f"inductor group {g!r}", path)) for g, v in raw.items()}
 
 
 def _read_toml(path: str, text: str) -> dict:
@@ -199,10 +453,15 @@ def _read_toml(path: str, text: str) -> dict:
 
 
 @lru_cache(maxsize=1)
-def _shipped() -> tuple[tuple[Rule, ...], tuple[tuple[str, dict], ...]]:
+def _shipped() -> _Registry:
     text = resources.files("kerneldiff.core.analysis").joinpath("registry.toml").read_text(encoding="utf-8")
-    rules, meta = _parse(_read_toml(SHIPPED, text), SHIPPED)
-    return tuple(rules), tuple(meta.items())
+    return _parse(_read_toml(SHIPPED, text), SHIPPED)
+
+
+def _merge_by_id(user: list, shipped: list) -> list:
+    """User rules first; a shipped rule the user redefines (same id) is dropped."""
+    ids = {r.id for r in user}
+    return list(user) + [r for r in shipped if r.id not in ids]
 
 
 def _compile(rule: Rule) -> tuple[Rule, tuple[str, ...], tuple[re.Pattern, ...]]:
@@ -223,15 +482,28 @@ def _compile(rule: Rule) -> tuple[Rule, tuple[str, ...], tuple[re.Pattern, ...]]
 
 # --- classifier ----------------------------------------------------------------------------
 
+def op_reason(rule_id: str, op: str) -> str:
+    """How a kernel's rule reads when its launching operator decided: the operator rule's id and
+    the operator ("aten.attention (launched by aten::_cudnn_attention_forward)")."""
+    return f"{rule_id} (launched by {op})"
+
+
 class Classifier:
     """Ordered, first-match-wins kernel classifier. Build with `Classifier.load()`."""
 
-    def __init__(self, rules: list[Rule], meta: dict[str, dict], source: str = SHIPPED) -> None:
+    def __init__(self, rules: list[Rule], meta: dict[str, dict], source: str = SHIPPED, *,
+                 op_rules: list[OpRule] = (), inductor_rules: list[InductorRule] = (),
+                 inductor_groups: dict[str, tuple[str, ...]] | None = None) -> None:
         meta = dict(meta)
         meta.setdefault(OTHER, {"role": "other"})
-        for r in rules:
-            if r.category not in meta:
-                raise TraceError(source, f"rule {r.id!r}: category {r.category!r} is not declared in [categories]")
+        for kind, rs in (("rule", rules), ("op rule", op_rules), ("inductor rule", inductor_rules)):
+            for r in rs:
+                if r.category not in meta:
+                    raise TraceError(source, f"{kind} {r.id!r}: category {r.category!r} is not declared in [categories]")
+        for r in op_rules:
+            for o in r.over:
+                if o != GENERIC and o not in meta:
+                    raise TraceError(source, f"op rule {r.id!r}: over {o!r} is neither {GENERIC!r} nor a category")
         for cname, m in meta.items():
             for comp in m.get("components", []):
                 if comp not in meta:
@@ -241,10 +513,22 @@ class Classifier:
                 raise TraceError(source, f"category {cname!r}: group {group!r} is not a category")
         self.rules: list[Rule] = list(rules)
         self.rule_ids: list[str] = [r.id for r in rules]
+        self.op_rules: list[OpRule] = list(op_rules)
+        self.inductor_rules: list[InductorRule] = list(inductor_rules)
+        self.inductor_groups: dict[str, tuple[str, ...]] = dict(inductor_groups or {})
         self.categories: list[str] = [c for c in meta if c != OTHER] + [OTHER]
         self._meta = meta
         self._cache: dict[str, tuple[str, str]] = {}
+        self._op_cache: dict[str, OpRule | None] = {}
         self._compiled = [_compile(r) for r in rules]
+        self._generic = {r.id for r in rules if r.generic}
+        self._op_compiled = [(r, frozenset(r.ops), tuple(re.compile(x) for x in r.regex)) for r in self.op_rules]
+        self._inductor_compiled = [self._compile_inductor(r, source) for r in self.inductor_rules]
+        # every op an Inductor rule or group names helps split kernel names (see parse_inductor)
+        named = {op for r in self.inductor_rules for c in (r.all, r.any, r.only, r.none) for op in c
+                 if not op.startswith("@")}
+        named |= {op for g in self.inductor_groups.values() for op in g}
+        self._known_ops = KNOWN_OPS | frozenset(named)
 
     # -- construction --
     @classmethod
@@ -252,7 +536,8 @@ class Classifier:
         """The shipped registry, optionally preceded/overridden by the user registry `extra`."""
         if extra is None:
             return _default_classifier()
-        rules, meta = list(_shipped()[0]), dict(_shipped()[1])
+        shipped = _shipped()
+        meta = dict(shipped.meta)
         path = str(extra)
         try:
             text = Path(extra).read_text(encoding="utf-8")
@@ -260,23 +545,30 @@ class Classifier:
             raise TraceError(path, "registry file not found") from None
         except (OSError, UnicodeDecodeError) as e:
             raise TraceError(path, f"cannot read registry: {e}") from None
-        user_rules, user_meta = _parse(_read_toml(path, text), path)
-        for cname, m in user_meta.items():       # key-wise override of shipped metadata
+        user = _parse(_read_toml(path, text), path)
+        for cname, m in user.meta.items():       # key-wise override of shipped metadata
             meta[cname] = {**meta.get(cname, {}), **m}
         # user rules first; a shipped rule the user redefines (same id) is dropped
-        user_ids = {r.id for r in user_rules}
-        rules = user_rules + [r for r in rules if r.id not in user_ids]
-        return cls(rules, meta, source=path)
+        return cls(_merge_by_id(user.rules, shipped.rules), meta, source=path,
+                   op_rules=_merge_by_id(user.op_rules, shipped.op_rules),
+                   inductor_rules=_merge_by_id(user.inductor_rules, shipped.inductor_rules),
+                   inductor_groups={**shipped.groups, **user.groups})
 
     # -- classification --
     def classify(self, name: str) -> tuple[str, str]:
-        """(category, rule id) of one kernel name; ("Other", "") when no rule matches."""
+        """(category, rule id) of one kernel name; ("Other", "") when no rule matches.
+
+        By the name alone: an Inductor kernel by its kind and listed ops ([[inductor_rules]]),
+        any other by the kernel-name rules. `assign` adds what the launching operator says."""
         hit = self._cache.get(name)
         if hit is None:
             hit = self._cache[name] = self._classify(name)
         return hit
 
     def _classify(self, name: str) -> tuple[str, str]:
+        kernel = parse_inductor(name, self._known_ops)
+        if kernel is not None:
+            return self._classify_inductor(kernel)
         text = match_text(name)
         for rule, literals, regexes in self._compiled:
             for lit in literals:
@@ -306,7 +598,135 @@ class Classifier:
                 continue
             if any(lit in text for lit in literals) or any(rx.search(text) for rx in regexes):
                 return True
+        kernel = parse_inductor(name, self._known_ops)
+        if kernel is not None:
+            return any(c[0].category == category and self._inductor_hit(c, kernel, conditions=True)
+                       for c in self._inductor_compiled)
         return False
+
+    # -- Inductor kernels --
+    def inductor_ops(self, name: str) -> tuple[str, ...]:
+        """The ops an Inductor kernel's name lists, in the order listed; () for other kernels."""
+        kernel = parse_inductor(name, self._known_ops)
+        return kernel.ops if kernel is not None else ()
+
+    def parse_inductor(self, name: str) -> InductorKernel | None:
+        return parse_inductor(name, self._known_ops)
+
+    def _compile_inductor(self, r: InductorRule, source: str):
+        def expand(ops: tuple[str, ...], what: str) -> frozenset[str]:
+            out: set[str] = set()
+            for op in ops:
+                if op.startswith("@"):
+                    group = self.inductor_groups.get(op[1:])
+                    if group is None:
+                        raise TraceError(source, f"inductor rule {r.id!r} {what}: no group {op[1:]!r} in [inductor_groups]")
+                    out |= set(group)
+                else:
+                    out.add(op)
+            return frozenset(out)
+
+        return (r, frozenset(r.kinds), expand(r.all, "all"), expand(r.any, "any"), expand(r.only, "only"),
+                expand(r.none, "none"))
+
+    @staticmethod
+    def _inductor_hit(compiled, kernel: InductorKernel, conditions: bool = False) -> bool:
+        """Does an Inductor rule hold for `kernel`? With `conditions`, only its any/all op
+        conditions are asked (fusion evidence: does the name list that work at all)."""
+        r, kinds, all_, any_, only, none = compiled
+        ops = set(kernel.ops)
+        if conditions:
+            return bool(all_ or any_) and all_ <= ops and (not any_ or bool(ops & any_))
+        if kinds and kernel.kind not in kinds:
+            return False
+        if not all_ <= ops or (any_ and not ops & any_) or ops & none:
+            return False
+        return not only or (bool(ops) and ops <= only)
+
+    def _classify_inductor(self, kernel: InductorKernel) -> tuple[str, str]:
+        for compiled in self._inductor_compiled:
+            if self._inductor_hit(compiled, kernel):
+                return compiled[0].category, compiled[0].id
+        return OTHER, ""
+
+    # -- launching operators --
+    def op_rule(self, op: str) -> OpRule | None:
+        """The first operator rule matching operator name `op` (exact name or whole-name regex)."""
+        if op in self._op_cache:
+            return self._op_cache[op]
+        hit = None
+        for rule, names, regexes in self._op_compiled:
+            if op in names or any(rx.fullmatch(op) for rx in regexes):
+                hit = rule
+                break
+        self._op_cache[op] = hit
+        return hit
+
+    def is_generic(self, rule_id: str) -> bool:
+        """No name rule matched (""), or only a family guess (`generic = true`)."""
+        return rule_id == "" or rule_id in self._generic
+
+    def decide(self, category: str, rule_id: str, op: str) -> tuple[str, str] | None:
+        """What launching operator `op` changes about a kernel the name rules gave (category,
+        rule_id): (category, reason) when an operator rule overrules them, else None.
+
+        An operator rule overrules a kernel no name rule or only a generic one matched (`over`
+        holds "generic"), or one whose name category it lists in `over`. Agreeing with the name
+        rule changes nothing (the name rule stays the reason)."""
+        rule = self.op_rule(op)
+        if rule is None or rule.category == category:
+            return None
+        if (GENERIC in rule.over and self.is_generic(rule_id)) or category in rule.over:
+            return rule.category, op_reason(rule.id, op)
+        return None
+
+    def assign(self, model) -> None:
+        """Set `model.kernels.cat` / `.rule` from each kernel's name and launching operator
+        (`kernels.cpu_op`, so after attribution.link). Each distinct name is classified once,
+        each distinct (name, operator) pair an operator rule applies to decided once."""
+        import numpy as np
+
+        k = model.kernels
+        if len(k) == 0:
+            return
+        uniq, inverse = np.unique(k.name, return_inverse=True)
+        inverse = inverse.reshape(-1).astype(np.int64)
+        labels = [self.classify(model.strings[int(i)]) for i in uniq]
+        which = inverse                       # label index per kernel
+        if self.op_rules and len(model.cpu_ops):
+            op = np.full(len(k), -1, dtype=np.int64)
+            has = k.cpu_op >= 0
+            op[has] = model.cpu_ops.name[k.cpu_op[has]]
+            ruled = [o for o in np.unique(op[has]).tolist() if self.op_rule(model.strings[o]) is not None]
+            if ruled:
+                rows = np.nonzero(np.isin(op, np.asarray(ruled, dtype=np.int64)))[0]
+                span = int(op.max()) + 1
+                pairs, pinv = np.unique(inverse[rows] * span + op[rows], return_inverse=True)
+                to = np.empty(len(pairs), dtype=np.int64)
+                for p_i, key in enumerate(pairs.tolist()):
+                    j, o = divmod(key, span)
+                    hit = self.decide(*labels[j], model.strings[o])
+                    if hit is None:
+                        to[p_i] = j
+                    else:
+                        to[p_i] = len(labels)
+                        labels.append(hit)
+                which = inverse.copy()
+                which[rows] = to[pinv.reshape(-1)]
+        cat_index = {c: i for i, c in enumerate(model.categories)}
+        rule_index = {r: i for i, r in enumerate(model.rules)}
+        cat_ids = np.empty(len(labels), dtype=np.int16)
+        rule_ids = np.empty(len(labels), dtype=np.int32)
+        for j, (c, r) in enumerate(labels):
+            if c not in cat_index:
+                cat_index[c] = len(model.categories)
+                model.categories.append(c)
+            if r not in rule_index:
+                rule_index[r] = len(model.rules)
+                model.rules.append(r)
+            cat_ids[j], rule_ids[j] = cat_index[c], rule_index[r]
+        k.cat = cat_ids[which]
+        k.rule = rule_ids[which]
 
     # -- category metadata --
     def role(self, category: str) -> str:
@@ -325,5 +745,6 @@ class Classifier:
 
 @lru_cache(maxsize=1)
 def _default_classifier() -> Classifier:
-    rules, meta = _shipped()
-    return Classifier(list(rules), dict(meta))
+    r = _shipped()
+    return Classifier(list(r.rules), dict(r.meta), op_rules=r.op_rules, inductor_rules=r.inductor_rules,
+                      inductor_groups=r.groups)

@@ -21,6 +21,7 @@ from textual.binding import Binding
 from textual.reactive import reactive
 from textual.worker import get_current_worker
 
+from kerneldiff.core.aie.session import AIE
 from kerneldiff.core.errors import LoadCancelled, TraceError
 
 from .commands import ExplorerCommands
@@ -32,7 +33,6 @@ from .state import CANCELLED, FAILED, LOADED, LOADING, TraceState, initial_state
 # Only the start screen is imported up front: the first frame (probe metadata) must not wait for
 # numpy, DataTable and the other screens, which load while the traces do.
 
-AIE = "aie"
 # A progress bar needs no more than ~10 updates a second; more only costs redraws.
 PROGRESS_INTERVAL = 0.1
 
@@ -44,9 +44,7 @@ def explorer_session(paths: list[str], *, aie: dict[str, Any] | None = None, reg
     browse it) through a Kineto session."""
     from kerneldiff.core.session import Session, open_session
 
-    kwargs: dict[str, Any] = dict(registry=registry, use_cache=use_cache)
-    if loader is not None:
-        kwargs["loader"] = loader
+    kwargs: dict[str, Any] = dict(registry=registry, use_cache=use_cache, loader=loader)
     session = open_session(paths, aie=aie, **kwargs)
     if session.kind == AIE and not session.all_aie:
         kineto = Session(list(paths), **kwargs)

@@ -174,8 +174,9 @@ def match_text(name: str) -> str:
 # cheapest one (known op names are cheap, unknown words dear) that keeps the ops in sorted order.
 # Known names: the list below plus every op the registry's Inductor rules mention.
 
-_INDUCTOR_NAME = re.compile(r"^triton_(poi|red|per|tem|for)(?:_fused(?:_(.*?))??)?(?:_(\d+))?$", re.S)
+_INDUCTOR_NAME = re.compile(r"^triton_(poi|red|per|tem|for)(?:_fused(?:_(.*?))??(?:_(\d+))?|_(\d+))$", re.S)
 _MAX_SPAN = 10                      # tokens in one op name (`_scaled_dot_product_flash_attention_for_cpu`: 8)
+_MAX_TOKENS = 400                   # longer op lists are not split (cost); Inductor lists ~10 ops
 
 KNOWN_OPS = frozenset("""
 _adaptive_avg_pool2d _adaptive_avg_pool2d_backward _cdist_forward _cudnn_attention_forward
@@ -217,36 +218,31 @@ def _segment(tokens: list[str], known: frozenset[str], ordered: bool) -> list[st
     costs 1, an unknown one 3 per word; with `ordered`, the ops must be strictly increasing.
     None if no split qualifies."""
     n = len(tokens)
-    # best[(i, j)]: (cost, previous start) of the cheapest split of tokens[:j] whose last op is tokens[i:j]
+    # every candidate op tokens[i:j]: its text and cost (None: no word in it)
+    span: dict[tuple[int, int], tuple[str, float]] = {}
+    for i in range(n):
+        words = 0
+        for j in range(i + 1, min(n, i + _MAX_SPAN) + 1):
+            words += bool(tokens[j - 1])
+            if words:
+                text = "_".join(tokens[i:j])
+                span[(i, j)] = (text, 1.0 if text in known else 3.0 * words)
+    # best[(i, j)]: (cost, previous start) of the cheapest split of tokens[:j] ending with op tokens[i:j]
     best: dict[tuple[int, int], tuple[float, int]] = {}
-    text = {}
-
-    def op(i: int, j: int) -> str:
-        t = text.get((i, j))
-        if t is None:
-            t = text[(i, j)] = "_".join(tokens[i:j])
-        return t
-
-    def cost(i: int, j: int) -> float | None:
-        words = sum(1 for t in tokens[i:j] if t)
-        if words == 0:
-            return None
-        return 1.0 if op(i, j) in known else 3.0 * words
-
     for j in range(1, min(n, _MAX_SPAN) + 1):
-        c = cost(0, j)
-        if c is not None:
-            best[(0, j)] = (c, -1)
-    for j in range(1, n + 1):
+        if (0, j) in span:
+            best[(0, j)] = (span[(0, j)][1], -1)
+    for j in range(1, n):
         for i in range(max(0, j - _MAX_SPAN), j):
             cur = best.get((i, j))
-            if cur is None or j == n:
+            if cur is None:
                 continue
+            last = span[(i, j)][0]
             for k in range(j + 1, min(n, j + _MAX_SPAN) + 1):
-                c = cost(j, k)
-                if c is None or (ordered and not op(i, j) < op(j, k)):
+                nxt = span.get((j, k))
+                if nxt is None or (ordered and not last < nxt[0]):
                     continue
-                total = cur[0] + c
+                total = cur[0] + nxt[1]
                 old = best.get((j, k))
                 if old is None or total < old[0]:
                     best[(j, k)] = (total, i)
@@ -256,7 +252,7 @@ def _segment(tokens: list[str], known: frozenset[str], ordered: bool) -> list[st
     _, i = min(ends)
     out, j = [], n
     while i >= 0:
-        out.append(op(i, j))
+        out.append(span[(i, j)][0])
         i, j = best[(i, j)][1], i
     return out[::-1]
 
@@ -270,10 +266,12 @@ def parse_inductor(name: str, known: frozenset[str] | None = None) -> InductorKe
     m = _INDUCTOR_NAME.match(name)
     if m is None:
         return None
-    kind, body, index = m.group(1), m.group(2) or "", m.group(3)
+    kind, body, index = m.group(1), m.group(2) or "", m.group(3) or m.group(4)
     ops: tuple[str, ...] = ()
     if body:
         tokens = body.split("_")
+        if len(tokens) > _MAX_TOKENS:           # not Inductor's (it lists a handful of ops): words as ops
+            return InductorKernel(kind, tuple(t for t in tokens if t), int(index) if index is not None else None)
         known = KNOWN_OPS if known is None else known
         seg = _segment(tokens, known, ordered=True) or _segment(tokens, known, ordered=False) or [body]
         ops = tuple(seg)

@@ -100,3 +100,19 @@ def test_real_trace_launch_configuration():
     has = kk.grid >= 0
     assert has.mean() > 0.9 and (kk.regs[has] > 0).mean() > 0.9
     assert all(m.strings[int(g)].startswith("[") for g in kk.grid[has][:100])
+
+
+def test_shapes_and_launch_config_stay_on_the_typed_fast_path():
+    """The typed msgspec decoder reads shapes and launch configuration itself: a slice holding
+    them must not fall back to the (5x slower) lenient path."""
+    import msgspec
+
+    from kerneldiff.core.ingest.decode import _typed
+
+    events = [_op("aten::mm", 1, [[2, 3], [3, 4]], ["float", "float"]),
+              {"ph": "X", "cat": "kernel", "name": "k", "ts": 2, "dur": 1,
+               "args": {"correlation": 1, "grid": [1, 2, 3], "block": [4, 1, 1], "registers per thread": 8,
+                        "shared memory": 0, "est. achieved occupancy %": 50}}]
+    got = _typed.decode(msgspec.json.encode(events))
+    assert bytes(got[0].args.input_dims) == b"[[2,3],[3,4]]" and bytes(got[1].args.grid) == b"[1,2,3]"
+    assert len(got[1].args.input_dims) == 0 and got[1].args.registers == 8

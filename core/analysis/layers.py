@@ -162,6 +162,20 @@ def _infer_steps(model: TraceModel, rows: np.ndarray, anchors: np.ndarray) -> li
     return pieces
 
 
+def _spans(step: np.ndarray, layer: np.ndarray) -> list[LayerSpan]:
+    """(step, layer) -> first and last kernel row, for every layer that has kernels."""
+    rows = np.flatnonzero(layer >= 0)
+    if not len(rows):
+        return []
+    key = step[rows].astype(np.int64) * (int(layer.max()) + 1) + layer[rows]
+    uniq, first = np.unique(key, return_index=True)
+    last = np.unique(key[::-1], return_index=True)[1]
+    last = len(key) - 1 - last
+    width = int(layer.max()) + 1
+    return [LayerSpan(int(u // width), int(u % width), int(rows[f]), int(rows[e]) + 1)
+            for u, f, e in zip(uniq.tolist(), first.tolist(), last.tolist())]
+
+
 def from_modules(model: TraceModel) -> bool:
     """Layers from the decoder-layer module calls the trace recorded (with_stack): a kernel is in
     the layer whose call launched it. Returns False when the trace has no such calls."""
@@ -196,12 +210,7 @@ def from_modules(model: TraceModel) -> bool:
     freq = Counter(nonzero.tolist())
     model.num_layers = max(freq, key=lambda c: (freq[c], c))
     model.layer_source = f"decoder-layer module calls ({cls})"
-    model.layers = []
-    for s in range(len(model.steps)):
-        for li in range(int(counts[s])):
-            r = np.flatnonzero((k.step == s) & (k.layer == li))
-            if len(r):
-                model.layers.append(LayerSpan(s, li, int(r[0]), int(r[-1]) + 1))
+    model.layers = _spans(k.step, k.layer)
     odd = int((nonzero != model.num_layers).sum())
     if odd:
         model.warnings.append(f"{odd} of {len(nonzero)} passes have a layer count other than {model.num_layers}")

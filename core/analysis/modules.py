@@ -17,15 +17,19 @@ import numpy as np
 from kerneldiff.core.model import TraceModel
 
 MODULE_PREFIX = "nn.Module: "
+# A call that ends within this of the next call's start has ended before it: ts + dur in floating
+# point can overshoot the next start by a rounding error (seen: 0.0005 µs on 6e12 µs timestamps).
+NEST_TOLERANCE_US = 0.01
 _INSTANCE = re.compile(r"^(.*?)_(\d+)$")
 
 
 @dataclass
 class ModuleCalls:
-    """Every module call, sorted by start time: class, instance, window, thread, nesting depth
-    (0 = not inside another module call on the same thread)."""
+    """Every module call, sorted by start time: class (an index into `classes`), instance,
+    window, thread, nesting depth (0 = not inside another module call on the same thread)."""
 
-    cls: np.ndarray        # object: class name
+    classes: list[str]
+    cls_id: np.ndarray     # int32 index into classes
     instance: np.ndarray   # int64: the _<i> suffix (-1 when absent)
     ts: np.ndarray
     end: np.ndarray
@@ -36,40 +40,54 @@ class ModuleCalls:
         return len(self.ts)
 
     def of_class(self, name: str) -> np.ndarray:
-        return np.flatnonzero(self.cls == name)
+        if name not in self.classes:
+            return np.empty(0, np.int64)
+        return np.flatnonzero(self.cls_id == self.classes.index(name))
+
+    def label(self, i: int) -> str:
+        c = self.classes[int(self.cls_id[i])]
+        return f"{c}_{int(self.instance[i])}" if self.instance[i] >= 0 else c
 
 
 def module_calls(model: TraceModel) -> ModuleCalls:
     p = model.python
-    empty = ModuleCalls(np.empty(0, object), np.empty(0, np.int64), np.empty(0), np.empty(0),
+    empty = ModuleCalls([], np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0), np.empty(0),
                         np.empty(0, np.int64), np.empty(0, np.int64))
     if len(p) == 0:
         return empty
-    ids = np.unique(p.name)
+    ids = np.flatnonzero(np.bincount(p.name[p.name >= 0]))   # names in use (ids are small ints)
     wanted = {int(i): model.strings[int(i)] for i in ids.tolist()
               if model.strings[int(i)].startswith(MODULE_PREFIX)}
     if not wanted:
         return empty
-    rows = np.flatnonzero(np.isin(p.name, np.fromiter(wanted, np.int64)))
-    rows = rows[np.lexsort((-p.dur[rows], p.ts[rows]))]   # by start; an outer call before its inner one
-    parsed = {}
+    # per distinct name (not per call): its class and instance, as lookup arrays by name id
+    classes: list[str] = []
+    index: dict[str, int] = {}
+    top = int(max(wanted)) + 1
+    cls_of = np.full(top, -1, np.int32)
+    inst_of = np.full(top, -1, np.int64)
     for i, text in wanted.items():
-        m = _INSTANCE.match(text[len(MODULE_PREFIX):].strip())
-        parsed[i] = (m.group(1), int(m.group(2))) if m else (text[len(MODULE_PREFIX):].strip(), -1)
-    names = p.name[rows].tolist()
-    cls = np.array([parsed[n][0] for n in names], dtype=object)
-    inst = np.array([parsed[n][1] for n in names], dtype=np.int64)
+        body = text[len(MODULE_PREFIX):].strip()
+        m = _INSTANCE.match(body)
+        c, n = (m.group(1), int(m.group(2))) if m and len(m.group(2)) <= 9 else (body, -1)
+        if c not in index:
+            index[c] = len(classes)
+            classes.append(c)
+        cls_of[i], inst_of[i] = index[c], n
+    is_module = np.zeros(len(model.strings) + 1, bool)   # index -1 (no name) lands on the spare slot
+    is_module[np.fromiter(wanted, np.int64)] = True
+    rows = np.flatnonzero(is_module[p.name])
+    rows = rows[np.lexsort((-p.dur[rows], p.ts[rows]))]   # by start; an outer call before its inner one
+    names = p.name[rows]
     ts, end, tid = p.ts[rows], p.ts[rows] + p.dur[rows], p.tid[rows]
-    # nesting depth per thread: a stack of open call ends (module calls are few: thousands)
+    # nesting depth per thread: calls nest or follow each other, so the calls open at a call's
+    # start are the earlier ones that have not ended: (earlier calls) - (calls ended by then)
     depth = np.zeros(len(rows), np.int64)
-    stacks: dict[int, list[float]] = {}
-    for j, (t0, t1, th) in enumerate(zip(ts.tolist(), end.tolist(), tid.tolist())):
-        st = stacks.setdefault(th, [])
-        while st and st[-1] <= t0:
-            st.pop()
-        depth[j] = len(st)
-        st.append(t1)
-    return ModuleCalls(cls, inst, ts, end, tid, depth)
+    for th in np.unique(tid).tolist():
+        sel = np.flatnonzero(tid == th)            # already in start order
+        ended = np.searchsorted(np.sort(end[sel]), ts[sel] + NEST_TOLERANCE_US, side="right")
+        depth[sel] = np.arange(len(sel)) - ended
+    return ModuleCalls(classes, cls_of[names], inst_of[names], ts, end, tid, np.maximum(depth, 0))
 
 
 def launches_in(windows_ts: np.ndarray, windows_end: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -81,16 +99,13 @@ def launches_in(windows_ts: np.ndarray, windows_end: np.ndarray, t: np.ndarray) 
     return np.where(ok, i, -1)
 
 
-def kernels_per_class(calls: ModuleCalls, launch_t: np.ndarray, rows: np.ndarray) -> dict[str, int]:
+def kernels_per_class(calls: ModuleCalls, launch_t: np.ndarray, rows: np.ndarray,
+                      sorted_t: np.ndarray | None = None) -> dict[str, int]:
     """How many kernel launches (times in launch_t) fall inside the calls of each class."""
-    out: dict[str, int] = {}
-    t = np.sort(launch_t[~np.isnan(launch_t)])
-    for c in np.unique(calls.cls[rows]).tolist():
-        sel = rows[calls.cls[rows] == c]
-        lo = np.searchsorted(t, calls.ts[sel], side="left")
-        hi = np.searchsorted(t, calls.end[sel], side="right")
-        out[c] = int((hi - lo).sum())
-    return out
+    t = np.sort(launch_t[~np.isnan(launch_t)]) if sorted_t is None else sorted_t
+    n = np.searchsorted(t, calls.end[rows], side="right") - np.searchsorted(t, calls.ts[rows], side="left")
+    per = np.bincount(calls.cls_id[rows], weights=n, minlength=len(calls.classes))
+    return {calls.classes[c]: int(per[c]) for c in np.unique(calls.cls_id[rows]).tolist()}
 
 
 def top_level_model(calls: ModuleCalls, launch_t: np.ndarray) -> str | None:
@@ -111,18 +126,18 @@ def decoder_layer_class(calls: ModuleCalls, launch_t: np.ndarray, within: np.nda
     rows = within
     if not len(rows):
         return None
-    best, best_n = None, 0
-    for c in np.unique(calls.cls[rows]).tolist():
-        sel = rows[calls.cls[rows] == c]
+    counts = kernels_per_class(calls, launch_t, rows)
+    best, best_n, best_calls = None, 0, 0
+    for c, n in counts.items():
+        sel = rows[calls.cls_id[rows] == calls.classes.index(c)]
         inst = calls.instance[sel]
-        if len(np.unique(inst)) < 2 or (inst < 0).any():
+        if (inst < 0).any() or len(np.unique(inst)) < 2:
             continue
-        # calls of one instance must not nest in one another (a block, not a recursive helper)
+        # calls of one class must all sit at one depth (a block, not a recursive helper)
         if np.any(calls.depth[sel] != calls.depth[sel][0]):
             continue
-        n = kernels_per_class(calls, launch_t, sel)[c]
-        if n > best_n or (n == best_n and best is not None and len(sel) < len(rows[calls.cls[rows] == best])):
-            best, best_n = c, n
+        if n > best_n or (n == best_n and best is not None and len(sel) < best_calls):
+            best, best_n, best_calls = c, n, len(sel)
     return best
 
 
@@ -141,5 +156,4 @@ def module_path(model: TraceModel, row: int, calls: ModuleCalls | None = None) -
     t, tid = float(model.launches.ts[li]), int(model.launches.tid[li])
     hit = np.flatnonzero((calls.ts <= t) & (calls.end >= t) & (calls.tid == tid))
     hit = hit[np.argsort(calls.depth[hit], kind="stable")]
-    return [f"{calls.cls[i]}_{calls.instance[i]}" if calls.instance[i] >= 0 else str(calls.cls[i])
-            for i in hit.tolist()]
+    return [calls.label(i) for i in hit.tolist()]

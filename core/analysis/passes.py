@@ -141,12 +141,12 @@ def assign_passes(model: TraceModel, passes: Passes, launch_t: np.ndarray,
         ok &= (kc >= 0) & (kc == pc[np.maximum(idx, 0)])
     step = np.where(ok, idx, -1).astype(np.int32)
     k.step = step
-    ends = np.empty(len(starts))
+    # a pass's extent: its entry to its last kernel launch (never past the next pass's entry)
+    last = np.full(len(starts), -np.inf)
+    sel = step >= 0
+    np.maximum.at(last, step[sel], launch_t[sel])
     nxt = np.append(starts[1:], np.inf)
-    for j in range(len(starts)):   # a pass's extent: its entry to its last kernel launch
-        mine = launch_t[step == j]
-        ends[j] = max(float(passes.end[j]), float(mine.max()) if len(mine) else float(passes.end[j]))
-        ends[j] = min(ends[j], float(nxt[j]))
+    ends = np.minimum(np.maximum(passes.end, last), nxt)
     model.steps = [Step(j, passes.names[j], "unknown", float(starts[j]), float(ends[j] - starts[j]), passes.source)
                    for j in range(len(starts))]
 

@@ -31,6 +31,8 @@ SPECS: dict[str, tuple[tuple[str, str], ...]] = {
     "a": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("tid", "i8"), ("pid", "i8"), ("gpu", "i1")),
 }
 _SCAN_TABLES = scan.tables(GROUP_OF)
+# raw-text args -> their columns
+_TEXT_COLUMNS = {("input_dims", "input_type"): ("dims", "types"), ("grid", "block"): ("grid", "block")}
 _GROUP_CODES = {"k": (G_KERNEL, G_MEMSET), "p": (G_PYTHON, G_PYTHON), "c": (G_CPU, G_CPU),
                 "l": (G_LAUNCH, G_LAUNCH), "a": (G_ANNOT, G_GPU_ANNOT)}
 MAX_TS, MAX_DUR = 1e18, 1e15   # beyond these a timestamp / duration is garbage, not data
@@ -74,6 +76,8 @@ def _ints(seq, get) -> np.ndarray:
     except (TypeError, ValueError, OverflowError):
         pass
     values = list(map(get, seq))
+    if values.count(None) == len(values):   # a field this trace never writes (CUPTI args on ROCm)
+        return np.full(len(values), -1, np.int64)
     try:
         return np.array([-1 if v is None else v for v in values], dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
@@ -148,6 +152,7 @@ class Columns:
         self.events = 0
         self.dropped = 0
         self.negative_dur = 0
+        self._raw_cache: dict[bytes, int] = {b"": -1}
 
     def _intern(self, sub) -> np.ndarray:
         d = self._ids
@@ -174,23 +179,23 @@ class Columns:
             out[i] = v
         return out
 
-    def _launch_config(self, sub) -> dict[str, np.ndarray]:
-        """A kernel's grid and block ([x, y, z], as compact JSON text ids)."""
-        args = list(map(_args, sub))
-        if not any(a is not None and a.grid is not None for a in args):
-            none = np.full(len(args), -1, np.int32)
-            return {"grid": none, "block": none.copy()}
-        return {"grid": self._intern_texts([shape_text(a.grid) if a is not None else None for a in args]),
-                "block": self._intern_texts([shape_text(a.block) if a is not None else None for a in args])}
+    def _raw_ids(self, raws: list) -> np.ndarray:
+        """String ids of raw JSON values (shapes, grid, block) by their bytes: each distinct text is
+        made canonical and interned once per reader (b"": absent, -1)."""
+        cache = self._raw_cache
+        keys = list(map(bytes, raws))
+        try:
+            return np.fromiter(map(cache.__getitem__, keys), np.int32, len(keys))
+        except KeyError:
+            pass
+        for key in set(keys).difference(cache):
+            text = shape_text(key)
+            cache[key] = -1 if text is None else int(self._intern_texts([text])[0])
+        return np.fromiter(map(cache.__getitem__, keys), np.int32, len(keys))
 
-    def _shapes(self, sub) -> dict[str, np.ndarray]:
-        """An operator's recorded input dims and dtypes (record_shapes) as string ids."""
-        args = list(map(_args, sub))
-        if not any(a is not None and a.input_dims is not None for a in args):
-            none = np.full(len(args), -1, np.int32)
-            return {"dims": none, "types": none.copy()}
-        return {"dims": self._intern_texts([shape_text(a.input_dims) if a is not None else None for a in args]),
-                "types": self._intern_texts([shape_text(a.input_type) if a is not None else None for a in args])}
+    def _arg_texts(self, sub, fields: tuple[str, str]) -> dict[str, np.ndarray]:
+        args = [a if a is not None else _EMPTY_ARGS for a in map(_args, sub)]
+        return {f: self._raw_ids([getattr(a, attr) for a in args]) for f, attr in zip(_TEXT_COLUMNS[fields], fields)}
 
     def add(self, evs: list) -> None:
         """Add a decoded slice, a few thousand events at a time: the objects of one chunk stay
@@ -226,9 +231,9 @@ class Columns:
             sub, codes, ts, dur, name = _pick(sub, keep), codes[keep], ts[keep], dur[keep], name[keep]
         ints = _struct_ints(g, sub)
         if g == "c":
-            ints.update(self._shapes(sub))
+            ints.update(self._arg_texts(sub, ("input_dims", "input_type")))
         elif g == "k":
-            ints.update(self._launch_config(sub))
+            ints.update(self._arg_texts(sub, ("grid", "block")))
         self._append(g, ts, dur, name, codes, ints)
 
     def _add_scanned(self, sc: scan.Scanned) -> None:

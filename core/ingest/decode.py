@@ -23,14 +23,15 @@ class FastArgs(msgspec.Struct, gc=False):
     python_parent: int | None = msgspec.field(default=None, name="Python parent id")
     # record_shapes: an operator's input dimensions and dtypes, kept as raw JSON text (interned
     # later; most operators repeat a handful of shapes) and parsed only where a reading needs them
-    input_dims: msgspec.Raw | None = msgspec.field(default=None, name="Input Dims")
-    input_type: msgspec.Raw | None = msgspec.field(default=None, name="Input type")
+    # (msgspec.Raw cannot be in a union with None: an absent value is the empty Raw)
+    input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
+    input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input type")
     # a kernel's launch configuration (CUPTI; ROCm traces often lack it)
     registers: int | None = msgspec.field(default=None, name="registers per thread")
     shared_memory: int | None = msgspec.field(default=None, name="shared memory")
     occupancy: int | None = msgspec.field(default=None, name="est. achieved occupancy %")
-    grid: msgspec.Raw | None = None
-    block: msgspec.Raw | None = None
+    grid: msgspec.Raw = msgspec.Raw()
+    block: msgspec.Raw = msgspec.Raw()
 
 
 class XEvent(msgspec.Struct, tag_field="ph", tag="X", gc=False):
@@ -129,8 +130,8 @@ def _opt_int(v: Any) -> int | None:
     return None if v is None else _int(v)
 
 
-def _reencode(v: Any) -> msgspec.Raw | None:
-    return None if v is None else msgspec.Raw(msgspec.json.encode(v))
+def _reencode(v: Any) -> msgspec.Raw:
+    return msgspec.Raw() if v is None else msgspec.Raw(msgspec.json.encode(v))
 
 
 _canonical: dict[bytes, str] = {}
@@ -139,7 +140,7 @@ _canonical: dict[bytes, str] = {}
 def shape_text(raw) -> str | None:
     """The canonical (compact) JSON text of a recorded shape or dtype list, whichever way the
     trace spaced it, so both readers intern the same string. Cached: shapes repeat."""
-    if raw is None:
+    if raw is None or len(raw) == 0:   # absent: the empty Raw (or nothing at all)
         return None
     key = bytes(raw)
     text = _canonical.get(key)
@@ -224,6 +225,10 @@ _ODD_ERRORS = (UnicodeDecodeError, RecursionError, msgspec.ValidationError)
 
 def try_decode(buf) -> list | Failure:
     """Decode a JSON array of events (any buffer)."""
+    if isinstance(buf, memoryview):
+        # Raw fields (shapes, grid, block) point into the decoded buffer: decode a copy (~1% of
+        # the decode time for a 1 MB slice) so the reader's own buffer is free again at once
+        buf = bytes(buf)
     try:
         return _typed.decode(buf)
     except msgspec.ValidationError:

@@ -48,11 +48,16 @@ class KernelDetail:
     name: str
     category: str
     rule: str
-    cpu_ops: list[str]          # the launching operator first, then the ops enclosing it
+    cpu_ops: list[str]          # the operators enclosing the launch, outermost first
     python_stack: list[str]     # innermost frame first (empty without with_stack)
     modules: list[str] = field(default_factory=list)   # enclosing nn.Module calls, outermost first
     input_dims: str | None = None    # the launching operator's recorded shapes (record_shapes)
     input_types: str | None = None
+    grid: str | None = None          # launch configuration (CUPTI args; absent on most ROCm traces)
+    block: str | None = None
+    registers: int | None = None
+    shared_memory: int | None = None
+    occupancy: int | None = None     # estimated achieved occupancy, %
 
 
 @dataclass
@@ -179,9 +184,18 @@ class Session:
         op = int(m.kernels.cpu_op[row])
         dims = int(m.cpu_ops.dims[op]) if op >= 0 else -1
         types = int(m.cpu_ops.types[op]) if op >= 0 else -1
+        k = m.kernels
+
+        def text(i: int) -> str | None:
+            return m.strings[int(i)] if i >= 0 else None
+
+        def num(v) -> int | None:
+            return int(v) if v >= 0 else None
+
         return KernelDetail(SIDES[index], row, m.kernel_name(row), m.category(row), m.rule(row),
                             cpu_op_stack(m, row), python_stack(m, row), module_path(m, row),
-                            m.strings[dims] if dims >= 0 else None, m.strings[types] if types >= 0 else None)
+                            text(dims), text(types), text(k.grid[row]), text(k.block[row]), num(k.regs[row]),
+                            num(k.smem[row]), num(k.occupancy[row]))
 
     def _model(self, index: int):
         m = self.models[index]

@@ -101,3 +101,23 @@ def test_kernel_detail_joins_kernel_to_module_and_shapes():
     assert d.modules[0].startswith("LlamaForCausalLM") and any(x.startswith("LlamaDecoderLayer") for x in d.modules)
     assert any(x.startswith("LlamaAttention") for x in d.modules)
     assert d.input_dims and d.input_dims.startswith("[[")
+
+
+def test_kernel_detail_carries_the_launch_configuration():
+    s = Session([DEMO_B], use_cache=False)
+    m = s.load(0)
+    row = int(m.kernels.dur.argmax())
+    d = s.kernel_detail(0, row)
+    assert d.grid and d.grid.startswith("[") and d.block and d.block.startswith("[")
+    assert d.registers is None or d.registers > 0
+
+
+def test_aie_session_refuses_a_gpu_trace(tmp_path):
+    from kerneldiff.core.aie.synth import AiePlan, write_aie_trace
+
+    p = tmp_path / "npu.json"
+    write_aie_trace(p, AiePlan())
+    s = open_session([str(DEMO_A), str(p)])
+    with pytest.raises(TraceError) as e:
+        s.load(0)
+    assert "not an AMD AIE" in str(e.value)

@@ -118,6 +118,10 @@ class AieSession:
         from kerneldiff.core.errors import LoadCancelled, TraceError
 
         path = self.paths[index]
+        info = self.infos[index]
+        if info is not None and info.kind != AIE:
+            raise TraceError(path, f"this {kind_name(info.kind)} is not an AMD AIE (NPU) trace: open it on its own "
+                                   f"(kerneldiff {path})")
         try:
             settings = self.settings
         except ValueError as e:

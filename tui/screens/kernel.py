@@ -102,6 +102,17 @@ def side_summary(ref: KernelRef, single: bool = False) -> Group:
         if len(chain) > 1:
             _kv(g, "cpu ops", Text(" › ").join(literal(c) for c in chain))
         _kv(g, "device", Text(ref.where))
+        d = ref.detail
+        if d.modules:
+            _kv(g, "module", Text(" › ").join(literal(x) for x in d.modules))
+        if d.input_dims is not None:
+            _kv(g, "op inputs", literal(d.input_dims + (f"  {d.input_types}" if d.input_types else "")))
+        launch = [f"grid {d.grid}" if d.grid else "", f"block {d.block}" if d.block else "",
+                  f"{d.registers} registers" if d.registers is not None else "",
+                  f"{d.shared_memory:,} B shared" if d.shared_memory is not None else "",
+                  f"occupancy {d.occupancy}%" if d.occupancy is not None else ""]
+        if any(launch):
+            _kv(g, "launch", " · ".join(x for x in launch if x))
     parts.append(g)
     return Group(*parts)
 

@@ -26,7 +26,7 @@ def _build_parser(selected: str | None) -> argparse.ArgumentParser:
         description="Compare two GPU profiler traces side by side. "
         "`kerneldiff A B` opens the explorer; `kerneldiff` alone opens the bundled demo pair.",
     )
-    p.add_argument("-V", "--version", action="version", version=f"%(prog)s {version()}")
+    p.add_argument("-V", "--version", action=_Version, nargs=0, help="print the version and exit")
     sub = p.add_subparsers(dest="command")
     for name, modname in SUBCOMMANDS.items():
         if selected is not None and name != selected:
@@ -47,6 +47,14 @@ def version() -> str:
         return dist_version("kerneldiff")
     except PackageNotFoundError:  # run from a source tree that was never installed
         return "unknown (not installed)"
+
+
+class _Version(argparse.Action):
+    """--version, with the version looked up only when asked (importlib.metadata costs ~15 ms)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"kerneldiff {version()}")
+        parser.exit()
 
 
 def _looks_like_command(word: str) -> bool:

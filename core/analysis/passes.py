@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kerneldiff.core.analysis.attribution import launch_time
-from kerneldiff.core.analysis.modules import launches_in, module_calls, top_level_model
+from kerneldiff.core.analysis.modules import launches_in, module_calls, top_level_model  # noqa: F401
 from kerneldiff.core.model import Step, TraceModel
 
 EMBEDDING_OPS = ("aten::embedding",)
@@ -208,23 +208,50 @@ def _fill(phases: list[str | None]) -> tuple[list[str], str]:
     return [p or "unknown" for p in phases], "embedding input dims"
 
 
+def _pass_profile(model: TraceModel) -> tuple[np.ndarray, list[int]]:
+    """Each pass's GPU time and a signature of the set of kernel names it runs."""
+    k = model.kernels
+    ok = k.step >= 0
+    per = np.bincount(k.step[ok], weights=k.dur[ok], minlength=len(model.steps))
+    rows = np.flatnonzero(ok)
+    order = rows[np.argsort(k.step[rows], kind="stable")]
+    cuts = np.searchsorted(k.step[order], np.arange(len(model.steps) + 1))
+    sig = [hash(np.unique(k.name[order[cuts[s]:cuts[s + 1]]]).tobytes()) for s in range(len(model.steps))]
+    return per, sig
+
+
+def fill_unknown(model: TraceModel, phases: list[str]) -> tuple[list[str], int]:
+    """Passes the shapes say nothing about (a decode step replayed from a CUDA graph runs no
+    operator) take the phase of a known pass running the same kernels; else, beside known
+    prefills only, a pass much shorter than every prefill is a decode. Returns (phases, filled)."""
+    unknown = [i for i, p in enumerate(phases) if p == "unknown"]
+    known = [i for i, p in enumerate(phases) if p != "unknown"]
+    if not unknown or not known:
+        return phases, 0
+    per, sig = _pass_profile(model)
+    by_sig = {sig[i]: phases[i] for i in known}
+    out, filled = list(phases), 0
+    known_phases = {phases[i] for i in known}
+    shortest_prefill = min((per[i] for i in known if phases[i] == "prefill"), default=0.0)
+    for i in unknown:
+        guess = by_sig.get(sig[i])
+        if guess is None and known_phases == {"prefill"} and per[i] * PREFILL_ODD_FACTOR < shortest_prefill:
+            guess = "decode"
+        if guess is not None:
+            out[i], filled = guess, filled + 1
+    return out, filled
+
+
 def phases_from_durations(model: TraceModel) -> list[str] | None:
     """Inferred: with several passes, those whose GPU time is far above the median are prefills."""
     if len(model.steps) < 3:
         return None
-    k = model.kernels
-    ok = k.step >= 0
-    per = np.bincount(k.step[ok], weights=k.dur[ok], minlength=len(model.steps))
+    per, sigs = _pass_profile(model)
     med = float(np.median(per))
     if med <= 0:
         return None
     # each pass's set of kernel names; the most common set is the usual (decode) pass
-    sig = {}
-    rows = np.flatnonzero(ok)
-    order = rows[np.argsort(k.step[rows], kind="stable")]
-    cuts = np.searchsorted(k.step[order], np.arange(len(model.steps) + 1))
-    for s in range(len(model.steps)):
-        sig[s] = hash(np.unique(k.name[order[cuts[s]:cuts[s + 1]]]).tobytes())
+    sig = dict(enumerate(sigs))
     usual = max(set(sig.values()), key=list(sig.values()).count)
     odd = np.array([sig[s] != usual for s in range(len(model.steps))])
     big = (per > PREFILL_TIME_FACTOR * med) | (odd & (per > PREFILL_ODD_FACTOR * med))
@@ -235,6 +262,22 @@ def phases_from_durations(model: TraceModel) -> list[str] | None:
 
 def find_passes(model: TraceModel, mixer_cats: np.ndarray | None = None) -> Passes | None:
     """The best recorded evidence of forward passes (module calls, then CPU entries).
-    mixer_cats: category ids of token mixers (attention, SSM), to tell a forward's graph."""
+    mixer_cats: category ids of token mixers (attention, SSM), to tell a forward's graph.
+
+    Module calls and entries combine: a forward replayed from a CUDA graph (static KV cache +
+    `reduce-overhead`: every decode step after the eager prefill) runs no Python, so no module
+    call marks it; its graph launch, outside every module call, is a pass of its own."""
     t = launch_time(model)
-    return from_modules(model, t) or from_anchors(model, mixer_cats)
+    mods = from_modules(model, t)
+    anchors = from_anchors(model, mixer_cats)
+    if mods is None or anchors is None:
+        return mods or anchors
+    inside = launches_in(mods.ts, mods.end, anchors.ts) >= 0
+    if inside.all():
+        return mods
+    extra = ~inside
+    ts = np.concatenate([mods.ts, anchors.ts[extra]])
+    end = np.concatenate([mods.end, anchors.end[extra]])
+    names = mods.names + [n for n, x in zip(anchors.names, extra.tolist()) if x]
+    order = np.argsort(ts, kind="stable")
+    return Passes(ts[order], end[order], [names[i] for i in order.tolist()], "module+replay")

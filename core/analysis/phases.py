@@ -147,7 +147,9 @@ def assign(model: TraceModel, classifier=None) -> None:
         passes.assign_passes(model, found, launch_time(model), containers)
         model.pass_source = {"module": "model module calls (nn.Module)", "embedding": "token embedding calls",
                              "compiled-graph": "compiled graph calls", "graph": "CUDA/HIP graph launches",
-                             "anchors": "embedding, compiled-graph and graph-launch entries"}[found.source]
+                             "anchors": "embedding, compiled-graph and graph-launch entries",
+                             "module+replay": "model module calls (nn.Module) and graph replays outside them"
+                             }[found.source]
         set_phases(model)
         return
     if containers:
@@ -171,6 +173,9 @@ def set_phases(model: TraceModel, allow_inferred: bool = True) -> None:
     if got is not None:
         phases, how = got
         model.phase_source = f"shapes ({how})"
+        phases, filled = passes.fill_unknown(model, phases)
+        if filled:
+            model.phase_source += f"; {filled} passes without shapes inferred from their kernels"
     else:
         phases = passes.phases_from_durations(model) if allow_inferred else None
         if phases is None:

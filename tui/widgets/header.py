@@ -43,6 +43,8 @@ def _side_line(comp: Comparison, key: str) -> Text:
     t.append(literal(side.label, f"bold {SIDE_STYLE[key]}"))
     t.append(f"  {fmt_us(side.gpu_time_us)}")
     t.append(f"  {side.kernels} kernels", style=DIM)
+    if side.passes:
+        t.append(f"  {side.passes} pass{'es' if side.passes != 1 else ''}", style=DIM)
     return t
 
 
@@ -68,9 +70,10 @@ class ComparisonHeader(Static):
         t.append("\n")
         t.append_text(_side_line(comp, "b"))
         t.append("\n")
-        t.append("A/B ", style="bold")
+        per = " per pass" if getattr(comp, "basis", "total") == "per_pass" else ""
+        t.append(f"A/B{per} ", style="bold")
         t.append(fmt_ratio(comp.ratio))
-        t.append("  gap ", style="bold")
+        t.append(f"  gap{per} ", style="bold")
         t.append(fmt_gap(comp.gap_us))
         t.append("  phase ", style="bold")
         _phase_and_warnings(t, comp.phase, comp.warnings, phases)

@@ -64,7 +64,7 @@ def screen_text(app) -> str:
     return console.export_text()
 
 
-async def wait_until(pilot, condition, timeout: float = 10.0, step: float = 0.02) -> None:
+async def wait_until(pilot, condition, timeout: float = 30.0, step: float = 0.02) -> None:
     """Pause the pilot until `condition()` holds (workers done, screen pushed…)."""
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
@@ -75,7 +75,7 @@ async def wait_until(pilot, condition, timeout: float = 10.0, step: float = 0.02
     await pilot.pause()
 
 
-async def wait_for_main(pilot, timeout: float = 20.0) -> None:
+async def wait_for_main(pilot, timeout: float = 40.0) -> None:
     """Until the comparison (or browse) screen is up and no worker is running."""
     from .screens.browse import BrowseScreen
     from .screens.main import MainScreen

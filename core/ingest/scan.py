@@ -125,34 +125,36 @@ def collect(buf, out: Out, cache: dict[int, tuple[int, str]]) -> Scanned:
 
 
 def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, list]:
-    """Recorded shape texts of the rows (canonical JSON, as the msgspec path makes them): each
-    distinct (hash, length) is decoded once, so a million operators cost a few numpy passes."""
+    """Raw value texts of the rows (canonical JSON, as the msgspec path makes them): each
+    distinct (hash, length) of the batch is decoded once; one sort for all four columns."""
     from kerneldiff.core.ingest.decode import shape_text
 
     shape = np.full((len(ranges), NRAW), -1, np.int32)
+    starts, ends = ranges[:, 0::2], ranges[:, 1::2]
+    present = starts >= 0
+    if not present.any():
+        return shape, []
+    r, j = np.nonzero(present)
+    lens = (ends - starts)[r, j]
+    key = hashes[r, j] ^ (lens.astype(np.uint64) << np.uint64(40))
+    uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    if np.any(lens != lens[first][inverse]):
+        raise NameCollision
     texts: list = []
     ids: dict = {}
-    for j in range(NRAW):
-        rows = np.flatnonzero(ranges[:, 2 * j] >= 0)
-        if not len(rows):
+    local = np.empty(len(uniq), np.int32)
+    for u, (rr, jj) in enumerate(zip(r[first].tolist(), j[first].tolist())):
+        t = shape_text(buf[int(starts[rr, jj]):int(ends[rr, jj])])
+        if t is None:
+            local[u] = -1
             continue
-        lens = ranges[rows, 2 * j + 1] - ranges[rows, 2 * j]
-        key = hashes[rows, j] ^ lens.astype(np.uint64)
-        uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        if np.any(lens != lens[first][inverse.reshape(-1)]):
-            raise NameCollision
-        local = np.empty(len(uniq), np.int32)
-        for u, r in enumerate(rows[first].tolist()):
-            t = shape_text(buf[int(ranges[r, 2 * j]):int(ranges[r, 2 * j + 1])])
-            if t is None:
-                local[u] = -1
-                continue
-            v = ids.get(t)
-            if v is None:
-                v = ids[t] = len(texts)
-                texts.append(t)
-            local[u] = v
-        shape[rows, j] = local[inverse.reshape(-1)]
+        v = ids.get(t)
+        if v is None:
+            v = ids[t] = len(texts)
+            texts.append(t)
+        local[u] = v
+    shape[r, j] = local[inverse]
     return shape, texts
 
 

@@ -133,7 +133,7 @@ def assign(model: TraceModel, classifier=None) -> None:
     k = model.kernels
     steps, on_gpu = find_steps(model)
     if steps:
-        model.pass_source = steps[0].source + " step annotations"
+        model.pass_source = "engine step annotations (" + "/".join(sorted({s.source for s in steps})) + ")"
         model.phase_source = "annotations"
         _assign_annotated(model, steps, on_gpu)
         return

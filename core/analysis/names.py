@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 _NAMESPACES = re.compile(r"(?:at::native::|at::cuda::|c10::|std::|cub::|cutlass::|\(anonymous namespace\)::|"
-                         r"pytorch_flash::|void )")
+                         r"pytorch_flash::|void |__hip_|__nv_)")
 
 
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
@@ -25,7 +25,13 @@ def visible(s: str) -> str:
 
 
 def _strip_args(s: str) -> str:
-    """Drop the trailing parameter list `(...)` of a demangled signature."""
+    """Drop the trailing parameter list `(...)` of a demangled signature (a name that does not end
+    in one, such as `k<(Enum)0>` or `k<…>::Kargs`, is left alone; so is a ` const` after it)."""
+    s = s.rstrip()
+    if s.endswith(" const"):
+        s = s[:-6].rstrip()
+    if not s.endswith(")"):
+        return s
     depth = 0
     for i in range(len(s) - 1, -1, -1):
         ch = s[i]
@@ -41,16 +47,23 @@ def _strip_args(s: str) -> str:
 
 def _drop_return_type(s: str) -> str:
     """`std::enable_if<…>::type vllm::kernel<…>` -> `vllm::kernel<…>`: the name is the last
-    space-separated token outside template brackets."""
+    space-separated token outside template brackets and parentheses (`(anonymous namespace)` and
+    `{lambda(float)#1}` hold spaces that separate nothing)."""
     depth, cut = 0, -1
     for i, ch in enumerate(s):
-        if ch == "<":
+        if ch in "<({[":
             depth += 1
-        elif ch == ">":
+        elif ch in ">)}]":
             depth = max(depth - 1, 0)
-        elif ch == " " and depth == 0 and i + 1 < len(s) and s[i + 1] not in "<>(":
+        elif ch == " " and depth == 0 and i + 1 < len(s) and s[i + 1] not in "<>(&*":
             cut = i
     return s[cut + 1:] if cut >= 0 and cut + 1 < len(s) else s
+
+
+def strip_signature(s: str) -> str:
+    """A demangled function without its return type and parameter list:
+    `void aiter::k<float, 256>(float*, int)` -> `aiter::k<float, 256>`."""
+    return _drop_return_type(_strip_args(s.strip()))
 
 
 def _flatten_templates(s: str) -> str:
@@ -91,14 +104,47 @@ _STEMS = (("vectorized_elementwise_kernel", "vec_ew"), ("unrolled_elementwise_ke
           ("elementwise_kernel", "ew"), ("reduce_kernel", "reduce"), ("gpu_kernel_impl_nocast", "impl"))
 
 
+def _unqualified(s: str) -> str:
+    """Drop the namespaces and classes in front of the name (outside template arguments):
+    `at::native::(anonymous namespace)::CatArrayBatchedCopy<T>` -> `CatArrayBatchedCopy<T>`."""
+    depth, cut = 0, -1
+    for i, ch in enumerate(s):
+        if ch in "<({[":
+            depth += 1
+        elif ch in ">)}]":
+            depth = max(depth - 1, 0)
+        elif ch == ":" and depth == 0 and s.startswith("::", i) and i + 2 < len(s):
+            cut = i + 2
+    return s[cut:] if cut > 0 else s
+
+
+_QUALIFIER = re.compile(r"\b[A-Za-z_]\w*::(?=[A-Za-z_~])")
+_KERNEL_SUFFIX = re.compile(r"_kernel(?=<|$)|Kernel(?=<|$)")
+
+
 def short_name(name: str, width: int = 48) -> str:
+    """`name` in at most `width` cells, keeping what tells kernels apart: a mangled name is demangled
+    (without its parameter list), then, as long as it does not fit, the parameter list, return type and well-known namespaces
+    go, template arguments lose their own arguments and numbers, PyTorch's generic stems shrink,
+    the remaining qualifiers go (`vllm::act_and_mul_kernel<…>` -> `act_and_mul_kernel<…>`, then
+    those of the template arguments), then a trailing `_kernel`; what still does not fit is cut with an ellipsis."""
     s = name.strip()
+    if s.startswith("_Z"):
+        from kerneldiff.core.analysis.demangle import readable
+
+        s = readable(s)
     if len(s) > width:
         s = _NAMESPACES.sub("", _drop_return_type(_strip_args(s)))
         s = _flatten_templates(s) if "<" in s else s
         for stem, short in _STEMS:
             s = s.replace(stem, short)
         s = re.sub(r"\s+", " ", s).strip() or name
+    if len(s) > width:
+        s = _unqualified(s)
+    if len(s) > width:   # and inside the template arguments
+        s = _QUALIFIER.sub("", s)
+    if len(s) > width:
+        s = _KERNEL_SUFFIX.sub("", s, count=1) or s
     if len(s) > width:
         keep = width - 1
         s = s[:keep] + "…"

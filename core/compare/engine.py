@@ -264,11 +264,26 @@ class _LayerGroups:
         return tuple(self.names[s0:s0 + n].tolist()), self.dur[cells], self.sorted_pos[s0:s0 + n]
 
 
-def _layers(ga: _LayerGroups, gb: _LayerGroups) -> list[LayerRow]:
+def _outside(v: _View) -> LayerSide:
+    """The kernels outside every layer (embedding, lm_head, sampling, between passes), per pass."""
+    k = v.m.kernels
+    pos = np.flatnonzero(v._take(k.layer) < 0)
+    if len(pos) == 0:
+        return LayerSide()
+    d, steps = v.dur[pos], v._take(k.step)[pos]
+    ok = steps >= 0
+    per = np.bincount(steps[ok], weights=d[ok])[np.bincount(steps[ok]) > 0] if ok.any() else np.zeros(0)
+    return LayerSide(total_us=float(d.sum()), kernels=int(len(pos)), passes=int(len(per)),
+                     median_us=float(np.median(per)) if len(per) else 0.0,
+                     p90_us=float(np.percentile(per, 90)) if len(per) else 0.0)
+
+
+def _layers(ga: _LayerGroups, gb: _LayerGroups, compared: bool = True) -> list[LayerRow]:
+    """One row per layer; `compared` False when only one side has layers (ratio None: nothing to compare)."""
     rows = []
     for l in sorted(set(ga.ranges) | set(gb.ranges)):
         sa, sb = ga.side(l), gb.side(l)
-        rows.append(LayerRow(layer=l, a=sa, b=sb, ratio=_ratio(sa.total_us, sb.total_us),
+        rows.append(LayerRow(layer=l, a=sa, b=sb, ratio=_ratio(sa.total_us, sb.total_us) if compared else None,
                              gap_us=sa.total_us - sb.total_us))
     rows.sort(key=lambda r: -abs(r.gap_us))
     for i, r in enumerate(rows, 1):
@@ -309,7 +324,8 @@ def _alignments(ga: _LayerGroups, gb: _LayerGroups, labels: tuple[str, str], cla
                 same_kernel=na is not None and na == nb, a_row=ra, b_row=rb,
                 a_rule=va.m.rule(ra) if ra >= 0 else "", b_rule=vb.m.rule(rb) if rb >= 0 else ""))
         _annotate_pairs(pairs, labels, components)
-        out.append(LayerAlignment(layer=l, pairs=pairs, a_kernels_per_pass=len(sig_a), b_kernels_per_pass=len(sig_b)))
+        out.append(LayerAlignment(layer=l, pairs=pairs, a_kernels_per_pass=len(sig_a), b_kernels_per_pass=len(sig_b),
+                                  a_passes=len(dur_a) if sig_a else 0, b_passes=len(dur_b) if sig_b else 0))
     return out
 
 
@@ -374,7 +390,14 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
     per_pass = va.passes != vb.passes and len(va.rows) > 0 and len(vb.rows) > 0
     ops = _operations(va, vb, phase, per_pass)
     ga, gb = _LayerGroups(va), _LayerGroups(vb)
-    layers = _layers(ga, gb)
+    layers_from = "both" if ga.ranges and gb.ranges else "a" if ga.ranges else "b" if gb.ranges else ""
+    layers = _layers(ga, gb, compared=layers_from == "both")
+    outside = None
+    if layers_from:
+        oa, ob = _outside(va), _outside(vb)
+        if oa.kernels or ob.kernels:
+            outside = LayerRow(layer=-1, a=oa, b=ob, gap_us=oa.total_us - ob.total_us,
+                               ratio=_ratio(oa.total_us, ob.total_us) if layers_from == "both" else None)
     alignments = _alignments(ga, gb, labels, classifier)
     fusions = find_fusions(va, vb, labels, classifier, alignments, fusion_overrides)
     warnings = [f"{lab}: {w}" for lab, m in zip(labels, (a, b)) for w in m.warnings]
@@ -388,6 +411,13 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
             warnings.append(f"layer counts differ: {labels[0]} has {a.num_layers}, {labels[1]} has {b.num_layers}")
         if not layers:
             warnings.append("no layers on either side: layer views are empty")
+        elif layers_from != "both":
+            have, lack = (0, 1) if layers_from == "a" else (1, 0)
+            m = (a, b)[lack]
+            why = next((w.split(": ", 1)[-1] for w in m.warnings if w.startswith("layers not detected")),
+                       "no decoder-layer module calls and no attention/SSM kernels recognised")
+            warnings.append(f"layers only on {labels[have]}: none found on {labels[lack]} ({why}); the layer rows "
+                            f"show {labels[have]} alone and compare nothing")
         if per_pass:
             warnings.append(f"the traces hold different numbers of passes in phase '{phase}' "
                             f"({labels[0]}: {va.passes}, {labels[1]}: {vb.passes}): totals, ratios and gaps "
@@ -397,4 +427,5 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
                       ratio=_ratio(ta, tb), gap_us=ta - tb, basis="per_pass" if per_pass else "total",
                       operations=ops,
                       layers=layers, alignments=alignments, fusions=fusions,
-                      same_kernels=_same_kernels(va, vb), warnings=warnings)
+                      same_kernels=_same_kernels(va, vb), warnings=warnings,
+                      outside_layers=outside, layers_from=layers_from)

@@ -112,6 +112,10 @@ class LayerAlignment:
     pairs: list[KernelPair]
     a_kernels_per_pass: int
     b_kernels_per_pass: int
+    # the passes the pairs' statistics come from: those running the layer's most common kernel
+    # sequence (a prefill pass among decode passes usually runs another one)
+    a_passes: int = 0
+    b_passes: int = 0
 
 
 @dataclass
@@ -175,6 +179,11 @@ class Comparison:
     # "total" when both sides hold the same number of passes in the phase; "per_pass" when they
     # differ: then ratio, gap and each operation's ratio and gap compare one average pass
     basis: str = "total"
+    # kernels outside every layer (embedding, lm_head, sampling, kernels between passes): layer -1
+    outside_layers: LayerRow | None = None
+    # which sides have layers: "both", "a" or "b" (then the layer rows hold that side alone and
+    # their ratio is None: nothing to compare), "" when neither has
+    layers_from: str = "both"
     schema: int = 1
 
     def to_dict(self) -> dict[str, Any]:

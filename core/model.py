@@ -129,7 +129,7 @@ class LayerSpan:
 @dataclass
 class TraceModel:
     path: str
-    info: Any                                   # kerneldiff.core.ingest.probe.TraceInfo
+    info: Any                                   # a TraceInfo (the probe's; not imported: ingest builds on the model)
     strings: StringTable
     kernels: Table
     cpu_ops: Table
@@ -183,9 +183,3 @@ class TraceModel:
     def phases_present(self) -> list[str]:
         ids = np.unique(self.kernels.phase)
         return [PHASES[i] for i in ids.tolist()]
-
-    def python_stack(self, row: int, limit: int = 64) -> list[str]:
-        """Python frames (innermost first) around the launch of kernel `row`, resolved on demand."""
-        from kerneldiff.core.analysis.attribution import python_stack
-
-        return python_stack(self, row, limit=limit)

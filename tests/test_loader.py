@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from conftest import kineto_doc, real_trace, write_trace
+from kerneldiff.core.analysis.attribution import python_stack
 from kerneldiff.core import LoadCancelled, TraceError
 from kerneldiff.core.ingest.loader import load
 from kerneldiff.core.analysis.phases import parse_step
@@ -158,6 +159,6 @@ def test_real_traces_segment_into_the_models_layers(name, layers, phase, classif
 def test_python_stack_on_demand(classifier):
     m = load(real_trace("b200_vllm_eager.json.gz"), classifier=classifier)
     rows = np.nonzero(m.kernels.launch >= 0)[0]
-    stack = m.python_stack(int(rows[len(rows) // 2]))
+    stack = python_stack(m, int(rows[len(rows) // 2]))
     assert stack and all(isinstance(f, str) for f in stack)
     assert any(".py(" in f for f in stack)

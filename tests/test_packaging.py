@@ -62,3 +62,23 @@ def test_explorer_without_terminal_refuses_instead_of_hanging():
     p = _cli(str(DEMO_A))
     assert p.returncode == 2
     assert "needs a terminal" in p.stderr and p.stderr.count("\n") == 1
+
+
+def test_core_subpackages_have_no_import_cycles():
+    """The layers of core import downwards only: model/strings/errors <- ingest, analysis <- compare
+    <- report; aie and synth stand beside. Read from the source, lazy imports included."""
+    import re
+
+    core = ROOT / "core"
+    rank = {"errors": 0, "strings": 0, "model": 1, "analysis": 2, "ingest": 3, "compare": 4, "report": 5,
+            "session": 6}
+    bad = []
+    for path in core.rglob("*.py"):
+        rel = path.relative_to(core).parts
+        me = rel[0].removesuffix(".py") if len(rel) > 1 or rel[0] != "__init__.py" else "__init__"
+        if me not in rank:
+            continue
+        for other in re.findall(r"kerneldiff\.core\.(\w+)", path.read_text(encoding="utf-8")):
+            if other in rank and other != me and rank[other] > rank[me]:
+                bad.append(f"{'/'.join(rel)} imports kerneldiff.core.{other}")
+    assert not bad, bad

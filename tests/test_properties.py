@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kerneldiff.core.analysis.attribution import python_stack
 from kerneldiff.core.compare.engine import compare
 from kerneldiff.core.errors import TraceError
 from kerneldiff.core.ingest.loader import load
@@ -72,7 +73,7 @@ def check_model(m, clf) -> None:
     assert math.isclose(sum(o["total_us"] for o in ops), m.gpu_time_us, rel_tol=1e-9, abs_tol=1e-6)
     # Python stacks terminate (parent ids may form cycles)
     for r in range(min(len(k), 20)):
-        assert len(m.python_stack(r)) <= 64
+        assert len(python_stack(m, r)) <= 64
     # comparing a model with itself is neutral
     c = compare(m, m, classifier=clf)
     if m.gpu_time_us > 0:

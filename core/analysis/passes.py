@@ -243,8 +243,12 @@ def fill_unknown(model: TraceModel, phases: list[str]) -> tuple[list[str], int]:
 
 
 def phases_from_durations(model: TraceModel) -> list[str] | None:
-    """Inferred: with several passes, those whose GPU time is far above the median are prefills."""
+    """Inferred: with several passes, those whose GPU time is far above the median are prefills.
+    Only for models with attention or SSM kernels: a training step has no prefill or decode."""
     if len(model.steps) < 3:
+        return None
+    mixers = [i for i, c in enumerate(model.categories) if c.startswith(("Attention", "SSM", "Mamba"))]
+    if not np.isin(model.kernels.cat, mixers).any():
         return None
     per, sigs = _pass_profile(model)
     med = float(np.median(per))

@@ -53,7 +53,8 @@ ROLE_GROUP = {
     "allreduce": "comm",
     "moe_topk": "moe", "moe_sort": "moe", "moe_gemm1": "moe", "moe_gemm2": "moe",
     "moe_gemm_swiglu": "moe", "moe_finalize": "moe",
-    "softmax": "sample", "argmax": "sample", "topk": "sample", "sort": "sample",
+    "softmax": "sample", "argmax": "sample", "topk": "sample", "sort": "sample", "multinomial": "sample",
+    "attn_bmm_qk": "attn", "attn_softmax": "attn", "attn_bmm_pv": "attn",
 }
 
 # Base durations in µs on an H100 (speed 1.0) for decode (batch 32) and prefill (~2k tokens) of a
@@ -70,6 +71,9 @@ BASE_US: dict[str, tuple[float, float]] = {  # role: (decode, prefill)
     "gemm_router": (6, 30), "moe_topk": (5, 20), "moe_sort": (6, 25), "moe_gemm1": (85, 950),
     "moe_gemm2": (50, 520), "moe_gemm_swiglu": (84, 930), "moe_finalize": (7, 45),
     "gemm_lm_head": (120, 140), "softmax": (12, 12), "argmax": (8, 8), "topk": (10, 10), "sort": (14, 14),
+    # decomposed attention (HF "eager", GPT-2): Q.K^T batched GEMM, softmax, P.V batched GEMM
+    "attn_bmm_qk": (14, 240), "attn_softmax": (6, 170), "attn_bmm_pv": (14, 250),
+    "multinomial": (9, 9),
 }
 
 # --- fixed kernel names ---------------------------------------------------------------------------
@@ -141,6 +145,8 @@ MULTIMEM_ALLREDUCE = ("void (anonymous namespace)::multimem_all_reduce_kernel<c1
                       "unsigned long, unsigned int**, unsigned long, unsigned long)")
 SOFTMAX = ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
            "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)")
+MULTINOMIAL = ("void at::native::(anonymous namespace)::sampleMultinomialOnce<float, float>(long*, long, int, "
+               "float*, float*, int, int)")
 ARGMAX = ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::ArgMaxOps<float>, "
           "unsigned int, long, 4, 4> >(at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, "
           "long, 4, 4>)")
@@ -185,6 +191,13 @@ FMHA_GEN = "fmhaSm100aKernel_QkvBfloat16OBfloat16H128PagedKvDenseP32VarSeqQ8Kv12
 FI_MERGE = ("void flashinfer::PersistentVariableLengthMergeStatesKernel<8u, 16u, 8u, 4u, __nv_bfloat16, float, int>"
             "(__nv_bfloat16*, float*, int*, __nv_bfloat16*, float*, unsigned int, unsigned int*, unsigned int)")
 
+# decomposed attention: the batched GEMMs cuBLAS / Tensile run for torch.matmul on 4-D tensors
+# (Q.K^T is "tn", P.V is "nn"); the softmax between them is SOFTMAX
+NV_BMM_QK = ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgroupsize1x1x1_batched_"
+             "execute_segment_k_off_kernel__5x_cublas")
+NV_BMM_PV = ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_nn_n_tilesize64x128x64_warpgroupsize1x1x1_batched_"
+             "execute_segment_k_off_kernel__5x_cublas")
+
 # MoE
 OGS_TOPK, OGS_ROUTING = "_topk_forward", "_combined_routing_compute"
 OGS_GEMM = "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1"
@@ -228,7 +241,9 @@ _cat("Elementwise", RESIDUAL_ADD)
 _cat("Gather/Scatter", EMBED)
 _cat("All-Reduce", AMD_ALLREDUCE, NCCL_ALLREDUCE, MULTIMEM_ALLREDUCE)
 _cat("Softmax", SOFTMAX)
+_cat("Dense GEMM", NV_BMM_QK, NV_BMM_PV)
 _cat("Reduce", ARGMAX)
+_cat("Sampling", MULTINOMIAL)
 _cat("Sorting", TOPK, CUB_SORT, ROCPRIM_SORT)
 _cat("Attention", UNIFIED_2D, UNIFIED_3D, REDUCE_SEGMENTS, ATTN_FWD, FA3_PREFILL, FA3_DECODE, FA3_COMBINE, FI_MERGE)
 _cat("Attention (decode)", LL4MI, LL4MI_REDUCE, FMHA_GEN)
@@ -315,6 +330,7 @@ def kernel_table(gpu: str) -> dict[str, object]:
         "allreduce": {"mi300x": AMD_ALLREDUCE, "mi355x": AMD_ALLREDUCE, "h100": NCCL_ALLREDUCE,
                       "b200": MULTIMEM_ALLREDUCE}[gpu],
         "softmax": SOFTMAX, "argmax": ARGMAX, "topk": TOPK, "sort": ROCPRIM_SORT if amd else CUB_SORT,
+        "multinomial": MULTINOMIAL,
     }
     if gpu == "mi300x":
         t.update(attn_prefill=UNIFIED_2D, attn_decode=UNIFIED_3D, attn_decode_reduce=REDUCE_SEGMENTS)
@@ -330,6 +346,15 @@ def kernel_table(gpu: str) -> dict[str, object]:
     else:  # triton_kernels matmul_ogs runs on MI300/MI355 and Hopper alike (gpt-oss in vLLM)
         t.update(moe_topk=OGS_TOPK, moe_sort=OGS_ROUTING, moe_gemm1=OGS_GEMM, moe_gemm2=OGS_GEMM,
                  moe_gemm_swiglu=OGS_GEMM_SWIGLU, moe_finalize=OGS_FINALIZE)
+    if amd:
+        isa = "942" if gpu == "mi300x" else "950"
+        t.update(attn_bmm_qk=tensile("64x64x64", isa, wg="16_16_1"),
+                 attn_bmm_pv=tensile("64x128x64", isa, wg="16_16_1"))
+    else:
+        t.update(attn_bmm_qk=NV_BMM_QK, attn_bmm_pv=NV_BMM_PV)
+    t["attn_softmax"] = SOFTMAX
+    for role in ("attn_bmm_qk", "attn_bmm_pv"):
+        CATEGORY.setdefault(t[role], "Dense GEMM")  # type: ignore[arg-type]
     for (role, phase), name in _gemms(gpu).items():
         t.setdefault(role, {})[phase] = name  # type: ignore[index]
     return t

@@ -19,6 +19,13 @@ final norm, lm_head and sampling (softmax, argmax, top-k, sort) and a copy of th
 host. The GPU lags the CPU (see `kerneldiff.core.synth.trace`): kernels often run inside the NEXT step's CPU
 annotation window, so a loader must place a kernel by its launch, not by its own timestamp.
 
+Structure options plant the cases real traces differ in (the truth's `structure` says what to
+read): `annotation_style` "hf-generate" (HF generate(): ProfilerStep containers, no step
+annotations) or "sglang-double" (each step annotated twice); `attention="decomposed"` (batched
+GEMM + softmax + batched GEMM instead of an attention kernel); `graph` (decode passes replayed:
+one launch, no Python, no operators); `with_stack=False` (no python_function events, so no
+module calls); `record_shapes=False` (no Input Dims).
+
 `write_pair(out_dir, seed=...)` writes side A and side B (different vendors or GPUs, same model)
 plus a ground-truth JSON. Everything is deterministic for a seed: same arguments, same bytes.
 
@@ -31,7 +38,14 @@ Ground-truth schema ("kerneldiff-synth-truth/1")
                       grew them to different lengths; each side's step_records are its own)
     phases            side A's phase per step: "prefill" | "decode" | "mixed" (first
                       prefill_steps are prefill, then mixed_steps mixed, the rest decode)
-    annotation_style  vllm | vllm-old | sglang | hf  (hf "ProfilerStep#N" carries no phase)
+    annotation_style  vllm | vllm-old | sglang | hf | sglang-double | hf-generate
+                      hf: one "ProfilerStep#N" per step (carries no phase); sglang-double: SGLang's
+                      two annotations of one step, the engine's vLLM-style `execute_…` around the
+                      scheduler's `step[…]`; hf-generate: Hugging Face generate(), no step
+                      annotation at all, one ProfilerStep container per generate() call
+                      (`generate_calls`) around its passes (a prompt, then decodes), the embedding's
+                      indices recorded as [batch, tokens per sequence], lm_head inside the model
+                      call, greedy or sampled (`sampling`) next tokens
     categories        {kernel or activity name: intended category} for every name on either side,
                       spelled as core/registry.toml spells categories
     sides.A / sides.B
@@ -51,8 +65,20 @@ Ground-truth schema ("kerneldiff-synth-truth/1")
         kernel_counts   {name: count over the whole file}
         step_records    per step: index, phase, name (annotation text), graph, cpu_ts_us,
                         cpu_end_us (CPU annotation window), gpu_first_us, gpu_end_us, kernels,
-                        memcpys, memsets, lagged (activities starting after cpu_end_us)
+                        memcpys, memsets, lagged (activities starting after cpu_end_us);
+                        hf-generate: container (index into structure.containers), and the window
+                        is the step's own (no annotation records it)
         lagged          total GPU activities that ran after their step's CPU window closed
+        structure       (only when a structural option is used: annotation sglang-double or
+                        hf-generate, attention decomposed, record_shapes off — plain pairs keep
+                        the schema above) what the readings of passes, phases and layers must find:
+                        passes, phases [per pass], layers_per_pass, annotation_style,
+                        step_annotations_per_pass (0, 1 or 2), containers [{name, passes}]
+                        (ProfilerStep windows), graph_replayed [pass indices: one graph launch,
+                        no module call or operator], module_calls (with_stack), top_level_module,
+                        decoder_layer_module, record_shapes, embedding_input [per pass: [batch,
+                        tokens per sequence] the embedding records, or None], attention (fused |
+                        decomposed: batched GEMM, softmax, batched GEMM), sampling
     planted
         slow_layer      {side, layer, factor}: every kernel of that layer index on that side
                         is `factor` times slower (mean) in every step
@@ -95,7 +121,8 @@ from kerneldiff.core.synth.trace import (ModelDims, Plant, TraceWriter, build_pr
                           tokens_for)
 
 TRUTH_SCHEMA = "kerneldiff-synth-truth/1"
-ANNOTATION_STYLES = ("vllm", "vllm-old", "sglang", "hf")
+ANNOTATION_STYLES = ("vllm", "vllm-old", "sglang", "hf", "sglang-double", "hf-generate")
+ATTENTION_KINDS = ("fused", "decomposed")
 VENDORS = ("amd", "nvidia")
 
 __all__ = ["SynthConfig", "Plant", "write_trace", "write_pair", "write_demo", "parse_size",
@@ -124,6 +151,9 @@ class SynthConfig:
     with_stack: bool = True
     record_shapes: bool = True
     annotation_style: str = "vllm"
+    attention: str = "fused"            # fused | decomposed (batched GEMM, softmax, batched GEMM)
+    generate_calls: int = 1             # hf-generate: ProfilerStep containers (generate() calls)
+    sampling: str = "greedy"            # hf-generate: greedy (argmax) | sample (top-k, top-p, softmax, multinomial)
     gpu_annotations: bool = True        # mirror step annotations on the GPU timeline
     empty_device_name: bool = False     # deviceProperties name "" (gfx942 vLLM traces)
     kernel_external_ids: bool = True    # eager kernels carry External id
@@ -143,6 +173,15 @@ class SynthConfig:
             raise ValueError(f"gpu {gpu} is not an {self.vendor} GPU")
         if self.annotation_style not in ANNOTATION_STYLES:
             raise ValueError(f"annotation style must be one of {ANNOTATION_STYLES}")
+        if self.attention not in ATTENTION_KINDS:
+            raise ValueError(f"attention must be one of {ATTENTION_KINDS}")
+        if self.annotation_style == "hf-generate":
+            if self.mixed_steps:
+                raise ValueError("hf-generate has no mixed steps (generate() runs one prefill, then decodes)")
+            if not 1 <= self.generate_calls <= self.steps:
+                raise ValueError("generate_calls must be between 1 and steps")
+        if self.sampling not in ("greedy", "sample"):
+            raise ValueError("sampling must be greedy or sample")
         if self.layers < 1 or self.steps < 1 or self.tp < 1 or self.batch < 1:
             raise ValueError("layers, steps, tp and batch must be >= 1")
         if self.prefill_steps < 0 or self.mixed_steps < 0 or self.sync_every < 0:
@@ -172,11 +211,84 @@ def parse_size(text: str) -> int:
     return int(value * units[u])
 
 
+def _hf(cfg: SynthConfig) -> bool:
+    return cfg.annotation_style == "hf-generate"
+
+
+def _tokens(cfg: SynthConfig, phase: str) -> int:
+    if _hf(cfg):   # generate(): the same `batch` sequences, all their prompt tokens, then one each
+        return cfg.batch * (cfg.prompt_len if phase == "prefill" else 1)
+    return tokens_for(phase, cfg.batch, cfg.prompt_len, cfg.prefill_requests)
+
+
+def _program(cfg: SynthConfig, phase: str, plant: Plant):
+    seq = None
+    if _hf(cfg):
+        seq = (cfg.batch, cfg.prompt_len, cfg.prompt_len) if phase == "prefill" else (cfg.batch, 1, cfg.prompt_len)
+    return build_program(cfg.gpu, phase, cfg.layers, cfg.moe, cfg.tp, plant, ModelDims(), _tokens(cfg, phase),
+                         style="hf" if _hf(cfg) else "vllm", attention=cfg.attention, seq=seq, sampling=cfg.sampling)
+
+
 def _programs(cfg: SynthConfig, phases: list[str]):
-    dims = ModelDims()
-    return {ph: build_program(cfg.gpu, ph, cfg.layers, cfg.moe, cfg.tp, cfg.plant, dims,
-                              tokens_for(ph, cfg.batch, cfg.prompt_len, cfg.prefill_requests))
-            for ph in sorted(set(phases) | {"decode"})}
+    return {ph: _program(cfg, ph, cfg.plant) for ph in sorted(set(phases) | {"decode"})}
+
+
+def _containers(cfg: SynthConfig) -> list[int] | None:
+    """Passes per generate() call (hf-generate), as even as they come; else None."""
+    if not _hf(cfg):
+        return None
+    n, c = cfg.steps, cfg.generate_calls
+    return [n // c + (1 if i < n % c else 0) for i in range(c)]
+
+
+def _phases(cfg: SynthConfig) -> list[str]:
+    sizes = _containers(cfg)
+    if sizes is None:
+        return phase_list(cfg.steps, cfg.prefill_steps, cfg.mixed_steps)
+    return [ph for n in sizes for ph in phase_list(n, cfg.prefill_steps, 0)]   # each call starts with its prompt
+
+
+def _structure(stats: dict[str, Any], cfg: SynthConfig) -> dict[str, Any]:
+    """What the trace records of its own structure, and the truth the readings must find:
+    passes, their phases, layers per pass, and the evidence each pass leaves."""
+    recs = stats["steps"]
+    style = cfg.annotation_style
+    graph = [r["index"] for r in recs if r["graph"]]
+    if stats["containers"]:
+        containers = [{"name": c["name"], "passes": c["steps"]} for c in stats["containers"]]
+    elif style == "hf":
+        containers = [{"name": r["name"], "passes": [r["index"]]} for r in recs]
+    else:
+        containers = []
+    hf = _hf(cfg)
+    return {
+        "passes": len(recs),
+        "phases": [r["phase"] for r in recs],
+        "layers_per_pass": [cfg.layers] * len(recs),
+        "annotation_style": style,
+        "step_annotations_per_pass": {"hf": 0, "hf-generate": 0, "sglang-double": 2}.get(style, 1),
+        "containers": containers,
+        "graph_replayed": graph,
+        # python_function `nn.Module: <Class>_<i>` calls: the top-level model once per pass and its
+        # decoder layers, except in graph-replayed passes (no Python runs)
+        "module_calls": cfg.with_stack,
+        "top_level_module": ("Qwen3Moe" if cfg.moe else "Llama") + "ForCausalLM",
+        "decoder_layer_module": ("Qwen3Moe" if cfg.moe else "Llama") + "DecoderLayer",
+        "record_shapes": cfg.record_shapes,
+        # the token embedding's recorded indices [batch, tokens per sequence] (HF), None where the
+        # pass has no embedding operator (graph replay) or no shapes; vLLM-style traces record [tokens]
+        "embedding_input": [([cfg.batch, cfg.prompt_len if r["phase"] == "prefill" else 1]
+                             if hf and cfg.record_shapes and not r["graph"] else None) for r in recs],
+        "attention": cfg.attention,
+        "sampling": cfg.sampling if hf else "engine",
+    }
+
+
+def _structure_planted(cfg: SynthConfig) -> bool:
+    """Whether the truth gets a `structure` entry: traces that use a structural option (the
+    shipped demo's truth stays byte-identical)."""
+    return (cfg.annotation_style in ("sglang-double", "hf-generate") or cfg.attention != "fused"
+            or not cfg.record_shapes)
 
 
 def write_trace(path: str | os.PathLike, cfg: SynthConfig) -> dict[str, Any]:
@@ -189,15 +301,16 @@ def write_trace(path: str | os.PathLike, cfg: SynthConfig) -> dict[str, Any]:
     cfg = cfg.resolved()
     path = os.fspath(path)
     gz = cfg.gzip if cfg.gzip is not None else path.endswith(".gz")
-    phases = phase_list(cfg.steps, cfg.prefill_steps, cfg.mixed_steps)
+    phases = _phases(cfg)
     programs = _programs(cfg, phases)
     namer = step_namer(cfg.annotation_style, cfg.batch, cfg.prompt_len, cfg.prefill_requests)
     try:
-        stats = TraceWriter(path, cfg, programs, phases, namer, gz).run()
+        stats = TraceWriter(path, cfg, programs, phases, namer, gz, _containers(cfg)).run()
     except OSError as e:
         raise TraceError(path, f"cannot write: {e.strerror or e}") from None
     stats["config"] = cfg
     stats["programs"] = programs
+    stats["structure"] = _structure(stats, cfg)
     return stats
 
 
@@ -227,6 +340,7 @@ def _side_truth(stats: dict[str, Any], cfg: SynthConfig) -> dict[str, Any]:
         "kernel_counts": dict(sorted(stats["name_counts"].items())),
         "step_records": stats["steps"],
         "lagged": sum(s["lagged"] for s in stats["steps"]),
+        **({"structure": stats["structure"]} if _structure_planted(cfg) else {}),
     }
 
 
@@ -243,7 +357,8 @@ def write_pair(out_dir: str | os.PathLike, seed: int = 0, *, layers: int = 8, st
                gpu_b: str | None = None, annotation: str = "vllm", gzip: bool = True,
                target_bytes: int = 0, with_stack: bool = True, prefix: str | None = None,
                quirks_a: dict[str, Any] | None = None, quirks_b: dict[str, Any] | None = None,
-               ) -> tuple[Path, Path, Path]:
+               record_shapes: bool = True, attention: str = "fused", generate_calls: int = 1,
+               sampling: str = "greedy") -> tuple[Path, Path, Path]:
     """Write side A, side B and the ground truth into `out_dir`; returns their paths.
 
     Planted (from `seed`): a slow layer on side A; an explicit RMSNorm+GEMM fusion on one side
@@ -290,7 +405,8 @@ def write_pair(out_dir: str | os.PathLike, seed: int = 0, *, layers: int = 8, st
     ext = ".json.gz" if gzip else ".json"
     common = dict(layers=layers, steps=steps, prefill_steps=prefill_steps, mixed_steps=mixed_steps, moe=moe,
                   graph=graph, tp=tp, seed=seed, gzip=gzip, annotation_style=annotation,
-                  target_bytes=target_bytes, with_stack=with_stack)
+                  target_bytes=target_bytes, with_stack=with_stack, record_shapes=record_shapes,
+                  attention=attention, generate_calls=generate_calls, sampling=sampling)
     qa = {"strings_numbers": True, "empty_device_name": vendor_a == "amd"}
     qa.update(quirks_a or {})
     qb = dict(quirks_b or {})
@@ -369,9 +485,7 @@ def _natural_differences(cfgs: dict[str, SynthConfig], phases: list[str]) -> dic
     for ph in phases:
         counts = {}
         for side, cfg in cfgs.items():
-            c = cfg.resolved()
-            prog = build_program(c.gpu, ph, c.layers, c.moe, c.tp, Plant(), ModelDims(),
-                                 tokens_for(ph, c.batch, c.prompt_len, c.prefill_requests))
+            prog = _program(cfg.resolved(), ph, Plant())
             counts[side] = Counter(a.category for a in prog.activities())
         diff = {cat: {"A": counts["A"][cat], "B": counts["B"][cat]}
                 for cat in sorted(set(counts["A"]) | set(counts["B"])) if counts["A"][cat] != counts["B"][cat]}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -24,6 +24,7 @@ from kerneldiff.core.model import PHASES as MODEL_PHASES
 from kerneldiff.core.synth import names as sn
 
 PHASES = tuple(p for p in MODEL_PHASES if p != "unknown")   # the phases a planted step can have
+CONTAINER_FIRST = 2   # a profiler schedule (wait=1, warmup=1) records from ProfilerStep#2 on
 
 
 def _js(s: str) -> str:
@@ -77,6 +78,12 @@ class Program:
     post: list[Op]                 # lm_head, sampling, copy-out
     layer_frames: list[tuple[str, ...]]
     model_frames: tuple[str, ...]
+    head: list[Op] = field(default_factory=list)   # inside the top-level model call after its inner
+    #                                model (HF: lm_head in LlamaForCausalLM); graph-captured with body
+    root_frames: tuple[str, ...] = ()              # python frames around a whole step
+    shapes_everywhere: bool = False                # every cpu op of an Op records its shapes (as torch
+    #                                does), not only the innermost one
+    graph_frames: tuple[str, ...] = ()             # python frames around a graph replay
     per_layer: int = 0             # GPU activities per layer
     pre_count: int = 0             # GPU activities before layer 0 (prep + embedding)
     post_count: int = 0            # GPU activities after the last layer
@@ -85,7 +92,8 @@ class Program:
         """Every GPU activity of one step, in launch (= GPU) order."""
         acts = self.__dict__.get("_acts")
         if acts is None:
-            acts = self.__dict__["_acts"] = [g for op in self.pre + self.body + self.post for g in op.gpu]
+            acts = self.__dict__["_acts"] = [g for op in self.pre + self.body + self.head + self.post
+                                             for g in op.gpu]
         return acts
 
 
@@ -127,16 +135,33 @@ _NORM_FRAMES = (_fw("vllm/model_executor/custom_op.py", 46, "forward"),
                 _fw("vllm/model_executor/layers/layernorm.py", 194, "forward_cuda"))
 
 
+def _strides(d: list[int]) -> list[int]:
+    """Contiguous strides ([] for a scalar argument)."""
+    out, step = [], 1
+    for n in reversed(d):
+        out.append(step)
+        step *= n
+    return out[::-1]
+
+
 def _shapes(dims: list[list[int]], types: list[str]) -> str:
     body = orjson.dumps({"Input Dims": dims, "Input type": types,
-                         "Input Strides": [[d[-1], 1] if len(d) == 2 else [1] for d in dims],
+                         "Input Strides": [_strides(d) if d else [] for d in dims],
                          "Concrete Inputs": [""] * len(dims)}).decode()
     return body[1:-1] + ","
 
 
 def build_program(gpu_key: str, phase: str, layers: int, moe: bool, tp: int, plant: Plant,
-                  dims: ModelDims, tokens: int) -> Program:
-    """The ordered GPU activities of one step in `phase`, grouped into ops with CPU context."""
+                  dims: ModelDims, tokens: int, style: str = "vllm", attention: str = "fused",
+                  seq: tuple[int, int, int] | None = None, sampling: str = "greedy") -> Program:
+    """The ordered GPU activities of one step in `phase`, grouped into ops with CPU context.
+
+    style "vllm" (any engine) or "hf" (Hugging Face generate(): transformers' files and frames,
+    embedding indices and GEMM inputs shaped [batch, tokens per sequence, ...] from `seq` =
+    (batch, tokens per sequence, KV length), lm_head inside the top-level model call; sampling
+    "greedy" (argmax) or "sample" (do_sample: top-k, top-p (sort, softmax), softmax, multinomial)).
+    attention "fused" (one attention kernel, or split-KV + combine in decode) or
+    "decomposed" (HF "eager", GPT-2: Q.K^T batched GEMM, softmax, P.V batched GEMM)."""
     prof = sn.GPUS[gpu_key]
     table = sn.kernel_table(gpu_key)
     vendor = prof.vendor
@@ -173,11 +198,16 @@ def build_program(gpu_key: str, phase: str, layers: int, moe: bool, tp: int, pla
         scale = 4.0 if phase == "prefill" else 1.0
         return Gpu(f"{kind}_{direction}", name, sn.CATEGORY[name], kind, api, us * scale * 1000.0)
 
+    hf = style == "hf"
     T, H = tokens, dims.hidden
     bf = "c10::BFloat16"
     mfile = "vllm/model_executor/models/" + ("qwen3_moe.py" if moe else "llama.py")
+    if hf:
+        mfile = "transformers/models/" + ("qwen3_moe/modeling_qwen3_moe.py" if moe else "llama/modeling_llama.py")
     cls = "Qwen3Moe" if moe else "Llama"
-    prep = _fw("vllm/v1/worker/gpu_model_runner.py", 1033, "_prepare_inputs")
+    prep = (_fw("transformers/generation/utils.py", 3290, "prepare_inputs_for_generation") if hf
+            else _fw("vllm/v1/worker/gpu_model_runner.py", 1033, "_prepare_inputs"))
+    nb, ns, nkv = seq if seq is not None else (T, 1, 1)   # batch, tokens per sequence, KV length
     copy3 = (_js("aten::to"), _js("aten::_to_copy"), _js("aten::copy_"))
     pre = [
         Op((prep,), copy3, [mem("memcpy", "h2d", 2.5)], shapes=_shapes([[T]], ["long int"])),
@@ -185,11 +215,18 @@ def build_program(gpu_key: str, phase: str, layers: int, moe: bool, tp: int, pla
         Op((prep,), (_js("aten::zero_"), _js("aten::fill_")), [mem("memset", "dev", 1.5)],
            shapes=_shapes([[T]], ["int"])),
     ]
-    body: list[Op] = [Op((_mod("VocabParallelEmbedding", 0),
-                          _fw("vllm/model_executor/layers/vocab_parallel_embedding.py", 461, "forward_native")),
-                         (_js("aten::embedding"), _js("aten::index_select")), [g("embed")],
-                         shapes=_shapes([[dims.vocab, H], [T]], [bf, "long int"]))]
-    lin = lambda n, k: _shapes([[T, k], [n, k]], [bf, bf])  # noqa: E731
+    if hf:   # nn.Embedding: (weight, indices [batch, tokens per sequence], padding_idx, ...)
+        body: list[Op] = [Op((_mod("Embedding", 0), _fw("torch/nn/modules/sparse.py", 190, "forward")),
+                             (_js("aten::embedding"), _js("aten::index_select")), [g("embed")],
+                             shapes=_shapes([[dims.vocab, H], [nb, ns], [], [], []],
+                                            [bf, "long int", "Scalar", "Scalar", "Scalar"]))]
+        lin = lambda n, k: _shapes([[nb, ns, k], [n, k]], [bf, bf])  # noqa: E731
+    else:
+        body = [Op((_mod("VocabParallelEmbedding", 0),
+                    _fw("vllm/model_executor/layers/vocab_parallel_embedding.py", 461, "forward_native")),
+                   (_js("aten::embedding"), _js("aten::index_select")), [g("embed")],
+                   shapes=_shapes([[dims.vocab, H], [T]], [bf, "long int"]))]
+        lin = lambda n, k: _shapes([[T, k], [n, k]], [bf, bf])  # noqa: E731
     act_inner = _js("_C::silu_and_mul")
     layer_frames = []
     qkv_n = (dims.heads + 2 * dims.kv_heads) * dims.head_dim // tp
@@ -214,14 +251,29 @@ def build_program(gpu_key: str, phase: str, layers: int, moe: bool, tp: int, pla
         attn: list[Gpu] = [g("kv_write", i, kv_inner, scale=0.6 if plant.kv_split else 1.0)]
         if plant.kv_split:
             attn.append(g("kv_write", i, kv_inner, scale=0.6))
-        if phase in ("prefill", "mixed"):
-            attn.append(g("attn_prefill", i))
-        if phase in ("decode", "mixed"):
-            attn.append(g("attn_decode", i))
-            attn.append(g("attn_decode_reduce", i))
-        body.append(Op((_mod("Attention", i), _fw("vllm/attention/layer.py", 290, "forward")),
-                       (_js("vllm::unified_attention_with_output"),), attn, block=attn_block,
-                       shapes=_shapes([[T, dims.heads * dims.head_dim // tp]], [bf])))
+        if attention == "decomposed":
+            # the cache update, then torch.matmul(q, k^T), softmax(float32), torch.matmul(p, v)
+            eager = (_fw(mfile, 176, "eager_attention_forward"),)
+            bh, hd = nb * dims.heads // tp, dims.head_dim
+            bmm = (_js("aten::matmul"), _js("aten::bmm"))
+            body.append(Op((_fw("transformers/cache_utils.py", 118, "update"),), (), attn, block=attn_block,
+                           shapes=_shapes([[nb, dims.kv_heads // tp, ns, hd]] * 2, [bf, bf])))
+            body.append(Op(eager, bmm, [g("attn_bmm_qk", i)], block=attn_block,
+                           shapes=_shapes([[bh, ns, hd], [bh, hd, nkv]], [bf, bf])))
+            body.append(Op(eager, (_js("aten::softmax"), _js("aten::_softmax")), [g("attn_softmax", i)],
+                           block=attn_block, shapes=_shapes([[nb, dims.heads // tp, ns, nkv], [], []],
+                                                            ["float", "Scalar", "Scalar"])))
+            body.append(Op(eager, bmm, [g("attn_bmm_pv", i)], block=attn_block,
+                           shapes=_shapes([[bh, ns, nkv], [bh, nkv, hd]], [bf, bf])))
+        else:
+            if phase in ("prefill", "mixed"):
+                attn.append(g("attn_prefill", i))
+            if phase in ("decode", "mixed"):
+                attn.append(g("attn_decode", i))
+                attn.append(g("attn_decode_reduce", i))
+            body.append(Op((_mod("Attention", i), _fw("vllm/attention/layer.py", 290, "forward")),
+                           (_js("vllm::unified_attention_with_output"),), attn, block=attn_block,
+                           shapes=_shapes([[T, dims.heads * dims.head_dim // tp]], [bf])))
         body.append(Op((_mod("RowParallelLinear", 2 * i), _fw("vllm/model_executor/layers/linear.py", 1388, "forward")),
                        _LINEAR, [g("gemm_o", i)], block=attn_block, shapes=lin(H, dims.heads * dims.head_dim // tp)))
         ar = (_fw("vllm/distributed/communication_op.py", 12, "tensor_model_parallel_all_reduce"),)
@@ -287,9 +339,50 @@ def build_program(gpu_key: str, phase: str, layers: int, moe: bool, tp: int, pla
         Op((_fw("vllm/v1/worker/gpu_model_runner.py", 2330, "_to_list"),), copy3, [mem("memcpy", "d2h", 2.0)],
            shapes=_shapes([[B, 1]], ["long int"])),
     ]
-    prog = Program(phase, pre, body, post, layer_frames,
-                   (_fw("vllm/v1/worker/gpu_model_runner.py", 2026, "_model_forward"), _mod(f"{cls}ForCausalLM", 0),
-                    _fw(mfile, 580, "forward"), _mod(f"{cls}Model", 0), _fw(mfile, 398, "forward")))
+    if hf:
+        # lm_head is LlamaForCausalLM's own Linear (after LlamaModel); generate() then picks the
+        # next tokens greedily and asks the host whether every sequence has finished
+        gen = "transformers/generation/utils.py"
+        head = [Op((_mod("Linear", 7 * layers), _fw("torch/nn/modules/linear.py", 134, "forward")), _LINEAR,
+                   [g("gemm_lm_head")], shapes=_shapes([[nb, 1, H], [dims.vocab // tp, H]], [bf, bf]))]
+        lp = "transformers/generation/logits_process.py"
+        scores = _shapes([[nb, dims.vocab]], ["float"])
+        soft = (_js("aten::softmax"), _js("aten::_softmax"))
+        if sampling == "sample":
+            post = [Op((_fw(gen, 3330, "_sample"), _fw(lp, 560, "__call__")), (_js("aten::topk"),), [g("topk")],
+                       shapes=scores),
+                    Op((_fw(gen, 3330, "_sample"), _fw(lp, 620, "__call__")), (_js("aten::sort"),), [g("sort")],
+                       shapes=scores),
+                    Op((_fw(gen, 3330, "_sample"), _fw(lp, 621, "__call__")), soft, [g("softmax")], shapes=scores),
+                    Op((_fw(gen, 3342, "_sample"),), soft, [g("softmax")], shapes=scores),
+                    Op((_fw(gen, 3343, "_sample"),), (_js("aten::multinomial"),), [g("multinomial")],
+                       shapes=scores)]
+        else:
+            post = [Op((_fw(gen, 3335, "_sample"),), (_js("aten::argmax"),), [g("argmax")], shapes=scores)]
+        post += [Op((_fw(gen, 3360, "_sample"),), (_js("aten::item"), _js("aten::_local_scalar_dense")),
+                   [mem("memcpy", "d2h", 2.0)], shapes=_shapes([[]], ["bool"]))]
+        return _finish(Program(
+            phase, pre, body, post, layer_frames,
+            (_fw("torch/nn/modules/module.py", 1784, "_call_impl"), _mod(f"{cls}ForCausalLM", 0),
+             _fw(mfile, 459, "forward"), _mod(f"{cls}Model", 0), _fw(mfile, 371, "forward")),
+            head=head, root_frames=(_fw(gen, 2539, "generate"), _fw(gen, 3251, "_sample")), shapes_everywhere=True,
+            graph_frames=(_fw("torch/_inductor/cudagraph_trees.py", 1959, "run"),
+                          _fw("torch/_inductor/cudagraph_trees.py", 2100, "execute_node"))), layers)
+    return _finish(Program(phase, pre, body, post, layer_frames,
+                           (_fw("vllm/v1/worker/gpu_model_runner.py", 2026, "_model_forward"),
+                            _mod(f"{cls}ForCausalLM", 0), _fw(mfile, 580, "forward"), _mod(f"{cls}Model", 0),
+                            _fw(mfile, 398, "forward"))), layers)
+
+
+_VLLM_ROOT = (_fw("vllm/v1/engine/core.py", 284, "step"), _fw("vllm/v1/worker/gpu_worker.py", 447, "execute_model"),
+              _fw("torch/utils/_contextlib.py", 120, "decorate_context"),
+              _fw("vllm/v1/worker/gpu_model_runner.py", 2205, "execute_model"))
+_VLLM_GRAPH = (_fw("vllm/compilation/cuda_graph.py", 225, "__call__"), _fw("torch/cuda/graphs.py", 88, "replay"))
+
+
+def _finish(prog: Program, layers: int) -> Program:
+    prog.root_frames = prog.root_frames or _VLLM_ROOT
+    prog.graph_frames = prog.graph_frames or _VLLM_GRAPH
     acts = prog.activities()
     in_layers = [a for a in acts if a.layer >= 0]
     prog.per_layer = len(in_layers) // layers if layers else 0
@@ -322,12 +415,18 @@ class TraceWriter:
     FLUSH_EVENTS = 8192
 
     def __init__(self, path: str, cfg: Any, programs: dict[str, Program], phases: list[str],
-                 step_names, gz: bool) -> None:
+                 step_names, gz: bool, containers: list[int] | None = None) -> None:
         self.path = path
+        self.containers = containers     # passes per ProfilerStep container (HF generate() calls)
+        self.container_records: list[dict[str, Any]] = []
+        self.first_ns: list[int] = []    # each step's first GPU activity start
+        self.shapes_everywhere = any(p.shapes_everywhere for p in programs.values())
         self.cfg = cfg
         self.programs = programs
         self.phases = phases
         self.step_names = step_names
+        # SGLang annotates each step twice: the engine's vLLM-style name outside the scheduler's
+        self.outer_names = step_namer("vllm", cfg.batch, cfg.prompt_len, cfg.prefill_requests)
         self.gz = gz
         prof = sn.GPUS[cfg.gpu]
         self.prof = prof
@@ -484,6 +583,8 @@ class TraceWriter:
             self.bytes += len(head)
             k = 0
             n_cfg = len(self.phases)
+            sizes = self.containers or []
+            c_idx, c_left, c_open = 0, (sizes[0] if sizes else 0), None
             while True:
                 if k < n_cfg:
                     phase = self.phases[k]
@@ -491,10 +592,20 @@ class TraceWriter:
                     phase = "decode"
                 else:
                     break
+                if sizes and c_open is None:
+                    c_open = self._container_start()
                 self._step(k, phase)
+                if sizes:
+                    self.steps[-1]["container"] = c_idx
+                    c_left -= 1
+                    if c_left == 0 and c_idx + 1 < len(sizes):
+                        self._container_end(c_open, c_idx)
+                        c_open, c_idx, c_left = None, c_idx + 1, sizes[c_idx + 1]
                 k += 1
                 if len(self.buf) >= self.FLUSH_EVENTS or cfg.target_bytes:
                     self._flush()
+            if c_open is not None:
+                self._container_end(c_open, c_idx)
             self._trailer()
             self._flush()
             tail = f'\n],\n"traceName":"/tmp/kerneldiff_synth_{cfg.gpu}_{cfg.seed}.json"}}\n'.encode()
@@ -510,7 +621,48 @@ class TraceWriter:
                 "seconds": secs, "mb_per_s": self.bytes / 1e6 / max(secs, 1e-9),
                 "kernels": self.counts["kernel"], "memcpys": self.counts["memcpy"],
                 "memsets": self.counts["memset"], "launches": self.counts["launch"],
-                "name_counts": self.name_counts, "steps": self.steps}
+                "name_counts": self.name_counts, "steps": self.steps, "containers": self.container_records}
+
+    # -- ProfilerStep containers (a torch.profiler schedule: one generate() call per step) ----
+    def _container_start(self) -> tuple[int, int, int, int]:
+        """(CPU start, External id, Ev Idx, index of its first step record)."""
+        self.t += 500_000 + int(self.rng.integers(0, 500_000))   # between two generate() calls
+        out = (self.t, self.ext, self.evidx, len(self.steps))
+        self.ext += 1
+        self.evidx += 1
+        self.t += 5000
+        return out
+
+    def _container_end(self, opened: tuple[int, int, int, int], index: int) -> None:
+        """generate() returns after the GPU drained its queue; then prof.step() ends the step."""
+        t0, ext, idx, first_step = opened
+        pid, tf, q = self.pid, self.tf, self.q
+        ap = self.buf.append
+        last = max(self.gpu_end[first_step:], default=self.t)
+        if last > self.t:
+            corr = self.corr
+            self.corr += 1
+            wait = last - self.t + 2000
+            name, args = (("hipDeviceSynchronize", f'"cid":68,"correlation":{q}{corr}{q}') if self.amd else
+                          ("cudaDeviceSynchronize", f'"cbid":165,"correlation":{q}{corr}{q}'))
+            ap(f'{{"ph":"X","cat":"cuda_runtime","name":"{name}","pid":{pid},"tid":{pid},"ts":{tf(self.t)},'
+               f'"dur":{self.df(wait)},"args":{{{args}}}}}')
+            ap(f'{{"ph":"f","id":{corr},"pid":{pid},"tid":{pid},"ts":{tf(self.t)},"cat":"ac2g","name":"ac2g","bp":"e"}}')
+            self.t += wait
+        self.t += 20_000
+        name_js = _js(f"ProfilerStep#{CONTAINER_FIRST + index}")
+        ap(f'{{"ph":"X","cat":"user_annotation","name":{name_js},"pid":{pid},"tid":{pid},"ts":{tf(t0)},'
+           f'"dur":{self.df(self.t - t0)},"args":{{"External id":{ext},"Record function id":0,"Ev Idx":{idx}}}}}')
+        recs = self.steps[first_step:]
+        if self.cfg.gpu_annotations and recs:
+            g0 = min(self.first_ns[first_step:])
+            g1 = max(self.gpu_end[first_step:])
+            ap(f'{{"ph":"X","cat":"gpu_user_annotation","name":{name_js},"pid":{self.dev},"tid":{self.stream},'
+               f'"ts":{tf(g0)},"dur":{self.df(g1 - g0)},"args":{{"External id":{ext}}}}}')
+        self.container_records.append({"name": f"ProfilerStep#{CONTAINER_FIRST + index}",
+                                       "steps": [r["index"] for r in recs],
+                                       "cpu_ts_us": t0 / 1000, "cpu_end_us": self.t / 1000})
+        self.t += 1000
 
     def _size(self) -> int:
         """Bytes on disk so far (the buffer is flushed after every step when sizing)."""
@@ -569,11 +721,8 @@ class TraceWriter:
             self.t += wait + 1000
         self._frames.clear()
         stk = cfg.with_stack
-        root = (_fw("vllm/v1/engine/core.py", 284, "step"), _fw("vllm/v1/worker/gpu_worker.py", 447, "execute_model"),
-                _fw("torch/utils/_contextlib.py", 120, "decorate_context"),
-                _fw("vllm/v1/worker/gpu_model_runner.py", 2205, "execute_model"))
         if stk:
-            for f in root:
+            for f in prog.root_frames:
                 self._open(f)
         ann_ts = self.t
         ann_ext = self.ext
@@ -623,8 +772,14 @@ class TraceWriter:
                 if cur_layer >= 0:
                     for _ in prog.layer_frames[cur_layer]:
                         self._close()
-                for _ in prog.model_frames[1:]:
-                    self._close()
+                for _ in prog.model_frames[3:]:
+                    self._close()     # the inner model (LlamaModel)
+            for op in prog.head:      # the top-level model's own layers (HF lm_head)
+                self._op(op)
+                self.t += 1000 + int(u() * 2500)
+            if stk:
+                for _ in prog.model_frames[1:3]:
+                    self._close()     # the top-level model (LlamaForCausalLM)
         if stk:
             self._close()  # _model_forward
         for op in prog.post:
@@ -642,18 +797,30 @@ class TraceWriter:
             self.t += wait
         self.t += 2000 + int(u() * 3000)
         ann_end = self.t
-        name_js = _js(self.step_names(k, phase))
-        ap(f'{{"ph":"X","cat":"user_annotation","name":{name_js},"pid":{pid},"tid":{pid},"ts":{tf(ann_ts)},'
-           f'"dur":{self.df(ann_end - ann_ts)},"args":{{"External id":{ann_ext},"Record function id":0,"Ev Idx":{ann_idx}}}}}')
+        style = cfg.annotation_style
+        # (name, CPU start, CPU end, External id, Ev Idx) of each annotation of this step: none in
+        # HF generate() (its ProfilerStep wraps many passes: see run()); SGLang's two of one step
+        # (the engine's `execute_…` and the scheduler's `step[…]` just inside it)
+        anns = [] if style == "hf-generate" else [(self.step_names(k, phase), ann_ts, ann_end, ann_ext, ann_idx)]
+        if style == "sglang-double":
+            anns.insert(0, (self.outer_names(k, phase), ann_ts - 20_000 - int(u() * 60_000), ann_end + 1500,
+                            self.ext, self.evidx))
+            self.ext += 1
+            self.evidx += 1
+        for text, a0, a1, a_ext, a_idx in anns:
+            ap(f'{{"ph":"X","cat":"user_annotation","name":{_js(text)},"pid":{pid},"tid":{pid},"ts":{tf(a0)},'
+               f'"dur":{self.df(a1 - a0)},"args":{{"External id":{a_ext},"Record function id":0,"Ev Idx":{a_idx}}}}}')
         if stk:
             while self._frames:
                 self._close()
         self.t += 1000
         cur = self._cur
         first, last = cur["first"], cur["last"]
+        self.first_ns.append(first if first is not None else last)
         if cfg.gpu_annotations and first is not None:
-            ap(f'{{"ph":"X","cat":"gpu_user_annotation","name":{name_js},"pid":{self.dev},"tid":{self.stream},'
-               f'"ts":{tf(first)},"dur":{self.df(last - first)},"args":{{"External id":{ann_ext}}}}}')
+            for text, _, _, a_ext, _ in anns:
+                ap(f'{{"ph":"X","cat":"gpu_user_annotation","name":{_js(text)},"pid":{self.dev},"tid":{self.stream},'
+                   f'"ts":{tf(first)},"dur":{self.df(last - first)},"args":{{"External id":{a_ext}}}}}')
         self.gpu_end.append(max(last, self.gpu_end[-1] if self.gpu_end else 0))
         self.steps.append({"index": k, "phase": phase, "name": self.step_names(k, phase), "graph": graph,
                            "cpu_ts_us": ann_ts / 1000, "cpu_end_us": ann_end / 1000,
@@ -712,14 +879,15 @@ class TraceWriter:
                 self.t += 800 + int(u() * 1500)
                 self._launch(a, iext)
                 self.t += 500 + int(u() * 800)
-                self._cpu_op(a.inner, its, iext, iidx, "")
+                self._cpu_op(a.inner, its, iext, iidx, op.shapes if shapes_on and self.shapes_everywhere else "")
             else:
                 self._launch(a, ext)
             self.t += 400 + int(u() * 1200)
         for j in range(len(opened) - 1, -1, -1):
             name_js, ts, e, idx = opened[j]
             self.t += 300 + int(u() * 700)
-            self._cpu_op(name_js, ts, e, idx, op.shapes if (shapes_on and j == len(opened) - 1) else "")
+            self._cpu_op(name_js, ts, e, idx, op.shapes if (shapes_on and (self.shapes_everywhere or
+                                                                            j == len(opened) - 1)) else "")
         if stk:
             for _ in op.frames:
                 self._close()
@@ -787,13 +955,14 @@ class TraceWriter:
         nc[a.name] = nc.get(a.name, 0) + 1
 
     def _graph(self, prog: Program) -> None:
-        """Replay the captured body: one graph launch; every kernel carries its correlation."""
+        """Replay the captured body (and head): one graph launch; every kernel carries its
+        correlation. No module call or operator runs on the CPU."""
         u, tf, q, pid = self._u, self.tf, self.q, self.pid
         ap = self.buf.append
         stk = self.cfg.with_stack
         if stk:
-            self._open(_fw("vllm/compilation/cuda_graph.py", 225, "__call__"))
-            self._open(_fw("torch/cuda/graphs.py", 88, "replay"))
+            for f in prog.graph_frames:
+                self._open(f)
         t = self.t
         corr = self.corr
         self.corr += 1
@@ -807,7 +976,7 @@ class TraceWriter:
         self.counts["launch"] += 1
         start_min = t + 8000 + int(u() * 6000)
         node = 0
-        for op in prog.body:
+        for op in prog.body + prog.head:
             for a in op.gpu:
                 gap = 300 + int(u() * 700)
                 start = max(self.g + gap, start_min)
@@ -815,8 +984,8 @@ class TraceWriter:
                 node += 1
         self.t = t + L + 1000
         if stk:
-            self._close()
-            self._close()
+            for _ in prog.graph_frames:
+                self._close()
 
 
 def zlib_hash(s: str) -> int:
@@ -851,12 +1020,14 @@ def step_namer(style: str, batch: int, prompt_len: int, prefill_reqs: int, first
         if style == "vllm-old":
             return (f"execute_context_{ctx_reqs}({ctx_tok}_{ctx_tok * ctx_tok})"
                     f"_generation_{gen}({gen})")
-        if style == "sglang":
+        if style in ("sglang", "sglang-double"):   # -double: the inner one (the outer is "vllm")
             if phase == "decode":
                 return f"step[DECODE bs={gen}]"
             if phase == "prefill":
                 return f"step[EXTEND bs={ctx_reqs} toks={ctx_tok}]"
             return f"step[MIXED bs={ctx_reqs + gen} toks={ctx_tok + gen}]"
+        if style == "hf-generate":
+            return f"forward {k}"     # not annotated: its ProfilerStep holds the whole generate() call
         return f"ProfilerStep#{first_step + k}"
 
     return name

@@ -63,38 +63,23 @@ CASES = [
     ("sglang-double-no-stack", dict(annotation="sglang-double", with_stack=False),
      "step annotations", "annotations", "attention/SSM kernel anchors"),
 ]
-# Planted cases the readings get wrong today (see the reasons); strict, so a fix shows up.
-KNOWN_WRONG = [
+# Decomposed attention (GEMM + softmax + GEMM) with graph replay, without shapes, with sampling's
+# softmax after lm_head: once read wrong (see git history), kept as cases of their own.
+DECOMPOSED = [
     pytest.param("hf-graph-decomposed", dict(HF, graph=True, attention="decomposed"),
                  "graph replays outside them", "passes without shapes inferred from their kernels",
-                 "replayed passes from the kernel sequence",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "a graph launch counts as a pass only with >= 2 attention/SSM kernels "
-                     "(passes.GRAPH_PASS_MIN_MIXERS): softmax-decomposed attention has none, so the "
-                     "replayed decode passes are not found and their kernels fall into the prefill's"))),
+                 "replayed passes from the kernel sequence"),
     pytest.param("hf-decomposed-no-shapes", dict(HF, attention="decomposed", record_shapes=False),
-                 "model module calls", "inferred from kernel durations", "decoder-layer module calls",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "passes.phases_from_durations infers phases only when a kernel's category starts "
-                     "with Attention/SSM/Mamba: softmax-decomposed attention has none, so every phase "
-                     "stays unknown"))),
+                 "model module calls", "inferred from kernel durations", "decoder-layer module calls"),
     pytest.param("hf-decomposed-no-stack-no-shapes", dict(HF, attention="decomposed", with_stack=False,
                                                           record_shapes=False),
-                 "token embedding calls", "inferred from kernel durations", "attention/SSM kernel anchors",
-                 marks=pytest.mark.xfail(strict=True, reason="as hf-decomposed-no-shapes")),
+                 "token embedding calls", "inferred from kernel durations", "attention/SSM kernel anchors"),
     pytest.param("hf-decomposed-sampling-no-stack", dict(HF, attention="decomposed", sampling="sample",
                                                          with_stack=False),
-                 "token embedding calls", "shapes (embedding input dims)", "attention/SSM kernel anchors",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "layers._softmax_anchors takes softmax as attention only when 80% of the Softmax "
-                     "kernels sit between two GEMMs, and then makes every one an anchor: do_sample adds "
-                     "two softmaxes after lm_head, so with 3 layers 3 of 5 per pass qualify (0 layers)"))),
+                 "token embedding calls", "shapes (embedding input dims)", "attention/SSM kernel anchors"),
     pytest.param("hf-decomposed-sampling-no-stack-8-layers", dict(HF, attention="decomposed", sampling="sample",
                                                                   with_stack=False, layers=8),
-                 "token embedding calls", "shapes (embedding input dims)", "attention/SSM kernel anchors",
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "as hf-decomposed-sampling-no-stack: with 8 layers the share holds, and the "
-                     "sampling softmaxes after lm_head are one more layer in every pass (9)"))),
+                 "token embedding calls", "shapes (embedding input dims)", "attention/SSM kernel anchors"),
 ]
 LAYERS, STEPS = 3, 5
 
@@ -128,7 +113,7 @@ def _check(model, side: dict, sources: tuple[str, str, str]) -> None:
 
 
 @pytest.mark.parametrize("case,kw,pass_src,phase_src,layer_src",
-                         CASES + KNOWN_WRONG, ids=[c[0] for c in CASES] + [p.values[0] for p in KNOWN_WRONG])
+                         CASES + DECOMPOSED, ids=[c[0] for c in CASES] + [p.values[0] for p in DECOMPOSED])
 def test_planted_structure_is_read(tmp_path, case, kw, pass_src, phase_src, layer_src):
     paths, truth = _write(tmp_path, kw)
     for side in ("A", "B"):

@@ -233,7 +233,10 @@ def segment(model: TraceModel, classifier) -> None:
         return
     anchor_roles = {"transformer": ("attention",), "ssm": ("ssm",), "hybrid": ("attention", "ssm")}.get(
         model.architecture)
-    if anchor_roles is None and _softmax_anchors(model, roles):
+    soft = None
+    if anchor_roles is None:
+        soft = _softmax_anchors(model, roles)
+    if soft is not None:
         model.architecture = "transformer"
         anchor_roles = ("attention",)
         model.warnings.append("attention computed as GEMM + softmax + GEMM: layers anchored on the softmax "
@@ -241,7 +244,7 @@ def segment(model: TraceModel, classifier) -> None:
     if anchor_roles is None:
         model.warnings.append("layers not detected: no attention or SSM kernels recognised")
         return
-    _segment_by_anchors(model, classifier, roles, anchor_roles)
+    _segment_by_anchors(model, classifier, roles, anchor_roles, soft)
     if model.num_layers and not model.layer_source:
         model.layer_source = "attention/SSM kernel anchors (inferred from kernel sequence)"
 
@@ -257,10 +260,14 @@ def _replayed_passes(model: TraceModel, classifier, roles: np.ndarray) -> None:
         return
     anchor_roles = {"transformer": ("attention",), "ssm": ("ssm",), "hybrid": ("attention", "ssm")}.get(
         detect_architecture(model, roles))
+    soft = None
+    if anchor_roles is None:
+        soft = _softmax_anchors(model, roles)
+        anchor_roles = ("attention",) if soft is not None else None
     if anchor_roles is None:
         return
     keep_layer, keep_spans, keep_n, keep_warn = k.layer.copy(), list(model.layers), model.num_layers, list(model.warnings)
-    _segment_by_anchors(model, classifier, roles, anchor_roles)
+    _segment_by_anchors(model, classifier, roles, anchor_roles, soft)
     from_kernels = np.isin(k.step, np.flatnonzero(bare))
     k.layer = np.where(from_kernels, k.layer, keep_layer).astype(np.int32)
     model.layers = keep_spans + [s for s in model.layers if bare[s.step]]
@@ -271,24 +278,27 @@ def _replayed_passes(model: TraceModel, classifier, roles: np.ndarray) -> None:
                               f"{int(bare.sum())} replayed passes {anchors_n}")
 
 
-def _softmax_anchors(model: TraceModel, roles: np.ndarray) -> bool:
-    """Decomposed attention (HF "eager", GPT-2 style): a softmax between two batched GEMMs in
-    every layer. Softmax kernels then play the attention kernels' part as anchors."""
-    soft = [i for i, c in enumerate(model.categories) if c.lower() == "softmax"]
-    if not soft:
-        return False
+def _softmax_anchors(model: TraceModel, roles: np.ndarray) -> np.ndarray | None:
+    """Decomposed attention (HF "eager", GPT-2 style): a softmax between two batched GEMMs in every
+    layer. Those softmax kernels (only those: sampling's softmax after lm_head is not attention)
+    play the attention kernels' part as anchors. Returns the per-kernel anchor mask, or None when
+    the trace has no such pattern (two or more per pass on average)."""
     k = model.kernels
-    is_soft = np.isin(k.cat, soft)
-    if is_soft.sum() < 2:
-        return False
+    soft = np.isin(k.cat, [i for i, c in enumerate(model.categories) if c.lower() == "softmax"])
+    if soft.sum() < 2:
+        return None
     gemm = roles[k.cat] == "gemm"
-    idx = np.flatnonzero(is_soft)
-    before = np.array([gemm[max(i - 3, 0):i].any() for i in idx.tolist()])
-    after = np.array([gemm[i + 1:i + 4].any() for i in idx.tolist()])
-    if (before & after).mean() < 0.8:
-        return False
-    roles[np.array(soft)] = "attention"
-    return True
+    # a GEMM within the 3 kernels before (scale and mask sit between) and the 3 after (a cast)
+    before = np.zeros(len(k), bool)
+    after = np.zeros(len(k), bool)
+    for d in (1, 2, 3):
+        before[d:] |= gemm[:-d]
+        after[:-d] |= gemm[d:]
+    anchor = soft & before & after
+    passes = max(len(np.unique(k.step[k.step >= 0])), 1)
+    if anchor.sum() < 2 * passes:
+        return None
+    return anchor
 
 
 def _cross_check(model: TraceModel, classifier, roles: np.ndarray) -> None:
@@ -306,7 +316,8 @@ def _cross_check(model: TraceModel, classifier, roles: np.ndarray) -> None:
                               "recognised attention kernel: check the layer reading")
 
 
-def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor_roles) -> None:
+def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor_roles,
+                        extra_anchors: np.ndarray | None = None) -> None:
     k = model.kernels
     if model.architecture == "hybrid":
         model.warnings.append("hybrid model (attention + SSM layers): layers are anchored on both mixers")
@@ -315,6 +326,9 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
     main_dev = devs[np.argmax(np.bincount(inv, weights=k.dur))]
     on_dev = k.device == main_dev
     role_all = roles[k.cat]
+    if extra_anchors is not None:   # per-kernel anchors (softmax of decomposed attention)
+        role_all = role_all.copy()
+        role_all[extra_anchors] = "attention"
 
     if len(model.steps) == 1 and model.steps[0].source == "whole-trace":
         rows = np.nonzero(on_dev)[0]

@@ -242,14 +242,16 @@ def fill_unknown(model: TraceModel, phases: list[str]) -> tuple[list[str], int]:
     return out, filled
 
 
-def phases_from_durations(model: TraceModel) -> list[str] | None:
+def phases_from_durations(model: TraceModel, require_mixers: bool = False) -> list[str] | None:
     """Inferred: with several passes, those whose GPU time is far above the median are prefills.
-    Only for models with attention or SSM kernels: a training step has no prefill or decode."""
+    require_mixers (steps that are only ProfilerStep windows): only for models with attention or
+    SSM kernels, since a training step has no prefill or decode."""
     if len(model.steps) < 3:
         return None
-    mixers = [i for i, c in enumerate(model.categories) if c.startswith(("Attention", "SSM", "Mamba"))]
-    if not np.isin(model.kernels.cat, mixers).any():
-        return None
+    if require_mixers:
+        mixers = [i for i, c in enumerate(model.categories) if c.startswith(("Attention", "SSM", "Mamba"))]
+        if not np.isin(model.kernels.cat, mixers).any():
+            return None
     per, sigs = _pass_profile(model)
     med = float(np.median(per))
     if med <= 0:

@@ -142,6 +142,9 @@ def assign(model: TraceModel, classifier=None) -> None:
     if classifier is not None:
         mixers = np.array([i for i, c in enumerate(model.categories) if classifier.role(c) in ("attention", "ssm")],
                           dtype=np.int64)
+        if not np.isin(k.cat, mixers).any():
+            # decomposed attention (GEMM + softmax + GEMM): the softmax marks each layer's mixer
+            mixers = np.array([i for i, c in enumerate(model.categories) if c.lower() == "softmax"], dtype=np.int64)
     found = passes.find_passes(model, mixers)
     if found is not None and len(found.ts):
         passes.assign_passes(model, found, launch_time(model), containers)
@@ -177,7 +180,8 @@ def set_phases(model: TraceModel, allow_inferred: bool = True) -> None:
         if filled:
             model.phase_source += f"; {filled} passes without shapes inferred from their kernels"
     else:
-        phases = passes.phases_from_durations(model) if allow_inferred else None
+        phases = passes.phases_from_durations(model, model.pass_source.startswith("ProfilerStep")) \
+            if allow_inferred else None
         if phases is None:
             model.phase_source = "unknown"
             return

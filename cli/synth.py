@@ -29,9 +29,14 @@ def add_parser(sub) -> None:
     p.add_argument("--vendor-b", choices=("amd", "nvidia"), help="vendor of side B (default nvidia, or --gpu-b's)")
     p.add_argument("--gpu-a", choices=("mi300x", "mi355x", "h100", "b200"), help="GPU of side A")
     p.add_argument("--gpu-b", choices=("mi300x", "mi355x", "h100", "b200"), help="GPU of side B")
-    p.add_argument("--annotation", choices=("vllm", "vllm-old", "sglang", "hf"), default="vllm",
-                   help="step annotation style (default vllm)")
+    p.add_argument("--annotation", choices=("vllm", "vllm-old", "sglang", "hf", "sglang-double", "hf-generate"),
+                   default="vllm", help="step annotation style (default vllm; hf-generate: HF generate() with "
+                   "module calls and a ProfilerStep container; sglang-double: each step annotated twice)")
     p.add_argument("--no-stack", action="store_true", help="omit python_function events")
+    p.add_argument("--no-shapes", action="store_true", help="omit record_shapes (Input Dims / Input type)")
+    p.add_argument("--attention", choices=("fused", "decomposed"), default="fused",
+                   help="one attention kernel, or GEMM + softmax + GEMM (HF eager attention)")
+    p.add_argument("--sampling", choices=("greedy", "sample"), default="greedy", help="next-token choice (hf-generate)")
     p.add_argument("--single", action="store_true", help="write one trace (no planted differences)")
     p.add_argument("--aie", action="store_true",
                    help="write an AMD AIE (NPU) trace instead (uses --seed, --gzip, --aie-rows/--aie-cols)")
@@ -75,7 +80,8 @@ def run(args) -> int:
                            prefill_steps=args.prefill_steps, mixed_steps=args.mixed_steps, moe=args.moe,
                            graph=args.graph, tp=args.tp, vendor_a=vendor_a, vendor_b=vendor_b,
                            gpu_a=args.gpu_a, gpu_b=args.gpu_b, annotation=args.annotation, gzip=args.gzip,
-                           target_bytes=target, with_stack=not args.no_stack)
+                           target_bytes=target, with_stack=not args.no_stack, record_shapes=not args.no_shapes,
+                           attention=args.attention, sampling=args.sampling)
     except ValueError as e:
         print(f"kerneldiff synth: {e}", file=sys.stderr)
         return 2

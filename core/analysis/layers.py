@@ -246,7 +246,9 @@ def segment(model: TraceModel, classifier) -> None:
         return
     _segment_by_anchors(model, classifier, roles, anchor_roles, soft)
     if model.num_layers and not model.layer_source:
-        model.layer_source = "attention/SSM kernel anchors (inferred from kernel sequence)"
+        model.layer_source = ("attention/SSM kernel anchors (softmax between two GEMMs: decomposed attention, "
+                              "inferred)" if soft is not None else
+                              "attention/SSM kernel anchors (inferred from kernel sequence)")
 
 
 def _replayed_passes(model: TraceModel, classifier, roles: np.ndarray) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -25,7 +26,8 @@ def add_parser(sub) -> None:
     p.add_argument("--phase", default="all", choices=PHASE_FILTERS)
     p.add_argument("--format", default="text", choices=["text", "json", "csv"])
     p.add_argument("--table", choices=list(TABLES) + ["all"], default=None,
-                   help="CSV: which table (default: all tables, one file each, with -o; operations on stdout)")
+                   help="CSV or JSON: which table (CSV default: all tables, one file each, with -o; operations on "
+                        "stdout; JSON default: the whole comparison)")
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
     p.add_argument("--registry", help="extra classifier rules (TOML), tried before the shipped ones")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
@@ -53,7 +55,15 @@ def run(args) -> int:
 
     session = Session([args.a, args.b], registry=args.registry, use_cache=not args.no_cache,
                       fusion_overrides=_overrides(args.fusion_param))
+    if args.table and args.format == "text":
+        print("kerneldiff: --table picks one table for --format csv or json; the text report shows them all",
+              file=sys.stderr)
+        return 2
     session.load_all()   # probes both first: a bad or foreign B is reported before A is loaded
+    absent = _absent_phase(session, args.phase)
+    if absent:
+        print(f"kerneldiff: {absent}", file=sys.stderr)
+        return 2
     try:
         cmp = session.compare(args.phase)
     except ValueError as e:
@@ -68,9 +78,29 @@ def run(args) -> int:
         return 2
 
 
+def _absent_phase(session, phase: str) -> str:
+    """Why `phase` cannot be compared (a trace has no kernels in it, naming the phases each has), or ""."""
+    if phase == "all":
+        return ""
+    have = [m.phases_present() for m in session.models]
+    missing = [k for k, ph in zip("AB", have) if phase not in ph]
+    if not missing:
+        return ""
+    where = " and ".join(missing)
+    listed = "; ".join(f"{k} has {', '.join(ph) or 'none'}" for k, ph in zip("AB", have))
+    return (f"phase '{phase}' is absent from {where} ({listed}); choose --phase from: "
+            f"{', '.join(session.phases())}")
+
+
 def _report(cmp, args) -> int:
     if args.format == "json":
-        text = json.dumps(cmp.to_dict(), indent=1, allow_nan=False, default=str)
+        if args.table and args.table != "all":
+            head, rows = table(cmp, args.table)
+            # the CSV table's rows, a missing value as null (CSV writes an empty cell)
+            text = json.dumps([{h: (None if v == "" else v) for h, v in zip(head, r)} for r in rows], indent=1,
+                              allow_nan=False, default=str)
+        else:
+            text = json.dumps(cmp.to_dict(), indent=1, allow_nan=False, default=str)
         return _emit(text, args.output)
     if args.format == "csv":
         return _csv(cmp, args)
@@ -79,14 +109,26 @@ def _report(cmp, args) -> int:
         from rich.console import Console
 
         with open(args.output, "w", encoding="utf-8") as fh:
-            render_text(cmp, Console(file=fh, width=width, highlight=False, markup=False, emoji=False,
-                                     color_system=None))
+            print_text(cmp, Console(file=fh, width=width, highlight=False, markup=False, emoji=False,
+                                    color_system=None))
         print(f"wrote {args.output}", file=sys.stderr)
         return 0
     out = console()
     out.width = width
-    render_text(cmp, out)
+    print_text(cmp, out)
     return 0
+
+
+_TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$")
+
+
+def print_text(cmp, out) -> None:
+    """The text report without the blanks Rich pads lines with (titles, wrapped evidence)."""
+    with out.capture() as cap:
+        render_text(cmp, out)
+    text = "\n".join(_TRAILING.sub(r"\1", line) for line in cap.get().split("\n"))
+    out.file.write(text)
+    out.file.flush()
 
 
 def _emit(text: str, path: str | None) -> int:
@@ -139,7 +181,7 @@ def render_text(cmp, out) -> None:
     head.append_text(literal(B))
     head.append(f"  {us(cmp.b.gpu_time_us)}  {cmp.b.kernels:,} kernels  {cmp.b.passes} pass{'es' if cmp.b.passes != 1 else ''}\n")
     per = " per pass" if cmp.basis == "per_pass" else ""
-    head.append(f"phase {cmp.phase}   A/B{per} {_ratio(cmp.ratio)}   gap{per} {us(cmp.gap_us)} (A − B)   "
+    head.append(f"phase {cmp.phase}   A/B{per} {_ratio(cmp.ratio)}   gap{per} {fmt.gap(cmp.gap_us)} (A − B)   "
                 f"layers {cmp.a.layers_per_step}/{cmp.b.layers_per_step}   warnings {len(cmp.warnings)}\n")
     for side in (cmp.a, cmp.b):
         head.append(f"{side.key.upper()} read from: passes ", style="dim")
@@ -152,22 +194,35 @@ def render_text(cmp, out) -> None:
     head.rstrip()
     out.print(head)
 
-    t = Table(title="Operations (largest gap first)", title_justify="left", expand=False)
+    per_pass = cmp.basis == "per_pass"
+    na, nb = (max(cmp.a.passes, 1), max(cmp.b.passes, 1)) if per_pass else (1, 1)
+    t = Table(title="Operations (largest gap first" + (", per pass)" if per_pass else ")"), title_justify="left",
+              expand=False)
     t.add_column("operation", overflow="ellipsis", no_wrap=True, max_width=name_w)
-    for col in ("A", "B", "A/B", "gap"):
+    for col in (("A/pass", "B/pass") if per_pass else ("A total", "B total")) + ("A/B", "gap"):
         t.add_column(col, justify="right", no_wrap=True)
     for o in cmp.operations[:15]:
         t.add_row(literal(o.category + (f" (only {o.only_in.upper()})" if o.only_in else "")),
-                  us(o.a.total_us), us(o.b.total_us), _ratio(o.ratio), us(o.gap_us))
+                  us(o.a.total_us / na if o.a.count else None), us(o.b.total_us / nb if o.b.count else None),
+                  _ratio(o.ratio), fmt.gap(o.gap_us))
     out.print(t)
 
     if cmp.layers:
-        t = Table(title="Layers (largest gap first)", title_justify="left")
-        for col in ("layer", "A total", "B total", "A/pass", "B/pass", "A/B", "gap"):
+        compared = getattr(cmp, "layers_from", "both") == "both"
+        if not compared:
+            have = cmp.layers_from.upper()
+            out.print(Text(f"Layers only on {have} (none found on {'B' if have == 'A' else 'A'}, see the warnings): "
+                           f"{have} alone, nothing compared", style="yellow"))
+        t = Table(title="Layers (largest gap first)" if compared else "Layers (largest first)", title_justify="left")
+        for col in ("layer", "A total", "B total", "A med/pass", "B med/pass", "A/B", "gap"):
             t.add_column(col, justify="right", no_wrap=True)
-        for l in cmp.layers[:10]:
-            t.add_row(str(l.layer), us(l.a.total_us), us(l.b.total_us), us(l.a.median_us), us(l.b.median_us),
-                      _ratio(l.ratio), us(l.gap_us))
+        rows = list(cmp.layers[:10])
+        outside = getattr(cmp, "outside_layers", None)
+        for l in rows + ([outside] if outside is not None else []):
+            t.add_row("outside" if l.layer < 0 else str(l.layer), us(l.a.total_us if l.a.kernels else None),
+                      us(l.b.total_us if l.b.kernels else None), us(l.a.median_us if l.a.kernels else None),
+                      us(l.b.median_us if l.b.kernels else None), _ratio(l.ratio),
+                      fmt.gap(l.gap_us) if compared else fmt.ABSENT)
         out.print(t)
 
     if cmp.fusions:
@@ -192,12 +247,13 @@ def render_text(cmp, out) -> None:
             out.print(Text("• ", style="bold") + literal(f.evidence) + Text(f"  (confidence {f.confidence:.2f})"))
 
     if cmp.same_kernels:
-        t = Table(title="Same kernels on both sides (largest gap first)", title_justify="left")
-        t.add_column("kernel", overflow="ellipsis", no_wrap=True, max_width=name_w)
-        for col in ("A mean", "B mean", "A/B", "gap"):
+        t = Table(title="Same kernels on both sides (largest total gap first; A/B of the means)", title_justify="left")
+        t.add_column("kernel", overflow="ellipsis", no_wrap=True, max_width=max(16, name_w - 12))
+        for col in ("A n", "B n", "A mean", "B mean", "A/B", "total gap"):
             t.add_column(col, justify="right", no_wrap=True)
         for s in cmp.same_kernels[:10]:
-            t.add_row(literal(short_name(s.name, name_w)), us(s.a.mean_us), us(s.b.mean_us), _ratio(s.ratio), us(s.gap_us))
+            t.add_row(literal(short_name(s.name, max(16, name_w - 12))), str(s.a.count), str(s.b.count), us(s.a.mean_us),
+                      us(s.b.mean_us), _ratio(s.ratio), fmt.gap(s.gap_us))
         out.print(t)
     for wmsg in cmp.warnings:
         out.print(Text("warning: ", style="yellow") + literal(wmsg))

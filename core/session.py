@@ -176,6 +176,19 @@ class Session:
         common = set.intersection(*present) if present else set()
         return [p for p in PHASE_FILTERS if p == "all" or p in common]
 
+    def operation_kernels(self, index: int, operation: str, phase: str = "all") -> list:
+        """The kernels of one of the comparison's operations (a category family) on trace `index`
+        (`kerneldiff.core.analysis.browse.KernelTotal`s, largest first)."""
+        from kerneldiff.core.compare.drill import operation_kernels
+
+        return operation_kernels(self._model(index), operation, phase, self.classifier)
+
+    def outside_layer_kernels(self, index: int, phase: str = "all") -> list:
+        """The kernels of trace `index` outside every layer, largest first."""
+        from kerneldiff.core.compare.drill import outside_layer_kernels
+
+        return outside_layer_kernels(self._model(index), phase)
+
     def kernel_detail(self, index: int, row: int) -> KernelDetail:
         from kerneldiff.core.analysis.attribution import cpu_op_stack, python_stack
         from kerneldiff.core.analysis.modules import module_path

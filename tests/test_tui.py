@@ -38,11 +38,15 @@ async def test_keyboard_path_demo_layer_pair_detail_fusion_export(demo_models, d
         assert comp.a.label in header and comp.b.label in header and f"phase {comp.phase}" in header
         assert f"{len(comp.warnings)} warning" in header
 
-        # the slowest layer is selected on arrival
+        # layers arrive slowest first (largest |gap|), the cursor on the first; the kernels outside
+        # every layer are a row of their own
         layers = main.query_one("#layers", ResultTable)
         slowest = comp.layers[0]
         assert layers.current_row().payload.layer == slowest.layer
-        assert len(layers.rows_shown) == len(comp.layers)
+        assert len(layers.rows_shown) == len(comp.layers) + 1
+        gaps = [abs(r.payload.gap_us) for r in layers.rows_shown]
+        assert gaps == sorted(gaps, reverse=True) and layers.sort_name == "gap"
+        assert any(r.payload == comp.outside_layers and r.key == "outside" for r in layers.rows_shown)
 
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, LayerScreen))
@@ -117,14 +121,24 @@ async def test_sort_filter_and_phase_cycle(demo_models, demo_comparison):
         await wait_for_main(pilot)
         main = app.screen
         layers = main.query_one("#layers", ResultTable)
-        # layers arrive in layer order; s moves the sort to the next column (A total, largest first)
-        assert layers.sort_column == 0
+        # layers arrive slowest first; t sorts by time (A + B), n by layer, s back to the gap,
+        # o walks the columns from the first, S reverses whatever order is on
+        assert layers.sort_name == "gap"
+        await pilot.press("t")
+        values = [r.payload.a.total_us + r.payload.b.total_us for r in layers.rows_shown]
+        assert layers.sort_name == "time" and values == sorted(values, reverse=True)
+        await pilot.press("S")
+        values = [r.payload.a.total_us + r.payload.b.total_us for r in layers.rows_shown]
+        assert values == sorted(values)
+        await pilot.press("n")
+        assert [r.payload.layer for r in layers.rows_shown] == sorted(r.layer for r in comp.layers) + [-1]
         await pilot.press("s")
+        gaps = [abs(r.payload.gap_us) for r in layers.rows_shown]
+        assert gaps == sorted(gaps, reverse=True)
+        assert "Gap▼" in screen_text(app)
+        await pilot.press("o", "o")
         values = [r.payload.a.total_us for r in layers.rows_shown]
         assert layers.sort_column == 1 and values == sorted(values, reverse=True)
-        await pilot.press("S")
-        values = [r.payload.a.total_us for r in layers.rows_shown]
-        assert values == sorted(values)
 
         # / filters the same-kernels table by name
         await pilot.press("4")
@@ -169,7 +183,8 @@ async def test_help_lists_every_binding_and_palette_offers_the_actions(demo_mode
 
         provider = ExplorerCommands(app.screen)
         titles = {t: cb for t, _h, cb in provider._commands()}
-        for t in ("Filter by name", "Sort by next column", "Export table as CSV", "Cycle phase", "Help",
+        for t in ("Filter by name or category", "Sort by gap", "Sort by time", "Sort by name", "Sort by next column",
+                  "Export table as CSV", "Cycle phase", "Help",
                   "Show Fusion", "Open slowest layer", "Quit kerneldiff"):
             assert t in titles
         titles["Show Fusion"]()

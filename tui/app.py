@@ -91,6 +91,7 @@ class KernelDiffApp(App):
     COMMANDS = App.COMMANDS | {ExplorerCommands}
     BINDINGS = [
         Binding("q", "quit", "Quit", tooltip="Quit kerneldiff (the terminal is restored)"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, tooltip="Quit kerneldiff, from anywhere"),
         Binding("question_mark", "help", "Help", key_display="?", tooltip="This list of keys"),
         Binding("p", "cycle_phase", "Phase", tooltip="Cycle the phase filter (all / prefill / decode / mixed) and recompare"),
     ]

@@ -27,8 +27,13 @@ class ExplorerCommands(Provider):
                         screen.action_open_slowest))
         if isinstance(screen, ExplorerScreen) and screen.current_table() is not None:
             out += [
-                ("Filter by name", "show only rows whose name contains the text (/)", screen.action_filter),
-                ("Sort by next column", "cycle the sort column (s)", screen.action_sort),
+                ("Filter by name or category", "show only rows whose name or category contains the text (/)",
+                 screen.action_filter),
+                ("Sort by gap", "largest |gap| first: the slowest relative to the other side (s)",
+                 partial(screen.action_sort_named, "gap")),
+                ("Sort by time", "largest time first (t)", partial(screen.action_sort_named, "time")),
+                ("Sort by name", "A to Z (n)", partial(screen.action_sort_named, "name")),
+                ("Sort by next column", "cycle the sort column (o)", screen.action_sort),
                 ("Reverse sort", "flip the sort direction (S)", screen.action_reverse_sort),
                 ("Export table as CSV", "write the current table to a CSV file (e)", partial(screen.action_export, "csv")),
                 ("Export table as JSON", "write the current table to a JSON file (E)",

@@ -104,6 +104,11 @@ SCREENSHOTS = {
     "test_error_80x24": "error-80x24",
     "test_browse_one_trace_80x24": "browse-one-trace-80x24",
     "test_layers_no_color_80x24": "layers-no-color-80x24",
+    "test_operation_kernels[80x24]": "operation-kernels-80x24",
+    "test_operation_kernels[120x36]": "operation-kernels-120x36",
+    "test_one_sided_layers[80x24]": "one-sided-layers-80x24",
+    "test_one_sided_layers[120x36]": "one-sided-layers-120x36",
+    "test_warnings_wrapped_80x24": "warnings-80x24",
 }
 
 

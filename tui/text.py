@@ -11,6 +11,7 @@ import math
 
 from rich.text import Text
 
+from kerneldiff.core.analysis.demangle import readable as _readable
 from kerneldiff.core.analysis.names import short_name, visible
 from kerneldiff.core.report import format as fmt
 
@@ -36,6 +37,19 @@ def span(s: str, style: str = "", justify=None) -> Text:
 def literal(s: object, style: str = "") -> Text:
     """A Text showing `s` exactly as written (no markup), controls escaped."""
     return span(clean(s), style)
+
+
+def readable(name: str) -> str:
+    """A kernel name as people read it: demangled (`_ZN5aiter…` -> `aiter::…<…>`), controls escaped."""
+    return clean(_readable(name)) if name.startswith("_Z") else clean(name)
+
+
+def cut(s: str, width: int) -> str:
+    """Plain text (a category, a step name) in `width` cells: cut with an ellipsis, nothing rearranged."""
+    s = clean(s)
+    if len(s) <= width:
+        return s
+    return s[: max(width - 1, 0)] + "…" if width > 0 else ""
 
 
 def shorten(s: str, width: int) -> str:

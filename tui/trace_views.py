@@ -9,9 +9,13 @@ from rich.text import Text
 
 from kerneldiff.core.analysis.browse import KernelTotal, LayerTotal, OperationTotal, StepTotal, TraceOverview
 
-from .text import DIM, SIDE_STYLE, clean, fmt_pct, fmt_us, literal, one_bar, shorten, span
-from .views import CHART_WIDTH, labelled_grid, stats_grid
-from .widgets.result_table import Column, Row, TableSpec
+from .text import DIM, SIDE_STYLE, clean, cut, fmt_pct, fmt_us, literal, one_bar, readable, shorten, span
+from .views import CHART_WIDTH, labelled_grid, name_sort, searchable, stats_grid
+from .widgets.result_table import Column, Row, Sort, TableSpec
+
+
+def _time(i: int, column: str) -> Sort:
+    return Sort("time", lambda r: r.values[i], (column,), True, "largest first")
 
 
 def _num(s: str) -> Text:
@@ -38,13 +42,14 @@ def operations_spec(ov: TraceOverview, side: str = "a") -> TableSpec:
         for o in ops:
             s = o.stats
             vals = (o.category, s.count, s.total_us, s.mean_us, s.median_us, s.share, None)
-            cells = (literal(shorten(o.category, w["category"])), _num(str(s.count)), _num(fmt_us(s.total_us)),
+            cells = (literal(cut(o.category, w["category"])), _num(str(s.count)), _num(fmt_us(s.total_us)),
                      _num(fmt_us(s.mean_us)), _num(fmt_us(s.median_us)), _num(fmt_pct(s.share)),
                      one_bar(s.total_us, scale, 10, SIDE_STYLE[side]))
             rows.append(Row(o.category, vals, cells, payload=o, search=o.category.lower()))
         return rows
 
-    return TableSpec("operations", cols, build, default_sort=(2, True))
+    return TableSpec("operations", cols, build, default_sort="time",
+                     sorts={"time": _time(2, "total"), "name": name_sort(0, "category")}, fixed=1)
 
 
 def operation_detail(o: OperationTotal, ov: TraceOverview) -> Group:
@@ -57,7 +62,7 @@ def operation_detail(o: OperationTotal, ov: TraceOverview) -> Group:
     if o.top_cpu_ops:
         g.add_row(Text("cpu_ops"), literal(", ".join(clean(x) for x in o.top_cpu_ops)))
     for i, name in enumerate(o.top_kernels):
-        g.add_row(Text("kernels" if i == 0 else ""), literal(name))
+        g.add_row(Text("kernels" if i == 0 else ""), literal(readable(name)))
     return Group(head, stats_grid({None: o.stats}), g)
 
 
@@ -82,7 +87,9 @@ def layers_spec(ov: TraceOverview, side: str = "a") -> TableSpec:
         return rows
 
     busiest = busiest_layer(ov)
-    return TableSpec("layers", cols, build, select=None if busiest is None else str(busiest), default_sort=(0, False))
+    sorts = {"time": _time(1, "total"), "name": Sort("layer", lambda r: r.values[0], ("layer",), False, "in order")}
+    return TableSpec("layers", cols, build, select=None if busiest is None else str(busiest), default_sort=(0, False),
+                     sorts=sorts, fixed=1)
 
 
 def busiest_layer(ov: TraceOverview) -> int | None:
@@ -118,13 +125,14 @@ def layer_kernels_spec(layer: int, kernels: list[KernelTotal]) -> TableSpec:
         for k in kernels:
             s = k.stats
             vals = (k.position, k.name, k.category, k.per_pass, s.median_us, s.total_us, s.share)
-            cells = (_num(str(k.position)), literal(shorten(k.name, w["kernel"])), literal(shorten(k.category, 12)),
+            cells = (_num(str(k.position)), literal(shorten(k.name, w["kernel"])), literal(cut(k.category, 12)),
                      _num(_count(k.per_pass)), _num(fmt_us(s.median_us)), _num(fmt_us(s.total_us)),
                      _num(fmt_pct(s.share)))
-            rows.append(Row(k.name, vals, cells, payload=k, search=k.name.lower()))
+            rows.append(Row(k.name, vals, cells, payload=k, search=searchable(k.name, k.category)))
         return rows
 
-    return TableSpec(f"layer{layer}_kernels", cols, build)
+    sorts = {"time": _time(5, "total"), "name": name_sort(1, "kernel")}
+    return TableSpec(f"layer{layer}_kernels", cols, build, sorts=sorts, fixed=1)
 
 
 # --- kernels ------------------------------------------------------------------------------------
@@ -137,12 +145,13 @@ def kernels_spec(ov: TraceOverview) -> TableSpec:
 
     def build(w: dict[str, int]) -> list[Row]:
         return [Row(k.name, (k.name, k.category, k.stats.count, k.stats.total_us, k.stats.mean_us, k.stats.share),
-                    (literal(shorten(k.name, w["name"])), literal(shorten(k.category, 12)), _num(str(k.stats.count)),
+                    (literal(shorten(k.name, w["name"])), literal(cut(k.category, 12)), _num(str(k.stats.count)),
                      _num(fmt_us(k.stats.total_us)), _num(fmt_us(k.stats.mean_us)), _num(fmt_pct(k.stats.share))),
-                    payload=k, search=k.name.lower())
+                    payload=k, search=searchable(k.name, k.category))
                 for k in items]
 
-    return TableSpec("kernels", cols, build, default_sort=(3, True))
+    return TableSpec("kernels", cols, build, default_sort="time",
+                     sorts={"time": _time(3, "total"), "name": name_sort(0, "name")}, fixed=1)
 
 
 def kernel_detail(k: KernelTotal) -> Group:
@@ -150,7 +159,7 @@ def kernel_detail(k: KernelTotal) -> Group:
     if k.rule:
         sub.append(f"   rule {clean(k.rule)}", style=DIM)
     sub.append("   Enter: launches, cpu_op and Python stack", style=DIM)
-    return Group(literal(k.name, "bold"), sub, stats_grid({None: k.stats}))
+    return Group(literal(readable(k.name), "bold"), sub, stats_grid({None: k.stats}))
 
 
 # --- steps (the timeline) -----------------------------------------------------------------------
@@ -166,11 +175,12 @@ def steps_spec(ov: TraceOverview) -> TableSpec:
         return [Row(str(s.index), (s.index, s.phase, s.start_us, s.span_us, s.kernels, s.gpu_us, s.busy, s.name),
                     (_num(str(s.index)), literal(s.phase), _num(fmt_us(s.start_us)), _num(fmt_us(s.span_us)),
                      _num(str(s.kernels)), _num(fmt_us(s.gpu_us)), _num(fmt_pct(s.busy)),
-                     literal(shorten(s.name, w["name"]))),
+                     literal(cut(s.name, w["name"]))),
                     payload=s, search=f"{s.name}\n{s.phase}".lower())
                 for s in items]
 
-    return TableSpec("steps", cols, build, default_sort=(0, False))
+    sorts = {"time": _time(5, "gpu"), "name": Sort("step", lambda r: r.values[0], ("step",), False, "in order")}
+    return TableSpec("steps", cols, build, default_sort=(0, False), sorts=sorts)
 
 
 def steps_hint() -> Text:

@@ -11,12 +11,12 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from kerneldiff.core.compare.result import (Comparison, FusionFinding, KernelPair, LayerAlignment, OperationRow,
-                                            SameKernel)
+from kerneldiff.core.compare.result import (Comparison, FusionFinding, KernelPair, LayerAlignment, LayerRow,
+                                            OperationRow, SameKernel)
 
-from .text import (DIM, SIDE_LETTER, SIDE_STYLE, clean, span, fmt_bytes, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal,
-                   one_bar, shorten, slower_side, two_bars)
-from .widgets.result_table import Column, Row, TableSpec
+from .text import (DIM, SIDE_LETTER, SIDE_STYLE, clean, cut, readable, span, fmt_bytes, fmt_gap, fmt_pct, fmt_ratio, fmt_us,
+                   literal, one_bar, shorten, slower_side, two_bars)
+from .widgets.result_table import Column, Row, Sort, TableSpec
 
 CHART_WIDTH = 16  # the smallest per-layer chart that still shows a 10% difference
 NONE_CELL = "· none ·"
@@ -52,13 +52,59 @@ def _name_cell(name: str | None, width: int) -> Text:
     return literal(shorten(name, width))
 
 
+def searchable(*parts: str | None) -> str:
+    """What `/` matches: names as recorded and as shown (demangled), and categories."""
+    out = []
+    for p in parts:
+        if p:
+            out.append(p.lower())
+            if p.startswith("_Z"):
+                out.append(readable(p).lower())
+    return "\n".join(out)
+
+
+# --- the named orders of the `s` (gap), `t` (time) and `n` (name) keys ----------------------------
+
+def _add(*xs):
+    vals = [x for x in xs if x is not None]
+    return sum(vals) if vals else None
+
+
+def gap_sort(i: int, column: str = "gap", words: str = "largest |gap| first (the most time lost or won)") -> Sort:
+    """By the magnitude of value `i` (a gap), largest first: where one side loses the most."""
+    return Sort("gap", lambda r: None if r.values[i] is None else abs(r.values[i]), (column,), True, words)
+
+
+def time_sort(idx: tuple[int, ...], columns: tuple[str, ...], words: str = "largest A + B first") -> Sort:
+    return Sort("time", lambda r: _add(*(r.values[i] for i in idx)), columns, True, words)
+
+
+def name_sort(i: int, column: str, alt: int | None = None) -> Sort:
+    def key(r):
+        v = r.values[i] if r.values[i] is not None or alt is None else r.values[alt]
+        return None if v is None else readable(str(v)).lower()
+    return Sort("name", key, (column,), False, "A to Z")
+
+
+def compare_sorts(gap: int, a: int, b: int, name: int, name_col: str, time_cols: tuple[str, str] = ("a_total", "b_total"),
+                  alt: int | None = None) -> dict[str, Sort]:
+    return {"gap": gap_sort(gap), "time": time_sort((a, b), time_cols), "name": name_sort(name, name_col, alt)}
+
+
 # --- layers ---------------------------------------------------------------------------------
 
+OUTSIDE = "outside"   # the Layer cell of the kernels outside every layer
+
+
 def layers_spec(comp: Comparison) -> TableSpec:
+    """Layers slowest first (largest |gap|), with the kernels outside every layer as one more row.
+    When only one side has layers the rows hold that side alone: no ratio, no gap."""
+    compared = comp.layers_from == "both"
     layers = sorted(comp.layers, key=lambda r: r.layer)
-    slowest = comp.layers[0].layer if comp.layers else None
+    if comp.outside_layers is not None:
+        layers.append(comp.outside_layers)
     scale = max((max(r.a.total_us, r.b.total_us) for r in layers), default=0.0)
-    cols = [Column("layer", "Layer", "int", 5), Column("a_total", "A total", "us", 8),
+    cols = [Column("layer", "Layer", "int", 7), Column("a_total", "A total", "us", 8),
             Column("b_total", "B total", "us", 8), Column("ratio", "A/B", "ratio", 6),
             Column("gap", "Gap", "gap", 9), Column("slower", "Slower", "text", 6),
             Column("chart", "A▀ B▄", "bar", None, CHART_WIDTH),
@@ -68,28 +114,67 @@ def layers_spec(comp: Comparison) -> TableSpec:
     def build(_w: dict[str, int]) -> list[Row]:
         rows = []
         for r in layers:
-            vals = (r.layer, r.a.total_us, r.b.total_us, r.ratio, r.gap_us, SIDE_LETTER.get(slower_side(r.gap_us), "="),
-                    None, r.a.kernels, r.b.kernels, r.a.median_us, r.b.median_us)
-            cells = (_num(str(r.layer)), _num(fmt_us(r.a.total_us)), _num(fmt_us(r.b.total_us)),
-                     _num(fmt_ratio(r.ratio)), _num(fmt_gap(r.gap_us)), _slower_cell(r.gap_us),
+            outside = r.layer < 0
+            gap = r.gap_us if compared else None
+            a = r.a.total_us if (r.a.kernels or compared) else None
+            b = r.b.total_us if (r.b.kernels or compared) else None
+            vals = (None if outside else r.layer, a, b, r.ratio, gap,
+                    SIDE_LETTER.get(slower_side(gap or 0), "=") if compared else "", None,
+                    r.a.kernels, r.b.kernels, r.a.median_us, r.b.median_us)
+            cells = (span(OUTSIDE, "italic", "right") if outside else _num(str(r.layer)), _num(fmt_us(a)),
+                     _num(fmt_us(b)), _num(fmt_ratio(r.ratio)), _num(fmt_gap(gap)),
+                     _slower_cell(r.gap_us) if compared else Text(""),
                      two_bars(r.a.total_us, r.b.total_us, scale, _w["chart"]),
-                     _num(str(r.a.kernels)), _num(str(r.b.kernels)), _num(fmt_us(r.a.median_us)),
-                     _num(fmt_us(r.b.median_us)))
-            rows.append(Row(str(r.layer), vals, cells, payload=r, style=_row_style(r.gap_us), search=f"layer {r.layer}"))
+                     _num(str(r.a.kernels)), _num(str(r.b.kernels)), _num(fmt_us(r.a.median_us if r.a.kernels else None)),
+                     _num(fmt_us(r.b.median_us if r.b.kernels else None)))
+            key = OUTSIDE if outside else str(r.layer)
+            search = "outside layers embedding lm_head sampling" if outside else f"layer {r.layer}"
+            rows.append(Row(key, vals, cells, payload=r, style=_row_style(gap or 0), search=search))
         return rows
 
-    return TableSpec("layers", cols, build, select=None if slowest is None else str(slowest), default_sort=(0, False))
+    sorts = compare_sorts(4, 1, 2, 0, "layer")
+    sorts["name"] = Sort("layer", lambda r: r.values[0], ("layer",), False, "in order")
+    return TableSpec("layers", cols, build, default_sort="gap" if compared else "time", sorts=sorts, fixed=1)
+
+
+def layers_hint(comp: Comparison) -> Text:
+    """The line over the layers: whose is which bar, and what the rows can say."""
+    t = Text()
+    if not comp.layers:
+        t.append("no transformer layers were found (see Warnings); the other tabs still compare", style=DIM)
+        return t
+    if comp.layers_from != "both":
+        have = comp.layers_from
+        lack = "b" if have == "a" else "a"
+        t.append(f"only {SIDE_LETTER[have]} has layers", style="bold yellow")
+        t.append(f" ({SIDE_LETTER[lack]}: none found, see Warnings): {SIDE_LETTER[have]} alone, nothing compared",
+                 style="yellow")
+        return t
+    t.append("▀ ", style=SIDE_STYLE["a"])
+    t.append("A ", style=f"bold {SIDE_STYLE['a']}")
+    t.append(literal(comp.a.label))
+    t.append("   ▄ ", style=SIDE_STYLE["b"])
+    t.append("B ", style=f"bold {SIDE_STYLE['b']}")
+    t.append(literal(comp.b.label))
+    t.append("   Enter: kernel pairs", style=DIM)
+    return t
 
 
 # --- operations -----------------------------------------------------------------------------
 
 def operations_spec(comp: Comparison) -> TableSpec:
+    """Operations, largest |gap| first. When the traces hold different numbers of passes the
+    comparison is of an average pass: the time columns are per pass too (A/pass, B/pass), so that
+    A/B and Gap are computed from the figures beside them."""
     ops = comp.operations
+    per_pass = comp.basis == "per_pass"
+    na, nb = (max(comp.a.passes, 1), max(comp.b.passes, 1)) if per_pass else (1, 1)
     split = any(o.phase != comp.phase for o in ops)
     phase_col = [Column("phase", "Phase", "text", 7)] if split else []
     widest = max((len(o.category) for o in ops), default=14)
+    ta, tb = ("A/pass", "B/pass") if per_pass else ("A total", "B total")
     cols = [Column("category", "Operation", "name", min_width=min(14, max(widest, 9)), max_width=max(widest, 9)), *phase_col,
-            Column("a_total", "A total", "us", 8), Column("b_total", "B total", "us", 8),
+            Column("a_total", ta, "us", 8), Column("b_total", tb, "us", 8),
             Column("ratio", "A/B", "ratio", 6), Column("gap", "Gap", "gap", 9),
             Column("a_count", "A n", "int", 6), Column("b_count", "B n", "int", 6),
             Column("a_share", "A share", "pct", 7), Column("b_share", "B share", "pct", 7),
@@ -102,11 +187,13 @@ def operations_spec(comp: Comparison) -> TableSpec:
             ph = (o.phase,) if split else ()
             a = o.a if o.a.count else None
             b = o.b if o.b.count else None
+            at = a.total_us / na if a else None
+            bt = b.total_us / nb if b else None
             only = SIDE_LETTER[o.only_in] if o.only_in else ""
-            vals = (o.category, *ph, a and a.total_us, b and b.total_us, o.ratio, o.gap_us, o.a.count, o.b.count,
+            vals = (o.category, *ph, at, bt, o.ratio, o.gap_us, o.a.count, o.b.count,
                     a and a.share, b and b.share, a and a.median_us, b and b.median_us, only)
-            cells = (literal(shorten(o.category, w["category"])), *(literal(p) for p in ph),
-                     _num(fmt_us(a.total_us) if a else "—"), _num(fmt_us(b.total_us) if b else "—"),
+            cells = (literal(cut(o.category, w["category"])), *(literal(p) for p in ph),
+                     _num(fmt_us(at)), _num(fmt_us(bt)),
                      _num(fmt_ratio(o.ratio)), _num(fmt_gap(o.gap_us)), _num(str(o.a.count)), _num(str(o.b.count)),
                      _num(fmt_pct(a.share) if a else "—"), _num(fmt_pct(b.share) if b else "—"),
                      _num(fmt_us(a.median_us) if a else "—"), _num(fmt_us(b.median_us) if b else "—"),
@@ -115,7 +202,18 @@ def operations_spec(comp: Comparison) -> TableSpec:
                             search=o.category.lower()))
         return rows
 
-    return TableSpec("operations", cols, build, select=None)
+    g = 3 + len(phase_col)
+    sorts = compare_sorts(g + 1, g - 2, g - 1, 0, "category")
+    return TableSpec("operations", cols, build, select=None, default_sort="gap", sorts=sorts, fixed=1)
+
+
+def operations_hint(comp: Comparison) -> Text:
+    t = Text()
+    if comp.basis == "per_pass":
+        t.append(f"per pass: A {comp.a.passes} passes, B {comp.b.passes}", style="bold")
+        t.append("   ")
+    t.append("Enter: the operation's kernels on each side", style=DIM)
+    return t
 
 
 def stats_grid(stats: dict[str | None, Any]) -> Table:
@@ -158,49 +256,68 @@ def operation_detail(o: OperationRow, comp: Comparison) -> Group:
         if ops:
             g.add_row(Text(f"{prefix}cpu_ops"), literal(", ".join(clean(x) for x in ops)))
         for i, name in enumerate(o.examples.get(side) or []):
-            g.add_row(Text(f"{prefix}kernels" if i == 0 else ""), literal(name))
+            g.add_row(Text(f"{prefix}kernels" if i == 0 else ""), literal(readable(name)))
     return Group(head, stats_grid({"a": o.a, "b": o.b}), g)
 
 
 # --- aligned kernel pairs -------------------------------------------------------------------
 
 def pairs_spec(al: LayerAlignment) -> TableSpec:
+    """A layer's aligned kernels in the order a pass runs them. Every figure is per launch and a
+    mean over the passes the pairs come from: A/B = A mean / B mean, Gap = A mean − B mean."""
+    widest = max((len(pair_category(p)) for p in al.pairs), default=8)
     cols = [Column("pos", "#", "int", 3), Column("a_name", "A kernel", "name", min_width=14),
-            Column("b_name", "B kernel", "name", min_width=14), Column("a_median", "A µs", "us", 7),
-            Column("b_median", "B µs", "us", 7), Column("ratio", "A/B", "ratio", 6), Column("gap", "Gap", "gap", 8),
-            Column("note", "", "text", 1)]
+            Column("b_name", "B kernel", "name", min_width=14), Column("a_mean", "A mean", "us", 7),
+            Column("b_mean", "B mean", "us", 7), Column("ratio", "A/B", "ratio", 6), Column("gap", "Gap", "gap", 8),
+            Column("note", "", "text", 1), Column("category", "Category", "text", max(8, min(widest, 28)))]
 
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
         for p in al.pairs:
-            a = p.a.median_us if p.a_name is not None else None
-            b = p.b.median_us if p.b_name is not None else None
+            a = p.a.mean_us if p.a_name is not None else None
+            b = p.b.mean_us if p.b_name is not None else None
             note = "F" if p.fusion_note else ("=" if p.same_kernel else "")
-            vals = (p.position, p.a_name, p.b_name, a, b, p.ratio, p.gap_us, note)
+            cat = pair_category(p)
+            vals = (p.position, p.a_name, p.b_name, a, b, p.ratio, p.gap_us, note, cat)
             cells = (_num(str(p.position)), _name_cell(p.a_name, w["a_name"]), _name_cell(p.b_name, w["b_name"]),
                      _num(fmt_us(a)), _num(fmt_us(b)), _num(fmt_ratio(p.ratio)), _num(fmt_gap(p.gap_us)),
-                     span(note, "bold" if note == "F" else DIM))
-            search = f"{p.a_name or ''}\n{p.b_name or ''}".lower()
+                     span(note, "bold" if note == "F" else DIM), literal(cut(cat, cols[-1].width)))
+            search = searchable(p.a_name, p.b_name, p.a_category, p.b_category)
             rows.append(Row(str(p.position), vals, cells, payload=p, style=_row_style(p.gap_us), search=search))
         return rows
 
-    return TableSpec(f"layer{al.layer}_pairs", cols, build)
+    sorts = compare_sorts(6, 3, 4, 1, "a_name", ("a_mean", "b_mean"), alt=2)
+    return TableSpec(f"layer{al.layer}_pairs", cols, build, sorts=sorts, fixed=3)   # #, both names
 
 
-def pair_status(p: KernelPair) -> Text:
-    """One line under the pairs table: categories and the fusion note of the highlighted pair."""
+def pair_category(p: KernelPair) -> str:
+    """One category for the row: the shared one, or A's → B's when they differ."""
+    a, b = p.a_category, p.b_category
+    if a and b and a != b:
+        return f"{a} → {b}"
+    return a or b or ""
+
+
+def pair_status(p: KernelPair, width: int = 80) -> Text:
+    """Under the pairs table: the highlighted pair's names as wide as the screen allows, categories
+    and fusion note."""
     t = Text()
-    t.append_text(side_text("a"))
-    t.append(" ")
-    t.append(literal(p.a_category or "—"))
-    t.append("  ")
-    t.append_text(side_text("b"))
-    t.append(" ")
-    t.append(literal(p.b_category or "—"))
+    for side in ("a", "b"):
+        name = getattr(p, f"{side}_name")
+        cat = getattr(p, f"{side}_category")
+        t.append_text(side_text(side))
+        t.append(" ")
+        tail = f"  ({cat})" if cat else ""
+        if name is None:
+            t.append(NONE_CELL, style=f"{DIM} italic")
+        else:
+            t.append(literal(shorten(name, max(width - 4 - len(tail), 10))))
+        t.append(tail, style=DIM)
+        t.append("\n")
     if p.same_kernel:
-        t.append("  same kernel", style=DIM)
+        t.append("same kernel", style=DIM)
     if p.fusion_note:
-        t.append("  ")
+        t.append("  " if p.same_kernel else "")
         t.append(literal(p.fusion_note, "bold"))
     return t
 
@@ -222,14 +339,17 @@ def fusion_spec(comp: Comparison) -> TableSpec:
             vals = (i, SIDE_LETTER.get(f.fused_side, f.fused_side), f.kind, f.fused_category, f.occurrences,
                     f.component_cost_us, saving, f.confidence)
             cells = (_num(str(i)), span(SIDE_LETTER.get(f.fused_side, "?"), f"bold {SIDE_STYLE.get(f.fused_side, '')}"),
-                     Text(KIND_LABEL.get(f.kind, f.kind)), literal(shorten(f.fused_category, w["category"])),
+                     Text(KIND_LABEL.get(f.kind, f.kind)), literal(cut(f.fused_category, w["category"])),
                      _num(str(f.occurrences)), _num(fmt_us(f.component_cost_us)), _num(fmt_us(saving)),
                      _num(f"{f.confidence:.0%}"))
             search = " ".join([f.fused_category, *f.fused_kernels, *f.component_kernels, *f.component_categories]).lower()
             rows.append(Row(str(i), vals, cells, payload=f, search=search))
         return rows
 
-    return TableSpec("fusion", cols, build, select="1" if comp.fusions else None)
+    sorts = {"gap": Sort("gap", lambda r: r.values[6], ("saving",), True, "largest estimated saving first"),
+             "time": Sort("time", lambda r: r.values[5], ("cost",), True, "largest component cost first"),
+             "name": name_sort(3, "category")}
+    return TableSpec("fusion", cols, build, select="1" if comp.fusions else None, sorts=sorts)
 
 
 def fusion_evidence(f: FusionFinding, comp: Comparison) -> Group:
@@ -245,14 +365,14 @@ def fusion_evidence(f: FusionFinding, comp: Comparison) -> Group:
     fused_label.append(" runs")
     if f.fused_kernels:
         for i, k in enumerate(f.fused_kernels):
-            g.add_row(fused_label if i == 0 else Text(""), literal(k))
+            g.add_row(fused_label if i == 0 else Text(""), literal(readable(k)))
     else:
         g.add_row(fused_label, Text("fewer kernels (no single fused kernel)", style=DIM))
     g.add_row(Text("  category"), literal(f.fused_category))
     comp_label = side_text(cs)
     comp_label.append(" runs")
     for i, k in enumerate(f.component_kernels or ["—"]):
-        g.add_row(comp_label if i == 0 else Text(""), literal(k))
+        g.add_row(comp_label if i == 0 else Text(""), literal(readable(k)))
     if f.component_categories:
         g.add_row(Text("  categories"), literal(", ".join(f.component_categories)))
     g.add_row(Text("occurrences"), Text(str(f.occurrences)))
@@ -282,39 +402,50 @@ def fusion_evidence(f: FusionFinding, comp: Comparison) -> Group:
 # --- same kernels ---------------------------------------------------------------------------
 
 def same_kernels_spec(comp: Comparison) -> TableSpec:
+    """Kernels both traces run by name. A mean, B mean and A/B are per launch; Total gap is the time
+    the kernel costs A more than B over the phase (A total − B total: counts can differ)."""
     items = comp.same_kernels
     cols = [Column("name", "Kernel", "name", min_width=16), Column("a_count", "A n", "int", 5),
-            Column("b_count", "B n", "int", 5), Column("a_median", "A median", "us", 8),
-            Column("b_median", "B median", "us", 8), Column("ratio", "A/B", "ratio", 6), Column("gap", "Gap", "gap", 9),
-            Column("category", "Category", "text", 12)]
+            Column("b_count", "B n", "int", 5), Column("a_mean", "A mean", "us", 8),
+            Column("b_mean", "B mean", "us", 8), Column("ratio", "A/B", "ratio", 6),
+            Column("gap", "Total gap", "gap", 9), Column("category", "Category", "text", 12)]
 
     def build(w: dict[str, int]) -> list[Row]:
-        return [Row(f"{i}", (k.name, k.a.count, k.b.count, k.a.median_us, k.b.median_us, k.ratio, k.gap_us, k.category),
+        return [Row(f"{i}", (k.name, k.a.count, k.b.count, k.a.mean_us, k.b.mean_us, k.ratio, k.gap_us, k.category),
                     (literal(shorten(k.name, w["name"])), _num(str(k.a.count)), _num(str(k.b.count)),
-                     _num(fmt_us(k.a.median_us)), _num(fmt_us(k.b.median_us)), _num(fmt_ratio(k.ratio)),
-                     _num(fmt_gap(k.gap_us)), literal(shorten(k.category, 12))),
-                    payload=k, style=_row_style(k.gap_us), search=k.name.lower())
+                     _num(fmt_us(k.a.mean_us)), _num(fmt_us(k.b.mean_us)), _num(fmt_ratio(k.ratio)),
+                     _num(fmt_gap(k.gap_us)), literal(cut(k.category, 12))),
+                    payload=k, style=_row_style(k.gap_us), search=searchable(k.name, k.category))
                 for i, k in enumerate(items)]
 
-    return TableSpec("same_kernels", cols, build)
+    sorts = {"gap": gap_sort(6, words="largest |total gap| first"),
+             "time": Sort("time", lambda r: r.payload.a.total_us + r.payload.b.total_us, (), True,
+                          "largest A + B total first"),
+             "name": name_sort(0, "name")}
+    return TableSpec("same_kernels", cols, build, default_sort="gap", sorts=sorts, fixed=1)
+
+
+def same_kernels_hint() -> Text:
+    return Text("A/B: of the means (per launch) · Total gap: A total − B total", style=DIM)
 
 
 def same_kernel_detail(k: SameKernel, comp: Comparison) -> Group:
-    head = literal(k.name, "bold")
+    head = literal(readable(k.name), "bold")
     sub = Text()
     sub.append(literal(k.category))
-    sub.append(f"   A/B {fmt_ratio(k.ratio)}   gap {fmt_gap(k.gap_us)}")
+    sub.append(f"   A/B {fmt_ratio(k.ratio)} (means)   total gap {fmt_gap(k.gap_us)}")
     return Group(head, sub, stats_grid({"a": k.a, "b": k.b}))
 
 
 # --- warnings -------------------------------------------------------------------------------
 
 def warnings_spec(warnings: list[str]) -> TableSpec:
+    """One row per warning, wrapped to the width (never cut)."""
     cols = [Column("n", "#", "int", 3), Column("warning", "Warning", "name", min_width=20,
                                                 max_width=max((len(w) for w in warnings), default=20))]
 
     def build(w: dict[str, int]) -> list[Row]:
-        return [Row(str(i), (i, s), (_num(str(i)), literal(shorten(s, w["warning"]))), payload=s, search=s.lower())
+        return [Row(str(i), (i, s), (_num(str(i)), literal(s)), payload=s, search=s.lower(), height=None)
                 for i, s in enumerate(warnings, 1)]
 
     return TableSpec("warnings", cols, build)
@@ -322,3 +453,31 @@ def warnings_spec(warnings: list[str]) -> TableSpec:
 
 def warning_detail(s: str) -> Text:
     return literal(s)
+
+
+# --- the kernels behind a row, on each side ------------------------------------------------------
+
+def side_kernels_spec(name: str, sides: dict[str, list], totals: dict[str, float]) -> TableSpec:
+    """Both sides' kernels (kerneldiff.core.analysis.browse.KernelTotal) in one table, A's then B's,
+    each largest first; Share is of that side's time in the row drilled into (`totals`)."""
+    items = [(side, k) for side in ("a", "b") for k in sides.get(side, [])]
+    cols = [Column("side", "", "text", 1), Column("name", "Kernel", "name", min_width=16,
+                                                  max_width=max((len(readable(k.name)) for _s, k in items), default=16)),
+            Column("count", "Count", "int", 6), Column("total", "Total", "us", 8), Column("mean", "Mean", "us", 8),
+            Column("share", "Share", "pct", 6), Column("category", "Category", "text", 12)]
+
+    def build(w: dict[str, int]) -> list[Row]:
+        rows = []
+        for i, (side, k) in enumerate(items):
+            st = k.stats
+            share = st.total_us / totals[side] if totals.get(side) else None
+            rows.append(Row(f"{side}{i}", (SIDE_LETTER[side], k.name, st.count, st.total_us, st.mean_us, share, k.category),
+                            (span(SIDE_LETTER[side], f"bold {SIDE_STYLE[side]}"), literal(shorten(k.name, w["name"])),
+                             _num(str(st.count)), _num(fmt_us(st.total_us)), _num(fmt_us(st.mean_us)),
+                             _num(fmt_pct(share)), literal(cut(k.category, 12))),
+                            payload=(side, k), search=searchable(k.name, k.category) + f"\n{side}"))
+        return rows
+
+    sorts = {"time": Sort("time", lambda r: r.values[3], ("total",), True, "largest total first"),
+             "name": name_sort(1, "name")}
+    return TableSpec(name, cols, build, sorts=sorts, fixed=2)

@@ -107,19 +107,23 @@ _STEMS = (("vectorized_elementwise_kernel", "vec_ew"), ("unrolled_elementwise_ke
 def _unqualified(s: str) -> str:
     """Drop the namespaces and classes in front of the name (outside template arguments):
     `at::native::(anonymous namespace)::CatArrayBatchedCopy<T>` -> `CatArrayBatchedCopy<T>`."""
-    depth, cut = 0, -1
+    depth, cuts = 0, [0]
     for i, ch in enumerate(s):
         if ch in "<({[":
             depth += 1
         elif ch in ">)}]":
             depth = max(depth - 1, 0)
         elif ch == ":" and depth == 0 and s.startswith("::", i) and i + 2 < len(s):
-            cut = i + 2
-    return s[cut:] if cut > 0 else s
+            cuts.append(i + 2)
+    # a member that says nothing alone (`operator()`, a lambda) keeps its class
+    if len(cuts) > 1 and s.startswith(("operator", "{lambda", "{unnamed"), cuts[-1]):
+        return s[cuts[-2]:]
+    return s[cuts[-1]:]
 
 
 _QUALIFIER = re.compile(r"\b[A-Za-z_]\w*::(?=[A-Za-z_~])")
-_KERNEL_SUFFIX = re.compile(r"_kernel(?=<|$)|Kernel(?=<|$)")
+_KERNEL_SUFFIX = re.compile(r"(?<=\w{8})(?:_kernel|Kernel)(?=<|$)")   # not `device_kernel` -> `device`
+_IDENT = re.compile(r"[\w.$]+")
 
 
 def short_name(name: str, width: int = 48) -> str:
@@ -147,5 +151,11 @@ def short_name(name: str, width: int = 48) -> str:
         s = _KERNEL_SUFFIX.sub("", s, count=1) or s
     if len(s) > width:
         keep = width - 1
-        s = s[:keep] + "…"
+        if _IDENT.fullmatch(s) and width >= 20:
+            # one plain identifier (`kernel_unified_attention_3d`, `Cijk_…_MT128x128x64_…`): its end
+            # tells it apart from its siblings as often as its start does
+            tail = keep * 2 // 5
+            s = s[:keep - tail] + "…" + s[len(s) - tail:]
+        else:
+            s = s[:keep] + "…"
     return s

@@ -188,7 +188,7 @@ def find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[L
             kind="count_imbalance", fused_side=less, fused_kernels=vl.top_names(pl, 3), fused_category=cat,
             component_side=more, component_kernels=vm.top_names(pm, 3), component_categories=[cat],
             occurrences=extra,
-            evidence=(f"{lab[more]} launches {cat} {ratio:.1f}x as often per forward pass "
+            evidence=(f"{lab[more]} launches {cat} {ratio:.1f}× as often per forward pass "
                       f"({rate[more]:.1f} vs {rate[less]:.1f}); {lab[less]} does that work in fewer kernels."),
             confidence=round(min(0.9, 0.4 + 0.2 * (ratio - 1)), 2),
             component_cost_us=float(vm.dur[pm].sum()), fused_cost_us=float(vl.dur[pl].sum()),

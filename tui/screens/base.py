@@ -1,4 +1,4 @@
-"""What every explorer screen shares: back, filter by name, sort, export."""
+"""What every explorer screen shares: back, filter by name or category, sort, export."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ..widgets.table_pane import DetailScroll, TablePane
 
 
 class FilterInput(Input):
-    """The `/` prompt: filters the current table by name as you type."""
+    """The `/` prompt: filters the current table by name or category as you type."""
 
     DEFAULT_CSS = """
     FilterInput, FilterInput:focus { dock: bottom; height: 1; border: none; padding: 0 1; margin-bottom: 1;
@@ -27,9 +27,16 @@ class FilterInput(Input):
 
 class ExplorerScreen(Screen):
     BINDINGS = [
-        Binding("escape", "back", "Back", tooltip="Back one level (closes the filter, leaves a detail pane)"),
-        Binding("slash", "filter", "Filter", key_display="/", tooltip="Filter the table by name as you type"),
-        Binding("s", "sort", "Sort", tooltip="Sort by the next column (numbers largest first)"),
+        Binding("escape", "back", "Back",
+                tooltip="Back one level (closes the filter, leaves a detail pane; the top level stays: q quits)"),
+        Binding("slash", "filter", "Filter", key_display="/",
+                tooltip="Filter the table by name or category as you type (/gemm: every GEMM kernel)"),
+        Binding("s", "sort_named('gap')", "Sort",
+                tooltip="Sort by gap: largest |gap| first, the slowest relative to the other side (again: reverse)"),
+        Binding("t", "sort_named('time')", "By time", show=False,
+                tooltip="Sort by time: largest first (A + B in a comparison; again: reverse)"),
+        Binding("n", "sort_named('name')", "By name", show=False, tooltip="Sort by name, A to Z (again: reverse)"),
+        Binding("o", "sort", "Next column", show=False, tooltip="Sort by the next column (numbers largest first)"),
         Binding("S", "reverse_sort", "Reverse sort", show=False, tooltip="Reverse the sort direction"),
         Binding("e", "export('csv')", "Export", tooltip="Export the table as CSV (current dir or $KERNELDIFF_EXPORT_DIR)"),
         Binding("E", "export('json')", "Export JSON", show=False, tooltip="Export the table as JSON"),
@@ -44,7 +51,7 @@ class ExplorerScreen(Screen):
         return tables[0] if tables else None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("filter", "sort", "reverse_sort", "export"):
+        if action in ("filter", "sort", "sort_named", "reverse_sort", "export"):
             return self.current_table() is not None
         return True
 
@@ -67,7 +74,13 @@ class ExplorerScreen(Screen):
             return
         self.go_back()
 
+    top_level = False   # the comparison (or one trace) itself: nothing above it to go back to
+
     def go_back(self) -> None:
+        if self.top_level:
+            # the start screen lies below, but going there would drop what is shown: say what to do
+            self.notify("this is the top level: q quits", timeout=3)
+            return
         if len(self.app.screen_stack) > 1:
             self.app.pop_screen()
 
@@ -117,6 +130,17 @@ class ExplorerScreen(Screen):
         if table is not None and table.spec is not None:
             self.notify(table.cycle_sort(), timeout=2)
 
+    def action_sort_named(self, name: str) -> None:
+        table = self.current_table()
+        if table is None or table.spec is None:
+            return
+        if not table.spec.sorts:   # a table without named orders (AIE runs): s walks the columns
+            self.notify(table.cycle_sort() if name == "gap" else f"this table has no {name} to sort by", timeout=2)
+            return
+        if name == "gap" and "gap" not in table.spec.sorts and "time" in table.spec.sorts:
+            name = "time"   # one trace (browse): nothing to compare, the slowest is the longest
+        self.notify(table.sort_named(name), timeout=2)
+
     def action_reverse_sort(self) -> None:
         table = self.current_table()
         if table is not None and table.spec is not None:
@@ -150,6 +174,7 @@ class TabbedExplorerScreen(ExplorerScreen):
 
     tabs: tuple[tuple[str, str], ...] = ()
     crumb_root = ""
+    top_level = True
 
     def compose(self) -> ComposeResult:
         yield Breadcrumb(*self._crumbs())
@@ -158,7 +183,7 @@ class TabbedExplorerScreen(ExplorerScreen):
             for key, title in self.tabs:
                 with TabPane(title, id=f"tab-{key}"):
                     yield self._pane(key)
-        yield FilterInput(placeholder="filter by name (Enter keeps it, Esc clears)", id="filter")
+        yield FilterInput(placeholder="filter by name or category (Enter keeps it, Esc clears)", id="filter")
         yield Footer()
 
     def _header(self) -> Widget:

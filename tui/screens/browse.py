@@ -57,8 +57,7 @@ class BrowseScreen(TabbedExplorerScreen):
         if key == "steps":
             return TablePane("steps", detail=lambda r: tv.step_detail(r.payload), detail_height="1fr",
                              hint=tv.steps_hint(), id="pane-steps", empty="no steps in this phase")
-        return TablePane("warnings", detail=lambda r: views.warning_detail(r.payload), detail_height="1fr",
-                         id="pane-warnings", empty="no warnings")
+        return TablePane("warnings", id="pane-warnings", hint="")
 
     def on_mount(self) -> None:
         self.watch(self.app, "result", self._show_result)
@@ -80,6 +79,7 @@ class BrowseScreen(TabbedExplorerScreen):
         self.query_one("#pane-kernels", TablePane).show(tv.kernels_spec(ov), keep_cursor=keep)
         self.query_one("#pane-steps", TablePane).show(tv.steps_spec(ov), keep_cursor=keep)
         self.query_one("#pane-warnings", TablePane).show(views.warnings_spec(ov.warnings), keep_cursor=keep)
+        self.query_one("#pane-warnings", TablePane).set_hint("" if ov.warnings else "no warnings")
         counts = {"kernels": len(ov.kernel_totals), "steps": len(ov.steps), "warnings": len(ov.warnings)}
         for key, title in self.tabs:
             label = f"{title} {counts[key]}" if key in counts else title

@@ -19,7 +19,8 @@ _TABLE_ACTIONS = {"cursor_up", "cursor_down", "page_up", "page_down", "scroll_to
                   "cursor_left", "cursor_right"}
 _TABLE_WORDS = {"cursor_up": "Up", "cursor_down": "Down", "page_up": "Page up", "page_down": "Page down",
                 "scroll_top": "First row", "scroll_bottom": "Last row", "select_cursor": "Open / drill down",
-                "cursor_left": "Scroll left", "cursor_right": "Scroll right"}
+                "cursor_left": "Scroll left (the first column stays)",
+                "cursor_right": "Scroll right (the first column stays)"}
 
 
 def _bindings(cls) -> list[Binding]:
@@ -63,7 +64,9 @@ def binding_groups(app) -> list[tuple[str, list[tuple[str, str]]]]:
         ("Tables", rows(table_bindings, _TABLE_WORDS, _TABLE_ACTIONS | {b.action for b in _bindings(ResultTable)})),
         ("Explorer screens", rows(_bindings(ExplorerScreen))),
         ("Main screen (tabs)", rows(_bindings(MainScreen))
-         + [("←, →", "Switch tab (when the tab bar has focus)"), ("tab", "Move focus (table ↔ detail pane)")]),
+         + [("←, →", "Switch tab (when the tab bar has focus)"),
+            ("tab", "Move focus: tab bar → table → detail pane (the focused one is marked in the accent colour)"),
+            ("⏎", "Drill down: a layer → its kernel pairs; an operation or `outside` → its kernels on each side")]),
         ("Detail panes", rows(_bindings(DetailScroll) + _bindings(KernelDetailScreen))),
         ("AIE (NPU) traces", rows(_bindings(_aie_screen()))),
         ("Start screen", rows(_bindings(StartScreen))),

@@ -13,10 +13,10 @@ from textual.binding import Binding
 from textual.containers import Container, VerticalScroll
 from textual.widgets import Footer, Static
 
-from kerneldiff.core.analysis.classify import demangle
+from kerneldiff.core.analysis.demangle import demangle
 from kerneldiff.core.session import KernelDetail
 
-from ..text import DIM, SIDE_STYLE, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal, span
+from ..text import DIM, SIDE_STYLE, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal, shorten, span
 from ..widgets.header import Breadcrumb
 from .base import ExplorerScreen
 
@@ -38,6 +38,7 @@ class KernelRef:
     detail: KernelDetail | None = None
     cpu_op: str | None = None           # the cpu_op the launch is linked to
     where: str = ""                     # device and stream
+    count_note: str = ""                # what the count counts, when not every launch (kernel pairs)
 
 
 def kernel_ref(session, index: int, label: str, name: str | None, category: str | None, rule: str, stats,
@@ -63,7 +64,7 @@ def first_row(model, name: str) -> int:
 
 
 def _short(name: str) -> str:
-    return name if len(name) <= 24 else name[:23] + "…"
+    return shorten(name, 24)
 
 
 def _kv(g: Table, key: str, value: Text | str) -> None:
@@ -79,17 +80,21 @@ def side_summary(ref: KernelRef, single: bool = False) -> Group:
     if ref.name is None:
         return Group(head, Text("no kernel at this position on this side: the other side's kernel has no "
                                 "counterpart here (fused away or missing)", style=DIM))
-    parts: list[Any] = [head, literal(ref.name, "bold")]
     demangled = demangle(ref.name)
-    if demangled != ref.name:
-        parts.append(literal(demangled, DIM))
+    if demangled != ref.name:   # the demangled signature first, the symbol as recorded under it
+        parts: list[Any] = [head, literal(demangled, "bold"), literal(ref.name, DIM)]
+    else:
+        parts = [head, literal(ref.name, "bold")]
     g = Table.grid(padding=(0, 1))
     g.add_column(no_wrap=True)
     g.add_column(overflow="fold")
     _kv(g, "category", ref.category or "—")
     _kv(g, "rule", ref.rule or "—")
     s = ref.stats
-    _kv(g, "count", Text(str(s.count)))
+    count = Text(str(s.count))
+    if ref.count_note:
+        count.append(f"  {ref.count_note}", style=DIM)
+    _kv(g, "count", count)
     if s.count:
         _kv(g, "duration", Text(f"min {fmt_us(s.min_us)} · median {fmt_us(s.median_us)} · "
                                 f"p95 {fmt_us(s.p95_us)} · max {fmt_us(s.max_us)}"))
@@ -186,7 +191,7 @@ def pair_context(pair, layer: int | None) -> Text:
     if layer is not None:
         t.append(f"Layer {layer}", style="bold")
         t.append(f" · position {pair.position}")
-    t.append(f"   A/B {fmt_ratio(pair.ratio)}   gap {fmt_gap(pair.gap_us)}")
+    t.append(f"   A/B {fmt_ratio(pair.ratio)}   gap {fmt_gap(pair.gap_us)} (means per launch)")
     t.append("   same kernel" if pair.same_kernel else "   different kernels", style=DIM)
     if pair.fusion_note:
         t.append("\n")
@@ -196,10 +201,18 @@ def pair_context(pair, layer: int | None) -> Text:
 
 # --- the detail screens, from what a table row holds ---------------------------------------------
 
-def pair_screen(session, comp, pair, layer: int | None, crumbs: list[str]) -> KernelDetailScreen:
+def pair_screen(session, comp, pair, layer: int | None, crumbs: list[str], alignment=None) -> KernelDetailScreen:
     """An aligned kernel pair of a comparison: both sides."""
     refs = [kernel_ref(session, 0, comp.a.label, pair.a_name, pair.a_category, pair.a_rule, pair.a, pair.a_row),
             kernel_ref(session, 1, comp.b.label, pair.b_name, pair.b_category, pair.b_rule, pair.b, pair.b_row)]
+    if alignment is not None and layer is not None:
+        row = next((r for r in comp.layers if r.layer == layer), None)
+        for ref, side in zip(refs, ("a", "b")):
+            passes = getattr(row, side).passes if row is not None else 0
+            if ref.stats.count and passes:
+                ref.count_note = (f"one per pass, over {ref.stats.count} of the layer's {passes} passes (those "
+                                  "running its usual kernel sequence)" if ref.stats.count != passes
+                                  else f"one per pass ({passes} passes)")
     return KernelDetailScreen(refs, pair_context(pair, layer), [*crumbs, f"#{pair.position}"])
 
 

@@ -19,10 +19,25 @@ def _passes(n: int) -> str:
     return f"{n} pass" if n == 1 else f"{n} passes"
 
 
+def pairs_basis(al, row) -> str:
+    """Which passes the pairs' figures are over: those that run the layer's usual kernel sequence."""
+    got = [(n, side.passes) for n, side in ((al.a_passes, row.a), (al.b_passes, row.b)) if n]
+    if not got:
+        return ""
+    if all(n == m for n, m in got):
+        m = max(m for _n, m in got)
+        return f"pairs: mean per launch over all {_passes(m)}"
+    if len(set(got)) == 1:
+        n, m = got[0]
+        return f"pairs: mean per launch over the {n} of {m} passes that run the usual kernels"
+    parts = [f"{k} {n} of {side.passes}" for k, n, side in (("A", al.a_passes, row.a), ("B", al.b_passes, row.b)) if n]
+    return "pairs: mean per launch over " + ", ".join(parts) + " passes (those that run the usual kernels)"
+
+
 class LayerScreen(ExplorerScreen):
     DEFAULT_CSS = """
-    LayerScreen #layer-summary { height: auto; max-height: 3; padding: 0 1; background: $boost; }
-    LayerScreen #pair-status { height: 3; padding: 0 1; border-top: solid $primary-darken-2; }
+    LayerScreen #layer-summary { height: auto; max-height: 4; padding: 0 1; background: $boost; }
+    LayerScreen #pair-status { height: 4; padding: 0 1; border-top: solid $primary-darken-2; }
     """
 
     def __init__(self, session, layer: int) -> None:
@@ -39,7 +54,7 @@ class LayerScreen(ExplorerScreen):
         yield Static(id="layer-summary")
         yield ResultTable(id="pairs")
         yield Static(id="pair-status")
-        yield FilterInput(placeholder="filter kernels by name (Enter keeps it, Esc clears)", id="filter")
+        yield FilterInput(placeholder="filter kernels by name or category (Enter keeps it, Esc clears)", id="filter")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -71,14 +86,21 @@ class LayerScreen(ExplorerScreen):
         if row is None:
             t.append(f"  (phase {comp.phase})", style=DIM)
             return t
-        t.append(f"   A/B {fmt_ratio(row.ratio)}   gap {fmt_gap(row.gap_us)}   rank {row.rank} of {len(comp.layers)}"
-                 f"   phase {comp.phase}")
+        ratio = fmt_ratio(row.ratio) if comp.layers_from == "both" else "—"
+        t.append(f"   A/B {ratio}   gap {fmt_gap(row.gap_us) if comp.layers_from == 'both' else '—'}"
+                 f"   rank {row.rank} of {len(comp.layers)}   phase {comp.phase}")
         for key, side, per in (("a", row.a, al.a_kernels_per_pass if al else 0),
                                ("b", row.b, al.b_kernels_per_pass if al else 0)):
             t.append("\n")
             t.append(key.upper(), style=f"bold {SIDE_STYLE[key]}")
+            if not side.passes:
+                t.append(" no kernels in this layer", style=DIM)
+                continue
             t.append(f" {fmt_us(side.total_us)} over {_passes(side.passes)} · {per} kernels/pass"
                      f" · median {fmt_us(side.median_us)}/pass")
+        if al is not None:
+            t.append("\n")
+            t.append(pairs_basis(al, row), style=DIM)
         return t
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -94,7 +116,7 @@ class LayerScreen(ExplorerScreen):
         if row is None:
             status.update(Text("no kernel matches the filter" if table.filter_text else "", style=DIM))
             return
-        t = views.pair_status(row.payload)
+        t = views.pair_status(row.payload, self.size.width - 2)
         t.append("\n")
         t.append("Enter: kernel detail   F: fusion note   =: same kernel on both sides", style=DIM)
         status.update(t)
@@ -104,5 +126,6 @@ class LayerScreen(ExplorerScreen):
         if row is not None and isinstance(row.payload, KernelPair):
             from .kernel import pair_screen
 
+            al = self.comparison.alignment(self.layer_index)
             self.app.push_screen(pair_screen(self.session, self.comparison, row.payload, self.layer_index,
-                                             self.crumbs()))
+                                             self.crumbs(), al))

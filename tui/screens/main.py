@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import TabbedContent
 
-from kerneldiff.core.compare.result import Comparison, LayerRow, SameKernel
+from kerneldiff.core.compare.result import Comparison, LayerRow, OperationRow, SameKernel
 
 from .. import views
-from ..text import DIM, SIDE_STYLE, literal
 from ..widgets.header import ComparisonHeader
 from ..widgets.result_table import ResultTable
 from ..widgets.table_pane import TablePane
@@ -51,31 +49,16 @@ class MainScreen(TabbedExplorerScreen):
             return TablePane("layers", hint="", id="pane-layers")
         if key == "operations":
             return TablePane("operations", detail=lambda r: views.operation_detail(r.payload, self.comparison),
-                             detail_height="1fr", id="pane-operations", empty="no kernels in this phase")
+                             detail_height="1fr", id="pane-operations", empty="no kernels in this phase", hint="")
         if key == "fusion":
             return TablePane("fusion", detail=lambda r: views.fusion_evidence(r.payload, self.comparison),
                              detail_height="1fr", fit_rows=True, id="pane-fusion",
                              empty="no fusion differences found")
         if key == "same_kernels":
             return TablePane(key, detail=lambda r: views.same_kernel_detail(r.payload, self.comparison),
-                             detail_height="1fr", id=f"pane-{key}", empty="no kernel name runs on both sides")
-        return TablePane("warnings", detail=lambda r: views.warning_detail(r.payload), detail_height="1fr",
-                         id="pane-warnings", empty="no warnings")
-
-    def _layers_hint(self) -> Text:
-        comp = self.comparison
-        t = Text()
-        if not comp.layers:
-            t.append("no transformer layers were found (see Warnings); the other tabs still compare", style=DIM)
-            return t
-        t.append("▀ ", style=SIDE_STYLE["a"])
-        t.append("A ", style=f"bold {SIDE_STYLE['a']}")
-        t.append(literal(comp.a.label))
-        t.append("   ▄ ", style=SIDE_STYLE["b"])
-        t.append("B ", style=f"bold {SIDE_STYLE['b']}")
-        t.append(literal(comp.b.label))
-        t.append("   Enter: kernel pairs", style=DIM)
-        return t
+                             detail_height="1fr", id=f"pane-{key}", empty="no kernel name runs on both sides",
+                             hint=views.same_kernels_hint())
+        return TablePane("warnings", id="pane-warnings", hint="")
 
     def on_mount(self) -> None:
         self.watch(self.app, "result", self._show_result)
@@ -89,13 +72,15 @@ class MainScreen(TabbedExplorerScreen):
         first = self.comparison is None
         self.comparison = comp
         self.query_one("#header", ComparisonHeader).show(comp, list(self.app.phases))
-        self.query_one("#pane-layers", TablePane).set_hint(self._layers_hint())
+        self.query_one("#pane-layers", TablePane).set_hint(views.layers_hint(comp))
+        self.query_one("#pane-operations", TablePane).set_hint(views.operations_hint(comp))
         keep = not first
         self.query_one("#pane-layers", TablePane).show(views.layers_spec(comp), keep_cursor=False)
         self.query_one("#pane-operations", TablePane).show(views.operations_spec(comp), keep_cursor=keep)
         self.query_one("#pane-fusion", TablePane).show(views.fusion_spec(comp), keep_cursor=keep)
         self.query_one("#pane-same_kernels", TablePane).show(views.same_kernels_spec(comp), keep_cursor=keep)
         self.query_one("#pane-warnings", TablePane).show(views.warnings_spec(comp.warnings), keep_cursor=keep)
+        self.query_one("#pane-warnings", TablePane).set_hint("" if comp.warnings else "no warnings")
         counts = {"fusion": len(comp.fusions), "warnings": len(comp.warnings)}
         for key, title in self.tabs:
             label = f"{title} {counts[key]}" if key in counts else title
@@ -110,8 +95,14 @@ class MainScreen(TabbedExplorerScreen):
     def open_row(self, table: ResultTable, row) -> bool:
         from .kernel import same_kernel_screen
 
-        if isinstance(row.payload, LayerRow):
+        from .drill import operation_screen, outside_layers_screen
+
+        if isinstance(row.payload, LayerRow) and row.payload.layer < 0:
+            self.app.push_screen(outside_layers_screen(self.session, self.comparison, self._crumbs()))
+        elif isinstance(row.payload, LayerRow):
             self.open_layer(row.payload.layer)
+        elif isinstance(row.payload, OperationRow):
+            self.app.push_screen(operation_screen(self.session, self.comparison, row.payload, self._crumbs()))
         elif isinstance(row.payload, SameKernel):
             self.app.push_screen(same_kernel_screen(self.session, self.comparison, row.payload, self._crumbs()))
         else:

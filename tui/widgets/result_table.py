@@ -8,7 +8,7 @@ Drawing is independent of the row count and draws rows itself (see "fast renderi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from rich.cells import cell_len
@@ -42,6 +42,7 @@ class _Frame:
     show_hover: bool
     css_fg: bool
     css_bg: bool
+    fixed: int = 0        # fixed columns (drawn in place, the rest scrolls under them)
     state: tuple = ()     # everything above a drawn row depends on (strip cache key)
 
 
@@ -65,7 +66,20 @@ class Row:
     cells: tuple                 # renderables, one per column
     payload: Any = None          # the result object the row shows (for drill-down)
     style: str = ""              # whole-row style (e.g. the slower side's colour)
-    search: str = ""             # lowercase text matched by the name filter
+    search: str = ""             # lowercase text matched by the filter (name and category)
+    height: int | None = 1       # lines; None: as many as its cells wrap to
+
+
+@dataclass
+class Sort:
+    """A named order of a table's rows (the `s`, `t`, `n` keys): `key(row)` gives the value (None
+    sorts last), `columns` the column keys whose headers show the arrow."""
+
+    label: str                   # "gap", "time", "name" as the notification says it
+    key: Callable[[Row], Any]
+    columns: tuple[str, ...] = ()
+    reverse: bool = True         # the first press: largest first (names: A to Z)
+    words: str = ""              # what the order means ("largest |gap| first")
 
 
 @dataclass
@@ -74,7 +88,9 @@ class TableSpec:
     columns: list[Column]
     build: Callable[[dict[str, int]], list[Row]]   # name-column widths -> rows
     select: str | None = None    # row key to put the cursor on first
-    default_sort: tuple[int, bool] | None = None   # (column index, reverse)
+    default_sort: tuple[int, bool] | str | None = None   # (column index, reverse) or a name in `sorts`
+    sorts: dict[str, Sort] = field(default_factory=dict)   # "gap" | "time" | "name" -> Sort
+    fixed: int = 0               # leading columns that stay in view when the table scrolls sideways
 
 
 def flexible_widths(cols: list[Column], total: int) -> dict[str, int]:
@@ -91,6 +107,17 @@ def flexible_widths(cols: list[Column], total: int) -> dict[str, int]:
     for c in bars:  # a bar grows into what names leave, but not so far that it turns into a line
         out[c.key] = c.min_width if names else max(c.min_width, min(left // len(bars), 48))
     return out
+
+
+def column_title(col: Column) -> str:
+    """A column's name in words (its label; the key for a column without one)."""
+    return col.label.strip() or col.key.replace("_", " ")
+
+
+def sort_words(sort: Sort, reverse: bool) -> str:
+    if reverse == sort.reverse:
+        return f"sorted by {sort.label}: {sort.words}" if sort.words else f"sorted by {sort.label}"
+    return f"sorted by {sort.label}, reversed"
 
 
 def _sort_key(v: Any, kind: str):
@@ -133,6 +160,7 @@ class ResultTable(DataTable):
         self.rows_shown: list[Row] = []
         self.filter_text = ""
         self.sort_column: int | None = None
+        self.sort_name: str | None = None   # a named order (spec.sorts) instead of a column
         self.sort_reverse = False
         self._built_width = 0
         self._widths: dict[str, int] = {}
@@ -141,10 +169,17 @@ class ResultTable(DataTable):
     def show(self, spec: TableSpec, keep_cursor: bool = False) -> None:
         current = self.current_row()
         self.spec = spec
+        if self.sort_name is not None and self.sort_name not in spec.sorts:
+            self.sort_name = None
         if spec.default_sort is not None and not keep_cursor:
-            self.sort_column, self.sort_reverse = spec.default_sort
+            if isinstance(spec.default_sort, str):
+                self.sort_column, self.sort_name = None, spec.default_sort
+                self.sort_reverse = spec.sorts[spec.default_sort].reverse
+            else:
+                (self.sort_column, self.sort_reverse), self.sort_name = spec.default_sort, None
         elif not keep_cursor:
-            self.sort_column, self.sort_reverse = None, False
+            self.sort_column, self.sort_name, self.sort_reverse = None, None, False
+        self.fixed_columns = spec.fixed
         self._build_rows()
         select = current.key if (keep_cursor and current is not None) else spec.select
         self._refill(select)
@@ -187,16 +222,32 @@ class ResultTable(DataTable):
         return self.sort_by(nxt, self.spec.columns[nxt].kind in NUMERIC)
 
     def reverse_sort(self) -> str:
+        if self.sort_name is not None:
+            return self.sort_named(self.sort_name, not self.sort_reverse)
         if self.sort_column is None:
             return self.cycle_sort()
         return self.sort_by(self.sort_column, not self.sort_reverse)
 
     def sort_by(self, column: int, reverse: bool) -> str:
-        self.sort_column, self.sort_reverse = column, reverse
+        self.sort_column, self.sort_name, self.sort_reverse = column, None, reverse
         cur = self.current_row()
         self._refill(cur.key if cur else None)
         col = self.spec.columns[column]
-        return f"sorted by {col.label} {'▼' if reverse else '▲'}"
+        return f"sorted by {column_title(col)} {'▼' if reverse else '▲'}"
+
+    def sort_named(self, name: str, reverse: bool | None = None) -> str:
+        """Sort by one of the spec's named orders ("gap", "time", "name"); the same key again flips
+        it. Returns a description (or why not)."""
+        assert self.spec is not None
+        sort = self.spec.sorts.get(name)
+        if sort is None:
+            return f"this table has no {name} to sort by"
+        if reverse is None:
+            reverse = (not self.sort_reverse) if self.sort_name == name else sort.reverse
+        self.sort_column, self.sort_name, self.sort_reverse = None, name, reverse
+        cur = self.current_row()
+        self._refill(cur.key if cur else None)
+        return sort_words(sort, reverse)
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         event.stop()
@@ -210,7 +261,14 @@ class ResultTable(DataTable):
         rows = self.rows_all
         if self.filter_text:
             rows = [r for r in rows if self.filter_text in r.search]
-        if self.sort_column is not None:
+        if self.sort_name is not None:
+            sort = self.spec.sorts[self.sort_name]
+            keyed = [(sort.key(r), r) for r in rows]
+            present = [(k, r) for k, r in keyed if k is not None]
+            absent = [r for k, r in keyed if k is None]
+            present.sort(key=lambda kr: kr[0], reverse=self.sort_reverse)
+            rows = [r for _k, r in present] + absent
+        elif self.sort_column is not None:
             kind = self.spec.columns[self.sort_column].kind
             i = self.sort_column
             present = [r for r in rows if r.values[i] is not None]
@@ -222,10 +280,12 @@ class ResultTable(DataTable):
     def _refill(self, select: str | None) -> None:
         assert self.spec is not None
         self.clear(columns=True)
+        arrow = "▼" if self.sort_reverse else "▲"
+        named = self.spec.sorts[self.sort_name].columns if self.sort_name is not None else ()
         for i, c in enumerate(self.spec.columns):
             label = c.label
-            if i == self.sort_column:
-                label += "▼" if self.sort_reverse else "▲"
+            if i == self.sort_column or c.key in named:
+                label += arrow
             justify = "right" if c.kind in NUMERIC else "left"
             width = c.width
             if c.key in self._widths:
@@ -237,7 +297,7 @@ class ResultTable(DataTable):
             if r.style:  # bars keep their own side colours
                 cells = tuple(c if col.kind == "bar" else self._styled(c, r.style)
                               for c, col in zip(cells, self.spec.columns))
-            self.add_row(*cells, key=r.key)
+            self.add_row(*cells, key=r.key, height=r.height)
         if select is not None:
             for idx, r in enumerate(self.rows_shown):
                 if r.key == select:
@@ -298,16 +358,16 @@ class ResultTable(DataTable):
         """What every line needs, read once a frame (reactive attributes are slow to read)."""
         columns = self.ordered_columns
         f = _Frame(
-            fast=(self.cursor_type == "row" and not self.fixed_columns and not self.fixed_rows
-                  and not self._should_render_row_labels),
+            fast=(self.cursor_type == "row" and not self.fixed_rows and not self._should_render_row_labels),
             base_style=self.rich_style, widths=[c.get_render_width(self) for c in columns],
             keys=[c.key for c in columns], width=self.size.width,
             header=self.header_height if self.show_header else 0, offsets=self._y_offsets,
             scroll=self.scroll_offset, cursor_row=self.cursor_coordinate.row, hover_row=self.hover_coordinate.row,
             show_cursor=self.show_cursor, show_hover=self._show_hover_cursor,
-            css_fg=self.cursor_foreground_priority == "css", css_bg=self.cursor_background_priority == "css")
+            css_fg=self.cursor_foreground_priority == "css", css_bg=self.cursor_background_priority == "css",
+            fixed=min(self.fixed_columns, len(columns)))
         f.state = (f.base_style, f.width, tuple(f.widths), f.show_cursor, f.show_hover, f.css_fg, f.css_bg,
-                   self.get_pseudo_class_state(), self._update_count)
+                   f.fixed, self.get_pseudo_class_state(), self._update_count)
         return f
 
     def render_lines(self, crop):
@@ -444,33 +504,47 @@ class ResultTable(DataTable):
         component, post = self._get_styles_to_render_cell(
             False, False, False, hover, cursor, f.show_cursor, f.show_hover, f.css_fg, f.css_bg)
         row_style = self._get_row_style(row_index, f.base_style)
-        pre = row_style + component
         combined = self._combined_style_cache
-        segments = []
-        append = segments.append
-        for column_index, runs in enumerate(cells):
-            meta = Style.from_meta({"row": row_index, "column": column_index})
-            last = None
-            for text, style in runs:
-                key = (pre, style, post)
-                final = combined.get(key)
-                if final is None:
-                    final = pre + style
-                    final = combined[key] = final + post if post else final
-                if final == last:  # what Strip.simplify would merge
-                    segments[-1] = Segment(segments[-1].text + text, segments[-1].style)
-                else:
-                    append(Segment(text, final + meta))
-                last = final
+
+        def draw(pre: Style, post: Style, columns) -> list[Segment]:
+            segments: list[Segment] = []
+            append = segments.append
+            for column_index in columns:
+                meta = Style.from_meta({"row": row_index, "column": column_index})
+                last = None
+                for text, style in cells[column_index]:
+                    key = (pre, style, post)
+                    final = combined.get(key)
+                    if final is None:
+                        final = pre + style
+                        final = combined[key] = final + post if post else final
+                    if final == last:  # what Strip.simplify would merge
+                        segments[-1] = Segment(segments[-1].text + text, segments[-1].style)
+                    else:
+                        append(Segment(text, final + meta))
+                    last = final
+            return segments
+
+        segments = draw(row_style + component, post, range(len(cells)))
         # the rest of the line, as DataTable extends it
         extend, _ = self._get_styles_to_render_cell(False, False, False, hover, cursor, f.show_cursor, f.show_hover,
                                                    False, False)
         width = f.width
-        table_width = sum(f.widths) + self._row_label_column_width
+        table_width = sum(f.widths[f.fixed:]) + self._row_label_column_width
         remaining = max(0, width - table_width)
-        append(Segment(" " * remaining, row_style + extend
-                       + Style.from_meta({"row": row_index, "column": 0, "out_of_bounds": True})))
-        total = table_width + remaining
+        segments.append(Segment(" " * remaining, row_style + extend
+                                + Style.from_meta({"row": row_index, "column": 0, "out_of_bounds": True})))
+        total = sum(f.widths) + self._row_label_column_width + remaining
+        if f.fixed:
+            # DataTable draws the fixed cells in their own style, then the whole row cropped past them
+            fixed_width = sum(f.widths[:f.fixed])
+            fixed_style = self._component_style("datatable--fixed") + Style.from_meta({"fixed": True})
+            fcomp, fpost = self._get_styles_to_render_cell(
+                False, False, True, hover, cursor, f.show_cursor, f.show_hover, f.css_fg, f.css_bg)
+            head = draw(fixed_style + fcomp, fpost, range(f.fixed))
+            tail = line_crop(segments, x1 + fixed_width, x1 + width, total)
+            strip = Strip(head + tail)
+            return strip if strip.cell_length == width else strip.adjust_cell_length(width, f.base_style)
         x2 = x1 + width
         if x1 or x2 < total:
             segments = line_crop(segments, x1, x2, total)

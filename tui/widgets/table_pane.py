@@ -71,6 +71,7 @@ class TablePane(Vertical):
         self.hint = hint
         for s in self.query(".hint"):
             s.update(hint)
+            s.display = bool(str(hint))   # an empty hint takes no line
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self.update_detail()

@@ -1,0 +1,89 @@
+"""`kerneldiff compare` read by a performance engineer: a phase a trace lacks is said (exit 2), `--table`
+works with JSON and is refused where it means nothing, the text report has no trailing blanks, writes
+× like the explorer and names the statistic of every column."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+
+from rich.console import Console
+
+from kerneldiff.cli.compare import render_text
+from kerneldiff.cli.main import main
+from kerneldiff.core.compare.engine import compare
+from kerneldiff.core.demo import DEMO_A, DEMO_B
+from kerneldiff.core.report.tables import table
+
+A, B = str(DEMO_A), str(DEMO_B)
+
+
+def test_absent_phase_is_said_not_printed_empty(capsys):
+    assert main(["compare", A, B, "--phase", "mixed", "--no-cache"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    err = captured.err.strip()
+    assert len(err.splitlines()) == 1
+    assert "phase 'mixed' is absent from A and B" in err and "A has prefill, decode" in err
+    assert "choose --phase from: all, prefill, decode" in err
+    assert main(["compare", A, B, "--phase", "decode", "--no-cache", "--format", "json"]) == 0
+
+
+def test_table_with_json_and_refused_with_text(capsys, demo_models):
+    assert main(["compare", A, B, "--format", "json", "--table", "layers", "--no-cache"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    head, expected = table(compare(demo_models[A], demo_models[B]), "layers")
+    assert [list(r) for r in rows[0:1]] == [head] and len(rows) == len(expected)
+    assert [r["layer"] for r in rows] == [e[1] for e in expected]
+    assert main(["compare", A, B, "--format", "json", "--table", "all", "--no-cache"]) == 0
+    assert json.loads(capsys.readouterr().out)["schema"] == 1     # all: the whole comparison
+    assert main(["compare", A, B, "--table", "layers", "--no-cache"]) == 2
+    assert "--table picks one table for --format csv or json" in capsys.readouterr().err
+
+
+def test_text_report_has_no_trailing_blanks_and_writes_the_times_sign(capsys, tmp_path):
+    assert main(["compare", A, B, "--width", "100", "--no-cache"]) == 0
+    out = capsys.readouterr().out
+    assert out and all(line == line.rstrip() for line in out.splitlines())
+    assert "2.0× as often" in out and "x as often" not in out      # the fusion evidence, as the explorer says it
+    assert "−475.8µs" in out and "+6.02ms" in out                    # gaps signed as in the explorer
+    target = tmp_path / "report.txt"
+    assert main(["compare", A, B, "--width", "100", "-o", str(target), "--no-cache"]) == 0
+    text = target.read_text()
+    assert all(line == line.rstrip() for line in text.splitlines())
+
+
+def _text(cmp, width: int = 120) -> str:
+    buf = io.StringIO()
+    render_text(cmp, Console(file=buf, width=width, color_system=None, highlight=False, markup=False))
+    return buf.getvalue()
+
+
+def test_columns_name_their_statistic(demo_models):
+    cmp = compare(demo_models[A], demo_models[B])
+    text = _text(cmp)
+    assert "A total" in text and "A med/pass" in text and "A mean" in text and "total gap" in text
+    assert "outside" in text                                          # the kernels outside every layer
+    # different pass counts: the operations are per pass, and the columns say so
+    per = dataclasses.replace(cmp, basis="per_pass", a=dataclasses.replace(cmp.a, passes=3))
+    text = _text(per)
+    assert "A/pass" in text and "B/pass" in text and "per pass" in text
+    att = next(o for o in cmp.operations if o.category == "Attention")
+    from kerneldiff.core.report import format as fmt
+
+    assert fmt.us(att.a.total_us / 3) in text
+
+
+def test_one_sided_layers_in_the_report(demo_models):
+    from test_compare_layers import without_layers
+
+    cmp = compare(without_layers(demo_models[A]), demo_models[B])
+    text = _text(cmp)
+    assert "Layers only on B" in text and "nothing compared" in text
+    lines = text.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith("Layers (largest first)"))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("└"))
+    rows = [l for l in lines[start:end] if l.startswith("│ ")]
+    assert len(rows) == len(cmp.layers[:10]) + 1 and rows[-1].startswith("│ outside")   # and the time outside them
+    assert all(l.rstrip("│ ").endswith("—") for l in rows)          # no gap: nothing compared

@@ -1,0 +1,38 @@
+"""Snapshots of the screens issue 17 changed or added (pytest-textual-snapshot): an operation's kernels on
+each side, the Layers tab when only one trace has layers, and wrapped warnings.
+
+Update after an intended change with `pytest tests/test_tui_snapshots_reading.py --snapshot-update` and look
+at the SVGs in tests/__snapshots__/ (copies with readable names live in screenshots/).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kerneldiff.core.demo import DEMO_A, DEMO_B
+from kerneldiff.tui.testing import demo_app, wait_for_main
+
+from test_compare_layers import without_layers
+
+SMALL = (80, 24)
+LARGE = (120, 36)
+
+
+def one_sided(demo_models):
+    """The demo pair as if A's layers had not been found."""
+    return demo_app({str(DEMO_A): without_layers(demo_models[str(DEMO_A)]), str(DEMO_B): demo_models[str(DEMO_B)]})
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x36"])
+def test_operation_kernels(snap_compare, demo_models, size):
+    # Operations tab, second row (Attention), Enter: its kernels on A, then on B
+    assert snap_compare(demo_app(demo_models), press=["2", "j", "enter"], terminal_size=size, run_before=wait_for_main)
+
+
+@pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x36"])
+def test_one_sided_layers(snap_compare, demo_models, size):
+    assert snap_compare(one_sided(demo_models), terminal_size=size, run_before=wait_for_main)
+
+
+def test_warnings_wrapped_80x24(snap_compare, demo_models):
+    assert snap_compare(one_sided(demo_models), press=["5"], terminal_size=SMALL, run_before=wait_for_main)

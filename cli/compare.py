@@ -17,6 +17,7 @@ from kerneldiff.core.report import format as fmt
 from kerneldiff.core.report.tables import TABLES, table
 
 from .render import console, literal, short_name, us
+from .timeline_report import render_timeline
 
 
 def add_parser(sub) -> None:
@@ -193,6 +194,7 @@ def render_text(cmp, out) -> None:
         head.append("\n")
     head.rstrip()
     out.print(head)
+    render_timeline(cmp, out)
 
     per_pass = cmp.basis == "per_pass"
     na, nb = (max(cmp.a.passes, 1), max(cmp.b.passes, 1)) if per_pass else (1, 1)

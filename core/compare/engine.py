@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from kerneldiff.core.compare.align import align
+from kerneldiff.core.analysis.timeline import Timeline, timeline
 from kerneldiff.core.compare.result import (Comparison, KernelPair, LayerAlignment, LayerRow, LayerSide, OperationRow,
-                         SameKernel, Side, Stats)
+                         SameKernel, Side, Stats, WallClock)
 from kerneldiff.core.compare.fusion import find_fusions
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
 
@@ -375,6 +376,35 @@ def _same_kernels(va: _View, vb: _View) -> list[SameKernel]:
     return out
 
 
+def _wall(ta: Timeline, tb: Timeline, va: _View, vb: _View, per_pass: bool, kernel_ratio: float | None) -> WallClock:
+    """The headline's wall-clock line, on the comparison's basis (one average pass when per_pass)."""
+    na, nb = (va.passes, vb.passes) if per_pass else (1, 1)
+    wa, wb = ta.whole, tb.whole
+
+    def share(x: float, of: float) -> float | None:
+        return x / of if of != 0 else None
+
+    wall_gap = wa.span_us / na - wb.span_us / nb
+    idle_gap = wa.idle_us / na - wb.idle_us / nb
+    lb_gap = wa.launch_bound_us / na - wb.launch_bound_us / nb
+    return WallClock(basis="per_pass" if per_pass else "total", kernel_ratio=kernel_ratio,
+                     wall_ratio=_ratio(wa.span_us / na, wb.span_us / nb),
+                     a_wall_us=wa.span_us / na, b_wall_us=wb.span_us / nb, wall_gap_us=wall_gap,
+                     a_busy_us=wa.busy_us / na, b_busy_us=wb.busy_us / nb,
+                     a_idle_us=wa.idle_us / na, b_idle_us=wb.idle_us / nb, idle_gap_us=idle_gap,
+                     launch_bound_gap_us=lb_gap, sync_gap_us=wa.sync_us / na - wb.sync_us / nb,
+                     idle_share=share(idle_gap, wall_gap), launch_bound_share=share(lb_gap, idle_gap))
+
+
+def _layer_idle(rows: list[LayerRow], ta: Timeline, tb: Timeline) -> None:
+    """Each layer row's idle and wall time inside the layer (the timelines' per-layer gaps)."""
+    for r in rows:
+        for side, t in ((r.a, ta), (r.b, tb)):
+            l = t.layer(r.layer) if side.passes else None
+            if l is not None:
+                side.idle_us, side.wall_us = l.idle_us, l.span_us
+
+
 def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None,
             fusion_overrides: dict[str, Any] | None = None) -> Comparison:
     """Compare two loaded traces in one phase (all | prefill | decode | mixed | unknown)."""
@@ -392,6 +422,8 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
     ga, gb = _LayerGroups(va), _LayerGroups(vb)
     layers_from = "both" if ga.ranges and gb.ranges else "a" if ga.ranges else "b" if gb.ranges else ""
     layers = _layers(ga, gb, compared=layers_from == "both")
+    ta, tb = timeline(a, phase), timeline(b, phase)
+    _layer_idle(layers, ta, tb)
     outside = None
     if layers_from:
         oa, ob = _outside(va), _outside(vb)
@@ -422,9 +454,12 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
             warnings.append(f"the traces hold different numbers of passes in phase '{phase}' "
                             f"({labels[0]}: {va.passes}, {labels[1]}: {vb.passes}): totals, ratios and gaps "
                             f"of the headline and operations are per pass")
-    ta, tb = (va.total / va.passes, vb.total / vb.passes) if per_pass else (va.total, vb.total)
-    return Comparison(a=_side(va, labels[0]), b=_side(vb, labels[1]), phase=phase,
-                      ratio=_ratio(ta, tb), gap_us=ta - tb, basis="per_pass" if per_pass else "total",
+    ka, kb = (va.total / va.passes, vb.total / vb.passes) if per_pass else (va.total, vb.total)
+    side_a, side_b = _side(va, labels[0]), _side(vb, labels[1])
+    side_a.timeline, side_b.timeline = ta.to_dict(), tb.to_dict()
+    return Comparison(a=side_a, b=side_b, phase=phase,
+                      ratio=_ratio(ka, kb), gap_us=ka - kb, basis="per_pass" if per_pass else "total",
+                      wall=_wall(ta, tb, va, vb, per_pass, _ratio(ka, kb)),
                       operations=ops,
                       layers=layers, alignments=alignments, fusions=fusions,
                       same_kernels=_same_kernels(va, vb), warnings=warnings,

@@ -31,6 +31,10 @@ class Side:
     pass_source: str = ""    # what the passes, phases and layers were read from (evidence first,
     phase_source: str = ""   # inference said as such)
     layer_source: str = ""
+    # wall clock, GPU idle and launch overhead in the phase (kerneldiff.core.analysis.timeline,
+    # Timeline.to_dict(): span_us, busy_us, idle_us, launch_bound_us, sync_us, overlap_us, passes,
+    # phases, layers, launch)
+    timeline: dict[str, Any] | None = None
 
 
 @dataclass
@@ -68,6 +72,8 @@ class LayerSide:
     passes: int = 0              # forward passes that contain this layer
     median_us: float = 0.0       # per pass
     p90_us: float = 0.0          # per pass
+    idle_us: float = 0.0         # GPU idle inside the layer (its first to last kernel), all passes
+    wall_us: float = 0.0         # first to last kernel of the layer, summed over its passes
 
 
 @dataclass
@@ -164,6 +170,32 @@ class SameKernel:
 
 
 @dataclass
+class WallClock:
+    """Kernel time against wall time, side by side: what the GPU computed and what the user waited.
+
+    Same basis as the comparison (per pass when the pass counts differ). Wall time is the span from
+    the first to the last GPU activity; idle the part of it no stream ran anything. The shares say
+    how much of the wall-clock gap (A − B) the idle gap explains, and how much of that the
+    launch-bound idle does; None when the gap they divide is 0."""
+
+    basis: str
+    kernel_ratio: float | None     # summed kernel time a / b (the comparison's ratio)
+    wall_ratio: float | None       # wall time a / b
+    a_wall_us: float
+    b_wall_us: float
+    wall_gap_us: float             # a − b
+    a_busy_us: float
+    b_busy_us: float
+    a_idle_us: float
+    b_idle_us: float
+    idle_gap_us: float             # a − b
+    launch_bound_gap_us: float
+    sync_gap_us: float
+    idle_share: float | None       # idle_gap / wall_gap
+    launch_bound_share: float | None   # launch_bound_gap / idle_gap
+
+
+@dataclass
 class Comparison:
     a: Side
     b: Side
@@ -185,6 +217,7 @@ class Comparison:
     # their ratio is None: nothing to compare), "" when neither has
     layers_from: str = "both"
     schema: int = 1
+    wall: WallClock | None = None          # kernel time against wall time (both sides' timelines)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

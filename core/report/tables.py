@@ -9,7 +9,16 @@ from typing import Any
 
 from kerneldiff.core.compare.result import Comparison
 
-TABLES = ("operations", "layers", "pairs", "fusions", "same-kernels", "warnings")
+TABLES = ("operations", "layers", "pairs", "fusions", "same-kernels", "timeline", "warnings")
+
+# the timeline table's columns after side, scope, pass, name, phase and layer (one row per window)
+TIMELINE_FIGURES = ("span_us", "busy_us", "idle_us", "launch_bound_us", "sync_us", "other_us", "overlap_us",
+                    "kernel_us", "kernels", "gaps")
+TIMELINE_LAUNCH = ("launches", "api_p50_us", "api_p95_us", "delay_p50_us", "delay_p95_us", "kernels_launched",
+                   "kernels_shorter_than_launch")
+# the throughput tables (kerneldiff.core.report.work_tables), before the warnings
+TABLES = tuple(t for t in TABLES if t != "warnings") + WORK_TABLES + ("warnings",)
+
 
 
 def _r(x: float | None) -> float | str:
@@ -65,6 +74,31 @@ def table(c: Comparison, name: str) -> tuple[list[str], list[list[Any]]]:
         rows = [[s.name, s.category, s.a.count, s.b.count, _r(s.a.mean_us), _r(s.b.mean_us), _r(s.a.total_us),
                  _r(s.b.total_us), _r(s.ratio), _r(s.gap_us)] for s in c.same_kernels]
         return head, rows
+    if name == "timeline":
+        return _timeline(c)
     if name == "warnings":
         return ["warning"], [[w] for w in c.warnings]
     raise ValueError(f"unknown table {name!r}; choose from {', '.join(TABLES)}")
+
+
+def _timeline(c: Comparison) -> tuple[list[str], list[list[Any]]]:
+    """Both sides' timelines, one row per window: the comparison's phase ("window", with the launch
+    statistics), every phase, every pass, every layer (summed over its passes)."""
+    head = ["side", "scope", "pass", "name", "phase", "layer", *TIMELINE_FIGURES, *TIMELINE_LAUNCH]
+    rows: list[list[Any]] = []
+    for side in (c.a, c.b):
+        t = side.timeline
+        if not t:
+            continue
+        label, blank = side.label, [""] * len(TIMELINE_LAUNCH)
+
+        def fig(d: dict[str, Any]) -> list[Any]:
+            return [d.get(f, "") if f in ("kernels", "gaps") else _r(d.get(f)) for f in TIMELINE_FIGURES]
+
+        launch = t.get("launch", {})
+        rows.append([label, "window", "", "", t["phase"], "", *fig(t),
+                     *[_r(launch.get(f)) if f.endswith("_us") else launch.get(f, "") for f in TIMELINE_LAUNCH]])
+        rows += [[label, "phase", "", "", p["phase"], "", *fig(p), *blank] for p in t.get("phases", [])]
+        rows += [[label, "pass", p["pass"], p["name"], p["phase"], "", *fig(p), *blank] for p in t.get("passes", [])]
+        rows += [[label, "layer", "", "", t["phase"], l["layer"], *fig(l), *blank] for l in t.get("layers", [])]
+    return head, rows

@@ -1,0 +1,360 @@
+"""Wall clock, GPU idle and launch overhead of one trace: what the user waits for, not only what the
+kernels sum to.
+
+Definitions (µs; an *activity* is a row of the kernel table: a kernel, memcpy or memset):
+
+- span: from the first activity's start to the last activity's end in a window (the whole trace, a
+  phase, one forward pass, one layer of one pass);
+- busy: the length of the union of the window's activity intervals over all streams;
+- idle = span − busy: the gaps in which no stream runs anything. A gap belongs to the activity that
+  ends it (the first to start after it) and is counted as exactly one of
+  - sync: the host was waiting on the GPU: the gap overlaps a synchronising runtime call
+    (`cudaStreamSynchronize`, `cudaDeviceSynchronize`, `cudaEventSynchronize`, `hip…` alike, and the
+    blocking copies `cudaMemcpy`, `hipMemcpyWithStream`…), or it follows a device-to-host copy (the
+    host reads a result back, then decides what to launch);
+  - launch_bound: the GPU waited for the launch: the activity's own runtime call began after the GPU
+    went idle (HTA's "host wait"), or the activity started within `tolerance_us` of that call's
+    return (a launch call so slow that the GPU ran dry while it was in it);
+  - other: work was queued and the GPU still stood idle (a cross-stream event wait, the gaps inside a
+    graph replay, dispatch latency between queued kernels);
+- overlap: the per-stream busy times summed, minus busy: the time two or more streams ran at once
+  (counted once per extra stream);
+- launch statistics: the launch call's duration (`cudaLaunchKernel`, `cuLaunchKernelEx`,
+  `cudaGraphLaunch`, `hipLaunchKernel`, `hipExtModuleLaunchKernel`, `hipGraphLaunch`…), the delay
+  from its return to the start of the first activity it launched (clipped at 0, as HTA does), and the
+  kernels that ran shorter than their own launch call took.
+
+span, busy and idle of the whole trace are HTA's temporal breakdown ("kernel_time" and "idle_time"
+of a rank) on the same events. Times are handled as integer nanoseconds from the trace's first
+activity, so sums are exact and do not depend on the order of the events. Every figure is computed
+for all windows of a kind at once (sort by start inside each window, a running maximum of the ends:
+a gap is a start beyond every earlier end), so millions of kernels cost a few sorts.
+
+All GPU activity of a trace is treated as one timeline (Kineto writes one trace per rank; a process
+that drives several GPUs would need one timeline per device: `devices` says how many there are).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kerneldiff.core.model import KIND_KERNEL, KIND_MEMCPY, PHASE_ID, PHASES, TraceModel
+
+LAUNCH_TOLERANCE_US = 10.0
+
+# kernel launch calls of the CUDA runtime and driver and of HIP (with their _v2/_ptsz variants)
+LAUNCH_RE = re.compile(r"^(cuda|cu|hip)(Ext)?(Module)?(Ext)?Launch\w*Kernel|^(cuda|cu|hip)GraphLaunch")
+GRAPH_RE = re.compile(r"GraphLaunch")
+# calls after which the host waits for the GPU: every *Synchronize, and the blocking copies
+SYNC_RE = re.compile(r"^(cuda|cu|hip)\w*Synchronize|^(cuda|cu|hip)Memcpy(?!\w*Async)\w*$")
+DTOH_RE = re.compile(r"DtoH|D2H|Device\s*->\s*(Host|Pinned|Pageable)", re.IGNORECASE)
+
+CAT_LAUNCH, CAT_SYNC, CAT_OTHER = 0, 1, 2
+_NS = 1000.0
+
+
+@dataclass
+class Window:
+    """GPU time in one window of a trace."""
+
+    span_us: float = 0.0
+    busy_us: float = 0.0
+    idle_us: float = 0.0
+    launch_bound_us: float = 0.0
+    sync_us: float = 0.0
+    other_us: float = 0.0
+    overlap_us: float = 0.0
+    kernel_us: float = 0.0       # the activities' durations summed (what kernel-time reports add up)
+    kernels: int = 0             # activities (kernels, copies, memsets)
+    gaps: int = 0                # idle gaps
+
+
+@dataclass
+class PassWindow(Window):
+    """One forward pass (a TraceModel step) on its own: its activities only."""
+
+    index: int = 0
+    name: str = ""
+    phase: str = "unknown"
+
+
+@dataclass
+class LayerIdle:
+    """One layer over the passes of a window: what its kernels take against how long it lasts."""
+
+    layer: int
+    passes: int = 0
+    span_us: float = 0.0         # summed over the passes: first to last kernel of the layer
+    busy_us: float = 0.0
+    idle_us: float = 0.0         # the gaps inside the layer
+    launch_bound_us: float = 0.0
+    sync_us: float = 0.0
+    idle_median_us: float = 0.0  # per pass
+    idle_max_us: float = 0.0     # the worst pass
+
+
+@dataclass
+class LaunchStats:
+    launches: int = 0                   # launch calls that started a kernel in the window
+    api_p50_us: float | None = None     # launch call duration
+    api_p95_us: float | None = None
+    delay_p50_us: float | None = None   # launch call's return -> first kernel it launched starts
+    delay_p95_us: float | None = None
+    kernels_launched: int = 0           # kernels started by a plain (non-graph) launch call
+    kernels_shorter_than_launch: int = 0
+
+
+@dataclass
+class Timeline:
+    phase: str                          # the window `whole` covers: "all" (the whole trace) or a phase
+    whole: Window
+    phases: dict[str, Window] = field(default_factory=dict)   # "all" and every phase present
+    passes: list[PassWindow] = field(default_factory=list)    # the passes in `phase`, in trace order
+    layers: list[LayerIdle] = field(default_factory=list)     # over the passes in `phase`
+    launch: LaunchStats = field(default_factory=LaunchStats)
+    devices: int = 0
+    streams: int = 0
+    tolerance_us: float = LAUNCH_TOLERANCE_US
+
+    def layer(self, index: int) -> LayerIdle | None:
+        return next((l for l in self.layers if l.layer == index), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape (`a.timeline` of a comparison): the window's figures at the top level."""
+        d: dict[str, Any] = {"phase": self.phase, **asdict(self.whole)}
+        d["passes"] = [{"pass": p.index, "name": p.name, "phase": p.phase,
+                        **{k: v for k, v in asdict(p).items() if k not in ("index", "name", "phase")}}
+                       for p in self.passes]
+        d["phases"] = [{"phase": name, **asdict(w)} for name, w in self.phases.items()]
+        d["layers"] = [asdict(l) for l in self.layers]
+        d["launch"] = asdict(self.launch)
+        d["kernels_shorter_than_launch"] = self.launch.kernels_shorter_than_launch
+        d["devices"], d["streams"], d["tolerance_us"] = self.devices, self.streams, self.tolerance_us
+        return d
+
+
+def _name_mask(model: TraceModel, names: np.ndarray, pattern: re.Pattern) -> np.ndarray:
+    """names (string ids) matching a pattern, as a boolean array; one regex test per distinct name."""
+    if len(names) == 0:
+        return np.zeros(0, dtype=bool)
+    ids, inv = np.unique(names, return_inverse=True)
+    hit = np.array([i >= 0 and bool(pattern.search(model.strings[int(i)])) for i in ids.tolist()], dtype=bool)
+    return hit[inv]
+
+
+def _merge(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of intervals as disjoint sorted intervals."""
+    if len(s) == 0:
+        return s, e
+    o = np.argsort(s, kind="stable")
+    s, e = s[o], e[o]
+    cm = np.maximum.accumulate(e)
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > cm[:-1]
+    starts = np.flatnonzero(new)
+    ends = np.append(starts[1:], len(s)) - 1
+    return s[starts], cm[ends]
+
+
+class _Scan:
+    """One model's activities as integer ns, with what the gap classification needs."""
+
+    def __init__(self, model: TraceModel, tolerance_us: float) -> None:
+        k, L = model.kernels, model.launches
+        self.model = model
+        n = len(k)
+        ts = k.ts
+        self.t0 = float(ts.min()) if n else 0.0
+        self.s = np.round((ts - self.t0) * _NS).astype(np.int64)
+        self.e = self.s + np.round(np.maximum(k.dur, 0.0) * _NS).astype(np.int64)
+        if n > 1 and not bool(np.all(self.s[1:] >= self.s[:-1])):
+            self.order = np.argsort(self.s, kind="stable")
+        else:
+            self.order = np.arange(n)
+        self.tol = int(round(tolerance_us * _NS))
+        self.launch = k.launch.astype(np.int64)
+        # launch calls, in the same clock (launch rows are read only through kernels that link to them)
+        self.l_s = np.round((L.ts - self.t0) * _NS).astype(np.int64)
+        self.l_e = self.l_s + np.round(np.maximum(L.dur, 0.0) * _NS).astype(np.int64)
+        self.l_is_launch = _name_mask(model, L.name, LAUNCH_RE)
+        self.l_is_graph = _name_mask(model, L.name, GRAPH_RE) & self.l_is_launch
+        sync = _name_mask(model, L.name, SYNC_RE)
+        self.sync_s, self.sync_e = _merge(self.l_s[sync], self.l_e[sync])
+        self.dtoh = np.zeros(n, dtype=bool)
+        cp = np.flatnonzero(k.kind == KIND_MEMCPY)
+        if len(cp):
+            self.dtoh[cp] = _name_mask(model, k.name[cp], DTOH_RE)
+        _, self.stream_id = np.unique(k.stream, return_inverse=True) if n else (None, np.zeros(0, np.int64))
+        self.stream_id = self.stream_id.astype(np.int64)
+        self.streams = int(self.stream_id.max()) + 1 if n else 0
+        self.devices = int(len(np.unique(k.device))) if n else 0
+
+    # --- the one primitive ----------------------------------------------------------------------
+    def scan(self, rows: np.ndarray, key: np.ndarray, classify: bool = True) -> dict[str, np.ndarray]:
+        """Windows over `rows` (kernel rows in time order) grouped by `key` (one int per row).
+
+        Returns, per window in ascending key order: key, first (ns), span, idle, and with `classify`
+        the idle split into launch-bound, sync and other, plus the gap count."""
+        if len(rows) == 0:
+            z = np.zeros(0, dtype=np.int64)
+            return {"key": z, "span": z, "idle": z, "launch": z, "sync": z, "other": z, "gaps": z,
+                    "first": z, "count": z}
+        if len(key) > 1 and not bool(np.all(key[1:] >= key[:-1])):
+            o = np.argsort(key, kind="stable")   # stable: time order inside each window
+            rows, key = rows[o], key[o]
+        first = np.ones(len(rows), dtype=bool)
+        first[1:] = key[1:] != key[:-1]
+        dense = np.cumsum(first) - 1
+        n_win = int(dense[-1]) + 1
+        s, e = self.s[rows], self.e[rows]
+        width = int(e.max()) + 1          # s, e >= 0: every window's times fit in [0, width)
+        out = {name: np.zeros(n_win, dtype=np.int64) for name in ("span", "idle", "launch", "sync", "other", "gaps")}
+        # shift window w by w * width so that one running maximum never crosses a window's start;
+        # in chunks of windows when the shifted times would not fit in int64
+        per_chunk = max(1, (1 << 62) // max(width, 1) - 1)
+        starts = np.flatnonzero(first)
+        bounds = np.append(starts, len(rows))
+        for c0 in range(0, n_win, per_chunk):
+            c1 = min(n_win, c0 + per_chunk)
+            a, b = int(bounds[c0]), int(bounds[c1])
+            self._chunk(rows[a:b], s[a:b], e[a:b], dense[a:b] - c0, first[a:b], width, out, c0, classify)
+        count = np.diff(bounds)
+        return {"key": key[starts], "first": s[starts], "count": count, **out}
+
+    def _chunk(self, rows, s, e, w, first, width, out, w0, classify) -> None:
+        shift = w.astype(np.int64) * width
+        ss, es = s + shift, e + shift
+        cm = np.maximum.accumulate(es)
+        last = np.append(np.flatnonzero(first)[1:], len(rows)) - 1
+        n_win = int(w[-1]) + 1
+        out["span"][w0:w0 + n_win] = cm[last] - ss[first]
+        prev = np.empty_like(cm)
+        prev[0] = 0
+        prev[1:] = cm[:-1]
+        gap = ss - prev
+        gap[first] = 0
+        np.maximum(gap, 0, out=gap)
+        out["idle"][w0:w0 + n_win] = np.bincount(w, weights=gap, minlength=n_win).astype(np.int64)
+        if not classify:
+            return
+        g = np.flatnonzero(gap > 0)
+        if len(g) == 0:
+            return
+        g_start = prev[g] - shift[g]          # back in the trace's clock
+        g_end = s[g]
+        cat = np.full(len(g), CAT_OTHER, dtype=np.int8)
+        # launch-bound: the activity's own call began after the GPU went idle, or it started within
+        # the tolerance after that call returned
+        li = self.launch[rows[g]]
+        has = li >= 0
+        lb = np.zeros(len(g), dtype=bool)
+        lig = li[has]
+        lb[has] = (self.l_s[lig] >= g_start[has]) | (g_end[has] <= self.l_e[lig] + self.tol)
+        cat[lb] = CAT_LAUNCH
+        # sync / host waits win over launch-bound: after a sync every next kernel waits for its launch
+        sync = np.zeros(len(g), dtype=bool)
+        if len(self.sync_s):
+            j = np.searchsorted(self.sync_s, g_end, side="left") - 1
+            ok = j >= 0
+            sync[ok] = self.sync_e[j[ok]] > g_start[ok]
+        # the activity whose end opened the gap (the holder of the running maximum) is a D2H copy
+        idx = np.arange(len(rows))
+        holder = np.maximum.accumulate(np.where(es == cm, idx, 0))
+        sync |= self.dtoh[rows[holder[g - 1]]]
+        cat[sync] = CAT_SYNC
+        wg, gg = w[g], gap[g]
+        for name, c in (("launch", CAT_LAUNCH), ("sync", CAT_SYNC), ("other", CAT_OTHER)):
+            m = cat == c
+            out[name][w0:w0 + n_win] = np.bincount(wg[m], weights=gg[m], minlength=n_win).astype(np.int64)
+        out["gaps"][w0:w0 + n_win] = np.bincount(wg, minlength=n_win)
+
+    def windows(self, rows: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, list[Window]]:
+        """(keys, Window per key) for rows grouped by key, overlap and summed durations included."""
+        r = self.scan(rows, key)
+        if len(r["key"]) == 0:
+            return r["key"], []
+        # per-stream busy: the same windows split by stream, without classification
+        nst = max(self.streams, 1)
+        sub = self.scan(rows, key.astype(np.int64) * nst + self.stream_id[rows], classify=False)
+        pos = np.searchsorted(r["key"], sub["key"] // nst)
+        per_stream_busy = np.bincount(pos, weights=sub["span"] - sub["idle"], minlength=len(r["key"]))
+        summed = np.bincount(np.searchsorted(r["key"], key), weights=(self.e - self.s)[rows],
+                             minlength=len(r["key"]))
+        wins = []
+        for i in range(len(r["key"])):
+            span, idle = int(r["span"][i]), int(r["idle"][i])
+            busy = span - idle
+            wins.append(Window(span_us=span / _NS, busy_us=busy / _NS, idle_us=idle / _NS,
+                               launch_bound_us=int(r["launch"][i]) / _NS, sync_us=int(r["sync"][i]) / _NS,
+                               other_us=int(r["other"][i]) / _NS,
+                               overlap_us=max(int(round(per_stream_busy[i])) - busy, 0) / _NS,
+                               kernel_us=float(summed[i]) / _NS, kernels=int(r["count"][i]),
+                               gaps=int(r["gaps"][i])))
+        return r["key"], wins
+
+    def launch_stats(self, rows: np.ndarray) -> LaunchStats:
+        k = self.model.kernels
+        rows = rows[(k.kind[rows] == KIND_KERNEL) & (self.launch[rows] >= 0)]
+        rows = rows[self.l_is_launch[self.launch[rows]]]
+        if len(rows) == 0:
+            return LaunchStats()
+        li = self.launch[rows]
+        calls, inv = np.unique(li, return_inverse=True)
+        first = np.full(len(calls), np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first, inv, self.s[rows])
+        api = (self.l_e[calls] - self.l_s[calls]) / _NS
+        delay = np.maximum(first - self.l_e[calls], 0) / _NS
+        plain = ~self.l_is_graph[li]
+        shorter = int(np.count_nonzero(((self.e - self.s)[rows] < (self.l_e[li] - self.l_s[li])) & plain))
+        qa, qd = np.percentile(api, [50, 95]), np.percentile(delay, [50, 95])
+        return LaunchStats(launches=int(len(calls)), api_p50_us=float(qa[0]), api_p95_us=float(qa[1]),
+                           delay_p50_us=float(qd[0]), delay_p95_us=float(qd[1]),
+                           kernels_launched=int(np.count_nonzero(plain)), kernels_shorter_than_launch=shorter)
+
+
+def timeline(model: TraceModel, phase: str = "all", tolerance_us: float = LAUNCH_TOLERANCE_US) -> Timeline:
+    """The timeline figures of one trace; `whole`, `passes`, `layers` and `launch` cover `phase`
+    ("all": the whole trace; a phase: its activities, as the comparison's phase filter selects)."""
+    if phase not in ("all", *PHASES):
+        raise ValueError(f"unknown phase {phase!r}")
+    sc = _Scan(model, tolerance_us)
+    k = model.kernels
+    rows = sc.order
+    tl = Timeline(phase=phase, whole=Window(), devices=sc.devices, streams=sc.streams, tolerance_us=tolerance_us)
+    if len(rows) == 0:
+        tl.phases["all"] = Window()
+        return tl
+    _, (whole,) = sc.windows(rows, np.zeros(len(rows), dtype=np.int64))
+    tl.phases["all"] = whole
+    keys, wins = sc.windows(rows, k.phase[rows].astype(np.int64))
+    for p, w in zip(keys.tolist(), wins):
+        tl.phases[PHASES[p]] = w
+    sel = rows if phase == "all" else rows[k.phase[rows] == PHASE_ID[phase]]
+    tl.whole = tl.phases.get(phase, Window())
+    tl.launch = sc.launch_stats(sel)
+    # passes
+    in_pass = sel[k.step[sel] >= 0]
+    keys, wins = sc.windows(in_pass, k.step[in_pass].astype(np.int64))
+    for s, w in zip(keys.tolist(), wins):
+        st = model.steps[s] if s < len(model.steps) else None
+        tl.passes.append(PassWindow(**asdict(w), index=int(s), name=st.name if st else "",
+                                    phase=st.phase if st else "unknown"))
+    # layers: each (pass, layer) on its own, then summed per layer
+    in_layer = in_pass[k.layer[in_pass] >= 0]
+    if len(in_layer):
+        width = int(k.layer[in_layer].max()) + 1
+        r = sc.scan(in_layer, k.step[in_layer].astype(np.int64) * width + k.layer[in_layer])
+        lay = r["key"] % width
+        for l in np.unique(lay).tolist():
+            m = lay == l
+            idle = r["idle"][m] / _NS
+            tl.layers.append(LayerIdle(
+                layer=int(l), passes=int(m.sum()), span_us=float(r["span"][m].sum()) / _NS,
+                busy_us=float((r["span"][m] - r["idle"][m]).sum()) / _NS, idle_us=float(r["idle"][m].sum()) / _NS,
+                launch_bound_us=float(r["launch"][m].sum()) / _NS, sync_us=float(r["sync"][m].sum()) / _NS,
+                idle_median_us=float(np.median(idle)), idle_max_us=float(idle.max())))
+    return tl

@@ -16,9 +16,6 @@ TIMELINE_FIGURES = ("span_us", "busy_us", "idle_us", "launch_bound_us", "sync_us
                     "kernel_us", "kernels", "gaps")
 TIMELINE_LAUNCH = ("launches", "api_p50_us", "api_p95_us", "delay_p50_us", "delay_p95_us", "kernels_launched",
                    "kernels_shorter_than_launch")
-# the throughput tables (kerneldiff.core.report.work_tables), before the warnings
-TABLES = tuple(t for t in TABLES if t != "warnings") + WORK_TABLES + ("warnings",)
-
 
 
 def _r(x: float | None) -> float | str:

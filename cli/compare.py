@@ -17,6 +17,7 @@ from kerneldiff.core.report import format as fmt
 from kerneldiff.core.report.tables import TABLES, table
 
 from .render import console, literal, short_name, us
+from .work_report import peak_table, render_work
 from .timeline_report import render_timeline
 
 
@@ -35,6 +36,11 @@ def add_parser(sub) -> None:
     p.add_argument("--fusion-param", action="append", default=[], metavar="KEY=VALUE",
                    help="override a fusion-benefit parameter (dispatch_ns, roundtrip_ns, memory_bw, "
                         "readback_bw, unified_memory, achieved_fraction, min_gain_ns)")
+    p.add_argument("--peaks", metavar="FILE", help="peak TFLOP/s and TB/s per GPU (TOML, the format of "
+                   "core/analysis/peaks.toml), tried before the shipped table")
+    p.add_argument("--peak", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a peak figure (bf16, fp16, fp8, fp4, int8, tf32, fp32, fp64 in TFLOP/s; hbm in "
+                        "TB/s) on both sides or one (a.hbm=5.3), or pick the GPU by its key (b.gpu=h100_pcie)")
     p.add_argument("--width", type=int, default=None, help="text width (default: terminal, at most 120)")
 
 
@@ -55,7 +61,7 @@ def run(args) -> int:
     from kerneldiff.core.session import Session
 
     session = Session([args.a, args.b], registry=args.registry, use_cache=not args.no_cache,
-                      fusion_overrides=_overrides(args.fusion_param))
+                      fusion_overrides=_overrides(args.fusion_param), peaks=peak_table(args))
     if args.table and args.format == "text":
         print("kerneldiff: --table picks one table for --format csv or json; the text report shows them all",
               file=sys.stderr)
@@ -257,5 +263,6 @@ def render_text(cmp, out) -> None:
             t.add_row(literal(short_name(s.name, max(16, name_w - 12))), str(s.a.count), str(s.b.count), us(s.a.mean_us),
                       us(s.b.mean_us), _ratio(s.ratio), fmt.gap(s.gap_us))
         out.print(t)
+    render_work(cmp, out, name_w)
     for wmsg in cmp.warnings:
         out.print(Text("warning: ", style="yellow") + literal(wmsg))

@@ -69,6 +69,7 @@ class Session:
     use_cache: bool = True
     workers: int | None = None
     fusion_overrides: dict[str, float] = field(default_factory=dict)
+    peaks: Any = None        # a kerneldiff.core.analysis.peaks.PeakTable (None: the shipped table)
     loader: Callable[..., Any] | None = None   # tests inject a slow or failing loader
     kind: str = "kineto"
     infos: list[TraceInfo | None] = field(init=False)
@@ -160,7 +161,7 @@ class Session:
         from kerneldiff.core.compare.engine import compare
 
         return compare(self.models[0], self.models[1], phase=phase, classifier=self.classifier,
-                       fusion_overrides=self.fusion_overrides)
+                       fusion_overrides=self.fusion_overrides, peaks=self.peaks)
 
     def summary(self, index: int = 0) -> dict[str, Any]:
         """One trace on its own: operations, steps, layers, phases (what `info` and browse show)."""

@@ -19,6 +19,7 @@ from kerneldiff.core.analysis.timeline import Timeline, timeline
 from kerneldiff.core.compare.result import (Comparison, KernelPair, LayerAlignment, LayerRow, LayerSide, OperationRow,
                          SameKernel, Side, Stats, WallClock)
 from kerneldiff.core.compare.fusion import find_fusions
+from kerneldiff.core.compare.throughput import attach as attach_throughput
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
 
 PHASE_CHOICES = PHASE_FILTERS
@@ -406,7 +407,7 @@ def _layer_idle(rows: list[LayerRow], ta: Timeline, tb: Timeline) -> None:
 
 
 def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None,
-            fusion_overrides: dict[str, Any] | None = None) -> Comparison:
+            fusion_overrides: dict[str, Any] | None = None, peaks=None) -> Comparison:
     """Compare two loaded traces in one phase (all | prefill | decode | mixed | unknown)."""
     if phase not in PHASE_CHOICES:
         raise ValueError(f"phase must be one of {', '.join(PHASE_CHOICES)}")
@@ -457,10 +458,12 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
     ka, kb = (va.total / va.passes, vb.total / vb.passes) if per_pass else (va.total, vb.total)
     side_a, side_b = _side(va, labels[0]), _side(vb, labels[1])
     side_a.timeline, side_b.timeline = ta.to_dict(), tb.to_dict()
-    return Comparison(a=side_a, b=side_b, phase=phase,
+    cmp = Comparison(a=side_a, b=side_b, phase=phase,
                       ratio=_ratio(ka, kb), gap_us=ka - kb, basis="per_pass" if per_pass else "total",
                       wall=_wall(ta, tb, va, vb, per_pass, _ratio(ka, kb)),
                       operations=ops,
                       layers=layers, alignments=alignments, fusions=fusions,
                       same_kernels=_same_kernels(va, vb), warnings=warnings,
                       outside_layers=outside, layers_from=layers_from)
+    attach_throughput(cmp, va, vb, peaks)   # FLOPs, bytes, % of peak; GEMM and attention shapes
+    return cmp

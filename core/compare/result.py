@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kerneldiff.core.analysis.peaks import Peaks
+from kerneldiff.core.compare.work_result import AttentionShape, GemmShape, ThroughputRow
+
 
 @dataclass
 class Side:
@@ -216,6 +219,13 @@ class Comparison:
     # which sides have layers: "both", "a" or "b" (then the layer rows hold that side alone and
     # their ratio is None: nothing to compare), "" when neither has
     layers_from: str = "both"
+    # what the kernels achieve (kerneldiff.core.compare.throughput; fields in work_result): the peaks
+    # each side is measured against (None: the GPU is not in the table), TFLOP/s, TB/s, % of peak and
+    # roofline bound per operation, and the GEMM and attention shapes side by side (largest |gap| first)
+    peaks: dict[str, Peaks | None] = field(default_factory=dict)
+    throughput: list[ThroughputRow] = field(default_factory=list)
+    gemm_shapes: list[GemmShape] = field(default_factory=list)
+    attention_shapes: list[AttentionShape] = field(default_factory=list)
     schema: int = 1
     wall: WallClock | None = None          # kernel time against wall time (both sides' timelines)
 

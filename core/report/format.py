@@ -66,3 +66,22 @@ def num(v: float | int | None, digits: int = 2) -> str:
 
 def cycles(v: float | None) -> str:
     return ABSENT if _missing(v) else f"{round(v):,}"
+
+
+def rate(v: float | None) -> str:
+    """A throughput in its unit's thousands (TFLOP/s, TB/s): 611, 46.7, 3.35, 0.012."""
+    if _missing(v):
+        return ABSENT
+    a = abs(v)
+    if a >= 100:
+        return f"{v:,.0f}"
+    if a >= 10:
+        return f"{v:.1f}"
+    if a >= 0.01 or a == 0:
+        return f"{v:.2f}"
+    return "<0.01" if v > 0 else ">−0.01"
+
+
+def percent(v: float | None) -> str:
+    """A percentage already in percent (46.7 -> 46.7%), as the throughput figures give them."""
+    return ABSENT if _missing(v) else (f"{v:.1f}%" if abs(v) < 100 else f"{v:.0f}%")

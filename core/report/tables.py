@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kerneldiff.core.compare.result import Comparison
+from kerneldiff.core.report.work_tables import WORK_TABLES, work_table
 
 TABLES = ("operations", "layers", "pairs", "fusions", "same-kernels", "timeline", "warnings")
 
@@ -16,6 +17,8 @@ TIMELINE_FIGURES = ("span_us", "busy_us", "idle_us", "launch_bound_us", "sync_us
                     "kernel_us", "kernels", "gaps")
 TIMELINE_LAUNCH = ("launches", "api_p50_us", "api_p95_us", "delay_p50_us", "delay_p95_us", "kernels_launched",
                    "kernels_shorter_than_launch")
+# the throughput tables (kerneldiff.core.report.work_tables), before the warnings
+TABLES = tuple(t for t in TABLES if t != "warnings") + WORK_TABLES + ("warnings",)
 
 
 def _r(x: float | None) -> float | str:
@@ -73,6 +76,8 @@ def table(c: Comparison, name: str) -> tuple[list[str], list[list[Any]]]:
         return head, rows
     if name == "timeline":
         return _timeline(c)
+    if name in WORK_TABLES:
+        return work_table(c, name)
     if name == "warnings":
         return ["warning"], [[w] for w in c.warnings]
     raise ValueError(f"unknown table {name!r}; choose from {', '.join(TABLES)}")

@@ -1,0 +1,157 @@
+"""The text report's throughput part (`kerneldiff compare`): the peaks each side is measured against,
+GEMM and attention shapes side by side, and TFLOP/s, TB/s and roofline bound per operation; and the
+`--peaks` / `--peak` options turned into a peak table."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from kerneldiff.core.report import format as fmt
+
+from .render import literal, us
+
+TOP_SHAPES = 10
+TOP_OPERATIONS = 8
+
+
+def peak_table(args):
+    """The PeakTable the options ask for (None: the shipped table as it is)."""
+    path, items = getattr(args, "peaks", None), getattr(args, "peak", None) or []
+    if not path and not items:
+        return None
+    from kerneldiff.core.analysis.peaks import PeakTable
+
+    try:
+        return PeakTable.load(path, items)
+    except ValueError as e:
+        raise SystemExit(f"kerneldiff: {e}") from None
+
+
+def _rate(side, pct: str = "pct_peak") -> str:
+    """`611 62%`: TFLOP/s and % of the dtype's peak."""
+    if side.tflops is None:
+        return fmt.ABSENT
+    p = getattr(side, pct)
+    return fmt.rate(side.tflops) + (f" {fmt.percent(p)}" if p is not None else "")
+
+
+def _peak_line(cmp) -> Text:
+    t = Text("Peaks: ", style="bold")
+    for i, (key, side) in enumerate((("a", cmp.a), ("b", cmp.b))):
+        if i:
+            t.append("; ")
+        t.append(f"{key.upper()} ")
+        p = (cmp.peaks or {}).get(key)
+        if p is None:
+            t.append("none (GPU not in the table)")
+            continue
+        t.append_text(literal(p.name))
+        bf = p.tflops.get("bf16") or p.tflops.get("fp16")
+        t.append(f" ({'bf16' if p.tflops.get('bf16') else 'fp16'} {fmt.rate(bf)} TFLOP/s, "
+                 f"{fmt.rate(p.hbm_tbps)} TB/s" + (", overridden" if p.overridden else "") + ")")
+    return t
+
+
+def _times(cmp, row) -> tuple[float | None, float | None]:
+    per = cmp.basis == "per_pass"
+    na, nb = (max(cmp.a.passes, 1), max(cmp.b.passes, 1)) if per else (1, 1)
+    return (row.a.total_us / na if row.a.calls else None, row.b.total_us / nb if row.b.calls else None)
+
+
+def _shape_table(cmp, rows, title: str, shape_of, width: int, with_op: bool) -> Table:
+    """Shapes side by side: time per side (when the width allows), TFLOP/s and % of peak, gap."""
+    per = cmp.basis == "per_pass"
+    rows = rows[:TOP_SHAPES]
+    dtypes = {r.dtype for r in rows}
+    one = len(dtypes) == 1
+    t = Table(title=title + (f", {next(iter(dtypes))}" if one else "")
+              + (" (largest gap first, per pass)" if per else " (largest gap first)"), title_justify="left")
+    if with_op:
+        t.add_column("op", no_wrap=True, overflow="ellipsis", max_width=12)
+    t.add_column("shape", no_wrap=True, overflow="fold")
+    if not one:
+        t.add_column("dtype", no_wrap=True)
+    times, roofs = width >= 110, width >= 90    # what a narrower report leaves out first
+    if times:
+        for col in ("A/pass", "B/pass") if per else ("A time", "B time"):
+            t.add_column(col, justify="right", no_wrap=True)
+    for col in ("A TFLOP/s", "B TFLOP/s") + (("A roof", "B roof") if roofs else ()) + ("gap",):
+        t.add_column(col, justify="right", no_wrap=True)
+    for r in rows:
+        op, shape = shape_of(r)
+        cells = ([literal(op)] if with_op else []) + [literal(shape)] + ([] if one else [literal(r.dtype)])
+        if times:
+            cells += [us(x) for x in _times(cmp, r)]
+        cells += [_rate(r.a), _rate(r.b)]
+        if roofs:
+            cells += [_roof(r.a), _roof(r.b)]
+        t.add_row(*cells, fmt.gap(r.gap_us))
+    return t
+
+
+def _roof(side) -> str:
+    """`mem 54%`: the roof a shape sits under on that GPU and how close it gets."""
+    if side.bound is None:
+        return fmt.ABSENT
+    return f"{'mem' if side.bound == 'memory' else 'comp'} {fmt.percent(side.pct_roofline)}"
+
+
+def _gemm(r) -> tuple[str, str]:
+    return r.op.removeprefix("aten::"), (f"{r.batch} × " if r.batch > 1 else "") + f"{r.m}×{r.n}×{r.k}"
+
+
+def _attention(r) -> tuple[str, str]:
+    d = f"D{r.head_dim}" + (f"/{r.head_dim_v}" if r.head_dim_v != r.head_dim else "")
+    shape = (("bwd " if r.op.endswith("backward") else "") + f"B{r.batch} H{r.heads}/{r.kv_heads} "
+             f"S{r.seq_q}×{r.seq_k} {d}" + (" causal*" if r.causal else ""))
+    return "", shape
+
+
+def _backends(rows) -> Text:
+    t = Text("back ends: ", style="dim")
+    for i, side in enumerate(("a", "b")):
+        ops = sorted({o for r in rows for o in getattr(r, side).ops})
+        t.append(("; " if i else "") + f"{side.upper()} " + (", ".join(o.removeprefix("aten::") for o in ops) or
+                                                             fmt.ABSENT), style="dim")
+    return t
+
+
+def _throughput_table(cmp) -> Table:
+    """One row per side under each operation: coverage, TFLOP/s, TB/s, bound and % of its roof."""
+    t = Table(title="Throughput by operation (over the kernels whose work the shapes give)", title_justify="left")
+    t.add_column("operation", no_wrap=True, overflow="ellipsis", max_width=22)
+    t.add_column("", no_wrap=True)
+    for col in ("covered", "TFLOP/s", "% peak", "TB/s", "% bw", "bound", "% roof"):
+        t.add_column(col, justify="right", no_wrap=True)
+    for r in cmp.throughput[:TOP_OPERATIONS]:
+        for key in ("a", "b"):
+            s = getattr(r, key)
+            t.add_row(literal(r.category) if key == "a" else Text(""), key.upper(),
+                      fmt.pct(s.covered_us / s.time_us, 0) if s.time_us > 0 else fmt.ABSENT,
+                      fmt.rate(s.tflops), fmt.percent(s.pct_peak), fmt.rate(s.tbps), fmt.percent(s.pct_peak_bw),
+                      s.bound or fmt.ABSENT, fmt.percent(s.pct_roofline), end_section=key == "b")
+    return t
+
+
+def render_work(cmp, out, name_w: int = 40) -> None:
+    """The throughput part of the text report (nothing when no kernel's work is known)."""
+    if not (getattr(cmp, "throughput", None) or getattr(cmp, "gemm_shapes", None)
+            or getattr(cmp, "attention_shapes", None)):
+        return
+    width = out.width
+    out.print(_peak_line(cmp))
+    if cmp.gemm_shapes:
+        out.print(_shape_table(cmp, cmp.gemm_shapes, "GEMM shapes, m×n×k", _gemm, width, True))
+    if cmp.attention_shapes:
+        out.print(_shape_table(cmp, cmp.attention_shapes, "Attention shapes", _attention, width, False))
+        note = _backends(cmp.attention_shapes[:TOP_SHAPES])
+        if any(r.causal for r in cmp.attention_shapes[:TOP_SHAPES]):
+            note.append("; * causal assumed (no mask, equal query and key lengths: is_causal is not kept)",
+                        style="dim")
+        out.print(note)
+    if cmp.throughput:
+        out.print(_throughput_table(cmp))
+        out.print(Text("TFLOP/s (and the % of the dtype's peak) and TB/s over the covered kernel time; bound and "
+                       "roof: the roofline's compute or memory roof the work sits under, and how close it gets",
+                       style="dim"))

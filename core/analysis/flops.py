@@ -1,0 +1,593 @@
+"""FLOPs and bytes of an operator from its recorded shapes (`record_shapes=True`), and of each kernel.
+
+A cpu_op row keeps the op's `Input Dims` and `Input type` as compact JSON text (`model.cpu_ops.dims`
+and `.types`, ids into the string table). `op_work(name, dims, types)` turns one such triple into
+an `OpWork`: what the operator computes (FLOPs), the bytes it must move at least once to or from
+device memory, and the key of its shape. `model_work(model)` gives every kernel its launching op's
+work, split across the op's kernels in proportion to their durations when one op launches several.
+
+Formulas (a multiply-add is 2 FLOPs; bytes = every input read once + the output written once):
+
+* GEMMs — `mm`, `addmm`, `_addmm_activation`, `bmm`, `baddbmm`, `matmul`, `linear`, `_scaled_mm`
+  (fp8), `_int_mm`: 2·batch·m·n·k. `matmul`/`linear` fold leading dimensions into m the way
+  PyTorch does (a [16, 559, 1024] input against a 2-D weight is one 8944×n×1024 GEMM). The output
+  dtype is the input's, except `_scaled_mm` (its `out_dtype` argument is not recorded: bf16,
+  2 bytes, assumed) and `_int_mm` (int32).
+* Attention — `scaled_dot_product_attention`, the flash / efficient / cuDNN / overrideable SDPA
+  back ends and their `_*_attention_forward` ops, `flash_attn::_flash_attn_forward`, and the
+  backward ops: forward 2·B·Hq·Sq·Sk·(D + Dv) (QKᵀ and PV), backward 2.5× that (the usual
+  convention: QKᵀ recomputed, dV, dP, dQ, dK). Layout [B, H, S, D] for the `aten::_scaled_dot_*`
+  and cuDNN ops, [B, S, H, D] for `_flash_attention_*`, `_efficient_attention_*` and flash_attn.
+  Variable-length (3-D, packed) inputs carry no sequence lengths in the shapes: no work.
+  **Causality is assumed, not read**: `is_causal` is a scalar in the op's Concrete Inputs, which
+  the loader does not keep. An op without an attention-mask tensor whose query and key lengths
+  are equal (> 1) is taken as causal (half the score matrix: FLOPs halved, the convention of the
+  FlashAttention benchmarks); one with a mask, or with Sq ≠ Sk (decode, chunked prefill against a
+  cache), as full. `OpWork.causal` says which was assumed.
+* Memory-bound operators — elementwise (unary, binary with broadcasting), reductions, norms,
+  softmax, copies, fills, concatenation (only with an `out` tensor: a TensorList's elements are
+  not typed in the record), gathers (`embedding`, `index_select` along dim 0), and a
+  few vLLM custom ops (`_C::fused_add_rms_norm`, `_C::rms_norm`, `_C::silu_and_mul`,
+  `_C::rotary_embedding`, `_C::*fp8_quant`, `reshape_and_cache[_flash]`) and Inductor's
+  `triton_{poi,red,per}_*` kernels (every tensor argument moved once). Their FLOPs are one per
+  output element (a few for norms and softmax): what matters for them is the bytes. Reductions
+  count the input only (the output is small and its shape not recorded).
+
+Everything else (convolutions — stride and padding are not in the shapes —, grouped GEMMs,
+communication, ops whose output dtype or size the shapes do not fix) has no work: its kernels
+count as "not covered" in the throughput figures.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+try:
+    import orjson as _json
+
+    _loads = _json.loads
+except ImportError:  # pragma: no cover
+    import json as _json
+
+    _loads = _json.loads
+
+from kerneldiff.core.model import KIND_KERNEL, TraceModel
+
+# record_shapes' `Input type` spellings -> (short dtype name, bytes per element)
+DTYPES: dict[str, tuple[str, float]] = {
+    "c10::BFloat16": ("bf16", 2), "c10::Half": ("fp16", 2), "float": ("fp32", 4), "double": ("fp64", 8),
+    "c10::Float8_e4m3fn": ("fp8_e4m3", 1), "c10::Float8_e5m2": ("fp8_e5m2", 1),
+    "c10::Float8_e4m3fnuz": ("fp8_e4m3fnuz", 1), "c10::Float8_e5m2fnuz": ("fp8_e5m2fnuz", 1),
+    "c10::Float8_e8m0fnu": ("fp8_e8m0", 1), "c10::Float4_e2m1fn_x2": ("fp4x2", 1),
+    "long int": ("int64", 8), "long": ("int64", 8), "int": ("int32", 4), "short int": ("int16", 2),
+    "short": ("int16", 2), "signed char": ("int8", 1), "unsigned char": ("uint8", 1), "bool": ("bool", 1),
+    "unsigned int": ("uint32", 4), "unsigned long": ("uint64", 8), "unsigned short": ("uint16", 2),
+    "c10::complex<float>": ("complex64", 8), "c10::complex<double>": ("complex128", 16),
+    "c10::complex<c10::Half>": ("complex32", 4), "c10::qint8": ("qint8", 1), "c10::quint8": ("quint8", 1),
+    "c10::qint32": ("qint32", 4),
+}
+
+# dtype -> the peak figure (kerneldiff.core.analysis.peaks) its matrix math runs at
+PEAK_CLASS = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32", "fp64": "fp64", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8",
+              "fp8_e4m3fnuz": "fp8", "fp8_e5m2fnuz": "fp8", "fp4x2": "fp4", "int8": "int8", "uint8": "int8"}
+VECTOR_CLASS = "fp32"    # memory-bound operators' arithmetic runs on the vector units
+
+GEMM, ATTENTION, MEMORY = "gemm", "attention", "memory"
+KINDS = (GEMM, ATTENTION, MEMORY)
+
+
+@dataclass(frozen=True)
+class OpWork:
+    """The work of one call of an operator with one set of input shapes."""
+
+    kind: str                       # "gemm" | "attention" | "memory"
+    op: str                         # the operator, as recorded ("aten::mm")
+    flops: float
+    bytes: float                    # moved at least once to or from device memory
+    dtype: str                      # of the (first) operand: "bf16", "fp8_e4m3", ...
+    peak: str                       # the peak figure its math runs at: "bf16", "fp8", "fp32" (vector), ...
+    # the shape, by name: gemm m, n, k, batch; attention batch, heads, kv_heads, seq_q, seq_k,
+    # head_dim, head_dim_v, causal, backward
+    shape: tuple[tuple[str, Any], ...] = ()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return dict(self.shape).get(key, default)
+
+    @property
+    def causal(self) -> bool | None:
+        return self.get("causal")
+
+
+# --- inputs ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Arg:
+    dims: Any            # list of ints (a tensor; [] for a 0-dim one or a non-tensor), or list of lists
+    type: str            # the recorded type text: "c10::BFloat16", "Scalar", "TensorList", ""
+
+    @property
+    def tensor(self) -> bool:
+        return self.type in DTYPES
+
+    @property
+    def shape(self) -> list[int] | None:
+        """The tensor's shape, None for a non-tensor argument (a 0-dim tensor is [])."""
+        if not self.tensor or not isinstance(self.dims, list) or not all(isinstance(d, int) for d in self.dims):
+            return None
+        return self.dims
+
+    @property
+    def numel(self) -> int:
+        s = self.shape
+        return math.prod(s) if s is not None else 0
+
+    @property
+    def size(self) -> float:
+        return DTYPES[self.type][1] if self.tensor else 0.0
+
+    @property
+    def bytes(self) -> float:
+        return self.numel * self.size
+
+    @property
+    def dtype(self) -> str:
+        return DTYPES[self.type][0] if self.tensor else ""
+
+
+def _args(dims_text: str | None, types_text: str | None) -> list[_Arg] | None:
+    if not dims_text or not types_text:
+        return None
+    try:
+        dims, types = _loads(dims_text), _loads(types_text)
+    except (ValueError, TypeError):
+        return None
+    if not isinstance(dims, list) or not isinstance(types, list):
+        return None
+    n = max(len(dims), len(types))
+    dims = dims + [[]] * (n - len(dims))
+    types = [t if isinstance(t, str) else "" for t in types] + [""] * (n - len(types))
+    return [_Arg(d, t) for d, t in zip(dims, types)]
+
+
+def _arg(args: list[_Arg], i: int) -> _Arg | None:
+    return args[i] if i < len(args) else None
+
+
+def _tensor(args: list[_Arg], i: int, ndim: int | tuple[int, ...] | None = None) -> list[int] | None:
+    a = _arg(args, i)
+    s = a.shape if a is not None else None
+    if s is None:
+        return None
+    if ndim is not None and len(s) not in ((ndim,) if isinstance(ndim, int) else ndim):
+        return None
+    if any(d < 0 for d in s):
+        return None
+    return s
+
+
+def _mask(args: list[_Arg], i: int | None) -> bool:
+    """Whether an attention-mask (bias) tensor was passed at position i."""
+    if i is None:
+        return False
+    a = _arg(args, i)
+    return a is not None and a.tensor and bool(a.shape)
+
+
+# --- GEMMs ----------------------------------------------------------------------------------------
+
+def _gemm(op: str, a: _Arg, m: int, n: int, k: int, batch: int, extra_read: float = 0.0,
+          out_size: float | None = None, b_size: float | None = None) -> OpWork | None:
+    if min(m, n, k, batch) <= 0:
+        return None
+    sa = a.size
+    sb = sa if b_size is None else b_size
+    so = sa if out_size is None else out_size
+    flops = 2.0 * batch * m * n * k
+    nbytes = batch * (m * k * sa + k * n * sb + m * n * so) + extra_read
+    return OpWork(GEMM, op, flops, nbytes, a.dtype, PEAK_CLASS.get(a.dtype, VECTOR_CLASS),
+                  (("m", m), ("n", n), ("k", k), ("batch", batch)))
+
+
+def _mm_work(op: str, args: list[_Arg], first: int = 0, bias: int | None = None,
+             out_size: float | None = None) -> OpWork | None:
+    A, B = _tensor(args, first, 2), _tensor(args, first + 1, 2)
+    if A is None or B is None or A[1] != B[0]:
+        return None
+    extra = args[bias].bytes if bias is not None and _arg(args, bias) is not None else 0.0
+    return _gemm(op, args[first], A[0], B[1], A[1], 1, extra, out_size, args[first + 1].size)
+
+
+def _bmm_work(op: str, args: list[_Arg], first: int = 0, bias: int | None = None) -> OpWork | None:
+    A, B = _tensor(args, first, 3), _tensor(args, first + 1, 3)
+    if A is None or B is None or A[2] != B[1] or A[0] != B[0]:
+        return None
+    extra = args[bias].bytes if bias is not None and _arg(args, bias) is not None else 0.0
+    return _gemm(op, args[first], A[1], B[2], A[2], A[0], extra)
+
+
+def _broadcast(a: list[int], b: list[int]) -> list[int] | None:
+    n = max(len(a), len(b))
+    a, b = [1] * (n - len(a)) + list(a), [1] * (n - len(b)) + list(b)
+    out = []
+    for x, y in zip(a, b):
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(max(x, y))
+    return out
+
+
+def _matmul_work(op: str, args: list[_Arg]) -> OpWork | None:
+    """torch.matmul's cases: dot, matrix-vector, mm, folded N-D × 2-D, broadcast batched."""
+    A, B = _tensor(args, 0), _tensor(args, 1)
+    if not A or not B:
+        return None
+    if len(B) == 1:                      # ... × vector
+        k, n, Bb = B[0], 1, []
+    else:
+        k, n, Bb = B[-2], B[-1], B[:-2]
+    if len(A) == 1:
+        m, Ab, ka = 1, [], A[0]
+    else:
+        m, Ab, ka = A[-2], A[:-2], A[-1]
+    if ka != k:
+        return None
+    if not Bb:                           # N-D × 2-D (or vector): one GEMM over the folded rows
+        return _gemm(op, args[0], m * math.prod(Ab), n, k, 1, 0.0, None, args[1].size)
+    batch = _broadcast(Ab, Bb)
+    if batch is None:
+        return None
+    return _gemm(op, args[0], m, n, k, math.prod(batch), 0.0, None, args[1].size)
+
+
+def _linear_work(op: str, args: list[_Arg]) -> OpWork | None:
+    X, W = _tensor(args, 0), _tensor(args, 1, 2)
+    if not X or W is None or X[-1] != W[1]:
+        return None
+    extra = args[2].bytes if _arg(args, 2) is not None else 0.0
+    return _gemm(op, args[0], math.prod(X[:-1]), W[0], W[1], 1, extra, None, args[1].size)
+
+
+def _scaled_mm_work(op: str, args: list[_Arg]) -> OpWork | None:
+    # (a, b, scale_a, scale_b, bias, scale_result, out_dtype, use_fast_accum): out_dtype not kept,
+    # bf16 (2 bytes) assumed
+    w = _mm_work(op, args, out_size=2.0)
+    if w is None:
+        return None
+    extra = sum(args[i].bytes for i in (2, 3, 4) if _arg(args, i) is not None)
+    return OpWork(w.kind, w.op, w.flops, w.bytes + extra, w.dtype, w.peak, w.shape)
+
+
+GEMM_OPS = {
+    "aten::mm": lambda op, a: _mm_work(op, a),
+    "aten::addmm": lambda op, a: _mm_work(op, a, first=1, bias=0),
+    "aten::_addmm_activation": lambda op, a: _mm_work(op, a, first=1, bias=0),
+    "aten::bmm": lambda op, a: _bmm_work(op, a),
+    "aten::baddbmm": lambda op, a: _bmm_work(op, a, first=1, bias=0),
+    "aten::matmul": _matmul_work,
+    "aten::linear": _linear_work,
+    "aten::_scaled_mm": _scaled_mm_work,
+    "aten::_int_mm": lambda op, a: _mm_work(op, a, out_size=4.0),
+}
+
+
+# --- attention ------------------------------------------------------------------------------------
+
+# op -> (layout, index of q, index of the mask/bias tensor or None, backward?)
+ATTENTION_OPS: dict[str, tuple[str, int, int | None, bool]] = {
+    "aten::scaled_dot_product_attention": ("bhsd", 0, 3, False),
+    "aten::_scaled_dot_product_flash_attention": ("bhsd", 0, None, False),
+    "aten::_scaled_dot_product_efficient_attention": ("bhsd", 0, 3, False),
+    "aten::_scaled_dot_product_cudnn_attention": ("bhsd", 0, 3, False),
+    "aten::_scaled_dot_product_fused_attention_overrideable": ("bhsd", 0, 3, False),
+    "aten::_cudnn_attention_forward": ("bhsd", 0, 3, False),
+    "aten::_flash_attention_forward": ("bshd", 0, None, False),
+    "aten::_efficient_attention_forward": ("bshd", 0, 3, False),
+    "flash_attn::_flash_attn_forward": ("bshd", 0, None, False),
+    "aten::_scaled_dot_product_flash_attention_backward": ("bhsd", 1, None, True),
+    "aten::_scaled_dot_product_efficient_attention_backward": ("bhsd", 1, 4, True),
+    "aten::_scaled_dot_product_cudnn_attention_backward": ("bhsd", 1, 8, True),
+    "aten::_scaled_dot_product_fused_attention_overrideable_backward": ("bhsd", 1, 4, True),
+    "aten::_cudnn_attention_backward": ("bhsd", 1, 8, True),
+    "aten::_flash_attention_backward": ("bshd", 1, None, True),
+    "aten::_efficient_attention_backward": ("bshd", 1, 4, True),
+    "flash_attn::_flash_attn_backward": ("bshd", 1, None, True),
+}
+BACKWARD_FACTOR = 2.5
+
+
+def attention_flops(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: int, head_dim_v: int | None = None,
+                    causal: bool = False, backward: bool = False) -> float:
+    """2·B·H·Sq·Sk·(D + Dv); halved when causal; ×2.5 for the backward pass."""
+    dv = head_dim if head_dim_v is None else head_dim_v
+    f = 2.0 * batch * heads * seq_q * seq_k * (head_dim + dv)
+    if causal:
+        f /= 2
+    return f * (BACKWARD_FACTOR if backward else 1.0)
+
+
+def _attention_work(op: str, args: list[_Arg]) -> OpWork | None:
+    layout, qi, mi, backward = ATTENTION_OPS[op]
+    q, k, v = (_tensor(args, qi + j, 4) for j in range(3))
+    if q is None or k is None or v is None:
+        return None
+    if layout == "bhsd":
+        (b, h, sq, d), (bk, hk, sk, dk), (bv, hv, sv, dv) = q, k, v
+    else:
+        (b, sq, h, d), (bk, sk, hk, dk), (bv, sv, hv, dv) = q, k, v
+    if bk != b or bv != b or dk != d or sv != sk or hv != hk or min(b, h, sq, sk, d, dv, hk) <= 0 or h % hk:
+        return None
+    masked = _mask(args, mi)
+    causal = not masked and sq == sk > 1
+    flops = attention_flops(b, h, sq, sk, d, dv, causal, backward)
+    qa, ka, va = args[qi], args[qi + 1], args[qi + 2]
+    out = b * h * sq * dv * qa.size
+    nbytes = qa.bytes + ka.bytes + va.bytes + out
+    if backward:     # + grad_out and out read, dq dk dv written
+        nbytes += out + qa.bytes + ka.bytes + va.bytes
+    if masked:
+        nbytes += args[mi].bytes
+    shape = (("batch", b), ("heads", h), ("kv_heads", hk), ("seq_q", sq), ("seq_k", sk), ("head_dim", d),
+             ("head_dim_v", dv), ("causal", causal), ("backward", backward))
+    return OpWork(ATTENTION, op, flops, nbytes, qa.dtype, PEAK_CLASS.get(qa.dtype, VECTOR_CLASS), shape)
+
+
+# --- memory-bound operators -----------------------------------------------------------------------
+
+UNARY = {"neg", "rsqrt", "sqrt", "exp", "exp2", "log", "log2", "log1p", "expm1", "cos", "sin", "tanh", "sigmoid",
+         "silu", "gelu", "relu", "abs", "reciprocal", "erf", "clone", "contiguous", "pow", "square", "clamp",
+         "clamp_min", "clamp_max", "hardtanh", "leaky_relu", "elu", "mish", "hardswish", "hardsigmoid", "floor",
+         "ceil", "round", "trunc", "sign", "logical_not", "bitwise_not", "nan_to_num", "softplus", "_softmax",
+         "softmax", "log_softmax", "_log_softmax", "gelu_backward", "silu_backward"}
+# per output element
+UNARY_FLOPS = {"_softmax": 5, "softmax": 5, "log_softmax": 5, "_log_softmax": 5}
+BINARY = {"add", "sub", "mul", "div", "maximum", "minimum", "pow", "eq", "ne", "lt", "gt", "le", "ge",
+          "bitwise_and", "bitwise_or", "bitwise_xor", "__and__", "__or__", "__xor__", "logical_and", "logical_or",
+          "where", "masked_fill", "lerp", "addcmul", "addcdiv", "fmod", "remainder", "rsub", "atan2",
+          "threshold_backward", "mse_loss"}
+COMPARISONS = {"eq", "ne", "lt", "gt", "le", "ge", "logical_and", "logical_or", "logical_not"}
+REDUCTIONS = {"sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin", "prod", "norm", "linalg_vector_norm",
+              "var", "std", "var_mean", "any", "all", "logsumexp", "cumsum"}
+NORMS = {"layer_norm", "native_layer_norm", "rms_norm", "_fused_rms_norm", "group_norm", "native_group_norm",
+         "batch_norm", "native_batch_norm", "_batch_norm_impl_index", "instance_norm"}
+NORM_FLOPS = 5
+
+
+def _memory(op: str, flops: float, nbytes: float, dtype: str) -> OpWork | None:
+    if nbytes <= 0:
+        return None
+    return OpWork(MEMORY, op, float(flops), float(nbytes), dtype, VECTOR_CLASS)
+
+
+def _tensors(args: list[_Arg]) -> list[_Arg]:
+    return [a for a in args if a.shape is not None and a.tensor]
+
+
+def _elementwise(op: str, base: str, args: list[_Arg]) -> OpWork | None:
+    ts = _tensors(args)
+    if not ts:
+        return None
+    inplace = op.endswith("_") and not op.endswith("__")
+    if base in UNARY and (base not in BINARY or len(ts) == 1):
+        a = ts[0]
+        return _memory(op, a.numel * UNARY_FLOPS.get(base, 1), 2 * a.bytes, a.dtype)
+    shape: list[int] | None = []
+    for t in ts:
+        shape = _broadcast(shape, t.shape) if shape is not None else None
+    if shape is None:
+        return None
+    numel = math.prod(shape)
+    if inplace:
+        out = ts[0].bytes
+    else:
+        wide = [t for t in ts if t.numel > 1] or ts
+        out = numel * (1 if base in COMPARISONS else max(t.size for t in wide))
+    return _memory(op, numel, sum(t.bytes for t in ts) + out, ts[0].dtype)
+
+
+def _memory_work(op: str, args: list[_Arg]) -> OpWork | None:
+    base = op.split("::", 1)[-1]
+    if op.startswith("aten::"):
+        stem = base.rstrip("_") if not base.endswith("__") else base
+        if base == "copy_":
+            ts = _tensors(args)[:2]
+            return _memory(op, ts[0].numel, sum(t.bytes for t in ts), ts[-1].dtype) if ts else None
+        if stem in ("fill", "zero"):
+            ts = _tensors(args)[:1]
+            return _memory(op, 0, ts[0].bytes, ts[0].dtype) if ts else None
+        if base in ("cat", "stack", "concat", "concatenate"):
+            parts = args[0].dims if args and isinstance(args[0].dims, list) else []
+            types = args[0].type
+            if types != "TensorList" or not all(isinstance(p, list) for p in parts):
+                return None
+            # the elements of a TensorList are not typed in the record: only an `out` tensor says
+            dt = next((a.type for a in args[1:] if a.tensor and a.shape), None)
+            if dt is None:
+                return None
+            numel = sum(math.prod(p) for p in parts if all(isinstance(d, int) for d in p))
+            return _memory(op, 0, 2 * numel * DTYPES[dt][1], DTYPES[dt][0])
+        if base == "embedding":
+            W, I = _tensor(args, 0, 2), _tensor(args, 1)
+            if W is None or I is None:
+                return None
+            rows = math.prod(I)
+            out = rows * W[1] * args[0].size
+            return _memory(op, 0, args[1].bytes + 2 * out, args[0].dtype)
+        if base == "index_select":      # dim is a scalar (not kept): 0 assumed, the embedding case
+            S, I = _tensor(args, 0), _tensor(args, 2)
+            if not S or I is None:
+                return None
+            out = math.prod(I) * math.prod(S[1:]) * args[0].size
+            return _memory(op, 0, args[2].bytes + 2 * out, args[0].dtype)
+        if base == "gather":
+            S, I = _tensor(args, 0), _tensor(args, 2)
+            if S is None or I is None:
+                return None
+            out = math.prod(I) * args[0].size
+            return _memory(op, 0, args[2].bytes + 2 * out, args[0].dtype)
+        if stem in REDUCTIONS:
+            ts = _tensors(args)[:1]
+            return _memory(op, ts[0].numel, ts[0].bytes, ts[0].dtype) if ts else None
+        if stem in NORMS:
+            ts = _tensors(args)
+            if not ts:
+                return None
+            x = ts[0]
+            return _memory(op, NORM_FLOPS * x.numel, 2 * x.bytes + sum(t.bytes for t in ts[1:3]), x.dtype)
+        if stem in UNARY or stem in BINARY:
+            return _elementwise(op, stem, args)
+        return None
+    ts = _tensors(args)
+    if not ts:
+        return None
+    if op == "_C::fused_add_rms_norm":          # (input, residual, weight, eps): input and residual updated
+        x = ts[0]
+        return _memory(op, NORM_FLOPS * x.numel, 2 * ts[0].bytes + 2 * ts[1].bytes + ts[2].bytes, x.dtype) \
+            if len(ts) >= 3 else None
+    if op in ("_C::rms_norm", "_C::silu_and_mul", "_C::gelu_and_mul", "_C::gelu_tanh_and_mul", "_C::mul_and_silu",
+              "_C::static_scaled_fp8_quant", "_C::dynamic_scaled_fp8_quant",
+              "_C::dynamic_per_token_scaled_fp8_quant"):   # (out, input, ...): every tensor once
+        return _memory(op, ts[0].numel * (NORM_FLOPS if "norm" in op else 1), sum(t.bytes for t in ts),
+                       ts[1].dtype if len(ts) > 1 else ts[0].dtype)
+    if op == "_C::rotary_embedding":             # (positions, query, key, head_size, cos_sin_cache, is_neox)
+        P, Q, K = _tensor(args, 0), _tensor(args, 1), _tensor(args, 2)
+        C = _tensor(args, 4, 2)
+        if P is None or Q is None or K is None or C is None:
+            return None
+        cache = math.prod(P) * C[1] * args[4].size
+        return _memory(op, 3 * (math.prod(Q) + math.prod(K)),
+                       args[0].bytes + 2 * (args[1].bytes + args[2].bytes) + cache, args[1].dtype)
+    if op in ("_C_cache_ops::reshape_and_cache_flash", "_C_cache_ops::reshape_and_cache"):
+        # (key, value, key_cache, value_cache, slot_mapping, ...): the new keys and values written
+        # into the cache at its element size
+        if len(args) < 5 or not all(args[i].tensor for i in range(5)):
+            return None
+        k, v, kc, s = args[0], args[1], args[2], args[4]
+        return _memory(op, 0, k.bytes + v.bytes + (k.numel + v.numel) * kc.size + s.bytes, k.dtype)
+    if op.startswith(("triton_poi_", "triton_red_", "triton_per_")):
+        # an Inductor kernel: its tensor arguments are its inputs and outputs, each moved once
+        biggest = max(ts, key=lambda t: t.numel)
+        return _memory(op, biggest.numel, sum(t.bytes for t in ts), biggest.dtype)
+    return None
+
+
+@lru_cache(maxsize=65536)
+def op_work(name: str, dims: str | None, types: str | None) -> OpWork | None:
+    """The work of one call of `name` with the recorded `Input Dims` / `Input type` texts (None when
+    the shapes do not determine it)."""
+    if not dims or not types:
+        return None
+    args = _args(dims, types)
+    if not args:
+        return None
+    try:
+        if name in GEMM_OPS:
+            return GEMM_OPS[name](name, args)
+        if name in ATTENTION_OPS:
+            return _attention_work(name, args)
+        return _memory_work(name, args)
+    except (IndexError, TypeError, ValueError, KeyError, OverflowError):
+        return None   # a malformed record: no work, never a crash
+
+
+# --- per kernel -----------------------------------------------------------------------------------
+
+@dataclass
+class ModelWork:
+    """Every kernel's share of its launching operator's work (a model's kernel rows)."""
+
+    works: list[OpWork]          # distinct works; the ids below index it
+    op_work: np.ndarray          # per cpu_op row: id into works, -1 none (only rows that launch kernels)
+    kernel_work: np.ndarray      # per kernel row: its op's work id, -1 none
+    share: np.ndarray            # per kernel row: its fraction of the op's work (0 for memsets beside kernels)
+    flops: np.ndarray            # per kernel row: share · op FLOPs
+    bytes: np.ndarray            # per kernel row: share · op bytes
+
+    def covered(self) -> np.ndarray:
+        """Kernel rows whose work is known (the launching op's shapes determine it)."""
+        return self.kernel_work >= 0
+
+
+def _op_works(model: TraceModel, ops: np.ndarray) -> tuple[list[OpWork], np.ndarray]:
+    """Work id of each cpu_op row in `ops` (distinct (name, dims, types) computed once)."""
+    c, s = model.cpu_ops, model.strings
+    key = np.stack([c.name[ops], c.dims[ops], c.types[ops]], axis=1).astype(np.int64)
+    uniq, inv = np.unique(key, axis=0, return_inverse=True)
+    works: list[OpWork] = []
+    index: dict[OpWork, int] = {}
+    ids = np.full(len(uniq), -1, dtype=np.int32)
+    for i, (n, d, t) in enumerate(uniq.tolist()):
+        if d < 0 or t < 0:
+            continue
+        w = op_work(s[n], s[d], s[t])
+        if w is not None:
+            ids[i] = index.setdefault(w, len(works))
+            if ids[i] == len(works):
+                works.append(w)
+    return works, ids[np.asarray(inv).reshape(-1)]
+
+
+def model_work(model: TraceModel) -> ModelWork:
+    """Each kernel's share of its launching op's FLOPs and bytes.
+
+    One op's work is split across the kernels it launched in proportion to their durations
+    (evenly when they all last 0). Memsets and memcpys beside kernels of the same op get none (a
+    cuBLAS workspace memset does no GEMM work); an op that launched only copies shares its work
+    among them (a `copy_` that became a memcpy)."""
+    k = model.kernels
+    n = len(k)
+    op = k.cpu_op.astype(np.int64)
+    linked = np.flatnonzero(op >= 0)
+    op_ids = np.full(len(model.cpu_ops), -1, dtype=np.int32)
+    works: list[OpWork] = []
+    if len(linked):
+        used = np.unique(op[linked])
+        works, ids = _op_works(model, used)
+        op_ids[used] = ids
+    kw = np.full(n, -1, dtype=np.int32)
+    kw[linked] = op_ids[op[linked]]
+    share = np.zeros(n)
+    has = np.flatnonzero(kw >= 0)
+    if len(has):
+        o = op[has]
+        dur = k.dur[has]
+        is_kernel = k.kind[has] == KIND_KERNEL
+        nops = len(model.cpu_ops)
+        kernels_of_op = np.bincount(o[is_kernel], minlength=nops)
+        eligible = is_kernel | (kernels_of_op[o] == 0)
+        tot = np.bincount(o[eligible], weights=dur[eligible], minlength=nops)
+        cnt = np.bincount(o[eligible], minlength=nops)
+        t, c = tot[o], cnt[o]
+        s = np.where(t > 0, dur / np.where(t > 0, t, 1.0), 1.0 / np.maximum(c, 1))
+        share[has] = np.where(eligible, s, 0.0)
+    fl = np.zeros(n)
+    by = np.zeros(n)
+    if works:
+        wf = np.array([w.flops for w in works])
+        wb = np.array([w.bytes for w in works])
+        fl[has] = share[has] * wf[kw[has]]
+        by[has] = share[has] * wb[kw[has]]
+    return ModelWork(works=works, op_work=op_ids, kernel_work=kw, share=share, flops=fl, bytes=by)
+
+
+def short_op(op: str) -> str:
+    """`aten::mm` -> `mm` (other namespaces kept: `vllm::…`, `_C::…`)."""
+    return op[6:] if op.startswith("aten::") else op
+
+
+def gemm_text(w: OpWork) -> str:
+    """`8944×2816×1024` (m×n×k), with the batch in front when there is one: `32 × 559×559×64`."""
+    m, n, k, b = (w.get(x) for x in ("m", "n", "k", "batch"))
+    return (f"{b} × " if b and b > 1 else "") + f"{m}×{n}×{k}"
+
+
+def attention_text(w: OpWork) -> str:
+    """`B16 H16/16 S559×559 D64 causal` (heads/kv heads, query×key length)."""
+    g = w.get
+    d = f"D{g('head_dim')}" + (f"/{g('head_dim_v')}" if g("head_dim_v") != g("head_dim") else "")
+    return (f"B{g('batch')} H{g('heads')}/{g('kv_heads')} S{g('seq_q')}×{g('seq_k')} {d}"
+            + (" causal" if g("causal") else "") + (" bwd" if g("backward") else ""))

@@ -1,0 +1,219 @@
+"""What each side's kernels achieve: GEMM and attention shapes compared shape by shape, and the
+throughput (TFLOP/s, TB/s, % of peak, roofline bound) of every operation.
+
+`attach(cmp, va, vb, peaks)` fills the Comparison's `peaks`, `throughput`, `gemm_shapes` and
+`attention_shapes` from the engine's two phase views; it is the one call the engine makes. The work
+of each kernel comes from its launching operator's recorded shapes
+(`kerneldiff.core.analysis.flops.model_work`), the peaks from the table
+(`kerneldiff.core.analysis.peaks`). See `work_result` for the fields and conventions.
+
+A shape's time is the GPU time of every kernel its operator calls launched in the phase (the GEMM
+kernel and, on cuBLAS, its workspace memset): the figure an independent reading of the trace gets
+by joining kernels to operators through their External id and summing durations per shape.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+from kerneldiff.core.analysis.flops import ATTENTION, GEMM, ModelWork, OpWork, model_work
+from kerneldiff.core.analysis.peaks import PeakTable, Peaks, default_table
+from kerneldiff.core.compare.work_result import (AttentionShape, GemmShape, KernelShare, ShapeSide, ThroughputRow,
+                                                 ThroughputSide)
+
+TOP_KERNELS = 4
+_CACHE: dict[int, tuple[weakref.ref, ModelWork]] = {}
+
+
+def work_of(model) -> ModelWork:
+    """model_work(model), computed once per loaded model (the explorer compares phase after phase)."""
+    hit = _CACHE.get(id(model))
+    if hit is not None and hit[0]() is model:
+        return hit[1]
+    w = model_work(model)
+    for key, (ref, _) in list(_CACHE.items()):     # drop the entries of models gone
+        if ref() is None:
+            _CACHE.pop(key, None)
+    try:
+        _CACHE[id(model)] = (weakref.ref(model), w)
+    except TypeError:   # pragma: no cover - a model type without weak references: no cache
+        pass
+    return w
+
+
+def _pct(x: float | None, of: float | None) -> float | None:
+    return 100.0 * x / of if x is not None and of else None
+
+
+def _roof(flops: float, nbytes: float, seconds: float, p: Peaks | None, cls: str) -> dict[str, Any]:
+    """Achieved rates of `flops` and `nbytes` done in `seconds`, against one GPU's peaks."""
+    if seconds <= 0:
+        return {}
+    pf = p.flops(cls) if p is not None else None
+    bw = p.bandwidth() if p is not None else None
+    out: dict[str, Any] = {"tflops": flops / seconds / 1e12, "tbps": nbytes / seconds / 1e12,
+                           "pct_peak": _pct(flops / seconds, pf), "pct_peak_bw": _pct(nbytes / seconds, bw),
+                           "peak_tflops": pf / 1e12 if pf else None}
+    if pf and bw and nbytes > 0:
+        ideal_c, ideal_m = flops / pf, nbytes / bw
+        out["bound"] = "compute" if ideal_c >= ideal_m else "memory"
+        out["pct_roofline"] = 100.0 * max(ideal_c, ideal_m) / seconds
+    return out
+
+
+class _Side:
+    """One side's phase view with each kernel's work and the GPU's peaks."""
+
+    def __init__(self, v, peaks: Peaks | None) -> None:
+        self.v = v
+        self.m = v.m
+        self.peaks = peaks
+        w = work_of(v.m)
+        self.work = w
+        rows = v.rows
+        self.kw = w.kernel_work[rows]
+        self.share = w.share[rows]
+        self.flops = w.flops[rows]
+        self.bytes = w.bytes[rows]
+        self.op = v.m.kernels.cpu_op[rows]
+        pk = np.array([(peaks.flops(x.peak) if peaks is not None else None) or np.nan for x in w.works] + [np.nan])
+        self.peak = pk[np.where(self.kw >= 0, self.kw, len(w.works))]   # FLOP/s per kernel, NaN unknown
+
+    def kernels(self, pos: np.ndarray) -> list[KernelShare]:
+        if len(pos) == 0:
+            return []
+        names = self.v.name[pos]
+        uniq, inv = np.unique(names, return_inverse=True)
+        tot = np.bincount(inv, weights=self.v.dur[pos])
+        cnt = np.bincount(inv)
+        order = np.lexsort((uniq, -tot))[:TOP_KERNELS]
+        return [KernelShare(self.m.strings[int(uniq[i])], int(cnt[i]), float(tot[i])) for i in order]
+
+    def shapes(self, kind: str) -> dict[tuple, tuple[OpWork, ShapeSide]]:
+        """Shape key -> (a representative work, this side's figures), for the works of one kind."""
+        works = self.work.works
+        ids = [i for i, x in enumerate(works) if x.kind == kind]
+        if not ids:
+            return {}
+        groups: dict[tuple, list[int]] = {}
+        for i in ids:
+            groups.setdefault(_key(works[i]), []).append(i)
+        out = {}
+        for key, wids in groups.items():
+            pos = np.flatnonzero(np.isin(self.kw, wids))
+            if len(pos) == 0:
+                continue
+            ops = self.op[pos]
+            calls = np.unique(ops)
+            total = float(self.v.dur[pos].sum())
+            w0 = works[wids[0]]
+            n = len(calls)
+            side = ShapeSide(calls=n, total_us=total, mean_us=total / n,
+                             ops=sorted({works[i].op for i in wids}), kernels=self.kernels(pos))
+            for f, val in _roof(n * w0.flops, n * w0.bytes, total * 1e-6, self.peaks, w0.peak).items():
+                setattr(side, f, val)
+            out[key] = (w0, side)
+        return out
+
+    def throughput(self, pos: np.ndarray) -> ThroughputSide:
+        d = self.v.dur[pos]
+        carried = pos[self.share[pos] > 0]
+        covered = float(self.v.dur[carried].sum())
+        fl, by = self.flops[carried], self.bytes[carried]
+        out = ThroughputSide(time_us=float(d.sum()), covered_us=covered, kernels=int(len(pos)),
+                             covered_kernels=int(len(carried)), flops=float(fl.sum()), bytes=float(by.sum()))
+        if covered <= 0:
+            return out
+        sec = covered * 1e-6
+        out.tflops, out.tbps = out.flops / sec / 1e12, out.bytes / sec / 1e12
+        pk = self.peak[carried]
+        bw = self.peaks.bandwidth() if self.peaks is not None else None
+        known = np.isfinite(pk)
+        if known.all() or not (fl[~known] > 0).any():
+            ideal_c = float((fl[known] / pk[known]).sum())
+            out.pct_peak = 100.0 * ideal_c / sec
+        else:
+            ideal_c = None
+        if bw:
+            ideal_m = out.bytes / bw
+            out.pct_peak_bw = 100.0 * ideal_m / sec
+            if ideal_c is not None and (ideal_c > 0 or ideal_m > 0):
+                out.bound = "compute" if ideal_c >= ideal_m else "memory"
+                out.pct_roofline = 100.0 * max(ideal_c, ideal_m) / sec
+        return out
+
+
+def _key(w: OpWork) -> tuple:
+    """Shapes that are the same on both sides: GEMMs by operator, shape and dtype; attention by
+    shape and dtype whatever the back end (flash on one GPU, cuDNN or CK on the other)."""
+    if w.kind == GEMM:
+        return (w.op, w.get("m"), w.get("n"), w.get("k"), w.get("batch"), w.dtype)
+    return tuple(v for _, v in w.shape) + (w.dtype,)
+
+
+def _rows(sa: _Side, sb: _Side, kind: str, per_pass: bool) -> list:
+    A, B = sa.shapes(kind), sb.shapes(kind)
+    na, nb = (sa.v.passes, sb.v.passes) if per_pass else (1, 1)
+    rows = []
+    for key in set(A) | set(B):
+        w, side_a = A.get(key, (None, ShapeSide()))
+        w2, side_b = B.get(key, (None, ShapeSide()))
+        w = w or w2
+        ta, tb = side_a.total_us / na, side_b.total_us / nb
+        common = dict(a=side_a, b=side_b, ratio=ta / tb if ta > 0 and tb > 0 else None, gap_us=ta - tb)
+        if kind == GEMM:
+            rows.append(GemmShape(op=w.op, m=w.get("m"), n=w.get("n"), k=w.get("k"), batch=w.get("batch"),
+                                  dtype=w.dtype, flops=w.flops, bytes=w.bytes, **common))
+        else:
+            g = w.get
+            rows.append(AttentionShape(op="attention_backward" if g("backward") else "attention", batch=g("batch"),
+                                       heads=g("heads"), kv_heads=g("kv_heads"), seq_q=g("seq_q"), seq_k=g("seq_k"),
+                                       head_dim=g("head_dim"), head_dim_v=g("head_dim_v"), causal=bool(g("causal")),
+                                       dtype=w.dtype, flops=w.flops, bytes=w.bytes, **common))
+    rows.sort(key=lambda r: (-abs(r.gap_us), -(r.a.total_us + r.b.total_us), repr(_sort_key(r))))
+    return rows
+
+
+def _sort_key(r) -> tuple:
+    if isinstance(r, GemmShape):
+        return (r.op, r.m, r.n, r.k, r.batch, r.dtype)
+    return (r.op, r.batch, r.heads, r.seq_q, r.seq_k, r.head_dim, r.dtype)
+
+
+def _throughput(sa: _Side, sb: _Side, order: list[str]) -> list[ThroughputRow]:
+    pa, pb = sa.v.by_category(), sb.v.by_category()
+    empty = np.array([], dtype=np.int64)
+    rows = []
+    names = [c for c in order if c in pa or c in pb] + sorted((set(pa) | set(pb)) - set(order))
+    for cat in names:
+        ta, tb = sa.throughput(pa.get(cat, empty)), sb.throughput(pb.get(cat, empty))
+        if ta.covered_us > 0 or tb.covered_us > 0:
+            rows.append(ThroughputRow(category=cat, a=ta, b=tb))
+    return rows
+
+
+def attach(cmp, va, vb, peaks: PeakTable | None = None) -> None:
+    """Fill cmp.peaks, cmp.throughput, cmp.gemm_shapes and cmp.attention_shapes (and warn about what
+    they cannot say) from the engine's two phase views."""
+    table = peaks if peaks is not None else default_table()
+    labels = (cmp.a.label, cmp.b.label)
+    sides = []
+    for key, v, label in zip(("a", "b"), (va, vb), labels):
+        p = table.match(v.m.info, key)
+        sides.append(_Side(v, p))
+        if p is None:
+            cmp.warnings.append(f"{label}: no peak figures for GPU '{v.m.info.gpu or 'unknown'}' in the table: % of "
+                                f"peak and the roofline bound are not given (name one with --peak {key}.gpu=KEY, or "
+                                f"give figures with --peaks FILE or --peak {key}.bf16=… {key}.hbm=…)")
+        if len(v.rows) and not (v.m.cpu_ops.dims >= 0).any():
+            cmp.warnings.append(f"{label}: no operator input shapes recorded (record_shapes=False): FLOPs, bytes and "
+                                f"the GEMM and attention shapes are unknown")
+    sa, sb = sides
+    cmp.peaks = {"a": sa.peaks, "b": sb.peaks}
+    per_pass = cmp.basis == "per_pass"
+    cmp.gemm_shapes = _rows(sa, sb, GEMM, per_pass)
+    cmp.attention_shapes = _rows(sa, sb, ATTENTION, per_pass)
+    cmp.throughput = _throughput(sa, sb, [o.category for o in cmp.operations])

@@ -1,0 +1,105 @@
+"""What each side's kernels achieve, in the Comparison: GEMM and attention shapes side by side, and
+the throughput of every operation (`kerneldiff.core.compare.throughput` fills these in).
+
+Conventions: FLOPs and bytes come from the launching operators' recorded shapes
+(`kerneldiff.core.analysis.flops`); TFLOP/s = 10^12 FLOP/s, TB/s = 10^12 bytes/s; every `pct_*` is
+a percentage (0–100) of the side's peak (`kerneldiff.core.analysis.peaks`), None when the GPU or
+the dtype has no peak in the table. `bound` is the roof a shape sits under on that GPU: "compute"
+when its arithmetic intensity (FLOPs per byte) is above the GPU's ridge point (peak FLOP/s ÷ peak
+bytes/s), "memory" below; `pct_roofline` is the achieved FLOP/s against what the roofline allows
+at that intensity. Gaps and ratios follow the comparison's basis (per pass when the pass counts
+differ).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class KernelShare:
+    """A kernel that ran a shape (or an operation): how often and for how long."""
+
+    name: str
+    count: int
+    total_us: float
+
+
+@dataclass
+class ShapeSide:
+    """One shape on one side."""
+
+    calls: int = 0                   # operator calls with this shape
+    total_us: float = 0.0            # GPU time of every kernel those calls launched (memsets included)
+    mean_us: float = 0.0             # per call
+    tflops: float | None = None      # achieved: calls · flops / total time
+    tbps: float | None = None        # achieved: calls · bytes / total time
+    pct_peak: float | None = None    # tflops against the peak of the shape's dtype, %
+    pct_peak_bw: float | None = None  # tbps against the memory bandwidth, %
+    bound: str | None = None         # "compute" | "memory" on this GPU
+    pct_roofline: float | None = None  # achieved against the roofline at the shape's intensity, %
+    peak_tflops: float | None = None  # the peak pct_peak is taken of
+    ops: list[str] = field(default_factory=list)          # the launching operators
+    kernels: list[KernelShare] = field(default_factory=list)   # longest first
+
+
+@dataclass
+class GemmShape:
+    op: str                          # the launching operator: aten::mm, aten::addmm, aten::bmm, ...
+    m: int
+    n: int
+    k: int
+    batch: int
+    dtype: str                       # of the first operand: bf16, fp16, fp32, fp8_e4m3, ...
+    flops: float                     # per call: 2·batch·m·n·k
+    bytes: float                     # per call: the operands read and the result written once
+    a: ShapeSide
+    b: ShapeSide
+    ratio: float | None = None       # time a / b (None when one side runs none)
+    gap_us: float = 0.0              # time a − b
+
+
+@dataclass
+class AttentionShape:
+    op: str                          # "attention" | "attention_backward" (the back ends: a.ops, b.ops)
+    batch: int
+    heads: int                       # query heads
+    kv_heads: int
+    seq_q: int
+    seq_k: int
+    head_dim: int
+    head_dim_v: int
+    # causality is assumed, not read (is_causal is not kept): True for no mask and seq_q == seq_k > 1
+    causal: bool
+    dtype: str
+    flops: float                     # per call (causal: half the score matrix)
+    bytes: float                     # per call: q, k, v (+ mask) read and the output written once
+    a: ShapeSide
+    b: ShapeSide
+    ratio: float | None = None
+    gap_us: float = 0.0
+
+
+@dataclass
+class ThroughputSide:
+    """What one operation's kernels achieve on one side, over the kernels whose work is known."""
+
+    time_us: float = 0.0             # all of the operation's kernels
+    covered_us: float = 0.0          # those that carry known work (the figures below are over these)
+    kernels: int = 0
+    covered_kernels: int = 0
+    flops: float = 0.0
+    bytes: float = 0.0
+    tflops: float | None = None
+    tbps: float | None = None
+    pct_peak: float | None = None     # time the FLOPs would take at peak ÷ covered time, %
+    pct_peak_bw: float | None = None  # time the bytes would take at peak bandwidth ÷ covered time, %
+    bound: str | None = None          # the larger of the two ideal times: "compute" | "memory"
+    pct_roofline: float | None = None  # the larger ideal time ÷ covered time, %
+
+
+@dataclass
+class ThroughputRow:
+    category: str                    # the comparison's operation (category family)
+    a: ThroughputSide
+    b: ThroughputSide

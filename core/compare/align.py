@@ -16,6 +16,7 @@ MATCH_NAME = 4.0        # identical kernel names
 MATCH_CATEGORY = 2.5    # same category (name similarity adds up to +0.5 as a tie-break)
 MATCH_COMPONENT = 1.0   # a fused kernel against one of its components
 MISMATCH = -2.0         # different categories: prefer two gaps over one wrong pair
+OP_MISMATCH = -2.5      # GEMMs of different operations (a batched attention GEMM against a projection): gaps
 GAP = -1.0
 MAX_CELLS = 4_000_000   # ~4M cells × 9 bytes: beyond this, band the search
 BAND_MIN = 64
@@ -28,9 +29,14 @@ def _similarity(a: str, b: str) -> float:
 
 
 def align(a_cats: list[str], a_names: list[str], b_cats: list[str], b_names: list[str],
-          components: dict[str, list[str]] | None = None) -> list[tuple[int | None, int | None]]:
-    """Pairs of indices (i into a, j into b); None marks a gap."""
+          components: dict[str, list[str]] | None = None, a_ops: list[str] | None = None,
+          b_ops: list[str] | None = None) -> list[tuple[int | None, int | None]]:
+    """Pairs of indices (i into a, j into b); None marks a gap. `a_ops`/`b_ops`: an operation key per
+    kernel ("" when unknown); two kernels of one category whose keys are known and differ are not
+    paired (op_fusion.gemm_op_keys: aten::bmm of a decomposed attention is not aten::mm's projection)."""
     comps = components or {}
+    ops_a = a_ops if a_ops is not None and len(a_ops) == len(a_cats) else None
+    ops_b = b_ops if b_ops is not None and len(b_ops) == len(b_cats) else None
     m, n = len(a_cats), len(b_cats)
     if m == 0 or n == 0:
         return [(i, None) for i in range(m)] + [(None, j) for j in range(n)]
@@ -45,6 +51,8 @@ def align(a_cats: list[str], a_names: list[str], b_cats: list[str], b_names: lis
         if na == nb:
             return MATCH_NAME
         if ca == cb:
+            if ops_a is not None and ops_b is not None and ops_a[i] and ops_b[j] and ops_a[i] != ops_b[j]:
+                return OP_MISMATCH
             key = (na, nb)
             s = sim_cache.get(key)
             if s is None:

@@ -19,6 +19,7 @@ from kerneldiff.core.analysis.timeline import Timeline, timeline
 from kerneldiff.core.compare.result import (Comparison, KernelPair, LayerAlignment, LayerRow, LayerSide, OperationRow,
                          SameKernel, Side, Stats, WallClock)
 from kerneldiff.core.compare.fusion import find_fusions
+from kerneldiff.core.compare.op_fusion import gemm_op_keys
 from kerneldiff.core.compare.throughput import attach as attach_throughput
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
 
@@ -308,7 +309,8 @@ def _alignments(ga: _LayerGroups, gb: _LayerGroups, labels: tuple[str, str], cla
         if key not in memo:
             names_a = [va.m.strings[i] for i in sig_a]
             names_b = [vb.m.strings[i] for i in sig_b]
-            memo[key] = align(cats_a, names_a, cats_b, names_b, components)
+            memo[key] = align(cats_a, names_a, cats_b, names_b, components,
+                              gemm_op_keys(va, g_a, cats_a, classifier), gemm_op_keys(vb, g_b, cats_b, classifier))
         st_a, st_b = _column_stats(dur_a), _column_stats(dur_b)
         pairs = []
         for p, (i, j) in enumerate(memo[key]):

@@ -1,6 +1,10 @@
-"""Fusion differences between two traces, each with evidence, confidence and an estimated saving.
+"""Fusion differences between two traces, each with evidence, confidence, a measured and an estimated saving.
 
-Four detectors, from strongest evidence to weakest:
+First the operations (`op_fusion.py`): inside the aligned layers, which operations one side runs in
+one kernel (or a few) and the other in several — RMSNorm as one Inductor reduction against pow,
+mean, add, rsqrt, mul; SiLU·mul; the rotary embedding; an attention kernel against batched GEMM +
+softmax. Those findings claim their kernels; then four category-level detectors read what is left,
+from strongest evidence to weakest:
 1. fused_category  — a fused category (registry `components`) runs on one side only, while the
    other side runs its components back to back.
 2. sequence        — a category that only one side runs, and that (almost) always follows the
@@ -10,10 +14,17 @@ Four detectors, from strongest evidence to weakest:
 4. missing_kernel  — an aligned position one side fills in most layers and the other never does,
    not explained by 1–3.
 Categories explained by a stronger finding are not reported again by a weaker detector.
+
+Savings: `measured_saving_us` is the component kernels' time minus the fused kernels' time (for
+count_imbalance the category's time on each side, for missing_kernel the missing kernel's time).
+The benefit model's `estimated_saving` is capped at the finding's measured component time, and the
+estimates of the findings whose components run on one side never add up to more than that side's
+GPU time.
 """
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from typing import Any
 
@@ -21,6 +32,7 @@ import numpy as np
 
 from kerneldiff.core.compare.result import FusionFinding, LayerAlignment
 from kerneldiff.core.compare.fusion_model import estimate, params_for
+from kerneldiff.core.compare.op_fusion import cap_saving, find_op_fusions
 from kerneldiff.core.analysis.names import short_name
 
 IMBALANCE_RATIO = 1.5       # the issue's threshold; below it launch-count noise dominates
@@ -77,22 +89,47 @@ def _memory_bound_us(v, pos: np.ndarray, classifier) -> float:
     return float(v.dur[pos][mb[v.gcat[pos]]].sum())
 
 
+def _residual(v, claimed: np.ndarray):
+    """The side view without the kernels an op-level finding holds (the same object when none)."""
+    if not claimed.any():
+        return v
+    keep = ~claimed
+    r = copy.copy(v)
+    r.rows, r.dur, r.name, r.gcat = v.rows[keep], v.dur[keep], v.name[keep], v.gcat[keep]
+    r.all_rows, r._cpu_op = False, None
+    r.total = float(r.dur.sum())
+    return r
+
+
 def find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[LayerAlignment],
                  overrides: dict[str, Any] | None = None) -> list[FusionFinding]:
-    sides = {"a": va, "b": vb}
+    """Every fusion finding, largest measured saving first. Records op-level groups on the
+    alignments (`LayerAlignment.groups`, `KernelPair.group`)."""
+    full = {"a": va, "b": vb}
     lab = {"a": labels[0], "b": labels[1]}
     other = {"a": "b", "b": "a"}
+    params = {s: params_for(v.m.info.gpu, overrides) for s, v in full.items()}
+    full_counts = {"a": _counts(va), "b": _counts(vb)}
+    op_findings, claimed = find_op_fusions(full, lab, classifier, alignments, full_counts, params, estimate)
+    # the category-level detectors read what no op-level finding explains
+    sides = {s: _residual(full[s], claimed[s]) for s in ("a", "b")}
+    va, vb = sides["a"], sides["b"]
     counts = {"a": _counts(va), "b": _counts(vb)}
     seqs = {s: _side_seq(v) for s, v in sides.items()}
-    params = {s: params_for(v.m.info.gpu, overrides) for s, v in sides.items()}
     findings: list[FusionFinding] = []
     explained: set[tuple[str, str]] = set()  # (category, side that has fewer) already explained
+    reported: set[str] = set()               # fused categories an op-level finding names
+    for f in op_findings:
+        for c in f.component_categories:
+            explained.add((c, f.fused_side))
+        explained.add((f.fused_category, f.component_side))
+        reported.add(f.fused_category)
 
     # 1. fused categories on one side only -------------------------------------------------
     for s in ("a", "b"):
         o = other[s]
         for cat, n in counts[s].items():
-            if not classifier.is_fused(cat) or counts[o].get(cat, 0) > 0:
+            if not classifier.is_fused(cat) or counts[o].get(cat, 0) > 0 or cat in reported:
                 continue
             comps = [c for c in classifier.components(cat)]
             if not comps or not all(counts[o].get(c, 0) for c in comps):
@@ -201,7 +238,7 @@ def find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[L
     for al in alignments:
         seen = set()
         for p in al.pairs:
-            if (p.a_name is None) == (p.b_name is None) or p.fusion_kind != "only_on":
+            if (p.a_name is None) == (p.b_name is None) or p.fusion_kind != "only_on" or p.group >= 0:
                 continue
             s = "a" if p.a_name is not None else "b"
             key = (s, p.a_category if s == "a" else p.b_category, p.a_name if s == "a" else p.b_name)
@@ -227,5 +264,33 @@ def find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[L
                       f"{lab[o]} runs nothing at that position."),
             confidence=round(min(0.9, 0.3 + 0.6 * share), 2), component_cost_us=cost, fused_cost_us=0.0,
             estimated_saving=est))
-    findings.sort(key=lambda f: -(f.estimated_saving.total_all_us if f.estimated_saving else 0.0))
-    return findings
+    return _finish(op_findings, findings, full, alignments)
+
+
+def _finish(op_findings: list[FusionFinding], findings: list[FusionFinding], sides: dict,
+            alignments: list[LayerAlignment]) -> list[FusionFinding]:
+    """Measured savings and capped estimates for the category-level findings; no side's findings
+    add up to more than its time; largest measured saving first (then estimated)."""
+    for f in findings:
+        f.measured_saving_us = f.component_cost_us - f.fused_cost_us
+        cap_saving(f.estimated_saving, f.component_cost_us,
+                   f.component_cost_us / max(f.occurrences, 1))
+    out = op_findings + findings
+    budget = {s: float(v.dur.sum()) for s, v in sides.items()}
+    for f in out:   # strongest evidence first: op-level, then the detectors in order
+        s = f.estimated_saving
+        if s is None:
+            continue
+        left = max(budget[f.component_side], 0.0)
+        if s.total_all_us > left:
+            s.total_all_us, s.capped = left, True
+            s.total_us = min(s.total_us, left / max(f.occurrences, 1))
+        budget[f.component_side] -= s.total_all_us
+    index = {id(f): i for i, f in enumerate(op_findings)}
+    out.sort(key=lambda f: (-max(f.measured_saving_us, 0.0),
+                            -(f.estimated_saving.total_all_us if f.estimated_saving else 0.0)))
+    where = {index[id(f)]: i for i, f in enumerate(out) if id(f) in index}
+    for al in alignments:
+        for g in al.groups:
+            g.finding = where.get(g.finding, -1)
+    return out

@@ -113,6 +113,7 @@ class KernelPair:
     b_row: int = -1
     a_rule: str = ""
     b_rule: str = ""
+    group: int = -1              # index into the layer's `groups` when the pair belongs to an op-level fusion group
 
 
 @dataclass
@@ -125,6 +126,8 @@ class LayerAlignment:
     # sequence (a prefill pass among decode passes usually runs another one)
     a_passes: int = 0
     b_passes: int = 0
+    # op-level fusion groups found in this layer (N kernels on one side against M < N on the other)
+    groups: list[PairGroup] = field(default_factory=list)
 
 
 @dataclass
@@ -143,11 +146,38 @@ class SavingEstimate:
     total_all_us: float          # times occurrences
     passes_gate: bool            # above the minimum-gain threshold
     params: dict[str, Any] = field(default_factory=dict)
+    capped: bool = False         # the model said more; capped at the measured component time
+
+
+@dataclass
+class GroupKernel:
+    """One kernel of an op-level fusion group, with the operations behind it."""
+
+    name: str
+    ops: list[str]               # launching operator (aten::pow, _C::silu_and_mul) or the ops an Inductor name lists
+    category: str
+    mean_us: float               # per occurrence of the group
+    row: int = -1                # a representative kernel row in its side's model
+
+
+@dataclass
+class PairGroup:
+    """An op-level fusion group inside one aligned layer: the pairs at `positions` are one group."""
+
+    id: int
+    fused_side: str
+    positions: list[int]         # aligned positions the group spans (its pairs carry `group` = id)
+    fused_positions: list[int]
+    component_positions: list[int]
+    finding: int = -1            # index into Comparison.fusions
+    note: str = ""
+    a_indices: list[int] = field(default_factory=list)   # indices into the side's kernel sequence of the layer
+    b_indices: list[int] = field(default_factory=list)
 
 
 @dataclass
 class FusionFinding:
-    kind: str                    # "fused_category" | "sequence" | "count_imbalance" | "missing_kernel"
+    kind: str                    # "op_fusion" | "fused_category" | "sequence" | "count_imbalance" | "missing_kernel"
     fused_side: str              # side that runs fewer kernels ("a" | "b")
     fused_kernels: list[str]     # the fused kernel name(s) on fused_side (may be empty for imbalance)
     fused_category: str
@@ -159,7 +189,16 @@ class FusionFinding:
     confidence: float            # 0..1
     component_cost_us: float     # measured time of the component kernels (component_side)
     fused_cost_us: float         # measured time of the fused kernels (fused_side)
-    estimated_saving: SavingEstimate | None = None
+    estimated_saving: SavingEstimate | None = None   # the benefit model, capped at component_cost_us
+    fused_ops: list[str] = field(default_factory=list)       # the operations the fused kernels do
+    component_ops: list[str] = field(default_factory=list)   # the operation behind each component kernel
+    module: str = ""             # the module the component kernels run in (class name), "" unknown
+    measured_saving_us: float = 0.0   # component time − fused time, per pass × passes (< 0: fused is slower)
+    passes: int = 0              # op-level: forward passes measured (each layer's most common sequence)
+    occurrences_per_pass: int = 0
+    layers: list[int] = field(default_factory=list)
+    fused_group: list[GroupKernel] = field(default_factory=list)      # op-level: both sides' kernels, in
+    component_group: list[GroupKernel] = field(default_factory=list)  # order, with their operations
 
 
 @dataclass

@@ -254,6 +254,92 @@ _cat("MoE GEMM+SwiGLU", OGS_GEMM_SWIGLU, TRT_GEMM_SWIGLU)
 _cat("MoE Finalize", OGS_FINALIZE, TRT_FINALIZE)
 _cat("Copy/Memory", *MEMCPY_NAMES.values(), MEMSET_NAME)
 
+# Eager PyTorch: the one-op kernels a model runs where a fused kernel would do them together
+# (`Plant.unfused_ops`: Hugging Face's LlamaRMSNorm, rotate_half rotary embedding, silu then mul).
+# role -> (aten op chain, outermost first; NVIDIA kernel; AMD kernel), names as recorded on H100 and MI300X.
+_TI = "at::TensorIteratorBase&"
+_BF = "c10::BFloat16"
+_MULF = "at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"
+_MULB = f"at::native::BinaryFunctor<{_BF}, {_BF}, {_BF}, at::native::binary_internal::MulFunctor<float> >"
+_COPY = ("aten::to", "aten::_to_copy", "aten::copy_")
+EAGER_OPS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "eager_copy_f32": (_COPY,
+                       "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(%s)::"
+                       "{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, "
+                       "std::array<char*, 2ul>, 4, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, "
+                       "unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >"
+                       "(int, at::native::direct_copy_kernel_cuda(%s)::{lambda()#3}::operator()() const::{lambda()#7}"
+                       "::operator()() const::{lambda(float)#1}, std::array<char*, 2ul>)" % (_TI, _TI),
+                       "void at::native::elementwise_kernel<512, 1, at::native::gpu_kernel_impl<at::native::"
+                       "direct_copy_kernel_cuda(%s)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() "
+                       "const::{lambda(float)#1}>(%s)::{lambda(int)#1}>(int)" % (_TI, _TI)),
+    "eager_pow": (("aten::pow",),) + ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous "
+                                      "namespace)::pow_tensor_scalar_kernel_impl<float, float>(%s, float)::"
+                                      "{lambda(float)#1}, std::array<char*, 2ul> >(int)" % _TI,) * 2,
+    "eager_mean": (("aten::mean",),) + ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
+                                        "at::native::MeanOps<float, float, float, float>, unsigned int, float, 4, 4> >"
+                                        "(at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, "
+                                        "unsigned int, float, 4, 4>)",) * 2,
+    "eager_add_eps": (("aten::add",),) + ("void at::native::vectorized_elementwise_kernel<4, at::native::"
+                                          "CUDAFunctorOnSelf_add<float>, std::array<char*, 2ul> >(int, at::native::"
+                                          "CUDAFunctorOnSelf_add<float>, std::array<char*, 2ul>)",) * 2,
+    "eager_rsqrt": (("aten::rsqrt",),) + ("void at::native::vectorized_elementwise_kernel<4, at::native::"
+                                          "rsqrt_kernel_cuda(%s)::{lambda()#2}::operator()() const::{lambda()#2}::"
+                                          "operator()() const::{lambda(float)#1}, std::array<char*, 2ul> >(int)" % _TI,)
+                                          * 2,
+    "eager_mul_f32": (("aten::mul",),
+                      "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast<%s >(%s, %s "
+                      "const&)::{lambda(int)#1}>(int)" % (_MULF, _TI, _MULF),
+                      "void at::native::elementwise_kernel_manual_unroll<128, 4, at::native::gpu_kernel_impl_nocast<%s >"
+                      "(%s, %s const&)::{lambda(int, bool)#1}>(int)" % (_MULF, _TI, _MULF)),
+    "eager_copy_bf16": (_COPY,) + ("void at::native::vectorized_elementwise_kernel<4, at::native::"
+                                   "bfloat16_copy_kernel_cuda(%s)::{lambda(float)#1}, std::array<char*, 2ul> >(int)"
+                                   % _TI,) * 2,
+    "eager_mul": (("aten::mul",),
+                  "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<%s >(%s, %s const&)::"
+                  "{lambda(int)#1}>(int)" % (_MULB, _TI, _MULB),
+                  "void at::native::elementwise_kernel_manual_unroll<128, 8, at::native::gpu_kernel_impl_nocast<%s >"
+                  "(%s, %s const&)::{lambda(int, bool)#1}>(int)" % (_MULB, _TI, _MULB)),
+    "eager_add": (("aten::add",), RESIDUAL_ADD,
+                  "void at::native::elementwise_kernel_manual_unroll<128, 8, at::native::gpu_kernel_impl_nocast<"
+                  "at::native::CUDAFunctor_add<%s> >(%s, at::native::CUDAFunctor_add<%s> const&)::{lambda(int, bool)#1}>"
+                  "(int)" % (_BF, _TI, _BF)),
+    "eager_neg": (("aten::neg",),
+                  "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::"
+                  "neg_kernel_cuda(%s)::{lambda()#2}::operator()() const::{lambda()#9}::operator()() const::"
+                  "{lambda(%s)#1}>(%s)::{lambda(int)#1}>(int)" % (_TI, _BF, _TI),
+                  "void at::native::elementwise_kernel_manual_unroll<128, 8, at::native::gpu_kernel_impl_nocast<"
+                  "at::native::neg_kernel_cuda(%s)::{lambda()#2}::operator()() const::{lambda()#9}::operator()() "
+                  "const::{lambda(%s)#1}>(%s)::{lambda(int, bool)#1}>(int)" % (_TI, _BF, _TI)),
+    "eager_cat": (("aten::cat",),) + ("void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native::"
+                                      "(anonymous namespace)::OpaqueType<2u>, unsigned int, 4, 64, 64>(at::native::"
+                                      "(anonymous namespace)::OpaqueType<2u>*, unsigned int)",) * 2,
+    "eager_silu": (("aten::silu",),) + ("void at::native::vectorized_elementwise_kernel<8, at::native::(anonymous "
+                                        "namespace)::silu_kernel(%s)::{lambda()#1}::operator()() const::{lambda()#6}::"
+                                        "operator()() const::{lambda(%s)#1}, std::array<char*, 2ul> >(int)"
+                                        % (_TI, _BF),) * 2,
+    "eager_mul_act": (("aten::mul",),) + ("void at::native::vectorized_elementwise_kernel<8, %s, std::array<char*, "
+                                          "3ul> >(int, %s, std::array<char*, 3ul>)" % (_MULB, _MULB),) * 2,
+}
+# HF LlamaRMSNorm: to(float32), pow, mean, + eps, rsqrt, mul, to(bf16), * weight
+EAGER_NORM = ("eager_copy_f32", "eager_pow", "eager_mean", "eager_add_eps", "eager_rsqrt", "eager_mul_f32",
+              "eager_copy_bf16", "eager_mul")
+# apply_rotary_pos_emb, for q then k: x * cos, rotate_half (neg, cat), * sin, +
+EAGER_ROPE = ("eager_mul", "eager_neg", "eager_cat", "eager_mul", "eager_add") * 2
+EAGER_ACT = ("eager_silu", "eager_mul_act")          # act_fn(gate) * up
+UNFUSED_OPS = ("norm", "act", "rope")
+_EAGER_CATEGORY = {"eager_copy_f32": "Copy/Memory", "eager_copy_bf16": "Copy/Memory", "eager_cat": "Copy/Memory",
+                   "eager_mean": "Reduce", "eager_silu": "Activation"}
+for _role, (_ops, _nv, _amd) in EAGER_OPS.items():
+    _cat(_EAGER_CATEGORY.get(_role, "Elementwise"), _nv, _amd)
+    ROLE_GROUP.setdefault(_role, "light")
+BASE_US.update({   # decode (batch 32), prefill (~2k tokens): the Llama-3.2-1B H100 trace's eager kernels
+    "eager_copy_f32": (3.0, 20), "eager_pow": (1.3, 18), "eager_mean": (3.0, 13), "eager_add_eps": (1.3, 5),
+    "eager_rsqrt": (1.4, 5), "eager_mul_f32": (1.8, 23), "eager_copy_bf16": (1.2, 14), "eager_mul": (2.5, 17),
+    "eager_add": (1.2, 14), "eager_neg": (2.2, 11), "eager_cat": (2.1, 27), "eager_silu": (1.8, 33),
+    "eager_mul_act": (1.5, 37),
+})
+
 
 def _gemms(gpu: str) -> dict[tuple[str, str], str]:
     """(role, phase) -> GEMM kernel name; phase is 'decode' or 'prefill'."""
@@ -353,6 +439,8 @@ def kernel_table(gpu: str) -> dict[str, object]:
     else:
         t.update(attn_bmm_qk=NV_BMM_QK, attn_bmm_pv=NV_BMM_PV)
     t["attn_softmax"] = SOFTMAX
+    for role, (_ops, nv, amd_name) in EAGER_OPS.items():
+        t[role] = amd_name if amd else nv
     for role in ("attn_bmm_qk", "attn_bmm_pv"):
         CATEGORY.setdefault(t[role], "Dense GEMM")  # type: ignore[arg-type]
     for (role, phase), name in _gemms(gpu).items():

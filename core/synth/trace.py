@@ -108,6 +108,10 @@ class Plant:
     moe_swiglu: bool = True            # MoE expert GEMM with fused SwiGLU (else GEMM, act, GEMM)
     kv_split: bool = False             # KV-cache write launched twice (K and V separately)
     residual_add: bool = False         # an extra elementwise residual add at the end of each layer
+    # ops run eagerly, one aten kernel each, where the other side runs one fused kernel
+    # (names.UNFUSED_OPS): "norm" (to_copy, pow, mean, add, rsqrt, mul, to_copy, mul, plus the
+    # residual add fused_add_rms_norm does), "act" (silu, mul), "rope" (mul, neg, cat, mul, add per q and k)
+    unfused_ops: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -229,6 +233,11 @@ def build_program(gpu_key: str, phase: str, layers: int, moe: bool, tp: int, pla
         lin = lambda n, k: _shapes([[T, k], [n, k]], [bf, bf])  # noqa: E731
     act_inner = _js("_C::silu_and_mul")
     layer_frames = []
+
+    def unfused(roles: tuple[str, ...], frames: tuple[str, ...], layer: int, block: tuple[str, ...] = ()) -> list[Op]:
+        """One eager aten kernel per op (Plant.unfused_ops)."""
+        return [Op(frames, tuple(_js(o) for o in sn.EAGER_OPS[r][0]), [g(r, layer)], block=block,
+                   shapes=_shapes([[T, H]], [bf])) for r in roles]
     qkv_n = (dims.heads + 2 * dims.kv_heads) * dims.head_dim // tp
     for i in range(layers):
         layer_frames.append((_mod(f"{cls}DecoderLayer", i), _fw(mfile, 318, "forward")))
@@ -238,15 +247,21 @@ def build_program(gpu_key: str, phase: str, layers: int, moe: bool, tp: int, pla
         if plant.norm_gemm:
             body.append(Op(norm_in, (_js("vllm::fused_rms_norm_gemm"),), [g("norm_gemm", i)],
                            shapes=lin(qkv_n, H)))
+        elif "norm" in plant.unfused_ops:   # HF's LlamaRMSNorm (the residual add ended the layer before)
+            body += unfused(sn.EAGER_NORM, norm_in, i)
         else:
             body.append(Op(norm_in, (_js(norm_name),), [g("norm" if i == 0 else "add_norm", i)],
                            shapes=_shapes([[T, H]], [bf])))
+        if not plant.norm_gemm:
             body.append(Op((_mod("QKVParallelLinear", i), _fw("vllm/model_executor/layers/linear.py", 557, "forward")),
                            _LINEAR, [g("gemm_qkv", i)], block=attn_block, shapes=lin(qkv_n, H)))
-        body.append(Op((_mod("RotaryEmbedding", 0),
-                        _fw("vllm/model_executor/layers/rotary_embedding/base.py", 170, "forward_cuda")),
-                       (_js("_C::rotary_embedding"),), [g("rope", i)], block=attn_block,
-                       shapes=_shapes([[T], [T, qkv_n]], ["long int", bf])))
+        if "rope" in plant.unfused_ops:
+            body += unfused(sn.EAGER_ROPE, (_fw(mfile, 160, "apply_rotary_pos_emb"),), i, block=attn_block)
+        else:
+            body.append(Op((_mod("RotaryEmbedding", 0),
+                            _fw("vllm/model_executor/layers/rotary_embedding/base.py", 170, "forward_cuda")),
+                           (_js("_C::rotary_embedding"),), [g("rope", i)], block=attn_block,
+                           shapes=_shapes([[T], [T, qkv_n]], ["long int", bf])))
         kv_inner = _js("_C_cache_ops::reshape_and_cache_flash")
         attn: list[Gpu] = [g("kv_write", i, kv_inner, scale=0.6 if plant.kv_split else 1.0)]
         if plant.kv_split:
@@ -288,6 +303,9 @@ def build_program(gpu_key: str, phase: str, layers: int, moe: bool, tp: int, pla
             body.append(Op(norm_post, (_js("_C::fused_add_rms_norm"),),
                            [g("add_norm", i), g("quant", i, _js("_C::static_scaled_fp8_quant"))],
                            shapes=_shapes([[T, H]], [bf])))
+        elif "norm" in plant.unfused_ops:
+            body += unfused(("eager_add",), (_fw(mfile, 330, "forward"),), i)
+            body += unfused(sn.EAGER_NORM, norm_post, i)
         else:
             body.append(Op(norm_post, (_js("_C::fused_add_rms_norm"),), [g("add_norm", i)],
                            shapes=_shapes([[T, H]], [bf])))
@@ -309,19 +327,28 @@ def build_program(gpu_key: str, phase: str, layers: int, moe: bool, tp: int, pla
             blk = (_mod(f"{cls}MLP", i), _fw(mfile, 92, "forward"))
             body.append(Op((_mod("MergedColumnParallelLinear", i), _fw("vllm/model_executor/layers/linear.py", 557, "forward")),
                            _LINEAR, [g("gemm_gate_up", i)], block=blk, shapes=lin(2 * inter, H)))
-            body.append(Op((_mod("SiluAndMul", i), _fw("vllm/model_executor/layers/activation.py", 84, "forward_cuda")),
-                           (act_inner,), [g("act", i)], block=blk, shapes=_shapes([[T, 2 * inter]], [bf])))
+            if "act" in plant.unfused_ops:
+                body += unfused(sn.EAGER_ACT, (_fw(mfile, 94, "forward"),), i, block=blk)
+            else:
+                body.append(Op((_mod("SiluAndMul", i), _fw("vllm/model_executor/layers/activation.py", 84,
+                                                              "forward_cuda")),
+                               (act_inner,), [g("act", i)], block=blk, shapes=_shapes([[T, 2 * inter]], [bf])))
             body.append(Op((_mod("RowParallelLinear", 2 * i + 1), _fw("vllm/model_executor/layers/linear.py", 1388, "forward")),
                            _LINEAR, [g("gemm_down", i)], block=blk, shapes=lin(H, inter)))
         if tp > 1:
             body.append(Op(ar, (_js("vllm::all_reduce"),), [g("allreduce", i)], block=blk,
                            shapes=_shapes([[T, H]], [bf])))
+        if "norm" in plant.unfused_ops:     # the residual add the next fused_add_rms_norm would do
+            body += unfused(("eager_add",), (_fw(mfile, 332, "forward"),), i)
         if plant.residual_add:
             body.append(Op((_fw(mfile, 330, "forward"),), (_js("aten::add_"),), [g("residual_add", i)],
                            shapes=_shapes([[T, H], [T, H]], [bf, bf])))
-    body.append(Op((_mod("RMSNorm", 2 * layers),) + _NORM_FRAMES,
-                   (_js("_C::fused_add_rms_norm" if layers else "_C::rms_norm"),),
-                   [g("add_norm" if layers else "norm")], shapes=_shapes([[T, H]], [bf])))
+    if "norm" in plant.unfused_ops:
+        body += unfused(sn.EAGER_NORM, (_mod("RMSNorm", 2 * layers),) + _NORM_FRAMES, -1)
+    else:
+        body.append(Op((_mod("RMSNorm", 2 * layers),) + _NORM_FRAMES,
+                       (_js("_C::fused_add_rms_norm" if layers else "_C::rms_norm"),),
+                       [g("add_norm" if layers else "norm")], shapes=_shapes([[T, H]], [bf])))
     logits = (_fw("vllm/v1/worker/gpu_model_runner.py", 2251, "compute_logits"), _mod("LogitsProcessor", 0),
               _fw("vllm/model_executor/layers/logits_processor.py", 60, "forward"))
     sampler = (_mod("Sampler", 0), _fw("vllm/v1/sample/sampler.py", 65, "forward"))

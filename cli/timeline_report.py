@@ -12,6 +12,10 @@ from .render import us
 TOP = 5
 
 
+def _share(x: float) -> str:
+    return fmt.pct(x, 0 if x >= 0.095 else 1)
+
+
 def headline(cmp) -> Text | None:
     """One line: kernel-time ratio and wall-time ratio side by side, and what the idle gap explains."""
     w = getattr(cmp, "wall", None)
@@ -23,9 +27,9 @@ def headline(cmp) -> Text | None:
     t.append(f"wall time A/B{per} {fmt.ratio(w.wall_ratio)}", style="bold")
     t.append(f" ({us(w.a_wall_us)} vs {us(w.b_wall_us)}, gap {fmt.gap(w.wall_gap_us)})")
     if w.idle_share is not None and 0 <= w.idle_share <= 1:
-        t.append(f"   idle is {fmt.pct(w.idle_share, 0)} of the wall gap")
+        t.append(f"   idle is {_share(w.idle_share)} of the wall gap")
         if w.launch_bound_share is not None and 0 <= w.launch_bound_share <= 1:
-            t.append(f" (launch-bound: {fmt.pct(w.launch_bound_share, 0)} of that)")
+            t.append(f" (launch-bound: {_share(w.launch_bound_share)} of that)")
     elif w.wall_gap_us != 0:   # idle and wall gaps of opposite signs (or idle beyond the wall gap): the values
         t.append(f"   idle gap {fmt.gap(w.idle_gap_us)} (launch-bound {fmt.gap(w.launch_bound_gap_us)})")
     return t

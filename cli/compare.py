@@ -239,20 +239,33 @@ def render_text(cmp, out) -> None:
         t.add_column("fused on", no_wrap=True, overflow="ellipsis", max_width=14)
         t.add_column("what", overflow="fold", max_width=max(20, w - 50))
         t.add_column("n", justify="right")
-        t.add_column("saving", justify="right", no_wrap=True)
+        t.add_column("measured", justify="right", no_wrap=True)
+        t.add_column("est.", justify="right", no_wrap=True)
         for f in cmp.fusions:
             side = A if f.fused_side == "a" else B
-            if f.kind == "count_imbalance":
+            if f.fused_group:
+                what = (f"{f.fused_category}{' in ' + f.module if f.module else ''}: {len(f.fused_group)} kernel"
+                        f"{'s' if len(f.fused_group) != 1 else ''} for {len(f.component_group)} "
+                        f"({', '.join(o.split('::')[-1] for o in f.component_ops)})")
+            elif f.kind == "count_imbalance":
                 what = f"{f.fused_category}: {f.occurrences} extra launches on the other side"
             elif f.kind == "missing_kernel":
                 what = f"{short_name(f.component_kernels[0], 40)} ({f.fused_category}) missing"
             else:
                 what = f"{f.fused_category} = {' + '.join(f.component_categories)}"
-            t.add_row(f.kind, literal(side), literal(what), str(f.occurrences),
+            t.add_row(f.kind, literal(side), literal(what), str(f.occurrences), fmt.gap(f.measured_saving_us),
                       us(f.estimated_saving.total_all_us) if f.estimated_saving else fmt.ABSENT)
         out.print(t)
         for f in cmp.fusions:
             out.print(Text("• ", style="bold") + literal(f.evidence) + Text(f"  (confidence {f.confidence:.2f})"))
+            for key, group in ((f.fused_side, f.fused_group), (f.component_side, f.component_group)):
+                if group:
+                    line = Text(f"    {key.upper()} ", style="bold")
+                    line.append_text(literal("  ·  ".join(
+                        f"{', '.join(k.ops)} {us(k.mean_us)}" if k.ops and all("::" in o for o in k.ops)
+                        else f"{short_name(k.name, 44)} [{', '.join(k.ops) or k.category}] {us(k.mean_us)}"
+                        for k in group)))
+                    out.print(line)
 
     if cmp.same_kernels:
         t = Table(title="Same kernels on both sides (largest total gap first; A/B of the means)", title_justify="left")

@@ -58,6 +58,9 @@ class KernelDetail:
     registers: int | None = None
     shared_memory: int | None = None
     occupancy: int | None = None     # estimated achieved occupancy, %
+    # the operations behind the kernel: its launching operator, the ops an Inductor name lists, or a
+    # fused category's operator and registry components (kerneldiff.core.compare.op_fusion.kernel_ops)
+    ops: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -206,10 +209,13 @@ class Session:
         def num(v) -> int | None:
             return int(v) if v >= 0 else None
 
+        from kerneldiff.core.compare.op_fusion import display_ops, kernel_ops
+
         return KernelDetail(SIDES[index], row, m.kernel_name(row), m.category(row), m.rule(row),
                             cpu_op_stack(m, row), python_stack(m, row), module_path(m, row),
                             text(dims), text(types), text(k.grid[row]), text(k.block[row]), num(k.regs[row]),
-                            num(k.smem[row]), num(k.occupancy[row]))
+                            num(k.smem[row]), num(k.occupancy[row]),
+                            display_ops(kernel_ops(m, row, self.classifier)))
 
     def _model(self, index: int):
         m = self.models[index]

@@ -640,10 +640,14 @@ def find_op_fusions(sides: dict, labels: dict[str, str], classifier, alignments:
         return _module_of([modpath(s, k.row) for k in ks], [k.mean_us for k in ks])
 
     by_key: dict[tuple, list[_Instance]] = {}
+    seen: dict[tuple, str] = {}   # layers with the same kernels run them in the same module classes
     for inst in instances:
         g = inst.group
         c = "b" if g.fused_side == "a" else "a"
-        inst.module = module(c, g.components) or module(g.fused_side, g.fused)
+        sig = (g.fused_side, tuple(k.name for k in g.components), tuple(k.name for k in g.fused))
+        if sig not in seen:
+            seen[sig] = module(c, g.components) or module(g.fused_side, g.fused)
+        inst.module = seen[sig]
         main = max(g.fused, key=lambda k: k.mean_us)
         key = (g.fused_side, main.category, inst.module, g.attention)
         by_key.setdefault(key, []).append(inst)
@@ -804,29 +808,33 @@ def _mark(insts: list[_Instance], alignments: list[LayerAlignment], finding: int
 
 def _claim(sides: dict, alignments: list[LayerAlignment], claimed: dict[str, np.ndarray]) -> None:
     """Mark, in every pass that runs a layer's most common kernel sequence, the kernels its groups hold."""
+    want = {al.layer: al for al in alignments if al.groups}
+    if not want:
+        return
     for s in ("a", "b"):
         v = sides[s]
         k = v.m.kernels
-        want = {al.layer: al for al in alignments if al.groups}
-        if not want:
-            continue
         lay = v._take(k.layer)
         step = v._take(k.step)
         sel = np.flatnonzero(np.isin(lay, np.fromiter(want, dtype=np.int64)))
         if not len(sel):
             continue
         order = sel[np.lexsort((sel, step[sel], lay[sel]))]
-        key = lay[order].astype(np.int64) * (int(step.max(initial=0)) + 2) + step[order]
-        cuts = np.flatnonzero(np.diff(key)) + 1
-        for seg in np.split(order, cuts):
+        bounds = np.flatnonzero(np.diff(lay[order])) + 1
+        for seg in np.split(order, bounds):
             al = want[int(lay[seg[0]])]
-            modal = [getattr(p, f"{s}_row") for p in al.pairs if getattr(p, f"{s}_name") is not None]
-            if len(seg) != len(modal):
+            modal = np.asarray([getattr(p, f"{s}_row") for p in al.pairs if getattr(p, f"{s}_name") is not None],
+                               dtype=np.int64)
+            idx = np.asarray(sorted({i for g in al.groups for i in (g.a_indices if s == "a" else g.b_indices)}),
+                             dtype=np.int64)
+            n = len(modal)
+            if not n or not len(idx):
                 continue
-            ids = v.name[seg]
-            if not np.array_equal(ids, v.m.kernels.name[np.asarray(modal, dtype=np.int64)]):
+            # the passes of this layer that run its most common sequence: as many kernels, the same names
+            steps, first, count = np.unique(step[seg], return_index=True, return_counts=True)
+            full = first[count == n]
+            if not len(full):
                 continue
-            for g in al.groups:
-                idx = g.a_indices if s == "a" else g.b_indices
-                if idx:
-                    claimed[s][seg[np.asarray(idx, dtype=np.int64)]] = True
+            cells = seg[full[:, None] + np.arange(n)]
+            same = (v.name[cells] == k.name[modal][None, :]).all(axis=1)
+            claimed[s][cells[same][:, idx].ravel()] = True

@@ -49,24 +49,31 @@ def table(c: Comparison, name: str) -> tuple[list[str], list[list[Any]]]:
     if name == "pairs":
         head = ["layer", "position", f"kernel [{A}]", f"kernel [{B}]", f"category [{A}]", f"category [{B}]",
                 f"count [{A}]", f"count [{B}]", f"mean_us [{A}]", f"mean_us [{B}]", f"median_us [{A}]",
-                f"median_us [{B}]", "ratio_a_over_b", "gap_us_a_minus_b", "same_kernel", "fusion_note"]
+                f"median_us [{B}]", "ratio_a_over_b", "gap_us_a_minus_b", "same_kernel", "fusion_note",
+                "fusion_group", "fusion_group_finding"]
         rows = [[al.layer, p.position, p.a_name or "", p.b_name or "", p.a_category or "", p.b_category or "",
                  p.a.count, p.b.count, _r(p.a.mean_us), _r(p.b.mean_us), _r(p.a.median_us), _r(p.b.median_us),
-                 _r(p.ratio), _r(p.gap_us), p.same_kernel, p.fusion_note]
+                 _r(p.ratio), _r(p.gap_us), p.same_kernel, p.fusion_note,
+                 p.group + 1 if p.group >= 0 else "",
+                 al.groups[p.group].finding + 1 if 0 <= p.group < len(al.groups) and al.groups[p.group].finding >= 0
+                 else ""]
                 for al in c.alignments for p in al.pairs]
         return head, rows
     if name == "fusions":
         head = ["kind", "fused_side", "fused_category", "fused_kernels", "component_side",
                 "component_categories", "component_kernels", "occurrences", "confidence",
                 "component_cost_us", "fused_cost_us", "estimated_saving_us_each", "estimated_saving_us_total",
-                "passes_gate", "evidence"]
+                "passes_gate", "module", "fused_ops", "component_ops", "measured_saving_us", "passes",
+                "occurrences_per_pass", "estimate_capped", "evidence"]
         label = {"a": A, "b": B}
         rows = [[f.kind, label[f.fused_side], f.fused_category, " | ".join(f.fused_kernels), label[f.component_side],
                  " | ".join(f.component_categories), " | ".join(f.component_kernels), f.occurrences, f.confidence,
                  _r(f.component_cost_us), _r(f.fused_cost_us),
                  _r(f.estimated_saving.total_us if f.estimated_saving else None),
                  _r(f.estimated_saving.total_all_us if f.estimated_saving else None),
-                 f.estimated_saving.passes_gate if f.estimated_saving else "", f.evidence] for f in c.fusions]
+                 f.estimated_saving.passes_gate if f.estimated_saving else "", f.module, " | ".join(f.fused_ops),
+                 " | ".join(f.component_ops), _r(f.measured_saving_us), f.passes or "", f.occurrences_per_pass or "",
+                 f.estimated_saving.capped if f.estimated_saving else "", f.evidence] for f in c.fusions]
         return head, rows
     if name == "same-kernels":
         head = ["kernel", "category", f"count [{A}]", f"count [{B}]", f"mean_us [{A}]", f"mean_us [{B}]",

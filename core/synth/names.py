@@ -327,7 +327,7 @@ EAGER_NORM = ("eager_copy_f32", "eager_pow", "eager_mean", "eager_add_eps", "eag
 # apply_rotary_pos_emb, for q then k: x * cos, rotate_half (neg, cat), * sin, +
 EAGER_ROPE = ("eager_mul", "eager_neg", "eager_cat", "eager_mul", "eager_add") * 2
 EAGER_ACT = ("eager_silu", "eager_mul_act")          # act_fn(gate) * up
-UNFUSED_OPS = ("norm", "act", "rope")
+UNFUSED_OPS = ("norm", "act", "rope", "attn")
 _EAGER_CATEGORY = {"eager_copy_f32": "Copy/Memory", "eager_copy_bf16": "Copy/Memory", "eager_cat": "Copy/Memory",
                    "eager_mean": "Reduce", "eager_silu": "Activation"}
 for _role, (_ops, _nv, _amd) in EAGER_OPS.items():

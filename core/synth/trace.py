@@ -110,7 +110,8 @@ class Plant:
     residual_add: bool = False         # an extra elementwise residual add at the end of each layer
     # ops run eagerly, one aten kernel each, where the other side runs one fused kernel
     # (names.UNFUSED_OPS): "norm" (to_copy, pow, mean, add, rsqrt, mul, to_copy, mul, plus the
-    # residual add fused_add_rms_norm does), "act" (silu, mul), "rope" (mul, neg, cat, mul, add per q and k)
+    # residual add fused_add_rms_norm does), "act" (silu, mul), "rope" (mul, neg, cat, mul, add per q and k),
+    # "attn" (with decomposed attention: the scale and the mask as kernels, softmax cast back to bf16)
     unfused_ops: tuple[str, ...] = ()
 
 
@@ -275,9 +276,13 @@ def build_program(gpu_key: str, phase: str, layers: int, moe: bool, tp: int, pla
                            shapes=_shapes([[nb, dims.kv_heads // tp, ns, hd]] * 2, [bf, bf])))
             body.append(Op(eager, bmm, [g("attn_bmm_qk", i)], block=attn_block,
                            shapes=_shapes([[bh, ns, hd], [bh, hd, nkv]], [bf, bf])))
+            if "attn" in plant.unfused_ops:   # HF eager: * scaling, + causal mask
+                body += unfused(("eager_mul", "eager_add"), eager, i, block=attn_block)
             body.append(Op(eager, (_js("aten::softmax"), _js("aten::_softmax")), [g("attn_softmax", i)],
                            block=attn_block, shapes=_shapes([[nb, dims.heads // tp, ns, nkv], [], []],
                                                             ["float", "Scalar", "Scalar"])))
+            if "attn" in plant.unfused_ops:   # softmax(float32).to(query.dtype)
+                body += unfused(("eager_copy_bf16",), eager, i, block=attn_block)
             body.append(Op(eager, bmm, [g("attn_bmm_pv", i)], block=attn_block,
                            shapes=_shapes([[bh, ns, nkv], [bh, nkv, hd]], [bf, bf])))
         else:

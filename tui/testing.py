@@ -109,6 +109,9 @@ SCREENSHOTS = {
     "test_one_sided_layers[80x24]": "one-sided-layers-80x24",
     "test_one_sided_layers[120x36]": "one-sided-layers-120x36",
     "test_warnings_wrapped_80x24": "warnings-80x24",
+    "test_timeline_80x24": "timeline-80x24",
+    "test_timeline_no_color_80x24": "timeline-no-color-80x24",
+    "test_pass_timeline_80x24": "pass-timeline-80x24",
 }
 
 

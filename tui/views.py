@@ -20,7 +20,7 @@ from .widgets.result_table import Column, Row, Sort, TableSpec
 
 CHART_WIDTH = 16  # the smallest per-layer chart that still shows a 10% difference
 NONE_CELL = "· none ·"
-KIND_LABEL = {"fused_category": "fused op", "sequence": "sequence", "count_imbalance": "count",
+KIND_LABEL = {"op_fusion": "ops", "fused_category": "fused op", "sequence": "sequence", "count_imbalance": "count",
               "missing_kernel": "missing"}
 
 
@@ -276,12 +276,12 @@ def pairs_spec(al: LayerAlignment) -> TableSpec:
         for p in al.pairs:
             a = p.a.mean_us if p.a_name is not None else None
             b = p.b.mean_us if p.b_name is not None else None
-            note = "F" if p.fusion_note else ("=" if p.same_kernel else "")
+            note = group_mark(p) or ("F" if p.fusion_note else ("=" if p.same_kernel else ""))
             cat = pair_category(p)
             vals = (p.position, p.a_name, p.b_name, a, b, p.ratio, p.gap_us, note, cat)
             cells = (_num(str(p.position)), _name_cell(p.a_name, w["a_name"]), _name_cell(p.b_name, w["b_name"]),
                      _num(fmt_us(a)), _num(fmt_us(b)), _num(fmt_ratio(p.ratio)), _num(fmt_gap(p.gap_us)),
-                     span(note, "bold" if note == "F" else DIM), literal(cut(cat, cols[-1].width)))
+                     span(note, "bold" if note not in ("=", "") else DIM), literal(cut(cat, cols[-1].width)))
             search = searchable(p.a_name, p.b_name, p.a_category, p.b_category)
             rows.append(Row(str(p.position), vals, cells, payload=p, style=_row_style(p.gap_us), search=search))
         return rows
@@ -298,9 +298,29 @@ def pair_category(p: KernelPair) -> str:
     return a or b or ""
 
 
-def pair_status(p: KernelPair, width: int = 80) -> Text:
-    """Under the pairs table: the highlighted pair's names as wide as the screen allows, categories
-    and fusion note."""
+def group_mark(p: KernelPair) -> str:
+    """The pairs table's mark of an op-level fusion group: 1-9 (its number in the layer), "+" beyond."""
+    if p.group < 0:
+        return ""
+    return str(p.group + 1) if p.group < 9 else "+"
+
+
+def group_text(p: KernelPair, comp: Comparison | None, layer: int | None) -> str:
+    """"group 1 = fusion #1 (RMSNorm): 1 kernel on B for 9 on A", "" outside a group."""
+    if p.group < 0 or comp is None or layer is None:
+        return ""
+    al = comp.alignment(layer)
+    if al is None or p.group >= len(al.groups):
+        return ""
+    g = al.groups[p.group]
+    f = comp.fusions[g.finding] if 0 <= g.finding < len(comp.fusions) else None
+    which = f" = fusion #{g.finding + 1} ({f.fused_category})" if f is not None else ""
+    return f"group {group_mark(p)}{which}: {g.note}"
+
+
+def pair_status(p: KernelPair, width: int = 80, comp: Comparison | None = None, layer: int | None = None) -> Text:
+    """Under the pairs table: the highlighted pair's names as wide as the screen allows, categories,
+    fusion note and the op-level fusion group the pair belongs to."""
     t = Text()
     for side in ("a", "b"):
         name = getattr(p, f"{side}_name")
@@ -316,7 +336,11 @@ def pair_status(p: KernelPair, width: int = 80) -> Text:
         t.append("\n")
     if p.same_kernel:
         t.append("same kernel", style=DIM)
-    if p.fusion_note:
+    group = group_text(p, comp, layer)
+    if group:
+        t.append("  " if p.same_kernel else "")
+        t.append(literal(group, "bold"))
+    elif p.fusion_note:
         t.append("  " if p.same_kernel else "")
         t.append(literal(p.fusion_note, "bold"))
     return t
@@ -329,25 +353,27 @@ def fusion_spec(comp: Comparison) -> TableSpec:
             Column("kind", "Kind", "text", 8),
             Column("category", "Fused op", "name", min_width=14,
                    max_width=max((len(f.fused_category) for f in comp.fusions), default=14)),
-            Column("occ", "Occ.", "int", 5), Column("cost", "Comp. cost", "us", 10),
-            Column("saving", "Est. saving", "us", 11), Column("conf", "Conf.", "pct", 5)]
+            Column("cost", "Comp. cost", "us", 10), Column("measured", "Measured", "gap", 9),
+            Column("saving", "Est.", "us", 9), Column("conf", "Conf.", "pct", 5)]
 
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
         for i, f in enumerate(comp.fusions, 1):
             saving = f.estimated_saving.total_all_us if f.estimated_saving else None
-            vals = (i, SIDE_LETTER.get(f.fused_side, f.fused_side), f.kind, f.fused_category, f.occurrences,
-                    f.component_cost_us, saving, f.confidence)
+            vals = (i, SIDE_LETTER.get(f.fused_side, f.fused_side), f.kind, f.fused_category,
+                    f.component_cost_us, f.measured_saving_us, saving, f.confidence)
             cells = (_num(str(i)), span(SIDE_LETTER.get(f.fused_side, "?"), f"bold {SIDE_STYLE.get(f.fused_side, '')}"),
                      Text(KIND_LABEL.get(f.kind, f.kind)), literal(cut(f.fused_category, w["category"])),
-                     _num(str(f.occurrences)), _num(fmt_us(f.component_cost_us)), _num(fmt_us(saving)),
-                     _num(f"{f.confidence:.0%}"))
-            search = " ".join([f.fused_category, *f.fused_kernels, *f.component_kernels, *f.component_categories]).lower()
+                     _num(fmt_us(f.component_cost_us)), _num(fmt_gap(f.measured_saving_us)),
+                     _num(fmt_us(saving)), _num(f"{f.confidence:.0%}"))
+            search = " ".join([f.fused_category, f.module, *f.fused_kernels, *f.component_kernels,
+                               *f.component_categories, *f.fused_ops, *f.component_ops]).lower()
             rows.append(Row(str(i), vals, cells, payload=f, search=search))
         return rows
 
-    sorts = {"gap": Sort("gap", lambda r: r.values[6], ("saving",), True, "largest estimated saving first"),
-             "time": Sort("time", lambda r: r.values[5], ("cost",), True, "largest component cost first"),
+    sorts = {"gap": Sort("gap", lambda r: r.values[5], ("measured",), True,
+                         "largest measured saving first (components' time − fused time)"),
+             "time": Sort("time", lambda r: r.values[4], ("cost",), True, "largest component cost first"),
              "name": name_sort(3, "category")}
     return TableSpec("fusion", cols, build, select="1" if comp.fusions else None, sorts=sorts)
 
@@ -361,6 +387,11 @@ def fusion_evidence(f: FusionFinding, comp: Comparison) -> Group:
     g = Table.grid(padding=(0, 1))
     g.add_column(no_wrap=True)
     g.add_column(overflow="fold")
+    if f.fused_group or f.component_group:
+        _group_rows(g, f)
+        _saving_rows(g, f)
+        parts.append(g)
+        return Group(*parts)
     fused_label = side_text(fs)
     fused_label.append(" runs")
     if f.fused_kernels:
@@ -381,6 +412,46 @@ def fusion_evidence(f: FusionFinding, comp: Comparison) -> Group:
     cost.append_text(side_text(fs))
     cost.append(f" fused {fmt_us(f.fused_cost_us)}")
     g.add_row(Text("measured"), cost)
+    _saving_rows(g, f, measured=False)
+    parts.append(g)
+    return Group(*parts)
+
+
+def _group_rows(g: Table, f: FusionFinding) -> None:
+    """An op-level finding: both sides' kernels of one occurrence, in order, with the operations
+    behind each and its time per occurrence."""
+    for side, kernels in ((f.fused_side, f.fused_group), (f.component_side, f.component_group)):
+        head = side_text(side)
+        head.append(" runs")
+        for i, k in enumerate(kernels):
+            line = Text()
+            line.append(f"{fmt_us(k.mean_us):>8}  ")
+            line.append_text(literal(", ".join(k.ops) if k.ops else k.category, "bold"))
+            line.append("  ")
+            line.append_text(literal(shorten(k.name, 56), DIM))
+            g.add_row(head if i == 0 else Text(""), line)
+        total = Text(f"{fmt_us(sum(k.mean_us for k in kernels)):>8}  {len(kernels)} kernel"
+                     f"{'s' if len(kernels) != 1 else ''} per occurrence", style=DIM)
+        g.add_row(Text(""), total)
+    if f.module:
+        g.add_row(Text("module"), literal(f.module))
+    where = f"{f.occurrences_per_pass} per pass over {f.passes} pass{'es' if f.passes != 1 else ''}"
+    if f.layers:
+        where += f", layers {f.layers[0]}–{f.layers[-1]}" if len(f.layers) > 1 else f", layer {f.layers[0]}"
+    g.add_row(Text("occurrences"), Text(f"{f.occurrences} ({where})"))
+    cost = side_text(f.component_side)
+    cost.append(f" components {fmt_us(f.component_cost_us)}   ")
+    cost.append_text(side_text(f.fused_side))
+    cost.append(f" fused {fmt_us(f.fused_cost_us)}")
+    g.add_row(Text("measured"), cost)
+
+
+def _saving_rows(g: Table, f: FusionFinding, measured: bool = True) -> None:
+    """The measured saving first, then the benefit model that explains it (capped at the components' time)."""
+    if measured or f.measured_saving_us:
+        per = f" ({fmt_gap(f.measured_saving_us / f.passes)} per pass)" if f.passes else ""
+        g.add_row(Text("saving"), Text(f"{fmt_gap(f.measured_saving_us)} measured{per}: components' time − fused time",
+                                       style="bold"))
     s = f.estimated_saving
     if s is None:
         g.add_row(Text("est. saving"), Text("not estimated", style=DIM))
@@ -393,10 +464,10 @@ def fusion_evidence(f: FusionFinding, comp: Comparison) -> Group:
                                  style=DIM))
         g.add_row(Text(""), Text(f"{fmt_bytes(s.readback_bytes_saved)} host read-back saved → {fmt_us(s.readback_ns / 1e3)}",
                                  style=DIM))
+        if s.capped:
+            g.add_row(Text(""), Text("capped at the measured component time", style=DIM))
         if s.params:
             g.add_row(Text("model"), literal(", ".join(f"{k}={v}" for k, v in s.params.items()), DIM))
-    parts.append(g)
-    return Group(*parts)
 
 
 # --- same kernels ---------------------------------------------------------------------------
@@ -481,3 +552,90 @@ def side_kernels_spec(name: str, sides: dict[str, list], totals: dict[str, float
     sorts = {"time": Sort("time", lambda r: r.values[3], ("total",), True, "largest total first"),
              "name": name_sort(1, "name")}
     return TableSpec(name, cols, build, sorts=sorts, fixed=2)
+
+
+# --- timeline -------------------------------------------------------------------------------
+
+def busy_idle_bar(busy: float | None, span_us: float | None, scale: float, width: int, side: str) -> Text:
+    """One side's pass as a bar: '█' busy, '░' idle (the span's rest), `scale` (µs) across `width`."""
+    if busy is None or span_us is None or scale <= 0 or width <= 0:
+        return Text(" " * max(width, 0))
+    n_span = min(width, round(width * span_us / scale))
+    n_busy = min(n_span, round(width * busy / scale))
+    t = Text()
+    t.append("█" * n_busy, style=SIDE_STYLE[side])
+    t.append("░" * (n_span - n_busy), style=DIM)
+    t.append(" " * (width - n_span))
+    return t
+
+
+def timeline_passes(comp: Comparison) -> list[tuple[int, dict | None, dict | None]]:
+    """The passes of both sides' timelines, paired by their order in the phase (n, A pass, B pass)."""
+    pa = (comp.a.timeline or {}).get("passes", [])
+    pb = (comp.b.timeline or {}).get("passes", [])
+    return [(i, pa[i] if i < len(pa) else None, pb[i] if i < len(pb) else None)
+            for i in range(max(len(pa), len(pb)))]
+
+
+def _idle_share(p: dict | None) -> float | None:
+    return p["idle_us"] / p["span_us"] if p and p["span_us"] else None
+
+
+def timeline_spec(comp: Comparison) -> TableSpec:
+    """Per forward pass: wall span, busy and idle of each side, the slowest pass (longest span) first.
+    The bars of a row share its longer span as their scale (prefill and decode passes differ by far)."""
+    passes = timeline_passes(comp)
+    cols = [Column("pass", "Pass", "int", 5), Column("a_span", "A span", "us", 8), Column("b_span", "B span", "us", 8),
+            Column("gap", "Gap", "gap", 9), Column("a_idle_pct", "A idle", "pct", 6),
+            Column("b_idle_pct", "B idle", "pct", 6),
+            Column("a_bar", "A ░idle", "bar", None, 10), Column("b_bar", "B ░idle", "bar", None, 10),
+            Column("a_busy", "A busy", "us", 8), Column("b_busy", "B busy", "us", 8),
+            Column("a_idle", "A idle µs", "us", 9), Column("b_idle", "B idle µs", "us", 9),
+            Column("a_launch", "A launch-bd", "us", 11), Column("b_launch", "B launch-bd", "us", 11),
+            Column("a_sync", "A sync", "us", 8), Column("b_sync", "B sync", "us", 8),
+            Column("a_kernels", "A kernels", "int", 9), Column("b_kernels", "B kernels", "int", 9)]
+
+    def get(p: dict | None, k: str):
+        return p[k] if p else None
+
+    def build(w: dict[str, int]) -> list[Row]:
+        rows = []
+        for i, a, b in passes:
+            gap = a["span_us"] - b["span_us"] if a and b else None
+            ai, bi = _idle_share(a), _idle_share(b)
+            scale = max((p["span_us"] for p in (a, b) if p), default=0.0)
+            vals = (i + 1, get(a, "span_us"), get(b, "span_us"), gap, ai, bi, None, None,
+                    get(a, "busy_us"), get(b, "busy_us"), get(a, "idle_us"), get(b, "idle_us"),
+                    get(a, "launch_bound_us"), get(b, "launch_bound_us"), get(a, "sync_us"), get(b, "sync_us"),
+                    get(a, "kernels"), get(b, "kernels"))
+            cells = (_num(str(i + 1)), _num(fmt_us(vals[1])), _num(fmt_us(vals[2])), _num(fmt_gap(gap)),
+                     _num(fmt_pct(ai)), _num(fmt_pct(bi)),
+                     busy_idle_bar(vals[8], vals[1], scale, w["a_bar"], "a"),
+                     busy_idle_bar(vals[9], vals[2], scale, w["b_bar"], "b"),
+                     *(_num(fmt_us(v)) for v in vals[8:16]),
+                     *(_num("—" if v is None else str(v)) for v in vals[16:18]))
+            names = " ".join(p["name"] for p in (a, b) if p and p.get("name"))
+            rows.append(Row(str(i + 1), vals, cells, payload=(a, b), style=_row_style(gap or 0),
+                            search=f"pass {i + 1} {names}".lower()))
+        return rows
+
+    sorts = {"time": Sort("time", lambda r: max((v for v in r.values[1:3] if v is not None), default=None),
+                          ("a_span", "b_span"), True, "the slowest pass (longest span) first"),
+             "gap": gap_sort(3, words="largest |span gap| first"),
+             "name": Sort("pass", lambda r: r.values[0], ("pass",), False, "in order")}
+    return TableSpec("timeline", cols, build, default_sort="time", sorts=sorts, fixed=1)
+
+
+def timeline_hint(comp: Comparison) -> Text:
+    """The line over the passes: the phase's wall clock against its kernel time."""
+    t = Text()
+    if comp.a.timeline is None and comp.b.timeline is None:
+        t.append("no timeline in this comparison", style=DIM)
+        return t
+    w = comp.wall
+    if w is not None:
+        t.append(f"wall A {fmt_us(w.a_wall_us)} B {fmt_us(w.b_wall_us)} A/B {fmt_ratio(w.wall_ratio)} "
+                 f"(kernels {fmt_ratio(w.kernel_ratio)})  idle A {fmt_us(w.a_idle_us)} B {fmt_us(w.b_idle_us)}")
+        if w.basis == "per_pass":
+            t.append(" per pass", style=DIM)
+    return t

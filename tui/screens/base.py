@@ -207,7 +207,12 @@ class TabbedExplorerScreen(ExplorerScreen):
 
     def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
         self.query_one(Breadcrumb).set_parts(*self._crumbs())
-        self.call_after_refresh(self.query_one(f"#pane-{self._active_key()}", TablePane).table.focus)
+        self.call_after_refresh(self.focus_active_table)
+
+    def focus_active_table(self) -> None:
+        """Focus the table of the tab active *now*: a deferred focus decided earlier could land on a
+        tab the user has already left (a key pressed while the first frame was still drawing)."""
+        self.query_one(f"#pane-{self._active_key()}", TablePane).table.focus()
 
     def current_table(self) -> ResultTable | None:
         focused = self.focused

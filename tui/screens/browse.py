@@ -85,7 +85,7 @@ class BrowseScreen(TabbedExplorerScreen):
             label = f"{title} {counts[key]}" if key in counts else title
             self.query_one(TabbedContent).get_tab(f"tab-{key}").label = label
         if first:
-            self.query_one("#operations", ResultTable).focus()
+            self.focus_active_table()
 
     # --- drill-down ---------------------------------------------------------------------------
     def export_name(self, table: ResultTable) -> str:

@@ -108,6 +108,8 @@ def side_summary(ref: KernelRef, single: bool = False) -> Group:
             _kv(g, "cpu ops", Text(" › ").join(literal(c) for c in chain))
         _kv(g, "device", Text(ref.where))
         d = ref.detail
+        if d.ops and d.ops != [op]:
+            _kv(g, "ops", literal(", ".join(d.ops)))
         if d.modules:
             _kv(g, "module", Text(" › ").join(literal(x) for x in d.modules))
         if d.input_dims is not None:
@@ -186,16 +188,16 @@ class KernelDetailScreen(ExplorerScreen):
         d.scroll_down() if direction == "down" else d.scroll_up()
 
 
-def pair_context(pair, layer: int | None) -> Text:
+def pair_context(pair, layer: int | None, group: str = "") -> Text:
     t = Text()
     if layer is not None:
         t.append(f"Layer {layer}", style="bold")
         t.append(f" · position {pair.position}")
     t.append(f"   A/B {fmt_ratio(pair.ratio)}   gap {fmt_gap(pair.gap_us)} (means per launch)")
     t.append("   same kernel" if pair.same_kernel else "   different kernels", style=DIM)
-    if pair.fusion_note:
+    if group or pair.fusion_note:
         t.append("\n")
-        t.append(literal(pair.fusion_note, "bold"))
+        t.append(literal(group or pair.fusion_note, "bold"))
     return t
 
 
@@ -213,7 +215,10 @@ def pair_screen(session, comp, pair, layer: int | None, crumbs: list[str], align
                 ref.count_note = (f"one per pass, over {ref.stats.count} of the layer's {passes} passes (those "
                                   "running its usual kernel sequence)" if ref.stats.count != passes
                                   else f"one per pass ({passes} passes)")
-    return KernelDetailScreen(refs, pair_context(pair, layer), [*crumbs, f"#{pair.position}"])
+    from ..views import group_text
+
+    return KernelDetailScreen(refs, pair_context(pair, layer, group_text(pair, comp, layer)),
+                              [*crumbs, f"#{pair.position}"])
 
 
 def same_kernel_screen(session, comp, k, crumbs: list[str]) -> KernelDetailScreen:

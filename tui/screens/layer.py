@@ -116,9 +116,9 @@ class LayerScreen(ExplorerScreen):
         if row is None:
             status.update(Text("no kernel matches the filter" if table.filter_text else "", style=DIM))
             return
-        t = views.pair_status(row.payload, self.size.width - 2)
+        t = views.pair_status(row.payload, self.size.width - 2, self.comparison, self.layer_index)
         t.append("\n")
-        t.append("Enter: kernel detail   F: fusion note   =: same kernel on both sides", style=DIM)
+        t.append("Enter: kernel detail   Note 1-9: op fusion group   F: fusion note   =: same kernel on both sides", style=DIM)
         status.update(t)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:

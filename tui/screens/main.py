@@ -14,7 +14,7 @@ from ..widgets.table_pane import TablePane
 from .base import TabbedExplorerScreen
 
 COMPARE_TABS = (("layers", "Layers"), ("operations", "Operations"), ("fusion", "Fusion"),
-                ("same_kernels", "Same kernels"), ("warnings", "Warnings"))
+                ("same_kernels", "Same kernels"), ("warnings", "Warnings"), ("timeline", "Timeline"))
 
 # the tab keys of the compare and the browse screen (the help lists them once)
 TAB_BINDINGS = [
@@ -23,6 +23,7 @@ TAB_BINDINGS = [
     Binding("3", "show_tab(2)", "Tab 3", show=False, tooltip="Fusion tab (browse: Kernels)"),
     Binding("4", "show_tab(3)", "Tab 4", show=False, tooltip="Same kernels tab (browse: Steps)"),
     Binding("5", "show_tab(4)", "Tab 5", show=False, tooltip="Warnings tab"),
+    Binding("6", "show_tab(5)", "Tab 6", show=False, tooltip="Timeline tab: busy/idle per pass"),
     Binding("L", "open_slowest", "Slowest layer", show=False,
             tooltip="Open the layer with the largest gap (browse: the busiest)"),
 ]
@@ -58,6 +59,8 @@ class MainScreen(TabbedExplorerScreen):
             return TablePane(key, detail=lambda r: views.same_kernel_detail(r.payload, self.comparison),
                              detail_height="1fr", id=f"pane-{key}", empty="no kernel name runs on both sides",
                              hint=views.same_kernels_hint())
+        if key == "timeline":
+            return TablePane("timeline", id="pane-timeline", hint="", empty="no forward passes in this phase")
         return TablePane("warnings", id="pane-warnings", hint="")
 
     def on_mount(self) -> None:
@@ -81,12 +84,14 @@ class MainScreen(TabbedExplorerScreen):
         self.query_one("#pane-same_kernels", TablePane).show(views.same_kernels_spec(comp), keep_cursor=keep)
         self.query_one("#pane-warnings", TablePane).show(views.warnings_spec(comp.warnings), keep_cursor=keep)
         self.query_one("#pane-warnings", TablePane).set_hint("" if comp.warnings else "no warnings")
+        self.query_one("#pane-timeline", TablePane).set_hint(views.timeline_hint(comp))
+        self.query_one("#pane-timeline", TablePane).show(views.timeline_spec(comp), keep_cursor=keep)
         counts = {"fusion": len(comp.fusions), "warnings": len(comp.warnings)}
         for key, title in self.tabs:
             label = f"{title} {counts[key]}" if key in counts else title
             self.query_one(TabbedContent).get_tab(f"tab-{key}").label = label
         if first:
-            self.query_one("#layers", ResultTable).focus()
+            self.focus_active_table()
 
     # --- drill-down ---------------------------------------------------------------------------
     def export_name(self, table: ResultTable) -> str:
@@ -105,6 +110,11 @@ class MainScreen(TabbedExplorerScreen):
             self.app.push_screen(operation_screen(self.session, self.comparison, row.payload, self._crumbs()))
         elif isinstance(row.payload, SameKernel):
             self.app.push_screen(same_kernel_screen(self.session, self.comparison, row.payload, self._crumbs()))
+        elif table.spec is not None and table.spec.name == "timeline" and isinstance(row.payload, tuple):
+            from .pass_timeline import PassTimelineScreen
+
+            self.app.push_screen(PassTimelineScreen(self.session, self.comparison, int(row.values[0]), row.payload,
+                                                    [*self._crumbs(), f"Pass {row.values[0]}"]))
         else:
             return False
         return True

@@ -1,0 +1,307 @@
+"""One forward pass as a text-mode timeline: each side's kernels as blocks, one line per stream, the
+launch calls marked on a line above them. +/- zoom, h/l (or ←/→ with shift) pan, ←/→ walk the
+kernels, ↑/↓ switch side, 0 fits the pass, Enter opens the selected kernel's detail.
+
+Presentation only: the kernels, their streams and launch calls are the trace model's rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widget import Widget
+from textual.widgets import Footer, Static
+
+from ..text import DIM, SIDE_LETTER, SIDE_STYLE, fmt_us, literal, readable, shorten, span
+from ..widgets.header import Breadcrumb
+from .base import ExplorerScreen
+
+LABEL = 7   # the left margin: "A s7   " (side and stream)
+
+
+@dataclass
+class PassKernels:
+    """One side's kernels in one pass, by start time (µs from the pass's first kernel)."""
+
+    side: str
+    label: str
+    rows: np.ndarray        # kernel rows of the model
+    start: np.ndarray
+    end: np.ndarray
+    stream: np.ndarray      # stream id per kernel
+    launch: np.ndarray      # launch call start, µs from the same origin (nan: unknown)
+    streams: list[int]
+
+    @property
+    def span_us(self) -> float:
+        return float(self.end.max()) if len(self.end) else 0.0
+
+
+def pass_kernels(model, side: str, label: str, step: int, phase: str) -> PassKernels:
+    from kerneldiff.core.model import PHASE_ID
+
+    k = model.kernels
+    sel = k.step == step
+    if phase != "all" and phase in PHASE_ID:
+        sel &= k.phase == PHASE_ID[phase]
+    rows = np.flatnonzero(sel)
+    rows = rows[np.argsort(k.ts[rows], kind="stable")]
+    t0 = float(k.ts[rows].min()) if len(rows) else 0.0
+    start = k.ts[rows] - t0
+    end = start + np.maximum(k.dur[rows], 0.0)
+    li = k.launch[rows].astype(np.int64)
+    launch = np.full(len(rows), np.nan)
+    ok = (li >= 0) & (li < len(model.launches.ts))
+    launch[ok] = model.launches.ts[li[ok]] - t0
+    stream = k.stream[rows].astype(np.int64)
+    return PassKernels(side, label, rows, start, end, stream, launch, sorted(set(stream.tolist())))
+
+
+class PassTimeline(Widget, can_focus=True):
+    """Both sides' kernels of one pass on a common time scale (µs per cell)."""
+
+    DEFAULT_CSS = "PassTimeline { height: 1fr; }"
+
+    def __init__(self, sides: list[PassKernels], id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.sides = sides
+        self.offset_us = 0.0
+        self.us_per_cell = 1.0
+        self.cursor = (0, 0)     # (side, kernel)
+        self._fitted = False
+
+    # --- geometry -------------------------------------------------------------------------
+    @property
+    def cells(self) -> int:
+        return max(self.size.width - LABEL, 1)
+
+    def fit(self) -> None:
+        longest = max((s.span_us for s in self.sides), default=0.0)
+        self.us_per_cell = max(longest / self.cells, 1e-3)
+        self.offset_us = 0.0
+        self.refresh()
+
+    def on_resize(self) -> None:
+        if not self._fitted and self.size.width > LABEL:
+            self._fitted = True
+            self.fit()
+
+    def zoom(self, factor: float) -> None:
+        # zoom about the selected kernel when there is one (it stays where it is on the screen)
+        c = self.selected()
+        at = float(c[0].start[c[1]]) if c else self.offset_us + self.cells * self.us_per_cell / 2
+        col = (at - self.offset_us) / self.us_per_cell
+        self.us_per_cell = max(self.us_per_cell * factor, 1e-3)
+        self.offset_us = max(at - col * self.us_per_cell, 0.0)
+        self.refresh()
+
+    def pan(self, cells: int) -> None:
+        self.offset_us = max(self.offset_us + cells * self.us_per_cell, 0.0)
+        self.refresh()
+
+    def selected(self) -> tuple[PassKernels, int] | None:
+        s, i = self.cursor
+        if s < len(self.sides) and 0 <= i < len(self.sides[s].rows):
+            return self.sides[s], i
+        return None
+
+    def move(self, d: int) -> None:
+        s, i = self.cursor
+        n = len(self.sides[s].rows) if s < len(self.sides) else 0
+        if n:
+            self.cursor = (s, min(max(i + d, 0), n - 1))
+            self._keep_in_view()
+        self.refresh()
+
+    def switch_side(self, d: int) -> None:
+        s, i = self.cursor
+        t = min(max(s + d, 0), len(self.sides) - 1)
+        if t != s and len(self.sides[t].rows):
+            # the other side's kernel nearest in time
+            at = float(self.sides[s].start[i]) if self.selected() else self.offset_us
+            j = int(np.clip(np.searchsorted(self.sides[t].start, at), 0, len(self.sides[t].rows) - 1))
+            self.cursor = (t, j)
+            self._keep_in_view()
+        self.refresh()
+
+    def _keep_in_view(self) -> None:
+        c = self.selected()
+        if c is None:
+            return
+        st, en = float(c[0].start[c[1]]), float(c[0].end[c[1]])
+        width = self.cells * self.us_per_cell
+        if st < self.offset_us or st >= self.offset_us + width:
+            self.offset_us = max(st - width / 4, 0.0)
+        elif en > self.offset_us + width and en - st < width:
+            self.offset_us = max(en - width * 0.9, 0.0)
+
+    # --- drawing ----------------------------------------------------------------------------
+    def lines(self) -> list[Text]:
+        out: list[Text] = []
+        n, off, upc = self.cells, self.offset_us, self.us_per_cell
+        sel = self.selected()
+        for si, s in enumerate(self.sides):
+            style = f"bold {SIDE_STYLE[s.side]}"
+            head = span(f"{SIDE_LETTER[s.side]} ", style)
+            head.append(literal(s.label, style))
+            head.append(f"  span {fmt_us(s.span_us)}  {len(s.rows)} kernels", style=DIM)
+            out.append(head)
+            # launch calls: ╷ at the start of each launch call in view
+            marks = [" "] * n
+            for t in s.launch[~np.isnan(s.launch)].tolist():
+                c = int((t - off) // upc)
+                if 0 <= c < n:
+                    marks[c] = "╷"
+            line = span("launch ".rjust(LABEL), DIM)
+            line.append("".join(marks), style=DIM)
+            out.append(line)
+            for stream in s.streams:
+                cells = [" "] * n
+                on = np.flatnonzero(s.stream == stream)
+                for i in on.tolist():
+                    a = int((float(s.start[i]) - off) // upc)
+                    b = int(np.ceil((float(s.end[i]) - off) / upc))
+                    b = max(b, a + 1)
+                    if b <= 0 or a >= n:
+                        continue
+                    for c in range(max(a, 0), min(b, n)):
+                        # a new kernel starting in a cell another one fills shows as a boundary
+                        cells[c] = "▌" if c == a and cells[c] == "█" else "█"
+                row = Text(f"s{stream}".rjust(LABEL - 1)[: LABEL - 1] + " ")
+                row.append("".join(cells), style=SIDE_STYLE[s.side])
+                if sel is not None and sel[0] is s and int(s.stream[sel[1]]) == stream:
+                    i = sel[1]
+                    a = int((float(s.start[i]) - off) // upc)
+                    b = max(int(np.ceil((float(s.end[i]) - off) / upc)), a + 1)
+                    a, b = max(a, 0), min(b, n)
+                    if a < b:
+                        # the selected block: ▓ and reverse video (reads without colour too)
+                        row = row[: LABEL + a] + Text("▓" * (b - a), style="reverse bold") + row[LABEL + b:]
+                out.append(row)
+            if si + 1 < len(self.sides):
+                out.append(Text(""))
+        # the time axis
+        axis = Text(" " * LABEL)
+        ticks = Text(" " * LABEL)
+        step = max(n // 4, 10)
+        for c in range(0, n, step):
+            label = fmt_us(off + c * upc)
+            if c + len(label) > n:   # a tick whose time would not fit is left out
+                break
+            axis.append(("┬" + " " * (step - 1))[: min(step, n - c)], style=DIM)
+            ticks.append(label.ljust(step)[: min(step, n - c)], style=DIM)
+        out += [axis, ticks]
+        return out
+
+    def render(self) -> Text:
+        return Text("\n").join(self.lines())
+
+
+class PassTimelineScreen(ExplorerScreen):
+    """One pass of the comparison, A above B, kernels as blocks per stream."""
+
+    BINDINGS = [
+        Binding("plus,equals_sign", "zoom(0.5)", "Zoom in", key_display="+"),
+        Binding("minus", "zoom(2.0)", "Zoom out", key_display="-", show=False),
+        Binding("h,shift+left", "pan(-8)", "Pan left", show=False),
+        Binding("l,shift+right", "pan(8)", "Pan right", show=False),
+        Binding("left", "move(-1)", "Previous kernel", show=False),
+        Binding("right", "move(1)", "Next kernel", show=False),
+        Binding("up", "side(-1)", "Side A", show=False),
+        Binding("down", "side(1)", "Side B", show=False),
+        Binding("0", "fit", "Fit the pass", show=False),
+        Binding("enter", "open_kernel", "Kernel detail"),
+    ]
+
+    DEFAULT_CSS = """
+    PassTimelineScreen #selected { height: 2; padding: 0 1; background: $boost; }
+    PassTimelineScreen PassTimeline { padding: 0 1; }
+    """
+
+    def __init__(self, session, comp, number: int, passes: tuple[dict | None, dict | None], crumbs: list[str]) -> None:
+        super().__init__()
+        self.session = session
+        self.comp = comp
+        self.number = number
+        self.crumbs = crumbs
+        self.sides = []
+        for i, (side, p) in enumerate(zip(("a", "b"), passes)):
+            if p is not None:
+                self.sides.append(pass_kernels(session.models[i], side, getattr(comp, side).label, int(p["pass"]),
+                                               comp.phase))
+
+    def compose(self) -> ComposeResult:
+        yield Breadcrumb(*self.crumbs)
+        yield PassTimeline(self.sides, id="pass-timeline")
+        yield Static(id="selected")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(PassTimeline).focus()
+        self._show_selected()
+
+    def current_table(self):
+        return None
+
+    @property
+    def timeline(self) -> PassTimeline:
+        return self.query_one(PassTimeline)
+
+    def action_zoom(self, factor: float) -> None:
+        self.timeline.zoom(factor)
+
+    def action_pan(self, cells: int) -> None:
+        self.timeline.pan(cells)
+
+    def action_move(self, d: int) -> None:
+        self.timeline.move(d)
+        self._show_selected()
+
+    def action_side(self, d: int) -> None:
+        self.timeline.switch_side(d)
+        self._show_selected()
+
+    def action_fit(self) -> None:
+        self.timeline.fit()
+
+    def _show_selected(self) -> None:
+        c = self.timeline.selected()
+        t = Text()
+        if c is None:
+            t.append("no kernels in this pass", style=DIM)
+        else:
+            s, i = c
+            model = self.session.models[0 if s.side == "a" else 1]
+            row = int(s.rows[i])
+            t.append(f"{SIDE_LETTER[s.side]} #{i + 1} ", style=f"bold {SIDE_STYLE[s.side]}")
+            t.append(literal(shorten(readable(model.kernel_name(row)), max(self.size.width - 12, 20))))
+            t.append(f"\nstart {fmt_us(float(s.start[i]))}  dur {fmt_us(float(s.end[i] - s.start[i]))}  "
+                     f"stream {int(s.stream[i])}  ←/→ kernel ↑/↓ side +/- zoom h/l pan 0 fit", style=DIM)
+        self.query_one("#selected", Static).update(t)
+
+    def action_open_kernel(self) -> None:
+        from kerneldiff.core.analysis.browse import Durations
+
+        from .kernel import KernelDetailScreen, _short, kernel_ref
+
+        c = self.timeline.selected()
+        if c is None:
+            return
+        s, i = c
+        index = 0 if s.side == "a" else 1
+        model = self.session.models[index]
+        row = int(s.rows[i])
+        name = model.kernel_name(row)
+        d = model.kernels.dur[model.kernels.name == model.kernels.name[row]]
+        stats = Durations(count=len(d), total_us=float(d.sum()), mean_us=float(d.mean()),
+                          median_us=float(np.median(d)), min_us=float(d.min()), p90_us=float(np.percentile(d, 90)),
+                          p95_us=float(np.percentile(d, 95)), max_us=float(d.max()))
+        ref = kernel_ref(self.session, index, s.label, name, model.category(row), model.rule(row), stats, row)
+        ref.count_note = "launches of this name in the trace"
+        context = span(f"Pass {self.number}", "bold")
+        context.append(f"   {SIDE_LETTER[s.side]} kernel {i + 1} of {len(s.rows)}, start {fmt_us(float(s.start[i]))}")
+        self.app.push_screen(KernelDetailScreen([ref], context, [*self.crumbs, _short(name)]))

@@ -150,6 +150,7 @@ class Case:
     make: Callable[[Path], None] | None = None
     info: str | None = None            # what `info` must do when it differs from `expect`
     kernels: int | None = None         # kernels the model must hold when it loads
+    big: bool = False                  # slow or large: run first, alone in its own process
     path: Path = field(default=Path())
 
     @property
@@ -388,7 +389,16 @@ def cases(seed: int = 1234) -> list[Case]:
              dumps({**metadata(), "traceEvents": [e for e in good_events() if e.get("cat") != "kernel"]}),
              warn="no GPU kernels", kernels=0),
     ]
-    return out + _truncations(good)
+    return out + _truncations(good) + _round_two()
+
+
+def _round_two() -> list[Case]:
+    """The second adversarial corpus, one module per area (tests/hostile_r2_*.py)."""
+    import hostile_r2_files
+    import hostile_r2_ingest
+    import hostile_r2_names
+
+    return [*hostile_r2_ingest.cases(), *hostile_r2_files.cases(), *hostile_r2_names.cases()]
 
 
 def _flip(data: bytes, rng: random.Random) -> bytes:

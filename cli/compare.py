@@ -61,7 +61,8 @@ def run(args) -> int:
     from kerneldiff.core.session import Session
 
     session = Session([args.a, args.b], registry=args.registry, use_cache=not args.no_cache,
-                      fusion_overrides=_overrides(args.fusion_param), peaks=peak_table(args))
+                      fusion_overrides=_overrides(args.fusion_param), peaks=peak_table(args),
+                      fork_pair=True)
     if args.table and args.format == "text":
         print("kerneldiff: --table picks one table for --format csv or json; the text report shows them all",
               file=sys.stderr)

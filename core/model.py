@@ -86,6 +86,10 @@ class Table:
             raise AttributeError(f"no column {name}")
         self._cols[name] = np.asarray(value, dtype=self._cols[name].dtype)
 
+    def __reduce__(self):
+        # attribute lookups go through _cols, which a half-built copy lacks: rebuild from the columns
+        return (Table, (self._spec, self._cols))
+
     def __len__(self) -> int:
         return len(next(iter(self._cols.values()))) if self._cols else 0
 

@@ -74,6 +74,7 @@ class Session:
     fusion_overrides: dict[str, float] = field(default_factory=dict)
     peaks: Any = None        # a kerneldiff.core.analysis.peaks.PeakTable (None: the shipped table)
     loader: Callable[..., Any] | None = None   # tests inject a slow or failing loader
+    fork_pair: bool = False  # load B in a forked child beside A (the CLI: main thread, no progress)
     kind: str = "kineto"
     infos: list[TraceInfo | None] = field(init=False)
     errors: list[str | None] = field(init=False)
@@ -145,11 +146,33 @@ class Session:
             if info.kind == "aie":
                 raise TraceError(info.path, "this is an AMD AIE (NPU) trace: compare AIE runs with "
                                             "`kerneldiff aie A B`")
+        if progress is None and cancel is None and self._pair_beside():
+            return self.models
         for i in range(len(self.paths)):
             if self.models[i] is None:
                 step = None if progress is None else (lambda *a, i=i: progress(i, *a))
                 self.load(i, step, cancel)
         return self.models
+
+    def _pair_beside(self) -> bool:
+        """Load A here and B in a forked child at once, when each load would use one core only.
+        False when that does not apply (the caller loads them in turn)."""
+        from kerneldiff.core.ingest.beside import Beside, can_fork
+        from kerneldiff.core.ingest.workers import worker_count
+
+        if not (self.fork_pair and len(self.paths) == 2 and self.loader is None and all(m is None for m in self.models)
+                and all(worker_count(info, self.workers) == 1 for info in self.infos) and can_fork()):
+            return False
+        self.classifier  # read the registry once, before the fork: both sides use it
+        beside = Beside(lambda: self.load(1))
+        try:
+            self.load(0)
+        except BaseException:
+            beside.cancel()
+            raise
+        model = self.models[1] = beside.result()
+        self.infos[1] = getattr(model, "info", self.infos[1])
+        return True
 
     @property
     def loaded(self) -> bool:

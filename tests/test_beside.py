@@ -1,0 +1,63 @@
+"""Side by side loading (kerneldiff.core.ingest.beside): B decoded in a forked child while A loads here
+gives the same models as loading in turn, and a failure on either side is the same TraceError."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from kerneldiff.core.demo import DEMO_A, DEMO_B
+from kerneldiff.core.errors import TraceError
+from kerneldiff.core.ingest.beside import Beside, can_fork
+from kerneldiff.core.session import Session
+
+
+def _models(fork: bool, paths) -> list:
+    s = Session([str(p) for p in paths], use_cache=False, fork_pair=fork)
+    s.load_all()
+    return s
+
+
+def test_side_by_side_gives_the_models_of_loading_in_turn():
+    assert can_fork()
+    turn, side = _models(False, (DEMO_A, DEMO_B)), _models(True, (DEMO_A, DEMO_B))
+    for m, n in zip(turn.models, side.models):
+        assert m.label == n.label and m.steps == n.steps
+        assert [m.strings[i] for i in range(len(m.strings))] == [n.strings[i] for i in range(len(n.strings))]
+        for table in ("kernels", "cpu_ops", "launches"):
+            a, b = getattr(m, table).columns, getattr(n, table).columns
+            assert a.keys() == b.keys()
+            for k in a:
+                np.testing.assert_array_equal(a[k], b[k])
+    assert replace(turn.infos[1], seconds=0) == replace(side.infos[1], seconds=0)
+    assert turn.compare().to_dict() == side.compare().to_dict()
+
+
+@pytest.mark.parametrize("bad_side", [0, 1])
+def test_a_bad_side_raises_its_own_error(tmp_path, bad_side):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b'{"schemaVersion": 1, "traceEvents": 5}')   # probes fine, fails to load
+    paths = [DEMO_A, DEMO_B]
+    paths[bad_side] = bad
+    with pytest.raises(TraceError) as sequential:
+        _models(False, paths).compare()
+    with pytest.raises(TraceError) as forked:
+        _models(True, paths).compare()
+    assert str(forked.value) == str(sequential.value) and "not a list" in str(forked.value)
+
+
+def test_child_errors_and_crashes_reach_the_parent():
+    def fail():
+        raise TraceError("/x.json", "broken here")
+
+    with pytest.raises(TraceError, match="^/x.json: broken here$"):
+        Beside(fail).result()
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        Beside(lambda: 1 / 0).result()
+    child = Beside(lambda: os.read(os.open("/dev/zero", os.O_RDONLY), 1) and __import__("time").sleep(60))
+    child.cancel()   # killed and reaped: no zombie left behind
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child.pid or -1, os.WNOHANG)

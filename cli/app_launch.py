@@ -7,7 +7,7 @@ import sys
 
 
 def launch(argv: list[str]) -> int:
-    from kerneldiff.cli.aie import _count, _positive_float, add_shape_arguments
+    from kerneldiff.cli.args import _count, _positive_float, add_shape_arguments
 
     p = argparse.ArgumentParser(prog="kerneldiff", description="Open the trace explorer. "
                                 "Subcommands: info, compare, synth, aie (kerneldiff SUBCOMMAND -h).")

@@ -163,7 +163,11 @@ class Session:
         if not (self.fork_pair and len(self.paths) == 2 and self.loader is None and all(m is None for m in self.models)
                 and all(worker_count(info, self.workers) == 1 for info in self.infos) and can_fork()):
             return False
-        self.classifier  # read the registry once, before the fork: both sides use it
+        # what both loads need, imported and read once before the fork rather than in both processes
+        import numpy.ma  # noqa: F401 - np.unique imports it on first use
+        import kerneldiff.core.ingest.decode  # noqa: F401
+        import kerneldiff.core.ingest.loader  # noqa: F401
+        self.classifier
         beside = Beside(lambda: self.load(1))
         try:
             self.load(0)

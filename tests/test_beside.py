@@ -61,3 +61,35 @@ def test_child_errors_and_crashes_reach_the_parent():
     child.cancel()   # killed and reaped: no zombie left behind
     with pytest.raises(ChildProcessError):
         os.waitpid(child.pid or -1, os.WNOHANG)
+
+
+def test_child_dies_with_its_parent(tmp_path):
+    """A CLI killed mid-load (a timeout, ^C) takes its forked loader with it."""
+    import signal
+    import time
+
+    pidfile = tmp_path / "child"
+    middle = os.fork()
+    if middle == 0:   # a stand-in for the CLI: starts a Beside that would run for a minute
+        try:
+            b = Beside(lambda: time.sleep(60))
+            pidfile.write_text(str(b.pid))
+            time.sleep(60)
+        finally:
+            os._exit(0)
+    deadline = time.monotonic() + 30
+    while not pidfile.exists() or not pidfile.read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    child = int(pidfile.read_text())
+    os.kill(middle, signal.SIGKILL)
+    os.waitpid(middle, 0)
+    while True:   # the orphan is reaped by init once killed; /proc shows it gone or a zombie
+        try:
+            with open(f"/proc/{child}/stat") as f:
+                if f.read().split()[2] == "Z":
+                    break
+        except FileNotFoundError:
+            break
+        assert time.monotonic() < deadline, "the loader outlived its parent"
+        time.sleep(0.01)

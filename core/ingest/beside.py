@@ -23,14 +23,29 @@ def can_fork() -> bool:
             and threading.active_count() == 1)
 
 
+def _die_with(parent: int) -> None:
+    """Linux: the child is killed when its parent dies (a CLI killed by a timeout must not leave a
+    load running on its own)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:   # the parent died before prctl took effect
+        os._exit(1)
+
+
 class Beside:
     """`fn()` running in a child process; `result()` returns its value or raises its TraceError."""
 
     def __init__(self, fn: Callable[[], Any]) -> None:
         read, write = os.pipe()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the child: run, send one pickled reply, leave without cleanup handlers
             os.close(read)
+            _die_with(parent)
             code = 0
             try:
                 reply = ("ok", fn())

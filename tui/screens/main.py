@@ -118,9 +118,7 @@ class MainScreen(TabbedExplorerScreen):
         if self.comparison is None:
             return
         self.shape_kind = shape_views.ATTENTION if self.shape_kind == shape_views.GEMM else shape_views.GEMM
-        self._show_shapes(keep=False)
-        self.notify(f"{shape_views.KIND_WORDS[self.shape_kind]}: "
-                    f"{len(shape_views.shapes_of(self.comparison, self.shape_kind))}", timeout=2)
+        self._show_shapes(keep=False)   # the hint line says which kind is shown
 
     # --- drill-down ---------------------------------------------------------------------------
     def export_name(self, table: ResultTable) -> str:

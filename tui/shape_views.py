@@ -15,12 +15,12 @@ from rich.text import Text
 
 from kerneldiff.core.compare.result import Comparison
 from kerneldiff.core.compare.work_result import AttentionShape, GemmShape, ShapeSide
+from kerneldiff.core.report import format as fmt
 
 from .text import (DIM, SIDE_LETTER, SIDE_STYLE, cut, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal, readable,
                    shorten, span)
 from .views import _num, _row_style, gap_sort, name_sort, searchable, time_sort
 from .widgets.result_table import Column, Row, Sort, TableSpec
-from kerneldiff.core.report import format as fmt
 
 GEMM, ATTENTION = "gemm", "attention"
 KIND_WORDS = {GEMM: "GEMM shapes", ATTENTION: "attention shapes"}

@@ -112,6 +112,12 @@ SCREENSHOTS = {
     "test_timeline_80x24": "timeline-80x24",
     "test_timeline_no_color_80x24": "timeline-no-color-80x24",
     "test_pass_timeline_80x24": "pass-timeline-80x24",
+    "test_shapes[80x24]": "shapes-80x24",
+    "test_shapes[120x36]": "shapes-120x36",
+    "test_shapes_no_color_80x24": "shapes-no-color-80x24",
+    "test_attention_shapes_80x24": "attention-shapes-80x24",
+    "test_shape_kernels[80x24]": "shape-kernels-80x24",
+    "test_shape_kernels[120x36]": "shape-kernels-120x36",
 }
 
 

@@ -38,6 +38,9 @@ class Side:
     # Timeline.to_dict(): span_us, busy_us, idle_us, launch_bound_us, sync_us, overlap_us, passes,
     # phases, layers, launch)
     timeline: dict[str, Any] | None = None
+    # whether its operators carry input shapes (record_shapes=True): without them no FLOPs, bytes or
+    # GEMM and attention shapes (None: not looked at)
+    shapes_recorded: bool | None = None
 
 
 @dataclass

@@ -15,10 +15,12 @@ by joining kernels to operators through their External id and summing durations 
 from __future__ import annotations
 
 import weakref
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
+from kerneldiff.core.analysis.browse import _groups
 from kerneldiff.core.analysis.flops import ATTENTION, GEMM, ModelWork, OpWork, model_work
 from kerneldiff.core.analysis.peaks import PeakTable, Peaks, default_table
 from kerneldiff.core.compare.work_result import (AttentionShape, GemmShape, KernelShare, ShapeSide, ThroughputRow,
@@ -83,14 +85,22 @@ class _Side:
         self.peak = pk[np.where(self.kw >= 0, self.kw, len(w.works))]   # FLOP/s per kernel, NaN unknown
 
     def kernels(self, pos: np.ndarray) -> list[KernelShare]:
+        """The kernels at positions `pos` by name, longest first: durations, TFLOP/s and a row of each."""
         if len(pos) == 0:
             return []
         names = self.v.name[pos]
-        uniq, inv = np.unique(names, return_inverse=True)
-        tot = np.bincount(inv, weights=self.v.dur[pos])
-        cnt = np.bincount(inv)
-        order = np.lexsort((uniq, -tot))[:TOP_KERNELS]
-        return [KernelShare(self.m.strings[int(uniq[i])], int(cnt[i]), float(tot[i])) for i in order]
+        uniq, stats, first = _groups(names, self.v.dur[pos], self.v.total)
+        inv = np.searchsorted(uniq, names)
+        flops = np.bincount(inv, weights=self.flops[pos], minlength=len(uniq))
+        math = np.bincount(inv, weights=self.share[pos], minlength=len(uniq)) > 0
+        tot = np.array([s.total_us for s in stats])
+        out = []
+        for i in np.lexsort((uniq, -tot))[:TOP_KERNELS].tolist():
+            s = stats[i]
+            tf = flops[i] / (s.total_us * 1e-6) / 1e12 if math[i] and s.total_us > 0 else None
+            out.append(KernelShare(self.m.strings[int(uniq[i])], tflops=tf,
+                                   row=int(self.v.rows[pos[first[i]]]), **asdict(s)))
+        return out
 
     def shapes(self, kind: str) -> dict[tuple, tuple[OpWork, ShapeSide]]:
         """Shape key -> (a representative work, this side's figures), for the works of one kind."""
@@ -112,7 +122,8 @@ class _Side:
             w0 = works[wids[0]]
             n = len(calls)
             side = ShapeSide(calls=n, total_us=total, mean_us=total / n,
-                             ops=sorted({works[i].op for i in wids}), kernels=self.kernels(pos))
+                             ops=sorted({works[i].op for i in wids}), kernels=self.kernels(pos),
+                             kernel_names=int(len(np.unique(self.v.name[pos]))))
             for f, val in _roof(n * w0.flops, n * w0.bytes, total * 1e-6, self.peaks, w0.peak).items():
                 setattr(side, f, val)
             out[key] = (w0, side)
@@ -208,7 +219,9 @@ def attach(cmp, va, vb, peaks: PeakTable | None = None) -> None:
             cmp.warnings.append(f"{label}: no peak figures for GPU '{v.m.info.gpu or 'unknown'}' in the table: % of "
                                 f"peak and the roofline bound are not given (name one with --peak {key}.gpu=KEY, or "
                                 f"give figures with --peaks FILE or --peak {key}.bf16=… {key}.hbm=…)")
-        if len(v.rows) and not (v.m.cpu_ops.dims >= 0).any():
+        recorded = bool((v.m.cpu_ops.dims >= 0).any())
+        getattr(cmp, key).shapes_recorded = recorded
+        if len(v.rows) and not recorded:
             cmp.warnings.append(f"{label}: no operator input shapes recorded (record_shapes=False): FLOPs, bytes and "
                                 f"the GEMM and attention shapes are unknown")
     sa, sb = sides

@@ -18,11 +18,22 @@ from dataclasses import dataclass, field
 
 @dataclass
 class KernelShare:
-    """A kernel that ran a shape (or an operation): how often and for how long."""
+    """A kernel that ran a shape: how often, for how long, and how fast. Its duration fields are those
+    of the comparison's `Stats`, over this kernel's launches for the shape, so detail views read either."""
 
     name: str
-    count: int
+    count: int                       # launches for the shape
     total_us: float
+    mean_us: float = 0.0
+    median_us: float = 0.0
+    min_us: float = 0.0
+    p90_us: float = 0.0
+    p95_us: float = 0.0
+    max_us: float = 0.0
+    share: float = 0.0               # of the side's GPU time in the phase
+    tflops: float | None = None      # its share of the shape's FLOPs over its own time; None when it does
+    #                                  none of the math (the cuBLAS workspace memset beside a GEMM)
+    row: int = -1                    # one of these launches: a kernel row of the side's model (detail views)
 
 
 @dataclass
@@ -40,7 +51,8 @@ class ShapeSide:
     pct_roofline: float | None = None  # achieved against the roofline at the shape's intensity, %
     peak_tflops: float | None = None  # the peak pct_peak is taken of
     ops: list[str] = field(default_factory=list)          # the launching operators
-    kernels: list[KernelShare] = field(default_factory=list)   # longest first
+    kernels: list[KernelShare] = field(default_factory=list)   # longest first, at most TOP_KERNELS
+    kernel_names: int = 0            # distinct kernels that ran the shape (more than `kernels` lists when cut)
 
 
 @dataclass

@@ -66,7 +66,8 @@ def binding_groups(app) -> list[tuple[str, list[tuple[str, str]]]]:
         ("Main screen (tabs)", rows(_bindings(MainScreen))
          + [("←, →", "Switch tab (when the tab bar has focus)"),
             ("tab", "Move focus: tab bar → table → detail pane (the focused one is marked in the accent colour)"),
-            ("⏎", "Drill down: a layer → its kernel pairs; an operation or `outside` → its kernels on each side")]),
+            ("⏎", "Drill down: a layer → its kernel pairs; an operation or `outside` → its kernels on each side; "
+                   "a shape → the kernels that ran it")]),
         ("Detail panes", rows(_bindings(DetailScroll) + _bindings(KernelDetailScreen))),
         ("AIE (NPU) traces", rows(_bindings(_aie_screen()))),
         ("Start screen", rows(_bindings(StartScreen))),

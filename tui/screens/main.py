@@ -6,15 +6,17 @@ from textual.binding import Binding
 from textual.widgets import TabbedContent
 
 from kerneldiff.core.compare.result import Comparison, LayerRow, OperationRow, SameKernel
+from kerneldiff.core.compare.work_result import AttentionShape, GemmShape
 
-from .. import views
+from .. import shape_views, views
 from ..widgets.header import ComparisonHeader
 from ..widgets.result_table import ResultTable
 from ..widgets.table_pane import TablePane
 from .base import TabbedExplorerScreen
 
 COMPARE_TABS = (("layers", "Layers"), ("operations", "Operations"), ("fusion", "Fusion"),
-                ("same_kernels", "Same kernels"), ("warnings", "Warnings"), ("timeline", "Timeline"))
+                ("same_kernels", "Same kernels"), ("warnings", "Warnings"), ("timeline", "Timeline"),
+                ("shapes", "Shapes"))
 
 # the tab keys of the compare and the browse screen (the help lists them once)
 TAB_BINDINGS = [
@@ -24,6 +26,7 @@ TAB_BINDINGS = [
     Binding("4", "show_tab(3)", "Tab 4", show=False, tooltip="Same kernels tab (browse: Steps)"),
     Binding("5", "show_tab(4)", "Tab 5", show=False, tooltip="Warnings tab"),
     Binding("6", "show_tab(5)", "Tab 6", show=False, tooltip="Timeline tab: busy/idle per pass"),
+    Binding("7", "show_tab(6)", "Tab 7", show=False, tooltip="Shapes tab: GEMM and attention shapes side by side"),
     Binding("L", "open_slowest", "Slowest layer", show=False,
             tooltip="Open the layer with the largest gap (browse: the busiest)"),
 ]
@@ -32,7 +35,9 @@ TAB_BINDINGS = [
 class MainScreen(TabbedExplorerScreen):
     """Tabs over the comparison the app holds (`app.result`), for the session's two traces."""
 
-    BINDINGS = TAB_BINDINGS
+    BINDINGS = [*TAB_BINDINGS,
+                Binding("a", "toggle_shapes", "GEMM/attention", show=False,
+                        tooltip="Shapes tab: switch between GEMM and attention shapes")]
     tabs = COMPARE_TABS
     crumb_root = "compare"
 
@@ -40,6 +45,7 @@ class MainScreen(TabbedExplorerScreen):
         super().__init__()
         self.session = session
         self.comparison: Comparison | None = None
+        self.shape_kind = shape_views.GEMM   # what the Shapes tab lists (`a` toggles)
 
     # --- layout -------------------------------------------------------------------------------
     def _header(self) -> ComparisonHeader:
@@ -61,6 +67,9 @@ class MainScreen(TabbedExplorerScreen):
                              hint=views.same_kernels_hint())
         if key == "timeline":
             return TablePane("timeline", id="pane-timeline", hint="", empty="no forward passes in this phase")
+        if key == "shapes":
+            return TablePane("shapes", detail=lambda r: shape_views.shape_detail(r.payload, self.comparison),
+                             detail_height="1fr", id="pane-shapes", hint="", empty="no shapes to show")
         return TablePane("warnings", id="pane-warnings", hint="")
 
     def on_mount(self) -> None:
@@ -86,12 +95,30 @@ class MainScreen(TabbedExplorerScreen):
         self.query_one("#pane-warnings", TablePane).set_hint("" if comp.warnings else "no warnings")
         self.query_one("#pane-timeline", TablePane).set_hint(views.timeline_hint(comp))
         self.query_one("#pane-timeline", TablePane).show(views.timeline_spec(comp), keep_cursor=keep)
+        self._show_shapes(keep)
         counts = {"fusion": len(comp.fusions), "warnings": len(comp.warnings)}
         for key, title in self.tabs:
             label = f"{title} {counts[key]}" if key in counts else title
             self.query_one(TabbedContent).get_tab(f"tab-{key}").label = label
         if first:
             self.focus_active_table()
+
+    def _show_shapes(self, keep: bool) -> None:
+        comp = self.comparison
+        pane = self.query_one("#pane-shapes", TablePane)
+        pane.set_hint(shape_views.shapes_hint(comp, self.shape_kind))
+        pane.show(shape_views.shapes_spec(comp, self.shape_kind), keep_cursor=keep)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "toggle_shapes":
+            return self.is_mounted and self._active_key() == "shapes"
+        return super().check_action(action, parameters)
+
+    def action_toggle_shapes(self) -> None:
+        if self.comparison is None:
+            return
+        self.shape_kind = shape_views.ATTENTION if self.shape_kind == shape_views.GEMM else shape_views.GEMM
+        self._show_shapes(keep=False)   # the hint line says which kind is shown
 
     # --- drill-down ---------------------------------------------------------------------------
     def export_name(self, table: ResultTable) -> str:
@@ -110,6 +137,10 @@ class MainScreen(TabbedExplorerScreen):
             self.app.push_screen(operation_screen(self.session, self.comparison, row.payload, self._crumbs()))
         elif isinstance(row.payload, SameKernel):
             self.app.push_screen(same_kernel_screen(self.session, self.comparison, row.payload, self._crumbs()))
+        elif isinstance(row.payload, (GemmShape, AttentionShape)):
+            from .shapes import ShapeKernelsScreen
+
+            self.app.push_screen(ShapeKernelsScreen(self.session, row.payload, self._crumbs()))
         elif table.spec is not None and table.spec.name == "timeline" and isinstance(row.payload, tuple):
             from .pass_timeline import PassTimelineScreen
 

@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from kerneldiff.core.errors import TraceError
+from kerneldiff.core.errors import TraceError, shown_path
 from kerneldiff.core.ingest.probe import TraceInfo, probe
 
 # progress(fraction 0..1, stage, done, total) -> False to cancel
@@ -123,7 +123,7 @@ class Session:
         info = self.infos[index]
         if info is None:
             if self.errors[index] is not None:   # the probe already refused it
-                raise TraceError(self.paths[index], self.errors[index].removeprefix(self.paths[index] + ": "))
+                raise TraceError(self.paths[index], self.errors[index].removeprefix(shown_path(self.paths[index]) + ": "))
             info = self.infos[index] = probe(self.paths[index])
         self.errors[index] = None
         kwargs: dict[str, Any] = dict(progress=progress, cancel=cancel, info=info)

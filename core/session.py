@@ -63,6 +63,25 @@ class KernelDetail:
     ops: list[str] = field(default_factory=list)
 
 
+def probe_trace(path: str, strict: bool = True) -> TraceInfo:
+    """`probe(path)`, with running out of memory or recursion (an input no bound foresaw) turned
+    into the file's TraceError, so every front end reports it as it reports bad input; without
+    `strict`, any other failure too (the explorer shows it on its error screen, never a traceback)."""
+    try:
+        return probe(path)
+    except TraceError:
+        raise
+    except MemoryError:
+        raise TraceError(path, "out of memory while reading the head of the file") from None
+    except RecursionError:
+        raise TraceError(path, "input nested too deeply to read") from None
+    except Exception as e:
+        if strict:
+            raise
+        raise TraceError(path, f"unexpected error while reading the head of the file "
+                               f"({type(e).__name__}: {' '.join(str(e).split())[:200]})") from None
+
+
 @dataclass
 class Session:
     """One or two Kineto traces (A, B) and everything computed from them."""
@@ -110,7 +129,7 @@ class Session:
             if self.infos[i] is not None:
                 continue
             try:
-                self.infos[i] = probe(path)
+                self.infos[i] = probe_trace(path, strict)
             except TraceError as e:
                 self.errors[i] = str(e)
                 if strict:
@@ -124,7 +143,7 @@ class Session:
         if info is None:
             if self.errors[index] is not None:   # the probe already refused it
                 raise TraceError(self.paths[index], self.errors[index].removeprefix(shown_path(self.paths[index]) + ": "))
-            info = self.infos[index] = probe(self.paths[index])
+            info = self.infos[index] = probe_trace(self.paths[index])
         self.errors[index] = None
         kwargs: dict[str, Any] = dict(progress=progress, cancel=cancel, info=info)
         if self.loader is not None:

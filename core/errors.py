@@ -5,7 +5,20 @@ from __future__ import annotations
 import errno
 import os
 
-from kerneldiff.core.analysis.names import visible
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def visible(s: str) -> str:
+    """`s` with every non-printable character (controls, ESC, bidi overrides, line separators)
+    written as a visible escape; the same rule as kerneldiff.core.analysis.names.visible, here
+    because errors sit below every other layer."""
+    if s.isprintable():
+        return s
+    return "".join(ch if ch.isprintable() else _NAMED.get(ch) or _escape(ord(ch)) for ch in s)
+
+
+def _escape(o: int) -> str:
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
 
 
 def shown_path(path: object) -> str:

@@ -35,8 +35,7 @@ import numpy as np
 
 from kerneldiff.core.model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_COLUMNS, LAUNCH_COLUMNS, PYTHON_COLUMNS,
                     LayerSpan, Step, Table, TraceModel)
-from kerneldiff.core.analysis.names import visible
-from kerneldiff.core.errors import TraceError
+from kerneldiff.core.errors import TraceError, visible
 from kerneldiff.core.ingest.files import open_regular
 from kerneldiff.core.strings import StringTable
 

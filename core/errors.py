@@ -10,7 +10,7 @@ _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 def visible(s: str) -> str:
     """`s` with every non-printable character (controls, ESC, bidi overrides, line separators)
-    written as a visible escape; the same rule as kerneldiff.core.analysis.names.visible, here
+    written as a visible escape; the same rule as analysis.names.visible, here
     because errors sit below every other layer."""
     if s.isprintable():
         return s

@@ -12,11 +12,12 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
+from kerneldiff.core.errors import shown_path
 from kerneldiff.core.model import PHASE_FILTERS
 from kerneldiff.core.report import format as fmt
 from kerneldiff.core.report.tables import TABLES, table
 
-from .render import console, literal, short_name, us
+from .render import console, literal, short_name, us, visible
 from .work_report import peak_table, render_work
 from .timeline_report import render_timeline
 
@@ -75,14 +76,14 @@ def run(args) -> int:
     try:
         cmp = session.compare(args.phase)
     except ValueError as e:
-        print(f"kerneldiff: {e}", file=sys.stderr)
+        print(f"kerneldiff: {visible(str(e))}", file=sys.stderr)
         return 2
     try:
         return _report(cmp, args)
     except BrokenPipeError:
         raise  # `| head` closed the pipe: kerneldiff.cli.main ends quietly
     except OSError as e:  # an unwritable -o path is the user's to fix, not a crash
-        print(f"kerneldiff: {e.filename or args.output}: cannot write: {e.strerror or e}", file=sys.stderr)
+        print(f"kerneldiff: {shown_path(e.filename or args.output)}: cannot write: {e.strerror or e}", file=sys.stderr)
         return 2
 
 
@@ -119,7 +120,7 @@ def _report(cmp, args) -> int:
         with open(args.output, "w", encoding="utf-8") as fh:
             print_text(cmp, Console(file=fh, width=width, highlight=False, markup=False, emoji=False,
                                     color_system=None))
-        print(f"wrote {args.output}", file=sys.stderr)
+        print(f"wrote {shown_path(args.output)}", file=sys.stderr)
         return 0
     out = console()
     out.width = width
@@ -142,7 +143,7 @@ def print_text(cmp, out) -> None:
 def _emit(text: str, path: str | None) -> int:
     if path:
         Path(path).write_text(text + "\n", encoding="utf-8")
-        print(f"wrote {path}", file=sys.stderr)
+        print(f"wrote {shown_path(path)}", file=sys.stderr)
     else:
         sys.stdout.write(text + "\n")
     return 0
@@ -169,7 +170,7 @@ def _csv(cmp, args) -> int:
     for name in TABLES:
         p = base.with_name(f"{stem}.{name}.csv")
         p.write_text(csv_text(cmp, name), encoding="utf-8")
-        print(f"wrote {p}", file=sys.stderr)
+        print(f"wrote {shown_path(p)}", file=sys.stderr)
     return 0
 
 

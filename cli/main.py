@@ -9,7 +9,8 @@ import argparse
 import importlib
 import sys
 
-from kerneldiff.core.errors import TraceError
+from kerneldiff.core.analysis.names import visible
+from kerneldiff.core.errors import TraceError, shown_path
 
 # subcommand name -> module (imported lazily so `kerneldiff --help` stays instant)
 SUBCOMMANDS = {
@@ -62,7 +63,18 @@ def _looks_like_command(word: str) -> bool:
     separator or an extension)."""
     import os
 
-    return not word.startswith("-") and os.sep not in word and "." not in word and not os.path.exists(word)
+    return not word.startswith("-") and os.sep not in word and "." not in word and not os.path.lexists(word)
+
+
+def _settings_problem() -> str | None:
+    """An environment setting that cannot be used (checked before any work, not after a load)."""
+    import os
+
+    if not os.environ.get("KERNELDIFF_CACHE_MAX", "").strip():
+        return None
+    from kerneldiff.core.ingest.cache import setting_problem
+
+    return setting_problem()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,8 +83,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kerneldiff {version()}")
         return 0
     if argv and argv[0] not in SUBCOMMANDS and _looks_like_command(argv[0]):
-        print(f"kerneldiff: {argv[0]}: unknown command and no such file (commands: {', '.join(SUBCOMMANDS)}; "
+        print(f"kerneldiff: {shown_path(argv[0])}: unknown command and no such file (commands: {', '.join(SUBCOMMANDS)}; "
               f"or give one or two trace files)", file=sys.stderr)
+        return 2
+    problem = _settings_problem()
+    if problem:
+        print(f"kerneldiff: {problem}", file=sys.stderr)
         return 2
     if argv and argv[0] in SUBCOMMANDS:
         parser = _build_parser(argv[0])
@@ -90,11 +106,11 @@ def main(argv: list[str] | None = None) -> int:
         except (MemoryError, RecursionError) as e:
             # a pathological input the loader did not bound: still one line, never a traceback
             what = "out of memory" if isinstance(e, MemoryError) else "input nested too deeply"
-            print(f"kerneldiff: {' '.join(map(str, getattr(args, 'traces', None) or [getattr(args, 'a', '')]))}: "
-                  f"{what}", file=sys.stderr)
+            names = getattr(args, "traces", None) or [getattr(args, "a", None) or getattr(args, "trace", "")]
+            print(f"kerneldiff: {' '.join(map(shown_path, names))}: {what}", file=sys.stderr)
             return 2
         except Exception as e:  # last resort: report, do not dump a traceback on the user
-            msg = " ".join(str(e).split())[:300]
+            msg = visible(" ".join(str(e).split())[:300])
             print(f"kerneldiff: internal error ({type(e).__name__}: {msg}); please report it "
                   f"with the command line", file=sys.stderr)
             return 70

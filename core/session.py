@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from kerneldiff.core.errors import TraceError
+from kerneldiff.core.errors import TraceError, shown_path
 from kerneldiff.core.ingest.probe import TraceInfo, probe
 
 # progress(fraction 0..1, stage, done, total) -> False to cancel
@@ -61,6 +61,25 @@ class KernelDetail:
     # the operations behind the kernel: its launching operator, the ops an Inductor name lists, or a
     # fused category's operator and registry components (kerneldiff.core.compare.op_fusion.kernel_ops)
     ops: list[str] = field(default_factory=list)
+
+
+def probe_trace(path: str, strict: bool = True) -> TraceInfo:
+    """`probe(path)`, with running out of memory or recursion (an input no bound foresaw) turned
+    into the file's TraceError, so every front end reports it as it reports bad input; without
+    `strict`, any other failure too (the explorer shows it on its error screen, never a traceback)."""
+    try:
+        return probe(path)
+    except TraceError:
+        raise
+    except MemoryError:
+        raise TraceError(path, "out of memory while reading the head of the file") from None
+    except RecursionError:
+        raise TraceError(path, "input nested too deeply to read") from None
+    except Exception as e:
+        if strict:
+            raise
+        raise TraceError(path, f"unexpected error while reading the head of the file "
+                               f"({type(e).__name__}: {' '.join(str(e).split())[:200]})") from None
 
 
 @dataclass
@@ -111,7 +130,7 @@ class Session:
             if self.infos[i] is not None:
                 continue
             try:
-                self.infos[i] = probe(path)
+                self.infos[i] = probe_trace(path, strict)
             except TraceError as e:
                 self.errors[i] = str(e)
                 if strict:
@@ -124,8 +143,8 @@ class Session:
         info = self.infos[index]
         if info is None:
             if self.errors[index] is not None:   # the probe already refused it
-                raise TraceError(self.paths[index], self.errors[index].removeprefix(self.paths[index] + ": "))
-            info = self.infos[index] = probe(self.paths[index])
+                raise TraceError(self.paths[index], self.errors[index].removeprefix(shown_path(self.paths[index]) + ": "))
+            info = self.infos[index] = probe_trace(self.paths[index])
         self.errors[index] = None
         kwargs: dict[str, Any] = dict(progress=progress, cancel=cancel, info=info)
         if self.loader is not None:

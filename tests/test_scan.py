@@ -91,7 +91,7 @@ def test_hostile_corpus_reads_identically(corpus, monkeypatch):
     monkeypatch.setattr(cut, "WINDOW", 512)
     bad = {}
     for case in corpus:
-        if case.path.is_dir() or case.path.stat().st_size > 40_000_000:
+        if not case.path.is_file() or case.path.stat().st_size > 40_000_000:   # FIFOs, devices, links: not JSON
             continue
         d = _outcome(case.path)
         if d:

@@ -21,10 +21,13 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
+import stat
 import struct
 import tempfile
 import time
 import zlib
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,8 @@ import numpy as np
 
 from kerneldiff.core.model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_COLUMNS, LAUNCH_COLUMNS, PYTHON_COLUMNS,
                     LayerSpan, Step, Table, TraceModel)
+from kerneldiff.core.errors import TraceError, visible
+from kerneldiff.core.ingest.files import open_regular
 from kerneldiff.core.strings import StringTable
 
 try:  # ISA-L's CRC32 is several times faster than zlib's
@@ -43,6 +48,9 @@ FORMAT_VERSION = 1
 MAGIC, END = b"KDCACHE1", b"KDCEND01"
 TRAILER = struct.Struct("<QI8s")          # header length, header CRC32, END
 DEFAULT_MAX = 4 * 10**9
+FINGERPRINT_EDGE = 64 * 1024      # head and tail bytes hashed into the key
+FINGERPRINT_BLOCK = 4 * 1024      # ... and this many bytes at each of the samples between
+FINGERPRINT_SAMPLES = 16
 TABLES = {"kernels": KERNEL_COLUMNS, "cpu_ops": CPU_OP_COLUMNS, "launches": LAUNCH_COLUMNS,
           "python": PYTHON_COLUMNS, "annotations": ANNOTATION_COLUMNS}
 # the code that decides what a loaded model contains: every module of these packages (a new one
@@ -58,22 +66,42 @@ def cache_dir() -> Path:
     return Path(base) / "kerneldiff" / "models"
 
 
-def max_bytes() -> int:
-    """KERNELDIFF_CACHE_MAX: bytes, or with a unit (500MB, 4GB); 0 disables writing."""
-    text = os.environ.get("KERNELDIFF_CACHE_MAX", "").strip().upper()
-    if not text:
-        return DEFAULT_MAX
-    units = {"KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "K": 10**3, "M": 10**6, "G": 10**9, "B": 1}
-    for u in sorted(units, key=len, reverse=True):
-        if text.endswith(u):
-            try:
-                return int(float(text[: -len(u)]) * units[u])
-            except ValueError:
-                return DEFAULT_MAX
+_SIZE = re.compile(r"([0-9]{1,15}(?:\.[0-9]{0,6})?)\s*(B|K|KB|M|MB|G|GB|T|TB)?", re.ASCII | re.IGNORECASE)
+_UNITS = {"": 1, "B": 1, "K": 10**3, "KB": 10**3, "M": 10**6, "MB": 10**6, "G": 10**9, "GB": 10**9,
+          "T": 10**12, "TB": 10**12}
+
+
+def parse_size(text: str) -> int:
+    """Bytes from "4000000000", "500MB", "1.5 GB"; anything else (inf, 1e400, -1, nan, Unicode
+    digits) is a ValueError: a limit is never guessed."""
+    m = _SIZE.fullmatch(text.strip())
+    if m is None:
+        raise ValueError(f"KERNELDIFF_CACHE_MAX={visible(text)!r} is not a size (bytes, or with a unit: "
+                         f"500MB, 4GB; 0 turns cache writing off)")
+    return int(Decimal(m.group(1)) * _UNITS[(m.group(2) or "").upper()])
+
+
+def setting_problem() -> str | None:
+    """Why KERNELDIFF_CACHE_MAX cannot be used, or None (the CLI refuses to start with it)."""
     try:
-        return int(float(text))
-    except ValueError:
+        max_bytes(strict=True)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+def max_bytes(strict: bool = False) -> int:
+    """KERNELDIFF_CACHE_MAX: bytes, or with a unit (500MB, 4GB); 0 disables writing. An invalid
+    value turns writing off (or raises ValueError with `strict`)."""
+    text = os.environ.get("KERNELDIFF_CACHE_MAX", "")
+    if not text.strip():
         return DEFAULT_MAX
+    try:
+        return parse_size(text)
+    except ValueError:
+        if strict:
+            raise
+        return 0
 
 
 _code_hash: str | None = None
@@ -115,15 +143,42 @@ def classifier_fingerprint(classifier) -> str:
 
 
 def key_for(path: str | os.PathLike, classifier) -> str | None:
-    """The entry key for a trace file, or None when the file cannot be stat'ed."""
+    """The entry key for a trace file, or None when it cannot be opened as a regular file.
+
+    Size and mtime alone miss an edit in place that restores them (`touch -r`, a tool that
+    preserves times); the key also holds the inode, the ctime (which no user call can set back)
+    and a fingerprint of the content (`content_fingerprint`), for file systems whose ctime
+    cannot be trusted."""
     try:
         real = os.path.realpath(path)
-        st = os.stat(real)
+        f, st = open_regular(real)
+    except (OSError, TraceError):
+        return None
+    try:
+        with f:
+            sample = content_fingerprint(f.fileno(), st.st_size)
     except OSError:
         return None
-    parts = [FORMAT_VERSION, _code_fingerprint(), real, st.st_size, st.st_mtime_ns,
-             classifier_fingerprint(classifier)]
+    parts = [FORMAT_VERSION, _code_fingerprint(), real, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
+             st.st_ctime_ns, sample, classifier_fingerprint(classifier)]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:40]
+
+
+def content_fingerprint(fd: int, size: int) -> str:
+    """A hash of the first and last FINGERPRINT_EDGE bytes and FINGERPRINT_SAMPLES blocks spread
+    evenly between them: ~200 KB read whatever the size (a few ms cold, well under 1 ms cached),
+    where hashing a 1 GB file would take a second. It sees any change to the head (metadata),
+    the tail (a rewritten or appended end), or a sampled block."""
+    h = hashlib.blake2b(digest_size=16)
+    offsets = [0, max(0, size - FINGERPRINT_EDGE)]
+    inner = size - 2 * FINGERPRINT_EDGE
+    if inner > 0:
+        offsets[1:1] = [FINGERPRINT_EDGE + inner * i // (FINGERPRINT_SAMPLES + 1)
+                        for i in range(1, FINGERPRINT_SAMPLES + 1)]
+    for i, off in enumerate(offsets):
+        n = FINGERPRINT_EDGE if i in (0, len(offsets) - 1) else FINGERPRINT_BLOCK
+        h.update(os.pread(fd, n, off))
+    return h.hexdigest()
 
 
 def entry_path(key: str) -> Path:
@@ -220,20 +275,27 @@ class _Corrupt(Exception):
 
 
 def get(key: str) -> TraceModel | None:
-    """The cached model for `key`, or None (absent, stale format, or damaged: then deleted)."""
+    """The cached model for `key`, or None (absent, stale format, or damaged: then deleted). A
+    cache is optional: whatever is wrong with an entry (a symlink, a FIFO, a header that lies)
+    only costs a rebuild, never a hang or an error."""
     p = entry_path(key)
     try:
-        f = open(p, "rb")
+        # O_NOFOLLOW: an entry is a file we wrote, never a link; O_NONBLOCK: a FIFO cannot block
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
     except OSError:
+        _drop(p)   # a symlink (ELOOP with O_NOFOLLOW) or unreadable
         return None
     try:
-        with f:
-            model = _read(f, key)
-    except (_Corrupt, OSError, ValueError, KeyError, TypeError, IndexError, struct.error):
-        try:
-            p.unlink()
-        except OSError:
-            pass
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise _Corrupt("not a regular file")
+            os.set_blocking(f.fileno(), True)
+            model = _read(f, key, st.st_size)
+    except Exception:  # noqa: BLE001 - any damage at all (MemoryError included): drop and rebuild
+        _drop(p)
         return None
     try:
         os.utime(p)  # most recently used: evicted last
@@ -242,10 +304,44 @@ def get(key: str) -> TraceModel | None:
     return model
 
 
-def _read(f, key: str) -> TraceModel:
+def _drop(p: Path) -> None:
+    try:
+        p.unlink()
+    except OSError:
+        pass
+
+
+def _read_array(f, where: Any, size: int) -> np.ndarray:
+    """One .npy record, its header checked against the entry before anything is allocated (a
+    header claiming 2^40 rows must not cost an allocation attempt on every run)."""
+    if not isinstance(where, dict):
+        raise _Corrupt("array entry")
+    off, length, crc = where.get("offset"), where.get("length"), where.get("crc")
+    if not all(type(v) is int for v in (off, length, crc)) or off < len(MAGIC) or length <= 0 \
+            or off + length > size - TRAILER.size:
+        raise _Corrupt("array bounds")
+    f.seek(off)
+    version = np.lib.format.read_magic(f)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+    else:
+        raise _Corrupt("array version")
+    count = 1
+    for n in shape:
+        count *= n
+    if dtype.hasobject or fortran or f.tell() - off + count * dtype.itemsize != length:
+        raise _Corrupt("array header")
+    arr = np.fromfile(f, dtype=dtype, count=count).reshape(shape)
+    if crc32(memoryview(arr).cast("B")) != crc:
+        raise _Corrupt("array checksum")
+    return arr
+
+
+def _read(f, key: str, size: int) -> TraceModel:
     from kerneldiff.core.ingest.probe import TraceInfo
 
-    size = os.fstat(f.fileno()).st_size
     if size < len(MAGIC) + TRAILER.size or f.read(len(MAGIC)) != MAGIC:
         raise _Corrupt("not a cache entry")
     f.seek(size - TRAILER.size)
@@ -257,15 +353,11 @@ def _read(f, key: str) -> TraceModel:
     if len(blob) != hlen or crc32(blob) != hcrc:
         raise _Corrupt("header checksum")
     header = json.loads(blob)
+    if not isinstance(header, dict) or not isinstance(header.get("arrays"), dict):
+        raise _Corrupt("header is not an object")
     if header.get("format") != FORMAT_VERSION or header.get("key") != key:
         raise _Corrupt("other format or key")
-    arrays = {}
-    for name, where in header["arrays"].items():
-        f.seek(where["offset"])
-        arr = np.lib.format.read_array(f, allow_pickle=False)
-        if f.tell() - where["offset"] != where["length"] or crc32(memoryview(arr).cast("B")) != where["crc"]:
-            raise _Corrupt(f"array {name}")
-        arrays[name] = arr
+    arrays = {name: _read_array(f, where, size) for name, where in header["arrays"].items()}
     tables = {}
     for table, spec in TABLES.items():
         cols = {c: arrays[f"{table}.{c}"] for c, _, _ in spec}

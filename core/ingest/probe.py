@@ -10,22 +10,24 @@ from __future__ import annotations
 import io
 import os
 import zlib
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import ijson
 
-try:  # ISA-L inflates 2-3x faster than zlib; same API
-    from isal import isal_zlib as _zlib
-except ImportError:  # pragma: no cover
-    _zlib = zlib
-
 from kerneldiff.core.errors import TraceError, file_error
+from kerneldiff.core.ingest.files import inflate, open_regular
 
 HEAD_BYTES = 256 * 1024
 TAIL_BYTES = 256 * 1024
 # a gzip trace this small is decompressed whole to find metadata written after traceEvents
 SMALL_GZIP = 4 * 1024 * 1024
+TAIL_INFLATE = 128 * 1024 * 1024   # ... but never more than this much output (a gzip of blanks)
+HEAD_INPUT = 16 * 1024 * 1024      # compressed bytes read at most for the head (empty members)
+# Metadata and the first events are read to this depth; a value nested deeper is skipped (not
+# built): args nested 10^6 deep would otherwise cost gigabytes.
+MAX_DEPTH = 64
 META_KEYS = ("deviceProperties", "distributedInfo", "with_stack", "record_shapes", "schemaVersion") + (
     "roctracer_version", "hip_runtime_version", "cupti_version", "cuda_runtime_version")
 GZIP_MAGIC = b"\x1f\x8b"
@@ -85,34 +87,20 @@ class TraceInfo:
 
 
 def read_head(path: str, limit: int = HEAD_BYTES) -> tuple[bytes, bool, int]:
-    """Return (decompressed head bytes, compressed?, size on disk)."""
+    """Return (decompressed head bytes, compressed?, size on disk). Only a regular file is read
+    (kerneldiff.core.ingest.files); gzip members are one stream, so a blank first member does not
+    hide the trace behind it."""
+    f, st = open_regular(path)
     try:
-        size = os.path.getsize(path)
-        with open(path, "rb") as f:
-            raw = f.read(limit if size > limit else size)
+        with f:
+            raw = f.read(limit)
+            if raw[:2] != GZIP_MAGIC:
+                return raw, False, st.st_size
+            f.seek(0)
+            out = b"".join(inflate(f, path, limit, HEAD_INPUT))
     except OSError as e:
         raise file_error(path, e) from None
-    if raw[:2] != GZIP_MAGIC:
-        return raw, False, size
-    d = zlib.decompressobj(wbits=31)
-    out = bytearray()
-    pos = 0
-    try:
-        with open(path, "rb") as f:
-            while len(out) < limit:
-                chunk = f.read(64 * 1024)
-                if not chunk:
-                    break
-                out += d.decompress(chunk, limit - len(out))
-                pos += len(chunk)
-                while d.unconsumed_tail and len(out) < limit:
-                    out += d.decompress(d.unconsumed_tail, limit - len(out))
-                if d.eof:
-                    break
-    except zlib.error as e:
-        if not out:
-            raise TraceError(path, f"corrupt gzip data ({e})") from None
-    return bytes(out), True, size
+    return out[:limit], True, st.st_size
 
 
 def _vendor(meta: dict[str, Any], dev: dict[str, Any]) -> str:
@@ -170,12 +158,16 @@ class _Head:
 
 
 def _scan_head(head: bytes, max_events: int = 64) -> _Head:
+    """Top-level metadata and the first events of a (possibly cut) JSON document. basic_parse has
+    no prefix strings (ijson's prefixes grow with the depth: quadratic on deep nesting), and values
+    nested beyond MAX_DEPTH are skipped, so time and memory stay linear in the head's size."""
     h = _Head()
     depth = 0                  # nesting depth after the current parse event
     key: str | None = None     # current top-level key (object traces)
     builder: ijson.ObjectBuilder | None = None
+    dropping = False           # inside a value nested too deeply: skipped until it ends
     try:
-        for _prefix, event, value in ijson.parse(io.BytesIO(head), use_float=True):
+        for event, value in ijson.basic_parse(io.BytesIO(head), use_float=True):
             opening = event in ("start_map", "start_array")
             closing = event in ("end_map", "end_array")
             if h.top is None:
@@ -188,6 +180,8 @@ def _scan_head(head: bytes, max_events: int = 64) -> _Head:
                 depth += 1
             elif closing:
                 depth -= 1
+            if builder is not None and depth > MAX_DEPTH:
+                builder, dropping = None, True
             if h.top == "object" and depth == 1 and event == "map_key":
                 key = value
                 h.saw_events_key |= key == "traceEvents"
@@ -195,7 +189,9 @@ def _scan_head(head: bytes, max_events: int = 64) -> _Head:
             in_events = h.top == "array" or key == "traceEvents"
             if in_events:
                 item_depth = 2 if h.top == "array" else 3
-                if builder is None and opening and depth == item_depth and len(h.first_events) < max_events:
+                if dropping:
+                    dropping = depth > item_depth - 1
+                elif builder is None and opening and depth == item_depth and len(h.first_events) < max_events:
                     builder = ijson.ObjectBuilder()
                 if builder is not None:
                     builder.event(event, value)
@@ -208,6 +204,10 @@ def _scan_head(head: bytes, max_events: int = 64) -> _Head:
                     key = None
                 continue
             if h.top == "object" and key is not None:
+                if dropping:
+                    if depth == 1:
+                        dropping, key = False, None
+                    continue
                 if builder is None and not opening and depth == 1:
                     h.meta[key] = value          # scalar value
                     key = None
@@ -228,24 +228,26 @@ def _scan_head(head: bytes, max_events: int = 64) -> _Head:
 
 
 def read_tail(path: str, compressed: bool, size: int, limit: int = TAIL_BYTES) -> bytes:
-    """The last `limit` decompressed bytes, or b"" when that would cost more than the probe budget."""
-    if not compressed:
-        with open(path, "rb") as f:
-            f.seek(max(0, size - limit))
-            return f.read()
-    if size > SMALL_GZIP:
-        return b""
-    d = _zlib.decompressobj(wbits=31)
-    tail = b""
+    """The last `limit` decompressed bytes, or b"" when that would cost more than the probe budget
+    (a gzip must be inflated from its start: only small ones, and never more than TAIL_INFLATE
+    bytes of output, so a small gzip of gigabytes of blanks costs milliseconds, not seconds)."""
     try:
-        with open(path, "rb") as f:
-            while chunk := f.read(1 << 20):
-                tail = (tail + d.decompress(chunk))[-limit:]
-                if d.eof:
-                    break
-    except (zlib.error, _zlib.error):
+        f, _ = open_regular(path)
+        with f:
+            if not compressed:
+                f.seek(max(0, size - limit))
+                return f.read(limit)
+            if size > SMALL_GZIP:
+                return b""
+            tail = bytearray()
+            produced = 0
+            for piece in inflate(f, path, TAIL_INFLATE + 1, SMALL_GZIP):
+                produced += len(piece)
+                tail += piece
+                del tail[:-limit]
+            return b"" if produced > TAIL_INFLATE else bytes(tail)
+    except (OSError, TraceError):
         return b""
-    return tail
 
 
 def _tail_metadata(path: str, compressed: bool, size: int) -> dict[str, Any]:
@@ -257,6 +259,12 @@ def _tail_metadata(path: str, compressed: bool, size: int) -> dict[str, Any]:
         return {}
     h = _scan_head(b"{" + tail[min(starts):])
     return h.meta
+
+
+def _arg_text(event: dict, key: str) -> str:
+    """event["args"][key] as text; "" when args is absent, null or not an object."""
+    args = event.get("args")
+    return str(args.get(key, "")) if isinstance(args, dict) else ""
 
 
 def _looks_aie(events: list[dict]) -> bool:
@@ -296,9 +304,8 @@ def probe(path: str | os.PathLike) -> TraceInfo:
             info.vendor = "AMD"
             info.gpu = "AMD AIE (NPU)"
             info.gpu_source = "AIE trace events"
-            info.aie_cores = sorted({str(e.get("args", {}).get("name", "")) for e in evs
-                                     if e.get("ph") == "M" and e.get("name") == "process_name"
-                                     and "core" in str(e.get("args", {}).get("name", ""))})
+            info.aie_cores = sorted({name for e in evs if e.get("ph") == "M" and e.get("name") == "process_name"
+                                     and "core" in (name := _arg_text(e, "name"))})
         else:
             info.kind = "kineto" if b.top == "object" else "chrome-array"
     devs = meta.get("deviceProperties")

@@ -13,7 +13,8 @@ from typing import Any
 
 import msgspec
 
-from kerneldiff.core.errors import TraceError, file_error
+from kerneldiff.core.errors import TraceError
+from kerneldiff.core.ingest.files import open_regular
 from kerneldiff.core.ingest import scan
 from kerneldiff.core.ingest.columns import Columns
 from kerneldiff.core.ingest import cut as cutting   # SLICE, WINDOW, MAX_EVENT read at call time (tests shrink them)
@@ -136,11 +137,8 @@ class Source:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        try:
-            self.size = os.path.getsize(path)
-            self._f = open(path, "rb", buffering=0)
-        except OSError as e:
-            raise file_error(path, e) from None
+        self._f, st = open_regular(path, buffering=0)   # a FIFO or a device is refused, never read
+        self.size = st.st_size
         self.compressed = self._f.read(2) == b"\x1f\x8b"
         self._f.seek(0)
         self._inflater = _Inflater(path, self._f) if self.compressed else None

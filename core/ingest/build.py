@@ -67,6 +67,10 @@ def build_model(path: str, info: TraceInfo, read: ReadResult, classifier: Classi
         model.warnings.append(f"{read.dropped} malformed events skipped (missing or invalid ph/ts/dur/name)")
     if read.negative_dur:
         model.warnings.append(f"{read.negative_dur} events had a negative duration; counted as 0")
+    if read.non_integer_ids:
+        model.warnings.append(f"{read.non_integer_ids} events had a non-integer id (correlation, External id, "
+                              "Python id, pid/tid, ...): those ids were ignored, not rounded, so nothing is "
+                              "joined through them")
     attribution.link(model)
     _classify(model, classifier)   # after link: operator rules read each kernel's launching cpu_op
     return model

@@ -200,11 +200,7 @@ class Scanner:
             scan.scan(arr, first, n, out, _SCAN_TABLES)
             stop, status = int(out.state[3]), int(out.state[4])
             if out.state[1]:
-                try:
-                    got.append(scan.collect(arr, out, self.names))
-                except scan.NameCollision:
-                    self.names.clear()
-                    return got, first, scan.BAIL
+                got.append(scan.collect(arr, out, self.names))
             self.last_events = int(out.state[1])
             first = stop
             if status != scan.FULL:

@@ -101,15 +101,26 @@ _untyped = msgspec.json.Decoder()
 _EMPTY_ARGS = FastArgs()
 
 
+# A number inside a string, in JSON's own grammar. Python's int() and float() also take "1_000",
+# blanks, "+5", "nan" and digits of every script (full-width, Arabic-Indic): none of them is a
+# number to a JSON reader, so none is one here (the compiled scanner agrees byte for byte).
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?\Z")
+_JSON_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)\Z")
+
+# What `_int` returns for a number that is not an integer (an id of 0.5 or "1.5"): an id must
+# never be rounded into another event's id. Columns count these and store -1 (no id).
+NOT_INTEGER = -(2**63) + 1
+
+
 def _num(v: Any, default: float | None = -1) -> float | None:
     """Numbers arrive as ints, floats or strings depending on the writer; anything else -> default."""
     if v is None:
         return default
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return v
-    if isinstance(v, str):
+    if isinstance(v, str) and len(v) < 400 and _JSON_NUMBER.match(v):
         try:
-            return float(v) if ("." in v or "e" in v or "E" in v) else int(v)
+            return int(v) if _JSON_INTEGER.match(v) else float(v)
         except ValueError:
             return default
     return default
@@ -119,6 +130,8 @@ def _int(v: Any) -> int:
     x = _num(v, -1)
     if x != x or x in (float("inf"), float("-inf")):
         return -1
+    if isinstance(x, float) and not x.is_integer():
+        return NOT_INTEGER
     try:
         x = int(x)
     except (OverflowError, ValueError):

@@ -90,35 +90,63 @@ class Scanned:
         return len(self.code)
 
 
-class NameCollision(Exception):
-    """Two different names with the same 64-bit hash (never seen; the slice is re-read)."""
+def _verified_groups(buf, hashes: np.ndarray, starts: np.ndarray, lens: np.ndarray):
+    """Rows grouped by the bytes they point at: (first row of each group, each row's group).
+    Grouping is by 64-bit hash, then every row's bytes are compared with its group's first row
+    (one pass over the bytes, compiled): two different texts with the same hash and length, which
+    an adversary can construct, must never merge. Only when they do are the groups rebuilt from
+    the bytes themselves, in Python."""
+    uniq, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    if not len(uniq):
+        return first, inverse
+    if _load()._first_mismatch(buf, starts, lens, first[inverse]) < 0:
+        return first, inverse
+    groups: dict = {}
+    inverse = np.empty(len(starts), np.int64)
+    firsts: list[int] = []
+    for r, (s, n) in enumerate(zip(starts.tolist(), lens.tolist())):
+        key = (n, bytes(buf[s:s + max(n, 0)]))
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = len(firsts)
+            firsts.append(r)
+        inverse[r] = g
+    return np.array(firsts, np.int64), inverse
+
+
+def _name_text(raw: bytes, esc: bool) -> str:
+    return msgspec.json.decode(b'"' + raw + b'"') if esc else raw.decode()
 
 
 def collect(buf, out: Out, cache: dict[int, tuple[int, str]]) -> Scanned:
     """Copy the rows of the last scan out of `out`, with the numbers left to Python parsed and
-    each distinct name decoded once (`cache`: hash -> (raw length, text), across calls)."""
+    each distinct name decoded once (`cache`: hash -> (raw length, text), across calls; a hit is
+    checked against the bytes, so a colliding name is decoded, never taken for another)."""
     rows, events, fixes = int(out.state[0]), int(out.state[1]), int(out.state[2])
     floats = out.floats[:rows].copy()
     for r, f, a, b in out.fix[:fixes].tolist():
         floats[r, f] = float(bytes(buf[a:b]))
     nlen = out.nlen[:rows]
-    uniq, first, inverse = np.unique(out.nhash[:rows], return_index=True, return_inverse=True)
-    if len(uniq) and np.any(nlen != nlen[first][inverse]):
-        raise NameCollision
+    nstart = out.nstart[:rows]
+    first, inverse = _verified_groups(buf, out.nhash[:rows], nstart, nlen)
     names: list[str | None] = []
-    starts, lens, escs = out.nstart[first].tolist(), nlen[first].tolist(), out.nesc[first].tolist()
-    for h, s, n, esc in zip(uniq.tolist(), starts, lens, escs):
+    hashes = out.nhash[:rows][first].tolist()
+    starts, lens, escs = nstart[first].tolist(), nlen[first].tolist(), out.nesc[:rows][first].tolist()
+    for h, s, n, esc in zip(hashes, starts, lens, escs):
+        if n < 0:
+            names.append(None)
+            continue
+        raw = bytes(buf[s:s + n])
         hit = cache.get(h)
-        if hit is None or hit[0] != n:
-            if n < 0:
-                text = None
-            else:
-                raw = bytes(buf[s:s + n])
-                text = msgspec.json.decode(b'"' + raw + b'"') if esc else raw.decode()
-            if hit is not None:
-                raise NameCollision
-            cache[h] = hit = (n, text)
-        names.append(hit[1])
+        if hit is not None and hit[0] == n and (_name_text(raw, esc) == hit[1] if esc else
+                                                raw == hit[1].encode()):
+            names.append(hit[1])
+            continue
+        text = _name_text(raw, esc)
+        if hit is None:
+            cache[h] = (n, text)
+        names.append(text)   # a different name under a known hash: decoded, not cached
     shape, texts = _shapes(buf, out.shape[:rows], out.shash[:rows])
     return Scanned(out.code[:rows].copy(), floats, out.ints[:rows].copy(),
                    inverse.astype(np.int32, copy=False).reshape(-1), names, events, shape, texts)
@@ -137,13 +165,10 @@ def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, li
     r, j = np.nonzero(present)
     lens = (ends - starts)[r, j]
     key = hashes[r, j] ^ (lens.astype(np.uint64) << np.uint64(40))
-    uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    if np.any(lens != lens[first][inverse]):
-        raise NameCollision
+    first, inverse = _verified_groups(buf, key, starts[r, j], lens)
     texts: list = []
     ids: dict = {}
-    local = np.empty(len(uniq), np.int32)
+    local = np.empty(len(first), np.int32)
     for u, (rr, jj) in enumerate(zip(r[first].tolist(), j[first].tolist())):
         t = shape_text(buf[int(starts[rr, jj]):int(ends[rr, jj])])
         if t is None:

@@ -896,3 +896,24 @@ def _scan(buf, pos, limit, blob, ends, codes, phase, o_code, o_floats, o_ints, o
     state[2] = fixes
     state[3] = i
     state[4] = status
+
+
+@_jit
+def _first_mismatch(buf, starts, lens, rep):
+    """The first row whose bytes differ from those of its group's representative row rep[row]
+    (rows were grouped by a 64-bit hash: equal hashes do not prove equal names); -1 if none."""
+    for r in range(len(starts)):
+        q = rep[r]
+        if q == r:
+            continue
+        n = lens[r]
+        if n != lens[q]:
+            return r
+        a = starts[r]
+        b = starts[q]
+        if a == b:
+            continue
+        for k in range(n):
+            if buf[a + k] != buf[b + k]:
+                return r
+    return -1

@@ -203,7 +203,7 @@ def _million_unique(path: Path) -> None:
         f.write(dumps(kernel()) + b"]}")
 
 
-NAME_LIMIT = r"names? longer than [\d,]+ (bytes|characters).*(cut|truncated)"
+NAME_LIMIT = r"(names?|strings?) longer than [\d,]+ (bytes|characters).*(cut|truncated)"
 
 
 def _name_cases() -> list[Case]:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from kerneldiff.core.ingest import scan
+from kerneldiff.core.ingest.longstrings import NAME_CAP, cut_name
 from kerneldiff.core.ingest.decode import shape_text
 from kerneldiff.core.ingest.decode import (_EMPTY_ARGS, G_ANNOT, G_CPU, G_GPU_ANNOT, G_KERNEL, G_LAUNCH, G_MEMSET, G_PYTHON, G_UNREADABLE, GROUP_OF, NOT_INTEGER, _int)
 
@@ -170,6 +171,7 @@ class Columns:
         self.dropped = 0
         self.negative_dur = 0
         self.non_integer_ids = 0   # events with an id such as 0.5: kept, that id not joined
+        self.cut_names = 0         # distinct names longer than NAME_CAP, stored cut
         self._raw_cache: dict[bytes, int] = {b"": -1}
 
     def _intern(self, sub) -> np.ndarray:
@@ -178,12 +180,26 @@ class Columns:
             return np.fromiter(map(d.__getitem__, map(_name, sub)), np.int32, len(sub))
         except KeyError:
             pass
-        names = list(map(_name, sub))
+        names = self._capped(list(map(_name, sub)))
         for s in dict.fromkeys(names):
             if s not in d:
                 d[s] = len(self.strings)
                 self.strings.append(s)
         return np.fromiter(map(d.__getitem__, names), np.int32, len(names))
+
+    def _capped(self, names: list) -> list:
+        """Names longer than NAME_CAP cut (a table of names must not hold a 600 MB one); the cut
+        text is what is interned, so the full one is not kept alive as a key."""
+        if not any(type(s) is str and len(s) > NAME_CAP for s in names):
+            return names
+        out = []
+        for s in names:
+            if type(s) is str and len(s) > NAME_CAP:
+                s = cut_name(s)
+                if s not in self._ids:
+                    self.cut_names += 1
+            out.append(s)
+        return out
 
     def _intern_texts(self, texts) -> np.ndarray:
         """String ids of texts (None -> -1), added to the same table as names."""
@@ -261,11 +277,12 @@ class Columns:
         if not len(sc):
             return
         d = self._ids
-        for s in sc.names:
+        names = self._capped(sc.names)
+        for s in names:
             if s not in d:
                 d[s] = len(self.strings)
                 self.strings.append(s)
-        ids = np.fromiter(map(d.__getitem__, sc.names), np.int32, len(sc.names))
+        ids = np.fromiter(map(d.__getitem__, names), np.int32, len(names))
         name_all = ids[sc.name]
         for g, (lo, hi) in _GROUP_CODES.items():
             sel = (sc.code == lo) if lo == hi else ((sc.code >= lo) & (sc.code <= hi))

@@ -213,11 +213,12 @@ class Failure:
     """Why a slice did not decode: `truncated` (it ends inside a string or an event — the cut
     was not a real boundary) or invalid content at byte `pos` of the slice (None: unknown)."""
 
-    __slots__ = ("truncated", "pos")
+    __slots__ = ("truncated", "pos", "trailing")
 
-    def __init__(self, truncated: bool, pos: int | None = None) -> None:
+    def __init__(self, truncated: bool, pos: int | None = None, trailing: bool = False) -> None:
         self.truncated = truncated
         self.pos = pos
+        self.trailing = trailing   # a complete array ends before `pos`: the events array ended
 
 
 _BYTE_POS = re.compile(r"\(byte (\d+)\)")
@@ -228,7 +229,7 @@ def _failure(e: msgspec.DecodeError) -> Failure:
     if "truncated" in msg:
         return Failure(True)
     m = _BYTE_POS.search(msg)
-    return Failure(False, int(m.group(1)) if m else None)
+    return Failure(False, int(m.group(1)) if m else None, trailing=m is not None and "trailing characters" in msg)
 
 
 # msgspec lets these escape for invalid UTF-8, nesting deeper than the recursion limit and

@@ -94,25 +94,9 @@ def read_head(path: str, limit: int = HEAD_BYTES) -> tuple[bytes, bool, int]:
         raise file_error(path, e) from None
     if raw[:2] != GZIP_MAGIC:
         return raw, False, size
-    d = zlib.decompressobj(wbits=31)
-    out = bytearray()
-    pos = 0
-    try:
-        with open(path, "rb") as f:
-            while len(out) < limit:
-                chunk = f.read(64 * 1024)
-                if not chunk:
-                    break
-                out += d.decompress(chunk, limit - len(out))
-                pos += len(chunk)
-                while d.unconsumed_tail and len(out) < limit:
-                    out += d.decompress(d.unconsumed_tail, limit - len(out))
-                if d.eof:
-                    break
-    except zlib.error as e:
-        if not out:
-            raise TraceError(path, f"corrupt gzip data ({e})") from None
-    return bytes(out), True, size
+    from kerneldiff.core.ingest.source import inflate_prefix   # every member, not just the first
+
+    return inflate_prefix(path, limit), True, size
 
 
 def _vendor(meta: dict[str, Any], dev: dict[str, Any]) -> str:

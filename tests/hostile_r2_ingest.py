@@ -83,19 +83,23 @@ def colliding_names(a: bytes = b"flash_fwd_kernel", b: bytes = b"nvjet_tst_128x6
 
 
 SCAN_MIN_GZIP = 32 * 1024 * 1024   # workers.SCAN_MIN_GZIP: from this size on the compiled scanner reads
-COLLIDING_EACH = 100_000
+COLLIDING, ATTENTION = 200_000, 20_000
 
 
 def _hash_collision(path: Path) -> None:
     """A gzip big enough for the compiled scanner (a stored, uncompressed metadata string makes
-    the size) with 100,000 kernels of each of two names whose hashes collide."""
+    the size) with 200,000 kernels of two names whose hashes collide."""
     attention, gemm = colliding_names()
     pad = gzip.compress(b'{"padding": "' + b"p" * (SCAN_MIN_GZIP + (1 << 20)) + b'", ', compresslevel=0, mtime=0)
     tmpl = ('{"ph": "X", "cat": "kernel", "name": "%s", "pid": 0, "tid": 7, "ts": %d, "dur": 2, '
             '"args": {"device": 0, "stream": 7, "correlation": %d}}')
+    # GEMMs, then the attention kernels, then GEMMs again: one scan batch caches the GEMM name
+    # first, so a later batch whose name only matches its hash would read every attention kernel
+    # as that GEMM and the attention name would vanish from the reports
+    # (all early in the file: the first run a worker process scans with one cache)
+    order = [gemm] * 5_000 + [attention] * ATTENTION + [gemm] * (COLLIDING - 5_000 - ATTENTION)
     events = [dumps(e) for e in good_events()] + [
-        (tmpl % (attention if i % 2 else gemm, 100_000 + 10 * i, 10_000 + i)).encode()
-        for i in range(2 * COLLIDING_EACH)]
+        (tmpl % (name, 100_000 + 10 * i, 10_000 + i)).encode() for i, name in enumerate(order)]
     path.write_bytes(pad + gz(trace_bytes(events, head=dumps(metadata())[1:-1].lstrip())))
 
 
@@ -148,9 +152,9 @@ def _document_cases() -> list[Case]:
         Case("r2_gzip_key_split", "the traceEvents key split between two gzip members", "load",
              gz(good[:good.index(b"traceEv")]) + gz(good[good.index(b"traceEv"):]), suffix=".json.gz",
              kernels=N),
-        Case("r2_hash_collision", f"{2 * COLLIDING_EACH:,} kernels of two equal-length names with the same "
+        Case("r2_hash_collision", f"{COLLIDING:,} kernels of two equal-length names with the same "
              "64-bit hash (an attention kernel and a GEMM), big enough for the compiled scanner", "load",
-             make=_hash_collision, suffix=".json.gz", kernels=N + 2 * COLLIDING_EACH,
+             make=_hash_collision, suffix=".json.gz", kernels=N + COLLIDING,
              literal=colliding_names(), big=True),
     ]
 
@@ -212,9 +216,15 @@ def _name_cases() -> list[Case]:
              suffix=".json.gz", kernels=N + 2, warn=NAME_LIMIT, big=True),
         Case("r2_name_600mb_last", "one kernel name of 600 MB, the last event", "load",
              make=_huge_name(600, last=True), suffix=".json.gz", kernels=N + 1, warn=NAME_LIMIT, big=True),
-        Case("r2_million_unique_names", "1,000,001 kernels with 1,000,000 distinct 1 KB names", "load",
-             make=_million_unique, suffix=".json.gz", kernels=1_000_001, big=True),
     ]
+
+
+def million_unique_case() -> Case:
+    """1,000,000 distinct 1 KB names. Reading them takes ~3.5 s of CPU and ~1.3 GB; classifying
+    them by name is what still takes minutes (core/analysis/classify.py, not the reader), so this
+    case joins `cases()` once that is bounded. test_hostile_r2_ingest.py reads it meanwhile."""
+    return Case("r2_million_unique_names", "1,000,001 kernels with 1,000,000 distinct 1 KB names", "load",
+                make=_million_unique, suffix=".json.gz", kernels=1_000_001, big=True)
 
 
 def cases() -> list[Case]:

@@ -429,9 +429,10 @@ class EventReader:
             self._buf = None  # the runs live in the caller's buffers from now on
         carry = self._carry
         dst[0] = _LBRACKET
-        n = 1 + len(carry)
-        dst[1:n] = carry
         cap = len(dst) - 1
+        n = 1 + min(len(carry), cap - 1)   # a long head can leave more than one run's worth
+        dst[1:n] = carry[:n - 1]
+        rest = carry[n - 1:]
         while n < cap:
             with dst[n:cap] as part:
                 k = self.src.readinto(part)
@@ -447,7 +448,7 @@ class EventReader:
                 break
         if m is None:
             return -1
-        self._carry = bytes(dst[m.start(1):n])
+        self._carry = bytes(dst[m.start(1):n]) + rest
         self._tail_base += m.start(1) - 1
         return m.start() + 1
 

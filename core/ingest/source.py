@@ -542,7 +542,7 @@ class EventReader:
                     return
                 if len(rest) > MAX_TAIL:
                     raise self._fail("more than 1 GB of data after the events array") from None
-                step = min(step * 2, 64 << 20)
+                step = min(max(step * 2, len(rest)), MAX_TAIL)   # doubling: each walk starts over
 
     def _parse_head(self, head: bytes) -> None:
         try:

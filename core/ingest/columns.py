@@ -277,7 +277,7 @@ class Columns:
         if not len(sc):
             return
         d = self._ids
-        names = self._capped(sc.names)
+        names = sc.names if sc.longest is not None and sc.longest <= NAME_CAP else self._capped(sc.names)
         for s in names:
             if s not in d:
                 d[s] = len(self.strings)

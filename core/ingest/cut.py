@@ -228,7 +228,7 @@ class Scanner:
 
     def __init__(self) -> None:
         self.out = scan.Out(self.ROWS)
-        self.names: dict[int, tuple[int, str]] = {}
+        self.names = scan.NameCache()
         self.last_events = 1
 
     def take(self, buf, first: int, n: int) -> tuple[list[scan.Scanned], int, int]:

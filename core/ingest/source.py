@@ -19,7 +19,7 @@ from kerneldiff.core.ingest.columns import Columns
 from kerneldiff.core.ingest import cut as cutting   # SLICE, WINDOW, MAX_EVENT read at call time (tests shrink them)
 from kerneldiff.core.ingest import longstrings, toplevel
 from kerneldiff.core.ingest.cut import _BOUNDARY, _LBRACKET, _STRONG_BOUNDARY, ArrayEnd, Scanner, _Slicer, decode_array
-from kerneldiff.core.ingest.decode import _BAD_EVENT, _ODD_ERRORS, Failure, try_decode
+from kerneldiff.core.ingest.decode import _ODD_ERRORS, Failure
 
 try:  # ISA-L inflates 2-3x faster than zlib with the same API, and releases the GIL
     from isal import isal_zlib as _zlib

@@ -202,7 +202,7 @@ def test_long_numbers_are_parsed_by_python_exactly():
     out = scan.Out(64)
     arr = np.frombuffer(bytearray(data), np.uint8)
     scan.scan(arr, 0, len(data), out, tables)
-    sc = scan.collect(arr, out, {})
+    sc = scan.collect(arr, out, scan.NameCache())
     assert sc.floats[:, 0].tolist() == [float(v) for v in values]
     assert sc.floats[:, 1].tolist() == [float(v) for v in values]
 

@@ -12,6 +12,7 @@ from kerneldiff.core.model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_CO
                     Table, TraceModel)
 from kerneldiff.core.ingest.probe import TraceInfo
 from kerneldiff.core.ingest.columns import Columns
+from kerneldiff.core.ingest.longstrings import CUT_MARK, NAME_CAP
 from kerneldiff.core.strings import StringTable
 from kerneldiff.core.ingest.workers import ReadResult
 
@@ -67,6 +68,14 @@ def build_model(path: str, info: TraceInfo, read: ReadResult, classifier: Classi
         model.warnings.append(f"{read.dropped} malformed events skipped (missing or invalid ph/ts/dur/name)")
     if read.negative_dur:
         model.warnings.append(f"{read.negative_dur} events had a negative duration; counted as 0")
+    model.warnings.extend(read.notes)
+    if read.cut_names:
+        model.warnings.append(f"{read.cut_names} names longer than {NAME_CAP:,} characters were cut to that length "
+                              f"(marked {CUT_MARK})")
+    if read.non_integer_ids:
+        model.warnings.append(f"{read.non_integer_ids} events had a non-integer id (correlation, External id, "
+                              "Python id, pid/tid, ...): those ids were ignored, not rounded, so nothing is "
+                              "joined through them")
     attribution.link(model)
     _classify(model, classifier)   # after link: operator rules read each kernel's launching cpu_op
     return model

@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 
 from kerneldiff.core.ingest import scan
+from kerneldiff.core.ingest.longstrings import NAME_CAP, cut_name
 from kerneldiff.core.ingest.decode import shape_text
-from kerneldiff.core.ingest.decode import (_EMPTY_ARGS, G_ANNOT, G_CPU, G_GPU_ANNOT, G_KERNEL, G_LAUNCH, G_MEMSET, G_PYTHON, G_UNREADABLE, GROUP_OF, _int)
+from kerneldiff.core.ingest.decode import (_EMPTY_ARGS, G_ANNOT, G_CPU, G_GPU_ANNOT, G_KERNEL, G_LAUNCH, G_MEMSET, G_PYTHON, G_UNREADABLE, GROUP_OF, NOT_INTEGER, _int)
 
 CHUNK_EVENTS = 4096   # events columnised at once (see Columns.add)
 
@@ -106,8 +107,8 @@ def _struct_ints(g: str, sub) -> dict[str, np.ndarray]:
             first = _ints(src, get[0])
         if g == "k":
             return {"corr": first, "ext": _ints(src, get[1]), "stream": _ints_or(src, get[2], sub, _tid),
-                    "device": _ints_or(src, get[3], sub, _pid), "regs": _ints(src, get[4]).astype(np.int32),
-                    "smem": _ints(src, get[5]), "occupancy": _ints(src, get[6]).astype(np.int16)}
+                    "device": _ints_or(src, get[3], sub, _pid), "regs": _ints(src, get[4]),
+                    "smem": _ints(src, get[5]), "occupancy": _ints(src, get[6])}
         if g == "p":
             cols = {"pyid": first, "parent": _ints(src, get[1])}
         elif g == "c":
@@ -117,6 +118,23 @@ def _struct_ints(g: str, sub) -> dict[str, np.ndarray]:
     cols["tid"] = _ints(sub, _tid)
     cols["pid"] = _ints(sub, _pid)
     return cols
+
+
+_NARROW = {"regs": np.int32, "occupancy": np.int16}   # kernel columns stored narrower than int64
+
+
+def _clear_non_integers(ints: dict[str, np.ndarray]) -> int:
+    """Ids that were not integers (0.5, "1.5") become -1 (no id): rounding one would join it to
+    another event. Returns how many rows had one; the columns are narrowed to their dtypes."""
+    rows = None
+    for c, a in ints.items():
+        m = a == NOT_INTEGER
+        if m.any():
+            a[m] = -1
+            rows = m if rows is None else rows | m
+        if c in _NARROW:
+            ints[c] = a.astype(_NARROW[c])
+    return 0 if rows is None else int(rows.sum())
 
 
 # integer columns of each group, as fields of the scanner's rows (kerneldiff.core.ingest.scan)
@@ -152,6 +170,8 @@ class Columns:
         self.events = 0
         self.dropped = 0
         self.negative_dur = 0
+        self.non_integer_ids = 0   # events with an id such as 0.5: kept, that id not joined
+        self.cut_names = 0         # distinct names longer than NAME_CAP, stored cut
         self._raw_cache: dict[bytes, int] = {b"": -1}
 
     def _intern(self, sub) -> np.ndarray:
@@ -160,12 +180,26 @@ class Columns:
             return np.fromiter(map(d.__getitem__, map(_name, sub)), np.int32, len(sub))
         except KeyError:
             pass
-        names = list(map(_name, sub))
+        names = self._capped(list(map(_name, sub)))
         for s in dict.fromkeys(names):
             if s not in d:
                 d[s] = len(self.strings)
                 self.strings.append(s)
         return np.fromiter(map(d.__getitem__, names), np.int32, len(names))
+
+    def _capped(self, names: list) -> list:
+        """Names longer than NAME_CAP cut (a table of names must not hold a 600 MB one); the cut
+        text is what is interned, so the full one is not kept alive as a key."""
+        if not any(type(s) is str and len(s) > NAME_CAP for s in names):
+            return names
+        out = []
+        for s in names:
+            if type(s) is str and len(s) > NAME_CAP:
+                s = cut_name(s)
+                if s not in self._ids:
+                    self.cut_names += 1
+            out.append(s)
+        return out
 
     def _intern_texts(self, texts) -> np.ndarray:
         """String ids of texts (None -> -1), added to the same table as names."""
@@ -230,6 +264,7 @@ class Columns:
                 return
             sub, codes, ts, dur, name = _pick(sub, keep), codes[keep], ts[keep], dur[keep], name[keep]
         ints = _struct_ints(g, sub)
+        self.non_integer_ids += _clear_non_integers(ints)
         if g == "c":
             ints.update(self._arg_texts(sub, ("input_dims", "input_type")))
         elif g == "k":
@@ -242,11 +277,12 @@ class Columns:
         if not len(sc):
             return
         d = self._ids
-        for s in sc.names:
+        names = sc.names if sc.longest is not None and sc.longest <= NAME_CAP else self._capped(sc.names)
+        for s in names:
             if s not in d:
                 d[s] = len(self.strings)
                 self.strings.append(s)
-        ids = np.fromiter(map(d.__getitem__, sc.names), np.int32, len(sc.names))
+        ids = np.fromiter(map(d.__getitem__, names), np.int32, len(names))
         name_all = ids[sc.name]
         for g, (lo, hi) in _GROUP_CODES.items():
             sel = (sc.code == lo) if lo == hi else ((sc.code >= lo) & (sc.code <= hi))

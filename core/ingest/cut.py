@@ -25,7 +25,7 @@ from itertools import islice
 
 import numpy as np
 
-from kerneldiff.core.ingest import scan
+from kerneldiff.core.ingest import scan, toplevel
 from kerneldiff.core.ingest.columns import _SCAN_TABLES, CHUNK_EVENTS
 from kerneldiff.core.ingest.decode import _BAD_EVENT, Failure, try_decode
 
@@ -44,6 +44,16 @@ _STRONG_BOUNDARY = re.compile(rb'\}\s*,\s*(\{)\s*"[^"\\]*"\s*:')
 _LBRACKET, _RBRACKET = ord("["), ord("]")
 
 BACKOFF = 16       # boundaries tried, from the last one back, before deciding a slice needs more data
+
+
+class ArrayEnd(ValueError):
+    """The events array ended inside a slice: its last `events`, and `end`, the index just after
+    its ']'. What follows is the document's end, never more events (a second document, say).
+    A ValueError: a worker's run that holds the array's end sends the load back to one process."""
+
+    def __init__(self, events: list, end: int) -> None:
+        super().__init__("the events array ended")
+        self.events, self.end = events, end
 
 
 class _Slicer:
@@ -92,8 +102,35 @@ class _Slicer:
             r = self.prefix(first, m.start() + 1)
             if not isinstance(r, Failure):
                 return r, m.start(1)
+            if r.trailing:
+                self._array_end(first, first - 1 + r.pos)
             if not r.truncated:
                 return self._salvage(first, hi, r)
+        return None
+
+    def _array_end(self, first: int, stop: int) -> None:
+        """buf[first - 1:stop] is '[' + events + ']' + blanks, a complete array: raise ArrayEnd."""
+        close = stop - 1
+        while self.buf[close] != _RBRACKET:
+            close -= 1
+        r = self.prefix(first, close)
+        if isinstance(r, Failure):   # cannot be: msgspec read this array up to `stop`
+            return
+        raise ArrayEnd(r, close + 1)
+
+    def _skip_bad(self, first: int, hi: int) -> tuple[list, int] | None:
+        """The event at `first` is unreadable: skip it by its structure (strings and brackets),
+        counted as one event. Raises ArrayEnd when the array's ']' follows it."""
+        try:
+            end = toplevel.ws(self.buf, toplevel.skip_value(self.buf, first, hi), hi)
+        except (toplevel.Incomplete, toplevel.Malformed):
+            return None
+        if end < hi and self.buf[end] == _RBRACKET:
+            raise ArrayEnd([_BAD_EVENT], end + 1)
+        if end < hi and self.buf[end] == ord(","):
+            nxt = toplevel.ws(self.buf, end + 1, hi)
+            if nxt < hi and self.buf[nxt] == ord("{"):
+                return [_BAD_EVENT], nxt
         return None
 
     def _salvage(self, first: int, hi: int, failure: Failure) -> tuple[list, int] | None:
@@ -113,6 +150,9 @@ class _Slicer:
                 best, lo = (r, before[mid].start(1)), mid + 1
         if best is not None:
             return best
+        skipped = self._skip_bad(first, hi)
+        if skipped is not None:
+            return skipped
         # The first event is the bad one: skip it, up to where the next event decodes alone (a
         # next event that is bad too is counted and skipped as well). Boundaries are looked up
         # lazily: a file of many bad events must not rescan the whole slice for each.
@@ -188,7 +228,7 @@ class Scanner:
 
     def __init__(self) -> None:
         self.out = scan.Out(self.ROWS)
-        self.names: dict[int, tuple[int, str]] = {}
+        self.names = scan.NameCache()
         self.last_events = 1
 
     def take(self, buf, first: int, n: int) -> tuple[list[scan.Scanned], int, int]:
@@ -200,11 +240,7 @@ class Scanner:
             scan.scan(arr, first, n, out, _SCAN_TABLES)
             stop, status = int(out.state[3]), int(out.state[4])
             if out.state[1]:
-                try:
-                    got.append(scan.collect(arr, out, self.names))
-                except scan.NameCollision:
-                    self.names.clear()
-                    return got, first, scan.BAIL
+                got.append(scan.collect(arr, out, self.names))
             self.last_events = int(out.state[1])
             first = stop
             if status != scan.FULL:

@@ -101,15 +101,26 @@ _untyped = msgspec.json.Decoder()
 _EMPTY_ARGS = FastArgs()
 
 
+# A number inside a string, in JSON's own grammar. Python's int() and float() also take "1_000",
+# blanks, "+5", "nan" and digits of every script (full-width, Arabic-Indic): none of them is a
+# number to a JSON reader, so none is one here (the compiled scanner agrees byte for byte).
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?\Z")
+_JSON_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)\Z")
+
+# What `_int` returns for a number that is not an integer (an id of 0.5 or "1.5"): an id must
+# never be rounded into another event's id. Columns count these and store -1 (no id).
+NOT_INTEGER = -(2**63) + 1
+
+
 def _num(v: Any, default: float | None = -1) -> float | None:
     """Numbers arrive as ints, floats or strings depending on the writer; anything else -> default."""
     if v is None:
         return default
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return v
-    if isinstance(v, str):
+    if isinstance(v, str) and len(v) < 400 and _JSON_NUMBER.match(v):
         try:
-            return float(v) if ("." in v or "e" in v or "E" in v) else int(v)
+            return int(v) if _JSON_INTEGER.match(v) else float(v)
         except ValueError:
             return default
     return default
@@ -119,6 +130,8 @@ def _int(v: Any) -> int:
     x = _num(v, -1)
     if x != x or x in (float("inf"), float("-inf")):
         return -1
+    if isinstance(x, float) and not x.is_integer():
+        return NOT_INTEGER
     try:
         x = int(x)
     except (OverflowError, ValueError):
@@ -200,11 +213,12 @@ class Failure:
     """Why a slice did not decode: `truncated` (it ends inside a string or an event — the cut
     was not a real boundary) or invalid content at byte `pos` of the slice (None: unknown)."""
 
-    __slots__ = ("truncated", "pos")
+    __slots__ = ("truncated", "pos", "trailing")
 
-    def __init__(self, truncated: bool, pos: int | None = None) -> None:
+    def __init__(self, truncated: bool, pos: int | None = None, trailing: bool = False) -> None:
         self.truncated = truncated
         self.pos = pos
+        self.trailing = trailing   # a complete array ends before `pos`: the events array ended
 
 
 _BYTE_POS = re.compile(r"\(byte (\d+)\)")
@@ -215,7 +229,7 @@ def _failure(e: msgspec.DecodeError) -> Failure:
     if "truncated" in msg:
         return Failure(True)
     m = _BYTE_POS.search(msg)
-    return Failure(False, int(m.group(1)) if m else None)
+    return Failure(False, int(m.group(1)) if m else None, trailing=m is not None and "trailing characters" in msg)
 
 
 # msgspec lets these escape for invalid UTF-8, nesting deeper than the recursion limit and

@@ -158,4 +158,5 @@ def _read_sequential(path: str, progress: Callable[[int, int], None], fast: bool
     out.count(col)
     out.meta = reader.meta
     out.truncated_at = reader.truncated_at
+    out.notes = reader.notes
     return out

@@ -78,11 +78,12 @@ class Scanned:
     input dims and dtypes and its launch grid and block as indexes into `texts` (shape[:, DIMS],
     [:, TYPES], [:, GRID], [:, BLOCK]; -1: not recorded)."""
 
-    __slots__ = ("code", "floats", "ints", "name", "names", "events", "shape", "texts")
+    __slots__ = ("code", "floats", "ints", "name", "names", "events", "shape", "texts", "longest")
 
-    def __init__(self, code, floats, ints, name, names, events, shape=None, texts=()) -> None:
+    def __init__(self, code, floats, ints, name, names, events, shape=None, texts=(), longest=None) -> None:
         self.code, self.floats, self.ints = code, floats, ints
         self.name, self.names, self.events = name, names, events
+        self.longest = longest   # bytes of the longest name (None: unknown)
         self.shape = np.full((len(code), NRAW), -1, np.int32) if shape is None else shape
         self.texts = list(texts)
 
@@ -90,38 +91,116 @@ class Scanned:
         return len(self.code)
 
 
-class NameCollision(Exception):
-    """Two different names with the same 64-bit hash (never seen; the slice is re-read)."""
+def _verified_groups(buf, hashes: np.ndarray, starts: np.ndarray, lens: np.ndarray):
+    """Rows grouped by the bytes they point at: (first row of each group, each row's group).
+    Grouping is by 64-bit hash, then every row's bytes are compared with its group's first row
+    (one pass over the bytes, compiled): two different texts with the same hash and length, which
+    an adversary can construct, must never merge. Only when they do are the groups rebuilt from
+    the bytes themselves, in Python."""
+    uniq, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    if not len(uniq):
+        return first, inverse
+    if _load()._first_mismatch(buf, starts, lens, first[inverse]) < 0:
+        return first, inverse
+    groups: dict = {}
+    inverse = np.empty(len(starts), np.int64)
+    firsts: list[int] = []
+    for r, (s, n) in enumerate(zip(starts.tolist(), lens.tolist())):
+        key = (n, bytes(buf[s:s + max(n, 0)]))
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = len(firsts)
+            firsts.append(r)
+        inverse[r] = g
+    return np.array(firsts, np.int64), inverse
 
 
-def collect(buf, out: Out, cache: dict[int, tuple[int, str]]) -> Scanned:
+def _name_text(raw: bytes, esc: bool) -> str:
+    return msgspec.json.decode(b'"' + raw + b'"') if esc else raw.decode()
+
+
+class NameCache:
+    """Names decoded by earlier scan calls of one reader, found by hash, then confirmed against
+    their raw bytes (kept in an arena): a name whose hash and length match an entry but whose
+    bytes differ is decoded, never taken for that entry. Lookups are vectorised; Python touches
+    only names not seen before. The arena is bounded: past ARENA bytes, new names are decoded in
+    every batch they appear in instead of cached."""
+
+    ARENA = 256 << 20
+
+    def __init__(self) -> None:
+        self.keys = np.empty(0, np.uint64)     # hashes, sorted
+        self.entry = np.empty(0, np.int64)     # entry of each key
+        self.texts: list[str] = []
+        self.offs = np.empty(0, np.int64)      # each entry's bytes in the arena
+        self.lens = np.empty(0, np.int64)
+        self.arena = bytearray()
+
+    def lookup(self, buf, hashes: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(entry per row or -1, whether the row's hash is known at all)."""
+        if not len(self.keys):
+            return np.full(len(hashes), -1, np.int64), np.zeros(len(hashes), bool)
+        pos = np.minimum(np.searchsorted(self.keys, hashes), len(self.keys) - 1)
+        known = self.keys[pos] == hashes
+        ids = np.where(known, self.entry[pos], -1)
+        if known.any():
+            arena = np.frombuffer(self.arena, np.uint8)
+            _load()._confirm(buf, starts, lens, arena, self.offs, self.lens, ids)
+            del arena   # the arena may grow again
+        return ids, known
+
+    def add(self, buf, hashes: list[int], starts: list[int], lens: list[int], texts: list[str]) -> None:
+        new_keys, offs, sizes = [], [], []
+        for h, s, n, t in zip(hashes, starts, lens, texts):
+            if len(self.arena) + n > self.ARENA:
+                break
+            new_keys.append(h)
+            offs.append(len(self.arena))
+            sizes.append(n)
+            self.arena += buf[s:s + n].tobytes()
+            self.texts.append(t)
+        if not new_keys:
+            return
+        first = len(self.offs)
+        self.offs = np.concatenate([self.offs, np.array(offs, np.int64)])
+        self.lens = np.concatenate([self.lens, np.array(sizes, np.int64)])
+        keys = np.concatenate([self.keys, np.array(new_keys, np.uint64)])
+        entry = np.concatenate([self.entry, np.arange(first, first + len(new_keys), dtype=np.int64)])
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.entry = keys[order], entry[order]
+
+
+def collect(buf, out: Out, cache: NameCache) -> Scanned:
     """Copy the rows of the last scan out of `out`, with the numbers left to Python parsed and
-    each distinct name decoded once (`cache`: hash -> (raw length, text), across calls)."""
+    each distinct name decoded once (`cache`: across calls, confirmed byte for byte)."""
     rows, events, fixes = int(out.state[0]), int(out.state[1]), int(out.state[2])
     floats = out.floats[:rows].copy()
     for r, f, a, b in out.fix[:fixes].tolist():
         floats[r, f] = float(bytes(buf[a:b]))
     nlen = out.nlen[:rows]
-    uniq, first, inverse = np.unique(out.nhash[:rows], return_index=True, return_inverse=True)
-    if len(uniq) and np.any(nlen != nlen[first][inverse]):
-        raise NameCollision
-    names: list[str | None] = []
-    starts, lens, escs = out.nstart[first].tolist(), nlen[first].tolist(), out.nesc[first].tolist()
-    for h, s, n, esc in zip(uniq.tolist(), starts, lens, escs):
-        hit = cache.get(h)
-        if hit is None or hit[0] != n:
-            if n < 0:
-                text = None
-            else:
-                raw = bytes(buf[s:s + n])
-                text = msgspec.json.decode(b'"' + raw + b'"') if esc else raw.decode()
-            if hit is not None:
-                raise NameCollision
-            cache[h] = hit = (n, text)
-        names.append(hit[1])
-    shape, texts = _shapes(buf, out.shape[:rows], out.shash[:rows])
+    nstart = out.nstart[:rows]
+    first, inverse = _verified_groups(buf, out.nhash[:rows], nstart, nlen)
+    u_hash, u_start, u_len = out.nhash[:rows][first], nstart[first], nlen[first]
+    ids, known = cache.lookup(buf, u_hash, u_start, u_len)
+    texts = cache.texts
+    names: list[str | None] = [texts[i] if i >= 0 else None for i in ids.tolist()]
+    new_h, new_s, new_n, new_t = [], [], [], []
+    for j in np.flatnonzero((ids < 0) & (u_len >= 0)).tolist():
+        s, n = int(u_start[j]), int(u_len[j])
+        raw = bytes(buf[s:s + n])
+        names[j] = text = _name_text(raw, bool(out.nesc[first[j]]))
+        if not known[j]:   # a name under a known hash but with other bytes is not cached
+            new_h.append(int(u_hash[j]))
+            new_s.append(s)
+            new_n.append(n)
+            new_t.append(text)
+    if new_h:
+        cache.add(buf, new_h, new_s, new_n, new_t)
+    shape, texts_ = _shapes(buf, out.shape[:rows], out.shash[:rows])
     return Scanned(out.code[:rows].copy(), floats, out.ints[:rows].copy(),
-                   inverse.astype(np.int32, copy=False).reshape(-1), names, events, shape, texts)
+                   inverse.astype(np.int32, copy=False).reshape(-1), names, events, shape, texts_,
+                   int(u_len.max()) if len(u_len) else 0)
 
 
 def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, list]:
@@ -137,13 +216,10 @@ def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, li
     r, j = np.nonzero(present)
     lens = (ends - starts)[r, j]
     key = hashes[r, j] ^ (lens.astype(np.uint64) << np.uint64(40))
-    uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    if np.any(lens != lens[first][inverse]):
-        raise NameCollision
+    first, inverse = _verified_groups(buf, key, starts[r, j], lens)
     texts: list = []
     ids: dict = {}
-    local = np.empty(len(uniq), np.int32)
+    local = np.empty(len(first), np.int32)
     for u, (rr, jj) in enumerate(zip(r[first].tolist(), j[first].tolist())):
         t = shape_text(buf[int(starts[rr, jj]):int(ends[rr, jj])])
         if t is None:

@@ -896,3 +896,52 @@ def _scan(buf, pos, limit, blob, ends, codes, phase, o_code, o_floats, o_ints, o
     state[2] = fixes
     state[3] = i
     state[4] = status
+
+
+@_jit
+def _first_mismatch(buf, starts, lens, rep):
+    """The first row whose bytes differ from those of its group's representative row rep[row]
+    (rows were grouped by a 64-bit hash: equal hashes do not prove equal names); -1 if none."""
+    for r in range(len(starts)):
+        q = rep[r]
+        if q == r:
+            continue
+        n = lens[r]
+        if n != lens[q]:
+            return r
+        a = starts[r]
+        b = starts[q]
+        if a != b and not _equal(buf, a, buf, b, n):
+            return r
+    return -1
+
+
+@_jit
+def _equal(x, a, y, b, n):
+    """x[a:a+n] == y[b:b+n], eight bytes at a time."""
+    k = 0
+    while k + 8 <= n:
+        if _load8(x, a + k) != _load8(y, b + k):
+            return False
+        k += 8
+    while k < n:
+        if x[a + k] != y[b + k]:
+            return False
+        k += 1
+    return True
+
+
+@_jit
+def _confirm(buf, starts, lens, arena, offs, alens, ids):
+    """ids[k] >= 0: row k's hash found entry ids[k] of the name cache; keep it only when the
+    row's bytes are that entry's bytes (set -1 otherwise)."""
+    for k in range(len(ids)):
+        e = ids[k]
+        if e < 0:
+            continue
+        n = lens[k]
+        if n != alens[e]:
+            ids[k] = -1
+            continue
+        if not _equal(buf, starts[k], arena, offs[e], n):
+            ids[k] = -1

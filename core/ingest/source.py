@@ -18,8 +18,9 @@ from kerneldiff.core.ingest.files import open_regular
 from kerneldiff.core.ingest import scan
 from kerneldiff.core.ingest.columns import Columns
 from kerneldiff.core.ingest import cut as cutting   # SLICE, WINDOW, MAX_EVENT read at call time (tests shrink them)
-from kerneldiff.core.ingest.cut import _BOUNDARY, _LBRACKET, _STRONG_BOUNDARY, Scanner, _Slicer, decode_array
-from kerneldiff.core.ingest.decode import _BAD_EVENT, _ODD_ERRORS, Failure, try_decode
+from kerneldiff.core.ingest import longstrings, toplevel
+from kerneldiff.core.ingest.cut import _BOUNDARY, _LBRACKET, _STRONG_BOUNDARY, ArrayEnd, Scanner, _Slicer, decode_array
+from kerneldiff.core.ingest.decode import _ODD_ERRORS, Failure
 
 try:  # ISA-L inflates 2-3x faster than zlib with the same API, and releases the GIL
     from isal import isal_zlib as _zlib
@@ -28,10 +29,10 @@ except ImportError:  # pragma: no cover
 
 GZ_BLOCK = 1024 * 1024       # compressed bytes read per step by the gzip thread
 GZ_OUT = 8 * 1024 * 1024     # at most this much inflated output per step (bounds memory)
-_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 _NONSPACE = re.compile(rb"\S")
 _TRAILING_COMMA = re.compile(rb"\}\s*,\s*\Z")
-_EVENT_THEN_END = re.compile(rb"\}\s*\]")   # the last event's '}', then the array's ']'
+MAX_TAIL = 1024 * 1024 * 1024   # the document's end after the events array, at most
+GIANT = 64 * 1024 * 1024        # a buffer this big that holds no whole event: cut its long strings
 
 # --- bytes ----------------------------------------------------------------------------------
 
@@ -47,6 +48,38 @@ def read_columns(path: str, progress: Callable[[int, int], None] | None = None,
     finally:
         reader.close()
     return col, reader
+
+
+def inflate_prefix(path: str, limit: int) -> bytes:
+    """Up to `limit` inflated bytes from the start of a gzip file, across members: concatenated
+    members are one stream, so an empty or blank first member is followed into the next.
+    Corrupt data ends the prefix (an error only when nothing could be inflated)."""
+    out = bytearray()
+    d = zlib.decompressobj(wbits=31)
+    try:
+        with open(path, "rb") as f:
+            raw = b""
+            while len(out) < limit:
+                if not raw:
+                    raw = f.read(64 * 1024)
+                    if not raw:
+                        break
+                if d is None:   # between members: another one, or trailing bytes (ignored)
+                    if len(raw) < 2:
+                        raw += f.read(64 * 1024)
+                    if not raw.startswith(b"\x1f\x8b"):
+                        break
+                    d = zlib.decompressobj(wbits=31)
+                out += d.decompress(raw, limit - len(out))
+                raw = d.unconsumed_tail
+                if d.eof:
+                    raw, d = d.unused_data, None
+    except zlib.error as e:
+        if not out:
+            raise TraceError(path, f"corrupt gzip data ({e})") from None
+    except OSError as e:
+        raise file_error(path, e) from None
+    return bytes(out)
 
 
 class _Inflater:
@@ -218,6 +251,8 @@ class EventReader:
         self.meta: dict[str, Any] = {}
         self.top: str | None = None
         self.truncated_at: int | None = None
+        self._notes: list[str] = []  # what the reader ignored, for the model's warnings
+        self.cut_strings = 0         # strings cut short while reading (longstrings.py)
         self._progress = progress
         self._buf = _Buffer(cutting.SLICE)
         self.events_offset = -1   # (decompressed) byte offset of the first event
@@ -247,10 +282,10 @@ class EventReader:
                 if c != ord("{"):
                     raise self._fail("not JSON: a Chrome/Kineto trace must start with '{' or '['")
                 self.top = "object"
-                m = _EVENTS_KEY.search(b.buf, 1, b.n)
-                if m:
-                    self._parse_head(bytes(b.mv[1:m.start()]))
-                    pos = m.end()
+                found = self._find_events(b, lead.start())
+                if found is not None:
+                    key, pos = found
+                    self._parse_head(bytes(b.mv[1:key]))
                     break
             if k == 0:
                 whole = bytes(b.mv[1:b.n])
@@ -267,6 +302,37 @@ class EventReader:
         self.events_offset = pos - 1
         b.drop_front(pos)
 
+    @property
+    def notes(self) -> list[str]:
+        cut = [f"{self.cut_strings} string{'s' if self.cut_strings != 1 else ''} longer than {longstrings.LONG_STRING:,} bytes, in events too big to "
+               f"hold, were cut to their first {longstrings.KEEP:,} bytes while reading"] if self.cut_strings else []
+        return self._notes + cut
+
+    def _find_events(self, b: _Buffer, start: int) -> tuple[int, int] | None:
+        """The top-level traceEvents key and its array, by the document's structure (toplevel.py);
+        None while more bytes are needed."""
+        try:
+            found = toplevel.find_events(b.buf, start, b.n)
+        except toplevel.Incomplete:
+            return None
+        except toplevel.DuplicateEvents:
+            raise self._duplicate() from None
+        except toplevel.Malformed:
+            raise self._fail("invalid JSON before the 'traceEvents' array (not a Chrome/Kineto trace)") from None
+        if found is None:
+            raise self._fail("JSON object has no 'traceEvents' array: not a Chrome/Kineto trace")
+        if found[0] < 0:
+            raise self._fail("'traceEvents' is not a list")
+        return found
+
+    def _duplicate(self) -> TraceError:
+        return self._fail("'traceEvents' appears twice at the top level; JSON readers disagree on which "
+                          "one counts, so kerneldiff reads neither (keep one)")
+
+    def _second_document(self) -> TraceError:
+        return self._fail("more than one JSON document in the file (two traces concatenated?); "
+                          "kerneldiff reads one trace per file")
+
     def batches(self) -> Iterator[list]:
         """Decoded event batches of the whole file (after `open_events`, done here if needed)."""
         if self.top is None:
@@ -280,31 +346,39 @@ class EventReader:
             if b.free:  # end of the stream
                 break
             slicer, first, got = _Slicer(b.buf), 1, []
-            while b.n - first > cutting.WINDOW:  # usually once; more when bad events cut slices short
-                hi = b.n
-                if scanner is not None:
-                    items, first, status = scanner.take(b.buf, first, b.n)
-                    got.extend(items)
-                    if status == scan.LIMIT:
+            try:
+                while b.n - first > cutting.WINDOW:  # usually once; more when bad events cut slices short
+                    hi = b.n
+                    if scanner is not None:
+                        items, first, status = scanner.take(b.buf, first, b.n)
+                        got.extend(items)
+                        if status == scan.LIMIT:
+                            break
+                        if status == scan.ARRAY_END:
+                            scanner = None   # the array's end and the metadata after it: msgspec's
+                            continue
+                        hi = min(b.n, first + scanner.slow_size())
+                    cut = slicer.take(first, hi)
+                    if cut is None and hi != b.n:
+                        cut = slicer.take(first, b.n)
+                    if cut is None:
                         break
-                    if status == scan.ARRAY_END:
-                        scanner = None   # the array's end and the metadata after it: msgspec's
-                        continue
-                    hi = min(b.n, first + scanner.slow_size())
-                cut = slicer.take(first, hi)
-                if cut is None and hi != b.n:
-                    cut = slicer.take(first, b.n)
-                if cut is None:
-                    break
-                events, first = cut
-                if got and type(got[-1]) is list:
-                    got[-1].extend(events)   # msgspec's pieces of one buffer go on as one batch
-                else:
-                    got.append(events)
+                    events, first = cut
+                    if got and type(got[-1]) is list:
+                        got[-1].extend(events)   # msgspec's pieces of one buffer go on as one batch
+                    else:
+                        got.append(events)
+            except ArrayEnd as end:   # the events array ended before the file did
+                yield from got
+                yield end.events
+                self._read_document_end(b, end.end)
+                return
             yield from got
             if first == 1:
                 cut = self._before_blanks(b)
                 if cut is None:  # no real boundary yet (a giant event): keep reading
+                    if len(b.buf) >= GIANT and self._shorten(b):
+                        continue
                     if b.n > cutting.MAX_EVENT:
                         raise self._fail("invalid JSON inside traceEvents (no decodable run of events)")
                     b.grow()
@@ -316,6 +390,16 @@ class EventReader:
             if self._progress:
                 self._progress(self.src.consumed, self.src.size)
         yield from self._finish(bytes(b.mv[1:b.n]), base)
+
+    def _shorten(self, b: _Buffer) -> bool:
+        """Cut the pending event's giant strings (longstrings.py) instead of growing the buffer."""
+        def read(k: int) -> bytes:
+            chunk = bytearray(k)
+            return bytes(chunk[:self.src.readinto(memoryview(chunk))])
+
+        b.n, cut = longstrings.shorten(b.buf, 1, b.n, read)
+        self.cut_strings += cut
+        return cut > 0
 
     def _before_blanks(self, b: _Buffer) -> tuple[list, int] | None:
         """A buffer of events followed by nothing but blanks (legal between events, and the
@@ -343,9 +427,10 @@ class EventReader:
             self._buf = None  # the runs live in the caller's buffers from now on
         carry = self._carry
         dst[0] = _LBRACKET
-        n = 1 + len(carry)
-        dst[1:n] = carry
         cap = len(dst) - 1
+        n = 1 + min(len(carry), cap - 1)   # a long head can leave more than one run's worth
+        dst[1:n] = carry[:n - 1]
+        rest = carry[n - 1:]
         while n < cap:
             with dst[n:cap] as part:
                 k = self.src.readinto(part)
@@ -361,7 +446,7 @@ class EventReader:
                 break
         if m is None:
             return -1
-        self._carry = bytes(dst[m.start(1):n])
+        self._carry = bytes(dst[m.start(1):n]) + rest
         self._tail_base += m.start(1) - 1
         return m.start() + 1
 
@@ -369,82 +454,93 @@ class EventReader:
         yield from self._finish(self._tail, self._tail_base)
 
     def _finish(self, buf: bytes, base: int) -> Iterator[list]:
-        """The last events, the end of the array and the metadata after it. Events are taken
-        off the front (skipping unreadable ones); once no more can be taken, the rest must parse
-        as the document's end — if it never does, the file was cut short: keep every complete
-        event."""
+        """The last events, the end of the array and the rest of the document. Events are taken
+        off the front (skipping unreadable ones) until the array's ']'; then the rest must be
+        the document's end. A file without that end was cut short: keep every complete event."""
         body = buf.lstrip()
         if body.startswith(b","):
             body = body[1:]
         data = bytearray(b"[" + body + b",{")  # ',{' makes the last complete event end at a boundary
+        stop = len(data) - 2
         slicer, first, got = _Slicer(data), 1, []
         scanned = False
-        if self.fast and scan.available():  # the bulk; what it leaves is sorted out below
-            items, first, _ = Scanner().take(data, 1, len(data) - 2)
-            scanned = bool(items)
-            yield from items
-        while True:
-            cut = slicer.take(first, len(data))
-            if cut is None or cut[0][:1] == [_BAD_EVENT]:
-                # nothing more to take, or "unreadable" — which may be the array's end instead
-                end = self._document_end(data, first)
-                if end is not None:
-                    yield got + end
-                    return
-            if cut is None:
-                bad = self._bad_last_event(data, first)
-                if bad is None:
+        try:
+            if self.fast and scan.available():  # the bulk; what it leaves is sorted out below
+                items, first, _ = Scanner().take(data, 1, stop)
+                scanned = bool(items)
+                yield from items
+            while True:
+                cut = slicer.take(first, len(data))
+                if cut is None:
                     break
-                yield got + bad
-                return
-            events, first = cut
-            got.extend(events)
+                events, first = cut
+                got.extend(events)
+            close = self._events_close(data, first, stop)
+        except ArrayEnd as end:
+            got.extend(end.events)
+            close = first = end.end - 1
+        if close is not None:
+            if close > first:   # events the cutter could not take (an unreadable last one)
+                got.extend(decode_array(b"[" + bytes(data[first:close]) + b"]"))
+            yield got
+            try:
+                self._end_of_document(data, close + 1, stop, eof=True)
+            except toplevel.Incomplete:   # cut short in the metadata after the events
+                self.truncated_at = base + len(buf)
+            return
         yield got
         self.truncated_at = base + len(buf)
         if not got and not scanned and base <= self.events_offset:
             raise self._fail("truncated or invalid JSON: no complete event could be read")
 
-    def _bad_last_event(self, data: bytearray, first: int) -> list | None:
-        """The last event is unreadable and the document ends after it: skip it (counted)."""
-        for m in _EVENT_THEN_END.finditer(data, first, len(data) - 2):
-            end = self._document_end(data, m.start() + 1)
-            if end is not None:
-                return [_BAD_EVENT, *end]
-        return None
-
-    def _document_end(self, data: bytearray, first: int) -> list | None:
-        """Events of data[first:-2] when it is the complete end of the document, else None.
-        Parsed in place: the (already decoded) bytes before `first` hold the opening text."""
-        stop = len(data) - 2
-        head = b"[" if self.top == "array" else b'{"traceEvents":['
-        if first < len(head):
-            return self._parse_end(head + bytes(data[first:stop]))
-        saved = bytes(data[first - len(head):first])
-        data[first - len(head):first] = head
+    @staticmethod
+    def _events_close(data: bytearray, first: int, stop: int) -> int | None:
+        """Index of the events array's ']' after the events from `first`, by structure; None when
+        the bytes end first (a truncated file) or are no array of values."""
         try:
-            with memoryview(data)[first - len(head):stop] as view:
-                return self._parse_end(view)
-        finally:
-            data[first - len(head):first] = saved
-
-    def _parse_end(self, buf) -> list | None:
-        if self.top == "array":
-            r = try_decode(buf)
-            return None if isinstance(r, Failure) else r
-        try:
-            doc = msgspec.json.decode(buf, type=dict[str, msgspec.Raw])
-        except (msgspec.DecodeError, *_ODD_ERRORS):
+            return toplevel.events_end(data, first, stop)
+        except (toplevel.Incomplete, toplevel.Malformed):
             return None
-        raw_events = bytes(doc.pop("traceEvents", b"[]"))
-        for k, v in doc.items():
+
+    def _end_of_document(self, buf, i: int, n: int, eof: bool) -> None:
+        """After the events array's ']': the rest of the top-level object (its metadata) and
+        what follows the document. Raises toplevel.Incomplete when more bytes are needed."""
+        try:
+            end = toplevel.document_end(buf, i, n, self.top == "object", eof)
+        except toplevel.DuplicateEvents:
+            raise self._duplicate() from None
+        except toplevel.Malformed:
+            end = None
+        if end is None:   # the document does not close properly after its events
+            self._notes.append("the JSON after the events array is malformed; ignored")
+            return
+        for k, v in end.meta.items():
+            self.meta[k] = v   # after the events: JSON keeps the last of a repeated key
+        if end.second:
+            raise self._second_document()
+        if end.trailing:
+            self._notes.append(f"{'at least ' if not eof else ''}{end.trailing} bytes of garbage after the JSON "
+                              "document ignored")
+
+    def _read_document_end(self, b: _Buffer, start: int) -> None:
+        """The events array ended mid-file: read on (as little as possible) to the end of the
+        document and one byte after it."""
+        rest = bytearray(b.mv[start:b.n])
+        step = 1 << 16
+        while True:
+            chunk = bytearray(step)
+            k = self.src.readinto(memoryview(chunk))
+            rest += chunk[:k]
             try:
-                self.meta[k] = msgspec.json.decode(v)
-            except (msgspec.DecodeError, *_ODD_ERRORS):
-                pass
-        del doc  # its Raw values point into `buf`
-        if not raw_events.lstrip().startswith(b"["):
-            raise self._fail("'traceEvents' is not a list")
-        return decode_array(raw_events)
+                self._end_of_document(rest, 0, len(rest), eof=k == 0)
+                return
+            except toplevel.Incomplete:
+                if k == 0:
+                    self._notes.append("the file ends inside the metadata after the events array")
+                    return
+                if len(rest) > MAX_TAIL:
+                    raise self._fail("more than 1 GB of data after the events array") from None
+                step = min(max(step * 2, len(rest)), MAX_TAIL)   # doubling: each walk starts over
 
     def _parse_head(self, head: bytes) -> None:
         try:

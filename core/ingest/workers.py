@@ -49,14 +49,17 @@ class ReadResult:
 
     def __init__(self) -> None:
         self.chunks: list[tuple[list[str], dict[str, dict[str, np.ndarray]]]] = []
-        self.events = self.dropped = self.negative_dur = 0
+        self.events = self.dropped = self.negative_dur = self.non_integer_ids = self.cut_names = 0
         self.meta: dict[str, Any] = {}
         self.truncated_at: int | None = None
+        self.notes: list[str] = []     # what the reader ignored (trailing garbage, ...)
 
     def count(self, col: Columns) -> None:
         self.events += col.events
         self.dropped += col.dropped
         self.negative_dur += col.negative_dur
+        self.non_integer_ids += col.non_integer_ids
+        self.cut_names += col.cut_names
 
 
 
@@ -194,7 +197,7 @@ def _worker_main(shm_name: str, slot_size: int, cmd, res, parent: int, inherited
                 continue
             res.send(("done", (slot, idx, _pack(col.arrays(), buf, base, slot_size), col.strings[sent:])))
             sent = len(col.strings)
-        res.send(("result", (col.events, col.dropped, col.negative_dur)))
+        res.send(("result", (col.events, col.dropped, col.negative_dur, col.non_integer_ids, col.cut_names)))
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         pass
     except BaseException as e:  # anything unexpected: the parent falls back to one process
@@ -262,7 +265,7 @@ class _Pool:
         self.free: list[list[int]] = []
         self.strings: list[list[str]] = []      # per worker: its name ids -> names
         self.runs: list[tuple[int, int, dict]] = []   # (run index, worker, columns)
-        self.counts: list[tuple[int, int, int] | None] = []
+        self.counts: list[tuple[int, int, int, int, int] | None] = []
         try:
             for _ in range(n):
                 shm = shared_memory.SharedMemory(
@@ -415,11 +418,14 @@ def _read_with_workers(path: str, n: int, progress: Callable[[int, int], None], 
     runs += [(i, local.strings, cols) for i, cols in local_runs]
     runs.sort(key=lambda t: t[0])
     out.chunks = [(strings, cols) for _, strings, cols in runs]
-    for events, dropped, negative in pool.counts:
+    for events, dropped, negative, non_integer, cut_names in pool.counts:
         out.events += events
         out.dropped += dropped
         out.negative_dur += negative
+        out.non_integer_ids += non_integer
+        out.cut_names += cut_names
     out.count(local)
     out.meta = reader.meta
     out.truncated_at = reader.truncated_at
+    out.notes = reader.notes
     return out

@@ -206,7 +206,9 @@ def _tile_of(process: str) -> str:
 
 
 def _natural_key(s: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s))
+    # ASCII digits only, and short: a tile named '²' or with 5,000 digits sorts as text
+    # (0, number) or (1, text) per part, so a long number kept as text still compares with a number
+    return tuple((0, int(p), "") if p.isdigit() and len(p) < 19 else (1, 0, p) for p in re.split(r"([0-9]+)", s))
 
 
 def parse_aie_events(events: list[Any], path: str = "<events>") -> AieTrace:

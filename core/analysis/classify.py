@@ -42,6 +42,9 @@ _TOP_KEYS = {"rules", "categories", "op_rules", "inductor_rules", "inductor_grou
 SHIPPED = "core/registry.toml"           # how the shipped file is named in error messages
 
 
+MATCH_CHARS = 4096   # characters of a kernel name the rules look at (see Classifier._classify)
+
+
 @dataclass(frozen=True)
 class Rule:
     id: str
@@ -564,6 +567,10 @@ class Classifier:
         return hit
 
     def _classify(self, name: str) -> tuple[str, str]:
+        # Rules see at most MATCH_CHARS characters: some registry patterns backtrack, and their
+        # cost grows with the square of the text (a 240 KB name took minutes; 4 KB takes ~20 ms).
+        # Real kernel names, templates included, fit; `assign` warns when a name was cut.
+        name = name[:MATCH_CHARS]
         kernel = parse_inductor(name, self._known_ops)
         if kernel is not None:
             return self._classify_inductor(kernel)
@@ -690,6 +697,10 @@ class Classifier:
         uniq, inverse = np.unique(k.name, return_inverse=True)
         inverse = inverse.reshape(-1).astype(np.int64)
         labels = [self.classify(model.strings[int(i)]) for i in uniq]
+        cut = sum(len(model.strings[int(i)]) > MATCH_CHARS for i in uniq)
+        if cut and hasattr(model, "warnings"):
+            model.warnings.append(f"{cut} kernel name{'s' if cut != 1 else ''} longer than {MATCH_CHARS} characters "
+                                  f"classified by their first {MATCH_CHARS} (shown in full)")
         which = inverse                       # label index per kernel
         if self.op_rules and len(model.cpu_ops):
             op = np.full(len(k), -1, dtype=np.int64)

@@ -17,6 +17,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+
+
+def _dig(c: str) -> bool:
+    """An ASCII digit: str.isdigit() also takes '²' and Arabic-Indic digits, which int() rejects
+    or reads as numbers no mangled name holds."""
+    return len(c) == 1 and "0" <= c <= "9"
+
 MAX_DEPTH = 256          # nesting levels (each a few Python frames)
 MAX_OUTPUT = 8_192       # characters of any part of the output (CK's longest kernels: ~2,700)
 MAX_INPUT = 16_384       # longer mangled names: their qualified name only
@@ -174,9 +181,9 @@ class _Parser:
     def number(self) -> int:
         neg = self.take("n")
         j = self.i
-        while self.peek().isdigit():
+        while _dig(self.peek()):
             self.i += 1
-        if j == self.i:
+        if j == self.i or self.i - j > 18:   # a length or index that long is no real name's
             raise _Fail("number")
         v = int(self.s[j:self.i])
         return -v if neg else v
@@ -186,7 +193,7 @@ class _Parser:
         j = self.i
         while self.peek() and self.peek() != "_":
             c = self.peek()
-            if not (c.isdigit() or "A" <= c <= "Z"):
+            if not (_dig(c) or "A" <= c <= "Z"):
                 raise _Fail("seq-id")
             self.i += 1
         text = self.s[j:self.i]
@@ -210,7 +217,7 @@ class _Parser:
     def encoding(self, name_only: bool = False) -> str:
         self.enter()
         try:
-            if self.peek() in ("T", "G") and self.peek(1) not in ("", "_") and not self.peek(1).isdigit():
+            if self.peek() in ("T", "G") and self.peek(1) not in ("", "_") and not _dig(self.peek(1)):
                 return self.special()
             saved, saved_ctor = self.tparams, self._ctor
             self.tparams, self._ctor = None, False
@@ -383,12 +390,12 @@ class _Parser:
                 self.i += 2
                 self.number()
                 self.expect("_")
-            elif self.peek(1).isdigit():
+            elif _dig(self.peek(1)):
                 self.i += 2
 
     def unqualified(self) -> _Name:
         c = self.peek()
-        if c.isdigit():
+        if _dig(c):
             text = self.source_name()
         elif c == "U":
             if self.take("Ul"):
@@ -458,7 +465,7 @@ class _Parser:
             self.i += 2
             op = _OPERATORS[code]
             return "operator" + (" " if op[0].isalpha() else "") + op
-        if self.peek() == "v" and self.peek(1).isdigit():   # vendor extended operator
+        if self.peek() == "v" and _dig(self.peek(1)):   # vendor extended operator
             self.i += 2
             return "operator " + self.source_name()
         raise _Fail(f"operator {code!r}")
@@ -613,7 +620,7 @@ class _Parser:
                 self.cv_qualifiers()
                 n = self.seq_id()
                 return f"{{parm#{n + 1}}}"
-            if code in ("sr", "gs") or c.isdigit() or code in ("on", "dn"):
+            if code in ("sr", "gs") or _dig(c) or code in ("on", "dn"):
                 return self.unresolved_name()
             if code in ("sZ", "sP"):
                 self.i += 2
@@ -671,7 +678,7 @@ class _Parser:
                 text = _with_targs(text, self.template_args())
             return text
         if self.take("dn"):
-            if self.peek().isdigit():
+            if _dig(self.peek()):
                 return "~" + self.simple_id()
             return "~" + str(self.type_())
         return self.simple_id()
@@ -688,7 +695,7 @@ class _Parser:
             while not self.take("E"):
                 parts.append(self.simple_id())
             return glob + "::".join(parts + [self.base_unresolved_name()])
-        if self.peek().isdigit():
+        if _dig(self.peek()):
             parts = []
             while True:
                 parts.append(self.simple_id())
@@ -821,7 +828,7 @@ class _Parser:
             self.i += 1
             if self.peek() == "_":
                 dim = ""
-            elif self.peek().isdigit():
+            elif _dig(self.peek()):
                 dim = str(self.number())
             else:
                 dim = self.expression()
@@ -864,7 +871,7 @@ class _Parser:
                 self.subs.append(t)
                 return t
             return sub
-        if c.isdigit() or c in ("N", "Z"):
+        if _dig(c) or c in ("N", "Z"):
             name = self.name()
             t = _T(str(name))
             self.subs.append(t)
@@ -917,9 +924,9 @@ def _qualified_prefix(name: str) -> str:
     parts: list[str] = []
     template = False
     while i < n:
-        if s[i].isdigit():
+        if _dig(s[i]):
             j = i
-            while j < n and s[j].isdigit() and j - i < 7:
+            while j < n and _dig(s[j]) and j - i < 7:
                 j += 1
             length = int(s[i:j])
             ident = s[j:j + length]

@@ -1,10 +1,23 @@
 from __future__ import annotations
 
+import atexit
 import gzip
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# Every test, and every process a test starts, gets a throwaway home and cache: the suite must not
+# fill (or read stale entries from) the user's ~/.cache/kerneldiff. Set at import, before any
+# fixture or child process exists; removed when the session ends.
+TEST_HOME = Path(tempfile.mkdtemp(prefix="kerneldiff-tests-"))
+os.environ["HOME"] = str(TEST_HOME / "home")
+os.environ["XDG_CACHE_HOME"] = str(TEST_HOME / "cache")
+(TEST_HOME / "home").mkdir()
+atexit.register(shutil.rmtree, TEST_HOME, True)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_TRACES = ROOT.parent / "shared" / "traces"

@@ -31,7 +31,8 @@ import pytest
 import hostile_corpus as hc
 
 ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT_S = 20
+CPU_LIMIT_S = 20       # CPU seconds per run (RLIMIT_CPU): the bound on work, whatever the machine's load
+TIMEOUT_S = 180        # wall-clock safety net, only for true hangs (a blocking read uses no CPU)
 MEMORY_LIMIT = 3 << 30          # address space per run: a gzip bomb must not take the machine
 CASES = hc.cases()
 BY_NAME = {c.name: c for c in CASES}
@@ -75,6 +76,7 @@ def _address_space() -> int:
 def _limit_memory(extra: int = 0) -> None:
     limit = extra + MEMORY_LIMIT
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_CPU, (CPU_LIMIT_S, CPU_LIMIT_S + 5))
 
 
 def kerneldiff(*args: str) -> Run:
@@ -177,7 +179,8 @@ def runs(corpus, tmp_path_factory):
 
 
 def check_contract(case: hc.Case, r: Run, expect: str) -> None:
-    assert r.rc is not None, f"timed out after {TIMEOUT_S} s"
+    assert r.rc is not None, f"hung: no exit after {TIMEOUT_S} s of wall time"
+    assert r.rc != -signal.SIGXCPU, f"used more than {CPU_LIMIT_S} s of CPU"
     assert b"Traceback" not in r.err and b"Traceback" not in r.out, r.err.decode(errors="replace")[-2000:]
     assert r.rc in (0, 2), f"exit {r.rc}: {r.err.decode(errors='replace')[-500:]}"
     want = {"load": {0}, "error": {2}, "any": {0, 2}}[expect]

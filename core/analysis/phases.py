@@ -17,15 +17,15 @@ from kerneldiff.core.model import PHASE_ID, Step, TraceModel
 
 # vLLM V1, newer: execute_32_context_0(sq0sk0…)_generation_32(sq32sk55086…): per part, sq = query
 # tokens and sk = KV-cache tokens summed over its requests (then sums of squares, unused here)
-_VLLM_NEW = re.compile(r"^execute_([0-9]{1,15})_context_([0-9]{1,15})\((.*?)\)_generation_([0-9]{1,15})\(([^)]*)\)")
-_SQ_SK = re.compile(r"^sq([0-9]{1,15})sk([0-9]{1,15})")
+_VLLM_NEW = re.compile(r"^execute_([0-9]+)_context_([0-9]+)\((.*?)\)_generation_([0-9]+)\(([^)]*)\)")
+_SQ_SK = re.compile(r"^sq([0-9]+)sk([0-9]+)")
 # vLLM, older: execute_context_1(888_788544)_generation_0(0)  — requests(tokens_…)
-_VLLM_OLD = re.compile(r"^execute_context_([0-9]{1,15})\(([0-9]{1,15})[_)].*?_generation_([0-9]{1,15})\(([0-9]{1,15})")
-_VLLM_ANY = re.compile(r"^execute_.*?context_([0-9]{1,15}).*?generation_([0-9]{1,15})")
+_VLLM_OLD = re.compile(r"^execute_context_([0-9]+)\(([0-9]+)[_)].*?_generation_([0-9]+)\(([0-9]+)")
+_VLLM_ANY = re.compile(r"^execute_.*?context_([0-9]+).*?generation_([0-9]+)")
 # SGLang: step[DECODE bs=32], step[EXTEND bs=15 toks=15360], step[MIXED …]
 _SGLANG = re.compile(r"^step\[(DECODE|EXTEND|PREFILL|MIXED|IDLE)\b([^\]]*)\]", re.I)
-_PROFILER_STEP = re.compile(r"^ProfilerStep#([0-9]{1,15})$")
-_KV = re.compile(r"(bs|toks)=([0-9]{1,15})")
+_PROFILER_STEP = re.compile(r"^ProfilerStep#([0-9]+)$")
+_KV = re.compile(r"(bs|toks)=([0-9]+)")
 
 
 def _phase(context: int, generation: int) -> str:

@@ -205,8 +205,15 @@ def _tile_of(process: str) -> str:
     return process.split(" for ", 1)[1].strip() if " for " in process else process
 
 
+_DIGIT_RUNS = re.compile(r"([0-9]+)", re.A)
+
+
 def _natural_key(s: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", s))
+    """`tile2,10` after `tile2,9`. Digit runs (ASCII only: int('²') fails) are compared as
+    (length, digits) without leading zeros, which orders them by value without int()'s digit limit.
+    Even positions of the split hold text, odd ones digit runs, so two keys always compare."""
+    parts = _DIGIT_RUNS.split(s)
+    return tuple((len(p.lstrip("0")), p.lstrip("0")) if i % 2 else p for i, p in enumerate(parts))
 
 
 def parse_aie_events(events: list[Any], path: str = "<events>") -> AieTrace:

@@ -57,6 +57,14 @@ class _Fail(Exception):
     pass
 
 
+def _digit(c: str) -> bool:
+    """An ASCII digit: the ABI's numbers are ASCII (str.isdigit also takes '²' and '٣')."""
+    return "0" <= c <= "9"
+
+
+MAX_NUMBER_DIGITS = 9    # a longer length or value is no real symbol's (and int() limits digits)
+
+
 class _T:
     """A type as text around its declarator: `left + right`, kind "s" simple, "f" function,
     "a" array, "p" a pointer/reference into a function or array (its declarator is open); `ref`
@@ -174,9 +182,9 @@ class _Parser:
     def number(self) -> int:
         neg = self.take("n")
         j = self.i
-        while self.peek().isdigit():
+        while _digit(self.peek()):
             self.i += 1
-        if j == self.i:
+        if j == self.i or self.i - j > MAX_NUMBER_DIGITS:
             raise _Fail("number")
         v = int(self.s[j:self.i])
         return -v if neg else v
@@ -186,10 +194,12 @@ class _Parser:
         j = self.i
         while self.peek() and self.peek() != "_":
             c = self.peek()
-            if not (c.isdigit() or "A" <= c <= "Z"):
+            if not (_digit(c) or "A" <= c <= "Z"):
                 raise _Fail("seq-id")
             self.i += 1
         text = self.s[j:self.i]
+        if len(text) > MAX_NUMBER_DIGITS:
+            raise _Fail("seq-id")
         self.expect("_")
         return 0 if not text else int(text, 36) + 1
 
@@ -210,7 +220,7 @@ class _Parser:
     def encoding(self, name_only: bool = False) -> str:
         self.enter()
         try:
-            if self.peek() in ("T", "G") and self.peek(1) not in ("", "_") and not self.peek(1).isdigit():
+            if self.peek() in ("T", "G") and self.peek(1) not in ("", "_") and not _digit(self.peek(1)):
                 return self.special()
             saved, saved_ctor = self.tparams, self._ctor
             self.tparams, self._ctor = None, False
@@ -383,12 +393,12 @@ class _Parser:
                 self.i += 2
                 self.number()
                 self.expect("_")
-            elif self.peek(1).isdigit():
+            elif _digit(self.peek(1)):
                 self.i += 2
 
     def unqualified(self) -> _Name:
         c = self.peek()
-        if c.isdigit():
+        if _digit(c):
             text = self.source_name()
         elif c == "U":
             if self.take("Ul"):
@@ -458,7 +468,7 @@ class _Parser:
             self.i += 2
             op = _OPERATORS[code]
             return "operator" + (" " if op[0].isalpha() else "") + op
-        if self.peek() == "v" and self.peek(1).isdigit():   # vendor extended operator
+        if self.peek() == "v" and _digit(self.peek(1)):   # vendor extended operator
             self.i += 2
             return "operator " + self.source_name()
         raise _Fail(f"operator {code!r}")
@@ -613,7 +623,7 @@ class _Parser:
                 self.cv_qualifiers()
                 n = self.seq_id()
                 return f"{{parm#{n + 1}}}"
-            if code in ("sr", "gs") or c.isdigit() or code in ("on", "dn"):
+            if code in ("sr", "gs") or _digit(c) or code in ("on", "dn"):
                 return self.unresolved_name()
             if code in ("sZ", "sP"):
                 self.i += 2
@@ -671,7 +681,7 @@ class _Parser:
                 text = _with_targs(text, self.template_args())
             return text
         if self.take("dn"):
-            if self.peek().isdigit():
+            if _digit(self.peek()):
                 return "~" + self.simple_id()
             return "~" + str(self.type_())
         return self.simple_id()
@@ -688,7 +698,7 @@ class _Parser:
             while not self.take("E"):
                 parts.append(self.simple_id())
             return glob + "::".join(parts + [self.base_unresolved_name()])
-        if self.peek().isdigit():
+        if _digit(self.peek()):
             parts = []
             while True:
                 parts.append(self.simple_id())
@@ -821,7 +831,7 @@ class _Parser:
             self.i += 1
             if self.peek() == "_":
                 dim = ""
-            elif self.peek().isdigit():
+            elif _digit(self.peek()):
                 dim = str(self.number())
             else:
                 dim = self.expression()
@@ -864,7 +874,7 @@ class _Parser:
                 self.subs.append(t)
                 return t
             return sub
-        if c.isdigit() or c in ("N", "Z"):
+        if _digit(c) or c in ("N", "Z"):
             name = self.name()
             t = _T(str(name))
             self.subs.append(t)
@@ -917,9 +927,9 @@ def _qualified_prefix(name: str) -> str:
     parts: list[str] = []
     template = False
     while i < n:
-        if s[i].isdigit():
+        if _digit(s[i]):
             j = i
-            while j < n and s[j].isdigit() and j - i < 7:
+            while j < n and _digit(s[j]) and j - i < 7:
                 j += 1
             length = int(s[i:j])
             ident = s[j:j + length]

@@ -2,12 +2,48 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_TRACES = ROOT.parent / "shared" / "traces"
+
+
+# --- a private HOME and cache for the whole run ---------------------------------------------
+# The model cache lives in $XDG_CACHE_HOME/kerneldiff (else ~/.cache/kerneldiff): a test run must
+# not fill the user's real one (it wrote ~360 MB there). Set before any test or fixture runs, in
+# os.environ so subprocesses and forked CLI runs inherit it; tests that need their own cache
+# directory still set XDG_CACHE_HOME with monkeypatch.
+PRIVATE_ROOT: Path | None = None
+
+
+def pytest_configure(config):
+    global PRIVATE_ROOT
+    PRIVATE_ROOT = Path(tempfile.mkdtemp(prefix="kerneldiff-tests-")).resolve()
+    (PRIVATE_ROOT / "home").mkdir()
+    os.environ["HOME"] = str(PRIVATE_ROOT / "home")
+    os.environ["XDG_CACHE_HOME"] = str(PRIVATE_ROOT / "cache")
+    os.environ.pop("KERNELDIFF_CACHE_MAX", None)   # the user's setting must not change what tests see
+
+
+def pytest_unconfigure(config):
+    if PRIVATE_ROOT is not None:
+        shutil.rmtree(PRIVATE_ROOT, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def private_cache_and_home():
+    """Every test runs with HOME and the cache inside the run's private directory (a test that
+    moved them elsewhere must have used monkeypatch, which puts them back)."""
+    from kerneldiff.core.ingest.cache import cache_dir
+
+    assert PRIVATE_ROOT is not None and Path(os.environ["HOME"]).resolve().is_relative_to(PRIVATE_ROOT)
+    assert cache_dir().resolve().is_relative_to(PRIVATE_ROOT), f"cache outside the test run: {cache_dir()}"
+    yield
 
 
 def real_trace(name: str) -> Path:

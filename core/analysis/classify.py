@@ -179,7 +179,7 @@ def match_text(name: str) -> str:
         return strip_args(name).lower()
     if name.startswith("_Z"):
         # readable and mangled forms: CK hides the op (Rmsnorm2dFwd) in mangled template args
-        return f"{demangle(name)} {name}".lower()
+        return f"{demangle(name)[:MAX_MATCH_CHARS]} {name}".lower()
     return name.lower()
 
 
@@ -287,7 +287,7 @@ def parse_inductor(name: str, known: frozenset[str] | None = None) -> InductorKe
         m = _INDUCTOR_PREFIX.match(name)
         if m is None:
             return None
-        words = name[m.end():MAX_MATCH_CHARS].split("_")
+        words = name[m.end():MAX_MATCH_CHARS].split("_")[:-1]    # the last word may be cut
         return InductorKernel(m.group(1), tuple(w for w in words[1:] if w) if words[0] == "fused" else (), None)
     m = _INDUCTOR_NAME.match(name)
     if m is None:
@@ -313,6 +313,41 @@ def inductor_ops(name: str) -> tuple[str, ...]:
 
 
 # --- registry parsing ----------------------------------------------------------------------
+
+def _nested_repeat(source: str) -> bool:
+    r"""Does the regex repeat (`*`, `+`, `{2,}`) something that itself repeats? `(\w+)+z` backtracks
+    exponentially on `www…w!`, which no cap on the name's length makes affordable."""
+    try:
+        from re import _constants as C, _parser as P
+    except ImportError:          # a Python without these internals: no check
+        return False
+    repeats = (C.MAX_REPEAT, C.MIN_REPEAT, getattr(C, "POSSESSIVE_REPEAT", None))
+
+    def walk(items, inside: bool) -> bool:
+        for op, av in items:
+            if op in repeats and op is not None:
+                lo, hi, sub = av
+                if hi > 1 and inside:
+                    return True
+                if walk(sub, inside or hi > 1):
+                    return True
+            elif op in (C.SUBPATTERN,):
+                if walk(av[-1], inside):
+                    return True
+            elif op == C.BRANCH:
+                if any(walk(b, inside) for b in av[1]):
+                    return True
+            elif op in (C.ASSERT, C.ASSERT_NOT):
+                if walk(av[1], inside):
+                    return True
+            elif op == C.ATOMIC_GROUP:
+                if walk(av, inside):
+                    return True
+        return False
+
+    return walk(P.parse(source), False)
+
+
 
 def _str_list(value, what: str, path: str) -> list[str]:
     if isinstance(value, str):
@@ -389,6 +424,9 @@ def _parse(doc: dict, path: str) -> _Registry:
                 re.compile(rx, re.IGNORECASE)
             except re.error as e:
                 raise TraceError(path, f"{where}: bad regex {rx!r}: {e}") from None
+            if _nested_repeat(rx):
+                raise TraceError(path, f"{where}: regex {rx!r} repeats a repetition (it can take exponential "
+                                       "time on a long name); use one quantifier")
         if not any(contains) and not regexes:
             raise TraceError(path, f"{where}: empty `contains`")
         examples = tuple(_str_list(r.get("examples", []), f"{where} examples", path))
@@ -437,6 +475,9 @@ def _parse_op_rules(doc: dict, path: str) -> list[OpRule]:
                 re.compile(rx)
             except re.error as e:
                 raise TraceError(path, f"{where}: bad regex {rx!r}: {e}") from None
+            if _nested_repeat(rx):
+                raise TraceError(path, f"{where}: regex {rx!r} repeats a repetition (it can take exponential "
+                                       "time on a long name); use one quantifier")
         over = _str_list(r.get("over", [GENERIC]), f"{where} over", path)
         if not over:
             raise TraceError(path, f"{where}: empty `over` would never apply")

@@ -17,10 +17,23 @@ TEST_HOME = Path(tempfile.mkdtemp(prefix="kerneldiff-tests-"))
 os.environ["HOME"] = str(TEST_HOME / "home")
 os.environ["XDG_CACHE_HOME"] = str(TEST_HOME / "cache")
 (TEST_HOME / "home").mkdir()
+os.environ.pop("KERNELDIFF_CACHE_MAX", None)   # the user's setting must not change what tests see
 atexit.register(shutil.rmtree, TEST_HOME, True)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_TRACES = ROOT.parent / "shared" / "traces"
+
+
+@pytest.fixture(autouse=True)
+def private_cache_and_home():
+    """Every test runs with HOME and the cache inside the run's throwaway directory (a test that
+    moved them elsewhere must have used monkeypatch, which puts them back)."""
+    from kerneldiff.core.ingest.cache import cache_dir
+
+    root = TEST_HOME.resolve()
+    assert Path(os.environ["HOME"]).resolve().is_relative_to(root)
+    assert cache_dir().resolve().is_relative_to(root), f"cache outside the test run: {cache_dir()}"
+    yield
 
 
 def real_trace(name: str) -> Path:

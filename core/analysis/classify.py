@@ -42,9 +42,6 @@ _TOP_KEYS = {"rules", "categories", "op_rules", "inductor_rules", "inductor_grou
 SHIPPED = "core/registry.toml"           # how the shipped file is named in error messages
 
 
-MATCH_CHARS = 4096   # characters of a kernel name the rules look at (see Classifier._classify)
-
-
 @dataclass(frozen=True)
 class Rule:
     id: str
@@ -109,9 +106,9 @@ def demangle(name: str) -> str:
     parts: list[str] = []
     template = False
     while i < n:
-        if s[i].isdigit():
+        if "0" <= s[i] <= "9":               # ASCII only: '²'.isdigit() is True, int('²') fails
             j = i
-            while j < n and s[j].isdigit():
+            while j < n and "0" <= s[j] <= "9" and j - i < 7:   # no real identifier is 10 MB long
                 j += 1
             length = int(s[i:j])
             ident = s[j:j + length]
@@ -145,26 +142,45 @@ def strip_args(name: str) -> str:
     s = name.rstrip()
     if not s.endswith(")"):
         return name
-    depth, end = 0, len(s)
+    # Walk the brackets from the right. Each kind's next position is searched once from where the
+    # last one was found, so the scan is linear (`k(` + a million `)` must not be quadratic).
+    depth = 0
+    close_at, open_at = len(s) - 1, s.rfind("(")
     while True:
-        j = max(s.rfind("(", 0, end), s.rfind(")", 0, end))
-        if j < 0:
-            return name
-        if s[j] == ")":
+        if close_at > open_at:
             depth += 1
+            close_at = s.rfind(")", 0, close_at)
+        elif open_at < 0:
+            return name
         else:
             depth -= 1
             if depth == 0:
-                return s[:j] if j > 0 else name
-        end = j
+                return s[:open_at] if open_at > 0 else name
+            open_at = s.rfind("(", 0, open_at)
+
+
+# Rules see at most this many characters of a name (real kernel names, mangled ones included, stay
+# under ~3,000). A user's regex may backtrack quadratically, so its cost must be bounded by a length
+# the trace cannot choose; longer names are cut for matching only (and counted, see `assign`).
+MAX_MATCH_CHARS = 4096
+
+
+def is_cut_for_matching(name: str) -> bool:
+    """Does `match_text` see only the start of `name`?"""
+    return len(name) > MAX_MATCH_CHARS
 
 
 def match_text(name: str) -> str:
-    """The lowercase text rules are matched against (see registry.toml header)."""
+    """The lowercase text rules are matched against (see registry.toml header): a name's first
+    MAX_MATCH_CHARS characters (its parameter list, which would come last, is not looked for)."""
+    if len(name) > MAX_MATCH_CHARS:
+        name = name[:MAX_MATCH_CHARS]
+    elif not name.startswith("_Z"):
+        return strip_args(name).lower()
     if name.startswith("_Z"):
         # readable and mangled forms: CK hides the op (Rmsnorm2dFwd) in mangled template args
-        return f"{demangle(name)} {name}".lower()
-    return strip_args(name).lower()
+        return f"{demangle(name)[:MAX_MATCH_CHARS]} {name}".lower()
+    return name.lower()
 
 
 # --- Inductor kernel names -----------------------------------------------------------------
@@ -177,7 +193,8 @@ def match_text(name: str) -> str:
 # cheapest one (known op names are cheap, unknown words dear) that keeps the ops in sorted order.
 # Known names: the list below plus every op the registry's Inductor rules mention.
 
-_INDUCTOR_NAME = re.compile(r"^triton_(poi|red|per|tem|for)(?:_fused(?:_(.*?))??(?:_(\d+))?|_(\d+))$", re.S)
+_INDUCTOR_NAME = re.compile(r"^triton_(poi|red|per|tem|for)(?:_fused(?:_(.*?))??(?:_([0-9]+))?|_([0-9]+))$", re.S)
+_INDUCTOR_PREFIX = re.compile(r"triton_(poi|red|per|tem|for)_")
 _MAX_SPAN = 10                      # tokens in one op name (`_scaled_dot_product_flash_attention_for_cpu`: 8)
 _MAX_TOKENS = 400                   # longer op lists are not split (cost); Inductor lists ~10 ops
 
@@ -266,19 +283,26 @@ def parse_inductor(name: str, known: frozenset[str] | None = None) -> InductorKe
     >>> parse_inductor("triton_poi_fused__to_copy__unsafe_view_mul_silu_9").ops
     ('_to_copy', '_unsafe_view', 'mul', 'silu')
     """
+    if len(name) > MAX_MATCH_CHARS:              # no Inductor name is this long: its start as words
+        m = _INDUCTOR_PREFIX.match(name)
+        if m is None:
+            return None
+        words = name[m.end():MAX_MATCH_CHARS].split("_")[:-1]    # the last word may be cut
+        return InductorKernel(m.group(1), tuple(w for w in words[1:] if w) if words[0] == "fused" else (), None)
     m = _INDUCTOR_NAME.match(name)
     if m is None:
         return None
-    kind, body, index = m.group(1), m.group(2) or "", m.group(3) or m.group(4)
+    kind, body, digits = m.group(1), m.group(2) or "", m.group(3) or m.group(4)
+    index = int(digits) if digits is not None and len(digits) <= 18 else None   # int() limits digits
     ops: tuple[str, ...] = ()
     if body:
         tokens = body.split("_")
         if len(tokens) > _MAX_TOKENS:           # not Inductor's (it lists a handful of ops): words as ops
-            return InductorKernel(kind, tuple(t for t in tokens if t), int(index) if index is not None else None)
+            return InductorKernel(kind, tuple(t for t in tokens if t), index)
         known = KNOWN_OPS if known is None else known
         seg = _segment(tokens, known, ordered=True) or _segment(tokens, known, ordered=False) or [body]
         ops = tuple(seg)
-    return InductorKernel(kind, ops, int(index) if index is not None else None)
+    return InductorKernel(kind, ops, index)
 
 
 def inductor_ops(name: str) -> tuple[str, ...]:
@@ -289,6 +313,41 @@ def inductor_ops(name: str) -> tuple[str, ...]:
 
 
 # --- registry parsing ----------------------------------------------------------------------
+
+def _nested_repeat(source: str) -> bool:
+    r"""Does the regex repeat (`*`, `+`, `{2,}`) something that itself repeats? `(\w+)+z` backtracks
+    exponentially on `www…w!`, which no cap on the name's length makes affordable."""
+    try:
+        from re import _constants as C, _parser as P
+    except ImportError:          # a Python without these internals: no check
+        return False
+    repeats = (C.MAX_REPEAT, C.MIN_REPEAT, getattr(C, "POSSESSIVE_REPEAT", None))
+
+    def walk(items, inside: bool) -> bool:
+        for op, av in items:
+            if op in repeats and op is not None:
+                lo, hi, sub = av
+                if hi > 1 and inside:
+                    return True
+                if walk(sub, inside or hi > 1):
+                    return True
+            elif op in (C.SUBPATTERN,):
+                if walk(av[-1], inside):
+                    return True
+            elif op == C.BRANCH:
+                if any(walk(b, inside) for b in av[1]):
+                    return True
+            elif op in (C.ASSERT, C.ASSERT_NOT):
+                if walk(av[1], inside):
+                    return True
+            elif op == C.ATOMIC_GROUP:
+                if walk(av, inside):
+                    return True
+        return False
+
+    return walk(P.parse(source), False)
+
+
 
 def _str_list(value, what: str, path: str) -> list[str]:
     if isinstance(value, str):
@@ -365,6 +424,9 @@ def _parse(doc: dict, path: str) -> _Registry:
                 re.compile(rx, re.IGNORECASE)
             except re.error as e:
                 raise TraceError(path, f"{where}: bad regex {rx!r}: {e}") from None
+            if _nested_repeat(rx):
+                raise TraceError(path, f"{where}: regex {rx!r} repeats a repetition (it can take exponential "
+                                       "time on a long name); use one quantifier")
         if not any(contains) and not regexes:
             raise TraceError(path, f"{where}: empty `contains`")
         examples = tuple(_str_list(r.get("examples", []), f"{where} examples", path))
@@ -413,6 +475,9 @@ def _parse_op_rules(doc: dict, path: str) -> list[OpRule]:
                 re.compile(rx)
             except re.error as e:
                 raise TraceError(path, f"{where}: bad regex {rx!r}: {e}") from None
+            if _nested_repeat(rx):
+                raise TraceError(path, f"{where}: regex {rx!r} repeats a repetition (it can take exponential "
+                                       "time on a long name); use one quantifier")
         over = _str_list(r.get("over", [GENERIC]), f"{where} over", path)
         if not over:
             raise TraceError(path, f"{where}: empty `over` would never apply")
@@ -567,10 +632,6 @@ class Classifier:
         return hit
 
     def _classify(self, name: str) -> tuple[str, str]:
-        # Rules see at most MATCH_CHARS characters: some registry patterns backtrack, and their
-        # cost grows with the square of the text (a 240 KB name took minutes; 4 KB takes ~20 ms).
-        # Real kernel names, templates included, fit; `assign` warns when a name was cut.
-        name = name[:MATCH_CHARS]
         kernel = parse_inductor(name, self._known_ops)
         if kernel is not None:
             return self._classify_inductor(kernel)
@@ -660,8 +721,9 @@ class Classifier:
         if op in self._op_cache:
             return self._op_cache[op]
         hit = None
+        regex_ok = len(op) <= MAX_MATCH_CHARS   # no operator is this long: exact names only (bounded time)
         for rule, names, regexes in self._op_compiled:
-            if op in names or any(rx.fullmatch(op) for rx in regexes):
+            if op in names or (regex_ok and any(rx.fullmatch(op) for rx in regexes)):
                 hit = rule
                 break
         self._op_cache[op] = hit
@@ -697,10 +759,11 @@ class Classifier:
         uniq, inverse = np.unique(k.name, return_inverse=True)
         inverse = inverse.reshape(-1).astype(np.int64)
         labels = [self.classify(model.strings[int(i)]) for i in uniq]
-        cut = sum(len(model.strings[int(i)]) > MATCH_CHARS for i in uniq)
-        if cut and hasattr(model, "warnings"):
-            model.warnings.append(f"{cut} kernel name{'s' if cut != 1 else ''} longer than {MATCH_CHARS} characters "
-                                  f"classified by their first {MATCH_CHARS} (shown in full)")
+        cut = sum(is_cut_for_matching(model.strings[int(i)]) for i in uniq)
+        if cut:
+            model.warnings.append(f"{cut} kernel name(s) longer than {MAX_MATCH_CHARS:,} characters: only their "
+                                  f"first {MAX_MATCH_CHARS:,} were matched against the category rules "
+                                  "(names are shown in full)")
         which = inverse                       # label index per kernel
         if self.op_rules and len(model.cpu_ops):
             op = np.full(len(k), -1, dtype=np.int64)

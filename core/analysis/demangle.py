@@ -17,13 +17,6 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-
-
-def _dig(c: str) -> bool:
-    """An ASCII digit: str.isdigit() also takes '²' and Arabic-Indic digits, which int() rejects
-    or reads as numbers no mangled name holds."""
-    return len(c) == 1 and "0" <= c <= "9"
-
 MAX_DEPTH = 256          # nesting levels (each a few Python frames)
 MAX_OUTPUT = 8_192       # characters of any part of the output (CK's longest kernels: ~2,700)
 MAX_INPUT = 16_384       # longer mangled names: their qualified name only
@@ -62,6 +55,14 @@ _STD_EXPANDED = {
 
 class _Fail(Exception):
     pass
+
+
+def _digit(c: str) -> bool:
+    """An ASCII digit: the ABI's numbers are ASCII (str.isdigit also takes '²' and '٣')."""
+    return "0" <= c <= "9"
+
+
+MAX_NUMBER_DIGITS = 9    # a longer length or value is no real symbol's (and int() limits digits)
 
 
 class _T:
@@ -181,9 +182,9 @@ class _Parser:
     def number(self) -> int:
         neg = self.take("n")
         j = self.i
-        while _dig(self.peek()):
+        while _digit(self.peek()):
             self.i += 1
-        if j == self.i or self.i - j > 18:   # a length or index that long is no real name's
+        if j == self.i or self.i - j > MAX_NUMBER_DIGITS:
             raise _Fail("number")
         v = int(self.s[j:self.i])
         return -v if neg else v
@@ -193,10 +194,12 @@ class _Parser:
         j = self.i
         while self.peek() and self.peek() != "_":
             c = self.peek()
-            if not (_dig(c) or "A" <= c <= "Z"):
+            if not (_digit(c) or "A" <= c <= "Z"):
                 raise _Fail("seq-id")
             self.i += 1
         text = self.s[j:self.i]
+        if len(text) > MAX_NUMBER_DIGITS:
+            raise _Fail("seq-id")
         self.expect("_")
         return 0 if not text else int(text, 36) + 1
 
@@ -217,7 +220,7 @@ class _Parser:
     def encoding(self, name_only: bool = False) -> str:
         self.enter()
         try:
-            if self.peek() in ("T", "G") and self.peek(1) not in ("", "_") and not _dig(self.peek(1)):
+            if self.peek() in ("T", "G") and self.peek(1) not in ("", "_") and not _digit(self.peek(1)):
                 return self.special()
             saved, saved_ctor = self.tparams, self._ctor
             self.tparams, self._ctor = None, False
@@ -390,12 +393,12 @@ class _Parser:
                 self.i += 2
                 self.number()
                 self.expect("_")
-            elif _dig(self.peek(1)):
+            elif _digit(self.peek(1)):
                 self.i += 2
 
     def unqualified(self) -> _Name:
         c = self.peek()
-        if _dig(c):
+        if _digit(c):
             text = self.source_name()
         elif c == "U":
             if self.take("Ul"):
@@ -465,7 +468,7 @@ class _Parser:
             self.i += 2
             op = _OPERATORS[code]
             return "operator" + (" " if op[0].isalpha() else "") + op
-        if self.peek() == "v" and _dig(self.peek(1)):   # vendor extended operator
+        if self.peek() == "v" and _digit(self.peek(1)):   # vendor extended operator
             self.i += 2
             return "operator " + self.source_name()
         raise _Fail(f"operator {code!r}")
@@ -620,7 +623,7 @@ class _Parser:
                 self.cv_qualifiers()
                 n = self.seq_id()
                 return f"{{parm#{n + 1}}}"
-            if code in ("sr", "gs") or _dig(c) or code in ("on", "dn"):
+            if code in ("sr", "gs") or _digit(c) or code in ("on", "dn"):
                 return self.unresolved_name()
             if code in ("sZ", "sP"):
                 self.i += 2
@@ -678,7 +681,7 @@ class _Parser:
                 text = _with_targs(text, self.template_args())
             return text
         if self.take("dn"):
-            if _dig(self.peek()):
+            if _digit(self.peek()):
                 return "~" + self.simple_id()
             return "~" + str(self.type_())
         return self.simple_id()
@@ -695,7 +698,7 @@ class _Parser:
             while not self.take("E"):
                 parts.append(self.simple_id())
             return glob + "::".join(parts + [self.base_unresolved_name()])
-        if _dig(self.peek()):
+        if _digit(self.peek()):
             parts = []
             while True:
                 parts.append(self.simple_id())
@@ -828,7 +831,7 @@ class _Parser:
             self.i += 1
             if self.peek() == "_":
                 dim = ""
-            elif _dig(self.peek()):
+            elif _digit(self.peek()):
                 dim = str(self.number())
             else:
                 dim = self.expression()
@@ -871,7 +874,7 @@ class _Parser:
                 self.subs.append(t)
                 return t
             return sub
-        if _dig(c) or c in ("N", "Z"):
+        if _digit(c) or c in ("N", "Z"):
             name = self.name()
             t = _T(str(name))
             self.subs.append(t)
@@ -924,9 +927,9 @@ def _qualified_prefix(name: str) -> str:
     parts: list[str] = []
     template = False
     while i < n:
-        if _dig(s[i]):
+        if _digit(s[i]):
             j = i
-            while j < n and _dig(s[j]) and j - i < 7:
+            while j < n and _digit(s[j]) and j - i < 7:
                 j += 1
             length = int(s[i:j])
             ident = s[j:j + length]

@@ -20,7 +20,7 @@ MODULE_PREFIX = "nn.Module: "
 # A call that ends within this of the next call's start has ended before it: ts + dur in floating
 # point can overshoot the next start by a rounding error (seen: 0.0005 µs on 6e12 µs timestamps).
 NEST_TOLERANCE_US = 0.01
-_INSTANCE = re.compile(r"^(.*?)_(\d+)$")
+_INSTANCE = re.compile(r"^(.*?)_([0-9]+)$")   # ASCII digits: int() refuses '²' (\d takes it)
 
 
 @dataclass

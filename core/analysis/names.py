@@ -124,6 +124,9 @@ def _unqualified(s: str) -> str:
 _QUALIFIER = re.compile(r"\b[A-Za-z_]\w*::(?=[A-Za-z_~])")
 _KERNEL_SUFFIX = re.compile(r"(?<=\w{8})(?:_kernel|Kernel)(?=<|$)")   # not `device_kernel` -> `device`
 _IDENT = re.compile(r"[\w.$]+")
+# Shaping walks the name character by character in Python; a longer name (no real kernel's: CK's
+# longest are ~3,000) is only cut, so a 300 MB name costs a slice, not minutes.
+MAX_SHAPED = 16_384
 
 
 def short_name(name: str, width: int = 48) -> str:
@@ -133,6 +136,10 @@ def short_name(name: str, width: int = 48) -> str:
     the remaining qualifiers go (`vllm::act_and_mul_kernel<…>` -> `act_and_mul_kernel<…>`, then
     those of the template arguments), then a trailing `_kernel`; what still does not fit is cut with an ellipsis."""
     s = name.strip()
+    if len(s) > MAX_SHAPED:
+        keep = max(width - 1, 1)
+        tail = keep * 2 // 5 if width >= 20 else 0
+        return s[:keep - tail] + "…" + (s[len(s) - tail:] if tail else "")
     if s.startswith("_Z"):
         from kerneldiff.core.analysis.demangle import readable
 

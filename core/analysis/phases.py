@@ -17,15 +17,20 @@ from kerneldiff.core.model import PHASE_ID, Step, TraceModel
 
 # vLLM V1, newer: execute_32_context_0(sq0sk0…)_generation_32(sq32sk55086…): per part, sq = query
 # tokens and sk = KV-cache tokens summed over its requests (then sums of squares, unused here)
-_VLLM_NEW = re.compile(r"^execute_([0-9]+)_context_([0-9]+)\((.*?)\)_generation_([0-9]+)\(([^)]*)\)")
-_SQ_SK = re.compile(r"^sq([0-9]+)sk([0-9]+)")
+# Annotation numbers are ASCII ([0-9], re.ASCII): `\d` would also take '²' or '٣', which int() refuses.
+_VLLM_NEW = re.compile(r"^execute_([0-9]+)_context_([0-9]+)\((.*?)\)_generation_([0-9]+)\(([^)]*)\)", re.A)
+_SQ_SK = re.compile(r"^sq([0-9]+)sk([0-9]+)", re.A)
 # vLLM, older: execute_context_1(888_788544)_generation_0(0)  — requests(tokens_…)
-_VLLM_OLD = re.compile(r"^execute_context_([0-9]+)\(([0-9]+)[_)].*?_generation_([0-9]+)\(([0-9]+)")
-_VLLM_ANY = re.compile(r"^execute_.*?context_([0-9]+).*?generation_([0-9]+)")
+_VLLM_OLD = re.compile(r"^execute_context_([0-9]+)\(([0-9]+)[_)].*?_generation_([0-9]+)\(([0-9]+)", re.A)
+# atomic groups: if the first `context_N` has no `generation_N` after it, no later one has (linear)
+_VLLM_ANY = re.compile(r"^execute_(?>.*?context_([0-9]+))(?>.*?generation_([0-9]+))", re.A | re.S)
 # SGLang: step[DECODE bs=32], step[EXTEND bs=15 toks=15360], step[MIXED …]
-_SGLANG = re.compile(r"^step\[(DECODE|EXTEND|PREFILL|MIXED|IDLE)\b([^\]]*)\]", re.I)
-_PROFILER_STEP = re.compile(r"^ProfilerStep#([0-9]+)$")
-_KV = re.compile(r"(bs|toks)=([0-9]+)")
+_SGLANG = re.compile(r"^step\[(DECODE|EXTEND|PREFILL|MIXED|IDLE)\b([^\]]*)\]", re.I | re.A)
+_PROFILER_STEP = re.compile(r"^ProfilerStep#([0-9]+)$", re.A)
+_KV = re.compile(r"(bs|toks)=([0-9]+)", re.A)
+# Engines write annotations of a few hundred characters; a longer name is not a step annotation
+# (and parsing it is not worth its time).
+MAX_ANNOTATION_CHARS = 4096
 
 
 def _phase(context: int, generation: int) -> str:
@@ -46,6 +51,8 @@ def _int(text: str) -> int | None:
 def parse_step(name: str) -> tuple[str, str, int | None, int | None, int | None] | None:
     """(phase, source, requests, query tokens, KV tokens) for a step annotation, None if `name`
     is not one. Counts the annotation does not give are None."""
+    if len(name) > MAX_ANNOTATION_CHARS:
+        return None
     m = _VLLM_NEW.match(name)
     if m:
         ctx, gen = _int(m.group(2)) or 0, _int(m.group(4)) or 0

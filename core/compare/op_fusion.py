@@ -79,6 +79,11 @@ ALIASES = {
 }
 _ATTENTION_OP = re.compile(r"^_?(scaled_dot_product\w*|flash_attention\w*|efficient_attention\w*|cudnn_attention\w*|"
                            r"\w*_attention_forward|\w*flash_attn\w*)$")
+MAX_OP_CHARS = 256   # no operator name is longer; the pattern above backtracks quadratically on long ones
+
+
+def _is_attention_op(name: str) -> bool:
+    return len(name) <= MAX_OP_CHARS and _ATTENTION_OP.match(name) is not None
 
 # a custom operator's name, read word by word (vLLM `_C::`, SGLang `sgl_kernel::`, aiter, FlashInfer…)
 _CUSTOM_WORDS: tuple[tuple[re.Pattern, tuple[str, ...]], ...] = tuple((re.compile(rx), atoms) for rx, atoms in (
@@ -172,7 +177,7 @@ def op_atoms(op: str) -> frozenset[str]:
         base = name[:-1] if name.endswith("_") and not name.endswith("__") else name   # in-place: add_ is add
         if base in VIEW_OPS:
             return frozenset()
-        if _ATTENTION_OP.match(base):
+        if _is_attention_op(base):
             return frozenset({"attention"})
         return frozenset({ALIASES.get(base, base)})
     low = name.lower()
@@ -187,7 +192,7 @@ def listed_atoms(kind: str, ops) -> frozenset[str]:
     for o in ops:
         if o in VIEW_OPS:
             continue
-        a = "attention" if _ATTENTION_OP.match(o) else ALIASES.get(o, o)
+        a = "attention" if _is_attention_op(o) else ALIASES.get(o, o)
         if kind in _INDUCTOR_COMPUTE and a in ("attention", "mm", "bmm", "conv", "moe_gemm"):
             continue
         out.add(a)

@@ -18,27 +18,22 @@ from __future__ import annotations
 import math
 import os
 import re
-import zlib
 from bisect import bisect_left
 from dataclasses import asdict, dataclass, field
 from itertools import zip_longest
-from pathlib import Path
 from statistics import median
 from typing import Any
 
 import orjson
 
-from kerneldiff.core.errors import TraceError
-
-try:  # isal inflates several times faster than zlib; both accept the same gzip member
-    from isal import igzip as _gzip
-except ImportError:  # pragma: no cover - isal is a declared dependency
-    import gzip as _gzip
+from kerneldiff.core.errors import TraceError, file_error
+from kerneldiff.core.ingest.files import inflate, open_regular
 
 KERNEL_START = "INSTR_EVENT_0"   # ph "B" marks a kernel start
 KERNEL_END = "INSTR_EVENT_1"     # ph "E" marks a kernel end
 LOCK_STALL = "LOCK_STALL"        # B/E span: the core waits on a lock
 _AIE_EVENT_NAMES = (KERNEL_START, KERNEL_END, LOCK_STALL)
+MAX_AIE_BYTES = 256 << 20        # JSON read whole: parsed events take ~5x this in memory
 # process names mlir-aie gives traced tiles ("core_trace for tile2,0", "mem_trace for ...")
 _TILE_PROCESS = re.compile(r"\b(core|mem|memtile|shim|intfc)_trace\b")
 
@@ -114,23 +109,28 @@ class GemmShape:
 # --------------------------------------------------------------------------------------------
 
 def load_aie_events(path: str | os.PathLike) -> list[Any]:
-    """The event array of an AIE trace file (plain or gzip). AIE traces are small: read whole."""
+    """The event array of an AIE trace file (plain or gzip). AIE traces are small: read whole, up
+    to MAX_AIE_BYTES of JSON (a small gzip may expand to gigabytes; a device never ends)."""
     path = os.fspath(path)
+    f, st = open_regular(path)
+    too_big = TraceError(path, f"larger than {MAX_AIE_BYTES >> 20} MiB of JSON: too large for an AIE trace "
+                               f"(they are read whole)")
     try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise TraceError(path, "no such file") from None
-    except IsADirectoryError:
-        raise TraceError(path, "is a directory, not a trace file") from None
+        with f:
+            if f.read(2) == b"\x1f\x8b":
+                f.seek(0)
+                raw = bytearray()
+                for piece in inflate(f, path, MAX_AIE_BYTES + 1, st.st_size + 1, strict=True):
+                    raw += piece
+            elif st.st_size > MAX_AIE_BYTES:
+                raise too_big
+            else:
+                f.seek(0)
+                raw = f.read(MAX_AIE_BYTES + 1)
     except OSError as e:
-        raise TraceError(path, f"cannot read ({e.strerror or e})") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = _gzip.decompress(raw)
-        except (OSError, EOFError, ValueError, zlib.error) as e:
-            raise TraceError(path, f"corrupt gzip data ({e})") from None
-        except Exception as e:  # isal raises its own error type for bad deflate streams
-            raise TraceError(path, f"corrupt gzip data ({e})") from None
+        raise file_error(path, e) from None
+    if len(raw) > MAX_AIE_BYTES:
+        raise too_big
     if not raw.strip():
         raise TraceError(path, "file is empty")
     try:

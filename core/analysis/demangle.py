@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+
 MAX_DEPTH = 256          # nesting levels (each a few Python frames)
 MAX_OUTPUT = 8_192       # characters of any part of the output (CK's longest kernels: ~2,700)
 MAX_INPUT = 16_384       # longer mangled names: their qualified name only

@@ -336,3 +336,78 @@ def test_bad_user_registry(tmp_path, body, problem):
 def test_missing_user_registry(tmp_path):
     with pytest.raises(TraceError, match="not found"):
         Classifier.load(tmp_path / "absent.toml")
+
+
+# --- the first-rule matcher (one Aho-Corasick pass, regexes gated by their required literal) ---
+
+def _rule_by_rule(classifier, text):
+    """The definition: the first rule in registry order with a literal in the text or a regex found."""
+    for i, (_, literals, regexes) in enumerate(classifier._compiled):
+        if any(lit in text for lit in literals) or any(rx.search(text) for rx in regexes):
+            return i
+    return None
+
+
+def test_first_rule_matcher_agrees_with_trying_each_rule_in_turn(classifier):
+    import random
+    import string
+
+    from kerneldiff.core.analysis.classify import match_text
+
+    words = sorted({lit for _, lits, _ in classifier._compiled for lit in lits})
+    words += ["matmul_ogs_", "moe_gemm", "fused_moe", "silu", "swiglu", "conv", "olution", "upsampl", "sampl", "ing",
+              "lambda", "lamb", "argm", "ax", "elu_", "masked_", "fill_kernel", "top_", "k_", "p", "nvjet", "bmm_",
+              "dynbatch", "_fwd_", "kernel_stage1", "fmha", "context", "forgen", "bn_", "fw", "scan", "ssm", "rope",
+              "rms_", "norm", "matmul", "gemm", "fbgemm", "all_", "gather", "decode_", "attn", "reduce_segments"]
+    rnd = random.Random(7)
+    names = [n for r in classifier.rules for n in r.examples]
+    for _ in range(20_000):
+        names.append("".join(rnd.choice(words) if rnd.random() < 0.5 else rnd.choice(string.ascii_lowercase + "_")
+                             for _ in range(rnd.randint(1, 10))))
+    hits = 0
+    for name in names:
+        text = match_text(name)
+        want = _rule_by_rule(classifier, text)
+        assert classifier._matcher.first_rule(text) == want, name
+        hits += want is not None
+    assert hits > len(names) // 2        # the names do exercise the rules
+
+
+def test_required_literal_of_a_regex():
+    import re
+
+    from kerneldiff.core.analysis.classify import required_literal
+
+    assert required_literal(re.compile(r"fmoe(?:(?!fmoe)\w)*?(silu|gelu)")) == "fmoe"
+    assert required_literal(re.compile(r"ssm(?<![a-z]ssm)")) == "ssm"
+    assert required_literal(re.compile(r"^_fwd_(grouped_)?kernel_stage[12]")) == "kernel_stage"
+    assert required_literal(re.compile(r"all_?reduce")) == "reduce"
+    assert required_literal(re.compile(r"a|b")) is None               # neither side is required
+    assert required_literal(re.compile(r"Gemm", re.I)) is None         # case-folded: no plain literal
+
+
+def test_a_name_no_rule_matches_runs_only_ungated_regexes(classifier):
+    """One pass per name whatever the rules: a 1 KB name no rule matches is not tried 176 times
+    (bounded by counting the regexes run, not by timing)."""
+    import re
+
+    ran = []
+    m = classifier._matcher
+    original = m._regexes
+    m._regexes = [(i, _Counting(rx, ran)) for i, rx in original]
+    try:
+        assert m.first_rule("k" * 1016) is None
+    finally:
+        m._regexes = original
+    ungated = len(m._always)
+    assert len(ran) == ungated and ungated <= 2, [r.pattern for r in ran]
+    assert isinstance(original[0][1], re.Pattern)
+
+
+class _Counting:
+    def __init__(self, rx, ran):
+        self.rx, self.ran, self.pattern = rx, ran, rx.pattern
+
+    def search(self, text):
+        self.ran.append(self)
+        return self.rx.search(text)

@@ -27,6 +27,8 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
+import ahocorasick
+
 from kerneldiff.core.errors import TraceError
 
 OTHER = "Other"
@@ -530,6 +532,86 @@ def _merge_by_id(user: list, shipped: list) -> list:
     return list(user) + [r for r in shipped if r.id not in ids]
 
 
+class FirstRule:
+    """The first rule, in registry order, that a text matches: rule i matches when one of its
+    literals occurs in the text or one of its regexes is found there.
+
+    Trying each rule in turn costs one substring search per literal (176 of them), ~100 µs on a
+    1 KB name: a trace of a million distinct names spent two minutes here. Instead one
+    Aho-Corasick pass finds every literal at once (time linear in the text, whatever the number of
+    rules), and a regex is run only when the literal it cannot match without (its longest
+    required run of plain characters, read from the parsed pattern) occurs, and only while it
+    could still beat the earliest literal hit. Same answer as the rule-by-rule loop (tested)."""
+
+    def __init__(self, rules: list[tuple[tuple[str, ...], tuple[re.Pattern, ...]]]) -> None:
+        self._always_best = len(rules)          # a rule with an empty literal matches any text
+        self._regexes: list[tuple[int, re.Pattern]] = []      # (rule index, pattern) in rule order
+        always: list[int] = []                   # regexes with no required literal: always tried
+        keys: dict[str, tuple[int, list[int]]] = {}   # literal -> (earliest rule it decides, gated regexes)
+        for i, (literals, regexes) in enumerate(rules):
+            for lit in literals:
+                if not lit:
+                    self._always_best = min(self._always_best, i)
+                    continue
+                best, gated = keys.get(lit, (len(rules), []))
+                keys[lit] = (min(best, i), gated)
+            for rx in regexes:
+                k = len(self._regexes)
+                self._regexes.append((i, rx))
+                gate = required_literal(rx)
+                if gate is None:
+                    always.append(k)
+                else:
+                    best, gated = keys.get(gate, (len(rules), []))
+                    keys[gate] = (best, gated + [k])
+        self._always = frozenset(always)
+        self._automaton = ahocorasick.Automaton()
+        for key, (best, gated) in keys.items():
+            self._automaton.add_word(key, (best, tuple(gated)))
+        self._automaton.make_automaton()
+        self._searchable = bool(keys)             # an automaton with no words cannot iterate
+        self._none = len(rules)
+
+    def first_rule(self, text: str) -> int | None:
+        best = self._always_best
+        candidates = set(self._always)
+        if self._searchable:
+            for _, (rule, gated) in self._automaton.iter(text):
+                if rule < best:
+                    best = rule
+                candidates.update(gated)
+        for k in sorted(candidates):
+            rule, rx = self._regexes[k]
+            if rule >= best:
+                break
+            if rx.search(text):
+                return rule
+        return best if best < self._none else None
+
+
+def required_literal(rx: re.Pattern) -> str | None:
+    """The longest run of plain characters that every match of `rx` contains (None if there is
+    none, or if the pattern ignores case: under IGNORECASE a literal also matches other letters,
+    such as 'ſ' for 's'). Only the pattern's top-level sequence is read, which always matches whole."""
+    if rx.flags & re.IGNORECASE:
+        return None
+    try:
+        from re import _constants as C, _parser as P
+        items = P.parse(rx.pattern, rx.flags & ~re.UNICODE)
+    except Exception:         # a Python whose re internals differ: no gate, the regex always runs
+        return None
+    runs, run = [], []
+    for op, av in items:
+        if op is C.LITERAL:
+            run.append(chr(av))
+        else:
+            runs.append("".join(run))
+            run = []
+    runs.append("".join(run))
+    best = max(runs, key=len)
+    return best or None
+
+
 def _compile(rule: Rule) -> tuple[Rule, tuple[str, ...], tuple[re.Pattern, ...]]:
     """Literals are tested with `in` (C substring search, ~0.1 µs); only real regexes go to `re`.
 
@@ -587,6 +669,7 @@ class Classifier:
         self._cache: dict[str, tuple[str, str]] = {}
         self._op_cache: dict[str, OpRule | None] = {}
         self._compiled = [_compile(r) for r in rules]
+        self._matcher = FirstRule([(lits, rxs) for _, lits, rxs in self._compiled])
         self._generic = {r.id for r in rules if r.generic}
         self._op_compiled = [(r, frozenset(r.ops), tuple(re.compile(x) for x in r.regex)) for r in self.op_rules]
         self._inductor_compiled = [self._compile_inductor(r, source) for r in self.inductor_rules]
@@ -635,15 +718,11 @@ class Classifier:
         kernel = parse_inductor(name, self._known_ops)
         if kernel is not None:
             return self._classify_inductor(kernel)
-        text = match_text(name)
-        for rule, literals, regexes in self._compiled:
-            for lit in literals:
-                if lit in text:
-                    return rule.category, rule.id
-            for rx in regexes:
-                if rx.search(text):
-                    return rule.category, rule.id
-        return OTHER, ""
+        i = self._matcher.first_rule(match_text(name))
+        if i is None:
+            return OTHER, ""
+        rule = self.rules[i]
+        return rule.category, rule.id
 
     def classify_names(self, names: list[str]) -> tuple[list[str], list[str]]:
         """Category and rule id per name (call once per unique name)."""

@@ -28,9 +28,9 @@ _VLLM_ANY = re.compile(r"^execute_(?>.*?context_([0-9]+))(?>.*?generation_([0-9]
 _SGLANG = re.compile(r"^step\[(DECODE|EXTEND|PREFILL|MIXED|IDLE)\b([^\]]*)\]", re.I | re.A)
 _PROFILER_STEP = re.compile(r"^ProfilerStep#([0-9]+)$", re.A)
 _KV = re.compile(r"(bs|toks)=([0-9]+)", re.A)
-# Engines write annotations of a few hundred characters; a longer name is not a step annotation
-# (and parsing it is not worth its time).
-MAX_ANNOTATION_CHARS = 4096
+# The patterns above are linear (anchored, lazy runs up to a fixed literal, atomic groups), so a
+# long annotation costs time in proportion; past this length a name is not an engine's annotation.
+MAX_ANNOTATION_CHARS = 1 << 16
 
 
 def _phase(context: int, generation: int) -> str:

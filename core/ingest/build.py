@@ -29,7 +29,8 @@ def _merge(read: ReadResult) -> tuple[StringTable, dict[str, dict[str, np.ndarra
     if not read.chunks:
         return StringTable(), Columns().arrays()
     seen: dict[str, None] = {}
-    for strings, _ in read.chunks:
+    lists = {id(strings): strings for strings, _ in read.chunks}   # a worker's runs share one growing list
+    for strings in lists.values():
         seen.update(dict.fromkeys(strings))
     table = StringTable(sorted(seen))
     remaps: dict[int, np.ndarray] = {}

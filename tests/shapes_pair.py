@@ -6,8 +6,7 @@ kernels carry grid, block, registers, shared memory and occupancy like real CUDA
 Kernel durations come from a target TFLOP/s per shape and side, so the figures the tab shows are
 known: MI300X (A) runs the GEMMs at 60-75% of the H100's (B) speed, attention faster; B's cuBLAS
 splits the down projection into a GEMM and a split-K reduction and puts a workspace memset in
-front of its QKV GEMM. (The bundled demo pair records shapes too, but its mm shapes are a linear
-layer's weight [n, k] where aten::mm takes [k, n]: no GEMM shape comes out of them.)
+front of its QKV GEMM.
 """
 
 from __future__ import annotations

@@ -460,3 +460,57 @@ def test_demo_pair_has_shapes_and_no_nan():
         for side in ("a", "b"):
             v = r[side]["tflops"]
             assert v is None or (math.isfinite(v) and v >= 0)
+
+
+def test_a_shape_faster_than_the_peak_is_flagged_not_believed(tmp_path):
+    """Rates past the GPU's peak cannot be real (a shape recorded for more work than the kernels
+    did): the comparison says so, once per side, naming the worst shape."""
+    from shapes_pair import write_shapes_pair
+
+    from kerneldiff.core.compare.throughput import BEYOND_PEAK
+
+    a, b = write_shapes_pair(tmp_path, speed=3.0)        # 1,800+ TFLOP/s GEMMs on both sides
+    s = Session([a, b], use_cache=False)
+    s.load_all()
+    c = s.compare("all")
+    over = [w for w in c.warnings if "above the GPU's peak" in w]
+    worst_b = max(r.b.pct_peak for r in c.gemm_shapes)
+    assert worst_b > BEYOND_PEAK and len(over) == 2
+    assert f"at {worst_b:,.0f}% of peak" in over[1] and over[1].startswith(c.b.label)
+
+    (tmp_path / "real").mkdir()
+    a, b = write_shapes_pair(tmp_path / "real", speed=1.0)
+    s = Session([a, b], use_cache=False)
+    s.load_all()
+    assert not any("above the GPU's peak" in w for w in s.compare("all").warnings)
+
+
+def test_fp32_gemms_that_ran_on_tf32_tensor_cores_are_set_against_the_tf32_peak():
+    """The A100 training trace's FP32 mms ran as CUTLASS tensor-op (TF32) GEMMs at ~110 TFLOP/s:
+    against the FP32 (CUDA core) peak of 19.5 that read as 569%; against TF32's 156 it is ~71%."""
+    from conftest import real_trace
+
+    s = Session([real_trace("a100_control.json.gz"), real_trace("v100_test.json.gz")], use_cache=False)
+    s.load_all()
+    c = s.compare("all")
+    assert not any("above the GPU's peak" in w for w in c.warnings)
+    tensor_op = [r for r in c.gemm_shapes if r.a.kernels and "tensorop_s1688" in r.a.kernels[0].name]
+    assert tensor_op and all(r.dtype == "fp32" and r.a.peak_tflops == 156.0 for r in tensor_op)
+    assert all(0 < r.a.pct_peak <= 100 for r in tensor_op)
+    simt = [r for r in c.gemm_shapes if r.a.kernels and "sgemm" in r.a.kernels[0].name.lower()]
+    assert all(r.a.peak_tflops == 19.5 for r in simt)      # CUDA-core SGEMMs keep the FP32 peak
+
+
+def test_the_demo_pair_shows_its_gemm_shapes_within_the_peak():
+    """The bundled demo records aten::mm inputs as mm takes them ([m, k] × [k, n]) and vLLM's
+    logits GEMM for one token per sequence, so the quick start's Shapes tab has rows and every
+    figure stays under the GPU's peak."""
+    from kerneldiff.core.demo import DEMO_A, DEMO_B
+
+    s = Session([DEMO_A, DEMO_B], use_cache=False)
+    s.load_all()
+    c = s.compare("all")
+    assert len(c.gemm_shapes) >= 8
+    assert not any("above the GPU's peak" in w for w in c.warnings)
+    figures = [x.pct_peak for r in c.gemm_shapes for x in (r.a, r.b) if x.pct_peak is not None]
+    assert figures and all(0 < f < 100 for f in figures)

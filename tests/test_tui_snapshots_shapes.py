@@ -1,7 +1,7 @@
 """The explorer's Shapes tab (issue 15 item 4): GEMM shapes side by side, `a` for the attention shapes,
 Enter for a shape's kernels on each side and Enter again for a kernel's detail. Its rows are the
-comparison's `gemm_shapes` / `attention_shapes`. The demo pair records no usable GEMM shapes, so these
-run on a generated MI300X/H100 pair with shapes (tests/shapes_pair.py).
+comparison's `gemm_shapes` / `attention_shapes`. These run on a generated MI300X/H100 pair whose
+kernel times come from target TFLOP/s per shape (tests/shapes_pair.py), so the figures shown are known.
 
 Update the snapshots after an intended change with `pytest tests/test_tui_snapshots_shapes.py
 --snapshot-update` and look at the SVGs in tests/__snapshots__/.

@@ -41,7 +41,8 @@ count as "not covered" in the throughput figures.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -564,6 +565,7 @@ def model_work(model: TraceModel) -> ModelWork:
         t, c = tot[o], cnt[o]
         s = np.where(t > 0, dur / np.where(t > 0, t, 1.0), 1.0 / np.maximum(c, 1))
         share[has] = np.where(eligible, s, 0.0)
+    works = _tensor_core_fp32(model, works, kw)
     fl = np.zeros(n)
     by = np.zeros(n)
     if works:
@@ -572,6 +574,32 @@ def model_work(model: TraceModel) -> ModelWork:
         fl[has] = share[has] * wf[kw[has]]
         by[has] = share[has] * wb[kw[has]]
     return ModelWork(works=works, op_work=op_ids, kernel_work=kw, share=share, flops=fl, bytes=by)
+
+
+# Kernels that run FP32 matrix math on the tensor cores as TF32 (NVIDIA: cuBLAS `…tf32…`,
+# CUTLASS `tensorop_s1688gemm`, the single-precision tensor-op GEMM) or XF32 (AMD CDNA3 hipBLASLt).
+# PyTorch's default keeps FP32 matmul off TF32, but a run with allow_tf32 (or a library's own
+# choice) is told by the kernel it launched, not by the operator's dtype.
+_TF32_KERNEL = re.compile(r"tf32|xf32|tensorop_s1688", re.I)
+
+
+def _tensor_core_fp32(model: TraceModel, works: list[OpWork], kw: np.ndarray) -> list[OpWork]:
+    """An FP32 GEMM or attention whose kernels ran as TF32 is set against the TF32 peak: the FP32
+    (vector) figure would put it at several times the GPU's peak (an A100 trace: 569%)."""
+    fp32 = [i for i, w in enumerate(works) if w.peak == "fp32" and w.kind in (GEMM, ATTENTION)]
+    if not fp32:
+        return works
+    k = model.kernels
+    tf32_names = {i for i in np.unique(k.name) if _TF32_KERNEL.search(model.strings[int(i)])}
+    if not tf32_names:
+        return works
+    hit = np.isin(k.name, np.fromiter(tf32_names, np.int64, len(tf32_names))) & (kw >= 0)
+    tf32_works = set(np.unique(kw[hit]).tolist())
+    out = list(works)
+    for i in fp32:
+        if i in tf32_works:
+            out[i] = replace(works[i], peak="tf32")
+    return out
 
 
 def short_op(op: str) -> str:

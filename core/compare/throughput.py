@@ -230,3 +230,29 @@ def attach(cmp, va, vb, peaks: PeakTable | None = None) -> None:
     cmp.gemm_shapes = _rows(sa, sb, GEMM, per_pass)
     cmp.attention_shapes = _rows(sa, sb, ATTENTION, per_pass)
     cmp.throughput = _throughput(sa, sb, [o.category for o in cmp.operations])
+    _warn_beyond_peak(cmp, labels)
+
+
+BEYOND_PEAK = 110.0     # % of peak past which a figure cannot be real (peaks are rounded datasheet values)
+
+
+def _warn_beyond_peak(cmp, labels) -> None:
+    """A shape that runs faster than the GPU's peak is a wrong reading, not a fast kernel: the
+    recorded shape is not what the kernels computed (e.g. logits recorded for every token but
+    computed for the last one), kernels of another call were joined to it, or the peak is another
+    part's. Said once per side, with the worst case, so the figure is not taken at its word."""
+    for key, label in zip(("a", "b"), labels):
+        over = []
+        for r in cmp.gemm_shapes:
+            side = getattr(r, key)
+            if side.pct_peak is not None and side.pct_peak > BEYOND_PEAK:
+                over.append((side.pct_peak, f"{r.op} {r.m}×{r.n}×{r.k}" + (f" ×{r.batch}" if r.batch > 1 else "")))
+        for r in cmp.attention_shapes:
+            side = getattr(r, key)
+            if side.pct_peak is not None and side.pct_peak > BEYOND_PEAK:
+                over.append((side.pct_peak, f"{r.op} b{r.batch} h{r.heads} q{r.seq_q} k{r.seq_k} d{r.head_dim}"))
+        if over:
+            pct, what = max(over)
+            cmp.warnings.append(f"{label}: {len(over)} shape(s) run above the GPU's peak (worst: {what} at "
+                                f"{pct:,.0f}% of peak): their recorded shapes or kernel times cannot both be right, "
+                                "so their TFLOP/s are not real figures")

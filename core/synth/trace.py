@@ -231,7 +231,9 @@ def build_program(gpu_key: str, phase: str, layers: int, moe: bool, tp: int, pla
                     _fw("vllm/model_executor/layers/vocab_parallel_embedding.py", 461, "forward_native")),
                    (_js("aten::embedding"), _js("aten::index_select")), [g("embed")],
                    shapes=_shapes([[dims.vocab, H], [T]], [bf, "long int"]))]
-        lin = lambda n, k: _shapes([[T, k], [n, k]], [bf, bf])  # noqa: E731
+        # only the innermost op (aten::mm) records shapes here: the activation and the weight as mm
+        # sees it, transposed to [k, n] (aten::linear's own inputs would be [T, k] and [n, k])
+        lin = lambda n, k: _shapes([[T, k], [k, n]], [bf, bf])  # noqa: E731
     act_inner = _js("_C::silu_and_mul")
     layer_frames = []
 
@@ -359,7 +361,9 @@ def build_program(gpu_key: str, phase: str, layers: int, moe: bool, tp: int, pla
     sampler = (_mod("Sampler", 0), _fw("vllm/v1/sample/sampler.py", 65, "forward"))
     B = tokens if phase == "decode" else max(1, tokens // 256)
     post = [
-        Op(logits, _LINEAR, [g("gemm_lm_head")], shapes=lin(dims.vocab // tp, H)),
+        # vLLM computes logits for each sequence's last token only: B rows (HF for every position)
+        Op(logits, _LINEAR, [g("gemm_lm_head")],
+           shapes=lin(dims.vocab // tp, H) if hf else _shapes([[B, H], [H, dims.vocab // tp]], [bf, bf])),
         Op(sampler + (_fw("vllm/v1/sample/ops/topk_topp_sampler.py", 98, "forward_native"),),
            (_js("aten::softmax"), _js("aten::_softmax")), [g("softmax")], shapes=_shapes([[B, dims.vocab]], ["float"])),
         Op(sampler + (_fw("vllm/v1/sample/sampler.py", 129, "greedy_sample"),), (_js("aten::argmax"),),

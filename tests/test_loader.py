@@ -131,6 +131,9 @@ def test_sglang_double_annotation_is_one_step():
     m = load(real_trace("mi300x_sglang_qwen3-8b_decode.json.gz"))
     assert len(m.steps) == 1 and m.steps[0].phase == "decode"
     assert (m.steps[0].batch, m.steps[0].tokens, m.steps[0].kv_tokens) == (32, 32, 32785)
+    assert m.steps[0].source == "sglang" and m.pass_source == "engine step annotations (sglang)"
+    vllm = load(real_trace("mi300x_vllm_gptoss_decode.json.gz"), use_cache=False)
+    assert vllm.pass_source == "engine step annotations (vllm)"
 
 
 def test_not_a_step_annotation():

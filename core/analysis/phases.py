@@ -115,6 +115,8 @@ def _annotated(model: TraceModel, sources: tuple[str, ...]) -> tuple[list[Step],
                 last.batch = last.batch if last.batch is not None else batch
                 last.tokens = last.tokens if last.tokens is not None else tokens
                 last.kv_tokens = last.kv_tokens if last.kv_tokens is not None else kv
+                if source == "sglang":   # vLLM never writes `step[…]`: a step SGLang also wrote is SGLang's
+                    last.source = source
                 continue
             steps.append(Step(len(steps), name, phase, ts, dur, source, batch, tokens, kv))
         if steps:

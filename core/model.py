@@ -154,6 +154,16 @@ class TraceModel:
     load_seconds: float = 0.0
 
     # --- small conveniences; heavy analysis lives in other modules ---------------------------
+    def memo(self, key: tuple, make):
+        """`make()`, computed once per model and key. For readings that depend only on the loaded
+        model (module calls, each kernel's work, the timeline of a phase): a side loaded in a forked
+        child computes them there, in parallel with the other side, and they come back pickled with
+        the model (never written to the disk cache, which stores arrays only)."""
+        memo = self.__dict__.setdefault("_memo", {})
+        if key not in memo:
+            memo[key] = make()
+        return memo[key]
+
     @property
     def label(self) -> str:
         gpu = getattr(self.info, "gpu", "") or ""

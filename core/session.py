@@ -186,10 +186,17 @@ class Session:
         import numpy.ma  # noqa: F401 - np.unique imports it on first use
         import kerneldiff.core.ingest.decode  # noqa: F401
         import kerneldiff.core.ingest.loader  # noqa: F401
+        from kerneldiff.core.compare.engine import prepare_side
         self.classifier
-        beside = Beside(lambda: self.load(1))
+
+        def load_b():
+            m = self.load(1)
+            prepare_side(m)
+            return m
+
+        beside = Beside(load_b)
         try:
-            self.load(0)
+            prepare_side(self.load(0))
         except BaseException:
             beside.cancel()
             raise

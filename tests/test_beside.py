@@ -33,6 +33,9 @@ def test_side_by_side_gives_the_models_of_loading_in_turn():
             for k in a:
                 np.testing.assert_array_equal(a[k], b[k])
     assert replace(turn.infos[1], seconds=0) == replace(side.infos[1], seconds=0)
+    # each side's own readings were computed where it was loaded (B in the child) and came back
+    for m in side.models:
+        assert {k[0] for k in m.__dict__.get("_memo", {})} >= {"work", "timeline", "module_calls"}
     assert turn.compare().to_dict() == side.compare().to_dict()
 
 
@@ -58,9 +61,10 @@ def test_child_errors_and_crashes_reach_the_parent():
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         Beside(lambda: 1 / 0).result()
     child = Beside(lambda: os.read(os.open("/dev/zero", os.O_RDONLY), 1) and __import__("time").sleep(60))
+    pid = child.pid
     child.cancel()   # killed and reaped: no zombie left behind
-    with pytest.raises(ChildProcessError):
-        os.waitpid(child.pid or -1, os.WNOHANG)
+    with pytest.raises(ChildProcessError):   # that pid (other tests' children may still be around)
+        os.waitpid(pid, os.WNOHANG)
 
 
 def test_child_dies_with_its_parent(tmp_path):

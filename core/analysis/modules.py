@@ -50,6 +50,12 @@ class ModuleCalls:
 
 
 def module_calls(model: TraceModel) -> ModuleCalls:
+    """Every nn.Module call of the trace (computed once per model: passes, layers and the fusion
+    views all read it)."""
+    return model.memo(("module_calls",), lambda: _module_calls(model))
+
+
+def _module_calls(model: TraceModel) -> ModuleCalls:
     p = model.python
     empty = ModuleCalls([], np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0), np.empty(0),
                         np.empty(0, np.int64), np.empty(0, np.int64))

@@ -321,6 +321,10 @@ def timeline(model: TraceModel, phase: str = "all", tolerance_us: float = LAUNCH
     ("all": the whole trace; a phase: its activities, as the comparison's phase filter selects)."""
     if phase not in ("all", *PHASES):
         raise ValueError(f"unknown phase {phase!r}")
+    return model.memo(("timeline", phase, tolerance_us), lambda: _timeline(model, phase, tolerance_us))
+
+
+def _timeline(model: TraceModel, phase: str, tolerance_us: float) -> Timeline:
     sc = _Scan(model, tolerance_us)
     k = model.kernels
     rows = sc.order

@@ -408,6 +408,16 @@ def _layer_idle(rows: list[LayerRow], ta: Timeline, tb: Timeline) -> None:
                 side.idle_us, side.wall_us = l.idle_us, l.span_us
 
 
+def prepare_side(model, phase: str = "all") -> None:
+    """Compute the readings a comparison needs from one side alone (each kernel's work, the
+    timeline of `phase`), memoised on the model. A side loaded in a forked child does this there,
+    while this process does the other side: ~40% of a comparison's time, run on both cores."""
+    from kerneldiff.core.compare.throughput import work_of
+
+    work_of(model)
+    timeline(model, phase)
+
+
 def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None,
             fusion_overrides: dict[str, Any] | None = None, peaks=None) -> Comparison:
     """Compare two loaded traces in one phase (all | prefill | decode | mixed | unknown)."""

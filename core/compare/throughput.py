@@ -32,6 +32,9 @@ _CACHE: dict[int, tuple[weakref.ref, ModelWork]] = {}
 
 def work_of(model) -> ModelWork:
     """model_work(model), computed once per loaded model (the explorer compares phase after phase)."""
+    memo = getattr(model, "memo", None)
+    if memo is not None:
+        return memo(("work",), lambda: model_work(model))
     hit = _CACHE.get(id(model))
     if hit is not None and hit[0]() is model:
         return hit[1]

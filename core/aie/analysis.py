@@ -28,14 +28,10 @@ import orjson
 
 from kerneldiff.core.errors import TraceError, file_error
 from kerneldiff.core.ingest.files import inflate, open_regular
+from kerneldiff.core.aie.detect import (AIE_EVENT_NAMES as _AIE_EVENT_NAMES, KERNEL_END, KERNEL_START,  # noqa: F401
+                                        LOCK_STALL, TILE_PROCESS as _TILE_PROCESS, is_aie_events)
 
-KERNEL_START = "INSTR_EVENT_0"   # ph "B" marks a kernel start
-KERNEL_END = "INSTR_EVENT_1"     # ph "E" marks a kernel end
-LOCK_STALL = "LOCK_STALL"        # B/E span: the core waits on a lock
-_AIE_EVENT_NAMES = (KERNEL_START, KERNEL_END, LOCK_STALL)
 MAX_AIE_BYTES = 256 << 20        # JSON read whole: parsed events take ~5x this in memory
-# process names mlir-aie gives traced tiles ("core_trace for tile2,0", "mem_trace for ...")
-_TILE_PROCESS = re.compile(r"\b(core|mem|memtile|shim|intfc)_trace\b")
 
 PHASE_WARMUP, PHASE_PERF, PHASE_EXTRA = "warmup", "perf", "extra"
 
@@ -142,22 +138,6 @@ def load_aie_events(path: str | os.PathLike) -> list[Any]:
     if not isinstance(doc, list):
         raise TraceError(path, f"top-level JSON is {type(doc).__name__}, expected an array of trace events")
     return doc
-
-
-def is_aie_events(first_events: list[dict]) -> bool:
-    """True when the first events of a trace look like an AIE trace (for the main probe)."""
-    for ev in first_events:
-        if not isinstance(ev, dict):
-            continue
-        name, ph = ev.get("name"), ev.get("ph")
-        if name == "process_name" and ph == "M":
-            args = ev.get("args")
-            pname = args.get("name") if isinstance(args, dict) else None
-            if isinstance(pname, str) and _TILE_PROCESS.search(pname):
-                return True
-        elif name in _AIE_EVENT_NAMES and ph in ("B", "E"):
-            return True
-    return False
 
 
 @dataclass

@@ -269,7 +269,7 @@ def _arg_text(event: dict, key: str) -> str:
 
 def _looks_aie(events: list[dict]) -> bool:
     try:
-        from kerneldiff.core.aie.analysis import is_aie_events
+        from kerneldiff.core.aie.detect import is_aie_events
     except ImportError:  # pragma: no cover - AIE module absent
         return False
     try:

@@ -139,6 +139,42 @@ def python_stack(model: TraceModel, row: int, limit: int = 64) -> list[str]:
     return frames
 
 
+# Kernels of one stream may overlap a little in real traces (programmatic dependent launch starts
+# the next kernel's prologue early; clock skew): 0.02% of the kernel time at most in the shipped
+# traces. Overlap above this share is not a stream's work but broken timestamps.
+OVERLAP_SHARE = 0.05
+
+
+def _stream_overlap(k) -> float:
+    """µs of kernel time that overlaps earlier kernels of the same device and stream."""
+    key = k.device.astype(np.int64) * (1 << 32) + (k.stream.astype(np.int64) & 0xFFFFFFFF)
+    order = np.lexsort((k.ts, key))
+    key, ts, end = key[order], k.ts[order], (k.ts + k.dur)[order]
+    cuts = np.flatnonzero(key[1:] != key[:-1]) + 1
+    over = 0.0
+    for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(key)]):
+        if hi - lo < 2:
+            continue
+        reach = np.maximum.accumulate(end[lo:hi - 1])        # how far the earlier kernels ran
+        over += float(np.clip(reach - ts[lo + 1:hi], 0.0, k.dur[order][lo + 1:hi]).sum())
+    return over
+
+
+def _kernels_sharing_a_launch(model: TraceModel) -> tuple[int, int] | None:
+    """(kernels, launches) where one plain launch call (cudaLaunchKernel, hipModuleLaunchKernel, ...)
+    is joined to more than one kernel; a graph launch runs many kernels and is not counted."""
+    k, launches = model.kernels, model.launches
+    has = k.launch >= 0
+    if not has.any():
+        return None
+    n = np.bincount(k.launch[has], minlength=len(launches))
+    many = np.flatnonzero(n > 1)
+    if not len(many):
+        return None
+    plain = [i for i in many.tolist() if "graph" not in model.strings[int(launches.name[i])].lower()]
+    return (int(n[plain].sum()), len(plain)) if plain else None
+
+
 def quality_warnings(model: TraceModel, classifier) -> None:
     """Trace-quality warnings a user should see before trusting a comparison."""
     k = model.kernels
@@ -154,5 +190,15 @@ def quality_warnings(model: TraceModel, classifier) -> None:
     linked = float((k.launch >= 0).mean())
     if linked < 0.9:
         w.append(f"only {linked:.0%} of kernels link to a CPU launch (correlation ids missing)")
+    shared = _kernels_sharing_a_launch(model)
+    if shared:
+        w.append(f"{shared[0]:,} kernels share {shared[1]:,} single-kernel launch call(s) (one correlation id for "
+                 "several kernels, outside any graph launch): their launching operators, and what is read from "
+                 "them, are not to be trusted")
+    over = _stream_overlap(k)
+    if total > 0 and over / total > OVERLAP_SHARE:
+        w.append(f"kernels on one stream overlap for {over / total:.0%} of the kernel time: a stream runs its "
+                 "kernels in turn, so the timestamps are wrong; time summed over kernels counts the overlap "
+                 "(busy and idle time count it once)")
     if len(model.python) == 0:
         w.append("no Python stacks (trace recorded without with_stack)")

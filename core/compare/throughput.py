@@ -256,6 +256,7 @@ def _warn_beyond_peak(cmp, labels) -> None:
                 over.append((side.pct_peak, f"{r.op} b{r.batch} h{r.heads} q{r.seq_q} k{r.seq_k} d{r.head_dim}"))
         if over:
             pct, what = max(over)
+            shown = f"{pct:,.0f}%" if pct < 1e6 else f"{pct:.1e}%"     # a nonsense shape can claim 1e30%
             cmp.warnings.append(f"{label}: {len(over)} shape(s) run above the GPU's peak (worst: {what} at "
-                                f"{pct:,.0f}% of peak): their recorded shapes or kernel times cannot both be right, "
+                                f"{shown} of peak): their recorded shapes or kernel times cannot both be right, "
                                 "so their TFLOP/s are not real figures")

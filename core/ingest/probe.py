@@ -278,6 +278,26 @@ def _looks_aie(events: list[dict]) -> bool:
         return False
 
 
+# What a file that is not JSON most often is, by its first bytes (after any gzip layer)
+_MAGIC = ((b"BZh", "bzip2-compressed data (kerneldiff reads plain or gzip JSON: decompress it first)"),
+          (b"\xfd7zXZ\x00", "xz-compressed data (kerneldiff reads plain or gzip JSON: decompress it first)"),
+          (b"\x28\xb5\x2f\xfd", "zstd-compressed data (kerneldiff reads plain or gzip JSON: decompress it first)"),
+          (b"PK\x03\x04", "a zip archive (extract the trace from it first)"),
+          (b"\x00\x00\xfe\xff", "UTF-32 text (save the trace as UTF-8)"),
+          (b"\xff\xfe\x00\x00", "UTF-32 text (save the trace as UTF-8)"),
+          (b"\xff\xfe", "UTF-16 text (save the trace as UTF-8)"),
+          (b"\xfe\xff", "UTF-16 text (save the trace as UTF-8)"))
+
+
+def _foreign_format(head: bytes) -> str | None:
+    for magic, what in _MAGIC:
+        if head.startswith(magic):
+            return what
+    if len(head) >= 4 and head[1:4:2] == b"\x00\x00" and head[0] and head[2]:
+        return "UTF-16 text (save the trace as UTF-8)"    # no byte order mark, '{' then NUL
+    return None
+
+
 def probe(path: str | os.PathLike) -> TraceInfo:
     """Identify a trace from its head. Raises TraceError for files that cannot be a trace."""
     import time
@@ -293,7 +313,8 @@ def probe(path: str | os.PathLike) -> TraceInfo:
     b = _scan_head(head)
     info = TraceInfo(path=path, size=size, compressed=compressed, kind="unknown")
     if b.top in (None, "invalid", "scalar"):
-        raise TraceError(path, "not JSON: a Chrome/Kineto trace must start with '{' or '['")
+        raise TraceError(path, "not JSON: " + (_foreign_format(head) or "a Chrome/Kineto trace must start with "
+                                                                          "'{' or '['"))
     meta = b.meta
     if b.top == "object" and b.saw_events_key and "deviceProperties" not in meta:
         meta = {**_tail_metadata(path, compressed, size), **meta}

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import ahocorasick
 
+from kerneldiff.core.analysis.linear_regex import UnsafeRegex, compile_linear
 from kerneldiff.core.errors import TraceError
 
 OTHER = "Other"
@@ -53,6 +54,7 @@ class Rule:
     vendor: str = "any"
     examples: tuple[str, ...] = ()
     generic: bool = False        # a family guess the launching operator may overrule
+    user: bool = False           # from a user's registry: its regexes run on RE2 (linear_regex)
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ class OpRule:
     regex: tuple[str, ...]       # Python regexes matched against the WHOLE operator name
     over: tuple[str, ...] = (GENERIC,)   # what it may overrule: "generic" and/or name categories
     examples: tuple[str, ...] = ()       # operator names that must resolve to this rule
+    user: bool = False                   # from a user's registry: its regexes run on RE2
 
 
 @dataclass(frozen=True)
@@ -316,41 +319,6 @@ def inductor_ops(name: str) -> tuple[str, ...]:
 
 # --- registry parsing ----------------------------------------------------------------------
 
-def _nested_repeat(source: str) -> bool:
-    r"""Does the regex repeat (`*`, `+`, `{2,}`) something that itself repeats? `(\w+)+z` backtracks
-    exponentially on `www…w!`, which no cap on the name's length makes affordable."""
-    try:
-        from re import _constants as C, _parser as P
-    except ImportError:          # a Python without these internals: no check
-        return False
-    repeats = (C.MAX_REPEAT, C.MIN_REPEAT, getattr(C, "POSSESSIVE_REPEAT", None))
-
-    def walk(items, inside: bool) -> bool:
-        for op, av in items:
-            if op in repeats and op is not None:
-                lo, hi, sub = av
-                if hi > 1 and inside:
-                    return True
-                if walk(sub, inside or hi > 1):
-                    return True
-            elif op in (C.SUBPATTERN,):
-                if walk(av[-1], inside):
-                    return True
-            elif op == C.BRANCH:
-                if any(walk(b, inside) for b in av[1]):
-                    return True
-            elif op in (C.ASSERT, C.ASSERT_NOT):
-                if walk(av[1], inside):
-                    return True
-            elif op == C.ATOMIC_GROUP:
-                if walk(av, inside):
-                    return True
-        return False
-
-    return walk(P.parse(source), False)
-
-
-
 def _str_list(value, what: str, path: str) -> list[str]:
     if isinstance(value, str):
         return [value]
@@ -368,7 +336,16 @@ class _Registry:
     groups: dict[str, tuple[str, ...]]
 
 
-def _parse(doc: dict, path: str) -> _Registry:
+def _check_regex(rx: str, flags: int, where: str, path: str, user: bool) -> None:
+    try:
+        (compile_linear if user else re.compile)(rx, flags)
+    except re.error as e:
+        raise TraceError(path, f"{where}: bad regex {rx!r}: {e}") from None
+    except UnsafeRegex as e:
+        raise TraceError(path, f"{where}: {e}") from None
+
+
+def _parse(doc: dict, path: str, user: bool = True) -> _Registry:
     extra = set(doc) - _TOP_KEYS
     if extra:
         raise TraceError(path, f"unknown top-level key(s) {sorted(extra)}; expected [[rules]], [[op_rules]], "
@@ -422,13 +399,7 @@ def _parse(doc: dict, path: str) -> _Registry:
         for rx in regexes:
             if not rx:
                 raise TraceError(path, f"{where}: empty regex would match every kernel")
-            try:
-                re.compile(rx, re.IGNORECASE)
-            except re.error as e:
-                raise TraceError(path, f"{where}: bad regex {rx!r}: {e}") from None
-            if _nested_repeat(rx):
-                raise TraceError(path, f"{where}: regex {rx!r} repeats a repetition (it can take exponential "
-                                       "time on a long name); use one quantifier")
+            _check_regex(rx, re.IGNORECASE, where, path, user)
         if not any(contains) and not regexes:
             raise TraceError(path, f"{where}: empty `contains`")
         examples = tuple(_str_list(r.get("examples", []), f"{where} examples", path))
@@ -436,8 +407,8 @@ def _parse(doc: dict, path: str) -> _Registry:
         if not isinstance(generic, bool):
             raise TraceError(path, f"{where}: generic must be true or false")
         rules.append(Rule(rid, cat, tuple(c.lower() for c in contains if c), tuple(regexes), vendor, examples,
-                          generic))
-    return _Registry(rules, meta, _parse_op_rules(doc, path), _parse_inductor_rules(doc, path),
+                          generic, user))
+    return _Registry(rules, meta, _parse_op_rules(doc, path, user), _parse_inductor_rules(doc, path),
                      _parse_groups(doc, path))
 
 
@@ -461,7 +432,7 @@ def _tables(doc: dict, key: str, path: str) -> list[dict]:
     return raw
 
 
-def _parse_op_rules(doc: dict, path: str) -> list[OpRule]:
+def _parse_op_rules(doc: dict, path: str, user: bool) -> list[OpRule]:
     out = []
     for r in _tables(doc, "op_rules", path):
         where = f"op rule {r['id']!r}"
@@ -473,19 +444,13 @@ def _parse_op_rules(doc: dict, path: str) -> list[OpRule]:
         if not any(ops) and not any(regexes):
             raise TraceError(path, f"{where} needs `ops` or `regex`")
         for rx in regexes:
-            try:
-                re.compile(rx)
-            except re.error as e:
-                raise TraceError(path, f"{where}: bad regex {rx!r}: {e}") from None
-            if _nested_repeat(rx):
-                raise TraceError(path, f"{where}: regex {rx!r} repeats a repetition (it can take exponential "
-                                       "time on a long name); use one quantifier")
+            _check_regex(rx, 0, where, path, user)
         over = _str_list(r.get("over", [GENERIC]), f"{where} over", path)
         if not over:
             raise TraceError(path, f"{where}: empty `over` would never apply")
         examples = _str_list(r.get("examples", []), f"{where} examples", path)
         out.append(OpRule(r["id"], r["category"], tuple(o for o in ops if o), tuple(x for x in regexes if x),
-                          tuple(over), tuple(examples)))
+                          tuple(over), tuple(examples), user))
     return out
 
 
@@ -523,7 +488,7 @@ def _read_toml(path: str, text: str) -> dict:
 @lru_cache(maxsize=1)
 def _shipped() -> _Registry:
     text = resources.files("kerneldiff.core.analysis").joinpath("registry.toml").read_text(encoding="utf-8")
-    return _parse(_read_toml(SHIPPED, text), SHIPPED)
+    return _parse(_read_toml(SHIPPED, text), SHIPPED, user=False)
 
 
 def _merge_by_id(user: list, shipped: list) -> list:
@@ -624,7 +589,8 @@ def _compile(rule: Rule) -> tuple[Rule, tuple[str, ...], tuple[re.Pattern, ...]]
         if re.escape(rx) == rx:                       # no metacharacters: a plain substring
             literals.append(rx.lower())
         else:
-            regexes.append(re.compile(rx, re.S | (re.I if rx != rx.lower() else 0)))
+            compile_ = compile_linear if rule.user else re.compile
+            regexes.append(compile_(rx, re.S | (re.I if rx != rx.lower() else 0)))
     return rule, tuple(literals), tuple(regexes)
 
 
@@ -671,7 +637,8 @@ class Classifier:
         self._compiled = [_compile(r) for r in rules]
         self._matcher = FirstRule([(lits, rxs) for _, lits, rxs in self._compiled])
         self._generic = {r.id for r in rules if r.generic}
-        self._op_compiled = [(r, frozenset(r.ops), tuple(re.compile(x) for x in r.regex)) for r in self.op_rules]
+        self._op_compiled = [(r, frozenset(r.ops), tuple((compile_linear if r.user else re.compile)(x) for x in r.regex))
+                             for r in self.op_rules]
         self._inductor_compiled = [self._compile_inductor(r, source) for r in self.inductor_rules]
         # every op an Inductor rule or group names helps split kernel names (see parse_inductor)
         named = {op for r in self.inductor_rules for c in (r.all, r.any, r.only, r.none) for op in c

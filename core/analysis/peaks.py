@@ -23,6 +23,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kerneldiff.core.analysis.linear_regex import UnsafeRegex, compile_linear
+
 FIGURES = ("bf16", "fp16", "fp8", "fp4", "int8", "tf32", "fp32", "fp64", "hbm")
 _KEYS = {"key", "name", "match", "source", *FIGURES}
 SIDES = ("a", "b")
@@ -86,9 +88,11 @@ def _entries(doc: dict[str, Any], origin: str) -> list[GpuPeaks]:
             match = [match]
         for rx in match:
             try:
-                re.compile(rx)
+                compile_linear(rx, re.IGNORECASE)
             except (re.error, TypeError) as err:
                 raise ValueError(f"{where} ({key}): bad match regex {rx!r}: {err}") from None
+            except UnsafeRegex as err:
+                raise ValueError(f"{where} ({key}): {err}") from None
         figs = []
         for f in FIGURES:
             if f in e:
@@ -184,7 +188,7 @@ class PeakTable:
         text = match_text(info)
         for e in self.entries:
             for rx in e.match:
-                if re.search(rx, text, re.IGNORECASE):
+                if compile_linear(rx, re.IGNORECASE).search(text):   # the device text is the trace's
                     return e, rx
         return None
 

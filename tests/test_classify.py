@@ -334,7 +334,7 @@ def test_bad_user_registry(tmp_path, body, problem):
 
 
 def test_missing_user_registry(tmp_path):
-    with pytest.raises(TraceError, match="not found"):
+    with pytest.raises(TraceError, match="no such file"):
         Classifier.load(tmp_path / "absent.toml")
 
 

@@ -145,6 +145,11 @@ def python_stack(model: TraceModel, row: int, limit: int = 64) -> list[str]:
 OVERLAP_SHARE = 0.05
 
 
+# Timestamps are µs in 64-bit floats: exact to 1/4 µs at today's epoch µs (1.7e15), but a trace
+# whose clock reads beyond 2^52 µs loses whole microseconds, silently, in every gap and busy sum.
+TS_RESOLUTION = 0.5
+
+
 def _stream_overlap(k) -> float:
     """µs of kernel time that overlaps earlier kernels of the same device and stream."""
     key = k.device.astype(np.int64) * (1 << 32) + (k.stream.astype(np.int64) & 0xFFFFFFFF)
@@ -195,6 +200,10 @@ def quality_warnings(model: TraceModel, classifier) -> None:
         w.append(f"{shared[0]:,} kernels share {shared[1]:,} single-kernel launch call(s) (one correlation id for "
                  "several kernels, outside any graph launch): their launching operators, and what is read from "
                  "them, are not to be trusted")
+    step = float(np.spacing(np.abs(k.ts).max()))
+    if step > TS_RESOLUTION:
+        w.append(f"timestamps reach {float(np.abs(k.ts).max()):.3g} µs, where a 64-bit float resolves only {step:g} µs: "
+                 "busy and idle time, gaps and the timeline are rounded to that (each duration is exact)")
     over = _stream_overlap(k)
     if total > 0 and over / total > OVERLAP_SHARE:
         w.append(f"kernels on one stream overlap for {over / total:.0%} of the kernel time: a stream runs its "

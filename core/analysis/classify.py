@@ -655,12 +655,9 @@ class Classifier:
         shipped = _shipped()
         meta = dict(shipped.meta)
         path = str(extra)
-        try:
-            text = Path(extra).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise TraceError(path, "registry file not found") from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise TraceError(path, f"cannot read registry: {e}") from None
+        from kerneldiff.core.fileio import read_config
+
+        text = read_config(path, "registry file")
         user = _parse(_read_toml(path, text), path)
         for cname, m in user.meta.items():       # key-wise override of shipped metadata
             meta[cname] = {**meta.get(cname, {}), **m}

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from kerneldiff.core.analysis.linear_regex import UnsafeRegex, compile_linear
+from kerneldiff.core.errors import TraceError
+from kerneldiff.core.fileio import read_config
 
 FIGURES = ("bf16", "fp16", "fp8", "fp4", "int8", "tf32", "fp32", "fp64", "hbm")
 _KEYS = {"key", "name", "match", "source", *FIGURES}
@@ -138,9 +140,9 @@ class PeakTable:
         entries = _entries(tomllib.loads(text), SHIPPED)
         if path is not None:
             try:
-                doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-            except OSError as e:
-                raise ValueError(f"{path}: cannot read: {e.strerror or e}") from None
+                doc = tomllib.loads(read_config(str(path), "peaks file"))
+            except TraceError as e:
+                raise ValueError(str(e)) from None
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
                 raise ValueError(f"{path}: not valid TOML ({e})") from None
             mine = _entries(doc, str(path))

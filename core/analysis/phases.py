@@ -48,6 +48,15 @@ def _int(text: str) -> int | None:
     return int(text) if len(text) <= 18 else None
 
 
+def _sum(counts: list[int | None]) -> int | None:
+    """A total of counts; unknown (None) when one of them is unreadable."""
+    return None if None in counts else sum(counts)
+
+
+def _phase_of(context: int | None, generation: int | None) -> str:
+    return "unknown" if context is None or generation is None else _phase(context, generation)
+
+
 def parse_step(name: str) -> tuple[str, str, int | None, int | None, int | None] | None:
     """(phase, source, requests, query tokens, KV tokens) for a step annotation, None if `name`
     is not one. Counts the annotation does not give are None."""
@@ -55,19 +64,19 @@ def parse_step(name: str) -> tuple[str, str, int | None, int | None, int | None]
         return None
     m = _VLLM_NEW.match(name)
     if m:
-        ctx, gen = _int(m.group(2)) or 0, _int(m.group(4)) or 0
+        ctx, gen = _int(m.group(2)), _int(m.group(4))
         parts = [_SQ_SK.match(m.group(3)), _SQ_SK.match(m.group(5))]
-        tokens = sum(_int(p.group(1)) or 0 for p in parts if p) if any(parts) else None
-        kv = sum(_int(p.group(2)) or 0 for p in parts if p) if any(parts) else None
-        return _phase(ctx, gen), "vllm", ctx + gen, tokens, kv
+        tokens = _sum([_int(p.group(1)) for p in parts if p]) if any(parts) else None
+        kv = _sum([_int(p.group(2)) for p in parts if p]) if any(parts) else None
+        return _phase_of(ctx, gen), "vllm", _sum([ctx, gen]), tokens, kv
     m = _VLLM_OLD.match(name)
     if m:
-        ctx, ctx_tokens, gen, gen_tokens = (_int(m.group(i)) or 0 for i in (1, 2, 3, 4))
-        return _phase(ctx, gen), "vllm", ctx + gen, ctx_tokens + gen, None
+        ctx, ctx_tokens, gen, gen_tokens = (_int(m.group(i)) for i in (1, 2, 3, 4))
+        return _phase_of(ctx, gen), "vllm", _sum([ctx, gen]), _sum([ctx_tokens, gen]), None
     m = _VLLM_ANY.match(name)
     if m:
-        ctx, gen = _int(m.group(1)) or 0, _int(m.group(2)) or 0
-        return _phase(ctx, gen), "vllm", ctx + gen, None, None
+        ctx, gen = _int(m.group(1)), _int(m.group(2))
+        return _phase_of(ctx, gen), "vllm", _sum([ctx, gen]), None, None
     m = _SGLANG.match(name)
     if m:
         kind = m.group(1).upper()

@@ -1,83 +1,75 @@
-"""Opening a trace file safely: only regular files are read.
-
-A FIFO with no writer blocks `open()` forever, `/dev/zero` and `/dev/urandom` never end, a
-`/proc` file claims size 0 yet has content, a symlink loop is not "no such file". So every
-reader goes through `open_regular`: `os.stat` first (it never blocks and names what the path
-is), then an `O_NONBLOCK` open (a path swapped for a FIFO after the stat still cannot block)
-whose descriptor is checked again with `fstat` before a byte is read.
-"""
+"""Reading trace files: regular files only (kerneldiff.core.fileio), gzip inflated in bounded
+steps with headers of any length."""
 
 from __future__ import annotations
 
-import os
-import stat
 import zlib
 from collections.abc import Iterator
-from typing import BinaryIO
 
 try:  # ISA-L inflates 2-3x faster than zlib; same API
     from isal import isal_zlib as _zlib
 except ImportError:  # pragma: no cover
     _zlib = zlib
 
-from kerneldiff.core.errors import TraceError, file_error as open_error
+from kerneldiff.core.errors import TraceError
+from kerneldiff.core.fileio import open_regular, stat_regular  # noqa: F401 - the readers' entry points
 
 GZIP_MAGIC = b"\x1f\x8b"
 BLOCK = 256 * 1024
 
-_KINDS = (
-    (stat.S_ISDIR, "is a directory, not a trace file"),
-    (stat.S_ISFIFO, "is a FIFO (named pipe), not a trace file: save the trace to a file first"),
-    (stat.S_ISCHR, "is a character device, not a trace file"),
-    (stat.S_ISBLK, "is a block device, not a trace file"),
-    (stat.S_ISSOCK, "is a socket, not a trace file"),
-)
+# gzip header flags (RFC 1952): FTEXT 1 is harmless; FHCRC, FEXTRA, FNAME and FCOMMENT add fields
+_FHCRC, _FEXTRA, _FNAME, _FCOMMENT = 2, 4, 8, 16
 
 
-def _not_regular(mode: int) -> str | None:
-    """Why a file of this mode cannot be a trace, or None for a regular file."""
-    for test, why in _KINDS:
-        if test(mode):
-            return why
-    return None if stat.S_ISREG(mode) else "is not a regular file"
+def bare_member(raw: bytes, read) -> bytes:
+    """`raw` starts a gzip member; the member with its optional header fields (extra field, file
+    name, comment, header CRC) skipped, however long, and a bare 10-byte header in their place.
+    `read()` gives more input (b"" at the end). ISA-L misreads a header that spans its input pieces
+    (a 256 KB file name plus a comment: "invalid lookback distance"), and such fields carry
+    nothing kerneldiff uses. A member cut inside its header becomes a bare header alone, which
+    the inflater reports as a cut stream."""
+    while len(raw) < 10:
+        more = read()
+        if not more:
+            return raw
+        raw += more
+    flags = raw[3]
+    if raw[2] != 8 or flags & 0xE0 or not flags & (_FHCRC | _FEXTRA | _FNAME | _FCOMMENT):
+        return raw                     # nothing to skip, or not a member zlib would take: it judges
+    head = raw[:3] + b"\x00" + raw[4:10]
+    rest = raw[10:]
 
+    def fill(n: int) -> bool:
+        nonlocal rest
+        while len(rest) < n:
+            more = read()
+            if not more:
+                return False
+            rest += more
+        return True
 
-def stat_regular(path: str) -> os.stat_result:
-    """The stat of `path` when it is a regular file; else a TraceError naming what it is."""
-    try:
-        st = os.stat(path)
-    except OSError as e:
-        raise open_error(path, e) from None
-    why = _not_regular(st.st_mode)
-    if why:
-        raise TraceError(path, why)
-    return st
-
-
-def open_regular(path: str, buffering: int = -1) -> tuple[BinaryIO, os.stat_result]:
-    """`path` opened for reading, with its stat; refuses anything but a regular file before reading."""
-    stat_regular(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as e:
-        raise open_error(path, e) from None
-    try:
-        st = os.fstat(fd)
-        why = _not_regular(st.st_mode)   # the path may have been replaced since the stat
-        if why:
-            raise TraceError(path, why)
-        if st.st_size == 0 and os.read(fd, 1):
-            # /proc and /sys files report size 0 and make up their content on each read
-            raise TraceError(path, "is a pseudo-file (size 0 on disk, yet it has content), not a trace file")
-        os.lseek(fd, 0, os.SEEK_SET)
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb", buffering=buffering), st
-    except OSError as e:
-        os.close(fd)
-        raise open_error(path, e) from None
-    except BaseException:
-        os.close(fd)
-        raise
+    if flags & _FEXTRA:
+        if not fill(2):
+            return head
+        skip = 2 + (rest[0] | rest[1] << 8)
+        while len(rest) < skip:        # dropped as it arrives: memory stays one read
+            skip -= len(rest)
+            rest = read()
+            if not rest:
+                return head
+        rest = rest[skip:]
+    for flag in (_FNAME, _FCOMMENT):
+        if flags & flag:
+            while (end := rest.find(b"\x00")) < 0:
+                rest = read()
+                if not rest:
+                    return head
+            rest = rest[end + 1:]
+    if flags & _FHCRC:
+        if not fill(2):
+            return head
+        rest = rest[2:]
+    return head + rest
 
 
 def inflate(f, path: str, out_limit: int, in_limit: int, strict: bool = False) -> Iterator[bytes]:
@@ -85,22 +77,31 @@ def inflate(f, path: str, out_limit: int, in_limit: int, strict: bool = False) -
     about `in_limit` bytes in: the cost is bounded whatever the compression ratio. Corrupt data
     before any output is a TraceError; after some, the pieces just end (a probe reads what it
     can), unless `strict` (a reader of the whole file): then damage or a cut stream is an error."""
-    d = _zlib.decompressobj(wbits=31)
-    produced = consumed = 0
+    d = None
+    members = produced = consumed = 0
     raw = b""
+
+    def more() -> bytes:
+        nonlocal consumed
+        if consumed >= in_limit:
+            return b""
+        got = f.read(BLOCK)
+        consumed += len(got)
+        return got
+
     while produced < out_limit:
-        if len(raw) < 2 and consumed < in_limit:
-            more = f.read(BLOCK)
-            consumed += len(more)
-            raw += more
+        if len(raw) < 2:
+            raw += more()
         if not raw:
-            if strict and d is not None and consumed < in_limit:
+            if strict and (d is not None or not members) and consumed < in_limit:
                 raise TraceError(path, "gzip stream is truncated (unexpected end of file)")
             return
-        if d is None:   # between members: another member, or trailing bytes (ignored, as gzip does)
-            if not raw.startswith(GZIP_MAGIC):
+        if d is None:   # a member starts: the first, or another (else trailing bytes, ignored as gzip does)
+            if members and not raw.startswith(GZIP_MAGIC):
                 return
+            raw = bare_member(raw, more) if raw.startswith(GZIP_MAGIC) else raw
             d = _zlib.decompressobj(wbits=31)
+            members += 1
         try:
             out = d.decompress(raw, min(BLOCK, out_limit - produced))
         except (zlib.error, _zlib.error) as e:

@@ -24,7 +24,7 @@ from kerneldiff.core.analysis import layers
 from kerneldiff.core.analysis import phases
 from kerneldiff.core.errors import LoadCancelled, TraceError
 from kerneldiff.core.model import TraceModel
-from kerneldiff.core.ingest.probe import TraceInfo, _gpu_name, _truthy, _vendor, probe
+from kerneldiff.core.ingest.probe import TraceInfo, _gpu_name, _truthy, _vendor, clean_device, clean_distributed, probe
 from kerneldiff.core.ingest.source import read_columns
 from kerneldiff.core.ingest.build import build_model
 from kerneldiff.core.ingest.workers import (ParallelFallback, ReadResult, prepare, read_parallel, scan_worth,  # noqa: F401
@@ -44,7 +44,7 @@ def _info_from_meta(info: TraceInfo, meta: dict[str, Any]) -> None:
     if not info.device and isinstance(devs, list):
         devs = [d for d in devs if isinstance(d, dict)]
         info.device_count = len(devs)
-        info.device = dict(devs[0]) if devs else {}
+        info.device = clean_device(devs[0]) if devs else {}
     if info.vendor == "other" or not info.gpu:
         info.vendor = _vendor(meta, info.device)
         info.gpu, info.gpu_source = _gpu_name(info.vendor, info.device)
@@ -53,8 +53,7 @@ def _info_from_meta(info: TraceInfo, meta: dict[str, Any]) -> None:
     if info.record_shapes is None:
         info.record_shapes = _truthy(meta.get("record_shapes"))
     if not info.distributed and isinstance(meta.get("distributedInfo"), dict):
-        d = meta["distributedInfo"]
-        info.distributed = {k: d[k] for k in ("rank", "world_size", "backend") if k in d}
+        info.distributed = clean_distributed(meta["distributedInfo"])
     for k, v in meta.items():
         if k.endswith("_version") and not isinstance(v, (dict, list)):
             info.runtime.setdefault(k, v)

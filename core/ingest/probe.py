@@ -8,7 +8,9 @@ whatever the file size. The probe never reads further than `HEAD_BYTES` of (deco
 from __future__ import annotations
 
 import io
+import math
 import os
+import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -86,6 +88,52 @@ class TraceInfo:
         return round(mem / 2**30) if isinstance(mem, (int, float)) and mem > 0 else None
 
 
+# deviceProperties fields every reader takes for integers (names as Kineto writes them)
+DEVICE_INTS = frozenset(("id", "computeMajor", "computeMinor", "numSms", "warpSize", "totalGlobalMem",
+                         "maxThreadsPerBlock", "maxThreadsPerMultiprocessor", "maxThreadsPerMultiProcessor",
+                         "regsPerBlock", "regsPerMultiprocessor", "sharedMemPerBlock",
+                         "sharedMemPerMultiprocessor", "sharedMemPerBlockOptin", "maxSharedMemoryPerMultiProcessor"))
+_INT64 = 2**63
+
+
+def clean_device(dev: dict) -> dict[str, Any]:
+    """A device's properties with the values no reader can use dropped: lists, objects, numbers
+    that are not finite or beyond 64 bits, and known integer fields given as anything but a
+    non-negative integer (an integral float such as 9.0 counts). Metadata of the wrong type must
+    cost that one value, never the trace (README: the bad parts are ignored)."""
+    out: dict[str, Any] = {}
+    for k, v in dev.items():
+        if not isinstance(k, str) or isinstance(v, (dict, list)):
+            continue
+        if k in DEVICE_INTS:
+            if isinstance(v, float) and v.is_integer():
+                v = int(v)
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < _INT64:
+                continue
+        elif k == "name" and not isinstance(v, str):
+            continue
+        elif isinstance(v, float) and not math.isfinite(v):
+            continue
+        elif isinstance(v, int) and not isinstance(v, bool) and not -_INT64 <= v < _INT64:
+            continue
+        out[k] = v
+    return out
+
+
+def clean_distributed(dist: dict) -> dict[str, Any]:
+    """rank, world_size (non-negative 64-bit integers) and backend (text) where they are usable."""
+    out: dict[str, Any] = {}
+    for k in ("rank", "world_size"):
+        v = dist.get(k)
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < _INT64:
+            out[k] = v
+    if isinstance(dist.get("backend"), str):
+        out["backend"] = dist["backend"]
+    return out
+
+
 def read_head(path: str, limit: int = HEAD_BYTES) -> tuple[bytes, bool, int]:
     """Return (decompressed head bytes, compressed?, size on disk). Only a regular file is read
     (kerneldiff.core.ingest.files); gzip members are one stream, so a blank first member does not
@@ -157,10 +205,39 @@ class _Head:
         self.saw_events_key = False
 
 
+# A JSON string, or (group 1) a value the probe's parser (yajl) refuses and stops at: the
+# literals Python's json writes for non-finite floats, integers beyond 64 bits, exponents that
+# overflow a double. The quick test finds whether a head holds any such thing at all.
+_STRING_OR_UNREADABLE = re.compile(
+    rb'"(?:[^"\\]++|\\.)*+"|(-?Infinity|NaN|-?[0-9]{19,}+(?:\.[0-9]*+)?(?:[eE][-+]?[0-9]++)?'
+    rb'|-?[0-9]++(?:\.[0-9]*+)?[eE][-+]?[0-9]{3,}+)', re.S)
+_MAYBE_UNREADABLE = re.compile(rb"NaN|Infinity|[0-9]{19}|[eE][-+]?[0-9]{3}")
+
+
+def _unreadable_as_null(head: bytes) -> bytes:
+    """Such values read as null: one of them must not cost every metadata key after it (a NaN
+    memory size made the GPU unknown, a 10**400 one crashed the comparison)."""
+    if not _MAYBE_UNREADABLE.search(head):
+        return head
+    return _STRING_OR_UNREADABLE.sub(lambda m: m.group(0) if m.group(1) is None else b"null", head)
+
+
 def _scan_head(head: bytes, max_events: int = 64) -> _Head:
-    """Top-level metadata and the first events of a (possibly cut) JSON document. basic_parse has
-    no prefix strings (ijson's prefixes grow with the depth: quadratic on deep nesting), and values
-    nested beyond MAX_DEPTH are skipped, so time and memory stay linear in the head's size."""
+    """Top-level metadata and the first events of a (possibly cut) JSON document. A head the
+    parser stopped in, at a value it cannot hold, is read again with such values as null."""
+    h, stopped = _parse_head(head, max_events)
+    if stopped:
+        fixed = _unreadable_as_null(head)
+        if fixed != head:
+            h = _parse_head(fixed, max_events)[0]
+    return h
+
+
+def _parse_head(head: bytes, max_events: int) -> tuple[_Head, bool]:
+    """(what the head holds, whether the parser stopped before its end for another reason than
+    the cut). basic_parse has no prefix strings (ijson's prefixes grow with the depth: quadratic
+    on deep nesting), and values nested beyond MAX_DEPTH are skipped, so time and memory stay
+    linear in the head's size."""
     h = _Head()
     depth = 0                  # nesting depth after the current parse event
     key: str | None = None     # current top-level key (object traces)
@@ -219,12 +296,14 @@ def _scan_head(head: bytes, max_events: int = 64) -> _Head:
                     h.meta[key] = builder.value
                     builder = None
                     key = None
-    except ijson.IncompleteJSONError:
-        pass  # the head ends mid-document: expected for any real trace
+    except ijson.IncompleteJSONError as e:
+        # the head ends mid-document: expected for any real trace; yajl's overflows land here too
+        return h, "premature EOF" not in str(e)
     except (ijson.JSONError, ValueError, UnicodeDecodeError):
         if h.top is None or not (h.meta or h.first_events):
             h.top = "invalid"
-    return h
+        return h, True
+    return h, False
 
 
 def read_tail(path: str, compressed: bool, size: int, limit: int = TAIL_BYTES) -> bytes:
@@ -332,14 +411,14 @@ def probe(path: str | os.PathLike) -> TraceInfo:
     devs = meta.get("deviceProperties")
     devs = [d for d in devs if isinstance(d, dict)] if isinstance(devs, list) else []
     info.device_count = len(devs)
-    info.device = dict(devs[0]) if devs else {}
+    info.device = clean_device(devs[0]) if devs else {}
     if info.kind != "aie":
         info.vendor = _vendor(meta, info.device)
         info.gpu, info.gpu_source = _gpu_name(info.vendor, info.device)
     info.runtime = {k: v for k, v in meta.items() if k.endswith("_version") and not isinstance(v, (dict, list))}
     dist = meta.get("distributedInfo")
     if isinstance(dist, dict):
-        info.distributed = {k: dist[k] for k in ("rank", "world_size", "backend") if k in dist}
+        info.distributed = clean_distributed(dist)
     info.with_stack = _truthy(meta.get("with_stack"))
     info.record_shapes = _truthy(meta.get("record_shapes"))
     info.metadata_complete = bool(devs) or info.kind != "kineto"

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from kerneldiff.core.errors import TraceError
-from kerneldiff.core.ingest.files import open_regular
+from kerneldiff.core.ingest.files import bare_member, open_regular
 from kerneldiff.core.ingest import scan
 from kerneldiff.core.ingest.columns import Columns
 from kerneldiff.core.ingest import cut as cutting   # SLICE, WINDOW, MAX_EVENT read at call time (tests shrink them)
@@ -99,25 +99,33 @@ class _Inflater:
         self._t = threading.Thread(target=self._run, name="kerneldiff-inflate", daemon=True)
         self._t.start()
 
+    def _read(self) -> bytes:
+        raw = self._f.read(GZ_BLOCK)
+        self.consumed += len(raw)
+        return raw
+
     def _run(self) -> None:
-        d = _zlib.decompressobj(wbits=31)
+        d = None
+        members = 0
         trailing = False
         try:
             while not self._stop and not trailing:
-                raw = self._f.read(GZ_BLOCK)
+                raw = self._read()
                 if not raw:
-                    if d is not None:  # a killed writer: what was inflated is all there is
+                    if d is not None or not members:  # a killed writer: what was inflated is all there is
                         if not self.produced:
                             raise TraceError(self.path, "gzip stream is truncated (unexpected end of file)")
                         self.truncated = True
                     break
-                self.consumed += len(raw)
                 while raw and not self._stop:
-                    if d is None:  # between members
-                        if not raw.startswith(b"\x1f\x8b"):
+                    if d is None:  # a member starts: the first, or another
+                        if members and not raw.startswith(b"\x1f\x8b"):
                             trailing = True  # bytes after the last member: ignored
                             break
+                        if raw.startswith(b"\x1f\x8b"):
+                            raw = bare_member(raw, self._read)
                         d = _zlib.decompressobj(wbits=31)
+                        members += 1
                     try:
                         out = d.decompress(raw, GZ_OUT)
                     except (zlib.error, _zlib.error) as e:

@@ -1,9 +1,11 @@
 """Global alignment of two kernel sequences (one layer each), fusion-aware.
 
 Needleman–Wunsch over (category, name) with a linear gap cost. A kernel that one side fused away
-becomes a gap instead of shifting every later pair. The table is O(m·n) but only for one layer
-(tens to a few hundred kernels); past `MAX_CELLS` the search is restricted to a diagonal band,
-so memory stays bounded whatever the input.
+becomes a gap instead of shifting every later pair. A layer of tens to a few hundred kernels
+(up to `MAX_CELLS` table cells) gets the full table, with name similarity as a tie-break. A larger
+one (a hostile or odd trace: one "layer" of 20,000 kernels took two minutes and 1.6 GB) is
+aligned in a band around the diagonal, in integer scores a row at a time with numpy, by category
+and name only: time and memory stay linear in the kernels (`coarse` says when this happens).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ MATCH_COMPONENT = 1.0   # a fused kernel against one of its components
 MISMATCH = -2.0         # different categories: prefer two gaps over one wrong pair
 OP_MISMATCH = -2.5      # GEMMs of different operations (a batched attention GEMM against a projection): gaps
 GAP = -1.0
-MAX_CELLS = 4_000_000   # ~4M cells × 9 bytes: beyond this, band the search
+MAX_CELLS = 4_000_000   # the full table (Python, ~2 µs a cell) up to here
+BAND_CELLS = 32_000_000  # the banded table: one byte of traceback per cell
 BAND_MIN = 64
 
 
@@ -40,9 +43,8 @@ def align(a_cats: list[str], a_names: list[str], b_cats: list[str], b_names: lis
     m, n = len(a_cats), len(b_cats)
     if m == 0 or n == 0:
         return [(i, None) for i in range(m)] + [(None, j) for j in range(n)]
-    band = None
-    if m * n > MAX_CELLS:
-        band = max(BAND_MIN, abs(m - n) + BAND_MIN, MAX_CELLS // max(m, n) // 2)
+    if coarse(m, n):
+        return _banded(a_cats, a_names, b_cats, b_names, comps, ops_a, ops_b)
     sim_cache: dict[tuple[str, str], float] = {}
 
     def score(i: int, j: int) -> float:
@@ -70,11 +72,7 @@ def align(a_cats: list[str], a_names: list[str], b_cats: list[str], b_names: lis
     T[0, 1:] = 2
     T[1:, 0] = 1
     for i in range(1, m + 1):
-        if band is None:
-            lo, hi = 1, n
-        else:
-            c = round(i * n / m)
-            lo, hi = max(1, c - band), min(n, c + band)
+        lo, hi = 1, n
         row_prev = H[i - 1]
         row = H[i]
         for j in range(lo, hi + 1):
@@ -91,6 +89,91 @@ def align(a_cats: list[str], a_names: list[str], b_cats: list[str], b_names: lis
     i, j = m, n
     while i > 0 or j > 0:
         t = T[i, j] if i > 0 and j > 0 else (1 if j == 0 else 2)
+        if t == 0:
+            pairs.append((i - 1, j - 1))
+            i, j = i - 1, j - 1
+        elif t == 1:
+            pairs.append((i - 1, None))
+            i -= 1
+        else:
+            pairs.append((None, j - 1))
+            j -= 1
+    pairs.reverse()
+    return pairs
+
+
+def coarse(m: int, n: int) -> bool:
+    """Is a layer of m and n kernels aligned in a band, by category and name only?"""
+    return m * n > MAX_CELLS
+
+
+# the scores above, doubled into integers: the banded table adds them exactly
+_Q = {"name": 8, "category": 5, "component": 2, "mismatch": -4, "op": -5, "gap": -2}
+_NEG = -(1 << 60)
+
+
+def _ids(values: list, table: dict) -> np.ndarray:
+    return np.fromiter((table.setdefault(v, len(table)) for v in values), np.int64, len(values))
+
+
+def _banded(a_cats, a_names, b_cats, b_names, comps, ops_a, ops_b) -> list[tuple[int | None, int | None]]:
+    """The alignment restricted to a band of half-width w around the line from (0, 0) to (m, n);
+    each row is computed with numpy: the best of diagonal and up, then the run of gaps to the
+    left as a running maximum. Ties break as in `align` (diagonal, then up, then left)."""
+    m, n = len(a_cats), len(b_cats)
+    names, cats, ops = {}, {}, {"": 0}
+    na, nb = _ids(a_names, names), _ids(b_names, names)
+    ca, cb = _ids(a_cats, cats), _ids(b_cats, cats)
+    oa = _ids(ops_a, ops) if ops_a is not None and ops_b is not None else np.zeros(m, np.int64)
+    ob = _ids(ops_b, ops) if ops_a is not None and ops_b is not None else np.zeros(n, np.int64)
+    by_id = list(cats)
+    comp = np.array([[y in comps.get(x, ()) or x in comps.get(y, ()) for y in by_id] for x in by_id], bool)
+    gap = _Q["gap"]
+    w = max(BAND_MIN // 2, -(-n // m) + 1, BAND_CELLS // (2 * (m + 1)))
+    centre = np.rint(np.arange(m + 1) * (n / m)).astype(np.int64)
+    lo = np.clip(centre - w, 0, n)
+    hi = np.clip(centre + w, 0, n)
+    lo[0], hi[m] = 0, n
+    offs = np.zeros(m + 2, np.int64)
+    np.cumsum(hi - lo + 1, out=offs[1:])
+    T = np.zeros(int(offs[-1]), np.int8)        # 0 diagonal, 1 up (gap in b), 2 left (gap in a)
+    prev = gap * np.arange(int(hi[0]) + 1, dtype=np.int64)   # row 0: gaps only
+    T[1:int(hi[0]) + 1] = 2
+    for i in range(1, m + 1):
+        l0, h0, l1, h1 = int(lo[i - 1]), int(hi[i - 1]), int(lo[i]), int(hi[i])
+        js = np.arange(l1, h1 + 1)
+        # up: (i-1, j) when j lies in the previous row's band
+        up = np.full(len(js), _NEG, np.int64)
+        a, b = max(l1, l0), min(h1, h0)
+        if a <= b:
+            up[a - l1:b - l1 + 1] = prev[a - l0:b - l0 + 1] + gap
+        # diagonal: (i-1, j-1) + score(i-1, j-1), for j >= 1
+        diag = np.full(len(js), _NEG, np.int64)
+        a, b = max(l1, l0 + 1, 1), min(h1, h0 + 1)
+        if a <= b:
+            k = np.arange(a - 1, b)                  # the b-side kernel of each cell
+            sc = np.where(nb[k] == na[i - 1], _Q["name"],
+                          np.where(cb[k] == ca[i - 1],
+                                   np.where((oa[i - 1] > 0) & (ob[k] > 0) & (ob[k] != oa[i - 1]), _Q["op"], _Q["category"]),
+                                   np.where(comp[ca[i - 1], cb[k]], _Q["component"], _Q["mismatch"])))
+            diag[a - l1:b - l1 + 1] = prev[a - 1 - l0:b - l0] + sc
+        if l1 == 0:
+            up[0] = gap * i                          # column 0: gaps only
+            diag[0] = _NEG
+        best = np.maximum(diag, up)
+        steps = gap * np.arange(len(js), dtype=np.int64)
+        row = np.maximum.accumulate(best - steps) + steps   # left runs of gaps
+        left = np.full(len(js), _NEG, np.int64)
+        left[1:] = row[:-1] + gap
+        t = np.where((diag >= up) & (diag >= left), 0, np.where(up >= left, 1, 2)).astype(np.int8)
+        if l1 == 0:
+            t[0] = 1
+        T[offs[i]:offs[i + 1]] = t
+        prev = row
+    pairs: list[tuple[int | None, int | None]] = []
+    i, j = m, n
+    while i > 0 or j > 0:
+        t = int(T[offs[i] + j - lo[i]]) if i > 0 and j > 0 else (1 if j == 0 else 2)
         if t == 0:
             pairs.append((i - 1, j - 1))
             i, j = i - 1, j - 1

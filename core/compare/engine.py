@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from kerneldiff.core.compare.align import align
+from kerneldiff.core.compare.align import align, coarse
 from kerneldiff.core.analysis.timeline import Timeline, timeline
 from kerneldiff.core.compare.result import (Comparison, KernelPair, LayerAlignment, LayerRow, LayerSide, OperationRow,
                          SameKernel, Side, Stats, WallClock)
@@ -294,8 +294,10 @@ def _layers(ga: _LayerGroups, gb: _LayerGroups, compared: bool = True) -> list[L
     return rows
 
 
-def _alignments(ga: _LayerGroups, gb: _LayerGroups, labels: tuple[str, str], classifier) -> list[LayerAlignment]:
+def _alignments(ga: _LayerGroups, gb: _LayerGroups, labels: tuple[str, str], classifier,
+                notes: list[str]) -> list[LayerAlignment]:
     va, vb = ga.v, gb.v
+    coarse_layers = []
     out = []
     memo: dict[tuple, list] = {}
     components = {c: classifier.components(c) for c in set(va.groups) | set(vb.groups)}
@@ -306,6 +308,8 @@ def _alignments(ga: _LayerGroups, gb: _LayerGroups, labels: tuple[str, str], cla
         cats_a = [va.groups[int(c)] for c in va.gcat[g_a]]
         cats_b = [vb.groups[int(c)] for c in vb.gcat[g_b]]
         key = (sig_a, sig_b)
+        if coarse(len(sig_a), len(sig_b)):
+            coarse_layers.append((l, len(sig_a), len(sig_b)))
         if key not in memo:
             names_a = [va.m.strings[i] for i in sig_a]
             names_b = [vb.m.strings[i] for i in sig_b]
@@ -330,6 +334,11 @@ def _alignments(ga: _LayerGroups, gb: _LayerGroups, labels: tuple[str, str], cla
         _annotate_pairs(pairs, labels, components)
         out.append(LayerAlignment(layer=l, pairs=pairs, a_kernels_per_pass=len(sig_a), b_kernels_per_pass=len(sig_b),
                                   a_passes=len(dur_a) if sig_a else 0, b_passes=len(dur_b) if sig_b else 0))
+    if coarse_layers:
+        l, m, n = max(coarse_layers, key=lambda x: x[1] * x[2])
+        notes.append(f"{len(coarse_layers)} layer(s) too large for the full kernel alignment (largest: layer {l}, "
+                     f"{m:,} × {n:,} kernels): their kernel pairs are matched by category and name in a band "
+                     "around the diagonal, without name similarity")
     return out
 
 
@@ -443,9 +452,10 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
         if oa.kernels or ob.kernels:
             outside = LayerRow(layer=-1, a=oa, b=ob, gap_us=oa.total_us - ob.total_us,
                                ratio=_ratio(oa.total_us, ob.total_us) if layers_from == "both" else None)
-    alignments = _alignments(ga, gb, labels, classifier)
+    coarse_notes: list[str] = []
+    alignments = _alignments(ga, gb, labels, classifier, coarse_notes)
     fusions = find_fusions(va, vb, labels, classifier, alignments, fusion_overrides)
-    warnings = [f"{lab}: {w}" for lab, m in zip(labels, (a, b)) for w in m.warnings]
+    warnings = [f"{lab}: {w}" for lab, m in zip(labels, (a, b)) for w in m.warnings] + coarse_notes
     for lab, v in zip(labels, (va, vb)):
         if len(v.rows) == 0:
             warnings.append(f"{lab}: no kernels in phase '{phase}'" if phase != "all" else f"{lab}: no GPU kernels")

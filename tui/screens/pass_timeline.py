@@ -21,6 +21,7 @@ from ..widgets.header import Breadcrumb
 from .base import ExplorerScreen
 
 LABEL = 7   # the left margin: "A s7   " (side and stream)
+MAX_LANES = 8    # streams drawn per side, busiest first (real passes use 1-4): 200,000 streams drew a line each
 
 
 @dataclass
@@ -34,7 +35,10 @@ class PassKernels:
     end: np.ndarray
     stream: np.ndarray      # stream id per kernel
     launch: np.ndarray      # launch call start, µs from the same origin (nan: unknown)
-    streams: list[int]
+    streams: list[int]      # every stream of the pass, by id
+    lanes: dict[int, np.ndarray]   # stream -> its kernels (indexes into rows), by start time
+    busiest: list[int]      # streams by kernel time, most first
+    busy_us: dict[int, float]
 
     @property
     def span_us(self) -> float:
@@ -58,7 +62,12 @@ def pass_kernels(model, side: str, label: str, step: int, phase: str) -> PassKer
     ok = (li >= 0) & (li < len(model.launches.ts))
     launch[ok] = model.launches.ts[li[ok]] - t0
     stream = k.stream[rows].astype(np.int64)
-    return PassKernels(side, label, rows, start, end, stream, launch, sorted(set(stream.tolist())))
+    order = np.argsort(stream, kind="stable")       # grouped once: one pass over the kernels
+    ids, first = np.unique(stream[order], return_index=True)
+    lanes = dict(zip(ids.tolist(), np.split(order, first[1:]))) if len(order) else {}
+    busy = {s: float((end[g] - start[g]).sum()) for s, g in lanes.items()}
+    busiest = sorted(busy, key=lambda s: (-busy[s], s))
+    return PassKernels(side, label, rows, start, end, stream, launch, ids.tolist(), lanes, busiest, busy)
 
 
 class PassTimeline(Widget, can_focus=True):
@@ -159,10 +168,12 @@ class PassTimeline(Widget, can_focus=True):
             line = span("launch ".rjust(LABEL), DIM)
             line.append("".join(marks), style=DIM)
             out.append(line)
-            for stream in s.streams:
+            shown = set(s.busiest[:MAX_LANES])
+            if sel is not None and sel[0] is s:
+                shown.add(int(s.stream[sel[1]]))      # the selected kernel's stream is always drawn
+            for stream in sorted(shown):
                 cells = [" "] * n
-                on = np.flatnonzero(s.stream == stream)
-                for i in on.tolist():
+                for i in s.lanes[stream].tolist():
                     a = int((float(s.start[i]) - off) // upc)
                     b = int(np.ceil((float(s.end[i]) - off) / upc))
                     b = max(b, a + 1)
@@ -182,6 +193,12 @@ class PassTimeline(Widget, can_focus=True):
                         # the selected block: ▓ and reverse video (reads without colour too)
                         row = row[: LABEL + a] + Text("▓" * (b - a), style="reverse bold") + row[LABEL + b:]
                 out.append(row)
+            hidden = len(s.streams) - len(shown)
+            if hidden > 0:
+                total = sum(s.busy_us.values()) or 1.0
+                share = 1.0 - sum(s.busy_us[x] for x in shown) / total
+                out.append(Text(f"{'':{LABEL}}… {hidden:,} more streams not drawn ({share:.0%} of the kernel time)",
+                                style=DIM))
             if si + 1 < len(self.sides):
                 out.append(Text(""))
         # the time axis

@@ -9,7 +9,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from kerneldiff.cli.args import flag_number
 from kerneldiff.core.errors import TraceError
+
+# A synthetic AIE array as large as real ones get (8 rows x 38 columns on Versal AIE-ML): a typo of
+# twenty digits would otherwise build events for ever.
+_aie_dim = flag_number(integer=True, lo=1, hi=64)
 
 
 def add_parser(sub) -> None:
@@ -40,8 +45,8 @@ def add_parser(sub) -> None:
     p.add_argument("--single", action="store_true", help="write one trace (no planted differences)")
     p.add_argument("--aie", action="store_true",
                    help="write an AMD AIE (NPU) trace instead (uses --seed, --gzip, --aie-rows/--aie-cols)")
-    p.add_argument("--aie-rows", type=int, default=2, help="AIE core rows (default 2)")
-    p.add_argument("--aie-cols", type=int, default=2, help="AIE core columns (default 2)")
+    p.add_argument("--aie-rows", type=_aie_dim, default=2, help="AIE core rows, 1 to 64 (default 2)")
+    p.add_argument("--aie-cols", type=_aie_dim, default=2, help="AIE core columns, 1 to 64 (default 2)")
 
 
 def run(args) -> int:

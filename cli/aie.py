@@ -17,8 +17,9 @@ from rich.table import Table
 from rich.text import Text
 
 from kerneldiff.core.aie.analysis import AieComparison, AieParams, AieRun, GemmShape, analyze_aie, compare_aie
-from kerneldiff.cli.args import _count, _positive_float, _positive_int, add_shape_arguments
-from kerneldiff.core.errors import TraceError
+from kerneldiff.cli.args import _clock_mhz, _count, _fraction, _positive_float, _positive_int, add_shape_arguments
+from kerneldiff.core.errors import TraceError, shown_path, visible
+from kerneldiff.core.numbers import json_ready
 from kerneldiff.core.report import format as fmt
 
 
@@ -39,14 +40,14 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     r.add_argument("--iterations", type=_count, default=None,
                    help="expected perf iterations (default: every iteration after the warm-up)")
     t = p.add_argument_group("tunables")
-    t.add_argument("--clock-mhz", type=_positive_float, default=d.clock_mhz,
+    t.add_argument("--clock-mhz", type=_clock_mhz, default=d.clock_mhz,
                    help=f"AIE core clock; timestamps are cycles (default {d.clock_mhz:g})")
     t.add_argument("--peak-macs", type=_positive_int, default=d.peak_macs_per_cycle,
                    help=f"peak MACs per cycle per core (default {d.peak_macs_per_cycle})")
     t.add_argument("--lock-stall-factor", type=_positive_float, default=d.lock_stall_factor,
                    help=f"a LOCK_STALL this many times the median kernel ends an iteration "
                         f"(default {d.lock_stall_factor:g})")
-    t.add_argument("--dup-gap", type=float, default=d.dup_gap_fraction,
+    t.add_argument("--dup-gap", type=_fraction, default=d.dup_gap_fraction,
                    help=f"events closer than this fraction of the median kernel are duplicates "
                         f"(default {d.dup_gap_fraction:g})")
     t.add_argument("--outlier-lo", type=_positive_float, default=d.outlier_lo,
@@ -83,7 +84,7 @@ def _cells(*vals: Any) -> list[Text]:
 def _header(run: AieRun) -> Text:
     t = Text()
     t.append("AIE trace ", style="bold")
-    t.append(run.path)
+    t.append(shown_path(run.path))
     shape = run.shape.label() if run.shape else "no GEMM shape (GMAC/s not computed)"
     t.append(f"\n{shape} · clock {run.params.clock_mhz:g} MHz · {len(run.cores)} core(s) · "
              f"warm-up {run.warmup} · perf {run.iterations if run.iterations is not None else 'all'}")
@@ -91,7 +92,7 @@ def _header(run: AieRun) -> Text:
 
 
 def cores_table(run: AieRun) -> Table:
-    tbl = Table(title=Text(f"Cores — {run.label}"), title_justify="left")
+    tbl = Table(title=Text(f"Cores — {visible(run.label)}"), title_justify="left")
     for col, just in (("tile", "left"), ("pid", "right"), ("kernels", "right"), ("dup", "right"),
                       ("lost", "right"), ("outl.", "right"), ("median cyc", "right"), ("iters", "right"),
                       ("perf", "right"), ("perf span cyc", "right"), ("GMAC/s", "right"), ("busy", "right")):
@@ -102,7 +103,7 @@ def cores_table(run: AieRun) -> Table:
         perf = c.perf_iterations
         busy = sum(i.busy_fraction for i in perf) / len(perf) if perf else None
         iters_txt = Text(iters, style="yellow" if c.mismatch else "")
-        tbl.add_row(*_cells(Text(c.tile), Text(str(c.pid)), _num(s.pairs), _num(s.duplicate_starts + s.duplicate_ends),
+        tbl.add_row(*_cells(Text(visible(c.tile)), Text(str(c.pid)), _num(s.pairs), _num(s.duplicate_starts + s.duplicate_ends),
                             _num(s.orphan_starts + s.orphan_ends), _num(s.outliers),
                             _num(c.median_kernel_cycles), iters_txt, f"{c.perf_start}–{c.perf_end - 1}" if perf else fmt.ABSENT,
                             _num(c.perf_mean_span_cycles), _num(c.perf_mean_gmacs, 2), _pct(busy)))
@@ -111,7 +112,7 @@ def cores_table(run: AieRun) -> Table:
 
 def iterations_table(run: AieRun, core_index: int) -> Table:
     c = run.cores[core_index]
-    tbl = Table(title=Text(f"Iterations — {c.tile}"), title_justify="left")
+    tbl = Table(title=Text(f"Iterations — {visible(c.tile)}"), title_justify="left")
     for col in ("iter", "phase", "kernels", "mean cyc", "min", "max", "span cyc", "span µs", "busy",
                 "GMAC/s", "of peak"):
         tbl.add_column(col, justify="left" if col == "phase" else "right", no_wrap=True)
@@ -125,12 +126,12 @@ def iterations_table(run: AieRun, core_index: int) -> Table:
 
 def aggregate_table(run: AieRun) -> Table:
     agg = run.aggregate
-    tbl = Table(title=Text(f"System (perf iterations on every core) — {run.label}"), title_justify="left")
+    tbl = Table(title=Text(f"System (perf iterations on every core) — {visible(run.label)}"), title_justify="left")
     for col in ("iter", "runtime cyc", "runtime µs", "slowest core", "GMAC/s", "of peak", ""):
         tbl.add_column(col, justify="left" if col in ("slowest core", "") else "right", no_wrap=True)
     for s in agg.per_iteration:
         mark = "best" if s.index == agg.best_index else "worst" if s.index == agg.worst_index else ""
-        tbl.add_row(*_cells(str(s.index), _num(s.runtime_cycles), _num(s.runtime_us, 2), Text(s.slowest_tile),
+        tbl.add_row(*_cells(str(s.index), _num(s.runtime_cycles), _num(s.runtime_us, 2), Text(visible(s.slowest_tile)),
                             _num(s.gmacs, 2), _pct(s.peak_fraction), mark))
     if agg.per_iteration:
         tbl.add_section()
@@ -142,8 +143,8 @@ def aggregate_table(run: AieRun) -> Table:
 def comparison_table(cmp: AieComparison) -> Table:
     tbl = Table(title=Text("Side by side"), title_justify="left")
     tbl.add_column("metric", no_wrap=True)
-    tbl.add_column(Text(f"A: {cmp.a_label}"), justify="right")
-    tbl.add_column(Text(f"B: {cmp.b_label}"), justify="right")
+    tbl.add_column(Text(f"A: {visible(cmp.a_label)}"), justify="right")
+    tbl.add_column(Text(f"B: {visible(cmp.b_label)}"), justify="right")
     tbl.add_column("B/A", justify="right", no_wrap=True)
     for r in cmp.rows:
         unit = f" ({r.unit})" if r.unit else ""
@@ -179,8 +180,8 @@ def _notes(console: Console, run: AieRun) -> None:
     for who, note in lines:
         t = Text("note ", style="yellow")
         if who:
-            t.append(f"[{who}] ")  # literal brackets: Text never parses markup
-        t.append(note)
+            t.append(f"[{visible(who)}] ")  # literal brackets: Text never parses markup
+        t.append(visible(note))           # tiles and paths in notes are trace strings
         console.print(t)
 
 
@@ -217,7 +218,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         doc = run_a.to_dict() if run_b is None else {"a": run_a.to_dict(), "b": run_b.to_dict(),
                                                       "comparison": cmp.to_dict()}
-        data = orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+        # json_ready: NaN/inf as null, a file name that is not UTF-8 as its escape (orjson refuses both)
+        data = orjson.dumps(json_ready(doc), option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
         if args.json == "-":
             sys.stdout.write(data.decode() + "\n")
             return 0
@@ -225,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
             with open(args.json, "wb") as f:
                 f.write(data)
         except OSError as e:
-            raise TraceError(args.json, f"cannot write JSON ({e.strerror or e})") from None
+            raise TraceError(args.json, f"cannot write: {e.strerror or e}") from None
 
     # a pipe or file gets rich's 80-column default, too narrow for these tables
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 150)
@@ -238,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
         if cmp.per_iteration:
             console.print(paired_table(cmp))
         for n in cmp.notes:
-            console.print(Text("note ", style="yellow") + Text(n))
+            console.print(Text("note ", style="yellow") + Text(visible(n)))
     if args.json:
-        console.print(Text(f"wrote {args.json}", style="dim"))
+        console.print(Text(f"wrote {shown_path(args.json)}", style="dim"))
     return 0

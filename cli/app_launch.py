@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 
 def launch(argv: list[str]) -> int:
-    from kerneldiff.cli.args import _count, _positive_float, add_shape_arguments
+    from kerneldiff.cli.args import Parser, _clock_mhz, _count, add_shape_arguments
 
-    p = argparse.ArgumentParser(prog="kerneldiff", description="Open the trace explorer. "
-                                "Subcommands: info, compare, synth, aie (kerneldiff SUBCOMMAND -h).")
+    p = Parser(prog="kerneldiff", description="Open the trace explorer. "
+                       "Subcommands: info, compare, synth, aie (kerneldiff SUBCOMMAND -h).")
     p.add_argument("traces", nargs="*", help="one trace to browse, two to compare; none: the demo pair")
     p.add_argument("--phase", default="all", help="all | prefill | decode | mixed")
     p.add_argument("--registry", help="extra classifier rules (TOML)")
@@ -20,7 +19,7 @@ def launch(argv: list[str]) -> int:
     add_shape_arguments(g)
     g.add_argument("--warmup", type=_count, help="warm-up iterations before the perf ones (default 0)")
     g.add_argument("--iterations", type=_count, help="expected perf iterations (default: all after the warm-up)")
-    g.add_argument("--clock-mhz", type=_positive_float, help="AIE core clock; timestamps are cycles (default 1250)")
+    g.add_argument("--clock-mhz", type=_clock_mhz, help="AIE core clock; timestamps are cycles (default 1250)")
     args = p.parse_args(argv)
     if len(args.traces) > 2:
         print("kerneldiff: give one or two traces (or a subcommand: info, compare, synth, aie)", file=sys.stderr)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 import sys
 from pathlib import Path
@@ -12,11 +11,13 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
-from kerneldiff.core.errors import shown_path
+from kerneldiff.core.errors import TraceError, shown_path
 from kerneldiff.core.model import PHASE_FILTERS
+from kerneldiff.core.numbers import safe_text, strict_json
 from kerneldiff.core.report import format as fmt
 from kerneldiff.core.report.tables import TABLES, table
 
+from .args import UsageError, flag_number
 from .render import console, literal, short_name, us, visible
 from .work_report import peak_table, render_work
 from .timeline_report import render_timeline
@@ -42,20 +43,28 @@ def add_parser(sub) -> None:
     p.add_argument("--peak", action="append", default=[], metavar="KEY=VALUE",
                    help="override a peak figure (bf16, fp16, fp8, fp4, int8, tf32, fp32, fp64 in TFLOP/s; hbm in "
                         "TB/s) on both sides or one (a.hbm=5.3), or pick the GPU by its key (b.gpu=h100_pcie)")
-    p.add_argument("--width", type=int, default=None, help="text width (default: terminal, at most 120)")
+    # below 40 columns the tables have no room for a name; 10,000 is wider than any terminal
+    p.add_argument("--width", type=flag_number(integer=True, lo=MIN_WIDTH, hi=10_000), default=None,
+                   help=f"text width, {MIN_WIDTH} or more (default: terminal, at most 120)")
 
 
-def _overrides(items: list[str]) -> dict[str, float]:
-    out = {}
+MIN_WIDTH = 40
+
+
+def _overrides(items: list[str]) -> dict[str, float | bool]:
+    """--fusion-param items, checked before any trace is read (kerneldiff.core.compare.fusion_model)."""
+    from kerneldiff.core.compare.fusion_model import check_overrides
+
+    raw = {}
     for it in items:
         k, sep, v = it.partition("=")
         if not sep:
-            raise SystemExit(f"kerneldiff: --fusion-param wants KEY=VALUE, got {it!r}")
-        try:
-            out[k.strip()] = float(v) if v.strip().lower() not in ("true", "false") else float(v.strip().lower() == "true")
-        except ValueError:
-            raise SystemExit(f"kerneldiff: --fusion-param {k}: not a number: {v!r}") from None
-    return out
+            raise UsageError(f"--fusion-param wants KEY=VALUE, got {it!r}")
+        raw[k.strip()] = v
+    try:
+        return check_overrides(raw)
+    except ValueError as e:
+        raise UsageError(f"--fusion-param {e}") from None
 
 
 def run(args) -> int:
@@ -68,6 +77,8 @@ def run(args) -> int:
         print("kerneldiff: --table picks one table for --format csv or json; the text report shows them all",
               file=sys.stderr)
         return 2
+    if args.format == "csv" and args.output and (args.table or "all") == "all":
+        _table_base(Path(args.output))   # before minutes of loading
     session.load_all()   # probes both first: a bad or foreign B is reported before A is loaded
     absent = _absent_phase(session, args.phase)
     if absent:
@@ -82,8 +93,9 @@ def run(args) -> int:
         return _report(cmp, args)
     except BrokenPipeError:
         raise  # `| head` closed the pipe: kerneldiff.cli.main ends quietly
-    except OSError as e:  # an unwritable -o path is the user's to fix, not a crash
-        print(f"kerneldiff: {shown_path(e.filename or args.output)}: cannot write: {e.strerror or e}", file=sys.stderr)
+    except OSError as e:  # an unwritable -o path is the user's to fix, not a crash (stdout: cli.main)
+        print(f"kerneldiff: {shown_path(e.filename or args.output or 'stdout')}: cannot write: {e.strerror or e}",
+              file=sys.stderr)
         return 2
 
 
@@ -106,10 +118,9 @@ def _report(cmp, args) -> int:
         if args.table and args.table != "all":
             head, rows = table(cmp, args.table)
             # the CSV table's rows, a missing value as null (CSV writes an empty cell)
-            text = json.dumps([{h: (None if v == "" else v) for h, v in zip(head, r)} for r in rows], indent=1,
-                              allow_nan=False, default=str)
+            text = strict_json([{h: (None if v == "" else v) for h, v in zip(head, r)} for r in rows])
         else:
-            text = json.dumps(cmp.to_dict(), indent=1, allow_nan=False, default=str)
+            text = strict_json(cmp.to_dict())
         return _emit(text, args.output)
     if args.format == "csv":
         return _csv(cmp, args)
@@ -117,7 +128,7 @@ def _report(cmp, args) -> int:
     if args.output:
         from rich.console import Console
 
-        with open(args.output, "w", encoding="utf-8") as fh:
+        with open(args.output, "w", encoding="utf-8", errors="backslashreplace") as fh:
             print_text(cmp, Console(file=fh, width=width, highlight=False, markup=False, emoji=False,
                                     color_system=None))
         print(f"wrote {shown_path(args.output)}", file=sys.stderr)
@@ -141,11 +152,12 @@ def print_text(cmp, out) -> None:
 
 
 def _emit(text: str, path: str | None) -> int:
+    # safe_text: a file name that is not UTF-8 (in a CSV header, a label) is written as its escape
     if path:
-        Path(path).write_text(text + "\n", encoding="utf-8")
+        Path(path).write_text(safe_text(text) + "\n", encoding="utf-8")
         print(f"wrote {shown_path(path)}", file=sys.stderr)
     else:
-        sys.stdout.write(text + "\n")
+        sys.stdout.write(safe_text(text) + "\n")
     return 0
 
 
@@ -169,9 +181,27 @@ def _csv(cmp, args) -> int:
     stem = base.name[:-4] if base.name.endswith(".csv") else base.name
     for name in TABLES:
         p = base.with_name(f"{stem}.{name}.csv")
-        p.write_text(csv_text(cmp, name), encoding="utf-8")
+        p.write_text(safe_text(csv_text(cmp, name)), encoding="utf-8")
         print(f"wrote {shown_path(p)}", file=sys.stderr)
     return 0
+
+
+def _table_base(base: Path) -> None:
+    """-o for one CSV file per table names their common stem (out.csv -> out.operations.csv, ...).
+    A path that exists and is not a regular file (/dev/full, a FIFO, a directory) would put those
+    files beside it, in /dev or next to the directory: refused."""
+    import os
+    import stat
+
+    try:
+        st = os.stat(base)
+    except OSError:
+        return            # a new file: its tables go beside it (an unwritable place fails on write)
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a character device" if stat.S_ISCHR(st.st_mode)
+                else "a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else "not a regular file")
+        raise TraceError(str(base), f"is {kind}: -o with one CSV file per table names their common stem "
+                                    f"(-o out.csv writes out.operations.csv, ...); give a file name, or --table NAME")
 
 
 def _ratio(r) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from rich.table import Table
 from rich.text import Text
 
@@ -85,5 +83,7 @@ def run(args) -> int:
             out.print(Text("warning: ", style="yellow") + literal(w))
         out.print()
     if args.json:
-        print(json.dumps(results if len(results) > 1 else results[0], indent=2, default=str))
+        from kerneldiff.core.numbers import strict_json
+
+        print(strict_json(results if len(results) > 1 else results[0], indent=2))
     return 0

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
+from kerneldiff.cli.args import Parser, UsageError
 from kerneldiff.core.analysis.names import visible
 from kerneldiff.core.errors import TraceError, shown_path
 
@@ -22,7 +24,7 @@ SUBCOMMANDS = {
 
 
 def _build_parser(selected: str | None) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="kerneldiff",
         description="Compare two GPU profiler traces side by side. "
         "`kerneldiff A B` opens the explorer; `kerneldiff` alone opens the bundled demo pair.",
@@ -77,8 +79,56 @@ def _settings_problem() -> str | None:
     return setting_problem()
 
 
+class _Stdout:
+    """sys.stdout while a command runs: a report that cannot be written (`> /dev/full`, a full
+    disk) is refused in one line naming stdout, whichever writer hit it (print, Rich, a flush)."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def _failed(self, e: OSError) -> TraceError:
+        # what is still buffered would fail again at exit ("Exception ignored ..."): drop it
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, AttributeError, ValueError):   # not a real file (captured in tests)
+            pass
+        return TraceError("stdout", f"cannot write: {e.strerror or e}")
+
+    def write(self, s: str) -> int:
+        try:
+            return self._stream.write(s)
+        except BrokenPipeError:
+            raise            # `| head` closed the pipe: ended quietly below
+        except OSError as e:
+            raise self._failed(e) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise self._failed(e) from None
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _escape_what_cannot_be_encoded() -> None:
+    """A terminal or pipe whose encoding cannot hold a character (PYTHONIOENCODING=ascii, a latin-1
+    locale) gets it as a visible escape (\\xb5) instead of a crash halfway through a report."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):   # replaced or closed streams: left as they are
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _escape_what_cannot_be_encoded()
     if argv[:1] in (["--version"], ["-V"]):
         print(f"kerneldiff {version()}")
         return 0
@@ -94,10 +144,17 @@ def main(argv: list[str] | None = None) -> int:
         parser = _build_parser(argv[0])
         args = parser.parse_args(argv)
         mod = importlib.import_module(SUBCOMMANDS[argv[0]])
+        real_stdout = sys.stdout
+        sys.stdout = _Stdout(real_stdout)
         try:
-            return int(mod.run(args) or 0)
+            rc = int(mod.run(args) or 0)
+            sys.stdout.flush()   # a redirect to a full disk fails here, not at exit after "exit 0"
+            return rc
         except TraceError as e:
             print(f"kerneldiff: {e}", file=sys.stderr)
+            return 2
+        except UsageError as e:   # a flag's value (or a --peaks file's key): named in the message
+            print(f"kerneldiff: {visible(' '.join(str(e).split()))}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:
             return 130
@@ -114,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"kerneldiff: internal error ({type(e).__name__}: {msg}); please report it "
                   f"with the command line", file=sys.stderr)
             return 70
+        finally:
+            sys.stdout = real_stdout
     from kerneldiff.cli.app_launch import launch
 
     return launch(argv)

@@ -11,9 +11,16 @@ from kerneldiff.core.analysis.names import short_name, visible  # noqa: F401  (s
 from kerneldiff.core.report import format as fmt
 
 
+FALLBACK_WIDTH = 80   # when the environment's width is unusable (COLUMNS=0 printed nothing at all)
+NARROWEST = 40
+
+
 def console(stderr: bool = False) -> Console:
     # soft_wrap off + highlight off: trace strings are printed exactly, never re-coloured
-    return Console(stderr=stderr, highlight=False, emoji=False, markup=False)
+    c = Console(stderr=stderr, highlight=False, emoji=False, markup=False)
+    if c.width < NARROWEST:
+        c.width = FALLBACK_WIDTH
+    return c
 
 
 def literal(s: object, max_len: int | None = None) -> Text:

@@ -9,20 +9,32 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from kerneldiff.cli.args import flag_number
 from kerneldiff.core.errors import TraceError
+
+MAX_LAYERS = 512
+MAX_STEPS = 100_000
+MAX_LAYER_STEPS = 2_000_000   # ~100 kernels each: already a multi-GB trace
+
+# A synthetic AIE array as large as real ones get (8 rows x 38 columns on Versal AIE-ML): a typo of
+# twenty digits would otherwise build events for ever.
+_aie_dim = flag_number(integer=True, lo=1, hi=64)
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("synth", help="write a synthetic trace pair with planted differences and its ground truth")
     p.add_argument("out_dir", help="directory to write into (created if missing)")
-    p.add_argument("--seed", type=int, default=0, help="random seed; same seed, same bytes (default 0)")
-    p.add_argument("--layers", type=int, default=8, help="transformer layers (default 8)")
-    p.add_argument("--steps", type=int, default=6, help="steps per trace (default 6)")
-    p.add_argument("--prefill-steps", type=int, default=1, help="leading prefill steps (default 1)")
-    p.add_argument("--mixed-steps", type=int, default=0, help="mixed prefill+decode steps after them")
+    p.add_argument("--seed", type=flag_number(integer=True, lo=0, hi=2**32 - 1), default=0, help="random seed; same seed, same bytes (default 0)")
+    # bounded: the generator's run grows with layers x steps (a 20-digit --layers ran until killed)
+    p.add_argument("--layers", type=flag_number(integer=True, lo=1, hi=MAX_LAYERS), default=8,
+                   help=f"transformer layers, 1 to {MAX_LAYERS} (default 8)")
+    p.add_argument("--steps", type=flag_number(integer=True, lo=1, hi=MAX_STEPS), default=6,
+                   help=f"steps per trace, 1 to {MAX_STEPS:,} (default 6; --size grows a trace further)")
+    p.add_argument("--prefill-steps", type=flag_number(integer=True, lo=0, hi=MAX_STEPS), default=1, help="leading prefill steps (default 1)")
+    p.add_argument("--mixed-steps", type=flag_number(integer=True, lo=0, hi=MAX_STEPS), default=0, help="mixed prefill+decode steps after them")
     p.add_argument("--moe", action="store_true", help="MoE model instead of dense MLPs")
     p.add_argument("--graph", action="store_true", help="replay decode steps from a CUDA/HIP graph")
-    p.add_argument("--tp", type=int, default=1, help="tensor-parallel size (>1 adds all-reduce kernels)")
+    p.add_argument("--tp", type=flag_number(integer=True, lo=1, hi=64), default=1, help="tensor-parallel size (>1 adds all-reduce kernels)")
     p.add_argument("--gzip", action="store_true", help="write .json.gz instead of .json")
     p.add_argument("--size", help="grow each trace to about this size with extra decode steps, e.g. 1GB")
     p.add_argument("--vendor-a", choices=("amd", "nvidia"), help="vendor of side A (default amd, or --gpu-a's)")
@@ -40,8 +52,8 @@ def add_parser(sub) -> None:
     p.add_argument("--single", action="store_true", help="write one trace (no planted differences)")
     p.add_argument("--aie", action="store_true",
                    help="write an AMD AIE (NPU) trace instead (uses --seed, --gzip, --aie-rows/--aie-cols)")
-    p.add_argument("--aie-rows", type=int, default=2, help="AIE core rows (default 2)")
-    p.add_argument("--aie-cols", type=int, default=2, help="AIE core columns (default 2)")
+    p.add_argument("--aie-rows", type=_aie_dim, default=2, help="AIE core rows, 1 to 64 (default 2)")
+    p.add_argument("--aie-cols", type=_aie_dim, default=2, help="AIE core columns, 1 to 64 (default 2)")
 
 
 def run(args) -> int:
@@ -56,6 +68,10 @@ def run(args) -> int:
         target = parse_size(args.size) if args.size else 0
     except ValueError as e:
         print(f"kerneldiff synth: {e}", file=sys.stderr)
+        return 2
+    if args.layers * args.steps > MAX_LAYER_STEPS:
+        print(f"kerneldiff synth: --layers x --steps is {args.layers * args.steps:,}, more than "
+              f"{MAX_LAYER_STEPS:,}: use --size to grow a trace instead", file=sys.stderr)
         return 2
     out_dir = Path(args.out_dir)
     if out_dir.exists() and not out_dir.is_dir():

@@ -22,10 +22,12 @@ def peak_table(args):
         return None
     from kerneldiff.core.analysis.peaks import PeakTable
 
+    from .args import UsageError
+
     try:
         return PeakTable.load(path, items)
-    except ValueError as e:
-        raise SystemExit(f"kerneldiff: {e}") from None
+    except ValueError as e:   # the message names --peak KEY or the file and entry
+        raise UsageError(str(e)) from None
 
 
 def _rate(side, pct: str = "pct_peak") -> str:

@@ -249,8 +249,8 @@ def test_classifier_demangle_reads_ascii_digits_only(name):
     ("step[DECODE bs=２]", ("decode", "sglang", None, None, None)),      # full-width: not a number
     ("step[DECODE bs=٣ toks=12]", ("decode", "sglang", None, 12, None)),
     ("execute_context_²(1)_generation_0(0)", None),
-    ("execute_context_1(" + "9" * 5000 + ")_generation_0(0)", ("prefill", "vllm", 1, 0, None)),  # read, number refused
-    ("execute_context_1(" + "9" * 40 + ")_generation_0(0)", ("prefill", "vllm", 1, 0, None)),
+    ("execute_context_1(" + "9" * 5000 + ")_generation_0(0)", ("prefill", "vllm", 1, None, None)),  # token count unknown
+    ("execute_context_1(" + "9" * 40 + ")_generation_0(0)", ("prefill", "vllm", 1, None, None)),
 ])
 def test_step_annotations_read_ascii_numbers_only(name, want):
     assert parse_step(name) == want

@@ -203,7 +203,7 @@ def test_a_settings_file_that_is_not_one_is_refused_before_any_read(tmp_path, fl
     else:
         path = target
     r = _cli("compare", str(good), str(good), "--no-cache", flag, str(path))
-    assert r.returncode in (1, 2) and r.stdout == ""     # the helper-fixed exit code for --peaks is 2
+    assert r.returncode == 2 and r.stdout == ""
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and str(path) in lines[0] and "Traceback" not in r.stderr, r.stderr
     assert "trace file" not in lines[0]

@@ -18,10 +18,10 @@ def export_dir() -> Path:
 
 
 def _plain(v: Any) -> Any:
+    if hasattr(v, "item"):  # numpy scalar (float32 too), then checked like a float
+        v = v.item()
     if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
         return None
-    if hasattr(v, "item"):  # numpy scalar
-        return v.item()
     return v
 
 
@@ -45,12 +45,14 @@ def write_table(name: str, header: list[str], rows: list[list[Any]], fmt: str = 
     d.mkdir(parents=True, exist_ok=True)
     path = _unique(d / f"kerneldiff-{safe}.{fmt}")
     if fmt == "csv":
-        with open(path, "w", newline="", encoding="utf-8") as f:
+        # backslashreplace: a file name that is not UTF-8 (in a column header) is written as its escape
+        with open(path, "w", newline="", encoding="utf-8", errors="backslashreplace") as f:
             w = csv.writer(f)  # QUOTE_MINIMAL quotes the commas inside template kernel names
             w.writerow(header)
             for r in rows:
                 w.writerow(["" if v is None else _plain(v) for v in r])
     else:
         records = [{h: _plain(v) for h, v in zip(header, r)} for r in rows]
-        path.write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        path.write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8",
+                        errors="backslashreplace")
     return path

@@ -26,8 +26,14 @@ from typing import Any
 from kerneldiff.core.analysis.linear_regex import UnsafeRegex, compile_linear
 from kerneldiff.core.errors import TraceError
 from kerneldiff.core.fileio import read_config
+from kerneldiff.core.numbers import number
 
 FIGURES = ("bf16", "fp16", "fp8", "fp4", "int8", "tf32", "fp32", "fp64", "hbm")
+# What a figure may be, in the file or on the command line: below 1 GFLOP/s (1 GB/s) is no GPU, and
+# a thousand times the largest shipped part (~20,000 TFLOP/s fp4, ~8 TB/s) is a typo. Bounded both
+# ways because the percentages of peak divide by it: inf, NaN or 1e-320 would print inf or NaN.
+_TFLOPS = dict(lo=1e-3, hi=1e6)
+_BOUNDS = {**{f: _TFLOPS for f in FIGURES}, "hbm": dict(lo=1e-3, hi=1e4)}
 _KEYS = {"key", "name", "match", "source", *FIGURES}
 SIDES = ("a", "b")
 SHIPPED = "core/analysis/peaks.toml"
@@ -98,10 +104,12 @@ def _entries(doc: dict[str, Any], origin: str) -> list[GpuPeaks]:
         figs = []
         for f in FIGURES:
             if f in e:
-                v = e[f]
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-                    raise ValueError(f"{where} ({key}): {f} must be a positive number, got {v!r}")
-                figs.append((f, float(v)))
+                try:
+                    if isinstance(e[f], str):   # a TOML string is not a figure, even "900"
+                        raise ValueError(f"not a number: {e[f]!r}")
+                    figs.append((f, float(number(e[f], **_BOUNDS[f]))))
+                except ValueError as err:   # a bool, 0, inf, nan (TOML has both)
+                    raise ValueError(f"{where} ({key}): {f}: {err}") from None
         out.append(GpuPeaks(key, str(e.get("name", key)), tuple(match), str(e.get("source", "")), tuple(figs),
                             origin))
     return out
@@ -177,11 +185,9 @@ class PeakTable:
             if name not in FIGURES:
                 raise ValueError(f"--peak {k}: unknown figure {name!r}; known: gpu, {', '.join(FIGURES)}")
             try:
-                x = float(v)
-            except (TypeError, ValueError):
-                raise ValueError(f"--peak {k}: not a number: {v!r}") from None
-            if not x > 0:
-                raise ValueError(f"--peak {k}: must be positive, got {v!r}")
+                x = float(number(v, **_BOUNDS[name]))
+            except ValueError as err:
+                raise ValueError(f"--peak {k}: {err}") from None
             out.setdefault(side, {})[name] = x
         return out
 

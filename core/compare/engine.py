@@ -22,13 +22,15 @@ from kerneldiff.core.compare.fusion import find_fusions
 from kerneldiff.core.compare.op_fusion import gemm_op_keys
 from kerneldiff.core.compare.throughput import attach as attach_throughput
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
+from kerneldiff.core.numbers import ratio
 
 PHASE_CHOICES = PHASE_FILTERS
 TOP_N = 3
 
 
 def _ratio(a: float, b: float) -> float | None:
-    return a / b if a > 0 and b > 0 else None
+    # None also for a subnormal b (kernels of 1e-320 µs): a / b would overflow to inf
+    return ratio(a, b) if a > 0 and b > 0 else None
 
 
 def stats_of(d: np.ndarray, side_total: float = 0.0) -> Stats:
@@ -393,8 +395,7 @@ def _wall(ta: Timeline, tb: Timeline, va: _View, vb: _View, per_pass: bool, kern
     na, nb = (va.passes, vb.passes) if per_pass else (1, 1)
     wa, wb = ta.whole, tb.whole
 
-    def share(x: float, of: float) -> float | None:
-        return x / of if of != 0 else None
+    share = ratio   # None when the gap it divides is 0 (or too small to divide by)
 
     wall_gap = wa.span_us / na - wb.span_us / nb
     idle_gap = wa.idle_us / na - wb.idle_us / nb

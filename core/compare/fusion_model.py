@@ -15,9 +15,11 @@ bandwidth such kernels reach in practice (`achieved_fraction` of peak).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
 
 from kerneldiff.core.compare.result import SavingEstimate
+from kerneldiff.core.numbers import number
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,45 @@ _FAMILY_KEYS = (
 )
 
 
+# What each parameter may be (number() bounds). Costs may be 0 (leave that term out) but not
+# negative; bandwidths divide, so they must be positive and not so small that bytes / bandwidth
+# overflows; a fraction of peak is a fraction. The upper bounds (1 s per launch, 1 PB/s) are far
+# beyond any GPU and keep every product finite.
+BOUNDS: dict[str, dict[str, Any]] = {
+    "dispatch_ns": dict(lo=0, hi=1e9),
+    "roundtrip_ns": dict(lo=0, hi=1e9),
+    "memory_bw": dict(lo=1e-3, hi=1e6),
+    "readback_bw": dict(lo=1e-3, hi=1e6),
+    "achieved_fraction": dict(lo=0, lo_excl=True, hi=1),
+    "min_gain_ns": dict(lo=0, hi=1e12),
+}
+_TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
+
+
+def check_overrides(overrides: dict[str, Any]) -> dict[str, float | bool]:
+    """Overrides (values as typed, or numbers) checked against the parameters' meaning: an unknown
+    key, a non-number, NaN, infinity or a value out of bounds raises ValueError naming the key."""
+    known = [f.name for f in fields(FusionParams)]
+    out: dict[str, float | bool] = {}
+    for key, value in overrides.items():
+        if key not in known:
+            raise ValueError(f"{key}: unknown parameter; known: {', '.join(sorted(known))}")
+        if key == "unified_memory":
+            word = str(value).strip().lower()
+            if isinstance(value, bool) or word in _TRUE + _FALSE:
+                out[key] = value if isinstance(value, bool) else word in _TRUE
+                continue
+            if isinstance(value, (int, float)) and value in (0, 1):
+                out[key] = bool(value)
+                continue
+            raise ValueError(f"{key}: must be true or false (or 1/0, yes/no), got {value!r}")
+        try:
+            out[key] = float(number(value, **BOUNDS[key]))
+        except ValueError as e:
+            raise ValueError(f"{key}: {e}") from None
+    return out
+
+
 def family_of(gpu: str) -> str:
     g = (gpu or "").lower()
     for key, fam in _FAMILY_KEYS:
@@ -70,11 +111,7 @@ def family_of(gpu: str) -> str:
 def params_for(gpu: str, overrides: dict[str, float] | None = None) -> FusionParams:
     p = FAMILY_DEFAULTS[family_of(gpu)]
     if overrides:
-        known = set(asdict(p))
-        bad = set(overrides) - known
-        if bad:
-            raise ValueError(f"unknown fusion parameter(s): {', '.join(sorted(bad))}; known: {', '.join(sorted(known))}")
-        p = replace(p, **{k: (bool(v) if k == "unified_memory" else float(v)) for k, v in overrides.items()})
+        p = replace(p, **check_overrides(overrides))
     return p
 
 

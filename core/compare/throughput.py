@@ -25,6 +25,7 @@ from kerneldiff.core.analysis.flops import ATTENTION, GEMM, ModelWork, OpWork, m
 from kerneldiff.core.analysis.peaks import PeakTable, Peaks, default_table
 from kerneldiff.core.compare.work_result import (AttentionShape, GemmShape, KernelShare, ShapeSide, ThroughputRow,
                                                  ThroughputSide)
+from kerneldiff.core.numbers import TINY, finite, ratio
 
 TOP_KERNELS = 4
 _CACHE: dict[int, tuple[weakref.ref, ModelWork]] = {}
@@ -50,22 +51,24 @@ def work_of(model) -> ModelWork:
 
 
 def _pct(x: float | None, of: float | None) -> float | None:
-    return 100.0 * x / of if x is not None and of else None
+    r = ratio(x, of)
+    return finite(100.0 * r) if r is not None else None
 
 
 def _roof(flops: float, nbytes: float, seconds: float, p: Peaks | None, cls: str) -> dict[str, Any]:
     """Achieved rates of `flops` and `nbytes` done in `seconds`, against one GPU's peaks."""
-    if seconds <= 0:
+    if not seconds >= TINY:   # 0, or kernels of 1e-320 µs: every rate would be inf
         return {}
     pf = p.flops(cls) if p is not None else None
     bw = p.bandwidth() if p is not None else None
-    out: dict[str, Any] = {"tflops": flops / seconds / 1e12, "tbps": nbytes / seconds / 1e12,
-                           "pct_peak": _pct(flops / seconds, pf), "pct_peak_bw": _pct(nbytes / seconds, bw),
+    fps, bps = ratio(flops, seconds), ratio(nbytes, seconds)
+    out: dict[str, Any] = {"tflops": fps and fps / 1e12, "tbps": bps and bps / 1e12,
+                           "pct_peak": _pct(fps, pf), "pct_peak_bw": _pct(bps, bw),
                            "peak_tflops": pf / 1e12 if pf else None}
     if pf and bw and nbytes > 0:
         ideal_c, ideal_m = flops / pf, nbytes / bw
         out["bound"] = "compute" if ideal_c >= ideal_m else "memory"
-        out["pct_roofline"] = 100.0 * max(ideal_c, ideal_m) / seconds
+        out["pct_roofline"] = _pct(max(ideal_c, ideal_m), seconds)
     return out
 
 
@@ -100,7 +103,8 @@ class _Side:
         out = []
         for i in np.lexsort((uniq, -tot))[:TOP_KERNELS].tolist():
             s = stats[i]
-            tf = flops[i] / (s.total_us * 1e-6) / 1e12 if math[i] and s.total_us > 0 else None
+            fps = ratio(float(flops[i]), s.total_us * 1e-6) if math[i] else None
+            tf = fps / 1e12 if fps is not None else None
             out.append(KernelShare(self.m.strings[int(uniq[i])], tflops=tf,
                                    row=int(self.v.rows[pos[first[i]]]), **asdict(s)))
         return out
@@ -139,24 +143,24 @@ class _Side:
         fl, by = self.flops[carried], self.bytes[carried]
         out = ThroughputSide(time_us=float(d.sum()), covered_us=covered, kernels=int(len(pos)),
                              covered_kernels=int(len(carried)), flops=float(fl.sum()), bytes=float(by.sum()))
-        if covered <= 0:
-            return out
         sec = covered * 1e-6
-        out.tflops, out.tbps = out.flops / sec / 1e12, out.bytes / sec / 1e12
+        if not sec >= TINY:    # nothing covered, or kernels of 1e-320 µs: no rate exists
+            return out
+        out.tflops, out.tbps = finite(out.flops / sec / 1e12), finite(out.bytes / sec / 1e12)
         pk = self.peak[carried]
         bw = self.peaks.bandwidth() if self.peaks is not None else None
         known = np.isfinite(pk)
         if known.all() or not (fl[~known] > 0).any():
             ideal_c = float((fl[known] / pk[known]).sum())
-            out.pct_peak = 100.0 * ideal_c / sec
+            out.pct_peak = _pct(ideal_c, sec)
         else:
             ideal_c = None
         if bw:
             ideal_m = out.bytes / bw
-            out.pct_peak_bw = 100.0 * ideal_m / sec
+            out.pct_peak_bw = _pct(ideal_m, sec)
             if ideal_c is not None and (ideal_c > 0 or ideal_m > 0):
                 out.bound = "compute" if ideal_c >= ideal_m else "memory"
-                out.pct_roofline = 100.0 * max(ideal_c, ideal_m) / sec
+                out.pct_roofline = _pct(max(ideal_c, ideal_m), sec)
         return out
 
 
@@ -177,7 +181,7 @@ def _rows(sa: _Side, sb: _Side, kind: str, per_pass: bool) -> list:
         w2, side_b = B.get(key, (None, ShapeSide()))
         w = w or w2
         ta, tb = side_a.total_us / na, side_b.total_us / nb
-        common = dict(a=side_a, b=side_b, ratio=ta / tb if ta > 0 and tb > 0 else None, gap_us=ta - tb)
+        common = dict(a=side_a, b=side_b, ratio=ratio(ta, tb) if ta > 0 and tb > 0 else None, gap_us=ta - tb)
         if kind == GEMM:
             rows.append(GemmShape(op=w.op, m=w.get("m"), n=w.get("n"), k=w.get("k"), batch=w.get("batch"),
                                   dtype=w.dtype, flops=w.flops, bytes=w.bytes, **common))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kerneldiff.core.compare.result import Comparison
+from kerneldiff.core.numbers import finite
 from kerneldiff.core.report.work_tables import WORK_TABLES, work_table
 
 TABLES = ("operations", "layers", "pairs", "fusions", "same-kernels", "timeline", "warnings")
@@ -22,7 +23,9 @@ TABLES = tuple(t for t in TABLES if t != "warnings") + WORK_TABLES + ("warnings"
 
 
 def _r(x: float | None) -> float | str:
-    return "" if x is None else round(float(x), 4)
+    # missing and non-finite alike: an empty cell (null in a JSON table), never "inf" or "nan"
+    x = None if x is None else finite(float(x))
+    return "" if x is None else round(x, 4)
 
 
 def table(c: Comparison, name: str) -> tuple[list[str], list[list[Any]]]:

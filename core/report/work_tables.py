@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kerneldiff.core.analysis.peaks import FIGURES
+from kerneldiff.core.numbers import finite
 
 WORK_TABLES = ("gemm-shapes", "attention-shapes", "throughput", "peaks")
 
@@ -20,7 +21,7 @@ def _v(x: Any) -> Any:
     if x is None:
         return ""
     if isinstance(x, float):
-        return round(x, 4)
+        return "" if finite(x) is None else round(x, 4)
     return x
 
 

@@ -191,6 +191,9 @@ class SynthConfig:
         return replace(self, gpu=gpu)
 
 
+MAX_SYNTH_BYTES = 64 * 10**9   # far beyond any trace a profiler writes; bounds the generator's run
+
+
 def parse_size(text: str) -> int:
     """'1GB', '500MB', '2G', '1048576' -> bytes (decimal units; KiB/MiB/GiB binary)."""
     s = text.strip().upper().replace(" ", "")
@@ -206,8 +209,8 @@ def parse_size(text: str) -> int:
         value = float(num)
     except ValueError:
         raise ValueError(f"not a size: {text!r} (try 500MB or 2GB)") from None
-    if value < 0:
-        raise ValueError(f"size must be positive: {text!r}")
+    if not 0 <= value * units[u] <= MAX_SYNTH_BYTES:   # NaN fails both; inf and 1e400 the second
+        raise ValueError(f"size must be between 0 and {MAX_SYNTH_BYTES // 10**9} GB: {text!r}")
     return int(value * units[u])
 
 

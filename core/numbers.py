@@ -1,0 +1,107 @@
+"""Numbers that may reach a report: bounded user-given values, ratios that exist, strict JSON.
+
+Three rules every layer shares, so that no report prints `inf` or writes `NaN` into JSON:
+
+* `number()` reads a user-given value (a flag, a key of a TOML file) and refuses what is not finite
+  or lies outside its bounds; the caller names the flag or the file and key.
+* `ratio()` is a quotient that exists: a zero, subnormal or NaN denominator (durations of 1e-320 µs
+  in a hostile trace) or an overflowing result gives None, which every report shows as missing.
+* `json_ready()` makes any nested result strict JSON: a non-finite float that escaped the rules
+  above becomes null, and a lone surrogate (a file name that is not UTF-8) a visible escape.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any
+
+TINY = sys.float_info.min   # the smallest normal float: a denominator below it only makes overflow
+
+
+def _g(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
+
+
+def _bound_text(lo: float | None, hi: float | None, lo_excl: bool) -> str:
+    low = None if lo is None else (("positive" if lo == 0 else f"> {_g(lo)}") if lo_excl else f">= {_g(lo)}")
+    if hi is None:
+        return low or "a finite number"
+    if lo is None:
+        return f"<= {_g(hi)}"
+    if lo_excl:
+        return f"{low} and <= {_g(hi)}"
+    return f"between {_g(lo)} and {_g(hi)}"
+
+
+def number(value: Any, *, integer: bool = False, lo: float | None = None, hi: float | None = None,
+           lo_excl: bool = False) -> int | float:
+    """`value` (a string as typed, or a number read from a file) as a finite int or float in
+    [lo, hi] (`lo` itself refused when `lo_excl`). Raises ValueError saying what is wrong with it
+    (without naming it: the caller knows the flag or key)."""
+    kind = "an integer" if integer else "a number"
+    if isinstance(value, str):
+        try:
+            v: int | float = int(value.strip()) if integer else float(value.strip())
+        except ValueError:
+            raise ValueError(f"not {kind}: {value!r}") from None
+    elif isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and isinstance(value, float)):
+        raise ValueError(f"not {kind}: {value!r}")
+    else:
+        v = value
+    shown = value.strip() if isinstance(value, str) else repr(value)
+    if isinstance(v, float) and not math.isfinite(v):   # "inf", "nan" and "1e400" (read as inf)
+        within = "" if lo is None and hi is None else f" ({_bound_text(lo, hi, lo_excl)})"
+        raise ValueError(f"must be a finite number{within}, got {shown}")
+    if (lo is not None and (v <= lo if lo_excl else v < lo)) or (hi is not None and v > hi):
+        raise ValueError(f"must be {_bound_text(lo, hi, lo_excl)}, got {shown}")
+    return v
+
+
+def ratio(x: float | None, of: float | None) -> float | None:
+    """x / of, or None where the quotient means nothing: a missing value, a denominator that is 0,
+    subnormal or NaN (either sign allowed above that), or a result that is not finite."""
+    if x is None or of is None or not abs(of) >= TINY:
+        return None
+    r = x / of
+    return r if math.isfinite(r) else None
+
+
+def finite(x: float | None) -> float | None:
+    """x, or None when it is NaN or infinite."""
+    return x if x is None or math.isfinite(x) else None
+
+
+def safe_text(s: str) -> str:
+    """`s` as it can be encoded in UTF-8: lone surrogates (the undecodable bytes of a file name,
+    a `\\ud800` escape in a trace) written as the escape `\\udcff`, as the error lines write them."""
+    if s.isascii():
+        return s
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def json_ready(obj: Any) -> Any:
+    """A copy of nested dicts, lists and tuples fit for strict JSON: non-finite floats (numpy's
+    included) as None, strings made encodable (`safe_text`), keys too. Other values are left to the
+    writer (`default=str`)."""
+    if isinstance(obj, float):      # numpy.float64 is a float too
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, str):
+        return safe_text(obj)
+    if isinstance(obj, dict):
+        return {(safe_text(k) if isinstance(k, str) else k): json_ready(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_ready(v) for v in obj]
+    if hasattr(obj, "item") and hasattr(obj, "dtype"):   # other numpy scalars (float32, int64)
+        return json_ready(obj.item())
+    return obj
+
+
+def strict_json(obj: Any, indent: int | None = 1) -> str:
+    """`obj` as strict JSON text (`json_ready` first, then no NaN or Infinity allowed through)."""
+    return json.dumps(json_ready(obj), indent=indent, allow_nan=False, default=str)

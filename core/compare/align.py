@@ -85,10 +85,15 @@ def align(a_cats: list[str], a_names: list[str], b_cats: list[str], b_names: lis
                 row[j], T[i, j] = u, 1
             else:
                 row[j], T[i, j] = l, 2
+    return _trace_back(m, n, lambda i, j: T[i, j])
+
+
+def _trace_back(m: int, n: int, step) -> list[tuple[int | None, int | None]]:
+    """The pairs from (m, n) back to (0, 0); step(i, j) for i, j > 0: 0 diagonal, 1 up, 2 left."""
     pairs: list[tuple[int | None, int | None]] = []
     i, j = m, n
     while i > 0 or j > 0:
-        t = T[i, j] if i > 0 and j > 0 else (1 if j == 0 else 2)
+        t = step(i, j) if i > 0 and j > 0 else (1 if j == 0 else 2)
         if t == 0:
             pairs.append((i - 1, j - 1))
             i, j = i - 1, j - 1
@@ -170,18 +175,4 @@ def _banded(a_cats, a_names, b_cats, b_names, comps, ops_a, ops_b) -> list[tuple
             t[0] = 1
         T[offs[i]:offs[i + 1]] = t
         prev = row
-    pairs: list[tuple[int | None, int | None]] = []
-    i, j = m, n
-    while i > 0 or j > 0:
-        t = int(T[offs[i] + j - lo[i]]) if i > 0 and j > 0 else (1 if j == 0 else 2)
-        if t == 0:
-            pairs.append((i - 1, j - 1))
-            i, j = i - 1, j - 1
-        elif t == 1:
-            pairs.append((i - 1, None))
-            i -= 1
-        else:
-            pairs.append((None, j - 1))
-            j -= 1
-    pairs.reverse()
-    return pairs
+    return _trace_back(m, n, lambda i, j: int(T[offs[i] + j - lo[i]]))

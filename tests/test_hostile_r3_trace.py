@@ -207,3 +207,67 @@ def test_a_settings_file_that_is_not_one_is_refused_before_any_read(tmp_path, fl
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and str(path) in lines[0] and "Traceback" not in r.stderr, r.stderr
     assert "trace file" not in lines[0]
+
+
+def test_a_trace_with_empty_columns_is_cached(tmp_path, monkeypatch):
+    """A trace without Python stacks, CPU ops or layers was never cached: an empty column made the
+    checksum raise inside put(), which hid it."""
+    from kerneldiff.core.ingest import cache
+    from kerneldiff.core.ingest.loader import load
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    events = [{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": 7, "ts": 1.0 + i,
+               "dur": 0.5, "args": {"device": 0, "stream": 7}} for i in range(5)]   # a memcpy-only trace
+    p = tmp_path / "bare.json"
+    p.write_text(json.dumps({**hc.metadata(), "traceEvents": events}))
+    m = load(p, use_cache=False)
+    assert len(m.kernels) == 5 and len(m.python) == 0 and len(m.cpu_ops) == 0
+    assert cache.put("bare", m)
+    back = cache.get("bare")
+    assert back is not None and len(back.kernels) == 5 and len(back.python) == 0
+
+
+def test_a_symlink_repointed_during_a_load_does_not_poison_the_cache(tmp_path, monkeypatch):
+    """The key was taken from the link's first target and the file read through the link: a
+    link moved in between stored the second trace's numbers under the first one's key."""
+    import os
+
+    from kerneldiff.core.ingest import cache
+    from kerneldiff.core.ingest import loader
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    small, big = tmp_path / "run1.json", tmp_path / "run2.json"
+    small.write_text(json.dumps({**hc.metadata(), "traceEvents": hc.good_events(steps=1)}))
+    big.write_text(json.dumps({**hc.metadata(), "traceEvents": hc.good_events(steps=6)}))
+    link = tmp_path / "latest.json"
+    link.symlink_to(small)
+    real_key = cache.key_for
+    calls = []
+
+    def key_then_repoint(path, classifier):
+        k = real_key(path, classifier)
+        if not calls:                      # right after the first key: the link moves
+            os.remove(link)
+            link.symlink_to(big)
+        calls.append(k)
+        return k
+
+    monkeypatch.setattr(cache, "key_for", key_then_repoint)
+    loader.load(str(link), use_cache=True)
+    monkeypatch.setattr(cache, "key_for", real_key)
+    again = loader.load(str(small), use_cache=True)
+    assert len(again.kernels) == len(loader.load(str(small), use_cache=False).kernels) == 16
+
+
+def test_an_export_never_follows_a_planted_symlink(tmp_path):
+    """A dangling link at the export's name (someone else's, in a shared directory) was followed:
+    `exists()` called it absent and open() created the file it pointed at."""
+    from kerneldiff.tui.export import write_table
+
+    victim = tmp_path / "victim.txt"
+    (tmp_path / "kerneldiff-layers-all.csv").symlink_to(victim)          # dangling
+    (tmp_path / "kerneldiff-layers-all-2.csv").symlink_to(tmp_path)      # to a directory
+    p = write_table("layers-all", ["a"], [[1]], "csv", directory=tmp_path)
+    assert p.name == "kerneldiff-layers-all-3.csv" and not p.is_symlink()
+    assert p.read_text().splitlines() == ["a", "1"]
+    assert not victim.exists()

@@ -25,14 +25,19 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def _unique(path: Path) -> Path:
-    if not path.exists():
-        return path
+def _create(path: Path):
+    """A new file, opened for writing; the next free name (-2, -3, ...) when the name is taken.
+    O_EXCL and O_NOFOLLOW: a symlink planted in a shared directory (even a dangling one, which
+    `exists()` calls absent) is never followed, and no existing file is ever overwritten."""
     stem, suffix = path.stem, path.suffix
-    i = 2
-    while (path.parent / f"{stem}-{i}{suffix}").exists():
-        i += 1
-    return path.parent / f"{stem}-{i}{suffix}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    for i in range(1, 10_000):
+        candidate = path if i == 1 else path.parent / f"{stem}-{i}{suffix}"
+        try:
+            return candidate, os.open(candidate, flags, 0o644)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{path}: 10,000 exports of this table already there")
 
 
 def write_table(name: str, header: list[str], rows: list[list[Any]], fmt: str = "csv",
@@ -43,16 +48,15 @@ def write_table(name: str, header: list[str], rows: list[list[Any]], fmt: str = 
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "table"
     d = directory or export_dir()
     d.mkdir(parents=True, exist_ok=True)
-    path = _unique(d / f"kerneldiff-{safe}.{fmt}")
-    if fmt == "csv":
-        # backslashreplace: a file name that is not UTF-8 (in a column header) is written as its escape
-        with open(path, "w", newline="", encoding="utf-8", errors="backslashreplace") as f:
+    path, fd = _create(d / f"kerneldiff-{safe}.{fmt}")
+    # backslashreplace: a file name that is not UTF-8 (in a column header) is written as its escape
+    with open(fd, "w", newline="", encoding="utf-8", errors="backslashreplace") as f:
+        if fmt == "csv":
             w = csv.writer(f)  # QUOTE_MINIMAL quotes the commas inside template kernel names
             w.writerow(header)
             for r in rows:
                 w.writerow(["" if v is None else _plain(v) for v in r])
-    else:
-        records = [{h: _plain(v) for h, v in zip(header, r)} for r in rows]
-        path.write_text(json.dumps(records, indent=1, ensure_ascii=False) + "\n", encoding="utf-8",
-                        errors="backslashreplace")
+        else:
+            records = [{h: _plain(v) for h, v in zip(header, r)} for r in rows]
+            f.write(json.dumps(records, indent=1, ensure_ascii=False) + "\n")
     return path

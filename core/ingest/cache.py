@@ -242,7 +242,13 @@ def _write_array(f, arr: np.ndarray) -> dict[str, Any]:
     arr = np.ascontiguousarray(arr)
     offset = f.tell()
     np.lib.format.write_array(f, arr, allow_pickle=False)
-    return {"offset": offset, "length": f.tell() - offset, "crc": crc32(memoryview(arr).cast("B"))}
+    return {"offset": offset, "length": f.tell() - offset, "crc": _crc(arr)}
+
+
+def _crc(arr: np.ndarray) -> int:
+    # an empty column (a trace without Python stacks, CPU ops or layers) has a zero in its shape,
+    # which memoryview cannot cast: such traces were silently never cached
+    return crc32(memoryview(arr).cast("B")) if arr.size else crc32(b"")
 
 
 def _evict(d: Path, limit: int) -> None:
@@ -334,7 +340,7 @@ def _read_array(f, where: Any, size: int) -> np.ndarray:
     if dtype.hasobject or fortran or f.tell() - off + count * dtype.itemsize != length:
         raise _Corrupt("array header")
     arr = np.fromfile(f, dtype=dtype, count=count).reshape(shape)
-    if crc32(memoryview(arr).cast("B")) != crc:
+    if _crc(arr) != crc:
         raise _Corrupt("array checksum")
     return arr
 

@@ -110,6 +110,9 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
         shown[0] = max(shown[0], READ_SHARE * min(done, size) / size)
         report(shown[0], "reading", done, total)
 
+    # the file read is the one the key names: a symlink re-pointed mid-load must not make one
+    # trace's numbers stored under another's key
+    source = os.path.realpath(path)
     gc_was = gc.isenabled()
     gc.disable()  # millions of small allocations, no cycles: the collector would only slow us down
     try:
@@ -117,11 +120,11 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
         read = None
         if n > 1:
             try:
-                read = read_parallel(path, n, read_progress, slot_size(info), scan_worth(info))
+                read = read_parallel(source, n, read_progress, slot_size(info), scan_worth(info))
             except ParallelFallback:
                 read = None
         if read is None:
-            read = _read_sequential(path, read_progress, scan_worth(info))
+            read = _read_sequential(source, read_progress, scan_worth(info))
     finally:
         if gc_was:
             gc.enable()
@@ -141,7 +144,8 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
     if key is not None:
         from kerneldiff.core.ingest import cache
 
-        cache.put(key, model)
+        if cache.key_for(path, classifier) == key:   # unchanged while it was read (else not stored)
+            cache.put(key, model)
     report(1.0, "done", info.size, info.size)
     return model
 

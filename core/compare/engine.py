@@ -378,12 +378,32 @@ def _by_name(v: _View) -> dict[str, np.ndarray]:
     return {v.m.strings[int(v.name[g[0]])]: g for g in np.split(order, cuts)}
 
 
+def _grouped_stats(d: np.ndarray, groups: list[np.ndarray], side_total: float) -> list[Stats]:
+    """[stats_of(d[g], side_total) for g in groups], bit for bit, with one numpy call per distinct
+    group size instead of one per group: a trace of 100,000 distinct kernel names spent 15 s in
+    np.percentile, one name at a time."""
+    out: list[Stats] = [Stats()] * len(groups)
+    by_size: dict[int, list[int]] = {}
+    for i, g in enumerate(groups):
+        by_size.setdefault(len(g), []).append(i)
+    for n, idx in by_size.items():
+        if n == 0:
+            continue
+        mat = d[np.stack([groups[i] for i in idx], axis=1)]          # (n, groups of this size)
+        for i, st in zip(idx, _column_stats(mat)):
+            st.share = st.total_us / side_total if side_total > 0 else 0.0
+            out[i] = st
+    return out
+
+
 def _same_kernels(va: _View, vb: _View) -> list[SameKernel]:
     pa_all, pb_all = _by_name(va), _by_name(vb)
+    names = list(pa_all.keys() & pb_all.keys())
+    stats_a = _grouped_stats(va.dur, [pa_all[n] for n in names], va.total)
+    stats_b = _grouped_stats(vb.dur, [pb_all[n] for n in names], vb.total)
     out = []
-    for name in pa_all.keys() & pb_all.keys():
-        pa, pb = pa_all[name], pb_all[name]
-        sa, sb = stats_of(va.dur[pa], va.total), stats_of(vb.dur[pb], vb.total)
+    for name, sa, sb in zip(names, stats_a, stats_b):
+        pa = pa_all[name]
         out.append(SameKernel(name=name, category=va.groups[int(va.gcat[pa[0]])], a=sa, b=sb,
                               ratio=_ratio(sa.mean_us, sb.mean_us), gap_us=sa.total_us - sb.total_us))
     out.sort(key=lambda s: (-abs(s.gap_us), s.name))

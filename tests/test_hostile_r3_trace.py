@@ -271,3 +271,29 @@ def test_an_export_never_follows_a_planted_symlink(tmp_path):
     assert p.name == "kerneldiff-layers-all-3.csv" and not p.is_symlink()
     assert p.read_text().splitlines() == ["a", "1"]
     assert not victim.exists()
+
+
+def test_a_model_whose_names_would_make_a_huge_cache_header_is_not_cached(tmp_path, monkeypatch):
+    """Once empty columns could be cached, a million distinct 1 KB names went to the cache too:
+    encoding them as the entry's header ran out of memory (exit 2 instead of a loaded trace)."""
+    from kerneldiff.core.ingest import cache
+    from kerneldiff.core.ingest.loader import load
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(hc.good_doc()))
+    m = load(p, use_cache=False)
+    monkeypatch.setattr(cache, "MAX_NAME_CHARS", sum(map(len, m.strings.strings)) - 1)
+    assert not cache.put("big-names", m) and cache.get("big-names") is None
+    monkeypatch.setattr(cache, "MAX_NAME_CHARS", sum(map(len, m.strings.strings)))
+    assert cache.put("big-names", m) and cache.get("big-names") is not None
+
+
+def test_an_error_names_the_file_as_given_not_its_target(tmp_path, monkeypatch):
+    """The reader follows a symlink to the file its cache key names; the error still says the
+    name the user typed."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "real-broken.json").write_text('{"traceEvents": [}')
+    (tmp_path / "latest.json").symlink_to(tmp_path / "real-broken.json")
+    r = _cli("info", "latest.json")
+    assert r.returncode == 2 and r.stderr.startswith("kerneldiff: latest.json: "), r.stderr

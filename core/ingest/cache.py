@@ -48,6 +48,10 @@ FORMAT_VERSION = 1
 MAGIC, END = b"KDCACHE1", b"KDCEND01"
 TRAILER = struct.Struct("<QI8s")          # header length, header CRC32, END
 DEFAULT_MAX = 4 * 10**9
+# The names go into the entry's JSON header, written and read whole: a trace of a million distinct
+# 1 KB names would cost gigabytes to encode (and decode on every reopen). Reading such a trace
+# again is cheaper than that; it is not cached. Real traces hold a few MB of names.
+MAX_NAME_CHARS = 128 << 20
 FINGERPRINT_EDGE = 64 * 1024      # head and tail bytes hashed into the key
 FINGERPRINT_BLOCK = 4 * 1024      # ... and this many bytes at each of the samples between
 FINGERPRINT_SAMPLES = 16
@@ -198,6 +202,8 @@ def put(key: str, model: TraceModel) -> bool:
     limit = max_bytes()
     if limit <= 0:
         return False
+    if sum(map(len, model.strings.strings)) > MAX_NAME_CHARS:
+        return False
     extra = {}
     for name in _MODEL_FIELDS - _ARRAY_FIELDS:
         extra[name] = _jsonable(getattr(model, name))
@@ -226,7 +232,7 @@ def put(key: str, model: TraceModel) -> bool:
             f.write(TRAILER.pack(len(blob), crc32(blob), END))
         os.replace(tmp, entry_path(key))
         tmp = None
-    except (OSError, TypeError, ValueError):
+    except (OSError, TypeError, ValueError, MemoryError):
         return False
     finally:
         if tmp is not None:

@@ -125,6 +125,10 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
                 read = None
         if read is None:
             read = _read_sequential(source, read_progress, scan_worth(info))
+    except TraceError as e:
+        if e.path != source or source == path:
+            raise
+        raise TraceError(path, e.problem) from None   # errors name the file as the user gave it
     finally:
         if gc_was:
             gc.enable()

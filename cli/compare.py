@@ -191,15 +191,15 @@ def _table_base(base: Path) -> None:
     A path that exists and is not a regular file (/dev/full, a FIFO, a directory) would put those
     files beside it, in /dev or next to the directory: refused."""
     import os
-    import stat
+
+    from kerneldiff.core.fileio import kind_of
 
     try:
         st = os.stat(base)
     except OSError:
         return            # a new file: its tables go beside it (an unwritable place fails on write)
-    if not stat.S_ISREG(st.st_mode):
-        kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a character device" if stat.S_ISCHR(st.st_mode)
-                else "a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else "not a regular file")
+    kind = kind_of(st.st_mode)
+    if kind is not None:
         raise TraceError(str(base), f"is {kind}: -o with one CSV file per table names their common stem "
                                     f"(-o out.csv writes out.operations.csv, ...); give a file name, or --table NAME")
 

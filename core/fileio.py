@@ -16,20 +16,30 @@ from typing import BinaryIO
 from kerneldiff.core.errors import TraceError, file_error as open_error
 
 _KINDS = (
-    (stat.S_ISDIR, "is a directory"),
-    (stat.S_ISFIFO, "is a FIFO (named pipe)"),
-    (stat.S_ISCHR, "is a character device"),
-    (stat.S_ISBLK, "is a block device"),
-    (stat.S_ISSOCK, "is a socket"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
 )
+
+
+def kind_of(mode: int) -> str | None:
+    """What a file of this mode is when it is not a regular file ("a directory", ...); None for one."""
+    for test, kind in _KINDS:
+        if test(mode):
+            return kind
+    return None if stat.S_ISREG(mode) else "not a regular file"
 
 
 def _not_regular(mode: int, what: str = "trace file") -> str | None:
     """Why a file of this mode cannot be read as `what`, or None for a regular file."""
-    for test, kind in _KINDS:
-        if test(mode):
-            return f"{kind}, not a {what}" + (": save it to a file first" if test is stat.S_ISFIFO else "")
-    return None if stat.S_ISREG(mode) else "is not a regular file"
+    kind = kind_of(mode)
+    if kind is None:
+        return None
+    if kind == "not a regular file":
+        return "is not a regular file"
+    return f"is {kind}, not a {what}" + (": save it to a file first" if stat.S_ISFIFO(mode) else "")
 
 
 def stat_regular(path: str, what: str = "trace file") -> os.stat_result:

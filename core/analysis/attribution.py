@@ -200,9 +200,10 @@ def quality_warnings(model: TraceModel, classifier) -> None:
         w.append(f"{shared[0]:,} kernels share {shared[1]:,} single-kernel launch call(s) (one correlation id for "
                  "several kernels, outside any graph launch): their launching operators, and what is read from "
                  "them, are not to be trusted")
-    step = float(np.spacing(np.abs(k.ts).max()))
+    reach = float(np.abs(k.ts).max())
+    step = float(np.spacing(reach))
     if step > TS_RESOLUTION:
-        w.append(f"timestamps reach {float(np.abs(k.ts).max()):.3g} µs, where a 64-bit float resolves only {step:g} µs: "
+        w.append(f"timestamps reach {reach:.3g} µs, where a 64-bit float resolves only {step:g} µs: "
                  "busy and idle time, gaps and the timeline are rounded to that (each duration is exact)")
     over = _stream_overlap(k)
     if total > 0 and over / total > OVERLAP_SHARE:

@@ -336,9 +336,14 @@ class _Registry:
     groups: dict[str, tuple[str, ...]]
 
 
+def _compiler(user: bool):
+    """A user's patterns compile for RE2 (linear time whatever they are); the shipped ones for re."""
+    return compile_linear if user else re.compile
+
+
 def _check_regex(rx: str, flags: int, where: str, path: str, user: bool) -> None:
     try:
-        (compile_linear if user else re.compile)(rx, flags)
+        _compiler(user)(rx, flags)
     except re.error as e:
         raise TraceError(path, f"{where}: bad regex {rx!r}: {e}") from None
     except UnsafeRegex as e:
@@ -589,8 +594,7 @@ def _compile(rule: Rule) -> tuple[Rule, tuple[str, ...], tuple[re.Pattern, ...]]
         if re.escape(rx) == rx:                       # no metacharacters: a plain substring
             literals.append(rx.lower())
         else:
-            compile_ = compile_linear if rule.user else re.compile
-            regexes.append(compile_(rx, re.S | (re.I if rx != rx.lower() else 0)))
+            regexes.append(_compiler(rule.user)(rx, re.S | (re.I if rx != rx.lower() else 0)))
     return rule, tuple(literals), tuple(regexes)
 
 
@@ -637,7 +641,7 @@ class Classifier:
         self._compiled = [_compile(r) for r in rules]
         self._matcher = FirstRule([(lits, rxs) for _, lits, rxs in self._compiled])
         self._generic = {r.id for r in rules if r.generic}
-        self._op_compiled = [(r, frozenset(r.ops), tuple((compile_linear if r.user else re.compile)(x) for x in r.regex))
+        self._op_compiled = [(r, frozenset(r.ops), tuple(_compiler(r.user)(x) for x in r.regex))
                              for r in self.op_rules]
         self._inductor_compiled = [self._compile_inductor(r, source) for r in self.inductor_rules]
         # every op an Inductor rule or group names helps split kernel names (see parse_inductor)

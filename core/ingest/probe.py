@@ -96,6 +96,13 @@ DEVICE_INTS = frozenset(("id", "computeMajor", "computeMinor", "numSms", "warpSi
 _INT64 = 2**63
 
 
+def _count(v: Any) -> int | None:
+    """A non-negative 64-bit integer (an integral float such as 9.0 counts), else None."""
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < _INT64 else None
+
+
 def clean_device(dev: dict) -> dict[str, Any]:
     """A device's properties with the values no reader can use dropped: lists, objects, numbers
     that are not finite or beyond 64 bits, and known integer fields given as anything but a
@@ -106,9 +113,8 @@ def clean_device(dev: dict) -> dict[str, Any]:
         if not isinstance(k, str) or isinstance(v, (dict, list)):
             continue
         if k in DEVICE_INTS:
-            if isinstance(v, float) and v.is_integer():
-                v = int(v)
-            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < _INT64:
+            v = _count(v)
+            if v is None:
                 continue
         elif k == "name" and not isinstance(v, str):
             continue
@@ -124,10 +130,8 @@ def clean_distributed(dist: dict) -> dict[str, Any]:
     """rank, world_size (non-negative 64-bit integers) and backend (text) where they are usable."""
     out: dict[str, Any] = {}
     for k in ("rank", "world_size"):
-        v = dist.get(k)
-        if isinstance(v, float) and v.is_integer():
-            v = int(v)
-        if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < _INT64:
+        v = _count(dist.get(k))
+        if v is not None:
             out[k] = v
     if isinstance(dist.get("backend"), str):
         out["backend"] = dist["backend"]

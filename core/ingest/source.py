@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from kerneldiff.core.errors import TraceError
-from kerneldiff.core.ingest.files import bare_member, open_regular
+from kerneldiff.core.ingest.files import GZIP_MAGIC, bare_member, open_regular
 from kerneldiff.core.ingest import scan
 from kerneldiff.core.ingest.columns import Columns
 from kerneldiff.core.ingest import cut as cutting   # SLICE, WINDOW, MAX_EVENT read at call time (tests shrink them)
@@ -67,7 +67,7 @@ def inflate_prefix(path: str, limit: int) -> bytes:
                 if d is None:   # between members: another one, or trailing bytes (ignored)
                     if len(raw) < 2:
                         raw += f.read(64 * 1024)
-                    if not raw.startswith(b"\x1f\x8b"):
+                    if not raw.startswith(GZIP_MAGIC):
                         break
                     d = zlib.decompressobj(wbits=31)
                 out += d.decompress(raw, limit - len(out))
@@ -119,10 +119,10 @@ class _Inflater:
                     break
                 while raw and not self._stop:
                     if d is None:  # a member starts: the first, or another
-                        if members and not raw.startswith(b"\x1f\x8b"):
+                        if members and not raw.startswith(GZIP_MAGIC):
                             trailing = True  # bytes after the last member: ignored
                             break
-                        if raw.startswith(b"\x1f\x8b"):
+                        if raw.startswith(GZIP_MAGIC):
                             raw = bare_member(raw, self._read)
                         d = _zlib.decompressobj(wbits=31)
                         members += 1
@@ -180,7 +180,7 @@ class Source:
         self.path = path
         self._f, st = open_regular(path, buffering=0)   # a FIFO or a device is refused, never read
         self.size = st.st_size
-        self.compressed = self._f.read(2) == b"\x1f\x8b"
+        self.compressed = self._f.read(2) == GZIP_MAGIC
         self._f.seek(0)
         self._inflater = _Inflater(path, self._f) if self.compressed else None
         self._read = 0

@@ -22,7 +22,7 @@ _M = (1 << 64) - 1
 
 
 def scan_hash(b: bytes) -> int:
-    """The compiled scanner's name hash (scan_kernel._hash) in plain Python: FNV-1a over 8-byte
+    """The compiled scanner's name hash (_fastscan.c: hash_bytes) in plain Python: FNV-1a over 8-byte
     little-endian words, then the last bytes, mixed with the length."""
     h, prime, i = 0xCBF29CE484222325, 0x100000001B3, 0
     while i + 8 <= len(b):

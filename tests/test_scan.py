@@ -26,7 +26,7 @@ from kerneldiff.core.ingest.source import EventReader
 from hostile_corpus import build
 from scan_diff import differences, read_columns
 
-pytestmark = pytest.mark.skipif(not scan.available(), reason="numba not installed")
+pytestmark = pytest.mark.skipif(not scan.available(), reason="the compiled scanner was not built")
 
 
 @pytest.fixture

@@ -123,6 +123,7 @@ def _sources() -> list[Path]:
     files = [core / name for name in _SOURCE_MODULES]
     for pkg in _SOURCE_PACKAGES:
         files += sorted((core / pkg).glob("*.py"))
+    files += sorted((core / "ingest").glob("_fastscan*.so"))   # the compiled scanner, where built
     return files
 
 

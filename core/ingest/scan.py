@@ -1,9 +1,9 @@
 """Compiled fast path of the reader: Kineto event bytes -> column values, no Python objects.
 
-`scan` walks the `traceEvents` array byte by byte (numba, GIL released) and writes, for each
-complete event of a category kerneldiff reads, its group code, ts, dur, name (hash and byte
-range) and the eight integer fields, straight into numpy arrays. Decoding to msgspec structs
-and then reading them field by field cost ~2.5 s + ~3 s per GB; this walk costs ~1.5 s.
+`scan` walks the `traceEvents` array byte by byte (C, `_fastscan.c`, GIL released) and writes,
+for each complete event of a category kerneldiff reads, its group code, ts, dur, name (hash and
+byte range) and the eight integer fields, straight into numpy arrays. Decoding to msgspec
+structs and then reading them field by field cost ~2.5 s + ~3 s per GB; this walk ~1 s.
 
 It only accepts what it can read exactly as the msgspec path would: strict JSON, valid UTF-8,
 numbers in the usual forms. At anything else (a missing or unknown "ph", a bool where a number
@@ -13,8 +13,8 @@ hands the next slice to the msgspec reader, which has all the rules for odd inpu
 with more digits than a double holds exactly are not guessed: their byte ranges are returned
 and parsed by Python's float(). A differential test holds the two paths to identical columns.
 
-Without numba (or with KERNELDIFF_NO_JIT=1) `available()` is False and the reader uses msgspec
-alone.
+Where the extension was not built (no C compiler at install) or with KERNELDIFF_NO_SCANNER=1,
+`available()` is False and the reader uses msgspec alone.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def _verified_groups(buf, hashes: np.ndarray, starts: np.ndarray, lens: np.ndarr
     inverse = inverse.reshape(-1)
     if not len(uniq):
         return first, inverse
-    if _load()._first_mismatch(buf, starts, lens, first[inverse]) < 0:
+    if _load().first_mismatch(buf, starts, lens, first[inverse]) < 0:
         return first, inverse
     groups: dict = {}
     inverse = np.empty(len(starts), np.int64)
@@ -146,7 +146,7 @@ class NameCache:
         ids = np.where(known, self.entry[pos], -1)
         if known.any():
             arena = np.frombuffer(self.arena, np.uint8)
-            _load()._confirm(buf, starts, lens, arena, self.offs, self.lens, ids)
+            _load().confirm(buf, starts, lens, arena, self.offs, self.lens, ids)
             del arena   # the arena may grow again
         return ids, known
 
@@ -238,16 +238,16 @@ _kernel = None
 
 
 def _load():
-    """The compiled kernel module, imported on first use (numba takes ~0.25 s to import);
-    False without numba or with KERNELDIFF_NO_JIT set."""
+    """The compiled scanner module (`_fastscan`, imported on first use); False where it was not
+    built or with KERNELDIFF_NO_SCANNER set."""
     global _kernel
     if _kernel is None:
         try:
-            if os.environ.get("KERNELDIFF_NO_JIT"):
+            if os.environ.get("KERNELDIFF_NO_SCANNER"):
                 raise ImportError
-            from kerneldiff.core.ingest import scan_kernel
-            _kernel = scan_kernel
-        except ImportError:  # pragma: no cover - numba is a dependency; the reader works without
+            from kerneldiff.core.ingest import _fastscan
+            _kernel = _fastscan
+        except ImportError:  # the extension is optional (setup.py): the reader works without
             _kernel = False
     return _kernel
 
@@ -256,17 +256,9 @@ def available() -> bool:
     return bool(_load())
 
 
-def warm() -> None:
-    """Compile (first run after install, ~7 s) or load (~0.25 s) the scanner now, not in the
-    middle of the first big load."""
-    if available():
-        out = Out(16)
-        scan(np.frombuffer(bytearray(b'{"ph":"X"}'), np.uint8), 0, 10, out, tables({"kernel": 1}))
-
-
 def scan(buf: np.ndarray, pos: int, limit: int, out: Out, tables) -> None:
     """Scan events from buf[pos] (an event's '{', or blanks before it) while they start before
     `limit`; an event may run past `limit` up to len(buf). Results in `out` (see Out.state)."""
     blob, ends, codes, phase = tables
-    _load()._scan(buf, pos, limit, blob, ends, codes, phase, out.code, out.floats, out.ints, out.nhash,
-          out.nstart, out.nlen, out.nesc, out.fix, out.shape, out.shash, out.state)
+    _load().scan(buf, pos, limit, blob, ends, codes, phase, out.code, out.floats, out.ints, out.nhash,
+                 out.nstart, out.nlen, out.nesc, out.fix, out.shape, out.shash, out.state)

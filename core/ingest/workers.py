@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from kerneldiff.core.ingest.probe import TraceInfo
-from kerneldiff.core.ingest import scan
 from kerneldiff.core.ingest.columns import Columns
 from kerneldiff.core.ingest.cut import RUN, decode_run
 from kerneldiff.core.ingest.source import EventReader
@@ -32,8 +31,6 @@ Progress = Callable[[float, str, int, int], Any]
 # ~10x smaller than the JSON inside, hence their lower threshold.
 PARALLEL_MIN_PLAIN = 64 * 1024 * 1024
 PARALLEL_MIN_GZIP = 8 * 1024 * 1024
-SCAN_MIN_PLAIN = 256 * 1024 * 1024   # from here on the compiled scanner reads (see scan_worth)
-SCAN_MIN_GZIP = 32 * 1024 * 1024
 SLOTS_PER_WORKER = 2
 SLOT = RUN + 2                       # '[' + a run of events + ']' (the largest slot)
 MIN_RUN = 2 * 1024 * 1024            # smaller runs: a file is cut in ~16, so both workers start
@@ -79,10 +76,9 @@ def _big(info: TraceInfo) -> bool:
 
 
 def scan_worth(info: TraceInfo) -> bool:
-    """Worth the compiled scanner: loading it costs a process ~0.35 s (numba's import and its
-    cache; ~8 s to compile once per install), it saves ~1.9 s of CPU per GB: a 100 MB trace
-    measured 0.74 s with it and 0.44 s without."""
-    return info.size >= (SCAN_MIN_GZIP if info.compressed else SCAN_MIN_PLAIN)
+    """Worth the compiled scanner: always, where it was built (it costs ~1 ms to import; the
+    reader hands it the bulk of each slice and lets msgspec read what it leaves)."""
+    return True
 
 
 class _Budget:
@@ -157,15 +153,16 @@ def _unpack(layout, buf, base: int) -> dict[str, dict[str, np.ndarray]]:
 def prepare() -> None:
     """Start the worker machinery ahead of the first big load. A UI, whose threads make fork
     unsafe, calls this at startup (from a background thread: it blocks until the fork server
-    has imported the reader, ~0.3 s); otherwise its first big load pays that. The fork server's
-    first child loads the compiled scanner, which compiles it the first time after install
-    (~8 s) in that process rather than in the first big load. The server itself does not keep
-    it: workers forked from a server holding numba made a pair of 100 MB loads 0.35 s slower."""
+    has imported the reader, ~0.3 s); otherwise its first big load pays that."""
     ctx = _mp_context()
     if ctx.get_start_method() == "forkserver":
-        p = ctx.Process(target=scan.warm, daemon=True)
+        p = ctx.Process(target=_started, daemon=True)
         p.start()
         p.join()
+
+
+def _started() -> None:
+    """The first child of the fork server: starting it is what starts the server."""
 
 
 def _worker_main(shm_name: str, slot_size: int, cmd, res, parent: int, inherited: list, fast: bool = True) -> None:

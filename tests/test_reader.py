@@ -4,6 +4,7 @@ layout; failures fall back to one process; cancellation leaves no processes behi
 from __future__ import annotations
 
 import json
+import os
 import multiprocessing as mp
 import threading
 
@@ -240,3 +241,54 @@ def test_byte_order_mark_and_blank_stretches_are_fine(tmp_path, classifier):
     p.write_bytes(b"\xef\xbb\xbf" + body)
     m = load(p, classifier=classifier)
     assert len(m.kernels) == 50 and m.dropped_events == 0
+
+
+def test_plain_runs_are_read_by_the_workers_themselves(tmp_path, classifier, small_runs, sequential_calls, monkeypatch):
+    """A plain file is not copied run by run into shared memory: each worker maps the file and
+    decodes its runs where they lie (the copy path is disabled here), and the model is the same."""
+    from kerneldiff.core.ingest.source import EventReader
+
+    p = write_trace(tmp_path / "t.json", json.dumps(nasty_doc(), indent=1).encode())
+    expected = load(p, classifier=classifier, workers=1)
+
+    def no_copy(self, dst):
+        raise AssertionError("a plain file's run was copied by the parent")
+
+    monkeypatch.setattr(EventReader, "fill_run", no_copy)
+    assert_same(expected, load(p, classifier=classifier, workers=2))
+    assert sequential_calls == [1]
+
+
+def test_a_byte_order_mark_keeps_runs_in_shared_memory(tmp_path, classifier, small_runs, sequential_calls):
+    """Offsets after a BOM are not the file's: such a file is copied run by run, same model."""
+    body = json.dumps(nasty_doc()).encode()
+    p = write_trace(tmp_path / "bom.json", b"\xef\xbb\xbf" + body)
+    plain = write_trace(tmp_path / "plain.json", body)
+    assert_same(load(plain, classifier=classifier, workers=1), load(p, classifier=classifier, workers=2))
+    assert sequential_calls == [1]
+
+
+def test_a_file_replaced_during_the_load_is_not_mixed_in(tmp_path, classifier, small_runs, monkeypatch):
+    """The workers open the file by name: one that is no longer the file the load opened (same
+    path, other inode) is refused and the load is done again in one process: the model is the
+    whole of one file, never runs of two."""
+    from kerneldiff.core.ingest.source import EventReader
+
+    p = write_trace(tmp_path / "t.json", json.dumps(nasty_doc()).encode())
+    other = write_trace(tmp_path / "other.json", json.dumps(nasty_doc(900)).encode())
+    expected = load(p, classifier=classifier, workers=1)
+    original = EventReader.mappable
+
+    def swap_after_open(self):
+        found = original(self)
+        os.replace(other, p)   # the reader keeps its descriptor; the name now points elsewhere
+        return found
+
+    monkeypatch.setattr(EventReader, "mappable", swap_after_open)
+    calls = []
+    seq = loader._read_sequential
+    monkeypatch.setattr(loader, "_read_sequential", lambda *a: calls.append(1) or seq(*a))
+    got = load(p, classifier=classifier, workers=2)
+    assert calls == [1]
+    assert len(expected.kernels) == 1500
+    assert_same(load(p, classifier=classifier, workers=1), got)   # the file now at that path, whole

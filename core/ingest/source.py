@@ -206,10 +206,33 @@ class Source:
         self._read += got
         return got
 
+    def fileno(self) -> int:
+        return self._f.fileno()
+
+    def mark(self, offset: int) -> None:
+        """Progress when runs are read by other processes (`EventReader.next_span`)."""
+        self._read = offset
+
     def close(self) -> None:
         if self._inflater is not None:
             self._inflater.close()
         self._f.close()
+
+
+def _pread_all(fd: int, n: int, offset: int, reader) -> bytes:
+    """n bytes at offset (fewer only at the end of a file that shrank: then the worker's check
+    of the file's identity or the tail's decoding reports it)."""
+    parts, got = [], 0
+    try:
+        while got < n:
+            b = os.pread(fd, n - got, offset + got)
+            if not b:
+                break
+            parts.append(b)
+            got += len(b)
+    except OSError as e:
+        raise reader._fail(f"cannot read: {e.strerror or e}") from None
+    return b"".join(parts)
 
 
 class _Buffer:
@@ -457,6 +480,46 @@ class EventReader:
         self._carry = bytes(dst[m.start(1):n]) + rest
         self._tail_base += m.start(1) - 1
         return m.start() + 1
+
+    def mappable(self) -> tuple[str, tuple] | None:
+        """(path, identity) when runs can be handed out as file offsets (`next_span`): a plain
+        file without a byte-order mark (the reader's offsets are then the file's). None for
+        gzip, where runs must be inflated here (`fill_run`)."""
+        if self.src.compressed or self.src.size < 3 or os.pread(self.src.fileno(), 3, 0) == b"\xef\xbb\xbf":
+            return None
+        st = os.fstat(self.src.fileno())
+        return self.path, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def next_span(self, size: int) -> tuple[int, int] | int | None:
+        """The next run of whole events of a plain file as offsets (its first event's '{', the
+        index just after its last '}'), about `size` bytes, for a worker that maps the file:
+        only a window at the run's end is read here, to cut it at a boundary candidate (the
+        worker proves it, as with `fill_run`). None when what is left is the tail (decoded here
+        by `finish_batches`); -1 when no boundary is found (an event bigger than a run)."""
+        if self.top is None:
+            self.open_events()
+            self._buf.close()
+            self._buf = None
+            self._span_at = self.events_offset
+        fd, at = self.src.fileno(), self._span_at
+        if self.src.size - at <= size:
+            self._tail = _pread_all(fd, self.src.size - at, at, self)
+            self._tail_base = at
+            self.src.mark(self.src.size)
+            return None
+        m, base = None, at + size - cutting.WINDOW
+        for pattern, lo in ((_STRONG_BOUNDARY, base), (_STRONG_BOUNDARY, at), (_BOUNDARY, at)):
+            data = _pread_all(fd, at + size - lo, lo, self)
+            for m_ in pattern.finditer(data):
+                m = m_
+            if m is not None:
+                base = lo
+                break
+        if m is None:
+            return -1
+        self._span_at = base + m.start(1)
+        self.src.mark(self._span_at)
+        return at, base + m.start() + 1
 
     def finish_batches(self) -> Iterator[list]:
         yield from self._finish(self._tail, self._tail_base)

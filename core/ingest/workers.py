@@ -165,15 +165,49 @@ def _started() -> None:
     """The first child of the fork server: starting it is what starts the server."""
 
 
+class _Mapped:
+    """A worker's private map of a plain trace file (runs are decoded where they lie, nothing
+    is copied by the parent). Opened by path, so it is checked to be the very file the parent
+    has open (device, inode, size, mtime); private and writable because decoding patches the
+    bytes around a run, which must never reach the file."""
+
+    def __init__(self, path: str, ident: tuple) -> None:
+        import mmap
+
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)   # a FIFO put there must not block
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != ident:
+                raise ValueError("the file changed during the load")
+            self.mm = mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        finally:
+            os.close(fd)
+        self.key = (path, ident)
+
+    def release(self, start: int, end: int) -> None:
+        """Drop the pages of a decoded run (and the private copies of the patched ones): the
+        worker's memory stays one run, not the file."""
+        import mmap
+
+        lo = start - start % mmap.PAGESIZE
+        try:
+            self.mm.madvise(mmap.MADV_DONTNEED, lo, min(end + 2, len(self.mm)) - lo)
+        except (AttributeError, OSError, ValueError):
+            pass
+
+
 def _worker_main(shm_name: str, slot_size: int, cmd, res, parent: int, inherited: list, fast: bool = True) -> None:
-    """Decode runs of events placed in shared memory. After each run, send its columns (and
-    the names first seen in it), so the transfer overlaps with decoding; then the counters."""
+    """Decode runs of events, placed in shared memory by the parent or, for plain files, read
+    straight from the worker's own map of the file (see _Mapped). After each run, send its
+    columns (and the names first seen in it), so the transfer overlaps with decoding; then the
+    counters."""
     for conn in inherited:  # a forked worker holds copies of the parent's pipe ends: drop them,
         conn.close()        # or it would never see the parent go away
     gc.disable()
     shm = shared_memory.SharedMemory(name=shm_name)
     col = Columns()
     sent = 0
+    mapped: _Mapped | None = None
     try:
         while True:
             while not cmd.poll(1.0):
@@ -182,17 +216,25 @@ def _worker_main(shm_name: str, slot_size: int, cmd, res, parent: int, inherited
             msg = cmd.recv()
             if msg is None:
                 break
-            slot, end, idx = msg
+            slot, run, idx = msg
             base = slot * slot_size
-            buf = shm.buf
             try:
-                for events in decode_run(buf, base, base + end, fast=fast):
+                if type(run) is int:   # '[' + events in the slot, ']' at index `run`
+                    src, lo, hi = shm.buf, base, base + run
+                else:                  # (path, identity, first event, end of the last)
+                    path, ident, first, end = run
+                    if mapped is None or mapped.key != (path, ident):
+                        mapped = _Mapped(path, ident)
+                    src, lo, hi = mapped.mm, first - 1, end
+                for events in decode_run(src, lo, hi, fast=fast):
                     col.add(events)
                     del events
-            except ValueError:
+                if src is not shm.buf:
+                    mapped.release(lo, hi)
+            except (ValueError, OSError):
                 res.send(("bad", idx))
                 continue
-            res.send(("done", (slot, idx, _pack(col.arrays(), buf, base, slot_size), col.strings[sent:])))
+            res.send(("done", (slot, idx, _pack(col.arrays(), shm.buf, base, slot_size), col.strings[sent:])))
             sent = len(col.strings)
         res.send(("result", (col.events, col.dropped, col.negative_dur, col.non_integer_ids, col.cut_names)))
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
@@ -203,6 +245,11 @@ def _worker_main(shm_name: str, slot_size: int, cmd, res, parent: int, inherited
         except (OSError, ValueError):
             pass
     finally:
+        if mapped is not None:
+            try:
+                mapped.mm.close()
+            except BufferError:
+                pass
         shm.close()
 
 
@@ -372,9 +419,7 @@ def _read_with_workers(path: str, n: int, progress: Callable[[int, int], None], 
     reader = None
     finished = False
     try:
-        # the workers load the scanner while this process reads; here it would cost ~0.35 s
-        # for the short tail
-        reader = EventReader(path, fast=False)
+        reader = EventReader(path, fast=fast)
         local = Columns()            # the tail of the file, decoded here
         local_runs: list[tuple[int, dict]] = []
         idx = 0
@@ -383,20 +428,25 @@ def _read_with_workers(path: str, n: int, progress: Callable[[int, int], None], 
             progress(reader.src.consumed, reader.src.size)
             pool.poll(0.05)
 
+        mapped = reader.mappable()   # plain file: workers map it, this process copies nothing
         while True:
             w, slot = pool.take_slot(wait)
-            base = slot * pool.slot
-            view = pool.shms[w].buf[base:base + pool.slot]
-            try:
-                end = reader.fill_run(view)
-            finally:
-                view.release()
-            if end is None:
+            if mapped is not None:
+                span = reader.next_span(pool.slot - 2)
+                run = None if span is None else span if type(span) is int else (*mapped, *span)
+            else:
+                base = slot * pool.slot
+                view = pool.shms[w].buf[base:base + pool.slot]
+                try:
+                    run = reader.fill_run(view)
+                finally:
+                    view.release()
+            if run is None:
                 pool.free[w].append(slot)
                 break
-            if end < 0:
+            if type(run) is int and run < 0:
                 raise ParallelFallback("an event is bigger than a run")
-            pool.cmds[w].send((slot, end, idx))
+            pool.cmds[w].send((slot, run, idx))
             idx += 1
             progress(reader.src.consumed, reader.src.size)
             pool.poll(0)

@@ -539,3 +539,18 @@ def test_runtime_names(name, launch, sync):
     from kerneldiff.core.analysis.timeline import LAUNCH_RE, SYNC_RE
 
     assert bool(LAUNCH_RE.search(name)) == launch and bool(SYNC_RE.search(name)) == sync
+
+
+def test_no_share_of_a_gap_that_is_about_zero(tmp_path, classifier):
+    """Equal idle time on both sides (same gaps, one pass slower in its kernels only): the idle
+    gap is ~0, so 'launch-bound share of the idle gap' has no meaning and is None, not a huge
+    number; the idle share of a real wall gap is still given."""
+    a = load(_steps_trace(tmp_path / "a.json", 2, 100.0), classifier=classifier, use_cache=False)
+    b = load(_steps_trace(tmp_path / "b.json", 2, 100.0), classifier=classifier, use_cache=False)
+    c = compare(a, b, classifier=classifier)
+    assert abs(c.wall.idle_gap_us) < 0.01 * max(c.wall.a_wall_us, c.wall.b_wall_us)
+    assert c.wall.launch_bound_share is None and c.wall.idle_share is None
+    far = load(_steps_trace(tmp_path / "far.json", 2, 300.0), classifier=classifier, use_cache=False)
+    d = compare(far, b, classifier=classifier)
+    assert d.wall.idle_share == pytest.approx(d.wall.idle_gap_us / d.wall.wall_gap_us)
+    assert d.wall.launch_bound_share == pytest.approx(d.wall.launch_bound_gap_us / d.wall.idle_gap_us)

@@ -410,12 +410,21 @@ def _same_kernels(va: _View, vb: _View) -> list[SameKernel]:
     return out
 
 
+SHARE_FLOOR = 0.01   # of the longer wall time: gaps below it are not divided by (see _wall)
+
+
 def _wall(ta: Timeline, tb: Timeline, va: _View, vb: _View, per_pass: bool, kernel_ratio: float | None) -> WallClock:
     """The headline's wall-clock line, on the comparison's basis (one average pass when per_pass)."""
     na, nb = (va.passes, vb.passes) if per_pass else (1, 1)
     wa, wb = ta.whole, tb.whole
 
-    share = ratio   # None when the gap it divides is 0 (or too small to divide by)
+    # A share says how much of one gap another explains; it is None when the gap divided is
+    # under 1% of the longer wall time (both sides about equal there: a launch-bound gap over
+    # an idle gap near zero read as 130 on a real pair, a number that means nothing).
+    floor = SHARE_FLOOR * max(wa.span_us / na, wb.span_us / nb)
+
+    def share(part: float, whole: float) -> float | None:
+        return ratio(part, whole) if abs(whole) >= floor else None
 
     wall_gap = wa.span_us / na - wb.span_us / nb
     idle_gap = wa.idle_us / na - wb.idle_us / nb

@@ -171,41 +171,77 @@ class NameCache:
         self.keys, self.entry = keys[order], entry[order]
 
 
-def collect(buf, out: Out, cache: NameCache) -> Scanned:
+def collect(buf, out: Out, cache: NameCache, shapes: NameCache | None = None) -> Scanned:
     """Copy the rows of the last scan out of `out`, with the numbers left to Python parsed and
-    each distinct name decoded once (`cache`: across calls, confirmed byte for byte)."""
+    each distinct name (`cache`) and raw text (`shapes`) decoded once: across calls, confirmed
+    byte for byte."""
     rows, events, fixes = int(out.state[0]), int(out.state[1]), int(out.state[2])
     floats = out.floats[:rows].copy()
     for r, f, a, b in out.fix[:fixes].tolist():
         floats[r, f] = float(bytes(buf[a:b]))
     nlen = out.nlen[:rows]
     nstart = out.nstart[:rows]
-    first, inverse = _verified_groups(buf, out.nhash[:rows], nstart, nlen)
-    u_hash, u_start, u_len = out.nhash[:rows][first], nstart[first], nlen[first]
-    ids, known = cache.lookup(buf, u_hash, u_start, u_len)
-    texts = cache.texts
-    names: list[str | None] = [texts[i] if i >= 0 else None for i in ids.tolist()]
-    new_h, new_s, new_n, new_t = [], [], [], []
-    for j in np.flatnonzero((ids < 0) & (u_len >= 0)).tolist():
-        s, n = int(u_start[j]), int(u_len[j])
-        raw = bytes(buf[s:s + n])
-        names[j] = text = _name_text(raw, bool(out.nesc[first[j]]))
-        if not known[j]:   # a name under a known hash but with other bytes is not cached
-            new_h.append(int(u_hash[j]))
-            new_s.append(s)
-            new_n.append(n)
-            new_t.append(text)
-    if new_h:
-        cache.add(buf, new_h, new_s, new_n, new_t)
-    shape, texts_ = _shapes(buf, out.shape[:rows], out.shash[:rows])
-    return Scanned(out.code[:rows].copy(), floats, out.ints[:rows].copy(),
-                   inverse.astype(np.int32, copy=False).reshape(-1), names, events, shape, texts_,
-                   int(u_len.max()) if len(u_len) else 0)
+    nhash = out.nhash[:rows]
+    # Most rows repeat a name seen before: look every row up in the cache first (hash, then
+    # bytes), and group by hash only the rows it does not know, which is where a sort is paid.
+    entry, _ = cache.lookup(buf, nhash, nstart, nlen)
+    miss = np.flatnonzero((entry < 0) & (nlen >= 0))
+    extra: list[str] = []     # names of this batch the cache does not hold (arena full, or a
+    extra_of = None           # hash shared with another name): ids past the cache's entries
+    if len(miss):
+        first, inverse = _verified_groups(buf, nhash[miss], nstart[miss], nlen[miss])
+        rep = miss[first]
+        u_hash, u_start, u_len = nhash[rep], nstart[rep], nlen[rep]
+        ids, known = cache.lookup(buf, u_hash, u_start, u_len)   # rows missed: -1 here too
+        new_h, new_s, new_n, new_t = [], [], [], []
+        texts = []
+        for j in range(len(rep)):
+            s_, n_ = int(u_start[j]), int(u_len[j])
+            texts.append(_name_text(bytes(buf[s_:s_ + n_]), bool(out.nesc[rep[j]])))
+            if not known[j]:   # a name under a known hash but with other bytes is not cached
+                new_h.append(int(u_hash[j]))
+                new_s.append(s_)
+                new_n.append(n_)
+                new_t.append(texts[-1])
+        base = len(cache.texts)
+        if new_h:
+            cache.add(buf, new_h, new_s, new_n, new_t)
+        # ids of the missed rows: a cache entry when just added, else an extra name of the batch
+        added = {h_s_n: base + k for k, h_s_n in enumerate(zip(new_h, new_s, new_n)) if base + k < len(cache.texts)}
+        group_id = np.empty(len(rep), np.int64)
+        for j in range(len(rep)):
+            k = added.get((int(u_hash[j]), int(u_start[j]), int(u_len[j])))
+            if k is None:
+                k = -2 - len(extra)
+                extra.append(texts[j])
+            group_id[j] = k
+        entry = entry.copy()
+        entry[miss] = group_id[inverse]
+    # batch-local names: the cache entries used, then the extra names (no sort: entries are small ints)
+    n_cached = len(cache.texts)
+    local = np.where(entry >= 0, entry, np.where(entry <= -2, n_cached - 2 - entry, -1))
+    used = np.zeros(n_cached + len(extra) + 1, bool)
+    used[local] = True        # -1 (no name) marks the spare last slot, dropped below
+    used[-1] = False
+    uniq = np.flatnonzero(used)
+    remap = np.full(len(used), -1, np.int32)
+    remap[uniq] = np.arange(len(uniq), dtype=np.int32)
+    texts_all = cache.texts
+    names: list[str | None] = [texts_all[i] if i < n_cached else extra[i - n_cached] for i in uniq.tolist()]
+    name = remap[local]
+    nameless = local < 0
+    if nameless.any():        # rows without a name point at a None entry, as msgspec's rows do
+        name[nameless] = len(names)
+        names.append(None)
+    longest = int(nlen.max()) if rows else 0   # raw bytes: never fewer than the decoded characters
+    shape, texts_ = _shapes(buf, out.shape[:rows], out.shash[:rows], NameCache() if shapes is None else shapes)
+    return Scanned(out.code[:rows].copy(), floats, out.ints[:rows].copy(), name, names, events, shape, texts_,
+                   longest)
 
 
-def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, list]:
-    """Raw value texts of the rows (canonical JSON, as the msgspec path makes them): each
-    distinct (hash, length) of the batch is decoded once; one sort for all four columns."""
+def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray, cache: NameCache) -> tuple[np.ndarray, list]:
+    """Raw value texts of the rows (canonical JSON, as the msgspec path makes them): looked up
+    in `cache` first (by hash and length, then bytes), and each text it lacks is decoded once."""
     from kerneldiff.core.ingest.decode import shape_text
 
     shape = np.full((len(ranges), NRAW), -1, np.int32)
@@ -214,24 +250,51 @@ def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray) -> tuple[np.ndarray, li
     if not present.any():
         return shape, []
     r, j = np.nonzero(present)
+    st = starts[r, j]
     lens = (ends - starts)[r, j]
     key = hashes[r, j] ^ (lens.astype(np.uint64) << np.uint64(40))
-    first, inverse = _verified_groups(buf, key, starts[r, j], lens)
-    texts: list = []
+    entry, _ = cache.lookup(buf, key, st, lens)
+    miss = np.flatnonzero(entry < 0)
+    extra: list = []
+    if len(miss):
+        first, inverse = _verified_groups(buf, key[miss], st[miss], lens[miss])
+        rep = miss[first]
+        _, known = cache.lookup(buf, key[rep], st[rep], lens[rep])
+        texts = [shape_text(buf[a:a + n]) for a, n in zip(st[rep].tolist(), lens[rep].tolist())]
+        fresh = [k for k in range(len(rep)) if not known[k]]   # known hash, other bytes: not cached
+        base = len(cache.texts)
+        if fresh:
+            cache.add(buf, [int(key[rep[k]]) for k in fresh], [int(st[rep[k]]) for k in fresh],
+                      [int(lens[rep[k]]) for k in fresh], [texts[k] for k in fresh])
+        stored = {k: base + m for m, k in enumerate(fresh) if base + m < len(cache.texts)}
+        group_id = np.empty(len(rep), np.int64)
+        for k in range(len(rep)):
+            e = stored.get(k)
+            if e is None:
+                e = -2 - len(extra)
+                extra.append(texts[k])
+            group_id[k] = e
+        entry = entry.copy()
+        entry[miss] = group_id[inverse]
+    n_cached = len(cache.texts)
+    slot = np.where(entry >= 0, entry, n_cached - 2 - entry)
+    used = np.zeros(n_cached + len(extra), bool)
+    used[slot] = True
+    uniq = np.flatnonzero(used)
+    remap = np.full(len(used), -1, np.int32)
+    texts_: list = []
     ids: dict = {}
-    local = np.empty(len(first), np.int32)
-    for u, (rr, jj) in enumerate(zip(r[first].tolist(), j[first].tolist())):
-        t = shape_text(buf[int(starts[rr, jj]):int(ends[rr, jj])])
-        if t is None:
-            local[u] = -1
+    for u in uniq.tolist():
+        t = cache.texts[u] if u < n_cached else extra[u - n_cached]
+        if t is None:   # not a readable value: -1, as the msgspec path reads it
             continue
         v = ids.get(t)
         if v is None:
-            v = ids[t] = len(texts)
-            texts.append(t)
-        local[u] = v
-    shape[r, j] = local[inverse]
-    return shape, texts
+            v = ids[t] = len(texts_)
+            texts_.append(t)
+        remap[u] = v
+    shape[r, j] = remap[slot]
+    return shape, texts_
 
 
 _kernel = None

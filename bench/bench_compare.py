@@ -47,12 +47,13 @@ t0 = time.perf_counter()
 from kerneldiff.core.session import Session
 import kerneldiff.core.ingest.loader, kerneldiff.core.compare.engine
 from kerneldiff.cli import compare as cli_compare
+from kerneldiff.core.numbers import strict_json
 t1 = time.perf_counter()
 s = Session(sys.argv[1:3], use_cache=False, fork_pair=sys.argv[3] == "1")
 s.probe(); t2 = time.perf_counter()
 s.load_all(); t3 = time.perf_counter()
 c = s.compare(); t4 = time.perf_counter()
-text = json.dumps(c.to_dict(), indent=1, allow_nan=False, default=str)  # as `compare --format json`
+text = strict_json(c)  # as `compare --format json`
 t5 = time.perf_counter()
 print(json.dumps({"imports": t1 - t0, "probe": t2 - t1, "loads": t3 - t2, "compare": t4 - t3, "json": t5 - t4}))
 """

@@ -1,6 +1,6 @@
 """The text report's throughput part (`kerneldiff compare`): the peaks each side is measured against,
-GEMM and attention shapes side by side, and TFLOP/s, TB/s and roofline bound per operation; and the
-`--peaks` / `--peak` options turned into a peak table."""
+GEMM and attention shapes side by side, and TFLOP/s, TB/s and roofline bound per operation (the
+`--peaks` / `--peak` options are read in `compare.peak_table`)."""
 
 from __future__ import annotations
 
@@ -13,21 +13,6 @@ from .render import literal, us
 
 TOP_SHAPES = 10
 TOP_OPERATIONS = 8
-
-
-def peak_table(args):
-    """The PeakTable the options ask for (None: the shipped table as it is)."""
-    path, items = getattr(args, "peaks", None), getattr(args, "peak", None) or []
-    if not path and not items:
-        return None
-    from kerneldiff.core.analysis.peaks import PeakTable
-
-    from .args import UsageError
-
-    try:
-        return PeakTable.load(path, items)
-    except ValueError as e:   # the message names --peak KEY or the file and entry
-        raise UsageError(str(e)) from None
 
 
 def _rate(side, pct: str = "pct_peak") -> str:

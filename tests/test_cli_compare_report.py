@@ -42,6 +42,45 @@ def test_table_with_json_and_refused_with_text(capsys, demo_models):
     assert "--table picks one table for --format csv or json" in capsys.readouterr().err
 
 
+def test_json_report_is_the_document_asdict_and_json_dumps_give(demo_models):
+    """strict_json writes the Comparison through orjson: the document json.dumps made of
+    `json_ready(cmp.to_dict())` (field order included), ASCII only; no result type has a field
+    orjson would leave out (a leading underscore)."""
+    from kerneldiff.core.compare import result, work_result
+    from kerneldiff.core.analysis import peaks, timeline
+    from kerneldiff.core.numbers import json_ready, strict_json
+
+    for mod in (result, work_result, peaks, timeline):
+        for obj in vars(mod).values():
+            if dataclasses.is_dataclass(obj) and obj.__module__ == mod.__name__:
+                assert not [f.name for f in dataclasses.fields(obj) if f.name.startswith("_")], obj
+    for phase in ("all", "prefill", "decode"):
+        cmp = compare(demo_models[A], demo_models[B], phase=phase)
+        text = strict_json(cmp)
+        assert text.isascii()
+        old = json.dumps(json_ready(cmp.to_dict()), indent=2, allow_nan=False, default=str)
+        assert json.loads(text, object_pairs_hook=list) == json.loads(old, object_pairs_hook=list)
+
+
+def test_strict_json_writes_what_json_dumps_writes():
+    """orjson's output made ASCII as json.dumps makes it (µ, an emoji as a surrogate pair, DEL); what
+    orjson refuses (a lone surrogate, an integer beyond 64 bits) goes the json.dumps way: same text."""
+    import numpy as np
+
+    from kerneldiff.core.numbers import json_ready, strict_json
+
+    @dataclasses.dataclass
+    class Row:
+        x: float
+        rows: list
+
+    for doc in ({"s": "12µs × 3 … \U0001F600 \x7f \u2028 \"q\" \\ \n\x00", "nan": float("nan"), "inf": -float("inf")},
+                ["bad\udcff.json", 1], {"k\udcff": 2**70}, [np.float32(0.1), np.int64(5), np.float64("nan"), np.bool_(True)],
+                Row(float("inf"), [Row(1.5, [])]), {1: "x", None: 2}, [], {}):
+        old = json.dumps(json_ready(doc), indent=2, allow_nan=False, default=str)
+        assert strict_json(doc) == old
+
+
 def test_text_report_has_no_trailing_blanks_and_writes_the_times_sign(capsys, tmp_path):
     assert main(["compare", A, B, "--width", "100", "--no-cache"]) == 0
     out = capsys.readouterr().out

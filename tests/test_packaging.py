@@ -26,6 +26,18 @@ def test_core_imports_neither_textual_nor_rich():
     assert p.stdout.strip() == "[]"
 
 
+def test_compare_as_json_or_csv_imports_no_rich():
+    """Rich draws the text report only: `compare --format json` (and csv) start ~20 ms sooner without it."""
+    from kerneldiff.core.demo import DEMO_A, DEMO_B
+
+    code = ("import os, sys; from kerneldiff.cli.main import main; "
+            f"rc = [main(['compare', {str(DEMO_A)!r}, {str(DEMO_B)!r}, '--no-cache', '--format', f]) for f in ('json', 'csv')]; "
+            "print(rc, sorted({m.split('.')[0] for m in sys.modules} & {'textual', 'rich'}), file=sys.stderr)")
+    p = _run(code)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.strip().splitlines()[-1] == "[0, 0] []"
+
+
 def test_installed_under_one_package_name():
     p = _run("import kerneldiff.core, kerneldiff.tui, kerneldiff.cli, importlib.util as u; "
              "print(u.find_spec('core') is None, u.find_spec('tui') is None, u.find_spec('cli') is None)")

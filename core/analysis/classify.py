@@ -24,7 +24,6 @@ import re
 import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 import ahocorasick
@@ -404,7 +403,9 @@ def _parse(doc: dict, path: str, user: bool = True) -> _Registry:
         for rx in regexes:
             if not rx:
                 raise TraceError(path, f"{where}: empty regex would match every kernel")
-            _check_regex(rx, re.IGNORECASE, where, path, user)
+            # with the flags the classifier compiles it with (`_compile`): that compile then comes
+            # from re's (or compile_linear's) cache instead of compiling each pattern twice
+            _check_regex(rx, _rule_flags(rx), where, path, user)
         if not any(contains) and not regexes:
             raise TraceError(path, f"{where}: empty `contains`")
         examples = tuple(_str_list(r.get("examples", []), f"{where} examples", path))
@@ -492,7 +493,8 @@ def _read_toml(path: str, text: str) -> dict:
 
 @lru_cache(maxsize=1)
 def _shipped() -> _Registry:
-    text = resources.files("kerneldiff.core.analysis").joinpath("registry.toml").read_text(encoding="utf-8")
+    # beside this module: importlib.resources and its zip readers cost ~4 ms of every start
+    text = Path(__file__).with_name("registry.toml").read_text(encoding="utf-8")
     return _parse(_read_toml(SHIPPED, text), SHIPPED, user=False)
 
 
@@ -582,6 +584,10 @@ def required_literal(rx: re.Pattern) -> str | None:
     return best or None
 
 
+def _rule_flags(rx: str) -> int:
+    return re.S | (re.I if rx != rx.lower() else 0)
+
+
 def _compile(rule: Rule) -> tuple[Rule, tuple[str, ...], tuple[re.Pattern, ...]]:
     """Literals are tested with `in` (C substring search, ~0.1 µs); only real regexes go to `re`.
 
@@ -594,7 +600,7 @@ def _compile(rule: Rule) -> tuple[Rule, tuple[str, ...], tuple[re.Pattern, ...]]
         if re.escape(rx) == rx:                       # no metacharacters: a plain substring
             literals.append(rx.lower())
         else:
-            regexes.append(_compiler(rule.user)(rx, re.S | (re.I if rx != rx.lower() else 0)))
+            regexes.append(_compiler(rule.user)(rx, _rule_flags(rx)))
     return rule, tuple(literals), tuple(regexes)
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -144,7 +143,7 @@ class PeakTable:
     def load(cls, path: str | Path | None = None, overrides: list[str] | dict[str, Any] | None = None) -> "PeakTable":
         """The shipped table, a user file's entries first, and `--peak` overrides. Raises ValueError
         on a malformed file or override (the message names it)."""
-        text = resources.files("kerneldiff.core.analysis").joinpath("peaks.toml").read_text(encoding="utf-8")
+        text = Path(__file__).with_name("peaks.toml").read_text(encoding="utf-8")
         entries = _entries(tomllib.loads(text), SHIPPED)
         if path is not None:
             try:

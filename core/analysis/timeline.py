@@ -37,7 +37,8 @@ that drives several GPUs would need one timeline per device: `devices` says how 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,17 @@ DTOH_RE = re.compile(r"DtoH|D2H|Device\s*->\s*(Host|Pinned|Pageable)", re.IGNORE
 
 CAT_LAUNCH, CAT_SYNC, CAT_OTHER = 0, 1, 2
 _NS = 1000.0
+
+
+@cache
+def _names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
+
+
+def _flat(obj) -> dict[str, Any]:
+    """`dataclasses.asdict` of the flat dataclasses here (numbers and strings): the same dict, without
+    its recursion and deep copies (a comparison's timelines, ~200 windows, took ~5 ms)."""
+    return {name: getattr(obj, name) for name in _names(type(obj))}
 
 
 @dataclass
@@ -125,13 +137,13 @@ class Timeline:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape (`a.timeline` of a comparison): the window's figures at the top level."""
-        d: dict[str, Any] = {"phase": self.phase, **asdict(self.whole)}
+        d: dict[str, Any] = {"phase": self.phase, **_flat(self.whole)}
         d["passes"] = [{"pass": p.index, "name": p.name, "phase": p.phase,
-                        **{k: v for k, v in asdict(p).items() if k not in ("index", "name", "phase")}}
+                        **{k: v for k, v in _flat(p).items() if k not in ("index", "name", "phase")}}
                        for p in self.passes]
-        d["phases"] = [{"phase": name, **asdict(w)} for name, w in self.phases.items()]
-        d["layers"] = [asdict(l) for l in self.layers]
-        d["launch"] = asdict(self.launch)
+        d["phases"] = [{"phase": name, **_flat(w)} for name, w in self.phases.items()]
+        d["layers"] = [_flat(l) for l in self.layers]
+        d["launch"] = _flat(self.launch)
         d["kernels_shorter_than_launch"] = self.launch.kernels_shorter_than_launch
         d["devices"], d["streams"], d["tolerance_us"] = self.devices, self.streams, self.tolerance_us
         return d
@@ -345,7 +357,7 @@ def _timeline(model: TraceModel, phase: str, tolerance_us: float) -> Timeline:
     keys, wins = sc.windows(in_pass, k.step[in_pass].astype(np.int64))
     for s, w in zip(keys.tolist(), wins):
         st = model.steps[s] if s < len(model.steps) else None
-        tl.passes.append(PassWindow(**asdict(w), index=int(s), name=st.name if st else "",
+        tl.passes.append(PassWindow(**_flat(w), index=int(s), name=st.name if st else "",
                                     phase=st.phase if st else "unknown"))
     # layers: each (pass, layer) on its own, then summed per layer
     in_layer = in_pass[k.layer[in_pass] >= 0]

@@ -256,3 +256,20 @@ def test_options_are_checked(tmp_path):
                 dict(annotation_style="hf-generate", generate_calls=9), dict(sampling="beam")):
         with pytest.raises(ValueError):
             SynthConfig(steps=4, **bad).resolved()
+
+
+def test_start_order_is_lexsort_by_start_then_longest():
+    """The calls' order (modules.start_order) is exactly np.lexsort((-dur, ts)), ties included:
+    equal starts, equal starts and durations (original order kept), NaN-free random floats."""
+    import numpy as np
+
+    from kerneldiff.core.analysis.modules import start_order
+
+    rng = np.random.default_rng(3)
+    for n in (0, 1, 2, 50, 5000):
+        ts = rng.integers(0, max(n // 3, 1), n).astype(float) + rng.choice([0.0, 0.5], n)
+        dur = rng.integers(0, 4, n).astype(float)
+        assert np.array_equal(start_order(ts, dur), np.lexsort((-dur, ts)))
+    ts = np.sort(rng.random(10000)) * 1e6
+    dur = rng.random(10000)
+    assert np.array_equal(start_order(ts, dur), np.lexsort((-dur, ts)))

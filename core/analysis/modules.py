@@ -83,7 +83,7 @@ def _module_calls(model: TraceModel) -> ModuleCalls:
     is_module = np.zeros(len(model.strings) + 1, bool)   # index -1 (no name) lands on the spare slot
     is_module[np.fromiter(wanted, np.int64)] = True
     rows = np.flatnonzero(is_module[p.name])
-    rows = rows[np.lexsort((-p.dur[rows], p.ts[rows]))]   # by start; an outer call before its inner one
+    rows = rows[start_order(p.ts[rows], p.dur[rows])]   # by start; an outer call before its inner one
     names = p.name[rows]
     ts, end, tid = p.ts[rows], p.ts[rows] + p.dur[rows], p.tid[rows]
     # nesting depth per thread: calls nest or follow each other, so the calls open at a call's
@@ -94,6 +94,23 @@ def _module_calls(model: TraceModel) -> ModuleCalls:
         ended = np.searchsorted(np.sort(end[sel]), ts[sel] + NEST_TOLERANCE_US, side="right")
         depth[sel] = np.arange(len(sel)) - ended
     return ModuleCalls(classes, cls_of[names], inst_of[names], ts, end, tid, np.maximum(depth, 0))
+
+
+def start_order(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
+    """np.lexsort((-dur, ts)), i.e. by start and the longer first at equal starts, in the same
+    order: a stable sort of the start times (calls come nearly in order, so this is ~O(n); 500k
+    calls: 0.125 s -> 0.004 s), then the few runs of equal starts sorted by duration."""
+    order = np.argsort(ts, kind="stable")
+    s = ts[order]
+    tie = np.flatnonzero(s[1:] == s[:-1])
+    if len(tie):
+        tied = np.zeros(len(order), bool)
+        tied[tie] = tied[tie + 1] = True
+        pos = np.flatnonzero(tied)
+        run = np.cumsum(np.r_[True, s[1:] != s[:-1]])[pos]   # which run of equal starts
+        sub = order[pos]
+        order[pos] = sub[np.lexsort((-dur[sub], run))]
+    return order
 
 
 def launches_in(windows_ts: np.ndarray, windows_end: np.ndarray, t: np.ndarray) -> np.ndarray:

@@ -74,10 +74,14 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
     info = info or probe(path)
     if info.kind == "aie":
         raise TraceError(path, "this is an AMD AIE (NPU) trace: open it with `kerneldiff aie`")
-    if classifier is None:
+    def load_classifier():
         from kerneldiff.core.analysis.classify import Classifier
 
-        classifier = Classifier.load(registry)
+        return Classifier.load(registry)
+
+    if classifier is None and use_cache:   # the cache key names the rules
+        classifier = load_classifier()
+    loaded: list = []   # a classifier loaded while worker processes decode (this one waits anyway)
 
     def report(frac: float, stage: str, done: int, total: int) -> None:
         if cancel is not None and cancel.is_set():
@@ -120,7 +124,8 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
         read = None
         if n > 1:
             try:
-                read = read_parallel(source, n, read_progress, slot_size(info), scan_worth(info))
+                idle = (lambda: loaded.append(load_classifier())) if classifier is None else None
+                read = read_parallel(source, n, read_progress, slot_size(info), scan_worth(info), idle)
             except ParallelFallback:
                 read = None
         if read is None:
@@ -132,6 +137,8 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
     finally:
         if gc_was:
             gc.enable()
+    if classifier is None:
+        classifier = loaded[0] if loaded else load_classifier()
     _info_from_meta(info, read.meta)
     report(READ_SHARE, "indexing", info.size, info.size)
     model = build_model(path, info, read, classifier)

@@ -402,16 +402,18 @@ def slot_size(info: TraceInfo) -> int:
 
 
 def read_parallel(path: str, n: int, progress: Callable[[int, int], None], slot: int = SLOT,
-                   fast: bool = True) -> ReadResult:
+                   fast: bool = True, idle: Callable[[], Any] | None = None) -> ReadResult:
+    """Read with `n` worker processes. `idle`: work of the caller's run once, the first time
+    this process waits for the workers (its time is then free)."""
     n = _budget.acquire(n, lambda: progress(0, 1))
     try:
-        return _read_with_workers(path, n, progress, slot, fast)
+        return _read_with_workers(path, n, progress, slot, fast, idle)
     finally:
         _budget.release(n)
 
 
 def _read_with_workers(path: str, n: int, progress: Callable[[int, int], None], slot: int,
-                       fast: bool = True) -> ReadResult:
+                       fast: bool = True, idle: Callable[[], Any] | None = None) -> ReadResult:
     try:
         pool = _Pool(n, slot, fast)   # before the reader: its gzip thread would make fork unsafe
     except (OSError, ValueError, ImportError) as e:  # no /dev/shm, process limits, ...
@@ -424,8 +426,12 @@ def _read_with_workers(path: str, n: int, progress: Callable[[int, int], None], 
         local_runs: list[tuple[int, dict]] = []
         idx = 0
 
+        pending = [idle] if idle is not None else []
+
         def wait() -> None:
             progress(reader.src.consumed, reader.src.size)
+            if pending:
+                pending.pop()()
             pool.poll(0.05)
 
         mapped = reader.mappable()   # plain file: workers map it, this process copies nothing

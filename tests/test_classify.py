@@ -411,3 +411,18 @@ class _Counting:
     def search(self, text):
         self.ran.append(self)
         return self.rx.search(text)
+
+
+def test_small_unique_is_np_unique():
+    """The table-based unique of small integer ids gives np.unique's values and inverse exactly,
+    on both of its paths (dense table, and the sort when the bound is large)."""
+    import numpy as np
+
+    from kerneldiff.core.analysis.classify import _small_unique
+
+    rng = np.random.default_rng(5)
+    for n, bound in ((0, 10), (1, 1), (1000, 50), (1000, 10**7), (5000, 5000)):
+        v = rng.integers(0, bound, n)
+        u, inv = _small_unique(v, bound)
+        eu, einv = np.unique(v, return_inverse=True)
+        assert np.array_equal(u, eu) and np.array_equal(inv, einv.reshape(-1)) and inv.dtype == np.int64

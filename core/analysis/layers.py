@@ -172,8 +172,8 @@ def _spans(step: np.ndarray, layer: np.ndarray) -> list[LayerSpan]:
     last = np.unique(key[::-1], return_index=True)[1]
     last = len(key) - 1 - last
     width = int(layer.max()) + 1
-    return [LayerSpan(int(u // width), int(u % width), int(rows[f]), int(rows[e]) + 1)
-            for u, f, e in zip(uniq.tolist(), first.tolist(), last.tolist())]
+    return list(map(LayerSpan, (uniq // width).tolist(), (uniq % width).tolist(), rows[first].tolist(),
+                    (rows[last] + 1).tolist()))
 
 
 def from_modules(model: TraceModel) -> bool:

@@ -91,7 +91,7 @@ def _module_calls(model: TraceModel) -> ModuleCalls:
     depth = np.zeros(len(rows), np.int64)
     for th in np.unique(tid).tolist():
         sel = np.flatnonzero(tid == th)            # already in start order
-        ended = np.searchsorted(np.sort(end[sel]), ts[sel] + NEST_TOLERANCE_US, side="right")
+        ended = np.searchsorted(np.sort(end[sel], kind="stable"), ts[sel] + NEST_TOLERANCE_US, side="right")
         depth[sel] = np.arange(len(sel)) - ended
     return ModuleCalls(classes, cls_of[names], inst_of[names], ts, end, tid, np.maximum(depth, 0))
 
@@ -125,7 +125,7 @@ def launches_in(windows_ts: np.ndarray, windows_end: np.ndarray, t: np.ndarray) 
 def kernels_per_class(calls: ModuleCalls, launch_t: np.ndarray, rows: np.ndarray,
                       sorted_t: np.ndarray | None = None) -> dict[str, int]:
     """How many kernel launches (times in launch_t) fall inside the calls of each class."""
-    t = np.sort(launch_t[~np.isnan(launch_t)]) if sorted_t is None else sorted_t
+    t = np.sort(launch_t[~np.isnan(launch_t)], kind="stable") if sorted_t is None else sorted_t
     n = np.searchsorted(t, calls.end[rows], side="right") - np.searchsorted(t, calls.ts[rows], side="left")
     per = np.bincount(calls.cls_id[rows], weights=n, minlength=len(calls.classes))
     return {calls.classes[c]: int(per[c]) for c in np.unique(calls.cls_id[rows]).tolist()}

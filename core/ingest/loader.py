@@ -118,7 +118,29 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
     # trace's numbers stored under another's key
     source = os.path.realpath(path)
     gc_was = gc.isenabled()
-    gc.disable()  # millions of small allocations, no cycles: the collector would only slow us down
+    # millions of small allocations and no cycles, from reading to layers: the collector would
+    # only walk the growing heap (1 GB: building the model 0.18-0.29 s with it, 0.13 s without)
+    gc.disable()
+    try:
+        model = _read_and_build(path, source, info, workers, read_progress, classifier, loaded,
+                                load_classifier, report)
+    finally:
+        if gc_was:
+            gc.enable()
+    model.load_seconds = time.perf_counter() - t0
+    if key is not None:
+        from kerneldiff.core.ingest import cache
+
+        if cache.key_for(path, classifier) == key:   # unchanged while it was read (else not stored)
+            cache.put(key, model)
+    report(1.0, "done", info.size, info.size)
+    return model
+
+
+def _read_and_build(path: str, source: str, info: TraceInfo, workers: int | None, read_progress, classifier,
+                    loaded: list, load_classifier, report) -> TraceModel:
+    """Read the file (worker processes when worth it) and build the model with its phases and
+    layers."""
     try:
         n = worker_count(info, workers)
         read = None
@@ -134,9 +156,6 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
         if e.path != source or source == path:
             raise
         raise TraceError(path, e.problem) from None   # errors name the file as the user gave it
-    finally:
-        if gc_was:
-            gc.enable()
     if classifier is None:
         classifier = loaded[0] if loaded else load_classifier()
     _info_from_meta(info, read.meta)
@@ -151,16 +170,7 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
     report(0.96, "layers", info.size, info.size)
     layers.segment(model, classifier)
     attribution.quality_warnings(model, classifier)
-    model.load_seconds = time.perf_counter() - t0
-    if key is not None:
-        from kerneldiff.core.ingest import cache
-
-        if cache.key_for(path, classifier) == key:   # unchanged while it was read (else not stored)
-            cache.put(key, model)
-    report(1.0, "done", info.size, info.size)
     return model
-
-
 
 
 # --- reading in this process -------------------------------------------------------------------

@@ -1,5 +1,3 @@
-import sys
+from kerneldiff.cli.main import entry
 
-from kerneldiff.cli.main import main
-
-sys.exit(main())
+entry()

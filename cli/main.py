@@ -126,6 +126,22 @@ def _escape_what_cannot_be_encoded() -> None:
             pass
 
 
+def entry() -> None:
+    """The `kerneldiff` command. After a headless subcommand has written its report, the process
+    ends without the interpreter's teardown: freeing a loaded pair's millions of objects one by
+    one took 0.07-0.1 s of a 0.7 s compare. Output is flushed first; the explorer exits normally."""
+    argv = sys.argv[1:]
+    rc = main(argv)
+    if argv[:1] and argv[0] in SUBCOMMANDS:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):   # a closed or full pipe: report as before, the slow way
+                sys.exit(rc)
+        os._exit(rc)
+    sys.exit(rc)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _escape_what_cannot_be_encoded()

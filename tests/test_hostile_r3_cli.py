@@ -471,3 +471,22 @@ def test_an_output_encoding_that_cannot_hold_a_character_escapes_it(tmp_path, en
     r = subprocess.run([sys.executable, "-m", "kerneldiff.cli", "info", str(tmp_path / "absent\u2603.json")],
                        capture_output=True, env=env, timeout=300)
     assert r.returncode == 2 and b"\\u2603" in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+def test_the_command_ends_without_teardown_yet_writes_everything(tmp_path):
+    """`kerneldiff compare` ends with os._exit after a headless subcommand (the interpreter's
+    teardown of a loaded pair was ~10% of the run): the report is still whole, the exit code
+    kept, and a closed or full stdout still gives one line and exit 2."""
+    import subprocess
+    import sys
+
+    from kerneldiff.core.demo import DEMO_A, DEMO_B
+
+    cmd = [sys.executable, "-m", "kerneldiff.cli", "compare", str(DEMO_A), str(DEMO_B), "--format", "json"]
+    r = subprocess.run(cmd, capture_output=True, timeout=120)
+    assert r.returncode == 0 and json.loads(r.stdout)["a"]["key"] == "a"
+    r = subprocess.run(cmd[:3] + [str(DEMO_A), str(tmp_path / "missing.json")], capture_output=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.decode().count("\n") == 1
+    with open("/dev/full", "w") as full:
+        r = subprocess.run(cmd, stdout=full, stderr=subprocess.PIPE, timeout=120)
+    assert r.returncode == 2 and r.stderr.decode().count("\n") == 1 and "Traceback" not in r.stderr.decode()

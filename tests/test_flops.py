@@ -515,3 +515,18 @@ def test_the_demo_pair_shows_its_gemm_shapes_within_the_peak():
     assert not any("above the GPU's peak" in w for w in c.warnings)
     figures = [x.pct_peak for r in c.gemm_shapes for x in (r.a, r.b) if x.pct_peak is not None]
     assert figures and all(0 < f < 100 for f in figures)
+
+
+def test_unique_id_triples_is_unique_by_rows():
+    """The distinct (name, dims, types) of cpu ops, as one integer each, are np.unique(axis=0)'s
+    rows and inverse exactly, -1 ids included; past 2**62 the 2-D unique itself is used."""
+    import numpy as np
+
+    from kerneldiff.core.analysis.flops import _unique_id_triples
+
+    rng = np.random.default_rng(1)
+    for n in (1, 5, 100, 5000, 3_000_000):
+        key = rng.integers(-1, n, (3000, 3)).astype(np.int64)
+        u, inv = _unique_id_triples(key, n)
+        eu, einv = np.unique(key, axis=0, return_inverse=True)
+        assert np.array_equal(u, eu) and np.array_equal(inv, np.asarray(einv).reshape(-1))

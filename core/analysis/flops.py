@@ -513,11 +513,23 @@ class ModelWork:
         return self.kernel_work >= 0
 
 
+def _unique_id_triples(key: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(key, axis=0, return_inverse=True) for rows of three ids in [-1, n): the three as
+    one integer in the same order when it fits (a 1-D unique, ~10x faster), else the 2-D one."""
+    width = n + 1
+    if width ** 3 >= 2 ** 62:
+        uniq, inv = np.unique(key, axis=0, return_inverse=True)
+        return uniq, np.asarray(inv).reshape(-1)
+    flat = ((key[:, 0] + 1) * width + key[:, 1] + 1) * width + key[:, 2] + 1
+    u, inv = np.unique(flat, return_inverse=True)
+    return np.stack([u // (width * width), u // width % width, u % width], axis=1) - 1, inv.reshape(-1)
+
+
 def _op_works(model: TraceModel, ops: np.ndarray) -> tuple[list[OpWork], np.ndarray]:
     """Work id of each cpu_op row in `ops` (distinct (name, dims, types) computed once)."""
     c, s = model.cpu_ops, model.strings
     key = np.stack([c.name[ops], c.dims[ops], c.types[ops]], axis=1).astype(np.int64)
-    uniq, inv = np.unique(key, axis=0, return_inverse=True)
+    uniq, inv = _unique_id_triples(key, len(s))
     works: list[OpWork] = []
     index: dict[OpWork, int] = {}
     ids = np.full(len(uniq), -1, dtype=np.int32)

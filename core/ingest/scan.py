@@ -171,6 +171,40 @@ class NameCache:
         self.keys, self.entry = keys[order], entry[order]
 
 
+def _cached_ids(buf, cache: NameCache, keys: np.ndarray, starts: np.ndarray, lens: np.ndarray,
+                decode) -> tuple[np.ndarray, list, int]:
+    """Each row's text as an index: into `cache.texts` (n_cached of them), or past it into
+    `extra`, the texts of this batch the cache does not take (its arena is full, or their hash
+    is another text's). Most rows repeat a text seen before, so every row is looked up first
+    (hash, then bytes) and only the rows missed are grouped by a sort; `decode(row)` makes the
+    text of a row once per distinct text. Returns (index per row, extra, n_cached)."""
+    entry, _ = cache.lookup(buf, keys, starts, lens)
+    miss = np.flatnonzero(entry < 0)
+    extra: list = []
+    if len(miss):
+        first, inverse = _verified_groups(buf, keys[miss], starts[miss], lens[miss])
+        rep = miss[first]
+        _, known = cache.lookup(buf, keys[rep], starts[rep], lens[rep])
+        texts = [decode(r) for r in rep.tolist()]
+        fresh = [k for k in range(len(rep)) if not known[k]]   # known hash, other bytes: not cached
+        base = len(cache.texts)
+        if fresh:
+            cache.add(buf, [int(keys[rep[k]]) for k in fresh], [int(starts[rep[k]]) for k in fresh],
+                      [int(lens[rep[k]]) for k in fresh], [texts[k] for k in fresh])
+        stored = {k: base + m for m, k in enumerate(fresh) if base + m < len(cache.texts)}
+        n_cached = len(cache.texts)
+        group = np.empty(len(rep), np.int64)
+        for k in range(len(rep)):
+            e = stored.get(k)
+            if e is None:
+                e = n_cached + len(extra)
+                extra.append(texts[k])
+            group[k] = e
+        entry = entry.copy()
+        entry[miss] = group[inverse]
+    return entry, extra, len(cache.texts)
+
+
 def collect(buf, out: Out, cache: NameCache, shapes: NameCache | None = None) -> Scanned:
     """Copy the rows of the last scan out of `out`, with the numbers left to Python parsed and
     each distinct name (`cache`) and raw text (`shapes`) decoded once: across calls, confirmed
@@ -182,44 +216,13 @@ def collect(buf, out: Out, cache: NameCache, shapes: NameCache | None = None) ->
     nlen = out.nlen[:rows]
     nstart = out.nstart[:rows]
     nhash = out.nhash[:rows]
-    # Most rows repeat a name seen before: look every row up in the cache first (hash, then
-    # bytes), and group by hash only the rows it does not know, which is where a sort is paid.
-    entry, _ = cache.lookup(buf, nhash, nstart, nlen)
-    miss = np.flatnonzero((entry < 0) & (nlen >= 0))
-    extra: list[str] = []     # names of this batch the cache does not hold (arena full, or a
-    extra_of = None           # hash shared with another name): ids past the cache's entries
-    if len(miss):
-        first, inverse = _verified_groups(buf, nhash[miss], nstart[miss], nlen[miss])
-        rep = miss[first]
-        u_hash, u_start, u_len = nhash[rep], nstart[rep], nlen[rep]
-        ids, known = cache.lookup(buf, u_hash, u_start, u_len)   # rows missed: -1 here too
-        new_h, new_s, new_n, new_t = [], [], [], []
-        texts = []
-        for j in range(len(rep)):
-            s_, n_ = int(u_start[j]), int(u_len[j])
-            texts.append(_name_text(bytes(buf[s_:s_ + n_]), bool(out.nesc[rep[j]])))
-            if not known[j]:   # a name under a known hash but with other bytes is not cached
-                new_h.append(int(u_hash[j]))
-                new_s.append(s_)
-                new_n.append(n_)
-                new_t.append(texts[-1])
-        base = len(cache.texts)
-        if new_h:
-            cache.add(buf, new_h, new_s, new_n, new_t)
-        # ids of the missed rows: a cache entry when just added, else an extra name of the batch
-        added = {h_s_n: base + k for k, h_s_n in enumerate(zip(new_h, new_s, new_n)) if base + k < len(cache.texts)}
-        group_id = np.empty(len(rep), np.int64)
-        for j in range(len(rep)):
-            k = added.get((int(u_hash[j]), int(u_start[j]), int(u_len[j])))
-            if k is None:
-                k = -2 - len(extra)
-                extra.append(texts[j])
-            group_id[j] = k
-        entry = entry.copy()
-        entry[miss] = group_id[inverse]
-    # batch-local names: the cache entries used, then the extra names (no sort: entries are small ints)
-    n_cached = len(cache.texts)
-    local = np.where(entry >= 0, entry, np.where(entry <= -2, n_cached - 2 - entry, -1))
+    # batch-local names: the texts used, in cache order (no sort: their indexes are small ints)
+    has = np.flatnonzero(nlen >= 0)
+    slot, extra, n_cached = _cached_ids(buf, cache, nhash[has], nstart[has], nlen[has],
+                                        lambda r: _name_text(bytes(buf[nstart[has[r]]:nstart[has[r]] + nlen[has[r]]]),
+                                                             bool(out.nesc[has[r]])))
+    local = np.full(rows, -1, np.int64)
+    local[has] = slot
     used = np.zeros(n_cached + len(extra) + 1, bool)
     used[local] = True        # -1 (no name) marks the spare last slot, dropped below
     used[-1] = False
@@ -253,31 +256,8 @@ def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray, cache: NameCache) -> tu
     st = starts[r, j]
     lens = (ends - starts)[r, j]
     key = hashes[r, j] ^ (lens.astype(np.uint64) << np.uint64(40))
-    entry, _ = cache.lookup(buf, key, st, lens)
-    miss = np.flatnonzero(entry < 0)
-    extra: list = []
-    if len(miss):
-        first, inverse = _verified_groups(buf, key[miss], st[miss], lens[miss])
-        rep = miss[first]
-        _, known = cache.lookup(buf, key[rep], st[rep], lens[rep])
-        texts = [shape_text(buf[a:a + n]) for a, n in zip(st[rep].tolist(), lens[rep].tolist())]
-        fresh = [k for k in range(len(rep)) if not known[k]]   # known hash, other bytes: not cached
-        base = len(cache.texts)
-        if fresh:
-            cache.add(buf, [int(key[rep[k]]) for k in fresh], [int(st[rep[k]]) for k in fresh],
-                      [int(lens[rep[k]]) for k in fresh], [texts[k] for k in fresh])
-        stored = {k: base + m for m, k in enumerate(fresh) if base + m < len(cache.texts)}
-        group_id = np.empty(len(rep), np.int64)
-        for k in range(len(rep)):
-            e = stored.get(k)
-            if e is None:
-                e = -2 - len(extra)
-                extra.append(texts[k])
-            group_id[k] = e
-        entry = entry.copy()
-        entry[miss] = group_id[inverse]
-    n_cached = len(cache.texts)
-    slot = np.where(entry >= 0, entry, n_cached - 2 - entry)
+    slot, extra, n_cached = _cached_ids(buf, cache, key, st, lens,
+                                        lambda r: shape_text(buf[int(st[r]):int(st[r]) + int(lens[r])]))
     used = np.zeros(n_cached + len(extra), bool)
     used[slot] = True
     uniq = np.flatnonzero(used)

@@ -97,3 +97,27 @@ def test_child_dies_with_its_parent(tmp_path):
             break
         assert time.monotonic() < deadline, "the loader outlived its parent"
         time.sleep(0.01)
+
+
+@pytest.mark.parametrize("through", ["memory file", "pipe"])
+def test_the_model_comes_back_whole_and_writable(monkeypatch, through):
+    """B's arrays come back out of band through an in-memory file (or, without memfd, inside the
+    pickle through the pipe): equal to a model loaded here, and as writable as one."""
+    import kerneldiff.core.ingest.beside as beside
+
+    if through == "pipe":
+        monkeypatch.setattr(beside, "_memfd", lambda: None)
+    elif beside._memfd() is None:
+        pytest.skip("no memfd_create here")
+    from kerneldiff.core.ingest.loader import load
+
+    here = load(str(DEMO_B), use_cache=False)
+    there = Beside(lambda: load(str(DEMO_B), use_cache=False)).result()
+    for table in ("kernels", "cpu_ops", "launches", "python"):
+        a, b = getattr(here, table).columns, getattr(there, table).columns
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
+            assert b[k].flags.writeable or not a[k].flags.writeable
+    col = there.kernels.columns["dur"]
+    col[:1] = col[:1] + 1.0   # a write lands in this process's private copy
+    assert Beside(lambda: {"empty": np.empty(0), "n": 3}).result()["n"] == 3

@@ -285,7 +285,9 @@ class EventReader:
         self._notes: list[str] = []  # what the reader ignored, for the model's warnings
         self.cut_strings = 0         # strings cut short while reading (longstrings.py)
         self._progress = progress
-        self._buf = _Buffer(cutting.SLICE)
+        # the scanner's work per call (grouping names, building columns) is partly per batch:
+        # reads of 4 slices amortise it (60 MB, one process: ~0.13 -> ~0.12 s)
+        self._buf = _Buffer(cutting.SLICE * (4 if fast and scan.available() else 1))
         self.events_offset = -1   # (decompressed) byte offset of the first event
 
     def close(self) -> None:

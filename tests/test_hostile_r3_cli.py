@@ -490,3 +490,18 @@ def test_the_command_ends_without_teardown_yet_writes_everything(tmp_path):
     with open("/dev/full", "w") as full:
         r = subprocess.run(cmd, stdout=full, stderr=subprocess.PIPE, timeout=120)
     assert r.returncode == 2 and r.stderr.decode().count("\n") == 1 and "Traceback" not in r.stderr.decode()
+
+
+def test_the_command_keeps_numpy_to_one_blas_thread_unless_told():
+    """OpenBLAS's thread pool is held to one thread by the command (no linear algebra here, and
+    its spinning threads took CPU from the loads); a user's own OPENBLAS_NUM_THREADS is kept."""
+    import subprocess
+    import sys
+
+    code = "import kerneldiff.cli.main, numpy, os; print(os.environ['OPENBLAS_NUM_THREADS'])"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=60).stdout.strip() == "1"
+    env["OPENBLAS_NUM_THREADS"] = "3"
+    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=60).stdout.strip() == "3"

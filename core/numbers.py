@@ -163,3 +163,21 @@ def strict_json(obj: Any, indent: int | None = 2) -> str:
     import json
 
     return json.dumps(json_ready(obj), indent=indent, allow_nan=False, default=str)
+
+
+def small_unique(values, bound: int):
+    """np.unique(values, return_inverse=True) for integers in [0, bound): with a table of the
+    bound's size instead of a sort when that is smaller (name ids: 550k kernels of a 1 GB trace
+    in 3 ms, not 40). Returns (sorted distinct values, each value's index among them), int64."""
+    import numpy as np   # here: the CLI's argument parsing imports this module
+
+    values = np.asarray(values, dtype=np.int64)
+    if bound > 4 * len(values) + 1024:
+        uniq, inverse = np.unique(values, return_inverse=True)
+        return uniq, inverse.reshape(-1).astype(np.int64)
+    seen = np.zeros(bound, bool)
+    seen[values] = True
+    uniq = np.flatnonzero(seen)
+    index = np.zeros(bound, np.int64)
+    index[uniq] = np.arange(len(uniq))
+    return uniq, index[values]

@@ -418,11 +418,11 @@ def test_small_unique_is_np_unique():
     on both of its paths (dense table, and the sort when the bound is large)."""
     import numpy as np
 
-    from kerneldiff.core.analysis.classify import _small_unique
+    from kerneldiff.core.numbers import small_unique
 
     rng = np.random.default_rng(5)
     for n, bound in ((0, 10), (1, 1), (1000, 50), (1000, 10**7), (5000, 5000)):
         v = rng.integers(0, bound, n)
-        u, inv = _small_unique(v, bound)
+        u, inv = small_unique(v, bound)
         eu, einv = np.unique(v, return_inverse=True)
         assert np.array_equal(u, eu) and np.array_equal(inv, einv.reshape(-1)) and inv.dtype == np.int64

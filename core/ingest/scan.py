@@ -24,6 +24,8 @@ import os
 import msgspec
 import numpy as np
 
+from kerneldiff.core.numbers import small_unique
+
 # how scan stopped
 LIMIT, BAIL, ARRAY_END, FULL = 0, 1, 2, 3
 # integer fields, columns of `ints`
@@ -218,23 +220,16 @@ def collect(buf, out: Out, cache: NameCache, shapes: NameCache | None = None) ->
     nhash = out.nhash[:rows]
     # batch-local names: the texts used, in cache order (no sort: their indexes are small ints)
     has = np.flatnonzero(nlen >= 0)
-    slot, extra, n_cached = _cached_ids(buf, cache, nhash[has], nstart[has], nlen[has],
-                                        lambda r: _name_text(bytes(buf[nstart[has[r]]:nstart[has[r]] + nlen[has[r]]]),
+    h_start, h_len = nstart[has], nlen[has]
+    slot, extra, n_cached = _cached_ids(buf, cache, nhash[has], h_start, h_len,
+                                        lambda r: _name_text(bytes(buf[h_start[r]:h_start[r] + h_len[r]]),
                                                              bool(out.nesc[has[r]])))
-    local = np.full(rows, -1, np.int64)
-    local[has] = slot
-    used = np.zeros(n_cached + len(extra) + 1, bool)
-    used[local] = True        # -1 (no name) marks the spare last slot, dropped below
-    used[-1] = False
-    uniq = np.flatnonzero(used)
-    remap = np.full(len(used), -1, np.int32)
-    remap[uniq] = np.arange(len(uniq), dtype=np.int32)
-    texts_all = cache.texts
-    names: list[str | None] = [texts_all[i] if i < n_cached else extra[i - n_cached] for i in uniq.tolist()]
-    name = remap[local]
-    nameless = local < 0
-    if nameless.any():        # rows without a name point at a None entry, as msgspec's rows do
-        name[nameless] = len(names)
+    uniq, local = small_unique(slot, n_cached + len(extra))
+    names: list[str | None] = [cache.texts[i] if i < n_cached else extra[i - n_cached] for i in uniq.tolist()]
+    # rows without a name point at a None entry, as msgspec's rows do
+    name = np.full(rows, len(names), np.int32)
+    name[has] = local
+    if len(has) < rows:
         names.append(None)
     longest = int(nlen.max()) if rows else 0   # raw bytes: never fewer than the decoded characters
     shape, texts_ = _shapes(buf, out.shape[:rows], out.shash[:rows], NameCache() if shapes is None else shapes)
@@ -258,13 +253,11 @@ def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray, cache: NameCache) -> tu
     key = hashes[r, j] ^ (lens.astype(np.uint64) << np.uint64(40))
     slot, extra, n_cached = _cached_ids(buf, cache, key, st, lens,
                                         lambda r: shape_text(buf[int(st[r]):int(st[r]) + int(lens[r])]))
-    used = np.zeros(n_cached + len(extra), bool)
-    used[slot] = True
-    uniq = np.flatnonzero(used)
-    remap = np.full(len(used), -1, np.int32)
+    uniq, local = small_unique(slot, n_cached + len(extra))
+    remap = np.full(len(uniq), -1, np.int32)
     texts_: list = []
     ids: dict = {}
-    for u in uniq.tolist():
+    for k, u in enumerate(uniq.tolist()):
         t = cache.texts[u] if u < n_cached else extra[u - n_cached]
         if t is None:   # not a readable value: -1, as the msgspec path reads it
             continue
@@ -272,8 +265,8 @@ def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray, cache: NameCache) -> tu
         if v is None:
             v = ids[t] = len(texts_)
             texts_.append(t)
-        remap[u] = v
-    shape[r, j] = remap[slot]
+        remap[k] = v
+    shape[r, j] = remap[local]
     return shape, texts_
 
 

@@ -3,8 +3,9 @@
 A trace below the worker threshold (`workers._big`) is decoded by one process on one core, so a
 pair of them loaded in turn leaves the second core idle for the whole load. Forking a child for
 side B and sending its model back (a 60 MB trace's model: ~14 MB; its arrays out of band through
-an in-memory file, see `_dump`) halves the wall time of the pair on two cores. Only for callers on the main thread with no other threads
-running (the CLI): fork copies one thread, and a lock held elsewhere would stay held in the child.
+an in-memory file, see `_dump`) halves the wall time of the pair on two cores. Only for callers
+on the main thread with no other threads running (the CLI): fork copies one thread, and a lock
+held elsewhere would stay held in the child.
 """
 
 from __future__ import annotations

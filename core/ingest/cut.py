@@ -42,6 +42,16 @@ _BOUNDARY = re.compile(rb"\}\s*,\s*(\{)")  # group 1: where the next event start
 # there, so a run that fails to decode (and sends the load back to one process) is rare.
 _STRONG_BOUNDARY = re.compile(rb'\}\s*,\s*(\{)\s*"[^"\\]*"\s*:')
 _LBRACKET, _RBRACKET = ord("["), ord("]")
+# where a run for another process is cut, tried in order: the last strong boundary in the run's
+# last WINDOW bytes (a flag: True), else the last one anywhere in it, else the last plain one
+CUT_TRIES = ((_STRONG_BOUNDARY, True), (_STRONG_BOUNDARY, False), (_BOUNDARY, False))
+
+
+def last_match(pattern: re.Pattern, buf, lo: int = 0, hi: int | None = None) -> re.Match | None:
+    m = None
+    for m in pattern.finditer(buf, lo, len(buf) if hi is None else hi):
+        pass
+    return m
 
 BACKOFF = 16       # boundaries tried, from the last one back, before deciding a slice needs more data
 

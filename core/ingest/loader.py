@@ -81,7 +81,6 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
 
     if classifier is None and use_cache:   # the cache key names the rules
         classifier = load_classifier()
-    loaded: list = []   # a classifier loaded while worker processes decode (this one waits anyway)
 
     def report(frac: float, stage: str, done: int, total: int) -> None:
         if cancel is not None and cancel.is_set():
@@ -122,8 +121,7 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
     # only walk the growing heap (1 GB: building the model 0.18-0.29 s with it, 0.13 s without)
     gc.disable()
     try:
-        model = _read_and_build(path, source, info, workers, read_progress, classifier, loaded,
-                                load_classifier, report)
+        model = _read_and_build(path, source, info, workers, read_progress, classifier, load_classifier, report)
     finally:
         if gc_was:
             gc.enable()
@@ -138,9 +136,11 @@ def load(path: str | os.PathLike, *, progress: Progress | None = None, cancel=No
 
 
 def _read_and_build(path: str, source: str, info: TraceInfo, workers: int | None, read_progress, classifier,
-                    loaded: list, load_classifier, report) -> TraceModel:
+                    load_classifier, report) -> TraceModel:
     """Read the file (worker processes when worth it) and build the model with its phases and
-    layers."""
+    layers; without a `classifier`, `load_classifier()` makes one, while worker processes
+    decode when there are some (this process waits for them anyway)."""
+    loaded: list = []
     try:
         n = worker_count(info, workers)
         read = None

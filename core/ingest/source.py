@@ -19,7 +19,7 @@ from kerneldiff.core.ingest import scan
 from kerneldiff.core.ingest.columns import Columns
 from kerneldiff.core.ingest import cut as cutting   # SLICE, WINDOW, MAX_EVENT read at call time (tests shrink them)
 from kerneldiff.core.ingest import longstrings, toplevel
-from kerneldiff.core.ingest.cut import _BOUNDARY, _LBRACKET, _STRONG_BOUNDARY, ArrayEnd, Scanner, _Slicer, decode_array
+from kerneldiff.core.ingest.cut import CUT_TRIES, _LBRACKET, ArrayEnd, Scanner, _Slicer, decode_array, last_match
 from kerneldiff.core.ingest.decode import _ODD_ERRORS, Failure
 
 try:  # ISA-L inflates 2-3x faster than zlib with the same API, and releases the GIL
@@ -472,9 +472,8 @@ class EventReader:
                 return None
             n += k
         m = None
-        for pattern, lo in ((_STRONG_BOUNDARY, n - cutting.WINDOW), (_STRONG_BOUNDARY, 1), (_BOUNDARY, 1)):
-            for m_ in pattern.finditer(dst, max(1, lo), n):
-                m = m_
+        for pattern, window in CUT_TRIES:
+            m = last_match(pattern, dst, max(1, n - cutting.WINDOW) if window else 1, n)
             if m is not None:
                 break
         if m is None:
@@ -509,13 +508,11 @@ class EventReader:
             self._tail_base = at
             self.src.mark(self.src.size)
             return None
-        m, base = None, at + size - cutting.WINDOW
-        for pattern, lo in ((_STRONG_BOUNDARY, base), (_STRONG_BOUNDARY, at), (_BOUNDARY, at)):
-            data = _pread_all(fd, at + size - lo, lo, self)
-            for m_ in pattern.finditer(data):
-                m = m_
+        m = None
+        for pattern, window in CUT_TRIES:
+            base = at + size - cutting.WINDOW if window else at
+            m = last_match(pattern, _pread_all(fd, at + size - base, base, self))
             if m is not None:
-                base = lo
                 break
         if m is None:
             return -1

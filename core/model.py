@@ -15,11 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from kerneldiff.core.phase_names import PHASE_FILTERS, PHASES  # noqa: F401 - re-exported
 from kerneldiff.core.strings import StringTable
 
-PHASES = ("unknown", "prefill", "decode", "mixed")   # what a step can be; the one list of phases
-# what a comparison can be restricted to: everything, or the steps of one phase
-PHASE_FILTERS = ("all", "prefill", "decode", "mixed", "unknown")
 PHASE_ID = {p: i for i, p in enumerate(PHASES)}
 
 KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET = 0, 1, 2

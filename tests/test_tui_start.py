@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from textual.widgets import ProgressBar
 
 from kerneldiff.core.analysis.browse import overview
 from kerneldiff.core.demo import DEMO_A, DEMO_B
@@ -19,6 +18,7 @@ from kerneldiff.tui.screens.kernel import KernelDetailScreen
 from kerneldiff.tui.screens.layer import LayerScreen
 from kerneldiff.tui.screens.start import StartScreen
 from kerneldiff.tui.testing import PreloadedLoader, all_text, demo_app, screen_text, wait_for_main, wait_until
+from kerneldiff.tui.widgets.load_bar import LoadBar
 from kerneldiff.tui.widgets.result_table import ResultTable
 from kerneldiff.tui.widgets.trace_card import TraceCard
 
@@ -69,7 +69,7 @@ async def test_loading_shows_throttled_progress_and_esc_cancels(demo_models, mon
         await pilot.pause(0.5)
         start = app.screen
         assert isinstance(start, StartScreen) and app.loading == {0, 1}
-        bars = [start.card(i).query_one(ProgressBar) for i in (0, 1)]
+        bars = [start.card(i).query_one(LoadBar) for i in (0, 1)]
         await wait_until(pilot, lambda: all(b.progress > 0 for b in bars))   # both loads have reported
         assert all(0 < b.progress < 100 for b in bars)
         assert "reading" in screen_text(app) and "Esc cancels" in screen_text(app)

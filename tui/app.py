@@ -366,7 +366,7 @@ def _warm_up_workers(paths: list[str]) -> None:
     except OSError:
         return  # the probe will report the file
     if big:
-        from kerneldiff.core.ingest.loader import prepare
+        from kerneldiff.core.ingest.forkserver import prepare
 
         threading.Thread(target=prepare, name="kerneldiff-prepare", daemon=True).start()
 
@@ -383,7 +383,7 @@ def run_app(paths: list[str], phase: str = "all", registry: str | None = None, u
     """Open the explorer on one trace (browse) or two (compare). Returns the exit code.
     `aie`: GEMM shape / warm-up / iterations / clock for AMD AIE traces (keys of
     kerneldiff.core.aie.session.OPTION_KEYS; absent or None = not given)."""
-    from kerneldiff.core.model import PHASE_FILTERS
+    from kerneldiff.core.phase_names import PHASE_FILTERS
 
     if phase not in PHASE_FILTERS:
         print(f"kerneldiff: unknown phase {phase!r} (choose from {', '.join(PHASE_FILTERS)})", file=sys.stderr)

@@ -9,7 +9,6 @@ and the loader starts again in one process. Loads in one process share one worke
 from __future__ import annotations
 
 import gc
-import multiprocessing as mp
 import multiprocessing.connection as mpc
 from multiprocessing import shared_memory  # imported here: a forked worker must not import
 import os
@@ -22,6 +21,7 @@ import numpy as np
 from kerneldiff.core.ingest.probe import TraceInfo
 from kerneldiff.core.ingest.columns import Columns
 from kerneldiff.core.ingest.cut import RUN, decode_run
+from kerneldiff.core.ingest.forkserver import mp_context, prepare  # noqa: F401 - prepare: re-exported
 from kerneldiff.core.ingest.source import EventReader
 
 Progress = Callable[[float, str, int, int], Any]
@@ -113,18 +113,6 @@ _budget = _Budget()
 
 # --- reading with worker processes ------------------------------------------------------------
 
-def _mp_context():
-    """fork is instant but unsafe once threads run (a UI, an inflater): use a fork server then."""
-    methods = mp.get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1:
-        return mp.get_context("fork")
-    if "forkserver" in methods:
-        ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["kerneldiff.core.ingest.source", "kerneldiff.core.ingest.workers", "kerneldiff.core.ingest.loader"])
-        return ctx
-    return mp.get_context("spawn")
-
-
 def _pack(cols: dict[str, dict[str, np.ndarray]], buf, base: int, size: int):
     """Write a run's columns into its own slot (its JSON is decoded, the space is free): the
     parent copies them out, cheaper than pickling them through a pipe. Returns their layout;
@@ -148,21 +136,6 @@ def _unpack(layout, buf, base: int) -> dict[str, dict[str, np.ndarray]]:
     for g, c, dt, off, n in layout:
         cols.setdefault(g, {})[c] = np.frombuffer(buf, dtype=dt, count=n, offset=base + off).copy()
     return cols
-
-
-def prepare() -> None:
-    """Start the worker machinery ahead of the first big load. A UI, whose threads make fork
-    unsafe, calls this at startup (from a background thread: it blocks until the fork server
-    has imported the reader, ~0.3 s); otherwise its first big load pays that."""
-    ctx = _mp_context()
-    if ctx.get_start_method() == "forkserver":
-        p = ctx.Process(target=_started, daemon=True)
-        p.start()
-        p.join()
-
-
-def _started() -> None:
-    """The first child of the fork server: starting it is what starts the server."""
 
 
 class _Mapped:
@@ -303,7 +276,7 @@ class _Pool:
 
     def __init__(self, n: int, slot: int = SLOT, fast: bool = True) -> None:
         _sweep_stale_segments()
-        ctx = _mp_context()
+        ctx = mp_context()
         self.slot = slot
         self.shms, self.procs, self.cmds, self.res = [], [], [], []
         self.free: list[list[int]] = []

@@ -8,12 +8,13 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import ProgressBar, Static
+from textual.widgets import Static
 
 from kerneldiff.core.ingest.probe import TraceInfo
 
 from ..state import CANCELLED, FAILED, LOADED, LOADING, TraceState
 from ..text import DIM, SIDE_STYLE, fmt_bytes, literal, span
+from .load_bar import LoadBar
 
 
 def _device_line(info: TraceInfo) -> str:
@@ -71,8 +72,7 @@ class TraceCard(Vertical):
     TraceCard.-error { border: round $error; }
     TraceCard.-done { border: round $success; }
     TraceCard > .title { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
-    TraceCard > ProgressBar { height: 1; margin-top: 1; }
-    TraceCard > ProgressBar Bar { width: 1fr; }
+    TraceCard > LoadBar { margin-top: 1; }
     TraceCard > .status { height: auto; }
     """
 
@@ -88,7 +88,7 @@ class TraceCard(Vertical):
         yield Static(title, classes="title")
         if self.info is not None:
             yield Static(info_table(self.info), classes="info")
-        yield ProgressBar(total=100, show_eta=False, show_percentage=True)
+        yield LoadBar()
         yield Static(Text("waiting", style=DIM), classes="status")
 
     def show(self, state: TraceState) -> None:
@@ -104,7 +104,7 @@ class TraceCard(Vertical):
             self.set_status(Text("waiting", style=DIM))
 
     def set_progress(self, fraction: float, stage: str, done: int, total: int) -> None:
-        self.query_one(ProgressBar).update(progress=round(100 * max(0.0, min(1.0, fraction)), 1))
+        self.query_one(LoadBar).update(round(100 * max(0.0, min(1.0, fraction)), 1))
         text = span(stage, "bold")
         if total:
             text.append(f"  {fmt_bytes(done)} of {fmt_bytes(total)}")
@@ -118,9 +118,9 @@ class TraceCard(Vertical):
             self.add_class(f"-{state}")
 
     def set_error(self, message: str) -> None:
-        self.query_one(ProgressBar).update(progress=0)
+        self.query_one(LoadBar).update(0)
         self.set_status(literal(message, "bold red"), "error")
 
     def set_done(self, summary: str) -> None:
-        self.query_one(ProgressBar).update(progress=100)
+        self.query_one(LoadBar).update(100)
         self.set_status(Text(summary), "done")

@@ -160,3 +160,59 @@ async def test_fits_80x24_with_truncated_names_and_no_color(demo_models, monkeyp
         svg = app.export_screenshot()
         assert "#ff9e64" not in svg.lower() and "#7dcfff" not in svg.lower()
 
+
+
+FIRST_FRAME_PROBE = """
+import sys
+from kerneldiff.cli.app_launch import launch
+import kerneldiff.tui.app as app_module
+
+def shown(self, _m):
+    # what the process has imported when the first frame is up
+    print("numpy" in sys.modules, "kerneldiff.core.ingest.workers" in sys.modules, flush=True)
+    self.exit()
+
+app_module.KernelDiffApp.on_start_shown = shown
+app_module._has_terminal = lambda: True
+app_module.KernelDiffApp.run = lambda self: app_module.App.run(self, headless=True)
+sys.exit(launch(sys.argv[1:]))
+"""
+
+
+def test_first_frame_imports_neither_numpy_nor_the_reader(tmp_path):
+    """The first frame waits for nothing but Textual and the probes: numpy and the reader
+    (~45 ms and more on two cores) load with the traces, after it. A big pair also starts the
+    fork server before the first frame, which must not pull them into this process either."""
+    import subprocess
+    import sys
+
+    big = tmp_path / "big.json"
+    big.write_bytes(DEMO_A.read_bytes())
+    with open(big, "r+b") as f:   # a sparse file past the size that starts the fork server
+        f.truncate(9 * 1024 * 1024)
+    for paths in ([str(DEMO_A), str(DEMO_B)], [str(big), str(DEMO_B)]):
+        r = subprocess.run([sys.executable, "-c", FIRST_FRAME_PROBE, "--no-cache", *paths], capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert r.stdout.split() == ["False", "False"], (paths, r.stdout, r.stderr[-2000:])
+
+
+async def test_load_bar_fills_in_proportion_and_turns_complete():
+    from textual.app import App
+
+    class One(App):
+        def compose(self):
+            yield LoadBar()
+
+    app = One()
+    async with app.run_test(size=(40, 3)) as pilot:
+        bar = app.query_one(LoadBar)
+        for pct, filled in ((0, 0), (50, 18), (100, 35), (250, 35), (-5, 0)):   # 35 cells left of '  50%'
+            bar.update(pct)
+            await pilot.pause()
+            text = bar.render()
+            assert text.plain.endswith(f"{min(max(pct, 0), 100):3.0f}%")
+            assert len(text.plain) == 40
+            full = "load-bar--complete" if pct >= 100 else "load-bar--done"
+            style = bar.get_component_rich_style(full)
+            assert sum(s.end - s.start for s in text.spans if s.style == style) == filled

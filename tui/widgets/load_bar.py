@@ -32,7 +32,8 @@ class LoadBar(Widget):
         width = max(0, self.size.width - len(label))
         filled = round(width * self.progress / 100)
         done = "load-bar--complete" if self.progress >= 100 else "load-bar--done"
-        t = Text("━" * filled, style=self.get_component_rich_style(done), no_wrap=True)
+        t = Text(no_wrap=True)
+        t.append("━" * filled, style=self.get_component_rich_style(done))
         t.append("━" * (width - filled), style=self.get_component_rich_style("load-bar--todo"))
         t.append(label)
         return t

@@ -8,14 +8,15 @@ from pathlib import Path
 
 from kerneldiff.core.analysis.names import visible
 from kerneldiff.core.errors import TraceError, shown_path
-from kerneldiff.core.model import PHASE_FILTERS
 from kerneldiff.core.numbers import safe_text, strict_json
-from kerneldiff.core.report.tables import TABLES, table
+from kerneldiff.core.phase_names import PHASE_FILTERS
+from kerneldiff.core.report.table_names import TABLES
 
 from .args import UsageError, flag_number
 
 # The text report's modules (Rich, the throughput and timeline sections) are imported by the
 # functions that draw it: `--format json` and `csv` never load Rich (~20 ms of a run's start).
+# The comparison's own modules are imported once the traces are loading (see Session._pair_beside).
 
 
 def add_parser(sub) -> None:
@@ -124,6 +125,8 @@ def _absent_phase(session, phase: str) -> str:
 def _report(cmp, args) -> int:
     if args.format == "json":
         if args.table and args.table != "all":
+            from kerneldiff.core.report.tables import table
+
             head, rows = table(cmp, args.table)
             # the CSV table's rows, a missing value as null (CSV writes an empty cell)
             text = strict_json([{h: (None if v == "" else v) for h, v in zip(head, r)} for r in rows])
@@ -174,6 +177,8 @@ def _emit(text: str, path: str | None) -> int:
 def csv_text(cmp, name: str) -> str:
     import csv
     import io
+
+    from kerneldiff.core.report.tables import table
 
     head, rows = table(cmp, name)
     buf = io.StringIO()

@@ -184,9 +184,11 @@ class Session:
             return False
         # what both loads need, imported and read once before the fork rather than in both processes
         import numpy.ma  # noqa: F401 - np.unique imports it on first use
+        import kerneldiff.core.analysis.flops  # noqa: F401
+        import kerneldiff.core.analysis.timeline  # noqa: F401
         import kerneldiff.core.ingest.decode  # noqa: F401
         import kerneldiff.core.ingest.loader  # noqa: F401
-        from kerneldiff.core.compare.engine import prepare_side
+        from kerneldiff.core.compare.side_readings import prepare_side
         self.classifier
 
         def load_b():
@@ -197,6 +199,7 @@ class Session:
         beside = Beside(load_b)
         try:
             prepare_side(self.load(0))
+            import kerneldiff.core.compare.engine  # noqa: F401 - only this process compares: while B finishes
         except BaseException:
             beside.cancel()
             raise

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 import re
+import weakref
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -631,3 +632,25 @@ def attention_text(w: OpWork) -> str:
     d = f"D{g('head_dim')}" + (f"/{g('head_dim_v')}" if g("head_dim_v") != g("head_dim") else "")
     return (f"B{g('batch')} H{g('heads')}/{g('kv_heads')} S{g('seq_q')}×{g('seq_k')} {d}"
             + (" causal" if g("causal") else "") + (" bwd" if g("backward") else ""))
+
+
+_WORK_CACHE: dict[int, tuple[weakref.ref, ModelWork]] = {}
+
+
+def work_of(model) -> ModelWork:
+    """model_work(model), computed once per loaded model (the explorer compares phase after phase)."""
+    memo = getattr(model, "memo", None)
+    if memo is not None:
+        return memo(("work",), lambda: model_work(model))
+    hit = _WORK_CACHE.get(id(model))
+    if hit is not None and hit[0]() is model:
+        return hit[1]
+    w = model_work(model)
+    for key, (ref, _) in list(_WORK_CACHE.items()):     # drop the entries of models gone
+        if ref() is None:
+            _WORK_CACHE.pop(key, None)
+    try:
+        _WORK_CACHE[id(model)] = (weakref.ref(model), w)
+    except TypeError:   # pragma: no cover - a model type without weak references: no cache
+        pass
+    return w

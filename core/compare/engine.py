@@ -16,6 +16,7 @@ import numpy as np
 
 from kerneldiff.core.compare.align import align, coarse
 from kerneldiff.core.analysis.timeline import Timeline, timeline
+from kerneldiff.core.compare.side_readings import prepare_side  # noqa: F401 - re-exported
 from kerneldiff.core.compare.result import (Comparison, KernelPair, LayerAlignment, LayerRow, LayerSide, OperationRow,
                          SameKernel, Side, Stats, WallClock)
 from kerneldiff.core.compare.fusion import find_fusions
@@ -445,16 +446,6 @@ def _layer_idle(rows: list[LayerRow], ta: Timeline, tb: Timeline) -> None:
             l = t.layer(r.layer) if side.passes else None
             if l is not None:
                 side.idle_us, side.wall_us = l.idle_us, l.span_us
-
-
-def prepare_side(model, phase: str = "all") -> None:
-    """Compute the readings a comparison needs from one side alone (each kernel's work, the
-    timeline of `phase`), memoised on the model. A side loaded in a forked child does this there,
-    while this process does the other side: ~40% of a comparison's time, run on both cores."""
-    from kerneldiff.core.compare.throughput import work_of
-
-    work_of(model)
-    timeline(model, phase)
 
 
 def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None,

@@ -14,40 +14,19 @@ by joining kernels to operators through their External id and summing durations 
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
 from kerneldiff.core.analysis.browse import _groups
-from kerneldiff.core.analysis.flops import ATTENTION, GEMM, ModelWork, OpWork, model_work
+from kerneldiff.core.analysis.flops import ATTENTION, GEMM, OpWork, work_of  # noqa: F401 - work_of: re-exported
 from kerneldiff.core.analysis.peaks import PeakTable, Peaks, default_table
 from kerneldiff.core.compare.work_result import (AttentionShape, GemmShape, KernelShare, ShapeSide, ThroughputRow,
                                                  ThroughputSide)
 from kerneldiff.core.numbers import TINY, finite, ratio
 
 TOP_KERNELS = 4
-_CACHE: dict[int, tuple[weakref.ref, ModelWork]] = {}
-
-
-def work_of(model) -> ModelWork:
-    """model_work(model), computed once per loaded model (the explorer compares phase after phase)."""
-    memo = getattr(model, "memo", None)
-    if memo is not None:
-        return memo(("work",), lambda: model_work(model))
-    hit = _CACHE.get(id(model))
-    if hit is not None and hit[0]() is model:
-        return hit[1]
-    w = model_work(model)
-    for key, (ref, _) in list(_CACHE.items()):     # drop the entries of models gone
-        if ref() is None:
-            _CACHE.pop(key, None)
-    try:
-        _CACHE[id(model)] = (weakref.ref(model), w)
-    except TypeError:   # pragma: no cover - a model type without weak references: no cache
-        pass
-    return w
 
 
 def _pct(x: float | None, of: float | None) -> float | None:

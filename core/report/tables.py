@@ -9,17 +9,14 @@ from typing import Any
 
 from kerneldiff.core.compare.result import Comparison
 from kerneldiff.core.numbers import finite
-from kerneldiff.core.report.work_tables import WORK_TABLES, work_table
-
-TABLES = ("operations", "layers", "pairs", "fusions", "same-kernels", "timeline", "warnings")
+from kerneldiff.core.report.table_names import TABLES, WORK_TABLES
+from kerneldiff.core.report.work_tables import work_table
 
 # the timeline table's columns after side, scope, pass, name, phase and layer (one row per window)
 TIMELINE_FIGURES = ("span_us", "busy_us", "idle_us", "launch_bound_us", "sync_us", "other_us", "overlap_us",
                     "kernel_us", "kernels", "gaps")
 TIMELINE_LAUNCH = ("launches", "api_p50_us", "api_p95_us", "delay_p50_us", "delay_p95_us", "kernels_launched",
                    "kernels_shorter_than_launch")
-# the throughput tables (kerneldiff.core.report.work_tables), before the warnings
-TABLES = tuple(t for t in TABLES if t != "warnings") + WORK_TABLES + ("warnings",)
 
 
 def _r(x: float | None) -> float | str:

@@ -8,8 +8,7 @@ from typing import Any
 
 from kerneldiff.core.analysis.peaks import FIGURES
 from kerneldiff.core.numbers import finite
-
-WORK_TABLES = ("gemm-shapes", "attention-shapes", "throughput", "peaks")
+from kerneldiff.core.report.table_names import WORK_TABLES  # noqa: F401 - re-exported
 
 _SHAPE_SIDE = ("calls", "total_us", "mean_us", "tflops", "tbps", "pct_peak", "pct_peak_bw", "bound", "pct_roofline",
                "peak_tflops")

@@ -8,7 +8,8 @@ import multiprocessing as mp
 import threading
 
 # what the fork server imports once, so that each worker it forks starts ready
-PRELOAD = ["kerneldiff.core.ingest.source", "kerneldiff.core.ingest.workers", "kerneldiff.core.ingest.loader"]
+PRELOAD = ["kerneldiff.core.ingest.source", "kerneldiff.core.ingest.workers", "kerneldiff.core.ingest.loader",
+           "multiprocessing.connection", "multiprocessing.shared_memory"]
 
 
 def mp_context():

@@ -9,8 +9,6 @@ and the loader starts again in one process. Loads in one process share one worke
 from __future__ import annotations
 
 import gc
-import multiprocessing.connection as mpc
-from multiprocessing import shared_memory  # imported here: a forked worker must not import
 import os
 import threading
 from collections.abc import Callable
@@ -21,10 +19,26 @@ import numpy as np
 from kerneldiff.core.ingest.probe import TraceInfo
 from kerneldiff.core.ingest.columns import Columns
 from kerneldiff.core.ingest.cut import RUN, decode_run
-from kerneldiff.core.ingest.forkserver import mp_context, prepare  # noqa: F401 - prepare: re-exported
 from kerneldiff.core.ingest.source import EventReader
 
 Progress = Callable[[float, str, int, int], Any]
+
+
+def _multiprocessing():
+    """multiprocessing's connection and shared memory modules (~15 ms to import), imported by the
+    parent when it starts workers, not by every load: a trace small enough for one process never
+    needs them. Forked workers find them imported; the fork server preloads them."""
+    import multiprocessing.connection as mpc
+    from multiprocessing import shared_memory
+
+    return mpc, shared_memory
+
+
+def prepare() -> None:
+    """Start the worker machinery ahead of the first big load (kerneldiff.core.ingest.forkserver)."""
+    from kerneldiff.core.ingest.forkserver import prepare as start
+
+    start()
 
 # From this many bytes on disk, worker processes pay off: measured on 2 cores, a 64 MB trace
 # loads in ~0.33 s either way, 100 MB in 0.38 s with workers and 0.53 s without. gzip files are
@@ -177,6 +191,7 @@ def _worker_main(shm_name: str, slot_size: int, cmd, res, parent: int, inherited
     for conn in inherited:  # a forked worker holds copies of the parent's pipe ends: drop them,
         conn.close()        # or it would never see the parent go away
     gc.disable()
+    _, shared_memory = _multiprocessing()
     shm = shared_memory.SharedMemory(name=shm_name)
     col = Columns()
     sent = 0
@@ -276,6 +291,9 @@ class _Pool:
 
     def __init__(self, n: int, slot: int = SLOT, fast: bool = True) -> None:
         _sweep_stale_segments()
+        from kerneldiff.core.ingest.forkserver import mp_context
+
+        _, shared_memory = _multiprocessing()
         ctx = mp_context()
         self.slot = slot
         self.shms, self.procs, self.cmds, self.res = [], [], [], []
@@ -312,7 +330,7 @@ class _Pool:
     def poll(self, timeout: float | None) -> None:
         """Handle worker messages; raises ParallelFallback when a run failed or a worker died."""
         waiting = [c for c, n in zip(self.res, self.counts) if n is None]
-        for conn in mpc.wait(waiting, timeout):
+        for conn in _multiprocessing()[0].wait(waiting, timeout):
             w = self.res.index(conn)
             try:
                 kind, value = conn.recv()

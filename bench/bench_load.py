@@ -134,6 +134,9 @@ def child(task: str, paths: list[str], cache_dir: str | None) -> dict:
         os.environ["XDG_CACHE_HOME"] = cache_dir
     # Imports are not part of a load (a running app has them); reading the classifier registry
     # is (load() does it). Process wall time, startup included, is reported separately.
+    # The command's process settings first (numpy's BLAS threads and huge pages: kerneldiff.cli.main
+    # sets them before numpy loads), as `kerneldiff info` and the explorer run.
+    import kerneldiff.cli.main  # noqa: F401
     import numpy  # noqa: F401
     import orjson  # noqa: F401
 

@@ -186,10 +186,12 @@ def test_first_frame_imports_neither_numpy_nor_the_reader(tmp_path):
     import subprocess
     import sys
 
+    from kerneldiff.core.ingest.forkserver import PARALLEL_MIN_PLAIN
+
     big = tmp_path / "big.json"
     big.write_bytes(DEMO_A.read_bytes())
     with open(big, "r+b") as f:   # a sparse file past the size that starts the fork server
-        f.truncate(9 * 1024 * 1024)
+        f.truncate(PARALLEL_MIN_PLAIN + 1)
     for paths in ([str(DEMO_A), str(DEMO_B)], [str(big), str(DEMO_B)]):
         r = subprocess.run([sys.executable, "-c", FIRST_FRAME_PROBE, "--no-cache", *paths], capture_output=True,
                            text=True, timeout=120)
@@ -216,3 +218,32 @@ async def test_load_bar_fills_in_proportion_and_turns_complete():
             full = "load-bar--complete" if pct >= 100 else "load-bar--done"
             style = bar.get_component_rich_style(full)
             assert sum(s.end - s.start for s in text.spans if s.style == style) == filled
+
+
+def test_the_fork_server_starts_only_for_traces_that_use_workers(monkeypatch):
+    """Starting the fork server costs the first frame ~10-20 ms: only a pair with a trace big
+    enough for worker processes (by the probes: size and compression) pays it."""
+    import threading
+    from types import SimpleNamespace
+
+    from kerneldiff.core.ingest import forkserver
+    from kerneldiff.tui import app as app_module
+
+    started = []
+    monkeypatch.setattr(forkserver, "prepare", lambda: started.append(threading.current_thread().name))
+    monkeypatch.setattr(forkserver, "cpus", lambda: 2)
+
+    def run(*infos):
+        started.clear()
+        app_module._warm_up_workers(list(infos))
+        for t in threading.enumerate():
+            if t.name == "kerneldiff-prepare":
+                t.join(10)
+        return len(started)
+
+    plain = SimpleNamespace(size=forkserver.PARALLEL_MIN_PLAIN - 1, compressed=False)
+    assert run(plain, plain, None) == 0                      # 60 MB plain files: one process each
+    assert run(plain, SimpleNamespace(size=forkserver.PARALLEL_MIN_GZIP, compressed=True)) == 1
+    assert run(SimpleNamespace(size=forkserver.PARALLEL_MIN_PLAIN, compressed=False)) == 1
+    monkeypatch.setattr(forkserver, "cpus", lambda: 1)
+    assert run(SimpleNamespace(size=10 * forkserver.PARALLEL_MIN_PLAIN, compressed=False)) == 0   # one core: no workers

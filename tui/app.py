@@ -358,14 +358,13 @@ class KernelDiffApp(App):
         self.exit(self.exit_code)
 
 
-def _warm_up_workers(paths: list[str]) -> None:
-    """Big traces are decoded by worker processes; start their fork server while the first frame
-    is drawn, so the first load does not pay its ~0.3 s start-up."""
-    try:
-        big = any(os.path.getsize(p) >= 8 * 1024 * 1024 for p in paths)
-    except OSError:
-        return  # the probe will report the file
-    if big:
+def _warm_up_workers(infos) -> None:
+    """Traces big enough for worker processes are decoded by them; start their fork server early,
+    so the first load does not pay its ~0.3 s start-up. Decided from the probes (`infos`): a pair
+    that loads in one process each starts nothing."""
+    from kerneldiff.core.ingest.forkserver import big, cpus
+
+    if cpus() > 1 and any(i is not None and big(i.size, i.compressed) for i in infos):
         from kerneldiff.core.ingest.forkserver import prepare
 
         threading.Thread(target=prepare, name="kerneldiff-prepare", daemon=True).start()
@@ -411,7 +410,7 @@ def run_app(paths: list[str], phase: str = "all", registry: str | None = None, u
         print("kerneldiff: the explorer needs a terminal; for a report use `kerneldiff compare A B` or "
               "`kerneldiff info A`", file=sys.stderr)
         return 2
-    _warm_up_workers(paths)
     app = KernelDiffApp(paths, phase=phase, registry=registry, use_cache=use_cache, aie=aie)
+    _warm_up_workers(app.session.infos)
     result = app.run()
     return int(result) if isinstance(result, int) else app.exit_code

@@ -4,8 +4,24 @@ first frame when it did)."""
 
 from __future__ import annotations
 
-import multiprocessing as mp
+import os
 import threading
+
+# From this many bytes on disk, worker processes pay off: measured on 2 cores, a 64 MB trace
+# loads in ~0.33 s either way, 100 MB in 0.38 s with workers and 0.53 s without. gzip files are
+# ~10x smaller than the JSON inside, hence their lower threshold.
+PARALLEL_MIN_PLAIN = 64 * 1024 * 1024
+PARALLEL_MIN_GZIP = 8 * 1024 * 1024
+
+
+def cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def big(size: int, compressed: bool) -> bool:
+    """Is a file of this size worth worker processes?"""
+    return size >= (PARALLEL_MIN_GZIP if compressed else PARALLEL_MIN_PLAIN)
+
 
 # what the fork server imports once, so that each worker it forks starts ready
 PRELOAD = ["kerneldiff.core.ingest.source", "kerneldiff.core.ingest.workers", "kerneldiff.core.ingest.loader",
@@ -14,6 +30,8 @@ PRELOAD = ["kerneldiff.core.ingest.source", "kerneldiff.core.ingest.workers", "k
 
 def mp_context():
     """fork is instant but unsafe once threads run (a UI, an inflater): use a fork server then."""
+    import multiprocessing as mp   # here: deciding whether workers are worth it needs none of it
+
     methods = mp.get_all_start_methods()
     if "fork" in methods and threading.active_count() == 1:
         return mp.get_context("fork")

@@ -40,11 +40,8 @@ def prepare() -> None:
 
     start()
 
-# From this many bytes on disk, worker processes pay off: measured on 2 cores, a 64 MB trace
-# loads in ~0.33 s either way, 100 MB in 0.38 s with workers and 0.53 s without. gzip files are
-# ~10x smaller than the JSON inside, hence their lower threshold.
-PARALLEL_MIN_PLAIN = 64 * 1024 * 1024
-PARALLEL_MIN_GZIP = 8 * 1024 * 1024
+# worker processes from these sizes on (the numbers and why: kerneldiff.core.ingest.forkserver)
+from kerneldiff.core.ingest.forkserver import PARALLEL_MIN_GZIP, PARALLEL_MIN_PLAIN, big, cpus as _cpus  # noqa: E402,F401
 SLOTS_PER_WORKER = 2
 SLOT = RUN + 2                       # '[' + a run of events + ']' (the largest slot)
 MIN_RUN = 2 * 1024 * 1024            # smaller runs: a file is cut in ~16, so both workers start
@@ -74,10 +71,6 @@ class ReadResult:
 
 
 
-def _cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 def worker_count(info: TraceInfo, workers: int | None) -> int:
     if workers is not None:
         return max(1, int(workers))
@@ -86,7 +79,7 @@ def worker_count(info: TraceInfo, workers: int | None) -> int:
 
 def _big(info: TraceInfo) -> bool:
     """Worth worker processes."""
-    return info.size >= (PARALLEL_MIN_GZIP if info.compressed else PARALLEL_MIN_PLAIN)
+    return big(info.size, info.compressed)
 
 
 def scan_worth(info: TraceInfo) -> bool:

@@ -174,8 +174,8 @@ class Session:
         return self.models
 
     def _pair_beside(self) -> bool:
-        """Load A here and B in a forked child at once, when each load would use one core only.
-        False when that does not apply (the caller loads them in turn)."""
+        """Load one trace here and the other in a forked child at once, when each load would use one
+        core only. False when that does not apply (the caller loads them in turn)."""
         from kerneldiff.core.ingest.beside import Beside, can_fork
         from kerneldiff.core.ingest.workers import worker_count
 
@@ -191,20 +191,25 @@ class Session:
         from kerneldiff.core.compare.side_readings import prepare_side
         self.classifier
 
-        def load_b():
-            m = self.load(1)
+        # the child also pays for sending its model back: it takes the smaller file (by bytes on
+        # disk, the best guess of the work before reading), this process the larger
+        here = 1 if self.infos[1].size > self.infos[0].size else 0
+        there = 1 - here
+
+        def load_there():
+            m = self.load(there)
             prepare_side(m)
             return m
 
-        beside = Beside(load_b)
+        beside = Beside(load_there)
         try:
-            prepare_side(self.load(0))
-            import kerneldiff.core.compare.engine  # noqa: F401 - only this process compares: while B finishes
+            prepare_side(self.load(here))
+            import kerneldiff.core.compare.engine  # noqa: F401 - only this process compares: while the child finishes
         except BaseException:
             beside.cancel()
             raise
-        model = self.models[1] = beside.result()
-        self.infos[1] = getattr(model, "info", self.infos[1])
+        model = self.models[there] = beside.result()
+        self.infos[there] = getattr(model, "info", self.infos[there])
         return True
 
     @property

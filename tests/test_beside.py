@@ -1,5 +1,5 @@
-"""Side by side loading (kerneldiff.core.ingest.beside): B decoded in a forked child while A loads here
-gives the same models as loading in turn, and a failure on either side is the same TraceError."""
+"""Side by side loading (kerneldiff.core.ingest.beside): one trace decoded in a forked child while the
+other loads here gives the same models as loading in turn, and a failure on either side is the same TraceError."""
 
 from __future__ import annotations
 
@@ -21,9 +21,12 @@ def _models(fork: bool, paths) -> list:
     return s
 
 
-def test_side_by_side_gives_the_models_of_loading_in_turn():
-    assert can_fork()
-    turn, side = _models(False, (DEMO_A, DEMO_B)), _models(True, (DEMO_A, DEMO_B))
+@pytest.mark.parametrize("paths", [(DEMO_A, DEMO_B), (DEMO_B, DEMO_A)], ids=["child-loads-A", "child-loads-B"])
+def test_side_by_side_gives_the_models_of_loading_in_turn(paths):
+    """The child loads the smaller file (it also sends its model back): in either order, each
+    model lands on its own side."""
+    assert can_fork() and DEMO_A.stat().st_size < DEMO_B.stat().st_size
+    turn, side = _models(False, paths), _models(True, paths)
     for m, n in zip(turn.models, side.models):
         assert m.label == n.label and m.steps == n.steps
         assert [m.strings[i] for i in range(len(m.strings))] == [n.strings[i] for i in range(len(n.strings))]
@@ -32,8 +35,10 @@ def test_side_by_side_gives_the_models_of_loading_in_turn():
             assert a.keys() == b.keys()
             for k in a:
                 np.testing.assert_array_equal(a[k], b[k])
-    assert replace(turn.infos[1], seconds=0) == replace(side.infos[1], seconds=0)
-    # each side's own readings were computed where it was loaded (B in the child) and came back
+    for i in (0, 1):
+        assert replace(turn.infos[i], seconds=0) == replace(side.infos[i], seconds=0)
+        assert side.models[i].path == str(paths[i])
+    # each side's own readings were computed where it was loaded (one in the child) and came back
     for m in side.models:
         assert {k[0] for k in m.__dict__.get("_memo", {})} >= {"work", "timeline", "module_calls"}
     assert turn.compare().to_dict() == side.compare().to_dict()

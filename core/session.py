@@ -82,6 +82,20 @@ def probe_trace(path: str, strict: bool = True) -> TraceInfo:
                                f"({type(e).__name__}: {' '.join(str(e).split())[:200]})") from None
 
 
+def _json_bytes(info: TraceInfo) -> int:
+    """The size of the JSON a trace holds: a plain file's size, or what a gzip's trailer says it
+    inflates to (modulo 4 GiB, as the format stores it; ten times the file if unreadable)."""
+    if not info.compressed:
+        return info.size
+    try:
+        with open(info.path, "rb") as f:
+            f.seek(-4, os.SEEK_END)
+            inflated = int.from_bytes(f.read(4), "little")
+    except OSError:
+        return 10 * info.size
+    return inflated if inflated >= info.size else 10 * info.size
+
+
 @dataclass
 class Session:
     """One or two Kineto traces (A, B) and everything computed from them."""
@@ -191,9 +205,9 @@ class Session:
         from kerneldiff.core.compare.side_readings import prepare_side
         self.classifier
 
-        # the child also pays for sending its model back: it takes the smaller file (by bytes on
-        # disk, the best guess of the work before reading), this process the larger
-        here = 1 if self.infos[1].size > self.infos[0].size else 0
+        # the child also pays for sending its model back: it takes the smaller trace (by its JSON
+        # bytes, the best guess of the work before reading), this process the larger
+        here = 1 if _json_bytes(self.infos[1]) > _json_bytes(self.infos[0]) else 0
         there = 1 - here
 
         def load_there():

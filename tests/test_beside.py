@@ -126,3 +126,18 @@ def test_the_model_comes_back_whole_and_writable(monkeypatch, through):
     col = there.kernels.columns["dur"]
     col[:1] = col[:1] + 1.0   # a write lands in this process's private copy
     assert Beside(lambda: {"empty": np.empty(0), "n": 3}).result()["n"] == 3
+
+
+def test_the_work_of_a_side_is_guessed_from_its_json_bytes(tmp_path):
+    """Which side the child takes: a gzip counts as the JSON it inflates to (its trailer), not its
+    bytes on disk, so a small gzip of a big trace is not mistaken for the lighter side."""
+    import gzip
+
+    from kerneldiff.core.ingest.probe import probe
+    from kerneldiff.core.session import _json_bytes
+
+    assert _json_bytes(probe(str(DEMO_A))) == len(gzip.decompress(DEMO_A.read_bytes()))
+    plain = tmp_path / "b.json"
+    plain.write_bytes(gzip.decompress(DEMO_B.read_bytes()))
+    assert _json_bytes(probe(str(plain))) == plain.stat().st_size
+    assert _json_bytes(probe(str(DEMO_B))) == plain.stat().st_size > DEMO_B.stat().st_size

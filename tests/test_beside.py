@@ -23,7 +23,7 @@ def _models(fork: bool, paths) -> list:
 
 @pytest.mark.parametrize("paths", [(DEMO_A, DEMO_B), (DEMO_B, DEMO_A)], ids=["child-loads-A", "child-loads-B"])
 def test_side_by_side_gives_the_models_of_loading_in_turn(paths):
-    """The child loads the smaller file (it also sends its model back): in either order, each
+    """The child loads the smaller trace (it also sends its model back): in either order, each
     model lands on its own side."""
     import gzip
 

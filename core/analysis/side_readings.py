@@ -1,6 +1,5 @@
-"""What a comparison reads from one side alone, kept apart from the engine: a side loaded in a
-forked child computes these there, and imports only what they need (the engine's modules, ~25 ms,
-are imported by the parent while it waits for the child)."""
+"""What a comparison reads from one side alone (each kernel's work, the timeline), apart from
+the engine: a side loaded in a forked child computes these there, in parallel with the other."""
 
 from __future__ import annotations
 

@@ -492,33 +492,27 @@ def test_the_command_ends_without_teardown_yet_writes_everything(tmp_path):
     assert r.returncode == 2 and r.stderr.decode().count("\n") == 1 and "Traceback" not in r.stderr.decode()
 
 
-def test_the_command_keeps_numpy_to_one_blas_thread_unless_told():
-    """OpenBLAS's thread pool is held to one thread by the command (no linear algebra here, and
-    its spinning threads took CPU from the loads); a user's own OPENBLAS_NUM_THREADS is kept."""
+_HUGEPAGES = ("import kerneldiff.cli.main\ntry:\n    import numpy._core.multiarray as m\nexcept ImportError:  # numpy 1.x\n"
+              "    import numpy.core.multiarray as m\nprint(m._get_madvise_hugepage())")
+
+
+@pytest.mark.parametrize("var, code, ours, theirs, seen", [
+    # OpenBLAS's thread pool held to one thread (no linear algebra here, and its spinning threads
+    # took CPU from the loads)
+    ("OPENBLAS_NUM_THREADS", "import kerneldiff.cli.main, numpy, os; print(os.environ['OPENBLAS_NUM_THREADS'])",
+     "1", "3", "3"),
+    # numpy's transparent-huge-page requests off (allocations stalled on memory compaction:
+    # building a 1 GB model 0.14-0.27 s with them, 0.16-0.18 s without)
+    ("NUMPY_MADVISE_HUGEPAGE", _HUGEPAGES, "False", "1", "True"),
+], ids=["blas-threads", "huge-pages"])
+def test_the_commands_numpy_settings_yield_to_the_users(var, code, ours, theirs, seen):
+    """The command sets these before numpy loads; a user's own setting is kept."""
     import subprocess
     import sys
 
-    code = "import kerneldiff.cli.main, numpy, os; print(os.environ['OPENBLAS_NUM_THREADS'])"
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=60).stdout.strip() == "1"
-    env["OPENBLAS_NUM_THREADS"] = "3"
-    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=60).stdout.strip() == "3"
-
-
-def test_the_command_turns_numpys_huge_pages_off_unless_told():
-    """numpy's transparent-huge-page requests made allocations stall on memory compaction
-    (building a 1 GB model: 0.14-0.27 s with them, 0.16-0.18 s without): the command turns them
-    off before numpy loads; a user's own NUMPY_MADVISE_HUGEPAGE is kept."""
-    import subprocess
-    import sys
-
-    code = ("import kerneldiff.cli.main\ntry:\n    import numpy._core.multiarray as m\nexcept ImportError:  # numpy 1.x\n"
-            "    import numpy.core.multiarray as m\nprint(m._get_madvise_hugepage())")
-    env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
-    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=60).stdout.strip() == "False"
-    env["NUMPY_MADVISE_HUGEPAGE"] = "1"
-    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=60).stdout.strip() == "True"
+    env = {k: v for k, v in os.environ.items() if k != var}
+    for value, expected in ((None, ours), (theirs, seen)):
+        if value is not None:
+            env[var] = value
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+        assert out.stdout.strip() == expected, out.stderr[-500:]

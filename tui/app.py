@@ -362,11 +362,9 @@ def _warm_up_workers(infos) -> None:
     """Traces big enough for worker processes are decoded by them; start their fork server early,
     so the first load does not pay its ~0.3 s start-up. Decided from the probes (`infos`): a pair
     that loads in one process each starts nothing."""
-    from kerneldiff.core.ingest.forkserver import big, cpus
+    from kerneldiff.core.ingest.forkserver import big, cpus, prepare
 
     if cpus() > 1 and any(i is not None and big(i.size, i.compressed) for i in infos):
-        from kerneldiff.core.ingest.forkserver import prepare
-
         threading.Thread(target=prepare, name="kerneldiff-prepare", daemon=True).start()
 
 

@@ -16,7 +16,6 @@ import numpy as np
 
 from kerneldiff.core.compare.align import align, coarse
 from kerneldiff.core.analysis.timeline import Timeline, timeline
-from kerneldiff.core.analysis.side_readings import prepare_side  # noqa: F401 - re-exported
 from kerneldiff.core.compare.result import (Comparison, KernelPair, LayerAlignment, LayerRow, LayerSide, OperationRow,
                          SameKernel, Side, Stats, WallClock)
 from kerneldiff.core.compare.fusion import find_fusions

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from kerneldiff.core.analysis.browse import _groups
-from kerneldiff.core.analysis.flops import ATTENTION, GEMM, OpWork, work_of  # noqa: F401 - work_of: re-exported
+from kerneldiff.core.analysis.flops import ATTENTION, GEMM, OpWork, work_of
 from kerneldiff.core.analysis.peaks import PeakTable, Peaks, default_table
 from kerneldiff.core.compare.work_result import (AttentionShape, GemmShape, KernelShare, ShapeSide, ThroughputRow,
                                                  ThroughputSide)

@@ -19,6 +19,8 @@ import numpy as np
 from kerneldiff.core.ingest.probe import TraceInfo
 from kerneldiff.core.ingest.columns import Columns
 from kerneldiff.core.ingest.cut import RUN, decode_run
+# when workers pay off and how they start (prepare: re-exported for the front ends)
+from kerneldiff.core.ingest.forkserver import big, cpus, mp_context, prepare  # noqa: F401
 from kerneldiff.core.ingest.source import EventReader
 
 Progress = Callable[[float, str, int, int], Any]
@@ -34,14 +36,6 @@ def _multiprocessing():
     return mpc, shared_memory
 
 
-def prepare() -> None:
-    """Start the worker machinery ahead of the first big load (kerneldiff.core.ingest.forkserver)."""
-    from kerneldiff.core.ingest.forkserver import prepare as start
-
-    start()
-
-# worker processes from these sizes on (the numbers and why: kerneldiff.core.ingest.forkserver)
-from kerneldiff.core.ingest.forkserver import PARALLEL_MIN_GZIP, PARALLEL_MIN_PLAIN, big, cpus as _cpus  # noqa: E402,F401
 SLOTS_PER_WORKER = 2
 SLOT = RUN + 2                       # '[' + a run of events + ']' (the largest slot)
 MIN_RUN = 2 * 1024 * 1024            # smaller runs: a file is cut in ~16, so both workers start
@@ -74,7 +68,7 @@ class ReadResult:
 def worker_count(info: TraceInfo, workers: int | None) -> int:
     if workers is not None:
         return max(1, int(workers))
-    return min(_cpus(), 4) if _big(info) and _cpus() > 1 else 1
+    return min(cpus(), 4) if _big(info) and cpus() > 1 else 1
 
 
 def _big(info: TraceInfo) -> bool:
@@ -101,7 +95,7 @@ class _Budget:
     def acquire(self, want: int, tick: Callable[[], None]) -> int:
         with self._cond:
             if self._free is None:
-                self._free = max(_cpus(), 1)
+                self._free = max(cpus(), 1)
             while self._free == 0:
                 self._cond.wait(0.1)
                 tick()  # progress / cancellation while waiting
@@ -284,8 +278,6 @@ class _Pool:
 
     def __init__(self, n: int, slot: int = SLOT, fast: bool = True) -> None:
         _sweep_stale_segments()
-        from kerneldiff.core.ingest.forkserver import mp_context
-
         _, shared_memory = _multiprocessing()
         ctx = mp_context()
         self.slot = slot

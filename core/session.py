@@ -251,9 +251,10 @@ class Session:
 
     def phases(self) -> list[str]:
         """Phase filters that select something in every loaded trace ("all" first)."""
+        from kerneldiff.core.analysis.cut_work import compared_phases
         from kerneldiff.core.model import PHASE_FILTERS
 
-        present = [set(m.phases_present()) for m in self.models if m is not None]
+        present = [set(compared_phases(m)) for m in self.models if m is not None]
         common = set.intersection(*present) if present else set()
         return [p for p in PHASE_FILTERS if p == "all" or p in common]
 

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from kerneldiff.core.analysis.cut_work import cut_mask
 from kerneldiff.core.model import KIND_KERNEL, KIND_MEMCPY, PHASE_ID, PHASES, TraceModel
 
 LAUNCH_TOLERANCE_US = 10.0
@@ -339,7 +340,7 @@ def timeline(model: TraceModel, phase: str = "all", tolerance_us: float = LAUNCH
 def _timeline(model: TraceModel, phase: str, tolerance_us: float) -> Timeline:
     sc = _Scan(model, tolerance_us)
     k = model.kernels
-    rows = sc.order
+    rows = sc.order[~cut_mask(model)[sc.order]]   # work launched before the trace's window is not timed
     tl = Timeline(phase=phase, whole=Window(), devices=sc.devices, streams=sc.streams, tolerance_us=tolerance_us)
     if len(rows) == 0:
         tl.phases["all"] = Window()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from kerneldiff.core.analysis.browse import KernelTotal, _kernel_totals
+from kerneldiff.core.analysis.cut_work import compared_mask
 from kerneldiff.core.model import TraceModel
 
 
@@ -37,11 +38,11 @@ def operation_kernels(model: TraceModel, family: str, phase: str = "all", classi
         from kerneldiff.core.analysis.classify import Classifier
 
         classifier = Classifier.load()
-    mask = model.phase_mask(phase)
+    mask = compared_mask(model, phase)
     return _totals(model, _family_rows(model, mask, family, classifier), mask)
 
 
 def outside_layer_kernels(model: TraceModel, phase: str = "all") -> list[KernelTotal]:
     """The kernels outside every layer (embedding, lm_head, sampling, between passes), in the phase."""
-    mask = model.phase_mask(phase)
+    mask = compared_mask(model, phase)
     return _totals(model, np.flatnonzero(mask & (model.kernels.layer < 0)), mask)

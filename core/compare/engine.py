@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 
 from kerneldiff.core.compare.align import align, coarse
+from kerneldiff.core.analysis.cut_work import compared_mask, compared_phases, cut_work
 from kerneldiff.core.analysis.timeline import Timeline, timeline
-from kerneldiff.core.compare.result import (Comparison, KernelPair, LayerAlignment, LayerRow, LayerSide, OperationRow,
+from kerneldiff.core.compare.result import (Comparison, Excluded, KernelPair, LayerAlignment, LayerRow, LayerSide, OperationRow,
                          SameKernel, Side, Stats, WallClock)
 from kerneldiff.core.compare.fusion import find_fusions
 from kerneldiff.core.compare.op_fusion import gemm_op_keys
@@ -72,7 +73,7 @@ class _View:
         self.key = key
         self.m = model
         k = model.kernels
-        mask = model.phase_mask(phase)
+        mask = compared_mask(model, phase)   # like with like: work cut by the profiler's window left out
         self.rows = np.nonzero(mask)[0]
         self.all_rows = len(self.rows) == len(mask)
         self.dur = self._take(k.dur)
@@ -138,9 +139,10 @@ def _labels(a: TraceModel, b: TraceModel) -> tuple[str, str]:
 
 def _side(v: _View, label: str) -> Side:
     m = v.m
-    return Side(key=v.key, label=label, path=m.path, gpu=m.info.gpu or "", vendor=m.info.vendor,
+    cut = cut_work(m)
+    return Side(excluded=Excluded(cut.kernels, cut.time_us, cut.why, cut.passes) if cut else None,key=v.key, label=label, path=m.path, gpu=m.info.gpu or "", vendor=m.info.vendor,
                 gpu_time_us=v.total, kernels=int(len(v.rows)), steps=len(m.steps),
-                layers_per_step=m.num_layers, architecture=m.architecture, phases=m.phases_present(),
+                layers_per_step=m.num_layers, architecture=m.architecture, phases=compared_phases(m),
                 passes=v.passes, per_pass_us=v.total / v.passes, pass_source=m.pass_source,
                 phase_source=m.phase_source, layer_source=m.layer_source)
 

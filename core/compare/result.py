@@ -41,6 +41,42 @@ class Side:
     # whether its operators carry input shapes (record_shapes=True): without them no FLOPs, bytes or
     # GEMM and attention shapes (None: not looked at)
     shapes_recorded: bool | None = None
+    # work left out of the comparison (kerneldiff.core.analysis.cut_work): None when nothing was
+    excluded: Excluded | None = None
+
+
+@dataclass
+class Excluded:
+    """GPU work of one side that the comparison does not count, and why."""
+
+    kernels: int
+    time_us: float
+    why: str
+    passes: int = 0          # forward passes left out whole (their start was cut)
+
+
+@dataclass
+class Comparability:
+    """Whether the two traces ran the same work: `comparable`, `partly` (the figures hold, with the
+    reasons' caveats) or `not comparable` (a different model or workload: gaps rank nothing)."""
+
+    verdict: str
+    reasons: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LedgerEntry:
+    """One cause of the wall-clock gap. `a_us` and `b_us` are what the cause costs each side, on the
+    comparison's basis; the entries' `gap_us` sum to `WallClock.wall_gap_us` exactly. Every entry
+    adds its time to the wall clock (gap = a − b) except stream overlap, which the wall clock does
+    not pay: its a_us and b_us are the overlap and its gap is −(a − b)."""
+
+    cause: str
+    a_us: float
+    b_us: float
+    gap_us: float
+    kind: str = ""           # "kernels" | "overlap" | "idle"
+    detail: str = ""
 
 
 @dataclass
@@ -270,6 +306,11 @@ class Comparison:
     attention_shapes: list[AttentionShape] = field(default_factory=list)
     schema: int = 1
     wall: WallClock | None = None          # kernel time against wall time (both sides' timelines)
+    # the wall-clock gap accounted for, cause by cause (kerneldiff.core.compare.ledger), largest first
+    ledger: list[LedgerEntry] = field(default_factory=list)
+    comparability: Comparability | None = None
+    # host time behind the launch-bound idle, per side (kerneldiff.core.compare.ledger.host_time)
+    host: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,0 +1,72 @@
+"""GPU work the profiler's window cut: kernels whose launch happened before the trace began.
+
+A profiler started in the middle of a forward pass records the tail of that pass on the GPU (the
+GPU runs behind the CPU), but not the CPU calls that launched it: those kernels carry a correlation
+id whose runtime call is not in the trace, and they all run before the first kernel the trace
+does see launched. Compared with a complete pass on the other side they are unequal work (on the
+MI300X/H100 Qwen pair, 31% of each side's kernel time), so comparisons leave them out and say so.
+
+A pass that holds such a kernel is itself cut (its beginning is missing): all of its kernels are
+left out with it. Kernels without any correlation id are not called cut: the trace cannot say
+where they were launched (a trace stripped of ids keeps every kernel).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+WHY = ("launched before the profiler's window: no CPU launch in the trace, run before the first "
+       "kernel the trace saw launched")
+
+
+@dataclass
+class CutWork:
+    """What `cut_mask` leaves out of a trace, for reports."""
+
+    kernels: int
+    time_us: float
+    passes: int          # forward passes left out whole because their start was cut
+    why: str
+
+
+def cut_mask(model) -> np.ndarray:
+    """Boolean mask over the model's kernel rows: True where the work was launched before the
+    trace's window (see the module docstring). Memoised on the model."""
+    return model.memo(("cut_work",), lambda: _cut(model))
+
+
+def _cut(model) -> np.ndarray:
+    k = model.kernels
+    linked = k.launch >= 0
+    if not linked.any():
+        return np.zeros(len(k), dtype=bool)
+    first = float(k.ts[linked].min())
+    cut = ~linked & (k.corr >= 0) & (k.ts < first)
+    steps = np.unique(k.step[cut & (k.step >= 0)])
+    if len(steps):
+        cut |= np.isin(k.step, steps)
+    return cut
+
+
+def cut_work(model) -> CutWork | None:
+    """The cut work of a trace, None when there is none."""
+    m = cut_mask(model)
+    if not m.any():
+        return None
+    k = model.kernels
+    steps = np.unique(k.step[m & (k.step >= 0)])
+    return CutWork(kernels=int(m.sum()), time_us=float(k.dur[m].sum()), passes=int(len(steps)), why=WHY)
+
+
+def compared_mask(model, phase: str | None) -> np.ndarray:
+    """The kernels a comparison counts in a phase: the phase's, less the cut work."""
+    return model.phase_mask(phase) & ~cut_mask(model)
+
+
+def compared_phases(model) -> list[str]:
+    """The phases that hold compared (not cut) work."""
+    from kerneldiff.core.model import PHASES
+
+    return [PHASES[i] for i in np.unique(model.kernels.phase[~cut_mask(model)]).tolist()]

@@ -287,3 +287,23 @@ def find_passes(model: TraceModel, mixer_cats: np.ndarray | None = None) -> Pass
     names = mods.names + [n for n, x in zip(anchors.names, extra.tolist()) if x]
     order = np.argsort(ts, kind="stable")
     return Passes(ts[order], end[order], [names[i] for i in order.tolist()], "module+replay")
+
+
+def pass_tokens(model: TraceModel) -> list[int | None]:
+    """Query tokens of each pass: its annotation's count, else what its first embedding call received
+    (`Input Dims` of the indices, batch × tokens per sequence); None where neither says."""
+    def make() -> list[int | None]:
+        c = model.cpu_ops
+        emb_ids = _strings_matching(model, c.name, lambda s: s in EMBEDDING_OPS) if len(c) else np.zeros(0, np.int64)
+        out: list[int | None] = []
+        for s in model.steps:
+            if s.tokens is not None:
+                out.append(s.tokens)
+                continue
+            r = _first_op_in(model, emb_ids, s) if len(emb_ids) else -1
+            dims = _dims(model, r) if r >= 0 else None
+            idx = dims[1] if isinstance(dims, list) and len(dims) > 1 else None
+            ok = isinstance(idx, list) and idx and all(isinstance(x, int) and x >= 0 for x in idx)
+            out.append(int(np.prod(idx)) if ok else None)
+        return out
+    return model.memo(("pass_tokens",), make)

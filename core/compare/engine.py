@@ -19,7 +19,9 @@ from kerneldiff.core.analysis.cut_work import compared_mask, compared_phases, cu
 from kerneldiff.core.analysis.timeline import Timeline, timeline
 from kerneldiff.core.compare.result import (Comparison, Excluded, KernelPair, LayerAlignment, LayerRow, LayerSide, OperationRow,
                          SameKernel, Side, Stats, WallClock)
+from kerneldiff.core.compare.comparability import check as check_comparability
 from kerneldiff.core.compare.fusion import find_fusions
+from kerneldiff.core.compare.ledger import build as build_ledger, host_time
 from kerneldiff.core.compare.op_fusion import gemm_op_keys
 from kerneldiff.core.compare.throughput import attach as attach_throughput
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
@@ -510,4 +512,7 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
                       same_kernels=_same_kernels(va, vb), warnings=warnings,
                       outside_layers=outside, layers_from=layers_from)
     attach_throughput(cmp, va, vb, peaks)   # FLOPs, bytes, % of peak; GEMM and attention shapes
+    cmp.comparability = check_comparability(cmp, va, vb)
+    cmp.ledger = build_ledger(va, vb, ta, tb, per_pass)
+    cmp.host = {"a": host_time(va, per_pass), "b": host_time(vb, per_pass)}
     return cmp

@@ -61,7 +61,8 @@ class Comparability:
     reasons' caveats) or `not comparable` (a different model or workload: gaps rank nothing)."""
 
     verdict: str
-    reasons: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)   # what lowers the verdict, the gravest first
+    notes: list[str] = field(default_factory=list)     # what was done to keep it like with like
 
 
 @dataclass
@@ -77,6 +78,12 @@ class LedgerEntry:
     gap_us: float
     kind: str = ""           # "kernels" | "overlap" | "idle"
     detail: str = ""
+    # kernels entries: the gap split into more launches and slower kernels (they sum to gap_us), and
+    # each side's launches (on the basis: per pass when per_pass)
+    count_gap_us: float | None = None
+    speed_gap_us: float | None = None
+    a_launches: float | None = None
+    b_launches: float | None = None
 
 
 @dataclass

@@ -1,0 +1,211 @@
+"""The gap ledger: the wall-clock gap between two traces, accounted for cause by cause.
+
+A side's wall clock (first to last GPU activity, on the comparison's basis) is exactly
+
+    Σ kernel time per operation − stream overlap + idle (launch-bound + sync/host waits + other)
+
+because busy time is the summed kernel time less the time streams ran at once, and idle is the
+rest of the span. Every term is taken in integer nanoseconds from the timeline's own clock, so the
+entries' gaps sum to the wall gap exactly (up to the division by the pass count on a per-pass basis).
+
+Each operation's gap is split into *more launches* and *slower kernels*, symmetrically (swapping the
+sides negates both): kernels are matched by name, then (across vendors) by launching operator, then as one group; each
+matched group contributes (count difference × mean of the two means) to the first and (mean
+difference × mean of the two counts) to the second; a group only one side runs counts wholly as
+launches. Both parts are per kernel, never a category's whole gap.
+
+`host_time` breaks each side's host time per pass into launch calls, sync waits, guard checks,
+compiled-region calls and the rest (Python and dispatch): what stands behind launch-bound idle.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from kerneldiff.core.analysis.timeline import LAUNCH_RE, SYNC_RE, Timeline
+from kerneldiff.core.compare.result import LedgerEntry
+
+_NS = 1000.0
+COMPILED_RE = re.compile(r"^Torch-Compiled Region|^CompiledFunction|^## Call CompiledFxGraph")
+COMPILE_ID_RE = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)")
+GUARD_RE = re.compile(r"^TorchDynamo Cache Lookup")
+
+
+def _ns(v) -> np.ndarray:
+    return np.round(np.maximum(v, 0.0) * _NS).astype(np.int64)
+
+
+def _groups(v) -> dict[tuple[str, str, str], tuple[int, int]]:
+    """(family, kernel name, launching operator) -> (launches, time in ns) of one side."""
+    out: dict = {}
+    if len(v.rows) == 0:
+        return out
+    k = v.m.kernels
+    op = v._take(k.cpu_op)
+    op_name = np.where(op >= 0, v.m.cpu_ops.name[np.maximum(op, 0)], -1).astype(np.int64)
+    cols = np.stack([v.gcat.astype(np.int64), v.name.astype(np.int64), op_name], axis=1)
+    uniq, inv = np.unique(cols, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    n = np.bincount(inv, minlength=len(uniq))
+    t = np.bincount(inv, weights=_ns(v.dur), minlength=len(uniq))
+    text = v.m.strings
+    for (g, name, o), c, tt in zip(uniq.tolist(), n.tolist(), t.tolist()):
+        key = (v.groups[g], text[name] if name >= 0 else "", text[o] if o >= 0 else "")
+        out[key] = (c, int(tt))
+    return out
+
+
+def _parts(ca: float, ta: float, cb: float, tb: float) -> tuple[float, float]:
+    """(more launches, slower kernels) of a group: counts and times per basis unit."""
+    if ca == 0 or cb == 0:
+        return ta - tb, 0.0
+    ma, mb = ta / ca, tb / cb
+    return (ca - cb) * (ma + mb) / 2, (ma - mb) * (ca + cb) / 2
+
+
+def _matched(ga: dict, gb: dict, na: int, nb: int) -> tuple[float, float]:
+    """(more launches, slower kernels) of one operation's kernel groups on both sides, matched level by
+    level: the same kernel name (the same kernel, launched by any operator); then, across vendors
+    whose kernels are named differently, the same launching operator (aten::copy_ against
+    aten::copy_: a cuBLAS workspace memset launched by aten::mm matches nothing on a side without
+    one, and so counts as launches only); then the rest as one group."""
+    count = speed = 0.0
+    for level in (lambda key: key[1], lambda key: key[2] or None, lambda key: ""):
+        by_a: dict = {}
+        by_b: dict = {}
+        for side, groups in ((by_a, ga), (by_b, gb)):
+            for key, (c, t) in groups.items():
+                lk = level(key)
+                if lk is None:
+                    continue
+                side.setdefault(lk, []).append(key)
+        for lk in by_a.keys() & by_b.keys():
+            ka, kb = by_a[lk], by_b[lk]
+            ca, ta = sum(ga[x][0] for x in ka), sum(ga[x][1] for x in ka)
+            cb, tb = sum(gb[x][0] for x in kb), sum(gb[x][1] for x in kb)
+            c, s = _parts(ca / na, ta / na / _NS, cb / nb, tb / nb / _NS)
+            count, speed = count + c, speed + s
+            for x in ka:
+                del ga[x]
+            for x in kb:
+                del gb[x]
+    # what is left runs on one side only
+    count += sum(t for _, t in ga.values()) / na / _NS - sum(t for _, t in gb.values()) / nb / _NS
+    return count, speed
+
+
+def _operations(va, vb, na: int, nb: int) -> list[LedgerEntry]:
+    sa, sb = _groups(va), _groups(vb)
+    out = []
+    for fam in sorted({k[0] for k in sa} | {k[0] for k in sb}):
+        ga = {k: v for k, v in sa.items() if k[0] == fam}
+        gb = {k: v for k, v in sb.items() if k[0] == fam}
+        ta, tb = sum(t for _, t in ga.values()) / na / _NS, sum(t for _, t in gb.values()) / nb / _NS
+        ka, kb = sum(c for c, _ in ga.values()) / na, sum(c for c, _ in gb.values()) / nb
+        count, speed = _matched(ga, gb, na, nb)
+        out.append(LedgerEntry(cause=fam, a_us=ta, b_us=tb, gap_us=ta - tb, kind="kernels",
+                               count_gap_us=count, speed_gap_us=speed, a_launches=ka, b_launches=kb))
+    return out
+
+
+def build(va, vb, ta: Timeline, tb: Timeline, per_pass: bool) -> list[LedgerEntry]:
+    """The ledger of a comparison (largest |gap| first); empty when a side has no work."""
+    if len(va.rows) == 0 or len(vb.rows) == 0:
+        return []
+    na, nb = (va.passes, vb.passes) if per_pass else (1, 1)
+    entries = _operations(va, vb, na, nb)
+    wa, wb = ta.whole, tb.whole
+    # overlap = summed kernel time − busy, both in ns: exact, never negative
+    oa = (int(_ns(va.dur).sum()) - round(wa.busy_us * _NS)) / na / _NS
+    ob = (int(_ns(vb.dur).sum()) - round(wb.busy_us * _NS)) / nb / _NS
+    entries.append(LedgerEntry("overlap (activities at once)", oa, ob, -(oa - ob), kind="overlap",
+                               detail="time two or more activities ran at once (on several streams, or overlapping on one): summed kernel time the wall clock "
+                                      "does not pay, so it counts against the side that has more"))
+    for cause, field, detail in (
+            ("idle: launch-bound", "launch_bound_us", "the GPU waited for the host to launch the next kernel"),
+            ("idle: sync / host waits", "sync_us", "the host waited on the GPU (synchronise, blocking or D2H copy)"),
+            ("idle: other", "other_us", "work was queued and the GPU still stood idle (event waits, graph gaps)")):
+        a_us = round(getattr(wa, field) * _NS) / na / _NS
+        b_us = round(getattr(wb, field) * _NS) / nb / _NS
+        entries.append(LedgerEntry(cause, a_us, b_us, a_us - b_us, kind="idle", detail=detail))
+    entries = [e for e in entries if e.a_us or e.b_us]
+    entries.sort(key=lambda e: (-abs(e.gap_us), e.cause))
+    return entries
+
+
+# --- host time -------------------------------------------------------------------------------------
+
+def _union_len(s: np.ndarray, e: np.ndarray) -> float:
+    if len(s) == 0:
+        return 0.0
+    o = np.argsort(s, kind="stable")
+    s, e = s[o], e[o]
+    cm = np.maximum.accumulate(e)
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > cm[:-1]
+    starts = np.flatnonzero(new)
+    ends = np.append(starts[1:], len(s)) - 1
+    return float((cm[ends] - s[starts]).sum())
+
+
+def _clip(s, e, ws, we):
+    """Intervals [s, e) clipped to the windows [ws, we) (sorted, disjoint), one piece per window hit."""
+    if len(s) == 0 or len(ws) == 0:
+        return np.zeros(0), np.zeros(0)
+    i = np.searchsorted(ws, s, side="right") - 1
+    ok = i >= 0
+    s, e, i = s[ok], e[ok], i[ok]
+    cs, ce = np.maximum(s, ws[i]), np.minimum(e, we[i])
+    keep = ce > cs
+    return cs[keep], ce[keep]
+
+
+def host_time(v, per_pass: bool) -> dict:
+    """Each side's host time over the compared passes (per pass when `per_pass`), split by priority
+    so the parts never overlap: launch calls, then sync waits, guard checks (TorchDynamo cache
+    lookups), compiled-region calls (their time outside the calls above), and the rest (Python and
+    dispatch). Also the compiled regions' distinct compile ids: more than one per frame means it was
+    recompiled (a compile id `F/N` counts the recompilations of frame F)."""
+    m = v.m
+    steps = np.unique(v._take(m.kernels.step))
+    steps = steps[steps >= 0].tolist()
+    if not steps:
+        return {}
+    ws = np.array([m.steps[s].ts for s in steps])
+    we = ws + np.array([max(m.steps[s].dur, 0.0) for s in steps])
+    o = np.argsort(ws)
+    ws, we = ws[o], we[o]
+    span = float((we - ws).sum())
+    L, c = m.launches, m.cpu_ops
+
+    def rows_matching(table, pattern):
+        if len(table) == 0:
+            return np.zeros(0, dtype=np.int64)
+        ids, inv = np.unique(table.name, return_inverse=True)
+        hit = np.array([i >= 0 and bool(pattern.search(m.strings[int(i)])) for i in ids.tolist()], dtype=bool)
+        return np.flatnonzero(hit[inv])
+
+    groups = []
+    for table, pattern in ((L, LAUNCH_RE), (L, SYNC_RE), (c, GUARD_RE), (c, COMPILED_RE)):
+        r = rows_matching(table, pattern)
+        groups.append(_clip(table.ts[r], table.ts[r] + np.maximum(table.dur[r], 0.0), ws, we))
+    parts, acc_s, acc_e, before = [], np.zeros(0), np.zeros(0), 0.0
+    for gs, ge in groups:
+        acc_s, acc_e = np.concatenate([acc_s, gs]), np.concatenate([acc_e, ge])
+        covered = _union_len(acc_s, acc_e)
+        parts.append(covered - before)
+        before = covered
+    div = len(steps) if per_pass else 1
+    compile_ids = sorted({mt.group(0).removeprefix("Torch-Compiled Region: ")
+                          for r in rows_matching(c, COMPILE_ID_RE).tolist()
+                          if (mt := COMPILE_ID_RE.match(m.strings[int(c.name[r])]))})
+    frames: dict[str, int] = {}
+    for cid in compile_ids:
+        f = cid.split("/")[0]
+        frames[f] = frames.get(f, 0) + 1
+    return {"passes": len(steps), "host_us": span / div, "launch_calls_us": parts[0] / div,
+            "sync_waits_us": parts[1] / div, "guard_checks_us": parts[2] / div,
+            "compiled_regions_us": parts[3] / div, "python_dispatch_us": max(span - before, 0.0) / div,
+            "compile_ids": compile_ids, "recompiles": sum(n - 1 for n in frames.values())}

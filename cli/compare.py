@@ -228,6 +228,7 @@ def render_text(cmp, out) -> None:
 
     from kerneldiff.core.report import format as fmt
 
+    from .ledger_report import render_headline, render_ledger
     from .render import literal, short_name, us
     from .timeline_report import render_timeline
     from .work_report import render_work
@@ -243,9 +244,9 @@ def render_text(cmp, out) -> None:
     head.append("B ", style="bold")
     head.append_text(literal(B))
     head.append(f"  {us(cmp.b.gpu_time_us)}  {cmp.b.kernels:,} kernels  {cmp.b.passes} pass{'es' if cmp.b.passes != 1 else ''}\n")
-    per = " per pass" if cmp.basis == "per_pass" else ""
-    head.append(f"phase {cmp.phase}   A/B{per} {_ratio(cmp.ratio)}   gap{per} {fmt.gap(cmp.gap_us)} (A − B)   "
-                f"layers {cmp.a.layers_per_step}/{cmp.b.layers_per_step}   warnings {len(cmp.warnings)}\n")
+    nwarn = len(cmp.warnings)
+    head.append(f"phase {cmp.phase}   layers {cmp.a.layers_per_step}/{cmp.b.layers_per_step}   "
+                f"{nwarn} warning{'s' if nwarn != 1 else ''}\n")
     for side in (cmp.a, cmp.b):
         head.append(f"{side.key.upper()} read from: passes ", style="dim")
         head.append_text(literal(side.pass_source or "—"))
@@ -255,7 +256,10 @@ def render_text(cmp, out) -> None:
         head.append_text(literal(side.layer_source or "—"))
         head.append("\n")
     head.rstrip()
+    if cmp.wall is not None:
+        render_headline(cmp, out)
     out.print(head)
+    render_ledger(cmp, out)
     render_timeline(cmp, out)
 
     per_pass = cmp.basis == "per_pass"

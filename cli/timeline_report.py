@@ -40,7 +40,7 @@ def render_timeline(cmp, out) -> None:
     if not ta or not tb:
         return
     line = headline(cmp)
-    if line is not None:
+    if line is not None and not cmp.ledger:   # the ledger's headline says it otherwise
         out.print(line)
     per_pass = cmp.basis == "per_pass"
     na, nb = (max(cmp.a.passes, 1), max(cmp.b.passes, 1)) if per_pass else (1, 1)

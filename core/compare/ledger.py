@@ -120,12 +120,12 @@ def build(va, vb, ta: Timeline, tb: Timeline, per_pass: bool) -> list[LedgerEntr
     # overlap = summed kernel time − busy, both in ns: exact, never negative
     oa = (int(_ns(va.dur).sum()) - round(wa.busy_us * _NS)) / na / _NS
     ob = (int(_ns(vb.dur).sum()) - round(wb.busy_us * _NS)) / nb / _NS
-    entries.append(LedgerEntry("overlap (activities at once)", oa, ob, -(oa - ob), kind="overlap",
+    entries.append(LedgerEntry("overlap", oa, ob, -(oa - ob), kind="overlap",
                                detail="time two or more activities ran at once (on several streams, or overlapping on one): summed kernel time the wall clock "
                                       "does not pay, so it counts against the side that has more"))
     for cause, field, detail in (
             ("idle: launch-bound", "launch_bound_us", "the GPU waited for the host to launch the next kernel"),
-            ("idle: sync / host waits", "sync_us", "the host waited on the GPU (synchronise, blocking or D2H copy)"),
+            ("idle: sync waits", "sync_us", "the host waited on the GPU (synchronise, blocking or D2H copy)"),
             ("idle: other", "other_us", "work was queued and the GPU still stood idle (event waits, graph gaps)")):
         a_us = round(getattr(wa, field) * _NS) / na / _NS
         b_us = round(getattr(wb, field) * _NS) / nb / _NS

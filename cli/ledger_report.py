@@ -1,0 +1,59 @@
+"""The text report's first sections: the headline in words and the gap ledger (core/report/headline,
+core/compare/ledger), then the host time behind launch-bound idle."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from kerneldiff.core.report import format as fmt
+from kerneldiff.core.report.headline import HOST_PARTS, headline
+
+from .render import literal, us
+
+
+def render_headline(cmp, out) -> None:
+    h = headline(cmp)
+    t = Text()
+    t.append(h.wall + "\n", style="bold")
+    t.append(h.kernels + "\n")
+    t.append_text(literal(h.verdict))
+    t.append("\ncomparability: ", style="bold")
+    t.append_text(literal(h.comparability))
+    for line in h.left_out:
+        t.append("\n")
+        t.append_text(literal(line))
+    out.print(t)
+
+
+def render_ledger(cmp, out) -> None:
+    if not cmp.ledger:
+        return
+    per = " per pass" if cmp.basis == "per_pass" else ""
+    t = Table(title=f"Gap ledger: the wall-clock gap{per}, cause by cause (they sum to "
+                    f"{fmt.gap(cmp.wall.wall_gap_us)})", title_justify="left")
+    t.add_column("cause", overflow="ellipsis", no_wrap=True, max_width=max(14, out.width - 62))
+    for col in ("A", "B", "gap", "launches", "slower"):
+        t.add_column(col, justify="right", no_wrap=True)
+    for e in cmp.ledger:
+        t.add_row(literal(e.cause), us(e.a_us), us(e.b_us), fmt.gap(e.gap_us),
+                  fmt.gap(e.count_gap_us) if e.count_gap_us is not None else "",
+                  fmt.gap(e.speed_gap_us) if e.speed_gap_us is not None else "")
+    out.print(t)
+    out.print(Text("launches: the part of an operation's gap from launching more (or fewer) kernels; slower: "
+                   "from the same kernels taking longer. Overlap counts against the side with more of it.",
+                   style="dim"))
+    ha, hb = cmp.host.get("a"), cmp.host.get("b")
+    if not ha or not hb:
+        return
+    t = Table(title=f"Host time of the passes{' (per pass)' if cmp.basis == 'per_pass' else ''}: what stands "
+                    "behind launch-bound idle", title_justify="left")
+    for col, just in (("", "left"), ("A", "right"), ("B", "right"), ("gap", "right")):
+        t.add_column(col, justify=just, no_wrap=True)
+    for key, label in HOST_PARTS:
+        t.add_row(label, us(ha[key]), us(hb[key]), fmt.gap(ha[key] - hb[key]))
+    out.print(t)
+    for side, h in (("A", ha), ("B", hb)):
+        if h.get("compile_ids"):
+            out.print(Text(f"{side} compiled regions: {', '.join(h['compile_ids'])} ({h['recompiles']} recompile"
+                           f"{'s' if h['recompiles'] != 1 else ''})"))

@@ -1,0 +1,189 @@
+"""Issue 25: like with like (work cut by the profiler's window), the comparability check, the gap
+ledger and the headline — on the real traces, against figures computed here from the raw events,
+and on generated pairs (Hypothesis)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import real_trace
+
+from kerneldiff.core import Session
+
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def raw_cut(path) -> tuple[int, float, float]:
+    """From the raw events: (kernels, µs) whose correlation id has no runtime call in the trace and
+    that start before the first kernel whose call is there; and all kernels' µs."""
+    with gzip.open(path, "rt") as f:
+        ev = json.load(f)["traceEvents"]
+    calls = {int(e["args"]["correlation"]) for e in ev
+             if e.get("ph") == "X" and e.get("cat") in ("cuda_runtime", "cuda_driver", "hip_runtime", "runtime")
+             and "correlation" in e.get("args", {})}
+    gpu = [e for e in ev if e.get("ph") == "X" and e.get("cat") in GPU_CATS]
+    linked = [float(e["ts"]) for e in gpu if int(e["args"].get("correlation", -1)) in calls]
+    first = min(linked)
+    cut = [e for e in gpu if int(e["args"].get("correlation", -1)) not in calls and float(e["ts"]) < first]
+    return len(cut), sum(float(e["dur"]) for e in cut), sum(float(e["dur"]) for e in gpu)
+
+
+def compared(a, b, phase="all"):
+    s = Session([str(a), str(b)], use_cache=False)
+    s.load_all()
+    return s.compare(phase)
+
+
+@pytest.fixture(scope="module")
+def qwen():
+    return compared(real_trace("mi300x_qwen1.5-0.5b_hf.json.gz"), real_trace("h100_qwen1.5-0.5b_hf.json.gz"))
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return compared(real_trace("h100_llama_eager_sdpa.json.gz"), real_trace("h100_llama_compiled.json.gz"))
+
+
+@pytest.fixture(scope="module")
+def llama_swapped():
+    return compared(real_trace("h100_llama_compiled.json.gz"), real_trace("h100_llama_eager_sdpa.json.gz"))
+
+
+@pytest.mark.real
+def test_work_cut_by_the_window_is_left_out_and_reported(qwen):
+    for side, name in ((qwen.a, "mi300x_qwen1.5-0.5b_hf.json.gz"), (qwen.b, "h100_qwen1.5-0.5b_hf.json.gz")):
+        n, cut_us, all_us = raw_cut(real_trace(name))
+        assert n > 400 and side.excluded is not None
+        assert side.excluded.kernels == n
+        assert side.excluded.time_us == pytest.approx(cut_us, abs=0.01)
+        # the comparison counts exactly the rest: the complete pass
+        assert side.gpu_time_us == pytest.approx(all_us - cut_us, abs=0.01)
+        assert "before the profiler's window" in side.excluded.why
+    assert qwen.ratio == pytest.approx(0.932, abs=0.001)
+    assert qwen.to_dict()["a"]["excluded"]["kernels"] == qwen.a.excluded.kernels
+    # the cut work is no longer "outside" the layers, and no longer blamed on missing ids
+    assert qwen.outside_layers.a.kernels < 50
+    assert not any("correlation ids missing" in w for w in qwen.warnings)
+
+
+@pytest.mark.real
+def test_nothing_is_left_out_of_complete_traces(llama):
+    assert llama.a.excluded is None and llama.b.excluded is None
+
+
+def ledger_sums(cmp) -> None:
+    total = sum(e.gap_us for e in cmp.ledger)
+    assert total == pytest.approx(cmp.wall.wall_gap_us, abs=1e-6 * max(1.0, abs(cmp.wall.wall_gap_us)) + 1e-6)
+    for side in ("a", "b"):
+        paid = sum(getattr(e, f"{side}_us") * (-1 if e.kind == "overlap" else 1) for e in cmp.ledger)
+        assert paid == pytest.approx(getattr(cmp.wall, f"{side}_wall_us"), rel=1e-9, abs=1e-6)
+    for e in cmp.ledger:
+        assert e.a_us >= 0 and e.b_us >= 0
+        if e.kind == "kernels":
+            assert e.count_gap_us + e.speed_gap_us == pytest.approx(e.gap_us, abs=1e-6 + 1e-9 * abs(e.gap_us))
+
+
+@pytest.mark.real
+def test_ledger_sums_to_the_wall_gap_on_real_pairs(qwen, llama):
+    for cmp in (qwen, llama):
+        ledger_sums(cmp)
+    d = llama.to_dict()
+    assert sum(e["gap_us"] for e in d["ledger"]) == pytest.approx(d["wall"]["wall_gap_us"], abs=1e-3)
+    # eager vs compiled: the compiled run is slower end to end for want of launches, faster on the GPU
+    lead = llama.ledger[0]
+    assert lead.cause == "idle: launch-bound" and lead.gap_us < 0
+    assert llama.gap_us > 0 and llama.wall.wall_gap_us < 0
+
+
+@pytest.mark.real
+def test_ledger_mirrors_when_the_sides_swap(llama, llama_swapped):
+    ab = {e.cause: e for e in llama.ledger}
+    ba = {e.cause: e for e in llama_swapped.ledger}
+    assert ab.keys() == ba.keys()
+    for cause, e in ab.items():
+        f = ba[cause]
+        assert (e.a_us, e.b_us) == pytest.approx((f.b_us, f.a_us))
+        assert e.gap_us == pytest.approx(-f.gap_us, abs=1e-6)
+        if e.kind == "kernels":
+            assert e.count_gap_us == pytest.approx(-f.count_gap_us, abs=1e-6)
+            assert e.speed_gap_us == pytest.approx(-f.speed_gap_us, abs=1e-6)
+
+
+@pytest.mark.real
+def test_count_and_speed_are_told_apart(qwen, llama):
+    # eager runs the same elementwise kernels many more times: launches, not speed
+    ew = next(e for e in llama.ledger if e.cause == "Elementwise")
+    assert abs(ew.count_gap_us) > 100 * abs(ew.speed_gap_us)
+    # the same GEMM kernels on the same GPU: speed, not launches
+    gemm = next(e for e in llama.ledger if e.cause == "Dense GEMM")
+    assert gemm.count_gap_us == 0 and gemm.speed_gap_us == pytest.approx(gemm.gap_us)
+    # MI300X vs H100 Copy/Memory: most of the gap is the same copies running slower, not H100's extra
+    # launches (cuBLAS workspace memsets, matched by their launching operator)
+    cm = next(e for e in qwen.ledger if e.cause == "Copy/Memory")
+    assert abs(cm.speed_gap_us) > abs(cm.count_gap_us)
+
+
+@pytest.mark.real
+def test_comparability_verdicts():
+    qwen_llama = compared(real_trace("h100_qwen1.5-0.5b_hf.json.gz"), real_trace("h100_llama_eager_sdpa.json.gz"))
+    c = qwen_llama.comparability
+    assert c.verdict == "not comparable"
+    assert any("24 decoder layers" in r and "16" in r for r in c.reasons)
+    assert qwen_llama.to_dict()["comparability"]["verdict"] == "not comparable"
+
+
+@pytest.mark.real
+def test_comparable_pairs_say_so(qwen, llama):
+    assert llama.comparability.verdict == "comparable"
+    assert qwen.comparability.verdict == "comparable"
+    assert any("left out" in n for n in qwen.comparability.notes)
+
+
+@pytest.mark.real
+def test_headline_says_when_wall_and_kernels_disagree(llama, qwen):
+    from kerneldiff.core.report.headline import headline
+
+    h = headline(llama)
+    assert h.wall.startswith("wall clock") and "1.33s" in h.wall and "1.86s" in h.wall
+    assert "disagree" in h.verdict and h.verdict.startswith("B is slower end to end")
+    assert "disagree" not in headline(qwen).verdict
+    assert len(headline(qwen).left_out) == 2
+
+
+@pytest.mark.real
+def test_host_time_behind_launch_bound(llama):
+    a, b = llama.host["a"], llama.host["b"]
+    for h in (a, b):
+        parts = sum(h[k] for k in ("launch_calls_us", "sync_waits_us", "guard_checks_us", "compiled_regions_us",
+                                   "python_dispatch_us"))
+        assert parts == pytest.approx(h["host_us"], rel=1e-9)
+    assert a["compiled_regions_us"] == 0 and b["compiled_regions_us"] > 0.5 * b["host_us"]
+    assert b["recompiles"] >= 1 and a["recompiles"] == 0
+
+
+def test_self_comparison_has_an_empty_ledger_gap(demo_models):
+    from kerneldiff.core.compare.engine import compare
+
+    m = next(iter(demo_models.values()))
+    cmp = compare(m, m)
+    assert cmp.ledger and all(e.gap_us == 0 for e in cmp.ledger)
+    assert cmp.comparability.verdict == "comparable"
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), graph=st.booleans(), vendor_b=st.sampled_from(["amd", "nvidia"]))
+def test_ledger_sums_on_generated_pairs(tmp_path, seed, graph, vendor_b):
+    from kerneldiff.core.synth.pair import SynthConfig, write_trace
+
+    pa, pb = tmp_path / f"a{seed}.json", tmp_path / f"b{seed}{graph}{vendor_b}.json"
+    write_trace(pa, SynthConfig(vendor="amd", layers=2, steps=3, seed=seed))
+    write_trace(pb, SynthConfig(vendor=vendor_b, layers=2, steps=3, seed=seed, salt=1, graph=graph))
+    ab, ba = compared(pa, pb), compared(pb, pa)
+    ledger_sums(ab)
+    ledger_sums(ba)
+    assert sum(e.gap_us for e in ab.ledger) == pytest.approx(-sum(e.gap_us for e in ba.ledger), abs=1e-6)

@@ -508,7 +508,8 @@ def test_text_and_csv_reports_show_the_timeline(demo_models, classifier):
     buf = io.StringIO()
     render_text(c, Console(file=buf, width=120, color_system=None, highlight=False, markup=False))
     text = buf.getvalue()
-    assert "wall time A/B" in text and "kernel time A/B" in text and "Timeline" in text
+    assert "wall clock  A " in text and "kernel time  A " in text and "Timeline" in text
+    assert text.index("wall clock") < text.index("kernel time") < text.index("Gap ledger") < text.index("Timeline")
     assert fmt.us(c.a.timeline["span_us"] / (c.a.passes if c.basis == "per_pass" else 1)) in text
     assert "launch-bound" in text and "launch → start p50" in text
     assert "timeline" in TABLES

@@ -12,4 +12,4 @@ def prepare_side(model, phase: str = "all") -> None:
     from kerneldiff.core.analysis.timeline import timeline
 
     work_of(model)
-    timeline(model, phase)
+    timeline(model, phase, keep_cut=False)

@@ -329,18 +329,22 @@ class _Scan:
                            kernels_launched=int(np.count_nonzero(plain)), kernels_shorter_than_launch=shorter)
 
 
-def timeline(model: TraceModel, phase: str = "all", tolerance_us: float = LAUNCH_TOLERANCE_US) -> Timeline:
+def timeline(model: TraceModel, phase: str = "all", tolerance_us: float = LAUNCH_TOLERANCE_US,
+             keep_cut: bool = True) -> Timeline:
     """The timeline figures of one trace; `whole`, `passes`, `layers` and `launch` cover `phase`
-    ("all": the whole trace; a phase: its activities, as the comparison's phase filter selects)."""
+    ("all": the whole trace; a phase: its activities, as the comparison's phase filter selects).
+    keep_cut False leaves out work launched before the trace's window, as comparisons do
+    (kerneldiff.core.analysis.cut_work); True times every activity recorded, as HTA does."""
     if phase not in ("all", *PHASES):
         raise ValueError(f"unknown phase {phase!r}")
-    return model.memo(("timeline", phase, tolerance_us), lambda: _timeline(model, phase, tolerance_us))
+    return model.memo(("timeline", phase, tolerance_us, keep_cut),
+                      lambda: _timeline(model, phase, tolerance_us, keep_cut))
 
 
-def _timeline(model: TraceModel, phase: str, tolerance_us: float) -> Timeline:
+def _timeline(model: TraceModel, phase: str, tolerance_us: float, keep_cut: bool) -> Timeline:
     sc = _Scan(model, tolerance_us)
     k = model.kernels
-    rows = sc.order[~cut_mask(model)[sc.order]]   # work launched before the trace's window is not timed
+    rows = sc.order if keep_cut else sc.order[~cut_mask(model)[sc.order]]
     tl = Timeline(phase=phase, whole=Window(), devices=sc.devices, streams=sc.streams, tolerance_us=tolerance_us)
     if len(rows) == 0:
         tl.phases["all"] = Window()

@@ -468,7 +468,7 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
     ga, gb = _LayerGroups(va), _LayerGroups(vb)
     layers_from = "both" if ga.ranges and gb.ranges else "a" if ga.ranges else "b" if gb.ranges else ""
     layers = _layers(ga, gb, compared=layers_from == "both")
-    ta, tb = timeline(a, phase), timeline(b, phase)
+    ta, tb = timeline(a, phase, keep_cut=False), timeline(b, phase, keep_cut=False)
     _layer_idle(layers, ta, tb)
     outside = None
     if layers_from:

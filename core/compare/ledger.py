@@ -44,7 +44,8 @@ def _groups(v) -> dict[tuple[str, str, str], tuple[int, int]]:
         return out
     k = v.m.kernels
     op = v._take(k.cpu_op)
-    op_name = np.where(op >= 0, v.m.cpu_ops.name[np.maximum(op, 0)], -1).astype(np.int64)
+    names = v.m.cpu_ops.name
+    op_name = (np.where(op >= 0, names[np.maximum(op, 0)], -1) if len(names) else np.full(len(op), -1)).astype(np.int64)
     cols = np.stack([v.gcat.astype(np.int64), v.name.astype(np.int64), op_name], axis=1)
     uniq, inv = np.unique(cols, axis=0, return_inverse=True)
     inv = inv.reshape(-1)

@@ -201,7 +201,10 @@ class TabbedExplorerScreen(ExplorerScreen):
         active = self.query_one(TabbedContent).active or f"tab-{self.tabs[0][0]}"
         return active.removeprefix("tab-")
 
+    tab_offset = 0      # tabs before the one the key 1 names
+
     def action_show_tab(self, index: int) -> None:
+        index += self.tab_offset
         if 0 <= index < len(self.tabs):
             self.query_one(TabbedContent).active = f"tab-{self.tabs[index][0]}"
 

@@ -8,18 +8,19 @@ from textual.widgets import TabbedContent
 from kerneldiff.core.compare.result import Comparison, LayerRow, OperationRow, SameKernel
 from kerneldiff.core.compare.work_result import AttentionShape, GemmShape
 
-from .. import shape_views, views
+from .. import shape_views, summary_views, views
 from ..widgets.header import ComparisonHeader
 from ..widgets.result_table import ResultTable
 from ..widgets.table_pane import TablePane
 from .base import TabbedExplorerScreen
 
-COMPARE_TABS = (("layers", "Layers"), ("operations", "Operations"), ("fusion", "Fusion"),
+COMPARE_TABS = (("summary", "Summary"), ("layers", "Layers"), ("operations", "Operations"), ("fusion", "Fusion"),
                 ("same_kernels", "Same kernels"), ("warnings", "Warnings"), ("timeline", "Timeline"),
                 ("shapes", "Shapes"))
 
 # the tab keys of the compare and the browse screen (the help lists them once)
 TAB_BINDINGS = [
+    Binding("0", "show_tab(-1)", "Summary", show=False, tooltip="Summary tab: the wall-clock gap, cause by cause"),
     Binding("1", "show_tab(0)", "Tab 1", show=False, tooltip="Layers tab (browse: Operations)"),
     Binding("2", "show_tab(1)", "Tab 2", show=False, tooltip="Operations tab (browse: Layers)"),
     Binding("3", "show_tab(2)", "Tab 3", show=False, tooltip="Fusion tab (browse: Kernels)"),
@@ -39,6 +40,7 @@ class MainScreen(TabbedExplorerScreen):
                 Binding("a", "toggle_shapes", "GEMM/attention", show=False,
                         tooltip="Shapes tab: switch between GEMM and attention shapes")]
     tabs = COMPARE_TABS
+    tab_offset = 1      # keys 1–7 keep naming Layers … Shapes; 0 is the Summary before them
     crumb_root = "compare"
 
     def __init__(self, session) -> None:
@@ -52,6 +54,9 @@ class MainScreen(TabbedExplorerScreen):
         return ComparisonHeader(id="header")
 
     def _pane(self, key: str) -> TablePane:
+        if key == "summary":
+            return TablePane("summary", detail=lambda r: summary_views.ledger_detail(r.payload, self.comparison),
+                             detail_height="1fr", id="pane-summary", hint="", empty="no work to account for")
         if key == "layers":
             return TablePane("layers", hint="", id="pane-layers")
         if key == "operations":
@@ -87,6 +92,8 @@ class MainScreen(TabbedExplorerScreen):
         self.query_one("#pane-layers", TablePane).set_hint(views.layers_hint(comp))
         self.query_one("#pane-operations", TablePane).set_hint(views.operations_hint(comp))
         keep = not first
+        self.query_one("#pane-summary", TablePane).set_hint(summary_views.summary_hint(comp))
+        self.query_one("#pane-summary", TablePane).show(summary_views.summary_spec(comp), keep_cursor=keep)
         self.query_one("#pane-layers", TablePane).show(views.layers_spec(comp), keep_cursor=False)
         self.query_one("#pane-operations", TablePane).show(views.operations_spec(comp), keep_cursor=keep)
         self.query_one("#pane-fusion", TablePane).show(views.fusion_spec(comp), keep_cursor=keep)

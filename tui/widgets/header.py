@@ -41,8 +41,13 @@ def _side_line(comp: Comparison, key: str) -> Text:
     side = getattr(comp, key)
     t = span(f"{key.upper()} ", f"bold {SIDE_STYLE[key]}")
     t.append(literal(side.label, f"bold {SIDE_STYLE[key]}"))
-    t.append(f"  {fmt_us(side.gpu_time_us)}")
-    t.append(f"  {side.kernels} kernels", style=DIM)
+    w = comp.wall
+    if w is not None:   # what the user waits for first, the kernels' sum beside it
+        t.append(f"  wall {fmt_us(getattr(w, f'{key}_wall_us'))}")
+        t.append(f"  kernels {fmt_us(side.gpu_time_us / max(side.passes, 1) if comp.basis == 'per_pass' else side.gpu_time_us)}")
+    else:
+        t.append(f"  {fmt_us(side.gpu_time_us)}")
+        t.append(f"  {side.kernels:,} kernels", style=DIM)
     if side.passes:
         t.append(f"  {side.passes} pass{'es' if side.passes != 1 else ''}", style=DIM)
     return t
@@ -59,7 +64,8 @@ def _phase_and_warnings(t: Text, phase: str, warnings: list[str], phases: list[s
 
 
 class ComparisonHeader(Static):
-    """Both GPUs with their GPU time, the ratio, the phase filter and the warning count."""
+    """Both GPUs with their wall clock and kernel time, the wall and kernel ratios (and whether they
+    disagree), the comparability verdict when it is not plain, the phase filter and the warning count."""
 
     DEFAULT_CSS = """
     ComparisonHeader { height: auto; max-height: 3; padding: 0 1; background: $boost; }
@@ -70,11 +76,23 @@ class ComparisonHeader(Static):
         t.append("\n")
         t.append_text(_side_line(comp, "b"))
         t.append("\n")
-        per = " per pass" if getattr(comp, "basis", "total") == "per_pass" else ""
-        t.append(f"A/B{per} ", style="bold")
-        t.append(fmt_ratio(comp.ratio))
-        t.append(f"  gap{per} ", style="bold")
-        t.append(fmt_gap(comp.gap_us))
+        per = "/pass" if getattr(comp, "basis", "total") == "per_pass" else ""
+        w = comp.wall
+        if w is not None:
+            t.append(f"wall{per} A/B ", style="bold")
+            t.append(f"{fmt_ratio(w.wall_ratio)} {fmt_gap(w.wall_gap_us)}")
+            t.append("  kernels ", style="bold")
+            t.append(fmt_ratio(comp.ratio))
+            if (w.wall_gap_us > 0) != (comp.gap_us > 0) and w.wall_gap_us and comp.gap_us:
+                t.append(" (disagree)", style="bold yellow")
+        else:
+            t.append(f"A/B{per} ", style="bold")
+            t.append(fmt_ratio(comp.ratio))
+            t.append(f"  gap{per} ", style="bold")
+            t.append(fmt_gap(comp.gap_us))
+        c = getattr(comp, "comparability", None)
+        if c is not None and c.verdict != "comparable":
+            t.append(f"  {c.verdict}", style="bold red" if c.verdict == "not comparable" else "bold yellow")
         t.append("  phase ", style="bold")
         _phase_and_warnings(t, comp.phase, comp.warnings, phases)
         self.update(t)

@@ -111,6 +111,6 @@ def _passes(ta: dict, tb: dict, out) -> None:
         t.add_column(col, justify="right", no_wrap=True)
     for i in order:
         a, b = pa[i], pb[i]
-        t.add_row(str(i), a["phase"], us(a["span_us"]), us(b["span_us"]), us(a["idle_us"]), us(b["idle_us"]),
+        t.add_row(str(a["pass"]), a["phase"], us(a["span_us"]), us(b["span_us"]), us(a["idle_us"]), us(b["idle_us"]),
                   fmt.gap(a["span_us"] - b["span_us"]))
     out.print(t)

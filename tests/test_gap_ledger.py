@@ -187,3 +187,56 @@ def test_ledger_sums_on_generated_pairs(tmp_path, seed, graph, vendor_b):
     ledger_sums(ab)
     ledger_sums(ba)
     assert sum(e.gap_us for e in ab.ledger) == pytest.approx(-sum(e.gap_us for e in ba.ledger), abs=1e-6)
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_replayed_decode_passes_without_shapes_read_as_decode(tmp_path):
+    """A graph-replayed decode pass runs no operator (no shapes) and, first and last, a few other
+    kernels than the passes around it (the replay's input copies): it must still read as decode."""
+    from kerneldiff.core.ingest.loader import load
+
+    src = real_trace("h100_llama_compiled.json.gz")
+    m = load(src, use_cache=False)
+    assert [s.phase for s in m.steps].count("decode") == 47
+    first, last = 1, len(m.steps) - 1
+    windows = [(m.steps[i].ts, m.steps[i].ts + m.steps[i].dur) for i in (first, last)]
+    inside = lambda t: any(a <= t <= b for a, b in windows)   # noqa: E731
+    with gzip.open(src, "rt") as f:
+        doc = json.load(f)
+    renamed = set()
+    for e in doc["traceEvents"]:
+        if e.get("ph") != "X" or "ts" not in e:
+            continue
+        if e.get("cat") == "cpu_op" and inside(float(e["ts"])):
+            e.get("args", {}).pop("Input Dims", None)
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and inside(float(e["ts"])) and len(renamed) < 2:
+            renamed.add(int(e["args"]["correlation"]))
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "kernel" and int(e.get("args", {}).get("correlation", -1)) in renamed:
+            e["name"] = "replay_input_copy_kernel"
+    out = tmp_path / "replayed.json"
+    out.write_text(json.dumps(doc))
+    r = load(out, use_cache=False)
+    assert [s.phase for s in r.steps] == [s.phase for s in m.steps]
+    assert "inferred from their kernels" in r.phase_source
+
+
+@pytest.mark.real
+def test_one_pass_number_everywhere(llama):
+    """The explorer, the text report and the CSV name a pass by its index among all passes, under
+    every phase filter."""
+    from kerneldiff.core.report.tables import table
+    from kerneldiff.tui.views import timeline_spec
+
+    spec = timeline_spec(llama)
+    numbers_all = [r.values[0] for r in spec.build({"a_bar": 10, "b_bar": 10})]
+    assert sorted(numbers_all) == list(range(48))
+    s = Session([str(real_trace("h100_llama_eager_sdpa.json.gz")), str(real_trace("h100_llama_compiled.json.gz"))])
+    s.load_all()
+    decode = s.compare("decode")
+    numbers = [r.values[0] for r in timeline_spec(decode).build({"a_bar": 10, "b_bar": 10})]
+    assert sorted(numbers) == list(range(1, 48))      # pass 0 is the prefill, under every filter
+    head, rows = table(decode, "timeline")
+    csv_numbers = {r[head.index("pass")] for r in rows if r[1] == "pass"}
+    assert csv_numbers == set(numbers)

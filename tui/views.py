@@ -577,6 +577,12 @@ def timeline_passes(comp: Comparison) -> list[tuple[int, dict | None, dict | Non
             for i in range(max(len(pa), len(pb)))]
 
 
+def pass_number(a: dict | None, b: dict | None) -> int:
+    """The one number a pass has everywhere (explorer, text, JSON, CSV): its index among all the
+    trace's passes, from 0, whatever the phase filter (side A's, B's when A has no such pass)."""
+    return int((a or b)["pass"])
+
+
 def _idle_share(p: dict | None) -> float | None:
     return p["idle_us"] / p["span_us"] if p and p["span_us"] else None
 
@@ -601,22 +607,23 @@ def timeline_spec(comp: Comparison) -> TableSpec:
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
         for i, a, b in passes:
+            n = pass_number(a, b)
             gap = a["span_us"] - b["span_us"] if a and b else None
             ai, bi = _idle_share(a), _idle_share(b)
             scale = max((p["span_us"] for p in (a, b) if p), default=0.0)
-            vals = (i + 1, get(a, "span_us"), get(b, "span_us"), gap, ai, bi, None, None,
+            vals = (n, get(a, "span_us"), get(b, "span_us"), gap, ai, bi, None, None,
                     get(a, "busy_us"), get(b, "busy_us"), get(a, "idle_us"), get(b, "idle_us"),
                     get(a, "launch_bound_us"), get(b, "launch_bound_us"), get(a, "sync_us"), get(b, "sync_us"),
                     get(a, "kernels"), get(b, "kernels"))
-            cells = (_num(str(i + 1)), _num(fmt_us(vals[1])), _num(fmt_us(vals[2])), _num(fmt_gap(gap)),
+            cells = (_num(str(n)), _num(fmt_us(vals[1])), _num(fmt_us(vals[2])), _num(fmt_gap(gap)),
                      _num(fmt_pct(ai)), _num(fmt_pct(bi)),
                      busy_idle_bar(vals[8], vals[1], scale, w["a_bar"], "a"),
                      busy_idle_bar(vals[9], vals[2], scale, w["b_bar"], "b"),
                      *(_num(fmt_us(v)) for v in vals[8:16]),
                      *(_num("—" if v is None else str(v)) for v in vals[16:18]))
             names = " ".join(p["name"] for p in (a, b) if p and p.get("name"))
-            rows.append(Row(str(i + 1), vals, cells, payload=(a, b), style=_row_style(gap or 0),
-                            search=f"pass {i + 1} {names}".lower()))
+            rows.append(Row(str(n), vals, cells, payload=(a, b), style=_row_style(gap or 0),
+                            search=f"pass {n} {names}".lower()))
         return rows
 
     sorts = {"time": Sort("time", lambda r: max((v for v in r.values[1:3] if v is not None), default=None),

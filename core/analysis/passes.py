@@ -208,34 +208,59 @@ def _fill(phases: list[str | None]) -> tuple[list[str], str]:
     return [p or "unknown" for p in phases], "embedding input dims"
 
 
+def _pass_names(model: TraceModel) -> list[np.ndarray]:
+    """Each pass's distinct kernel names (sorted ids)."""
+    k = model.kernels
+    ok = k.step >= 0
+    rows = np.flatnonzero(ok)
+    order = rows[np.argsort(k.step[rows], kind="stable")]
+    cuts = np.searchsorted(k.step[order], np.arange(len(model.steps) + 1))
+    return [np.unique(k.name[order[cuts[s]:cuts[s + 1]]]) for s in range(len(model.steps))]
+
+
 def _pass_profile(model: TraceModel) -> tuple[np.ndarray, list[int]]:
     """Each pass's GPU time and a signature of the set of kernel names it runs."""
     k = model.kernels
     ok = k.step >= 0
     per = np.bincount(k.step[ok], weights=k.dur[ok], minlength=len(model.steps))
-    rows = np.flatnonzero(ok)
-    order = rows[np.argsort(k.step[rows], kind="stable")]
-    cuts = np.searchsorted(k.step[order], np.arange(len(model.steps) + 1))
-    sig = [hash(np.unique(k.name[order[cuts[s]:cuts[s + 1]]]).tobytes()) for s in range(len(model.steps))]
-    return per, sig
+    return per, [hash(n.tobytes()) for n in _pass_names(model)]
+
+
+# an unknown pass takes the phase of the known pass whose kernel-name set it shares this much of
+# (Jaccard): a graph replay runs the kernels of the pass it recorded, give or take the first and
+# last replays' extra copies and syncs; a prefill and a decode pass share far less (other GEMM tiles,
+# other attention kernels)
+SIMILAR_PASS = 0.8
 
 
 def fill_unknown(model: TraceModel, phases: list[str]) -> tuple[list[str], int]:
     """Passes the shapes say nothing about (a decode step replayed from a CUDA graph runs no
-    operator) take the phase of a known pass running the same kernels; else, beside known
-    prefills only, a pass much shorter than every prefill is a decode. Returns (phases, filled)."""
+    operator) take the phase of a known pass running the same kernels, else of the known pass whose
+    kernel set is most like theirs (at least SIMILAR_PASS alike); else, beside known prefills, a pass
+    much shorter than every prefill is a decode. Returns (phases, filled)."""
     unknown = [i for i, p in enumerate(phases) if p == "unknown"]
     known = [i for i, p in enumerate(phases) if p != "unknown"]
     if not unknown or not known:
         return phases, 0
     per, sig = _pass_profile(model)
+    names = _pass_names(model)
     by_sig = {sig[i]: phases[i] for i in known}
     out, filled = list(phases), 0
     known_phases = {phases[i] for i in known}
     shortest_prefill = min((per[i] for i in known if phases[i] == "prefill"), default=0.0)
     for i in unknown:
         guess = by_sig.get(sig[i])
-        if guess is None and known_phases == {"prefill"} and per[i] * PREFILL_ODD_FACTOR < shortest_prefill:
+        if guess is None and len(names[i]):
+            best, best_j = 0.0, -1
+            for j in known:
+                inter = len(np.intersect1d(names[i], names[j], assume_unique=True))
+                sim = inter / (len(names[i]) + len(names[j]) - inter)
+                if sim > best:
+                    best, best_j = sim, j
+            if best >= SIMILAR_PASS:
+                guess = phases[best_j]
+        if (guess is None and "prefill" in known_phases and known_phases <= {"prefill", "decode"}
+                and per[i] * PREFILL_ODD_FACTOR < shortest_prefill):
             guess = "decode"
         if guess is not None:
             out[i], filled = guess, filled + 1

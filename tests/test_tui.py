@@ -19,6 +19,7 @@ from kerneldiff.tui.screens.layer import LayerScreen
 from kerneldiff.tui.screens.main import MainScreen
 from kerneldiff.tui.testing import all_text, demo_app, screen_text, wait_for_main, wait_until
 from kerneldiff.tui.widgets.result_table import ResultTable
+from kerneldiff.tui.text import fmt_us
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +33,7 @@ async def test_keyboard_path_demo_layer_pair_detail_fusion_export(demo_models, d
     app = demo_app(demo_models)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for_main(pilot)
+        await pilot.press("1")   # the Summary opens first; these checks are the Layers tab's
         main = app.screen
         assert isinstance(main, MainScreen)
         header = screen_text(app)
@@ -119,6 +121,7 @@ async def test_sort_filter_and_phase_cycle(demo_models, demo_comparison):
     app = demo_app(demo_models)
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for_main(pilot)
+        await pilot.press("1")   # the Summary opens first; these checks are the Layers tab's
         main = app.screen
         layers = main.query_one("#layers", ResultTable)
         # layers arrive slowest first; t sorts by time (A + B), n by layer, s back to the gap,
@@ -168,6 +171,7 @@ async def test_help_lists_every_binding_and_palette_offers_the_actions(demo_mode
     app = demo_app(demo_models)
     async with app.run_test(size=(100, 40)) as pilot:
         await wait_for_main(pilot)
+        await pilot.press("1")   # the Summary opens first; these checks are the Layers tab's
         await pilot.press("question_mark")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
         text = all_text(app.screen)
@@ -192,3 +196,25 @@ async def test_help_lists_every_binding_and_palette_offers_the_actions(demo_mode
         assert app.screen.query_one(TabbedContent).active == "tab-fusion"
         hits = [h async for h in provider.search("export csv")]
         assert hits and "Export table as CSV" in hits[0].text
+
+
+async def test_the_summary_opens_first_with_the_ledger(demo_models, demo_comparison):
+    """Issue 25: the first thing the explorer shows is the wall clock and the gap ledger."""
+    from kerneldiff.core.report.headline import headline
+
+    comp = demo_comparison
+    app = demo_app(demo_models)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await wait_for_main(pilot)
+        main = app.screen
+        assert main.query_one(TabbedContent).active == "tab-summary"
+        ledger = main.query_one("#summary", ResultTable)
+        assert main.focused is ledger
+        assert [r.payload.cause for r in ledger.rows_shown] == [e.cause for e in comp.ledger]
+        text = screen_text(app)
+        assert f"wall {fmt_us(comp.wall.a_wall_us)}" in text and "compare › Summary" in text
+        assert headline(comp).verdict[:40] in " ".join(text.split())
+        await pilot.press("1")
+        assert main.query_one(TabbedContent).active == "tab-layers"
+        await pilot.press("0")
+        assert main.query_one(TabbedContent).active == "tab-summary"

@@ -75,6 +75,7 @@ async def test_layers_slowest_first_with_the_outside_row_that_drills_down(demo_m
     app = demo_app(demo_models)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for_main(pilot)
+        await pilot.press("1")   # the Summary opens first; these checks are the Layers tab's
         layers = app.screen.query_one("#layers", ResultTable)
         assert [r.key for r in layers.rows_shown][0] == str(comp.layers[0].layer)
         assert "outside" in screen_text(app) and "Gap▼" in screen_text(app)
@@ -103,6 +104,7 @@ async def test_layer_screen_says_which_passes_the_pairs_are_over(demo_models, co
     app = demo_app(demo_models)
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for_main(pilot)
+        await pilot.press("1")   # the Summary opens first; these checks are the Layers tab's
         await pilot.press("enter")       # the slowest layer: 4
         await wait_until(pilot, lambda: isinstance(app.screen, LayerScreen))
         text = screen_text(app)
@@ -128,6 +130,7 @@ async def test_only_one_side_has_layers_and_the_tab_says_so(demo_models):
     app = demo_app(models)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for_main(pilot)
+        await pilot.press("1")   # the Summary opens first; these checks are the Layers tab's
         text = screen_text(app)
         assert "only B has layers" in text
         layers = app.screen.query_one("#layers", ResultTable)
@@ -142,6 +145,7 @@ async def test_filter_matches_categories_too(demo_models, comp):
     app = demo_app(demo_models)
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for_main(pilot)
+        await pilot.press("1")   # the Summary opens first; these checks are the Layers tab's
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, LayerScreen))
         pairs = app.screen.query_one("#pairs", ResultTable)
@@ -218,6 +222,7 @@ async def test_focus_is_visible_and_esc_keeps_the_top_level(demo_models):
     app = demo_app(demo_models)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for_main(pilot)
+        await pilot.press("1")   # the Summary opens first; these checks are the Layers tab's
         main = app.screen
         table = main.query_one("#layers", ResultTable)
 

@@ -145,6 +145,7 @@ async def test_fits_80x24_with_truncated_names_and_no_color(demo_models, monkeyp
     app = demo_app(demo_models)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_for_main(pilot)
+        await pilot.press("1")   # the Summary opens first; these checks are the Layers tab's
         assert app.no_color
         lines = screen_text(app).splitlines()
         assert len(lines) == 24 and all(len(line) <= 80 for line in lines)

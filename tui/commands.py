@@ -19,7 +19,8 @@ class ExplorerCommands(Provider):
         out: list[tuple[str, str, Callable]] = []
         if isinstance(screen, TabbedExplorerScreen):
             for i, (_key, title) in enumerate(screen.tabs):
-                out.append((f"Show {title}", f"switch to the {title} tab ({i + 1})", partial(screen.action_show_tab, i)))
+                n = i - screen.tab_offset          # the number key of the tab (0: the Summary)
+                out.append((f"Show {title}", f"switch to the {title} tab ({n + 1})", partial(screen.action_show_tab, n)))
         if isinstance(screen, MainScreen):
             out.append(("Open slowest layer", "drill into the layer with the largest gap (L)", screen.action_open_slowest))
         if isinstance(screen, BrowseScreen):

@@ -227,6 +227,7 @@ def render_text(cmp, out) -> None:
     from rich.text import Text
 
     from kerneldiff.core.report import format as fmt
+    from kerneldiff.core.report import labels
 
     from .ledger_report import render_headline, render_ledger
     from .render import literal, short_name, us
@@ -263,15 +264,13 @@ def render_text(cmp, out) -> None:
     render_timeline(cmp, out)
 
     per_pass = cmp.basis == "per_pass"
-    na, nb = (max(cmp.a.passes, 1), max(cmp.b.passes, 1)) if per_pass else (1, 1)
     t = Table(title="Operations (largest gap first" + (", per pass)" if per_pass else ")"), title_justify="left",
               expand=False)
     t.add_column("operation", overflow="ellipsis", no_wrap=True, max_width=name_w)
     for col in (("A/pass", "B/pass") if per_pass else ("A total", "B total")) + ("A/B", "gap"):
         t.add_column(col, justify="right", no_wrap=True)
     for o in cmp.operations[:15]:
-        t.add_row(literal(o.category + (f" (only {o.only_in.upper()})" if o.only_in else "")),
-                  us(o.a.total_us / na if o.a.count else None), us(o.b.total_us / nb if o.b.count else None),
+        t.add_row(literal(labels.operation_label(o)), *(us(x) for x in labels.operation_times(cmp, o)),
                   _ratio(o.ratio), fmt.gap(o.gap_us))
     out.print(t)
 
@@ -303,28 +302,16 @@ def render_text(cmp, out) -> None:
         t.add_column("est.", justify="right", no_wrap=True)
         for f in cmp.fusions:
             side = A if f.fused_side == "a" else B
-            if f.fused_group:
-                what = (f"{f.fused_category}{' in ' + f.module if f.module else ''}: {len(f.fused_group)} kernel"
-                        f"{'s' if len(f.fused_group) != 1 else ''} for {len(f.component_group)} "
-                        f"({', '.join(o.split('::')[-1] for o in f.component_ops)})")
-            elif f.kind == "count_imbalance":
-                what = f"{f.fused_category}: {f.occurrences} extra launches on the other side"
-            elif f.kind == "missing_kernel":
-                what = f"{short_name(f.component_kernels[0], 40)} ({f.fused_category}) missing"
-            else:
-                what = f"{f.fused_category} = {' + '.join(f.component_categories)}"
+            what = labels.fusion_what(f)
             t.add_row(f.kind, literal(side), literal(what), str(f.occurrences), fmt.gap(f.measured_saving_us),
-                      us(f.estimated_saving.total_all_us) if f.estimated_saving else fmt.ABSENT)
+                      labels.estimated_saving(f))
         out.print(t)
         for f in cmp.fusions:
             out.print(Text("• ", style="bold") + literal(f.evidence) + Text(f"  (confidence {f.confidence:.2f})"))
             for key, group in ((f.fused_side, f.fused_group), (f.component_side, f.component_group)):
                 if group:
                     line = Text(f"    {key.upper()} ", style="bold")
-                    line.append_text(literal("  ·  ".join(
-                        f"{', '.join(k.ops)} {us(k.mean_us)}" if k.ops and all("::" in o for o in k.ops)
-                        else f"{short_name(k.name, 44)} [{', '.join(k.ops) or k.category}] {us(k.mean_us)}"
-                        for k in group)))
+                    line.append_text(literal("  ·  ".join(labels.group_kernel(k) for k in group)))
                     out.print(line)
 
     if cmp.same_kernels:

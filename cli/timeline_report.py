@@ -6,14 +6,13 @@ from rich.table import Table
 from rich.text import Text
 
 from kerneldiff.core.report import format as fmt
+from kerneldiff.core.report.labels import share as _share
 
 from .render import us
 
 TOP = 5
 
 
-def _share(x: float) -> str:
-    return fmt.pct(x, 0 if x >= 0.095 else 1)
 
 
 def headline(cmp) -> Text | None:

@@ -8,19 +8,13 @@ from rich.table import Table
 from rich.text import Text
 
 from kerneldiff.core.report import format as fmt
+from kerneldiff.core.report.labels import attention_shape as _attention, gemm_shape as _gemm, rate_cell as _rate
+from kerneldiff.core.report.labels import roof_cell as _roof, shape_times as _times
 
 from .render import literal, us
 
 TOP_SHAPES = 10
 TOP_OPERATIONS = 8
-
-
-def _rate(side, pct: str = "pct_peak") -> str:
-    """`611 62%`: TFLOP/s and % of the dtype's peak."""
-    if side.tflops is None:
-        return fmt.ABSENT
-    p = getattr(side, pct)
-    return fmt.rate(side.tflops) + (f" {fmt.percent(p)}" if p is not None else "")
 
 
 def _peak_line(cmp) -> Text:
@@ -38,12 +32,6 @@ def _peak_line(cmp) -> Text:
         t.append(f" ({'bf16' if p.tflops.get('bf16') else 'fp16'} {fmt.rate(bf)} TFLOP/s, "
                  f"{fmt.rate(p.hbm_tbps)} TB/s" + (", overridden" if p.overridden else "") + ")")
     return t
-
-
-def _times(cmp, row) -> tuple[float | None, float | None]:
-    per = cmp.basis == "per_pass"
-    na, nb = (max(cmp.a.passes, 1), max(cmp.b.passes, 1)) if per else (1, 1)
-    return (row.a.total_us / na if row.a.calls else None, row.b.total_us / nb if row.b.calls else None)
 
 
 def _shape_table(cmp, rows, title: str, shape_of, width: int, with_op: bool) -> Table:
@@ -75,24 +63,6 @@ def _shape_table(cmp, rows, title: str, shape_of, width: int, with_op: bool) -> 
             cells += [_roof(r.a), _roof(r.b)]
         t.add_row(*cells, fmt.gap(r.gap_us))
     return t
-
-
-def _roof(side) -> str:
-    """`mem 54%`: the roof a shape sits under on that GPU and how close it gets."""
-    if side.bound is None:
-        return fmt.ABSENT
-    return f"{'mem' if side.bound == 'memory' else 'comp'} {fmt.percent(side.pct_roofline)}"
-
-
-def _gemm(r) -> tuple[str, str]:
-    return r.op.removeprefix("aten::"), (f"{r.batch} × " if r.batch > 1 else "") + f"{r.m}×{r.n}×{r.k}"
-
-
-def _attention(r) -> tuple[str, str]:
-    d = f"D{r.head_dim}" + (f"/{r.head_dim_v}" if r.head_dim_v != r.head_dim else "")
-    shape = (("bwd " if r.op.endswith("backward") else "") + f"B{r.batch} H{r.heads}/{r.kv_heads} "
-             f"S{r.seq_q}×{r.seq_k} {d}" + (" causal*" if r.causal else ""))
-    return "", shape
 
 
 def _backends(rows) -> Text:

@@ -1,0 +1,98 @@
+"""The words and cells every report writes about a comparison (text, Markdown, HTML): a shape's
+label, a side's TFLOP/s with its % of peak, the roof it sits under, what a fusion finding fuses.
+One place, so the reports say the same thing in the same digits. Plain strings, no markup: each
+report escapes them its own way."""
+
+from __future__ import annotations
+
+from kerneldiff.core.analysis.names import short_name
+from kerneldiff.core.report import format as fmt
+
+
+def divisors(cmp) -> tuple[int, int]:
+    """What each side's totals are divided by on the comparison's basis (its passes when per pass)."""
+    if cmp.basis == "per_pass":
+        return max(cmp.a.passes, 1), max(cmp.b.passes, 1)
+    return 1, 1
+
+
+def share(x: float) -> str:
+    """A share of a gap: whole percents from 10%, one decimal below."""
+    return fmt.pct(x, 0 if x >= 0.095 else 1)
+
+
+def rate_cell(side, pct: str = "pct_peak") -> str:
+    """`611 62%`: TFLOP/s and % of the dtype's peak."""
+    if side.tflops is None:
+        return fmt.ABSENT
+    p = getattr(side, pct)
+    return fmt.rate(side.tflops) + (f" {fmt.percent(p)}" if p is not None else "")
+
+
+def roof_cell(side) -> str:
+    """`mem 54%`: the roof a shape sits under on that GPU and how close it gets."""
+    if side.bound is None:
+        return fmt.ABSENT
+    return f"{'mem' if side.bound == 'memory' else 'comp'} {fmt.percent(side.pct_roofline)}"
+
+
+def shape_times(cmp, row) -> tuple[float | None, float | None]:
+    """A shape's time on each side, on the comparison's basis (None where the side runs none)."""
+    na, nb = divisors(cmp)
+    return (row.a.total_us / na if row.a.calls else None, row.b.total_us / nb if row.b.calls else None)
+
+
+def gemm_shape(r) -> tuple[str, str]:
+    """(operator, `[batch × ]m×n×k`)."""
+    return r.op.removeprefix("aten::"), (f"{r.batch} × " if r.batch > 1 else "") + f"{r.m}×{r.n}×{r.k}"
+
+
+def attention_shape(r) -> tuple[str, str]:
+    """("", `B4 H32/8 S256×256 D64 causal*`)."""
+    d = f"D{r.head_dim}" + (f"/{r.head_dim_v}" if r.head_dim_v != r.head_dim else "")
+    shape = (("bwd " if r.op.endswith("backward") else "") + f"B{r.batch} H{r.heads}/{r.kv_heads} "
+             f"S{r.seq_q}×{r.seq_k} {d}" + (" causal*" if r.causal else ""))
+    return "", shape
+
+
+def operation_label(o) -> str:
+    return o.category + (f" (only {o.only_in.upper()})" if o.only_in else "")
+
+
+def operation_times(cmp, o) -> tuple[float | None, float | None]:
+    """An operation's time on each side, on the comparison's basis (None where the side runs none)."""
+    na, nb = divisors(cmp)
+    return (o.a.total_us / na if o.a.count else None, o.b.total_us / nb if o.b.count else None)
+
+
+def fusion_what(f) -> str:
+    """What a fusion finding fuses, in one line."""
+    if f.fused_group:
+        return (f"{f.fused_category}{' in ' + f.module if f.module else ''}: {len(f.fused_group)} kernel"
+                f"{'s' if len(f.fused_group) != 1 else ''} for {len(f.component_group)} "
+                f"({', '.join(o.split('::')[-1] for o in f.component_ops)})")
+    if f.kind == "count_imbalance":
+        return f"{f.fused_category}: {f.occurrences} extra launches on the other side"
+    if f.kind == "missing_kernel":
+        return f"{short_name(f.component_kernels[0], 40)} ({f.fused_category}) missing"
+    return f"{f.fused_category} = {' + '.join(f.component_categories)}"
+
+
+def estimated_saving(f) -> str:
+    return fmt.us(f.estimated_saving.total_all_us) if f.estimated_saving else fmt.ABSENT
+
+
+def group_kernel(k) -> str:
+    """One kernel of an op-level fusion group: its operations (or short name) and mean time."""
+    if k.ops and all("::" in o for o in k.ops):
+        return f"{', '.join(k.ops)} {fmt.us(k.mean_us)}"
+    return f"{short_name(k.name, 44)} [{', '.join(k.ops) or k.category}] {fmt.us(k.mean_us)}"
+
+
+def layer_name(l) -> str:
+    return "outside" if l.layer < 0 else str(l.layer)
+
+
+def plural(n: int, word: str, many: str = "") -> str:
+    """`1 pass`, `48 passes`, `1,024 kernels`."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"

@@ -1,4 +1,4 @@
-"""`kerneldiff compare A B [--phase …] [--format text|json|csv] [--table …] [-o FILE]`."""
+"""`kerneldiff compare A B [--phase …] [--format text|json|csv|markdown|html|perfetto] [--table …] [--pass N] [-o FILE]`."""
 
 from __future__ import annotations
 
@@ -24,7 +24,12 @@ def add_parser(sub) -> None:
     p.add_argument("a", help="first trace (side A)")
     p.add_argument("b", help="second trace (side B)")
     p.add_argument("--phase", default="all", choices=PHASE_FILTERS)
-    p.add_argument("--format", default="text", choices=["text", "json", "csv"])
+    p.add_argument("--format", default="text", choices=FORMATS,
+                   help="markdown: a pull-request comment; html: one self-contained page with charts; "
+                        "perfetto: both traces in one Chrome-trace JSON, passes lined up, kernel pairs joined")
+    p.add_argument("--pass", dest="passes", metavar="N[-M]",
+                   help="perfetto: the passes to write (from 1, in trace order within the phase; default: all); "
+                        "html: the pass drawn to scale (default: the one with the largest wall-clock gap)")
     p.add_argument("--table", choices=list(TABLES) + ["all"], default=None,
                    help="CSV or JSON: which table (CSV default: all tables, one file each, with -o; operations on "
                         "stdout; JSON default: the whole comparison)")
@@ -45,6 +50,7 @@ def add_parser(sub) -> None:
 
 
 MIN_WIDTH = 40
+FORMATS = ["text", "json", "csv", "markdown", "html", "perfetto"]
 
 
 def _overrides(items: list[str]) -> dict[str, float | bool]:
@@ -86,6 +92,13 @@ def run(args) -> int:
         print("kerneldiff: --table picks one table for --format csv or json; the text report shows them all",
               file=sys.stderr)
         return 2
+    if args.table and args.format in ("markdown", "html", "perfetto"):
+        print(f"kerneldiff: --table picks one table for --format csv or json; {args.format} shows its own choice",
+              file=sys.stderr)
+        return 2
+    if args.passes and args.format not in ("html", "perfetto"):
+        print("kerneldiff: --pass picks passes for --format perfetto or html", file=sys.stderr)
+        return 2
     if args.format == "csv" and args.output and (args.table or "all") == "all":
         _table_base(Path(args.output))   # before minutes of loading
     session.load_all()   # probes both first: a bad or foreign B is reported before A is loaded
@@ -99,6 +112,13 @@ def run(args) -> int:
         print(f"kerneldiff: {visible(str(e))}", file=sys.stderr)
         return 2
     try:
+        passes = _passes(session, args)
+    except ValueError as e:
+        print(f"kerneldiff: {visible(str(e))}", file=sys.stderr)
+        return 2
+    try:
+        if args.format in ("html", "perfetto"):
+            return _picture(session, cmp, args, passes)
         return _report(cmp, args)
     except BrokenPipeError:
         raise  # `| head` closed the pipe: kerneldiff.cli.main ends quietly
@@ -122,6 +142,38 @@ def _absent_phase(session, phase: str) -> str:
             f"{', '.join(session.phases())}")
 
 
+def _passes(session, args) -> list[int] | None:
+    """The passes --pass names (checked against the traces), None when not given."""
+    if not args.passes:
+        return None
+    from kerneldiff.core.compare.pass_pairs import parse_passes
+
+    numbers = parse_passes(args.passes, session.pass_count(args.phase))
+    if args.format == "html" and len(numbers) > 1:
+        raise ValueError(f"--pass {args.passes}: the HTML report draws one pass; give one number")
+    return numbers
+
+
+def _picture(session, cmp, args, passes: list[int] | None) -> int:
+    """--format html or perfetto: both need each kernel of the passes drawn, from the loaded models."""
+    if args.format == "perfetto":
+        from kerneldiff.core.report.perfetto import perfetto_trace
+
+        text = strict_json(perfetto_trace(session.pass_pairs(cmp, passes)), indent=None)
+        if args.output and args.output.endswith(".gz"):   # Perfetto's UI opens .json.gz as it is
+            import gzip
+
+            Path(args.output).write_bytes(gzip.compress(text.encode("utf-8"), 6))
+            print(f"wrote {shown_path(args.output)}", file=sys.stderr)
+            return 0
+        return _emit(text, args.output)
+    from kerneldiff.core.compare.pass_pairs import gap_pass
+    from kerneldiff.core.report.html import render_html
+
+    drawn = passes or ([n] if (n := gap_pass(cmp)) else None)
+    return _emit(render_html(cmp, session.pass_pairs(cmp, drawn) if drawn else None), args.output)
+
+
 def _report(cmp, args) -> int:
     if args.format == "json":
         if args.table and args.table != "all":
@@ -135,6 +187,10 @@ def _report(cmp, args) -> int:
         return _emit(text, args.output)
     if args.format == "csv":
         return _csv(cmp, args)
+    if args.format == "markdown":
+        from kerneldiff.core.report.markdown import render_markdown
+
+        return _emit(render_markdown(cmp).rstrip("\n"), args.output)
     from .render import console
 
     width = args.width or min(console().width, 120)

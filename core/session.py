@@ -271,6 +271,20 @@ class Session:
 
         return outside_layer_kernels(self._model(index), phase)
 
+    def pass_count(self, phase: str = "all") -> int:
+        """The most forward passes either loaded trace holds in `phase` (what `--pass N` may name)."""
+        from kerneldiff.core.compare.pass_pairs import pass_steps
+
+        return max((len(pass_steps(m, phase)) for m in self.models if m is not None), default=0)
+
+    def pass_pairs(self, comparison, passes: list[int] | None = None):
+        """Both traces' kernels in the chosen passes (1-based; None: the whole phase) on one time axis,
+        B's passes starting with A's, with the kernel pairs of the comparison's layer alignments
+        (`kerneldiff.core.compare.pass_pairs.PassPairs`: the Perfetto file, the HTML pass drawing)."""
+        from kerneldiff.core.compare.pass_pairs import pass_pairs
+
+        return pass_pairs(comparison, self._model(0), self._model(1), passes)
+
     def kernel_detail(self, index: int, row: int) -> KernelDetail:
         from kerneldiff.core.analysis.attribution import cpu_op_stack, python_stack
         from kerneldiff.core.analysis.modules import module_path

@@ -1,0 +1,233 @@
+"""Both sides' kernels in chosen forward passes, B's passes moved to start with A's, and the kernel
+pairs the comparison's layer alignments matched: what the Perfetto file draws, and the one pass the
+HTML report draws to scale.
+
+Passes are numbered 1, 2, … in trace order within the comparison's phase (the explorer's Timeline
+numbers them so); pass n of A goes with pass n of B. The alignment of a layer is made on its most
+common kernel sequence (`LayerAlignment`), so a layer in a pass that runs that very sequence on both
+sides maps position by position; a layer-pass that runs another sequence (a prefill pass among
+decode passes runs other kernels) gets no pairs, and is counted in `unpaired_groups`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kerneldiff.core.model import PHASE_ID
+
+
+@dataclass
+class PassInfo:
+    number: int              # 1-based, in trace order within the phase
+    step: int                # the model's step index
+    name: str
+    phase: str
+    start_us: float          # its first kernel's start, in the trace's own clock
+    span_us: float           # first kernel's start to the last kernel's end
+    shift_us: float = 0.0    # added to every kernel of the pass to put it on the common axis
+
+
+@dataclass
+class SideKernels:
+    """One side's chosen kernels, in time order, on the common time axis (µs)."""
+
+    key: str                 # "a" | "b"
+    label: str
+    gpu: str
+    passes: list[PassInfo]
+    rows: np.ndarray         # kernel rows of the side's model
+    ts: np.ndarray           # start on the common axis
+    dur: np.ndarray
+    stream: np.ndarray
+    layer: np.ndarray        # -1 outside layers
+    pass_of: np.ndarray      # index into `passes`, -1 for a kernel outside every chosen pass
+    names: list[str]
+    categories: list[str]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def total_us(self) -> float:
+        return float(self.dur.sum())
+
+
+@dataclass
+class KernelMatch:
+    """A kernel of A and the kernel of B the alignment pairs it with, in one layer of one pass."""
+
+    a: int                   # index into SideKernels a
+    b: int
+    layer: int
+    position: int            # the aligned position in the layer (KernelPair.position)
+    ratio: float | None      # the aligned pair's mean A / B (KernelPair.ratio)
+    gap_us: float            # the aligned pair's mean A − B (KernelPair.gap_us)
+
+
+@dataclass
+class PassPairs:
+    phase: str
+    numbers: list[int]                   # the passes chosen (empty: every kernel of the phase)
+    a: SideKernels
+    b: SideKernels
+    matches: list[KernelMatch] = field(default_factory=list)
+    unpaired_groups: int = 0             # layer-passes whose sequence is not the aligned one
+
+
+def pass_steps(model, phase: str) -> list[int]:
+    """The model's steps that hold kernels in `phase`, in trace order (pass n is index n − 1)."""
+    k = model.kernels
+    sel = k.step >= 0
+    if phase != "all":
+        sel &= k.phase == PHASE_ID[phase]
+    return np.unique(k.step[sel]).tolist()
+
+
+def gap_pass(cmp) -> int | None:
+    """The pass (number) with the largest wall-clock gap among those both sides hold: the one worth
+    drawing. None when a side has no passes."""
+    pa = (cmp.a.timeline or {}).get("passes", [])
+    pb = (cmp.b.timeline or {}).get("passes", [])
+    n = min(len(pa), len(pb))
+    if n == 0:
+        return None
+    return 1 + max(range(n), key=lambda i: (abs(pa[i]["span_us"] - pb[i]["span_us"]), -i))
+
+
+def parse_passes(spec: str, available: int) -> list[int]:
+    """`3` or `2-5` (1-based, inclusive) -> [3] or [2, 3, 4, 5]; ValueError saying what is wrong."""
+    text = spec.strip()
+    lo_s, sep, hi_s = text.partition("-")
+    try:
+        lo, hi = int(lo_s), int(hi_s) if sep else int(lo_s)
+    except ValueError:
+        raise ValueError(f"--pass wants N or N-M (passes are numbered from 1), got {spec!r}") from None
+    if available == 0:
+        raise ValueError("neither trace has forward passes in this phase: leave out --pass")
+    if not 1 <= lo <= hi <= available:
+        raise ValueError(f"--pass {spec}: the traces hold passes 1-{available} in this phase")
+    return list(range(lo, hi + 1))
+
+
+def _side(cmp_side, model, phase: str, numbers: list[int]) -> tuple[SideKernels, dict[int, int]]:
+    """The side's kernels of the chosen passes (all of the phase when `numbers` is empty), in time
+    order, still in the trace's clock; and pass number -> index into its `passes`."""
+    k = model.kernels
+    mask = model.phase_mask(phase)
+    steps = pass_steps(model, phase)
+    wanted = [n for n in numbers if n <= len(steps)] if numbers else list(range(1, len(steps) + 1))
+    step_index = {steps[n - 1]: i for i, n in enumerate(wanted)}
+    if numbers:
+        lut = np.zeros(int(k.step.max()) + 2 if len(k.step) else 1, dtype=bool)   # the last cell: step -1
+        for s in step_index:
+            lut[s] = True
+        mask &= lut[np.where(k.step >= 0, k.step, len(lut) - 1)]
+    rows = np.flatnonzero(mask)
+    rows = rows[np.argsort(k.ts[rows], kind="stable")]
+    pass_of = np.full(len(rows), -1, dtype=np.int64)
+    st = k.step[rows]
+    for s, i in step_index.items():
+        pass_of[st == s] = i
+    ts, dur = k.ts[rows].astype(np.float64), np.maximum(k.dur[rows], 0.0).astype(np.float64)
+    passes = []
+    for n, s in zip(wanted, step_index):
+        sel = pass_of == step_index[s]
+        start = float(ts[sel].min()) if sel.any() else 0.0
+        end = float((ts[sel] + dur[sel]).max()) if sel.any() else 0.0
+        info = model.steps[s] if s < len(model.steps) else None
+        passes.append(PassInfo(number=n, step=s, name=info.name if info else "",
+                               phase=info.phase if info else "unknown", start_us=start, span_us=end - start))
+    strings = model.strings
+    names = [strings[int(i)] if i >= 0 else "" for i in k.name[rows].tolist()]
+    cats = _categories(model, rows)
+    side = SideKernels(key=cmp_side.key, label=cmp_side.label, gpu=cmp_side.gpu, passes=passes, rows=rows,
+                       ts=ts, dur=dur, stream=k.stream[rows].astype(np.int64), layer=k.layer[rows].astype(np.int64),
+                       pass_of=pass_of, names=names, categories=cats)
+    return side, {p.number: i for i, p in enumerate(passes)}
+
+
+def _categories(model, rows: np.ndarray) -> list[str]:
+    table = list(model.categories) + ["Other"]          # category id -1 indexes the trailing "Other"
+    return [table[c] for c in model.kernels.cat[rows].tolist()]
+
+
+def _shift(side: SideKernels, shifts: np.ndarray) -> None:
+    """Move each kernel by its pass's shift; a kernel outside the chosen passes moves with the pass
+    that started last before it (the first pass, before any)."""
+    if len(side.passes) == 0:
+        side.ts = side.ts + (shifts[0] if len(shifts) else 0.0)
+        return
+    starts = np.array([p.start_us for p in side.passes])
+    order = np.argsort(starts, kind="stable")
+    idx = side.pass_of.copy()
+    out = idx < 0
+    if out.any():
+        before = np.searchsorted(starts[order], side.ts[out], side="right") - 1
+        idx[out] = order[np.maximum(before, 0)]
+    side.ts = side.ts + shifts[idx]
+    for p, s in zip(side.passes, shifts.tolist()):
+        p.shift_us = s
+
+
+def pass_pairs(cmp, model_a, model_b, numbers: list[int] | None = None) -> PassPairs:
+    """The chosen passes of both sides on one time axis: A's first chosen kernel at 0, each pass of
+    B starting where the same pass of A starts, and the matched kernel pairs."""
+    phase = cmp.phase
+    numbers = list(numbers or [])
+    a, pa = _side(cmp.a, model_a, phase, numbers)
+    b, pb = _side(cmp.b, model_b, phase, numbers)
+    origin = float(a.ts.min()) if len(a) else float(b.ts.min()) if len(b) else 0.0
+    sa = np.full(max(len(a.passes), 1), -origin)
+    # B: pass n starts with A's pass n; a pass A lacks keeps the shift of the last pass both have
+    first_b = float(b.ts.min()) if len(b) else 0.0
+    last = (a.passes[0].start_us if a.passes else origin) - (b.passes[0].start_us if b.passes else first_b) - origin
+    sb = np.empty(max(len(b.passes), 1))
+    sb[0] = last
+    for i, p in enumerate(b.passes):
+        j = pa.get(p.number)
+        if j is not None:
+            last = a.passes[j].start_us - p.start_us - origin
+        sb[i] = last
+    _shift(a, sa)
+    _shift(b, sb)
+    pairs = PassPairs(phase=phase, numbers=numbers, a=a, b=b)
+    _match(cmp, pairs, pa, pb)
+    return pairs
+
+
+def _groups(side: SideKernels) -> dict[tuple[int, int], np.ndarray]:
+    """(pass index, layer) -> the side's kernel indices in it, in time order."""
+    sel = np.flatnonzero((side.pass_of >= 0) & (side.layer >= 0))
+    if len(sel) == 0:
+        return {}
+    width = int(side.layer[sel].max()) + 1
+    key = side.pass_of[sel] * width + side.layer[sel]
+    order = np.argsort(key, kind="stable")          # stable: time order inside each group
+    key, sel = key[order], sel[order]
+    cuts = np.flatnonzero(np.diff(key)) + 1
+    return {(int(g[0]) // width, int(g[0]) % width): s for g, s in zip(np.split(key, cuts), np.split(sel, cuts))}
+
+
+def _match(cmp, pairs: PassPairs, pa: dict[int, int], pb: dict[int, int]) -> None:
+    ga, gb = _groups(pairs.a), _groups(pairs.b)
+    both = sorted(set(pa) & set(pb))
+    for al in cmp.alignments:
+        seq_a = [p.a_name for p in al.pairs if p.a_name is not None]
+        seq_b = [p.b_name for p in al.pairs if p.b_name is not None]
+        index, i, j = [], 0, 0
+        for p in al.pairs:      # positions -> (i into A's sequence, j into B's), pairs only
+            if p.a_name is not None and p.b_name is not None:
+                index.append((i, j, p))
+            i += p.a_name is not None
+            j += p.b_name is not None
+        for n in both:
+            ka, kb = ga.get((pa[n], al.layer)), gb.get((pb[n], al.layer))
+            if ka is None or kb is None:
+                continue
+            if [pairs.a.names[x] for x in ka] != seq_a or [pairs.b.names[x] for x in kb] != seq_b:
+                pairs.unpaired_groups += 1
+                continue
+            pairs.matches += [KernelMatch(a=int(ka[i]), b=int(kb[j]), layer=al.layer, position=p.position,
+                                          ratio=p.ratio, gap_us=p.gap_us) for i, j, p in index]

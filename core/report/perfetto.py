@@ -1,0 +1,96 @@
+"""Both traces in one Chrome-trace JSON for Perfetto's UI (ui.perfetto.dev) or chrome://tracing:
+A and B as two processes, one track per stream plus a track of passes, B's passes lined up on A's
+(`kerneldiff.core.compare.pass_pairs`), and each matched kernel pair joined by a flow arrow.
+
+Flows are the v1 kind Kineto itself writes (`ph: s` on A's kernel, `ph: f` with `bp: e` on B's), which
+Perfetto binds to the slices that enclose them. Every kernel's args carry its original start, its
+layer and pass, and, when it is paired, the pair's ratio and gap (the aligned position's means, as the
+layer view shows them) and its own duration against its partner's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kerneldiff.core.analysis.names import short_name
+from kerneldiff.core.compare.pass_pairs import PassPairs, SideKernels
+
+PIDS = {"a": 1, "b": 2}
+PASS_TID = 0              # the passes' track; streams get 1, 2, … in order of their ids
+
+
+def _r(x: float) -> float:
+    return round(float(x), 3)    # ns resolution: what the traces record
+
+
+def _process_name(side: SideKernels) -> str:
+    gpu = side.gpu.strip()
+    return f"{side.key.upper()}: {side.label}" + (f" ({gpu})" if gpu and gpu != side.label else "")
+
+
+def _tids(side: SideKernels) -> dict[int, int]:
+    return {s: i + 1 for i, s in enumerate(sorted(set(side.stream.tolist())))}
+
+
+def perfetto_trace(pp: PassPairs) -> dict[str, Any]:
+    """The Chrome-trace document (a dict for json.dumps) of a PassPairs."""
+    events: list[dict[str, Any]] = []
+    partner: dict[tuple[str, int], tuple[int, Any]] = {}
+    for m_id, m in enumerate(pp.matches, 1):
+        partner[("a", m.a)] = (m_id, m)
+        partner[("b", m.b)] = (m_id, m)
+    for side, other in ((pp.a, pp.b), (pp.b, pp.a)):
+        pid = PIDS[side.key]
+        tids = _tids(side)
+        events.append({"ph": "M", "pid": pid, "name": "process_name", "args": {"name": _process_name(side)}})
+        events.append({"ph": "M", "pid": pid, "name": "process_sort_index", "args": {"sort_index": pid}})
+        events.append({"ph": "M", "pid": pid, "tid": PASS_TID, "name": "thread_name", "args": {"name": "passes"}})
+        events.append({"ph": "M", "pid": pid, "tid": PASS_TID, "name": "thread_sort_index", "args": {"sort_index": 0}})
+        for stream, tid in tids.items():
+            events.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": f"stream {stream}"}})
+            events.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}})
+        for p in side.passes:
+            events.append({"ph": "X", "pid": pid, "tid": PASS_TID, "ts": _r(p.start_us + p.shift_us),
+                           "dur": _r(p.span_us), "name": f"pass {p.number} ({p.phase})", "cat": "pass",
+                           "args": {"pass": p.number, "step": p.name, "phase": p.phase, "shift_us": _r(p.shift_us)}})
+        ts, dur, stream, layer, pass_of = (side.ts.tolist(), side.dur.tolist(), side.stream.tolist(),
+                                          side.layer.tolist(), side.pass_of.tolist())
+        shifts = [p.shift_us for p in side.passes]
+        numbers = [p.number for p in side.passes]
+        for i in range(len(side)):
+            args: dict[str, Any] = {"layer": layer[i],
+                                    "pass": numbers[pass_of[i]] if pass_of[i] >= 0 else None}
+            if pass_of[i] >= 0:
+                args["trace_ts"] = _r(ts[i] - shifts[pass_of[i]])
+            hit = partner.get((side.key, i))
+            if hit is not None:
+                m_id, m = hit
+                j = m.b if side.key == "a" else m.a
+                args.update({"pair": m_id, "paired_with": short_name(other.names[j], 80), "pair_position": m.position,
+                             "pair_ratio_a_over_b": None if m.ratio is None else round(m.ratio, 4),
+                             "pair_gap_us_a_minus_b": _r(m.gap_us),
+                             "this_us_vs_partner_us": f"{dur[i]:.3f} vs {other.dur[j]:.3f}"})
+            events.append({"ph": "X", "pid": pid, "tid": tids[stream[i]], "ts": _r(ts[i]), "dur": _r(dur[i]),
+                           "name": side.names[i], "cat": side.categories[i], "args": args})
+    ta, tb = _tids(pp.a), _tids(pp.b)
+    for m_id, m in enumerate(pp.matches, 1):
+        events.append({"ph": "s", "id": m_id, "pid": PIDS["a"], "tid": ta[int(pp.a.stream[m.a])],
+                       "ts": _r(pp.a.ts[m.a]), "name": "kernel pair", "cat": "pair"})
+        events.append({"ph": "f", "bp": "e", "id": m_id, "pid": PIDS["b"], "tid": tb[int(pp.b.stream[m.b])],
+                       "ts": _r(pp.b.ts[m.b]), "name": "kernel pair", "cat": "pair"})
+    return {"traceEvents": events, "displayTimeUnit": "ms",
+            "otherData": {"kerneldiff": "two traces aligned pass by pass", "phase": pp.phase,
+                          "passes": pp.numbers or "all", "a": _process_name(pp.a), "b": _process_name(pp.b),
+                          "kernel_pairs": len(pp.matches), "layer_passes_unpaired": pp.unpaired_groups}}
+
+
+def read_back(doc: dict[str, Any]) -> dict[str, tuple[int, float]]:
+    """Each side's kernel count and summed duration in a document perfetto_trace wrote (process name
+    -> (kernels, µs)): what a test compares with the originals."""
+    names = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"] if e.get("ph") == "M" and e["name"] == "process_name"}
+    out = {n: (0, 0.0) for n in names.values()}
+    for e in doc["traceEvents"]:
+        if e.get("ph") == "X" and e["tid"] != PASS_TID:
+            n, t = out[names[e["pid"]]]
+            out[names[e["pid"]]] = (n + 1, t + e["dur"])
+    return out

@@ -231,3 +231,18 @@ def _match(cmp, pairs: PassPairs, pa: dict[int, int], pb: dict[int, int]) -> Non
                 continue
             pairs.matches += [KernelMatch(a=int(ka[i]), b=int(kb[j]), layer=al.layer, position=p.position,
                                           ratio=p.ratio, gap_us=p.gap_us) for i, j, p in index]
+
+
+def busy_spans(side: SideKernels) -> tuple[np.ndarray, np.ndarray]:
+    """The union of the side's kernel intervals on the common axis (starts, ends; sorted, disjoint):
+    where any stream ran something. What lies between is the side's idle time."""
+    if len(side) == 0:
+        return np.zeros(0), np.zeros(0)
+    o = np.argsort(side.ts, kind="stable")   # shifting passes by different amounts may reorder them
+    s, e = side.ts[o], (side.ts + side.dur)[o]
+    reach = np.maximum.accumulate(e)
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > reach[:-1]
+    first = np.flatnonzero(new)
+    last = np.append(first[1:], len(s)) - 1
+    return s[first], reach[last]

@@ -23,6 +23,8 @@ class ExplorerCommands(Provider):
                 out.append((f"Show {title}", f"switch to the {title} tab ({n + 1})", partial(screen.action_show_tab, n)))
         if isinstance(screen, MainScreen):
             out.append(("Open slowest layer", "drill into the layer with the largest gap (L)", screen.action_open_slowest))
+            out.append(("Write HTML report", "the HTML report and the Perfetto file of this comparison and phase (h)",
+                        screen.action_write_report))
         if isinstance(screen, BrowseScreen):
             out.append(("Open busiest layer", "drill into the layer that takes the most time (L)",
                         screen.action_open_slowest))

@@ -60,3 +60,30 @@ def write_table(name: str, header: list[str], rows: list[list[Any]], fmt: str = 
             records = [{h: _plain(v) for h, v in zip(header, r)} for r in rows]
             f.write(json.dumps(records, indent=1, ensure_ascii=False) + "\n")
     return path
+
+
+def write_reports(session, comparison, directory: Path | None = None) -> tuple[Path, Path]:
+    """The HTML report of a comparison (the pass with the largest wall-clock gap drawn to scale) and
+    the Perfetto file of its phase (every pass, gzipped), as kerneldiff-report-<phase>.html and
+    kerneldiff-pair-<phase>.json.gz (never overwriting); returns both paths. Runs in a worker thread:
+    the Perfetto file of a long run takes seconds."""
+    import gzip
+
+    from kerneldiff.core.compare.pass_pairs import gap_pass
+    from kerneldiff.core.numbers import safe_text, strict_json
+    from kerneldiff.core.report.html import render_html
+    from kerneldiff.core.report.perfetto import perfetto_trace
+
+    d = directory or export_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    phase = re.sub(r"[^A-Za-z0-9_.-]+", "_", comparison.phase)
+    drawn = gap_pass(comparison)
+    page = render_html(comparison, session.pass_pairs(comparison, [drawn]) if drawn else None)
+    pair = strict_json(perfetto_trace(session.pass_pairs(comparison)), indent=None)
+    html_path, fd = _create(d / f"kerneldiff-report-{phase}.html")
+    with open(fd, "w", encoding="utf-8") as f:
+        f.write(safe_text(page))
+    pair_path, fd = _create(d / f"kerneldiff-pair-{phase}.json.gz")
+    with open(fd, "wb") as f:
+        f.write(gzip.compress(pair.encode("utf-8"), 6))
+    return html_path, pair_path

@@ -254,7 +254,7 @@ def _fusions(cmp) -> str:
     for f in cmp.fusions:
         rows.append(f'<tr><td>{esc(f.kind)}</td><td>{esc(side[f.fused_side], 40)}</td>'
                     f'<td class="name">{esc(labels.fusion_what(f), 160)}</td>{_num(str(f.occurrences), f.occurrences)}'
-                    f'{_gap(f.measured_saving_us)}'
+                    f'{_num(fmt.gap(f.measured_saving_us), f.measured_saving_us)}'   # a saving, not A − B: no side's colour
                     f'{_num(labels.estimated_saving(f), f.estimated_saving.total_all_us if f.estimated_saving else None)}</tr>')
         groups = []
         for key, group in ((f.fused_side, f.fused_group), (f.component_side, f.component_group)):

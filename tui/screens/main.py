@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from textual.binding import Binding
 from textual.widgets import TabbedContent
 
@@ -9,6 +11,7 @@ from kerneldiff.core.compare.result import Comparison, LayerRow, OperationRow, S
 from kerneldiff.core.compare.work_result import AttentionShape, GemmShape
 
 from .. import shape_views, summary_views, views
+from ..messages import Exported
 from ..widgets.header import ComparisonHeader
 from ..widgets.result_table import ResultTable
 from ..widgets.table_pane import TablePane
@@ -38,7 +41,10 @@ class MainScreen(TabbedExplorerScreen):
 
     BINDINGS = [*TAB_BINDINGS,
                 Binding("a", "toggle_shapes", "GEMM/attention", show=False,
-                        tooltip="Shapes tab: switch between GEMM and attention shapes")]
+                        tooltip="Shapes tab: switch between GEMM and attention shapes"),
+                Binding("h", "write_report", "HTML report", show=False,
+                        tooltip="Write the HTML report and the Perfetto file (both traces, passes lined up) of this "
+                                "comparison and phase (current dir or $KERNELDIFF_EXPORT_DIR)")]
     tabs = COMPARE_TABS
     tab_offset = 1      # keys 1–7 keep naming Layers … Shapes; 0 is the Summary before them
     crumb_root = "compare"

@@ -133,6 +133,30 @@ class MainScreen(TabbedExplorerScreen):
         self.shape_kind = shape_views.ATTENTION if self.shape_kind == shape_views.GEMM else shape_views.GEMM
         self._show_shapes(keep=False)   # the hint line says which kind is shown
 
+    # --- reports ----------------------------------------------------------------------------------
+    def action_write_report(self) -> None:
+        if self.comparison is None:
+            return
+        self.notify("writing the HTML report and the Perfetto file…", timeout=3)
+        self.run_worker(partial(self._write_report, self.comparison), thread=True, exclusive=True, group="report",
+                        exit_on_error=False)
+
+    def _write_report(self, comp: Comparison) -> None:
+        """Thread worker: render and write both files, then say where (or why not) on the UI thread."""
+        from ..export import write_reports
+
+        try:
+            paths = write_reports(self.session, comp)
+        except Exception as e:   # an unwritable directory, or a bug: said on screen, the explorer goes on
+            self.app.call_from_thread(self.notify, f"report failed: {getattr(e, 'strerror', None) or e}",
+                                      severity="error", markup=False)
+            return
+        self.app.call_from_thread(self._reported, *paths)
+
+    def _reported(self, page, pair) -> None:
+        self.post_message(Exported(page))
+        self.notify(f"HTML → {page}\nPerfetto → {pair}", title="Report written", markup=False, timeout=8)
+
     # --- drill-down ---------------------------------------------------------------------------
     def export_name(self, table: ResultTable) -> str:
         return f"{table.spec.name}-{self.comparison.phase}"

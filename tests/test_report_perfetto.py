@@ -1,0 +1,153 @@
+"""`compare --format perfetto`: both traces in one Chrome-trace file, read back: each side's kernels
+(count and summed time) are the originals of the chosen passes, B's passes start with A's, every flow
+joins two kernels the layer alignment paired, and the args carry the pair's ratio and gap."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from kerneldiff.cli.main import main
+from kerneldiff.core.compare.pass_pairs import parse_passes, pass_steps
+from kerneldiff.core.demo import DEMO_A, DEMO_B
+from kerneldiff.core.report.perfetto import PASS_TID, perfetto_trace, read_back
+from kerneldiff.core.session import Session
+
+from conftest import real_trace
+
+A, B = str(DEMO_A), str(DEMO_B)
+
+
+def _session(paths, models=None) -> Session:
+    s = Session(list(paths), use_cache=False)
+    if models:
+        s.models = [models[p] for p in paths]
+    else:
+        s.load_all()
+    return s
+
+
+def _originals(model, phase: str, numbers: list[int] | None) -> tuple[int, float]:
+    """Kernel count and summed duration of the passes, straight from the model's columns."""
+    k = model.kernels
+    mask = model.phase_mask(phase)
+    if numbers:
+        steps = pass_steps(model, phase)
+        mask &= np.isin(k.step, [steps[n - 1] for n in numbers if n <= len(steps)])
+    return int(mask.sum()), float(np.maximum(k.dur[mask], 0).sum())
+
+
+def _check(session, cmp, doc, numbers):
+    back = read_back(doc)
+    names = doc["otherData"]
+    for key, model in zip("ab", session.models):
+        n, t = _originals(model, cmp.phase, numbers)
+        got_n, got_t = back[names[key]]
+        assert got_n == n
+        assert got_t == pytest.approx(t, rel=1e-9, abs=1e-3 * max(n, 1))
+    ev = doc["traceEvents"]
+    # processes named by label (and GPU)
+    procs = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
+    assert procs[1].startswith(f"A: {cmp.a.label}") and procs[2].startswith(f"B: {cmp.b.label}")
+    # B's pass n starts where A's pass n starts
+    starts = {}
+    for e in ev:
+        if e["ph"] == "X" and e["tid"] == PASS_TID:
+            starts.setdefault(e["args"]["pass"], {})[e["pid"]] = e["ts"]
+    for number, at in starts.items():
+        if len(at) == 2:
+            assert at[1] == pytest.approx(at[2], abs=2e-3), number
+    # every flow starts on an A kernel and ends on a B kernel at the same ts, on their tracks
+    kernels = {(e["pid"], e["tid"], e["ts"]): e for e in ev if e["ph"] == "X" and e["tid"] != PASS_TID}
+    s = {e["id"]: e for e in ev if e["ph"] == "s"}
+    f = {e["id"]: e for e in ev if e["ph"] == "f"}
+    assert s.keys() == f.keys() and len(s) == names["kernel_pairs"]
+    for i in s:
+        ka = kernels[(1, s[i]["tid"], s[i]["ts"])]
+        kb = kernels[(2, f[i]["tid"], f[i]["ts"])]
+        assert f[i]["bp"] == "e" and ka["args"]["pair"] == kb["args"]["pair"] == i
+        assert ka["args"]["layer"] == kb["args"]["layer"] >= 0 and ka["args"]["pass"] == kb["args"]["pass"]
+        assert "pair_ratio_a_over_b" in ka["args"] and "pair_gap_us_a_minus_b" in kb["args"]
+    return s
+
+
+def test_demo_every_pass_and_a_range_read_back_as_the_originals(demo_models):
+    session = _session([A, B], demo_models)
+    cmp = session.compare()
+    whole = perfetto_trace(session.pass_pairs(cmp))
+    flows = _check(session, cmp, whole, None)
+    assert len(flows) > 100
+    sub = perfetto_trace(session.pass_pairs(cmp, [2, 3]))
+    _check(session, cmp, sub, [2, 3])
+    assert {e["args"]["pass"] for e in sub["traceEvents"] if e["ph"] == "X"} == {2, 3}
+    decode = session.compare("decode")
+    _check(session, decode, perfetto_trace(session.pass_pairs(decode, [1])), [1])
+
+
+def test_pairs_follow_the_layer_alignment(demo_models):
+    """Each pair is the aligned position of its layer: the two kernels carry the pair's names and
+    its mean ratio and gap; swapping the traces gives as many pairs, mirrored."""
+    session = _session([A, B], demo_models)
+    cmp = session.compare()
+    pp = session.pass_pairs(cmp)
+    assert pp.matches
+    for m in pp.matches[:500]:
+        pair = cmp.alignment(m.layer).pairs[m.position]
+        assert (pp.a.names[m.a], pp.b.names[m.b]) == (pair.a_name, pair.b_name)
+        assert (m.ratio, m.gap_us) == (pair.ratio, pair.gap_us)
+        assert pp.a.layer[m.a] == pp.b.layer[m.b] == m.layer
+    back = _session([B, A], demo_models)
+    assert len(back.pass_pairs(back.compare()).matches) == len(pp.matches)
+
+
+def test_parse_passes_says_what_is_wrong():
+    assert parse_passes("3", 5) == [3] and parse_passes(" 2-4 ", 5) == [2, 3, 4]
+    for bad, words in (("0", "1-5"), ("6", "1-5"), ("4-2", "1-5"), ("x", "N or N-M"), ("1-", "N or N-M")):
+        with pytest.raises(ValueError, match=words):
+            parse_passes(bad, 5)
+    with pytest.raises(ValueError, match="no forward passes|neither"):
+        parse_passes("1", 0)
+
+
+def test_cli_writes_plain_and_gzipped_and_refuses_bad_passes(tmp_path, capsys):
+    plain, packed = tmp_path / "pair.json", tmp_path / "pair.json.gz"
+    assert main(["compare", A, B, "--format", "perfetto", "--pass", "2-3", "-o", str(plain), "--no-cache"]) == 0
+    assert main(["compare", A, B, "--format", "perfetto", "--pass", "2-3", "-o", str(packed), "--no-cache"]) == 0
+    assert json.loads(plain.read_text()) == json.loads(gzip.decompress(packed.read_bytes()))
+    capsys.readouterr()
+    for bad in ("0", "99", "two", "3-1"):
+        assert main(["compare", A, B, "--format", "perfetto", "--pass", bad, "--no-cache"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("kerneldiff: ") and "\n" not in err and "--pass" in err
+
+
+@pytest.mark.slow
+def test_real_llama_pair_h100_h200_every_pass_and_one(tmp_path):
+    """48 passes (1 prefill, 47 decode) on each side: all of them and pass 30 read back exactly; the
+    same kernels run on both GPUs, so nearly every flow joins two kernels of one name."""
+    session = _session([str(real_trace("h100_llama_eager_sdpa.json.gz")),
+                        str(real_trace("h200_llama_eager_sdpa.json.gz"))])
+    cmp = session.compare()
+    pp = session.pass_pairs(cmp)
+    assert len(pp.a.passes) == len(pp.b.passes) == 48
+    doc = perfetto_trace(pp)
+    flows = _check(session, cmp, doc, None)
+    # the prefill pass runs another kernel sequence than the decode passes' aligned one: its 16
+    # layer-passes get no pairs; every decode layer-pass does
+    assert pp.unpaired_groups == 16
+    same = sum(pp.a.names[m.a] == pp.b.names[m.b] for m in pp.matches)
+    assert same / len(pp.matches) > 0.95 and len(flows) == len(pp.matches) > 25_000
+    _check(session, cmp, perfetto_trace(session.pass_pairs(cmp, [30])), [30])
+    _check(session, cmp, perfetto_trace(session.pass_pairs(cmp, [1, 2])), [1, 2])
+
+
+def test_real_cross_vendor_pair_reads_back():
+    session = _session([str(real_trace("mi300x_qwen1.5-0.5b_hf.json.gz")),
+                        str(real_trace("h100_qwen1.5-0.5b_hf.json.gz"))])
+    cmp = session.compare()
+    flows = _check(session, cmp, perfetto_trace(session.pass_pairs(cmp, [1])), [1])
+    assert len(flows) > 100
+    _check(session, cmp, perfetto_trace(session.pass_pairs(cmp)), None)

@@ -13,7 +13,9 @@ from __future__ import annotations
 import html as _html
 import math
 
-from kerneldiff.core.analysis.names import short_name, visible
+from functools import lru_cache
+
+from kerneldiff.core.analysis.names import short_name as _short_name, visible
 from kerneldiff.core.report import format as fmt
 from kerneldiff.core.report import labels
 
@@ -29,6 +31,12 @@ BLOCK = 2.0             # under a pixel or two is drawn as one block, so a lane 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
            "#86bcb6")
 OTHER_COLOUR = "#a0a0a0"
+
+
+@lru_cache(maxsize=4096)
+def short_name(name: str, width: int) -> str:
+    """names.short_name, once per distinct name (a pass repeats a few hundred names thousands of times)."""
+    return _short_name(name, width)
 
 
 def esc(s: object, limit: int | None = None) -> str:
@@ -414,7 +422,8 @@ def _lane(side, idx, scale: float, colours: dict[str, str]) -> str:
         else:
             title = (f"{len(run)} kernels, {fmt.us(sum(dur[j] for j in run))} from {fmt.us(ts[run[0]])}; longest: "
                      f"{short_name(side.names[main], 120)}")
-        rects.append(f'<rect x="{x0:.2f}" y="0" width="{max(x1 - x0, 0.5):.2f}" height="10" '
+        wide = ' class="w"' if x1 - x0 > 4 else ""     # an outline only where it leaves the block visible
+        rects.append(f'<rect{wide} x="{x0:.2f}" y="0" width="{max(x1 - x0, 0.5):.2f}" height="10" '
                      f'fill="{colours.get(side.categories[main], OTHER_COLOUR)}"><title>{esc(title, TITLE_CHARS)}'
                      f"</title></rect>")
         run.clear()
@@ -556,7 +565,7 @@ svg.passes{display:block;width:100%;height:170px;border-bottom:1px solid var(--l
 .axis{display:flex;justify-content:space-between;color:var(--muted);font-size:.85em;font-variant-numeric:tabular-nums}
 .lanes{display:grid;grid-template-columns:minmax(72px,max-content) 1fr;gap:3px 10px;align-items:center}
 .lane svg{display:block;width:100%;height:18px;background:var(--card)}
-.lane svg rect{stroke:var(--bg);stroke-width:.5px;vector-effect:non-scaling-stroke}
+.lane svg rect.w{stroke:var(--bg);stroke-width:.5px;vector-effect:non-scaling-stroke}
 .legend{display:flex;flex-wrap:wrap;gap:4px 14px;margin:8px 0;font-size:.88em}
 .legend i{display:inline-block;width:11px;height:11px;border-radius:2px;margin-right:5px;vertical-align:-1px}
 ol.evidence{padding-left:1.3em}ol.evidence li{margin:.5em 0;overflow-wrap:anywhere}
@@ -581,6 +590,10 @@ document.querySelectorAll("table.sort").forEach(function(t){
 """
 
 
+def _base(path: str) -> str:
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
 def render_html(cmp, pass_pairs=None, generator: str = "kerneldiff") -> str:
     """The comparison as one self-contained HTML page. `pass_pairs` (Session.pass_pairs of one pass)
     is the pass drawn to scale; without it the page has every other part."""
@@ -590,7 +603,9 @@ def render_html(cmp, pass_pairs=None, generator: str = "kerneldiff") -> str:
                 ("warnings", "Warnings", _warnings(cmp))]
     nav = "".join(f'<a href="#{key}">{title}</a>' for key, title, body in sections if body)
     title = f"kerneldiff: {esc(cmp.a.label, 80)} vs {esc(cmp.b.label, 80)} ({esc(cmp.phase)})"
-    foot = (f"<footer>{esc(generator)} · A: {esc(cmp.a.path, 300)} · B: {esc(cmp.b.path, 300)} · ratios are A / B, "
+    # the files by name only: a page made to be shared need not show where they lay
+    foot = (f"<footer>{esc(generator)} · A: {esc(_base(cmp.a.path), 200)} · B: {esc(_base(cmp.b.path), 200)} · "
+            f"ratios are A / B, "
             f"gaps A − B (positive: A slower); figures as in <code>kerneldiff compare</code>.</footer>")
     return ("<!doctype html>\n"
             f'<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,'

@@ -35,6 +35,14 @@ def _tids(side: SideKernels) -> dict[int, int]:
 def perfetto_trace(pp: PassPairs) -> dict[str, Any]:
     """The Chrome-trace document (a dict for json.dumps) of a PassPairs."""
     events: list[dict[str, Any]] = []
+    shorts: dict[str, str] = {}      # short_name per distinct name (a few hundred among 100,000 kernels)
+
+    def short(name: str) -> str:
+        s = shorts.get(name)
+        if s is None:
+            s = shorts[name] = short_name(name, 80)
+        return s
+
     partner: dict[tuple[str, int], tuple[int, Any]] = {}
     for m_id, m in enumerate(pp.matches, 1):
         partner[("a", m.a)] = (m_id, m)
@@ -66,10 +74,10 @@ def perfetto_trace(pp: PassPairs) -> dict[str, Any]:
             if hit is not None:
                 m_id, m = hit
                 j = m.b if side.key == "a" else m.a
-                args.update({"pair": m_id, "paired_with": short_name(other.names[j], 80), "pair_position": m.position,
+                args.update({"pair": m_id, "paired_with": short(other.names[j]), "pair_position": m.position,
                              "pair_ratio_a_over_b": None if m.ratio is None else round(m.ratio, 4),
                              "pair_gap_us_a_minus_b": _r(m.gap_us),
-                             "this_us_vs_partner_us": f"{dur[i]:.3f} vs {other.dur[j]:.3f}"})
+                             "this_us_vs_partner_us": f"{dur[i]:.3f} vs {float(other.dur[j]):.3f}"})
             events.append({"ph": "X", "pid": pid, "tid": tids[stream[i]], "ts": _r(ts[i]), "dur": _r(dur[i]),
                            "name": side.names[i], "cat": side.categories[i], "args": args})
     ta, tb = _tids(pp.a), _tids(pp.b)

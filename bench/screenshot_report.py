@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     session.load_all()
     cmp = session.compare(args.phase)
     n = gap_pass(cmp)
-    html = render_html(cmp, session.pass_pairs(cmp, [n]) if n else None)
+    html = render_html(cmp, session.pass_pairs(cmp, [n]) if n is not None else None)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:

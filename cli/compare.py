@@ -28,7 +28,7 @@ def add_parser(sub) -> None:
                    help="markdown: a pull-request comment; html: one self-contained page with charts; "
                         "perfetto: both traces in one Chrome-trace JSON, passes lined up, kernel pairs joined")
     p.add_argument("--pass", dest="passes", metavar="N[-M]",
-                   help="perfetto: the passes to write (from 1, in trace order within the phase; default: all); "
+                   help="perfetto: the passes to write, by the number the Timeline shows (default: all); "
                         "html: the pass drawn to scale (default: the one with the largest wall-clock gap)")
     p.add_argument("--table", choices=list(TABLES) + ["all"], default=None,
                    help="CSV or JSON: which table (CSV default: all tables, one file each, with -o; operations on "
@@ -148,7 +148,7 @@ def _passes(session, args) -> list[int] | None:
         return None
     from kerneldiff.core.compare.pass_pairs import parse_passes
 
-    numbers = parse_passes(args.passes, session.pass_count(args.phase))
+    numbers = parse_passes(args.passes, session.pass_numbers(args.phase))
     if args.format == "html" and len(numbers) > 1:
         raise ValueError(f"--pass {args.passes}: the HTML report draws one pass; give one number")
     return numbers
@@ -170,7 +170,7 @@ def _picture(session, cmp, args, passes: list[int] | None) -> int:
     from kerneldiff.core.compare.pass_pairs import gap_pass
     from kerneldiff.core.report.html import render_html
 
-    drawn = passes or ([n] if (n := gap_pass(cmp)) else None)
+    drawn = passes or ([n] if (n := gap_pass(cmp)) is not None else None)
     return _emit(render_html(cmp, session.pass_pairs(cmp, drawn) if drawn else None), args.output)
 
 

@@ -271,14 +271,15 @@ class Session:
 
         return outside_layer_kernels(self._model(index), phase)
 
-    def pass_count(self, phase: str = "all") -> int:
-        """The most forward passes either loaded trace holds in `phase` (what `--pass N` may name)."""
-        from kerneldiff.core.compare.pass_pairs import pass_steps
+    def pass_numbers(self, phase: str = "all") -> list[int]:
+        """The numbers of the passes the loaded traces hold in `phase` (what `--pass N` may name: a
+        pass's index among all its trace's passes, A's where both have one at that place)."""
+        from kerneldiff.core.compare.pass_pairs import pass_numbers, pass_steps
 
-        return max((len(pass_steps(m, phase)) for m in self.models if m is not None), default=0)
+        return pass_numbers(*(pass_steps(self._model(i), phase) for i in (0, 1)))
 
     def pass_pairs(self, comparison, passes: list[int] | None = None):
-        """Both traces' kernels in the chosen passes (1-based; None: the whole phase) on one time axis,
+        """Both traces' kernels in the chosen passes (by number; None: the whole phase) on one time axis,
         B's passes starting with A's, with the kernel pairs of the comparison's layer alignments
         (`kerneldiff.core.compare.pass_pairs.PassPairs`: the Perfetto file, the HTML pass drawing)."""
         from kerneldiff.core.compare.pass_pairs import pass_pairs

@@ -10,7 +10,6 @@ import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
-from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -19,6 +18,7 @@ from rich.console import Console
 from kerneldiff.cli.compare import render_text
 from kerneldiff.cli.main import main
 from kerneldiff.core.compare.engine import compare
+from kerneldiff.core.compare.result import Comparability, Excluded, LedgerEntry
 from kerneldiff.core.compare.pass_pairs import gap_pass
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.core.report import format as fmt
@@ -48,7 +48,7 @@ def qwen_session():
 
 def _page(session, cmp) -> str:
     n = gap_pass(cmp)
-    return render_html(cmp, session.pass_pairs(cmp, [n]) if n else None)
+    return render_html(cmp, session.pass_pairs(cmp, [n]) if n is not None else None)
 
 
 def _text(cmp) -> str:
@@ -100,6 +100,8 @@ def _same_numbers(cmp, page: str, text: str) -> int:
         figures += [fmt.us(l.a.total_us), fmt.us(l.b.total_us), fmt.ratio(l.ratio), fmt.gap(l.gap_us)]
     for f in cmp.fusions[:5]:
         figures += [fmt.gap(f.measured_saving_us), labels.estimated_saving(f)]
+    for e in cmp.ledger:
+        figures += [fmt.gap(e.gap_us), fmt.us(e.a_us), fmt.us(e.b_us)]
     for g in cmp.gemm_shapes[:5]:
         figures += [labels.rate_cell(g.a), labels.rate_cell(g.b), labels.roof_cell(g.a), fmt.gap(g.gap_us)]
     figures = [f for f in figures if f != fmt.ABSENT]
@@ -120,7 +122,8 @@ def test_demo_page_is_self_contained_and_says_what_the_text_report_says(demo_ses
     page = _page(demo_session, cmp)
     _self_contained(page)
     assert _same_numbers(cmp, page, _text(cmp)) > 40
-    for section in ("layers", "operations", "fusion", "shapes", "timeline"):
+    assert cmp.ledger and cmp.comparability is not None
+    for section in ("ledger", "layers", "operations", "fusion", "shapes", "timeline"):
         assert f'<section id="{section}">' in page
     assert esc(cmp.a.label) in page and esc(cmp.b.label) in page
     # every fusion finding, with each side's kernels named
@@ -151,8 +154,8 @@ def test_ledger_and_verdict_are_drawn_when_the_comparison_has_them(demo_session)
     w = cmp.wall
     causes = [("kernel time", cmp.gap_us), ("launch-bound idle", w.launch_bound_gap_us),
               ("<b>other</b>", w.wall_gap_us - cmp.gap_us - w.launch_bound_gap_us)]
-    cmp.ledger = [SimpleNamespace(cause=c, a_us=1.0, b_us=2.0, gap_us=g, detail="why & how") for c, g in causes]
-    cmp.comparability = SimpleNamespace(verdict="partly", reasons=["different GPUs <script>x</script>"])
+    cmp.ledger = [LedgerEntry(cause=c, a_us=1.0, b_us=2.0, gap_us=g, detail="why & how") for c, g in causes]
+    cmp.comparability = Comparability(verdict="partly", reasons=["different GPUs <script>x</script>"])
     page = render_html(cmp)
     assert '<section id="ledger">' in page and 'class="verdict partly"' in page
     for c, g in causes:

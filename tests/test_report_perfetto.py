@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from kerneldiff.cli.main import main
+from kerneldiff.core.analysis.cut_work import compared_mask
 from kerneldiff.core.compare.pass_pairs import parse_passes, pass_steps
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.core.report.perfetto import PASS_TID, perfetto_trace, read_back
@@ -30,21 +31,25 @@ def _session(paths, models=None) -> Session:
     return s
 
 
-def _originals(model, phase: str, numbers: list[int] | None) -> tuple[int, float]:
-    """Kernel count and summed duration of the passes, straight from the model's columns."""
+def _originals(models, key: str, phase: str, numbers: list[int] | None) -> tuple[int, float]:
+    """Kernel count and summed duration of the passes numbered `numbers` on one side, straight from the
+    model's columns: a pass's number is A's step index, B's pass is the one at the same place."""
+    model = models["ab".index(key)]
     k = model.kernels
-    mask = model.phase_mask(phase)
+    mask = compared_mask(model, phase)
     if numbers:
-        steps = pass_steps(model, phase)
-        mask &= np.isin(k.step, [steps[n - 1] for n in numbers if n <= len(steps)])
+        sa, sb = (pass_steps(m, phase) for m in models)
+        every = [sa[i] if i < len(sa) else sb[i] for i in range(max(len(sa), len(sb)))]
+        mine = sa if key == "a" else sb
+        mask &= np.isin(k.step, [mine[i] for i, n in enumerate(every) if n in numbers and i < len(mine)])
     return int(mask.sum()), float(np.maximum(k.dur[mask], 0).sum())
 
 
 def _check(session, cmp, doc, numbers):
     back = read_back(doc)
     names = doc["otherData"]
-    for key, model in zip("ab", session.models):
-        n, t = _originals(model, cmp.phase, numbers)
+    for key in "ab":
+        n, t = _originals(session.models, key, cmp.phase, numbers)
         got_n, got_t = back[names[key]]
         assert got_n == n
         assert got_t == pytest.approx(t, rel=1e-9, abs=1e-3 * max(n, 1))
@@ -84,7 +89,8 @@ def test_demo_every_pass_and_a_range_read_back_as_the_originals(demo_models):
     _check(session, cmp, sub, [2, 3])
     assert {e["args"]["pass"] for e in sub["traceEvents"] if e["ph"] == "X"} == {2, 3}
     decode = session.compare("decode")
-    _check(session, decode, perfetto_trace(session.pass_pairs(decode, [1])), [1])
+    first = session.pass_numbers("decode")[0]
+    _check(session, decode, perfetto_trace(session.pass_pairs(decode, [first])), [first])
 
 
 def test_pairs_follow_the_layer_alignment(demo_models):
@@ -104,12 +110,16 @@ def test_pairs_follow_the_layer_alignment(demo_models):
 
 
 def test_parse_passes_says_what_is_wrong():
-    assert parse_passes("3", 5) == [3] and parse_passes(" 2-4 ", 5) == [2, 3, 4]
-    for bad, words in (("0", "1-5"), ("6", "1-5"), ("4-2", "1-5"), ("x", "N or N-M"), ("1-", "N or N-M")):
+    held = [0, 1, 2, 3, 4]
+    assert parse_passes("3", held) == [3] and parse_passes(" 2-4 ", held) == [2, 3, 4]
+    assert parse_passes("2-9", [1, 3, 5, 7]) == [3, 5, 7]         # a decode filter's numbers skip the prefill
+    for bad, words in (("5", "passes 0-4"), ("4-2", "passes 0-4"), ("x", "N or N-M"), ("1-", "N or N-M")):
         with pytest.raises(ValueError, match=words):
-            parse_passes(bad, 5)
-    with pytest.raises(ValueError, match="no forward passes|neither"):
-        parse_passes("1", 0)
+            parse_passes(bad, held)
+    with pytest.raises(ValueError, match="passes 1, 3, 5"):
+        parse_passes("9", [1, 3, 5])
+    with pytest.raises(ValueError, match="neither"):
+        parse_passes("1", [])
 
 
 def test_cli_writes_plain_and_gzipped_and_refuses_bad_passes(tmp_path, capsys):
@@ -118,7 +128,7 @@ def test_cli_writes_plain_and_gzipped_and_refuses_bad_passes(tmp_path, capsys):
     assert main(["compare", A, B, "--format", "perfetto", "--pass", "2-3", "-o", str(packed), "--no-cache"]) == 0
     assert json.loads(plain.read_text()) == json.loads(gzip.decompress(packed.read_bytes()))
     capsys.readouterr()
-    for bad in ("0", "99", "two", "3-1"):
+    for bad in ("6", "99", "two", "3-1"):
         assert main(["compare", A, B, "--format", "perfetto", "--pass", bad, "--no-cache"]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("kerneldiff: ") and "\n" not in err and "--pass" in err
@@ -126,7 +136,7 @@ def test_cli_writes_plain_and_gzipped_and_refuses_bad_passes(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_real_llama_pair_h100_h200_every_pass_and_one(tmp_path):
-    """48 passes (1 prefill, 47 decode) on each side: all of them and pass 30 read back exactly; the
+    """48 passes (1 prefill, 47 decode) on each side: all of them and pass 29 read back exactly; the
     same kernels run on both GPUs, so nearly every flow joins two kernels of one name."""
     session = _session([str(real_trace("h100_llama_eager_sdpa.json.gz")),
                         str(real_trace("h200_llama_eager_sdpa.json.gz"))])
@@ -140,14 +150,17 @@ def test_real_llama_pair_h100_h200_every_pass_and_one(tmp_path):
     assert pp.unpaired_groups == 16
     same = sum(pp.a.names[m.a] == pp.b.names[m.b] for m in pp.matches)
     assert same / len(pp.matches) > 0.95 and len(flows) == len(pp.matches) > 25_000
-    _check(session, cmp, perfetto_trace(session.pass_pairs(cmp, [30])), [30])
-    _check(session, cmp, perfetto_trace(session.pass_pairs(cmp, [1, 2])), [1, 2])
+    _check(session, cmp, perfetto_trace(session.pass_pairs(cmp, [29])), [29])
+    _check(session, cmp, perfetto_trace(session.pass_pairs(cmp, [0, 1])), [0, 1])
+    decode = session.compare("decode")        # numbers stay those of all passes: decode holds 1-47
+    assert session.pass_numbers("decode") == list(range(1, 48))
+    _check(session, decode, perfetto_trace(session.pass_pairs(decode, [1, 47])), [1, 47])
 
 
 def test_real_cross_vendor_pair_reads_back():
     session = _session([str(real_trace("mi300x_qwen1.5-0.5b_hf.json.gz")),
                         str(real_trace("h100_qwen1.5-0.5b_hf.json.gz"))])
     cmp = session.compare()
-    flows = _check(session, cmp, perfetto_trace(session.pass_pairs(cmp, [1])), [1])
+    flows = _check(session, cmp, perfetto_trace(session.pass_pairs(cmp, [0])), [0])
     assert len(flows) > 100
     _check(session, cmp, perfetto_trace(session.pass_pairs(cmp)), None)

@@ -78,7 +78,7 @@ def write_reports(session, comparison, directory: Path | None = None) -> tuple[P
     d.mkdir(parents=True, exist_ok=True)
     phase = re.sub(r"[^A-Za-z0-9_.-]+", "_", comparison.phase)
     drawn = gap_pass(comparison)
-    page = render_html(comparison, session.pass_pairs(comparison, [drawn]) if drawn else None)
+    page = render_html(comparison, session.pass_pairs(comparison, [drawn]) if drawn is not None else None)
     pair = strict_json(perfetto_trace(session.pass_pairs(comparison)), indent=None)
     html_path, fd = _create(d / f"kerneldiff-report-{phase}.html")
     with open(fd, "w", encoding="utf-8") as f:

@@ -2,11 +2,14 @@
 pairs the comparison's layer alignments matched: what the Perfetto file draws, and the one pass the
 HTML report draws to scale.
 
-Passes are numbered 1, 2, … in trace order within the comparison's phase (the explorer's Timeline
-numbers them so); pass n of A goes with pass n of B. The alignment of a layer is made on its most
-common kernel sequence (`LayerAlignment`), so a layer in a pass that runs that very sequence on both
-sides maps position by position; a layer-pass that runs another sequence (a prefill pass among
-decode passes runs other kernels) gets no pairs, and is counted in `unpaired_groups`.
+The kernels are those the comparison counts (its phase, less the work cut by the profiler's window:
+`kerneldiff.core.analysis.cut_work.compared_mask`). Passes pair up by their order in the phase, as
+the explorer's Timeline pairs them, and a pass has one number everywhere: its index among all the
+trace's passes, from 0 (side A's; B's where A has no pass at that place). The alignment of a layer
+is made on its most common kernel sequence (`LayerAlignment`), so a layer in a pass that runs that
+very sequence on both sides maps position by position; a layer-pass that runs another sequence (a
+prefill pass among decode passes runs other kernels) gets no pairs, and is counted in
+`unpaired_groups`.
 """
 
 from __future__ import annotations
@@ -15,13 +18,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kerneldiff.core.model import PHASE_ID
+from kerneldiff.core.analysis.cut_work import compared_mask
 
 
 @dataclass
 class PassInfo:
-    number: int              # 1-based, in trace order within the phase
-    step: int                # the model's step index
+    number: int              # the pass's one number (see the module's docstring)
+    step: int                # this side's step index (the model's)
+    place: int               # its place among the phase's passes (pass `place` of A goes with B's)
     name: str
     phase: str
     start_us: float          # its first kernel's start, in the trace's own clock
@@ -77,12 +81,15 @@ class PassPairs:
 
 
 def pass_steps(model, phase: str) -> list[int]:
-    """The model's steps that hold kernels in `phase`, in trace order (pass n is index n − 1)."""
+    """The model's steps that hold compared kernels in `phase`, in trace order."""
     k = model.kernels
-    sel = k.step >= 0
-    if phase != "all":
-        sel &= k.phase == PHASE_ID[phase]
+    sel = compared_mask(model, phase) & (k.step >= 0)
     return np.unique(k.step[sel]).tolist()
+
+
+def pass_numbers(steps_a: list[int], steps_b: list[int]) -> list[int]:
+    """The number of each place: A's step index, B's where A has no pass there."""
+    return [steps_a[i] if i < len(steps_a) else steps_b[i] for i in range(max(len(steps_a), len(steps_b)))]
 
 
 def gap_pass(cmp) -> int | None:
@@ -93,59 +100,61 @@ def gap_pass(cmp) -> int | None:
     n = min(len(pa), len(pb))
     if n == 0:
         return None
-    return 1 + max(range(n), key=lambda i: (abs(pa[i]["span_us"] - pb[i]["span_us"]), -i))
+    return int(pa[max(range(n), key=lambda i: (abs(pa[i]["span_us"] - pb[i]["span_us"]), -i))]["pass"])
 
 
-def parse_passes(spec: str, available: int) -> list[int]:
-    """`3` or `2-5` (1-based, inclusive) -> [3] or [2, 3, 4, 5]; ValueError saying what is wrong."""
+def parse_passes(spec: str, numbers: list[int]) -> list[int]:
+    """`3` or `2-5` (inclusive) -> the pass numbers among `numbers` it names; ValueError saying what
+    is wrong (the numbers the traces hold, when it names none)."""
     text = spec.strip()
     lo_s, sep, hi_s = text.partition("-")
     try:
         lo, hi = int(lo_s), int(hi_s) if sep else int(lo_s)
     except ValueError:
-        raise ValueError(f"--pass wants N or N-M (passes are numbered from 1), got {spec!r}") from None
-    if available == 0:
+        raise ValueError(f"--pass wants N or N-M (a pass's number, as the Timeline shows it), got {spec!r}") from None
+    if not numbers:
         raise ValueError("neither trace has forward passes in this phase: leave out --pass")
-    if not 1 <= lo <= hi <= available:
-        raise ValueError(f"--pass {spec}: the traces hold passes 1-{available} in this phase")
-    return list(range(lo, hi + 1))
+    chosen = [n for n in numbers if lo <= n <= hi]
+    if lo > hi or not chosen:
+        held = (f"{numbers[0]}-{numbers[-1]}" if numbers == list(range(numbers[0], numbers[-1] + 1))
+                else ", ".join(map(str, numbers[:12])) + (", …" if len(numbers) > 12 else ""))
+        raise ValueError(f"--pass {spec}: no such pass; the traces hold passes {held} in this phase")
+    return chosen
 
 
-def _side(cmp_side, model, phase: str, numbers: list[int]) -> tuple[SideKernels, dict[int, int]]:
-    """The side's kernels of the chosen passes (all of the phase when `numbers` is empty), in time
-    order, still in the trace's clock; and pass number -> index into its `passes`."""
+def _side(cmp_side, model, phase: str, steps: list[int], places: list[int] | None,
+          numbers: list[int]) -> SideKernels:
+    """The side's kernels of the passes at `places` (every compared kernel of the phase when None),
+    in time order, still in the trace's clock."""
     k = model.kernels
-    mask = model.phase_mask(phase)
-    steps = pass_steps(model, phase)
-    wanted = [n for n in numbers if n <= len(steps)] if numbers else list(range(1, len(steps) + 1))
-    step_index = {steps[n - 1]: i for i, n in enumerate(wanted)}
-    if numbers:
+    mask = compared_mask(model, phase)
+    chosen = [i for i in (range(len(steps)) if places is None else places) if i < len(steps)]
+    step_index = {steps[i]: j for j, i in enumerate(chosen)}
+    if places is not None:
         lut = np.zeros(int(k.step.max()) + 2 if len(k.step) else 1, dtype=bool)   # the last cell: step -1
-        for s in step_index:
-            lut[s] = True
+        for st in step_index:
+            lut[st] = True
         mask &= lut[np.where(k.step >= 0, k.step, len(lut) - 1)]
     rows = np.flatnonzero(mask)
     rows = rows[np.argsort(k.ts[rows], kind="stable")]
     pass_of = np.full(len(rows), -1, dtype=np.int64)
     st = k.step[rows]
-    for s, i in step_index.items():
-        pass_of[st == s] = i
+    for step, j in step_index.items():
+        pass_of[st == step] = j
     ts, dur = k.ts[rows].astype(np.float64), np.maximum(k.dur[rows], 0.0).astype(np.float64)
     passes = []
-    for n, s in zip(wanted, step_index):
-        sel = pass_of == step_index[s]
+    for j, i in enumerate(chosen):
+        sel = pass_of == j
         start = float(ts[sel].min()) if sel.any() else 0.0
         end = float((ts[sel] + dur[sel]).max()) if sel.any() else 0.0
-        info = model.steps[s] if s < len(model.steps) else None
-        passes.append(PassInfo(number=n, step=s, name=info.name if info else "",
+        info = model.steps[steps[i]] if steps[i] < len(model.steps) else None
+        passes.append(PassInfo(number=numbers[i], step=steps[i], place=i, name=info.name if info else "",
                                phase=info.phase if info else "unknown", start_us=start, span_us=end - start))
     strings = model.strings
     names = [strings[int(i)] if i >= 0 else "" for i in k.name[rows].tolist()]
-    cats = _categories(model, rows)
-    side = SideKernels(key=cmp_side.key, label=cmp_side.label, gpu=cmp_side.gpu, passes=passes, rows=rows,
+    return SideKernels(key=cmp_side.key, label=cmp_side.label, gpu=cmp_side.gpu, passes=passes, rows=rows,
                        ts=ts, dur=dur, stream=k.stream[rows].astype(np.int64), layer=k.layer[rows].astype(np.int64),
-                       pass_of=pass_of, names=names, categories=cats)
-    return side, {p.number: i for i, p in enumerate(passes)}
+                       pass_of=pass_of, names=names, categories=_categories(model, rows))
 
 
 def _categories(model, rows: np.ndarray) -> list[str]:
@@ -172,27 +181,32 @@ def _shift(side: SideKernels, shifts: np.ndarray) -> None:
 
 
 def pass_pairs(cmp, model_a, model_b, numbers: list[int] | None = None) -> PassPairs:
-    """The chosen passes of both sides on one time axis: A's first chosen kernel at 0, each pass of
-    B starting where the same pass of A starts, and the matched kernel pairs."""
+    """The chosen passes (by number; None: every compared kernel of the phase) of both sides on one
+    time axis: A's first chosen kernel at 0, each pass of B starting where A's pass at the same place
+    starts, and the matched kernel pairs."""
     phase = cmp.phase
-    numbers = list(numbers or [])
-    a, pa = _side(cmp.a, model_a, phase, numbers)
-    b, pb = _side(cmp.b, model_b, phase, numbers)
+    steps_a, steps_b = pass_steps(model_a, phase), pass_steps(model_b, phase)
+    every = pass_numbers(steps_a, steps_b)
+    places = None if numbers is None else [i for i, n in enumerate(every) if n in set(numbers)]
+    a = _side(cmp.a, model_a, phase, steps_a, places, every)
+    b = _side(cmp.b, model_b, phase, steps_b, places, every)
+    pa = {p.place: i for i, p in enumerate(a.passes)}
+    pb = {p.place: i for i, p in enumerate(b.passes)}
     origin = float(a.ts.min()) if len(a) else float(b.ts.min()) if len(b) else 0.0
     sa = np.full(max(len(a.passes), 1), -origin)
-    # B: pass n starts with A's pass n; a pass A lacks keeps the shift of the last pass both have
+    # B: its pass at each place starts with A's; a pass A lacks keeps the shift of the last pass both have
     first_b = float(b.ts.min()) if len(b) else 0.0
     last = (a.passes[0].start_us if a.passes else origin) - (b.passes[0].start_us if b.passes else first_b) - origin
     sb = np.empty(max(len(b.passes), 1))
     sb[0] = last
     for i, p in enumerate(b.passes):
-        j = pa.get(p.number)
+        j = pa.get(p.place)
         if j is not None:
             last = a.passes[j].start_us - p.start_us - origin
         sb[i] = last
     _shift(a, sa)
     _shift(b, sb)
-    pairs = PassPairs(phase=phase, numbers=numbers, a=a, b=b)
+    pairs = PassPairs(phase=phase, numbers=[every[i] for i in places] if places is not None else [], a=a, b=b)
     _match(cmp, pairs, pa, pb)
     return pairs
 

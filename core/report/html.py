@@ -133,7 +133,12 @@ def _headline(cmp) -> str:
         parts.append(f'<span class="hl">{s}</span>')
     elif w is not None and w.wall_gap_us != 0:
         parts.append(f'<span class="hl">idle gap {fmt.gap(w.idle_gap_us)} (launch-bound {fmt.gap(w.launch_bound_gap_us)})</span>')
-    return f'<p class="headline">{" ".join(parts)}</p>'
+    words = ""
+    if w is not None and getattr(cmp, "comparability", None) is not None:   # the core's sentence (issue 25)
+        from kerneldiff.core.report.headline import headline
+
+        words = f'<p class="words">{esc(headline(cmp).verdict, 1000)}</p>'
+    return f'{words}<p class="headline">{" ".join(parts)}</p>'
 
 
 def _verdict(cmp) -> str:
@@ -142,8 +147,9 @@ def _verdict(cmp) -> str:
         return ""
     cls = {"comparable": "ok", "partly": "partly"}.get(c.verdict, "not")
     reasons = "".join(f"<li>{esc(r, 600)}</li>" for r in c.reasons)
+    notes = "".join(f'<li class="muted">{esc(r, 600)}</li>' for r in getattr(c, "notes", []) or [])
     return (f'<div class="verdict {cls}"><b>{esc(c.verdict.capitalize())}</b>'
-            + (f"<ul>{reasons}</ul>" if reasons else "") + "</div>")
+            + (f"<ul>{reasons}{notes}</ul>" if reasons or notes else "") + "</div>")
 
 
 def _header(cmp) -> str:
@@ -180,9 +186,13 @@ def _ledger(cmp) -> str:
         title = esc(f"{e.cause}: A {fmt.us(e.a_us)}, B {fmt.us(e.b_us)}, gap {fmt.gap(e.gap_us)}", TITLE_CHARS)
         bar = _bar_svg([(zero, zero + 0.002, "axis", ""), (x(min(a, b)), x(max(a, b)), cls, title)])
         detail = f'<div class="muted small">{esc(e.detail, 300)}</div>' if getattr(e, "detail", "") else ""
+        split = ""
+        if getattr(e, "count_gap_us", None) is not None and getattr(e, "speed_gap_us", None) is not None:
+            split = (f'<br><span class="muted small">launches {fmt.gap(e.count_gap_us)} · slower '
+                     f'{fmt.gap(e.speed_gap_us)}</span>')
         rows.append(f'<div class="lab">{esc(e.cause, 60)}{detail}</div><div class="bar">{bar}</div>'
                     f'<div class="num"><span class="{_gap_cls(e.gap_us)}">{fmt.gap(e.gap_us)}</span>'
-                    f' <span class="muted small">A {fmt.us(e.a_us)} · B {fmt.us(e.b_us)}</span></div>')
+                    f' <span class="muted small">A {fmt.us(e.a_us)} · B {fmt.us(e.b_us)}</span>{split}</div>')
     cls = "a" if total > 0 else "b"
     bar = _bar_svg([(x(min(0.0, total)), x(max(0.0, total)), cls + " total",
                      esc(f"wall-clock gap {fmt.gap(total)}"))])
@@ -193,7 +203,23 @@ def _ledger(cmp) -> str:
     per = ", per pass" if cmp.basis == "per_pass" else ""
     return (f'<section id="ledger"><h2>Where the wall-clock gap goes</h2><p class="muted">Each cause moves the gap '
             f'(A − B{per}) from 0 to the wall-clock gap: a bar to the right is time A loses, to the left time B '
-            f'loses.</p><div class="rows">{"".join(rows)}</div></section>')
+            f'loses; launches: the part of an operation\'s gap from launching more (or fewer) kernels, slower: from '
+            f'the same kernels taking longer.</p><div class="rows ledger">{"".join(rows)}</div>{_host(cmp)}</section>')
+
+
+def _host(cmp) -> str:
+    """The host time of the passes: what stands behind launch-bound idle (when both sides have it)."""
+    host = getattr(cmp, "host", None) or {}
+    ha, hb = host.get("a"), host.get("b")
+    if not ha or not hb:
+        return ""
+    from kerneldiff.core.report.headline import HOST_PARTS
+
+    rows = [f"<tr><td>{_html.escape(label)}</td>{_num(fmt.us(ha[key]), ha[key])}{_num(fmt.us(hb[key]), hb[key])}"
+            f"{_gap(ha[key] - hb[key])}</tr>" for key, label in HOST_PARTS]
+    per = " (per pass)" if cmp.basis == "per_pass" else ""
+    return (f"<h3>Host time of the passes{per}: what stands behind launch-bound idle</h3>"
+            + _table("t-host", [("", False), ("A", True), ("B", True), ("gap", True)], rows))
 
 
 # --- layers -------------------------------------------------------------------------------------
@@ -532,7 +558,7 @@ h3{font-size:1em;margin:1.1em 0 .4em}
 nav{position:sticky;top:0;background:var(--bg);border-bottom:1px solid var(--line);padding:6px 0;z-index:2;
 overflow-x:auto;white-space:nowrap}
 nav a{margin-right:14px;color:inherit}
-.headline{font-size:1.05em}.hl{display:inline-block;margin-right:18px}
+.headline{font-size:1.05em}.hl{display:inline-block;margin-right:18px}.words{font-size:1.12em;font-weight:600;margin:.4em 0}
 .cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(280px,1fr));gap:12px}
 .card{background:var(--card);border:1px solid var(--line);border-left:5px solid var(--a);border-radius:6px;padding:10px 12px;
 overflow-wrap:anywhere}
@@ -557,7 +583,7 @@ svg rect.a{fill:var(--a)}svg rect.b{fill:var(--b)}svg rect.idle{opacity:var(--pa
 svg rect.total{opacity:.85}
 .rows{display:grid;grid-template-columns:minmax(70px,max-content) minmax(120px,1fr) max-content;gap:5px 12px;
 align-items:center}
-.rows .lab{overflow-wrap:anywhere}.rows .bar svg{display:block;width:100%}
+.rows .lab{overflow-wrap:anywhere}.rows.ledger{grid-template-columns:minmax(90px,17em) minmax(120px,1fr) max-content}.rows .bar svg{display:block;width:100%}
 .rows .bar.cut{-webkit-mask-image:linear-gradient(to right,#000 85%,transparent);mask-image:linear-gradient(to right,#000 85%,transparent)}
 .key{display:inline-block;width:12px;height:10px;border-radius:2px;vertical-align:baseline}
 .key.a{background:var(--a)}.key.b{background:var(--b)}
@@ -574,7 +600,7 @@ ol.evidence{padding-left:1.3em}ol.evidence li{margin:.5em 0;overflow-wrap:anywhe
 details summary{cursor:pointer}details summary h2{display:inline}
 footer{margin:2em 0 1em;color:var(--muted);font-size:.85em;overflow-wrap:anywhere}
 @media (max-width:600px){body{font-size:13px}main{padding:8px}.big{font-size:1.45em}
-.rows{grid-template-columns:minmax(52px,max-content) minmax(70px,1fr);}.rows .num{grid-column:1/-1;text-align:left;
+.rows{grid-template-columns:minmax(52px,max-content) minmax(70px,1fr);}.rows.ledger{grid-template-columns:minmax(60px,45%) minmax(70px,1fr)}.rows .num{grid-column:1/-1;text-align:left;
 margin-top:-4px;padding-bottom:3px;border-bottom:1px solid var(--line)}td.minibar{display:none}}
 """
 

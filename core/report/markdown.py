@@ -12,9 +12,9 @@ from kerneldiff.core.report import format as fmt
 from kerneldiff.core.report import labels
 
 TOP_LAYERS = 5
-TOP_OPERATIONS = 8
+TOP_OPERATIONS = 6
 TOP_FUSIONS = 5
-TOP_LEDGER = 8
+TOP_LEDGER = 6
 NAME_CELL = 60           # characters of a trace string in a cell (the full names are in the JSON report)
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|~])")   # what makes emphasis, code, links, cells or strikes
@@ -55,13 +55,14 @@ def _headline(cmp) -> list[str]:
     lines = [f"### kerneldiff: {A} vs {B} (phase {md(cmp.phase)})", ""]
     lines += _table(["", f"A: {A}", f"B: {B}", "A/B", "gap (A − B)"], rows)
     verdict = getattr(cmp, "comparability", None)
-    if verdict is not None:
+    if verdict is not None and w is not None:
+        from kerneldiff.core.report.headline import headline
+
+        h = headline(cmp)
+        lines += ["", md(h.verdict, 400)]
         why = "; ".join(md(r, 200) for r in verdict.reasons)
-        lines += ["", f"**{md(verdict.verdict.capitalize())}**" + (f": {why}" if why else "")]
-    for side in (cmp.a, cmp.b):
-        ex = getattr(side, "excluded", None)
-        if ex is not None and ex.kernels:
-            lines.append(f"{side.key.upper()} excludes {ex.kernels:,} kernels ({fmt.us(ex.time_us)}): {md(ex.why, 120)}")
+        lines += ["", f"**{md(verdict.verdict.capitalize())}**" + (f": {why}" if why else "") + ("  " if h.left_out else "")]
+        lines += [md(line, 300) + "  " for line in h.left_out]   # two spaces: a line break
     return lines
 
 

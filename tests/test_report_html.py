@@ -238,3 +238,23 @@ def test_a_real_browser_renders_the_page_at_phone_and_desktop_width(demo_session
     assert png.exists() and png.stat().st_size > 10_000, run.stderr[-2000:]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "Uncaught" not in run.stderr, run.stderr[-2000:]     # the sorting script runs without error
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium to run the page's script")
+def test_clicking_a_column_head_sorts_the_table_in_a_real_browser(demo_session, tmp_path):
+    """The page's own script, run by Chromium: one click on "A total" orders the operations by it,
+    largest first; a second click, smallest first. (The clicks are a script appended to a copy.)"""
+    page = _page(demo_session, demo_session.compare())
+    probe = ("<script>var th=document.querySelectorAll('#t-operations th')[1];th.click();"
+             "document.body.dataset.first=[].map.call(document.querySelectorAll('#t-operations tbody tr'),"
+             "function(r){return r.cells[1].dataset.v}).join(',');th.click();"
+             "document.body.dataset.second=[].map.call(document.querySelectorAll('#t-operations tbody tr'),"
+             "function(r){return r.cells[1].dataset.v}).join(',');</script></body>")
+    f = tmp_path / "probe.html"
+    f.write_text(page.replace("</body>", probe, 1), encoding="utf-8")
+    run = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", f.as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    first = [float(v) for v in re.search(r'data-first="([^"]*)"', run.stdout).group(1).split(",")]
+    second = [float(v) for v in re.search(r'data-second="([^"]*)"', run.stdout).group(1).split(",")]
+    assert first == sorted(first, reverse=True) and second == sorted(second) and len(first) > 5

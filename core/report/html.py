@@ -407,7 +407,7 @@ def _pass_chart(cmp) -> str:
             x = i * slot + slot * 0.06 + k * bar
             h_span = 100 * p["span_us"] / top
             h_busy = 100 * p["busy_us"] / top
-            title = esc(f"pass {i + 1} ({p['phase']}), {side.upper()}: wall {fmt.us(p['span_us'])}, busy "
+            title = esc(f"pass {_number(pa, pb, i)} ({p['phase']}), {side.upper()}: wall {fmt.us(p['span_us'])}, busy "
                         f"{fmt.us(p['busy_us'])}, idle {fmt.us(p['idle_us'])}, {p['kernels']:,} kernels")
             rects.append(f'<g><title>{title}</title><rect class="{side} idle" x="{x:.2f}" y="{100 - h_span:.2f}" '
                          f'width="{bar:.2f}" height="{h_span:.2f}"/><rect class="{side}" x="{x:.2f}" '
@@ -417,7 +417,12 @@ def _pass_chart(cmp) -> str:
             f'</span> A then <span class="key b"></span> B: the bar is the wall clock, its solid part the GPU busy, the '
             f'pale part idle; the tallest is {fmt.us(top)}.</p>'
             f'<svg class="passes" viewBox="0 0 {WIDTH} 100" preserveAspectRatio="none" role="img">{"".join(rects)}</svg>'
-            f'<div class="axis"><span>pass 1</span><span>pass {shown}</span></div>')
+            f'<div class="axis"><span>pass {_number(pa, pb, 0)}</span><span>pass {_number(pa, pb, shown - 1)}</span></div>')
+
+
+def _number(pa: list[dict], pb: list[dict], i: int) -> int:
+    """The one number of the pass at place i (A's; B's where A has none there)."""
+    return int((pa[i] if i < len(pa) else pb[i])["pass"])
 
 
 def _colours(pp) -> dict[str, str]:

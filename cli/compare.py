@@ -157,16 +157,24 @@ def _passes(session, args) -> list[int] | None:
 def _picture(session, cmp, args, passes: list[int] | None) -> int:
     """--format html or perfetto: both need each kernel of the passes drawn, from the loaded models."""
     if args.format == "perfetto":
-        from kerneldiff.core.report.perfetto import perfetto_trace
+        from kerneldiff.core.report.perfetto import write_perfetto
 
-        text = strict_json(perfetto_trace(session.pass_pairs(cmp, passes)), indent=None)
-        if args.output and args.output.endswith(".gz"):   # Perfetto's UI opens .json.gz as it is
+        pairs = session.pass_pairs(cmp, passes)
+        if not args.output:
+            write_perfetto(pairs, sys.stdout.buffer)
+            sys.stdout.buffer.write(b"\n")
+            sys.stdout.flush()
+            return 0
+        if args.output.endswith(".gz"):   # Perfetto's UI opens .json.gz as it is
             import gzip
 
-            Path(args.output).write_bytes(gzip.compress(text.encode("utf-8"), 6))
-            print(f"wrote {shown_path(args.output)}", file=sys.stderr)
-            return 0
-        return _emit(text, args.output)
+            with gzip.open(args.output, "wb", compresslevel=6) as fh:
+                write_perfetto(pairs, fh)
+        else:
+            with open(args.output, "wb") as fh:
+                write_perfetto(pairs, fh)
+        print(f"wrote {shown_path(args.output)}", file=sys.stderr)
+        return 0
     from kerneldiff.core.compare.pass_pairs import gap_pass
     from kerneldiff.core.report.html import render_html
 

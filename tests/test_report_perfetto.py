@@ -164,3 +164,18 @@ def test_real_cross_vendor_pair_reads_back():
     flows = _check(session, cmp, perfetto_trace(session.pass_pairs(cmp, [0])), [0])
     assert len(flows) > 100
     _check(session, cmp, perfetto_trace(session.pass_pairs(cmp)), None)
+
+
+def test_the_streamed_file_is_the_document(demo_models):
+    """write_perfetto (an event at a time, what the CLI and the explorer write) gives the document
+    perfetto_trace builds, strict JSON, ASCII."""
+    import io
+
+    from kerneldiff.core.report.perfetto import write_perfetto
+
+    session = _session([A, B], demo_models)
+    cmp = session.compare()
+    buf = io.BytesIO()
+    write_perfetto(session.pass_pairs(cmp), buf)
+    data = buf.getvalue()
+    assert data.isascii() and json.loads(data) == json.loads(json.dumps(perfetto_trace(session.pass_pairs(cmp))))

@@ -70,20 +70,19 @@ def write_reports(session, comparison, directory: Path | None = None) -> tuple[P
     import gzip
 
     from kerneldiff.core.compare.pass_pairs import gap_pass
-    from kerneldiff.core.numbers import safe_text, strict_json
+    from kerneldiff.core.numbers import safe_text
     from kerneldiff.core.report.html import render_html
-    from kerneldiff.core.report.perfetto import perfetto_trace
+    from kerneldiff.core.report.perfetto import write_perfetto
 
     d = directory or export_dir()
     d.mkdir(parents=True, exist_ok=True)
     phase = re.sub(r"[^A-Za-z0-9_.-]+", "_", comparison.phase)
     drawn = gap_pass(comparison)
     page = render_html(comparison, session.pass_pairs(comparison, [drawn]) if drawn is not None else None)
-    pair = strict_json(perfetto_trace(session.pass_pairs(comparison)), indent=None)
     html_path, fd = _create(d / f"kerneldiff-report-{phase}.html")
     with open(fd, "w", encoding="utf-8") as f:
         f.write(safe_text(page))
     pair_path, fd = _create(d / f"kerneldiff-pair-{phase}.json.gz")
-    with open(fd, "wb") as f:
-        f.write(gzip.compress(pair.encode("utf-8"), 6))
+    with open(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6) as f:
+        write_perfetto(session.pass_pairs(comparison), f)
     return html_path, pair_path

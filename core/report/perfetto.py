@@ -10,10 +10,11 @@ layer view shows them) and its own duration against its partner's.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, BinaryIO, Iterator
 
 from kerneldiff.core.analysis.names import short_name
 from kerneldiff.core.compare.pass_pairs import PassPairs, SideKernels
+from kerneldiff.core.numbers import strict_json
 
 PIDS = {"a": 1, "b": 2}
 PASS_TID = 0              # the passes' track; streams get 1, 2, … in order of their ids
@@ -32,9 +33,8 @@ def _tids(side: SideKernels) -> dict[int, int]:
     return {s: i + 1 for i, s in enumerate(sorted(set(side.stream.tolist())))}
 
 
-def perfetto_trace(pp: PassPairs) -> dict[str, Any]:
-    """The Chrome-trace document (a dict for json.dumps) of a PassPairs."""
-    events: list[dict[str, Any]] = []
+def trace_events(pp: PassPairs) -> Iterator[dict[str, Any]]:
+    """The document's events, one at a time (a file of millions is written without holding them)."""
     shorts: dict[str, str] = {}      # short_name per distinct name (a few hundred among 100,000 kernels)
 
     def short(name: str) -> str:
@@ -50,17 +50,17 @@ def perfetto_trace(pp: PassPairs) -> dict[str, Any]:
     for side, other in ((pp.a, pp.b), (pp.b, pp.a)):
         pid = PIDS[side.key]
         tids = _tids(side)
-        events.append({"ph": "M", "pid": pid, "name": "process_name", "args": {"name": _process_name(side)}})
-        events.append({"ph": "M", "pid": pid, "name": "process_sort_index", "args": {"sort_index": pid}})
-        events.append({"ph": "M", "pid": pid, "tid": PASS_TID, "name": "thread_name", "args": {"name": "passes"}})
-        events.append({"ph": "M", "pid": pid, "tid": PASS_TID, "name": "thread_sort_index", "args": {"sort_index": 0}})
+        yield {"ph": "M", "pid": pid, "name": "process_name", "args": {"name": _process_name(side)}}
+        yield {"ph": "M", "pid": pid, "name": "process_sort_index", "args": {"sort_index": pid}}
+        yield {"ph": "M", "pid": pid, "tid": PASS_TID, "name": "thread_name", "args": {"name": "passes"}}
+        yield {"ph": "M", "pid": pid, "tid": PASS_TID, "name": "thread_sort_index", "args": {"sort_index": 0}}
         for stream, tid in tids.items():
-            events.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": f"stream {stream}"}})
-            events.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}})
+            yield {"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": f"stream {stream}"}}
+            yield {"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": tid}}
         for p in side.passes:
-            events.append({"ph": "X", "pid": pid, "tid": PASS_TID, "ts": _r(p.start_us + p.shift_us),
-                           "dur": _r(p.span_us), "name": f"pass {p.number} ({p.phase})", "cat": "pass",
-                           "args": {"pass": p.number, "step": p.name, "phase": p.phase, "shift_us": _r(p.shift_us)}})
+            yield {"ph": "X", "pid": pid, "tid": PASS_TID, "ts": _r(p.start_us + p.shift_us),
+                   "dur": _r(p.span_us), "name": f"pass {p.number} ({p.phase})", "cat": "pass",
+                   "args": {"pass": p.number, "step": p.name, "phase": p.phase, "shift_us": _r(p.shift_us)}}
         ts, dur, stream, layer, pass_of = (side.ts.tolist(), side.dur.tolist(), side.stream.tolist(),
                                           side.layer.tolist(), side.pass_of.tolist())
         shifts = [p.shift_us for p in side.passes]
@@ -78,18 +78,36 @@ def perfetto_trace(pp: PassPairs) -> dict[str, Any]:
                              "pair_ratio_a_over_b": None if m.ratio is None else round(m.ratio, 4),
                              "pair_gap_us_a_minus_b": _r(m.gap_us),
                              "this_us_vs_partner_us": f"{dur[i]:.3f} vs {float(other.dur[j]):.3f}"})
-            events.append({"ph": "X", "pid": pid, "tid": tids[stream[i]], "ts": _r(ts[i]), "dur": _r(dur[i]),
-                           "name": side.names[i], "cat": side.categories[i], "args": args})
+            yield {"ph": "X", "pid": pid, "tid": tids[stream[i]], "ts": _r(ts[i]), "dur": _r(dur[i]),
+                   "name": side.names[i], "cat": side.categories[i], "args": args}
     ta, tb = _tids(pp.a), _tids(pp.b)
     for m_id, m in enumerate(pp.matches, 1):
-        events.append({"ph": "s", "id": m_id, "pid": PIDS["a"], "tid": ta[int(pp.a.stream[m.a])],
-                       "ts": _r(pp.a.ts[m.a]), "name": "kernel pair", "cat": "pair"})
-        events.append({"ph": "f", "bp": "e", "id": m_id, "pid": PIDS["b"], "tid": tb[int(pp.b.stream[m.b])],
-                       "ts": _r(pp.b.ts[m.b]), "name": "kernel pair", "cat": "pair"})
-    return {"traceEvents": events, "displayTimeUnit": "ms",
-            "otherData": {"kerneldiff": "two traces aligned pass by pass", "phase": pp.phase,
-                          "passes": pp.numbers or "all", "a": _process_name(pp.a), "b": _process_name(pp.b),
-                          "kernel_pairs": len(pp.matches), "layer_passes_unpaired": pp.unpaired_groups}}
+        yield {"ph": "s", "id": m_id, "pid": PIDS["a"], "tid": ta[int(pp.a.stream[m.a])],
+               "ts": _r(pp.a.ts[m.a]), "name": "kernel pair", "cat": "pair"}
+        yield {"ph": "f", "bp": "e", "id": m_id, "pid": PIDS["b"], "tid": tb[int(pp.b.stream[m.b])],
+               "ts": _r(pp.b.ts[m.b]), "name": "kernel pair", "cat": "pair"}
+
+
+def other_data(pp: PassPairs) -> dict[str, Any]:
+    return {"kerneldiff": "two traces aligned pass by pass", "phase": pp.phase, "passes": pp.numbers or "all",
+            "a": _process_name(pp.a), "b": _process_name(pp.b), "kernel_pairs": len(pp.matches),
+            "layer_passes_unpaired": pp.unpaired_groups}
+
+
+def perfetto_trace(pp: PassPairs) -> dict[str, Any]:
+    """The Chrome-trace document (a dict for json.dumps) of a PassPairs."""
+    return {"traceEvents": list(trace_events(pp)), "displayTimeUnit": "ms", "otherData": other_data(pp)}
+
+
+def write_perfetto(pp: PassPairs, out: BinaryIO) -> None:
+    """The document as strict JSON (ASCII, as `strict_json` writes it) into a binary file, an event
+    at a time: memory stays that of the kernels' columns, not of a dict per kernel."""
+    out.write(b'{"traceEvents":[')
+    for i, e in enumerate(trace_events(pp)):
+        if i:
+            out.write(b",")
+        out.write(strict_json(e, indent=None).encode("ascii"))
+    out.write(b'],"displayTimeUnit":"ms","otherData":' + strict_json(other_data(pp), indent=None).encode("ascii") + b"}")
 
 
 def read_back(doc: dict[str, Any]) -> dict[str, tuple[int, float]]:

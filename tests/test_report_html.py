@@ -18,7 +18,7 @@ from rich.console import Console
 from kerneldiff.cli.compare import render_text
 from kerneldiff.cli.main import main
 from kerneldiff.core.compare.engine import compare
-from kerneldiff.core.compare.result import Comparability, Excluded, LedgerEntry
+from kerneldiff.core.compare.result import Comparability, LedgerEntry
 from kerneldiff.core.compare.pass_pairs import gap_pass
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.core.report import format as fmt

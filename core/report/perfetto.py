@@ -2,10 +2,12 @@
 A and B as two processes, one track per stream plus a track of passes, B's passes lined up on A's
 (`kerneldiff.core.compare.pass_pairs`), and each matched kernel pair joined by a flow arrow.
 
-Flows are the v1 kind Kineto itself writes (`ph: s` on A's kernel, `ph: f` with `bp: e` on B's), which
-Perfetto binds to the slices that enclose them. Every kernel's args carry its original start, its
-layer and pass, and, when it is paired, the pair's ratio and gap (the aligned position's means, as the
-layer view shows them) and its own duration against its partner's.
+Flows are the "v2" kind: the two kernel slices carry the same `bind_id`, one `flow_out`, the other
+`flow_in`, so each binds to its own slice whatever else starts at that instant. The arrow runs from
+the pair's earlier kernel to the later one (A's on a tie): Perfetto's importer reads events in time
+order and drops a flow whose end it meets before its start. Every kernel's args carry its layer,
+pass and original start, and, when it is paired, the pair's ratio and gap (the aligned position's
+means, as the layer view shows them) and its own duration against its partner's.
 """
 
 from __future__ import annotations
@@ -70,6 +72,8 @@ def trace_events(pp: PassPairs) -> Iterator[dict[str, Any]]:
                                     "pass": numbers[pass_of[i]] if pass_of[i] >= 0 else None}
             if pass_of[i] >= 0:
                 args["trace_ts"] = _r(ts[i] - shifts[pass_of[i]])
+            event = {"ph": "X", "pid": pid, "tid": tids[stream[i]], "ts": _r(ts[i]), "dur": _r(dur[i]),
+                     "name": side.names[i], "cat": side.categories[i], "args": args}
             hit = partner.get((side.key, i))
             if hit is not None:
                 m_id, m = hit
@@ -78,14 +82,10 @@ def trace_events(pp: PassPairs) -> Iterator[dict[str, Any]]:
                              "pair_ratio_a_over_b": None if m.ratio is None else round(m.ratio, 4),
                              "pair_gap_us_a_minus_b": _r(m.gap_us),
                              "this_us_vs_partner_us": f"{dur[i]:.3f} vs {float(other.dur[j]):.3f}"})
-            yield {"ph": "X", "pid": pid, "tid": tids[stream[i]], "ts": _r(ts[i]), "dur": _r(dur[i]),
-                   "name": side.names[i], "cat": side.categories[i], "args": args}
-    ta, tb = _tids(pp.a), _tids(pp.b)
-    for m_id, m in enumerate(pp.matches, 1):
-        yield {"ph": "s", "id": m_id, "pid": PIDS["a"], "tid": ta[int(pp.a.stream[m.a])],
-               "ts": _r(pp.a.ts[m.a]), "name": "kernel pair", "cat": "pair"}
-        yield {"ph": "f", "bp": "e", "id": m_id, "pid": PIDS["b"], "tid": tb[int(pp.b.stream[m.b])],
-               "ts": _r(pp.b.ts[m.b]), "name": "kernel pair", "cat": "pair"}
+                a_first = _r(pp.a.ts[m.a]) <= _r(pp.b.ts[m.b])
+                event["bind_id"] = m_id
+                event["flow_out" if a_first == (side.key == "a") else "flow_in"] = True
+            yield event
 
 
 def other_data(pp: PassPairs) -> dict[str, Any]:

@@ -183,3 +183,20 @@ def test_the_streamed_file_is_the_document(demo_models):
     write_perfetto(session.pass_pairs(cmp), buf)
     data = buf.getvalue()
     assert data.isascii() and json.loads(data) == json.loads(json.dumps(perfetto_trace(session.pass_pairs(cmp))))
+
+
+@pytest.mark.slow
+def test_passes_one_side_lacks(tmp_path):
+    """1 pass against 48: passes 3-6 exist on B only; A writes nothing for them, B's read back whole
+    and start at 0 (there is no A pass to line up with); the HTML says A has no such pass."""
+    session = _session([str(real_trace("mi300x_qwen1.5-0.5b_hf.json.gz")),
+                        str(real_trace("h100_llama_eager_sdpa.json.gz"))])
+    cmp = session.compare()
+    pp = session.pass_pairs(cmp, [3, 4, 5, 6])
+    assert len(pp.a) == 0 and [p.number for p in pp.b.passes] == [3, 4, 5, 6] and not pp.matches
+    doc = perfetto_trace(pp)
+    _check(session, cmp, doc, [3, 4, 5, 6])
+    assert min(e["ts"] for e in doc["traceEvents"] if e["ph"] == "X") == 0
+    out = tmp_path / "r.html"
+    assert main(["compare", *session.paths, "--format", "html", "--pass", "5", "-o", str(out)]) == 0
+    assert "no such pass" in out.read_text(encoding="utf-8")

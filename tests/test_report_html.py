@@ -39,6 +39,12 @@ def demo_session(demo_models):
 
 
 @pytest.fixture(scope="module")
+def demo_cmp(demo_session):
+    """The demo comparison, computed once (tests change copies: dataclasses.replace)."""
+    return demo_session.compare()
+
+
+@pytest.fixture(scope="module")
 def qwen_session():
     s = Session([str(real_trace("mi300x_qwen1.5-0.5b_hf.json.gz")), str(real_trace("h100_qwen1.5-0.5b_hf.json.gz"))],
                 use_cache=False)
@@ -182,10 +188,10 @@ HOSTILE = st.text(alphabet=st.sampled_from(list("<>&\"'`/\\|=;:") + ["\x00", "\x
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=HOSTILE)
-def test_any_trace_string_stays_text(demo_session, name):
+def test_any_trace_string_stays_text(demo_cmp, name):
     """Labels, operation and kernel names, evidence and warnings hold anything a trace can: the page
     keeps exactly its own one script and style, no control character, nothing a browser would run."""
-    cmp = dataclasses.replace(demo_session.compare())
+    cmp = dataclasses.replace(demo_cmp)
     cmp.a = dataclasses.replace(cmp.a, label=name + "<script>alert(1)</script>", path="/t/" + name)
     cmp.operations = [dataclasses.replace(o, category=name) for o in cmp.operations]
     cmp.fusions = [dataclasses.replace(f, evidence=name, fused_category=name) for f in cmp.fusions]

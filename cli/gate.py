@@ -37,10 +37,17 @@ def run(args) -> int:
     from kerneldiff.core.gate.spec import parse_checks
     from kerneldiff.core.session import Session
 
+    from kerneldiff.core.gate.spec import parse_limit
+
     try:   # every flag is checked before minutes of loading
+        if args.max_slowdown is not None:
+            parse_limit(args.max_slowdown)
+    except ValueError as e:
+        raise UsageError(f"--max-slowdown: {e}") from None
+    try:
         checks = parse_checks(args.max_slowdown, args.gate)
     except ValueError as e:
-        raise UsageError(f"{'--gate' if args.gate else '--max-slowdown'}: {e}") from None
+        raise UsageError(f"--gate: {e}") from None
     session = Session([args.a, args.b], registry=args.registry, use_cache=not args.no_cache, fork_pair=True)
     session.load_all()   # a bad or foreign file: TraceError, one line and exit 2 (kerneldiff.cli.main)
     from .compare import _absent_phase

@@ -48,8 +48,9 @@ def _pair_reasons(cmp, models, phase: str) -> list[str]:
         cut = next((w for w in m.warnings if w.startswith(TRUNCATED)), None)
         if cut:
             out.append(f"{side.label} is truncated ({cut}): its passes are not the run's")
-    if phase == "all" and cmp.a.passes and cmp.b.passes:
-        mix = [_mix(s) for s in (cmp.a, cmp.b)]
+    mix = [_mix(s) for s in (cmp.a, cmp.b)]
+    # (other phases altogether are the comparability check's "different phases")
+    if phase == "all" and all(mix) and mix[0].keys() == mix[1].keys():
         if any(abs(mix[0].get(p, 0) - mix[1].get(p, 0)) > MIX_TOLERANCE for p in set(mix[0]) | set(mix[1])):
             out.append("different mix of passes (" + "; ".join(
                 f"{s.label}: " + ", ".join(f"{n} {p}" for p, n in _counts(s).items()) for s in (cmp.a, cmp.b))
@@ -110,6 +111,8 @@ def _judge(check: Check, a: PassSeries, b: PassSeries) -> CheckResult:
         status = "pass"
         if -delta > allowed:
             note = f"faster by more than the limit, but within the noise ({fmt.us(floor)})"
+    if check.metric == "comm" and a.value == 0 and b.value == 0:
+        note = "no communication kernels on either trace"
     return CheckResult(check.name, what, a.value, b.value, delta, pct, check.limit.text, allowed, floor,
                        status in ("pass", "improvement"), status, note)
 
@@ -223,7 +226,8 @@ def judge(cmp, models, paths: list[str], checks: list[Check], classifier, phase:
     c = cmp.comparability
     if c is not None:
         notes += list(c.notes)
-    every = changes(cmp)
+    # a pair that ran different work has no changes worth ranking (its gaps rank nothing)
+    every = changes(cmp) if c is None or c.verdict != "not comparable" else []
     return GateResult(
         verdict=verdict, reasons=reasons,
         comparability={"verdict": c.verdict, "reasons": list(c.reasons), "notes": list(c.notes)} if c else {},

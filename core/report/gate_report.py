@@ -18,7 +18,7 @@ MEANING = {
 
 
 def _pct(x: float | None) -> str:
-    return fmt.ABSENT if x is None else f"{x:+.1f}%"
+    return fmt.ABSENT if x is None else f"{x:+.1f}%".replace("-", "−")
 
 
 def _limit(c) -> str:

@@ -6,13 +6,14 @@ serving trace). Within each phase, the spread of a metric across those repeats i
 figure a gate compares is the mean (or median) of n such passes, whose own noise is the spread over
 √n. The floor of a change (new − base) is Z standard errors of that difference:
 
-    σ (per phase)   = 1.4826 · median|x[i+1] − x[i]| / √2
+    d = x[i+1] − x[i] (successive passes of one phase)
+    σ (per phase)   = 1.4826 · median|d − median(d)| / √2
     SE (per side)   = √(Σ n_phase · σ_phase²) / n          (× 1.2533 for a median)
     floor           = Z · √(SE_base² + SE_new²)
 
-The spread is read from *successive* passes, not from the distance to the median: a decode pass
-grows as its KV cache does, a trend that is not noise (on the H100 Llama trace, successive
-differences and the MAD agree within 4% on wall clock, but a trend would inflate the MAD). A robust
+The spread is read from *successive* passes, around their typical step, not from the distance to
+the median: a decode pass grows as its KV cache does, a steady trend that is not noise and would
+inflate a plain MAD (on the H100 Llama trace the two agree within 4% on wall clock). A robust
 median keeps one slow outlier pass (a sync, a recompile) from setting the floor. A phase with too
 few repeats to read its own spread (one prefill among 47 decodes) takes the relative spread of the
 side's other phases at its own size. A side with no phase of MIN_REPEATS passes has no floor: its
@@ -34,7 +35,8 @@ _MEDIAN_SE = math.sqrt(math.pi / 2)   # the standard error of a median over that
 
 
 def _sigma(x: np.ndarray) -> float:
-    return _MAD_SIGMA * float(np.median(np.abs(np.diff(x)))) / math.sqrt(2)
+    d = np.diff(x)
+    return _MAD_SIGMA * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2)
 
 
 def standard_error(s: PassSeries) -> float | None:

@@ -270,3 +270,20 @@ def test_a_truncated_trace_is_never_a_pass(keep, tmp_path, capsys):
         doc = json.loads(out)
         assert doc["verdict"] == "inconclusive"
         assert any("truncated" in r or "no GPU work" in r for r in doc["reasons"])
+
+
+@pytest.mark.slow
+def test_one_long_pass_reads_its_floor_from_the_layers(capsys):
+    """A trace of one pass (a prefill of 24 layers) has no repeated passes: its floor comes from the
+    layers, each a repeat of the same work, and the check says so. The same trace against itself
+    then passes; one Triton kernel (no pass repeated, no layers) stays inconclusive."""
+    p = real_trace("mi300x_qwen1.5-0.5b_hf.json.gz")
+    rc, doc = _gate_json(capsys, p, p, "--gate", "kernels", "--gate", "layer:median")
+    assert rc == 0 and doc["verdict"] == "pass"
+    for c in doc["checks"]:
+        assert c["noise_from"] == "24 layer repeats (" + ("wall" if c["metric"] == "wall" else "kernel") + " time)"
+        assert 0 < c["noise"] < 0.02 * c["base"]
+    t = real_trace("a100_triton_example.json.gz")
+    rc, doc = _gate_json(capsys, t, t)
+    assert rc == 1 and doc["verdict"] == "inconclusive"
+    assert _check(doc, "wall")["noise"] is None and "too few repeats" in doc["reasons"][0]

@@ -16,8 +16,12 @@ the median: a decode pass grows as its KV cache does, a steady trend that is not
 inflate a plain MAD (on the H100 Llama trace the two agree within 4% on wall clock). A robust
 median keeps one slow outlier pass (a sync, a recompile) from setting the floor. A phase with too
 few repeats to read its own spread (one prefill among 47 decodes) takes the relative spread of the
-side's other phases at its own size. A side with no phase of MIN_REPEATS passes has no floor: its
-checks are inconclusive.
+side's other phases at its own size. A side with no phase of MIN_REPEATS passes (a serving trace of
+one long step) reads its spread from the layers of its passes instead, each layer a repeat of the
+same work (`SideData.layer_spread`): SE = figure × σ_layer / median_layer / √(layer cells). That
+assumes the layers vary independently, so it misses what moves a whole pass at once (a clock
+change); the check says which floor it used. Without either, there is no floor: the check is
+inconclusive.
 """
 
 from __future__ import annotations
@@ -58,12 +62,21 @@ def standard_error(s: PassSeries) -> float | None:
         else:
             small[ph] = (len(x), med)
     if not measured:
-        return None
+        if s.fallback_se is None:
+            return None
+        return s.fallback_se * (_MEDIAN_SE if s.estimator == "median" else 1.0)
     r = float(np.median(rel)) if rel else 0.0
     var = sum(n * sig ** 2 for n, sig in measured.values()) + sum(n * (r * med) ** 2 for n, med in small.values())
     n = len(s.per_pass)
     se = math.sqrt(var) / n
     return se * (_MEDIAN_SE if s.estimator == "median" else 1.0)
+
+
+def source(s: PassSeries) -> str:
+    """What a side's standard error was read from: "passes", the layers (`fallback_from`) or ""."""
+    if len(s.per_pass) and any(s.phases.count(ph) >= MIN_REPEATS for ph in set(s.phases)):
+        return "passes"
+    return s.fallback_from if s.fallback_se is not None else ""
 
 
 def floor(base: PassSeries, new: PassSeries) -> float | None:

@@ -6,7 +6,8 @@
     comparability {verdict, reasons, notes} of the pair (kerneldiff.core.compare.comparability)
     base, new     {path, label, gpu, passes, phases, fingerprint {path, size, sha256, method}, excluded}
     phase         the phase gated ("all" unless --phase)
-    checks        [{metric, what, base, new, delta, delta_pct, limit, allowed, noise, ok, status, note}]
+    checks        [{metric, what, base, new, delta, delta_pct, limit, allowed, noise, ok, status, note,
+                  noise_from}]
                   (µs per pass; delta = new − base; ok: the check passes or improves)
     regressions, improvements   the largest changes per pass, by kind: operation (with the gap ledger's
                   split into more launches and slower kernels), idle (the ledger's idle and overlap
@@ -39,6 +40,8 @@ class CheckResult:
     ok: bool                     # pass or improvement
     status: str                  # pass | improvement | regression | inconclusive
     note: str = ""
+    noise_from: str = ""         # "passes" (repeated passes), the layers ("36 layer repeats (…)"), or
+    #                              "" (no floor); base's and new's when they differ ("passes / …")
 
 
 @dataclass

@@ -16,6 +16,8 @@ import numpy as np
 
 from kerneldiff.core.analysis.cut_work import compared_mask
 
+MIN_LAYERS = 4       # layers of one pass needed to read their spread (3 successive differences)
+
 
 @dataclass
 class PassSeries:
@@ -28,6 +30,10 @@ class PassSeries:
     phases: list[str] = field(default_factory=list)
     estimator: str = "mean"
     missing: str = ""
+    # when too few passes repeat: the standard error read from the layers instead (see
+    # SideData.layer_spread), and what it was read from
+    fallback_se: float | None = None
+    fallback_from: str = ""
 
 
 class SideData:
@@ -54,6 +60,55 @@ class SideData:
             np.add.at(out, idx, self.dur[sel])
         return out
 
+    def layer_spread(self, what: str) -> tuple[float, int] | None:
+        """The relative spread of one layer's `busy` (kernel time) or `span` (first kernel's start to
+        last kernel's end) across the layers of a pass, and how many layer cells it was read from;
+        None without MIN_LAYERS layers in a pass.
+
+        The layers of a decoder run the same kernels on the same shapes: within one pass they are
+        repeats of one piece of work, as successive passes are. A trace that holds one long pass
+        (a serving step of 36 layers) has no repeated passes but has these."""
+        layer, p, busy = self._layer_cells()
+        if len(busy) == 0:
+            return None
+        if what == "span":
+            lay = self.m.kernels.layer[self.rows].astype(np.int64)
+            sel = (lay >= 0) & (self.step >= 0)
+            key = lay[sel] * len(self.steps) + np.searchsorted(self.steps, self.step[sel])
+            uniq, inv = np.unique(key, return_inverse=True)
+            inv = inv.reshape(-1)
+            ts = self.m.kernels.ts[self.rows][sel]
+            lo = np.full(len(uniq), np.inf)
+            hi = np.full(len(uniq), -np.inf)
+            np.minimum.at(lo, inv, ts)
+            np.maximum.at(hi, inv, ts + np.maximum(self.dur[sel], 0.0))
+            cells = hi - lo
+        else:
+            cells = busy
+        diffs = []
+        for i in np.unique(p).tolist():
+            x = cells[p == i]                # this pass's layers, in layer order
+            if len(x) >= MIN_LAYERS:
+                diffs.append(np.diff(x))
+        if not diffs:
+            return None
+        d = np.concatenate(diffs)
+        med = float(np.median(np.abs(cells)))
+        if med <= 0:
+            return None
+        sigma = 1.4826 * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2)
+        return sigma / med, len(cells)
+
+    def _with_layers(self, s: PassSeries, what: str, scale: float | None = None) -> PassSeries:
+        """`s` with a standard error from the layers' spread: the figure (or `scale`) times the
+        relative spread over √(layer cells), as if each layer were an independent repeat."""
+        spread = self.layer_spread(what)
+        if spread is not None and s.value is not None:
+            rel, n = spread
+            s.fallback_se = abs(scale if scale is not None else s.value) * rel / np.sqrt(n)
+            s.fallback_from = f"{n} layer repeats ({'wall' if what == 'span' else 'kernel'} time)"
+        return s
+
     # --- the metrics ----------------------------------------------------------------------------
     def timeline_metric(self, key: str) -> PassSeries:
         """`span_us` (wall), `kernel_us` (kernels) or `idle_us` (idle): the timeline's whole window per
@@ -63,7 +118,11 @@ class SideData:
         whole = self.tl.get(key, 0.0)
         passes = self.tl.get("passes", [])
         vals = np.array([p[key] for p in passes], dtype=float)
-        return PassSeries(whole / self.passes, vals, [p["phase"] for p in passes])
+        s = PassSeries(whole / self.passes, vals, [p["phase"] for p in passes])
+        if key == "kernel_us":
+            return self._with_layers(s, "busy")
+        # idle is what is left of the wall clock: its noise is the wall clock's, in µs
+        return self._with_layers(s, "span", scale=self.tl.get("span_us", 0.0) / self.passes)
 
     def operation(self, name: str) -> PassSeries:
         """An operation's time per pass: the kernels whose category or category family is `name`
@@ -72,7 +131,8 @@ class SideData:
         cats = self.m.categories
         hit = np.array([c.lower() == want or self.classifier.group(c).lower() == want for c in cats] + [False])
         mask = hit[self.m.kernels.cat[self.rows]]   # category -1 (unclassified) indexes the trailing False
-        return PassSeries(float(self.dur[mask].sum()) / self.passes, self.per_step(mask), self.phases)
+        return self._with_layers(PassSeries(float(self.dur[mask].sum()) / self.passes, self.per_step(mask),
+                                            self.phases), "busy")
 
     def operations(self) -> set[str]:
         """The category families of the compared kernels (what op:NAME may name)."""
@@ -103,11 +163,12 @@ class SideData:
             groups = np.split(order, cuts)
             per = np.array([float(np.median(t[g])) for g in groups])
             ph = [self.phases[int(p[g[0]])] for g in groups]
-            return PassSeries(float(np.median(t)), per, ph, estimator="median")
+            return self._with_layers(PassSeries(float(np.median(t)), per, ph, estimator="median"), "busy")
         sel = layer == int(which)
         if not sel.any():
             return PassSeries(None, missing=f"no layer {which} (layers 0–{int(layer.max())})")
-        return PassSeries(float(np.median(t[sel])), t[sel], [self.phases[int(i)] for i in p[sel]], estimator="median")
+        return self._with_layers(PassSeries(float(np.median(t[sel])), t[sel], [self.phases[int(i)] for i in p[sel]],
+                                            estimator="median"), "busy")
 
     def exposed_comm(self) -> PassSeries:
         """Exposed communication per pass: the time collective kernels (role `comm`) run while no

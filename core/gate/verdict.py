@@ -21,7 +21,7 @@ from dataclasses import asdict
 from kerneldiff.core.gate import noise as nz
 from kerneldiff.core.gate.fingerprint import fingerprint
 from kerneldiff.core.gate.result import Change, CheckResult, GateResult
-from kerneldiff.core.gate.series import PassSeries, SideData
+from kerneldiff.core.gate.series import MIN_LAYERS, PassSeries, SideData
 from kerneldiff.core.gate.spec import METRICS, Check
 from kerneldiff.core.report import format as fmt
 
@@ -100,7 +100,8 @@ def _judge(check: Check, a: PassSeries, b: PassSeries) -> CheckResult:
     note = ""
     if floor is None:
         status = "inconclusive"
-        note = f"too few passes to tell a change from noise (no phase with {nz.MIN_REPEATS} passes on a side)"
+        note = (f"too few repeats to tell a change from noise (no phase with {nz.MIN_REPEATS} passes, and no "
+                f"pass with {MIN_LAYERS} layers, on a side)")
     elif delta > allowed:
         status = "regression" if delta > floor else "inconclusive"
         if status == "inconclusive":
@@ -112,9 +113,11 @@ def _judge(check: Check, a: PassSeries, b: PassSeries) -> CheckResult:
         if -delta > allowed:
             note = f"faster by more than the limit, but within the noise ({fmt.us(floor)})"
     if check.metric == "comm" and a.value == 0 and b.value == 0:
-        note = "no communication kernels on either trace"
+        status, note = "pass", "no communication kernels on either trace"
+    srcs = [nz.source(a), nz.source(b)]
     return CheckResult(check.name, what, a.value, b.value, delta, pct, check.limit.text, allowed, floor,
-                       status in ("pass", "improvement"), status, note)
+                       status in ("pass", "improvement"), status, note,
+                       noise_from=srcs[0] if srcs[0] == srcs[1] else " / ".join(x or "none" for x in srcs))
 
 
 def _verdict(pair: list[str], checks: list[CheckResult]) -> tuple[str, list[str]]:

@@ -37,9 +37,16 @@ def md_table(head: list[str], rows: list[list[str]], right: set[int] = frozenset
     return "\n".join(lines)
 
 
+def _noise(c) -> str:
+    if c.noise is None:
+        return "unknown"
+    # a floor read from the layers, not from repeated passes, says so
+    return fmt.us(c.noise) + ("" if c.noise_from == "passes" else " (layers)" if "layer" in c.noise_from else "")
+
+
 def _check_rows(r) -> list[list[str]]:
     return [[c.metric, fmt.us(c.base), fmt.us(c.new), fmt.gap(c.delta), _pct(c.delta_pct), _limit(c),
-             fmt.us(c.noise) if c.noise is not None else "unknown", c.status + (f" ({c.note})" if c.note else "")]
+             _noise(c), c.status + (f" ({c.note})" if c.note else "")]
             for c in r.checks]
 
 

@@ -287,3 +287,42 @@ def test_one_long_pass_reads_its_floor_from_the_layers(capsys):
     rc, doc = _gate_json(capsys, t, t)
     assert rc == 1 and doc["verdict"] == "inconclusive"
     assert _check(doc, "wall")["noise"] is None and "too few repeats" in doc["reasons"][0]
+
+
+def _sweep_exposed(ts, te, is_comm) -> float:
+    """Exposed communication by an event sweep: time with a collective running and nothing else."""
+    ev = sorted([(t, 0, c) for t, c in zip(ts, is_comm)] + [(t, 1, c) for t, c in zip(te, is_comm)])
+    comm = other = 0
+    last = None
+    out = 0.0
+    for t, kind, c in ev:
+        if last is not None and comm > 0 and other == 0:
+            out += t - last
+        last = t
+        d = 1 if kind == 0 else -1
+        if c:
+            comm += d
+        else:
+            other += d
+    return out
+
+
+@pytest.mark.slow
+def test_exposed_communication_agrees_with_an_event_sweep(classifier):
+    """a100_control (NCCL AllReduce and SendRecv beside compute): the exposed time per pass equals an
+    independent sweep's, and is never more than the collectives' own time."""
+    from kerneldiff.core.gate.series import SideData
+    from kerneldiff.core.ingest.loader import load
+
+    m = load(str(real_trace("a100_control.json.gz")), classifier=classifier)
+    d = SideData(m, "all", {"passes": []}, classifier)
+    s = d.exposed_comm()
+    k = m.kernels
+    ts, dur = k.ts[d.rows], np.maximum(k.dur[d.rows], 0)
+    is_comm = [classifier.role(m.categories[c]) == "comm" if c >= 0 else False for c in k.cat[d.rows].tolist()]
+    assert any(is_comm)
+    swept = _sweep_exposed(ts.tolist(), (ts + dur).tolist(), is_comm)
+    assert s.value * d.passes == pytest.approx(swept, rel=1e-9, abs=1e-3)
+    comm_time = float(dur[np.array(is_comm)].sum())
+    assert 0 < s.value * d.passes <= comm_time
+    assert s.per_pass.sum() <= s.value * d.passes + 1e-6

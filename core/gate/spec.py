@@ -38,8 +38,11 @@ class Limit:
     value: float       # percent (3.0 for 3%) or µs
     text: str          # as the user wrote it
 
-    def allowed_us(self, base_us: float) -> float:
-        return abs(base_us) * self.value / 100 if self.kind == "pct" else self.value
+    def allowed_us(self, base_us: float, new_us: float) -> float:
+        """The change allowed, in µs. A share is taken of the smaller side: for a slowdown that is
+        the base (3% means 3% of the base), and swapping the traces allows the same amount, so
+        `gate NEW BASE` says `improvement` exactly where `gate BASE NEW` says `regression`."""
+        return min(abs(base_us), abs(new_us)) * self.value / 100 if self.kind == "pct" else self.value
 
 
 @dataclass(frozen=True)

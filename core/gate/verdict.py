@@ -7,8 +7,10 @@ Order of judgement:
    whether the code got slower: `inconclusive`, never a pass.
 2. Each check: delta = new − base (µs per pass) against the limit and the noise floor:
    regression    delta > limit and delta > noise
-   inconclusive  delta > limit but within the noise (the traces cannot tell), or no floor to read
-   improvement   −delta > limit and −delta > noise
+   inconclusive  |delta| > limit but within the noise (the traces cannot tell which way it went), or
+                 no floor to read
+   improvement   −delta > limit and −delta > noise (the mirror of a regression: swapping the traces
+                 swaps these two and nothing else)
    pass          otherwise
 3. The verdict: inconclusive for the pair's reasons; else regression if any check regresses, else
    inconclusive if any check is, else improvement if any check improves, else pass.
@@ -95,7 +97,7 @@ def _judge(check: Check, a: PassSeries, b: PassSeries) -> CheckResult:
                            False, "inconclusive", why)
     delta = b.value - a.value
     pct = 100 * delta / a.value if a.value else None
-    allowed = check.limit.allowed_us(a.value)
+    allowed = check.limit.allowed_us(a.value, b.value)
     floor = nz.floor(a, b)
     note = ""
     if floor is None:
@@ -106,12 +108,13 @@ def _judge(check: Check, a: PassSeries, b: PassSeries) -> CheckResult:
         status = "regression" if delta > floor else "inconclusive"
         if status == "inconclusive":
             note = f"over the limit but within the noise ({fmt.us(floor)})"
-    elif -delta > allowed and -delta > floor:
-        status = "improvement"
+    elif -delta > allowed:
+        # the mirror of a slowdown within the noise: `gate NEW BASE` says what `gate BASE NEW` says
+        status = "improvement" if -delta > floor else "inconclusive"
+        if status == "inconclusive":
+            note = f"faster by more than the limit, but within the noise ({fmt.us(floor)})"
     else:
         status = "pass"
-        if -delta > allowed:
-            note = f"faster by more than the limit, but within the noise ({fmt.us(floor)})"
     if check.metric == "comm" and a.value == 0 and b.value == 0:
         status, note = "pass", "no communication kernels on either trace"
     srcs = [nz.source(a), nz.source(b)]

@@ -232,6 +232,9 @@ def judge(cmp, models, paths: list[str], checks: list[Check], classifier, phase:
     c = cmp.comparability
     if c is not None:
         notes += list(c.notes)
+    # no gated figure is a throughput, but a reader of the result should know when a trace's shapes
+    # claim more than the hardware can do (its recorded shapes or times are wrong)
+    notes += [w for w in cmp.warnings if "above the GPU's peak" in w]
     # a pair that ran different work has no changes worth ranking (its gaps rank nothing)
     every = changes(cmp) if c is None or c.verdict != "not comparable" else []
     return GateResult(

@@ -10,8 +10,9 @@
                   noise_from}]
                   (µs per pass; delta = new − base; ok: the check passes or improves)
     regressions, improvements   the largest changes per pass, by kind: operation (with the gap ledger's
-                  split into more launches and slower kernels), idle (the ledger's idle and overlap
-                  causes), layer (median per pass), kernel (the same kernel on both sides)
+                  split into more launches and slower kernels), idle and overlap (the ledger's other
+                  causes; more overlap is a negative delta), layer (median per pass), kernel (the same
+                  kernel on both sides)
     thresholds    {max_slowdown, checks: {metric: limit}, noise_z, min_repeats}
     tool          {name, version}
     notes         what the reader should know (work left out, per-pass basis, metric caveats)
@@ -46,7 +47,7 @@ class CheckResult:
 
 @dataclass
 class Change:
-    kind: str                    # operation | idle | layer | kernel
+    kind: str                    # operation | idle | overlap | layer | kernel
     name: str
     base: float                  # µs per pass
     new: float

@@ -72,7 +72,7 @@ def markdown(r) -> str:
         out += ["", "**Top changes** (new − base per pass; causes from the gap ledger)", "",
                 md_table(["kind", "what", "base", "new", "Δ", "Δ%", "cause"],
                          [[c.kind, c.name if len(c.name) <= 60 else c.name[:59] + "…", fmt.us(c.base), fmt.us(c.new),
-                           fmt.gap(c.delta), _pct(c.delta_pct), c.cause if c.kind != "idle" else ""] for c in top],
+                           fmt.gap(c.delta), _pct(c.delta_pct), c.cause if c.kind not in ("idle", "overlap") else ""] for c in top],
                          right={2, 3, 4, 5})]
     comp = r.comparability
     if comp:
@@ -106,7 +106,7 @@ def text(r) -> str:
     if top:
         out += ["", "largest changes (per pass):"]
         out += _cols([[c.kind, c.name if len(c.name) <= 50 else c.name[:49] + "…", fmt.gap(c.delta), _pct(c.delta_pct),
-                       c.cause if c.kind != "idle" else ""] for c in top], right={2, 3})
+                       c.cause if c.kind not in ("idle", "overlap") else ""] for c in top], right={2, 3})
     comp = r.comparability
     if comp:
         out += ["", f"comparability: {comp['verdict']}" + (": " + "; ".join(comp["reasons"]) if comp["reasons"] else "")]

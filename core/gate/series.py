@@ -49,7 +49,8 @@ class SideData:
         self.steps = present                         # the compared passes, in trace order
         self.passes = max(len(present), 1)
         self.phases = [model.steps[int(s)].phase for s in present.tolist()]
-        self._index = {int(s): i for i, s in enumerate(present.tolist())}
+        self._cells: tuple | None = None
+        self._spread: dict[str, tuple[float, int] | None] = {}
 
     def per_step(self, mask: np.ndarray) -> np.ndarray:
         """The duration of the masked kernels summed per compared pass (0 where a pass runs none)."""
@@ -61,6 +62,11 @@ class SideData:
         return out
 
     def layer_spread(self, what: str) -> tuple[float, int] | None:
+        if what not in self._spread:     # every check of a side asks: read once
+            self._spread[what] = self._layer_spread(what)
+        return self._spread[what]
+
+    def _layer_spread(self, what: str) -> tuple[float, int] | None:
         """The relative spread of one layer's `busy` (kernel time) or `span` (first kernel's start to
         last kernel's end) across the layers of a pass, and how many layer cells it was read from;
         None without MIN_LAYERS layers in a pass.
@@ -141,6 +147,11 @@ class SideData:
 
     def _layer_cells(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(layer, pass index, time) of every layer in every compared pass."""
+        if self._cells is None:
+            self._cells = self._make_cells()
+        return self._cells
+
+    def _make_cells(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         lay = self.m.kernels.layer[self.rows].astype(np.int64)
         sel = (lay >= 0) & (self.step >= 0)
         if not sel.any():

@@ -30,10 +30,9 @@ import math
 
 import numpy as np
 
-from kerneldiff.core.gate.series import PassSeries
+from kerneldiff.core.gate.series import MIN_REPEATS, PassSeries
 
 Z = 3.0              # standard errors: a change beyond 3 SE is noise about 0.3% of the time
-MIN_REPEATS = 4      # passes of one phase needed to read its spread (3 successive differences)
 _MAD_SIGMA = 1.4826  # the MAD of a normal distribution times this is its σ
 _MEDIAN_SE = math.sqrt(math.pi / 2)   # the standard error of a median over that of a mean
 

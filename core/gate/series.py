@@ -16,7 +16,8 @@ import numpy as np
 
 from kerneldiff.core.analysis.cut_work import compared_mask
 
-MIN_LAYERS = 4       # layers of one pass needed to read their spread (3 successive differences)
+MIN_REPEATS = 4      # passes of one phase needed to read their spread (3 successive differences)
+MIN_LAYERS = 4       # layers of one pass needed to read their spread (the same)
 
 
 @dataclass
@@ -108,8 +109,10 @@ class SideData:
     def _with_layers(self, s: PassSeries, what: str, scale: float | None = None) -> PassSeries:
         """`s` with a standard error from the layers' spread: the figure (or `scale`) times the
         relative spread over √(layer cells), as if each layer were an independent repeat."""
+        if s.value is None or any(s.phases.count(ph) >= MIN_REPEATS for ph in set(s.phases)):
+            return s     # the passes repeat: their spread is the floor's
         spread = self.layer_spread(what)
-        if spread is not None and s.value is not None:
+        if spread is not None:
             rel, n = spread
             s.fallback_se = abs(scale if scale is not None else s.value) * rel / np.sqrt(n)
             s.fallback_from = f"{n} layer repeats ({'wall' if what == 'span' else 'kernel'} time)"

@@ -347,3 +347,33 @@ def test_swapping_base_and_new_mirrors_each_check(xa, xb, limit):
     assert ba.status == _MIRROR[ab.status]
     assert ba.allowed == ab.allowed and ba.noise == ab.noise
     assert ba.delta == -ab.delta
+
+
+def test_names_from_traces_are_data_in_markdown():
+    """A kernel, GPU or file name is never markup in a pull-request comment: no HTML, no links, no
+    mentions, no broken table."""
+    from kerneldiff.core.report.gate_report import md_code, md_text
+
+    evil = "<img src=x onerror=alert(1)> [click](http://x) @team **bold** `tick` | pipe"
+    code = md_code(evil)
+    assert code.startswith("`") and code.endswith("`") and code.count("`") == 2
+    assert "@\u200bteam" in code
+    text = md_text(evil)
+    for raw in ("<img", "[click]", "**bold**", "`tick`", "@team"):
+        assert raw not in text
+    assert "\n" not in md_text("a\nb")
+
+
+def test_fingerprint_of_a_big_file_reads_its_ends(tmp_path, monkeypatch):
+    from kerneldiff.core.gate import fingerprint as fp
+
+    p = tmp_path / "t.json"
+    p.write_bytes(b"x" * 5000)
+    whole = fp.fingerprint(str(p))
+    assert "whole file" in whole["method"]
+    monkeypatch.setattr(fp, "WHOLE_LIMIT", 1000)
+    monkeypatch.setattr(fp, "EDGE", 100)
+    ends = fp.fingerprint(str(p))
+    assert "first" in ends["method"] and ends["sha256"] != whole["sha256"] and ends["size"] == 5000
+    p.write_bytes(b"x" * 4999 + b"y")       # a change at the end is seen
+    assert fp.fingerprint(str(p))["sha256"] != ends["sha256"]

@@ -29,6 +29,24 @@ def _md_cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+# Names and reasons come from the traces (kernel, file and GPU names): in a pull-request comment they
+# are data, never markup. A name goes in a code span (no HTML, links or emphasis there); free text
+# has Markdown's and HTML's special characters escaped and every @ kept from mentioning anyone.
+_MD_SPECIAL = set("\\`*_{}[]()#+!|~")
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def md_text(text: str) -> str:
+    flat = " ".join(str(text).split())
+    out = "".join(_HTML.get(ch) or ("\\" + ch if ch in _MD_SPECIAL else ch) for ch in flat)
+    return out.replace("@", "@\u200b")
+
+
+def md_code(text: str) -> str:
+    body = " ".join(str(text).replace("`", "'").split()).replace("@", "@\u200b")
+    return f"`{body}`"
+
+
 def md_table(head: list[str], rows: list[list[str]], right: set[int] = frozenset()) -> str:
     """A GitHub-flavoured Markdown table; columns in `right` are right-aligned."""
     lines = ["| " + " | ".join(_md_cell(h) for h in head) + " |",
@@ -44,8 +62,8 @@ def _noise(c) -> str:
     return fmt.us(c.noise) + ("" if c.noise_from == "passes" else " (layers)" if "layer" in c.noise_from else "")
 
 
-def _check_rows(r) -> list[list[str]]:
-    return [[c.metric, fmt.us(c.base), fmt.us(c.new), fmt.gap(c.delta), _pct(c.delta_pct), _limit(c),
+def _check_rows(r, name=str) -> list[list[str]]:
+    return [[name(c.metric), fmt.us(c.base), fmt.us(c.new), fmt.gap(c.delta), _pct(c.delta_pct), _limit(c),
              _noise(c), c.status + (f" ({c.note})" if c.note else "")]
             for c in r.checks]
 
@@ -61,28 +79,30 @@ def _label(s: dict) -> str:
 
 def markdown(r) -> str:
     out = [f"### {MARK.get(r.verdict, '')} kerneldiff gate: **{r.verdict}**", "",
-           f"{MEANING[r.verdict]}. Base `{_label(r.base)}` → new `{_label(r.new)}`, phase `{r.phase}`, "
+           f"{MEANING[r.verdict]}. Base {md_code(_label(r.base))} → new {md_code(_label(r.new))}, phase `{r.phase}`, "
            f"figures per pass."]
     if r.reasons:
-        out += ["", "**Why inconclusive:**"] + [f"- {x}" for x in r.reasons]
-    out += ["", md_table(["check", "base", "new", "Δ", "Δ%", "limit", "noise", "result"], _check_rows(r),
+        out += ["", "**Why inconclusive:**"] + [f"- {md_text(x)}" for x in r.reasons]
+    out += ["", md_table(["check", "base", "new", "Δ", "Δ%", "limit", "noise", "result"], _check_rows(r, md_code),
                          right={1, 2, 3, 4, 6})]
     top = _top_changes(r)
     if top:
         out += ["", "**Top changes** (new − base per pass; causes from the gap ledger)", "",
                 md_table(["kind", "what", "base", "new", "Δ", "Δ%", "cause"],
-                         [[c.kind, c.name if len(c.name) <= 60 else c.name[:59] + "…", fmt.us(c.base), fmt.us(c.new),
-                           fmt.gap(c.delta), _pct(c.delta_pct), c.cause if c.kind not in ("idle", "overlap") else ""] for c in top],
+                         [[c.kind, md_code(c.name if len(c.name) <= 60 else c.name[:59] + "…"), fmt.us(c.base),
+                           fmt.us(c.new), fmt.gap(c.delta), _pct(c.delta_pct),
+                           c.cause if c.kind not in ("idle", "overlap") else ""] for c in top],
                          right={2, 3, 4, 5})]
     comp = r.comparability
     if comp:
-        out += ["", f"Comparability: **{comp['verdict']}**" + (": " + "; ".join(comp["reasons"]) if comp["reasons"] else "")]
+        out += ["", f"Comparability: **{comp['verdict']}**" + (": " + md_text("; ".join(comp["reasons"]))
+                                                                if comp["reasons"] else "")]
     for note in r.notes:
-        out.append(f"- {note}")
+        out.append(f"- {md_text(note)}")
     fp = [r.base["fingerprint"], r.new["fingerprint"]]
     out += ["", "<details><summary>inputs and thresholds</summary>", "",
-            f"- base `{fp[0]['path']}` {fp[0]['size']:,} bytes, sha256 `{fp[0]['sha256'][:16]}…` ({fp[0]['method']})",
-            f"- new `{fp[1]['path']}` {fp[1]['size']:,} bytes, sha256 `{fp[1]['sha256'][:16]}…` ({fp[1]['method']})",
+            f"- base {md_code(fp[0]['path'])} {fp[0]['size']:,} bytes, sha256 `{fp[0]['sha256'][:16]}…` ({fp[0]['method']})",
+            f"- new {md_code(fp[1]['path'])} {fp[1]['size']:,} bytes, sha256 `{fp[1]['sha256'][:16]}…` ({fp[1]['method']})",
             f"- limits: " + ", ".join(f"{k} {v}" for k, v in r.thresholds.get("checks", {}).items())
             + f"; noise floor {r.thresholds.get('noise_z')} standard errors of the per-pass figure",
             f"- {r.tool.get('name', 'kerneldiff')} {r.tool.get('version', '')}", "", "</details>"]

@@ -6,6 +6,7 @@ then the largest changes: what a reviewer needs to accept or refuse the change w
 
 from __future__ import annotations
 
+from kerneldiff.core.errors import visible
 from kerneldiff.core.report import format as fmt
 
 MARK = {"pass": "✅", "improvement": "🚀", "regression": "❌", "inconclusive": "⚠️"}
@@ -106,7 +107,12 @@ def markdown(r) -> str:
             f"- limits: " + ", ".join(f"{k} {v}" for k, v in r.thresholds.get("checks", {}).items())
             + f"; noise floor {r.thresholds.get('noise_z')} standard errors of the per-pass figure",
             f"- {r.tool.get('name', 'kerneldiff')} {r.tool.get('version', '')}", "", "</details>"]
-    return "\n".join(out)
+    return _lines(out)
+
+
+def _lines(out: list[str]) -> str:
+    # a control character in a name from a trace (ESC, a bidi override) is shown, never obeyed
+    return "\n".join(visible(line) for line in "\n".join(out).split("\n"))
 
 
 def _cols(rows: list[list[str]], right: set[int]) -> list[str]:
@@ -131,4 +137,4 @@ def text(r) -> str:
     if comp:
         out += ["", f"comparability: {comp['verdict']}" + (": " + "; ".join(comp["reasons"]) if comp["reasons"] else "")]
     out += [f"note: {n}" for n in r.notes]
-    return "\n".join(out)
+    return _lines(out)

@@ -388,3 +388,13 @@ def test_control_characters_from_traces_are_shown_not_obeyed():
                    regressions=[Change("kernel", "k\x1b]0;owned\x07\u202e", 1.0, 2.0, 1.0, 100.0)])
     for out in (text(r), markdown(r)):
         assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.decimals(0, 10**6, places=3, allow_nan=False, allow_infinity=False), st.sampled_from(["%", "us", "ms", "s"]),
+       st.booleans())
+def test_any_written_limit_reads_back(v, unit, plus):
+    lim = parse_limit(("+" if plus else "") + f"{v}{unit}")
+    scale = {"%": 1, "us": 1, "ms": 1e3, "s": 1e6}[unit]
+    assert lim.kind == ("pct" if unit == "%" else "us")
+    assert lim.value == pytest.approx(float(v) * scale)

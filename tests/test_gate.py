@@ -3,7 +3,6 @@ generated pairs with a planted slowdown and on real pairs (../shared/traces), an
 
 from __future__ import annotations
 
-import gzip
 import json
 from dataclasses import replace
 

@@ -9,7 +9,7 @@ def launch(argv: list[str]) -> int:
     from kerneldiff.cli.args import Parser, _clock_mhz, _count, add_shape_arguments
 
     p = Parser(prog="kerneldiff", description="Open the trace explorer. "
-                       "Subcommands: info, compare, synth, aie (kerneldiff SUBCOMMAND -h).")
+                       "Subcommands: info, compare, gate, synth, aie (kerneldiff SUBCOMMAND -h).")
     p.add_argument("traces", nargs="*", help="one trace to browse, two to compare; none: the demo pair")
     p.add_argument("--phase", default="all", help="all | prefill | decode | mixed")
     p.add_argument("--registry", help="extra classifier rules (TOML)")

@@ -31,6 +31,7 @@ SUBCOMMANDS = {
     "compare": "kerneldiff.cli.compare",
     "synth": "kerneldiff.cli.synth",
     "aie": "kerneldiff.cli.aie",
+    "gate": "kerneldiff.cli.gate",
 }
 
 

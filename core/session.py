@@ -243,6 +243,13 @@ class Session:
         return compare(self.models[0], self.models[1], phase=phase, classifier=self.classifier,
                        fusion_overrides=self.fusion_overrides, peaks=self.peaks)
 
+    def gate(self, checks: list, phase: str = "all", max_slowdown: str = "3%"):
+        """The regression gate's verdict on A (the base) against B (the new trace), for `checks`
+        (`kerneldiff.core.gate.spec.Check`s): a `kerneldiff.core.gate.result.GateResult`."""
+        from kerneldiff.core.gate.verdict import judge
+
+        return judge(self.compare(phase), self.models, self.paths, checks, self.classifier, phase, max_slowdown)
+
     def summary(self, index: int = 0) -> dict[str, Any]:
         """One trace on its own: operations, steps, layers, phases (what `info` and browse show)."""
         from kerneldiff.core.analysis.summary import summarize

@@ -1,0 +1,84 @@
+"""`kerneldiff gate BASE NEW [--max-slowdown 3%] [--gate METRIC:LIMIT …] [--phase …]
+[--format text|json|markdown] [-o FILE]`: a verdict for CI, as an exit code.
+
+Exit codes: 0 pass or improvement; 1 regression or inconclusive; 2 bad input or flags (one line).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from kerneldiff.core.errors import shown_path
+from kerneldiff.core.numbers import safe_text, strict_json
+from kerneldiff.core.phase_names import PHASE_FILTERS
+
+from .args import UsageError
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("gate", help="a regression verdict for CI: pass, improvement, regression or inconclusive")
+    p.add_argument("a", metavar="BASE", help="the baseline trace")
+    p.add_argument("b", metavar="NEW", help="the trace of the change")
+    p.add_argument("--max-slowdown", default=None, metavar="LIMIT",
+                   help="how much wall clock per pass may grow, and the limit of every --gate without one "
+                        "(a share like 3%% or a time like +2ms, 500us; default 3%%)")
+    p.add_argument("--gate", action="append", default=[], metavar="METRIC[:ARG][:LIMIT]",
+                   help="also check a metric: wall, kernels, idle, comm, op:NAME (an operation, e.g. "
+                        "op:Attention:+5%%), layer:median or layer:N (e.g. layer:median:+500us)")
+    p.add_argument("--phase", default="all", choices=PHASE_FILTERS)
+    p.add_argument("--format", default="text", choices=["text", "json", "markdown"])
+    p.add_argument("-o", "--output", help="write the report to this file (the verdict still goes to stderr)")
+    p.add_argument("--registry", help="extra classifier rules (TOML), tried before the shipped ones")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
+
+
+def run(args) -> int:
+    from kerneldiff.core.gate.spec import parse_checks
+    from kerneldiff.core.session import Session
+
+    from kerneldiff.core.gate.spec import parse_limit
+
+    try:   # every flag is checked before minutes of loading
+        if args.max_slowdown is not None:
+            parse_limit(args.max_slowdown)
+    except ValueError as e:
+        raise UsageError(f"--max-slowdown: {e}") from None
+    try:
+        checks = parse_checks(args.max_slowdown, args.gate)
+    except ValueError as e:
+        raise UsageError(f"--gate: {e}") from None
+    session = Session([args.a, args.b], registry=args.registry, use_cache=not args.no_cache, fork_pair=True)
+    session.load_all()   # a bad or foreign file: TraceError, one line and exit 2 (kerneldiff.cli.main)
+    from .compare import _absent_phase
+
+    absent = _absent_phase(session, args.phase)
+    if absent:
+        print(f"kerneldiff: {absent}", file=sys.stderr)
+        return 2
+    try:
+        result = session.gate(checks, args.phase, args.max_slowdown or "3%")
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    from .main import version
+
+    result.tool = {"name": "kerneldiff", "version": version()}
+    text = _render(result, args.format)
+    if args.output:
+        try:
+            Path(args.output).write_text(safe_text(text) + "\n", encoding="utf-8")
+        except OSError as e:
+            print(f"kerneldiff: {shown_path(args.output)}: cannot write: {e.strerror or e}", file=sys.stderr)
+            return 2
+        print(f"kerneldiff gate: {result.verdict} (wrote {shown_path(args.output)})", file=sys.stderr)
+    else:
+        sys.stdout.write(safe_text(text) + "\n")
+    return result.exit_code
+
+
+def _render(result, fmt: str) -> str:
+    if fmt == "json":
+        return strict_json(result.to_dict())
+    from kerneldiff.core.report.gate_report import markdown, text
+
+    return markdown(result) if fmt == "markdown" else text(result)

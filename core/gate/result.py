@@ -1,0 +1,84 @@
+"""What a gate says: a plain, JSON-serialisable result that every format renders (schema below).
+
+    gate_schema   1 (raised when a key changes meaning or goes away; new keys may be added)
+    verdict       pass | improvement | regression | inconclusive
+    reasons       why the verdict is inconclusive (the pair's, then the checks'), [] otherwise
+    comparability {verdict, reasons, notes} of the pair (kerneldiff.core.compare.comparability)
+    base, new     {path, label, gpu, passes, phases, fingerprint {path, size, sha256, method}, excluded}
+    phase         the phase gated ("all" unless --phase)
+    checks        [{metric, what, base, new, delta, delta_pct, limit, allowed, noise, ok, status, note,
+                  noise_from}]
+                  (µs per pass; delta = new − base; ok: the check passes or improves)
+    regressions, improvements   the largest changes per pass, by kind: operation (with the gap ledger's
+                  split into more launches and slower kernels), idle and overlap (the ledger's other
+                  causes; more overlap is a negative delta), layer (median per pass), kernel (the same
+                  kernel on both sides)
+    thresholds    {max_slowdown, checks: {metric: limit}, noise_z, min_repeats}
+    tool          {name, version}
+    notes         what the reader should know (work left out, per-pass basis, metric caveats)
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+GATE_SCHEMA = 1
+VERDICTS = ("pass", "improvement", "regression", "inconclusive")
+
+
+@dataclass
+class CheckResult:
+    metric: str                  # as given: wall, kernels, op:Attention, layer:median, layer:3, comm, idle
+    what: str                    # in words: "wall clock per pass"
+    base: float | None           # µs per pass
+    new: float | None
+    delta: float | None          # new − base
+    delta_pct: float | None      # of base, in percent
+    limit: str                   # as given: "3%", "+2ms"
+    allowed: float | None        # the limit in µs for this base
+    noise: float | None          # the noise floor in µs (None: too few passes to read one)
+    ok: bool                     # pass or improvement
+    status: str                  # pass | improvement | regression | inconclusive
+    note: str = ""
+    noise_from: str = ""         # "passes" (repeated passes), the layers ("36 layer repeats (…)"), or
+    #                              "" (no floor); base's and new's when they differ ("passes / …")
+
+
+@dataclass
+class Change:
+    kind: str                    # operation | idle | overlap | layer | kernel
+    name: str
+    base: float                  # µs per pass
+    new: float
+    delta: float
+    delta_pct: float | None
+    cause: str = ""              # in words: more launches / slower kernels
+    launches_delta: float | None = None   # the part of delta from more (or fewer) launches, µs per pass
+    speed_delta: float | None = None      # the part from slower (or faster) kernels
+
+
+@dataclass
+class GateResult:
+    verdict: str
+    reasons: list[str]
+    comparability: dict[str, Any]
+    base: dict[str, Any]
+    new: dict[str, Any]
+    phase: str
+    checks: list[CheckResult]
+    regressions: list[Change] = field(default_factory=list)
+    improvements: list[Change] = field(default_factory=list)
+    thresholds: dict[str, Any] = field(default_factory=dict)
+    tool: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    gate_schema: int = GATE_SCHEMA
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        return {"gate_schema": d.pop("gate_schema"), **d}
+
+    @property
+    def exit_code(self) -> int:
+        """0 for pass or improvement; 1 for regression or inconclusive."""
+        return 0 if self.verdict in ("pass", "improvement") else 1

@@ -1,0 +1,251 @@
+"""The gate's verdict on a compared pair: is the new trace a regression against the base?
+
+Order of judgement:
+1. The pair: when the traces did not run the same work (the comparability check says `not
+   comparable`, or `partly` for a reason that changes the work itself: other tokens per pass, other
+   phases, other GEMM shapes), a trace was cut short, or the mix of passes differs, no figure can say
+   whether the code got slower: `inconclusive`, never a pass.
+2. Each check: delta = new − base (µs per pass) against the limit and the noise floor:
+   regression    delta > limit and delta > noise
+   inconclusive  |delta| > limit but within the noise (the traces cannot tell which way it went), or
+                 no floor to read
+   improvement   −delta > limit and −delta > noise (the mirror of a regression: swapping the traces
+                 swaps these two and nothing else)
+   pass          otherwise
+3. The verdict: inconclusive for the pair's reasons; else regression if any check regresses, else
+   inconclusive if any check is, else improvement if any check improves, else pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from kerneldiff.core.gate import noise as nz
+from kerneldiff.core.gate.fingerprint import fingerprint
+from kerneldiff.core.gate.result import Change, CheckResult, GateResult
+from kerneldiff.core.gate.series import MIN_LAYERS, PassSeries, SideData
+from kerneldiff.core.gate.spec import METRICS, Check
+from kerneldiff.core.report import format as fmt
+
+# `partly` reasons that mean the two traces did different work (their prefixes, as
+# kerneldiff.core.compare.comparability words them); the others (an operation only one side runs,
+# which a kernel swap causes) are what a gate is there to judge
+WORK_REASONS = ("different tokens per", "different phases", "different GEMM weight shapes")
+# the share of passes of one phase may differ this much between the sides before the mix of passes
+# (one prefill among 47 decodes against one among 20) moves a per-pass figure more than the code does
+MIX_TOLERANCE = 0.01
+TOP = 5
+TRUNCATED = "file ends early"
+
+
+def _pair_reasons(cmp, models, phase: str) -> list[str]:
+    out: list[str] = []
+    c = cmp.comparability
+    if c is not None:
+        if c.verdict == "not comparable":
+            out += [f"not comparable: {r}" for r in c.reasons]
+        else:
+            out += [f"different work: {r}" for r in c.reasons if r.startswith(WORK_REASONS)]
+    for side, m in zip((cmp.a, cmp.b), models):
+        cut = next((w for w in m.warnings if w.startswith(TRUNCATED)), None)
+        if cut:
+            out.append(f"{side.label} is truncated ({cut}): its passes are not the run's")
+    mix = [_mix(s) for s in (cmp.a, cmp.b)]
+    # (other phases altogether are the comparability check's "different phases")
+    if phase == "all" and all(mix) and mix[0].keys() == mix[1].keys():
+        if any(abs(mix[0].get(p, 0) - mix[1].get(p, 0)) > MIX_TOLERANCE for p in set(mix[0]) | set(mix[1])):
+            out.append("different mix of passes (" + "; ".join(
+                f"{s.label}: " + ", ".join(f"{n} {p}" for p, n in _counts(s).items()) for s in (cmp.a, cmp.b))
+                + "): a per-pass figure mixes them differently; gate one phase (--phase decode)")
+    return out
+
+
+def _counts(side) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for p in (side.timeline or {}).get("passes", []):
+        out[p["phase"]] = out.get(p["phase"], 0) + 1
+    return out
+
+
+def _mix(side) -> dict[str, float]:
+    c = _counts(side)
+    n = sum(c.values()) or 1
+    return {p: k / n for p, k in c.items()}
+
+
+def _series(d: SideData, check: Check) -> PassSeries:
+    if check.metric == "wall":
+        return d.timeline_metric("span_us")
+    if check.metric == "kernels":
+        return d.timeline_metric("kernel_us")
+    if check.metric == "idle":
+        return d.timeline_metric("idle_us")
+    if check.metric == "op":
+        return d.operation(check.arg)
+    if check.metric == "layer":
+        return d.layer(check.arg)
+    return d.exposed_comm()
+
+
+def _judge(check: Check, a: PassSeries, b: PassSeries) -> CheckResult:
+    what = METRICS[check.metric] if not check.arg or check.metric != "op" else f"{check.arg} time per pass"
+    if check.metric == "layer" and check.arg != "median":
+        what = f"layer {check.arg}'s median time per pass"
+    if a.value is None or b.value is None:
+        why = "; ".join(f"{k}: {s.missing}" for k, s in (("base", a), ("new", b)) if s.value is None)
+        return CheckResult(check.name, what, a.value, b.value, None, None, check.limit.text, None, None,
+                           False, "inconclusive", why)
+    delta = b.value - a.value
+    pct = 100 * delta / a.value if a.value else None
+    allowed = check.limit.allowed_us(a.value, b.value)
+    floor = nz.floor(a, b)
+    note = ""
+    if floor is None:
+        status = "inconclusive"
+        note = (f"too few repeats to tell a change from noise (no phase with {nz.MIN_REPEATS} passes, and no "
+                f"pass with {MIN_LAYERS} layers, on a side)")
+    elif delta > allowed:
+        status = "regression" if delta > floor else "inconclusive"
+        if status == "inconclusive":
+            note = f"over the limit but within the noise ({fmt.us(floor)})"
+    elif -delta > allowed:
+        # the mirror of a slowdown within the noise: `gate NEW BASE` says what `gate BASE NEW` says
+        status = "improvement" if -delta > floor else "inconclusive"
+        if status == "inconclusive":
+            note = f"faster by more than the limit, but within the noise ({fmt.us(floor)})"
+    else:
+        status = "pass"
+    if check.metric == "comm" and a.value == 0 and b.value == 0:
+        status, note = "pass", "no communication kernels on either trace"
+    srcs = [nz.source(a), nz.source(b)]
+    return CheckResult(check.name, what, a.value, b.value, delta, pct, check.limit.text, allowed, floor,
+                       status in ("pass", "improvement"), status, note,
+                       noise_from=srcs[0] if srcs[0] == srcs[1] else " / ".join(x or "none" for x in srcs))
+
+
+def _verdict(pair: list[str], checks: list[CheckResult]) -> tuple[str, list[str]]:
+    statuses = [c.status for c in checks]
+    if pair:
+        return "inconclusive", pair
+    if "regression" in statuses:
+        return "regression", []
+    if "inconclusive" in statuses:
+        return "inconclusive", [f"{c.metric}: {c.note}" for c in checks if c.status == "inconclusive"]
+    if "improvement" in statuses:
+        return "improvement", []
+    return "pass", []
+
+
+def _pct(base: float, delta: float) -> float | None:
+    return 100 * delta / base if base else None
+
+
+def _split(ca: float, ma: float, cb: float, mb: float) -> tuple[float, float]:
+    """(more launches, slower kernels) of new − base, as the gap ledger splits a gap (symmetric)."""
+    if ca == 0 or cb == 0:
+        return cb * mb - ca * ma, 0.0
+    return (cb - ca) * (ma + mb) / 2, (mb - ma) * (ca + cb) / 2
+
+
+def _cause(launches: float | None, speed: float | None, la: float | None = None, lb: float | None = None) -> str:
+    if launches is None or speed is None:
+        return ""
+    parts = []
+    # a part under 2% of the two is rounding, not a cause (−0.07 µs of slower kernels beside −633 µs)
+    least = max(0.005, 0.02 * (abs(launches) + abs(speed)))
+    if abs(launches) >= least:
+        more = "more" if launches > 0 else "fewer"
+        counts = f" ({la:,.1f} → {lb:,.1f} per pass)" if la is not None and lb is not None else ""
+        parts.append(f"{more} launches {fmt.gap(launches)}{counts}")
+    if abs(speed) >= least:
+        parts.append(f"{'slower' if speed > 0 else 'faster'} kernels {fmt.gap(speed)}")
+    return "; ".join(parts)
+
+
+def changes(cmp) -> list[Change]:
+    """Every operation, ledger idle cause, layer and same kernel, new − base per pass."""
+    na, nb = max(cmp.a.passes, 1), max(cmp.b.passes, 1)
+    div = 1 if cmp.basis == "per_pass" else na   # the ledger's basis: totals when the pass counts agree
+    out: list[Change] = []
+    ledger = {e.cause: e for e in cmp.ledger}
+    for r in cmp.operations:
+        base, new = r.a.total_us / na, r.b.total_us / nb
+        e = ledger.get(r.category)
+        lc = -e.count_gap_us / div if e is not None and e.count_gap_us is not None else None
+        sp = -e.speed_gap_us / div if e is not None and e.speed_gap_us is not None else None
+        la = e.a_launches / (1 if cmp.basis == "per_pass" else na) if e is not None and e.a_launches is not None else None
+        lb = e.b_launches / (1 if cmp.basis == "per_pass" else nb) if e is not None and e.b_launches is not None else None
+        out.append(Change("operation", r.category, base, new, new - base, _pct(base, new - base),
+                          _cause(lc, sp, la, lb), lc, sp))
+    for e in cmp.ledger:
+        if e.kind in ("idle", "overlap"):
+            base, new = e.a_us / div, e.b_us / div
+            # the ledger's gap is A − B of the wall clock; overlap is time the wall clock does not pay,
+            # so more of it is an improvement (its delta_pct, of the overlap itself, would read backwards)
+            delta = -e.gap_us / div
+            out.append(Change(e.kind, e.cause, base, new, delta,
+                              _pct(base, delta) if e.kind == "idle" else None, e.detail))
+    if cmp.layers_from == "both":
+        for r in cmp.layers:
+            if r.layer >= 0 and r.a.passes and r.b.passes:
+                d = r.b.median_us - r.a.median_us
+                out.append(Change("layer", f"layer {r.layer}", r.a.median_us, r.b.median_us, d, _pct(r.a.median_us, d)))
+    for s in cmp.same_kernels[:200]:
+        ca, cb = s.a.count / na, s.b.count / nb
+        base, new = s.a.total_us / na, s.b.total_us / nb
+        lc, sp = _split(ca, s.a.mean_us, cb, s.b.mean_us)
+        out.append(Change("kernel", s.name, base, new, new - base, _pct(base, new - base), _cause(lc, sp, ca, cb), lc, sp))
+    return out
+
+
+def _top(all_changes: list[Change], sign: int) -> list[Change]:
+    out = []
+    for kind in ("operation", "idle", "overlap", "layer", "kernel"):
+        mine = [c for c in all_changes if c.kind == kind and sign * c.delta > 0]
+        mine.sort(key=lambda c: -sign * c.delta)
+        out += mine[:TOP]
+    out.sort(key=lambda c: -abs(c.delta))
+    return out
+
+
+def _side(side, path: str) -> dict:
+    return {"path": path, "label": side.label, "gpu": side.gpu, "passes": side.passes, "phases": side.phases,
+            "kernels": side.kernels, "fingerprint": fingerprint(path),
+            "excluded": asdict(side.excluded) if side.excluded is not None else None}
+
+
+def judge(cmp, models, paths: list[str], checks: list[Check], classifier, phase: str = "all",
+          max_slowdown: str = "3%") -> GateResult:
+    """The gate's result for a comparison of base (side a) against new (side b)."""
+    da = SideData(models[0], phase, cmp.a.timeline, classifier)
+    db = SideData(models[1], phase, cmp.b.timeline, classifier)
+    for c in checks:
+        if c.metric == "op":
+            have = da.operations() | db.operations()
+            if c.arg.lower() not in {h.lower() for h in have} and not any(
+                    cat.lower() == c.arg.lower() for m in models for cat in m.categories):
+                raise ValueError(f"--gate {c.name}: no operation named {c.arg!r} in either trace "
+                                 f"(operations: {', '.join(sorted(have)) or 'none'})")
+    results = [_judge(c, _series(da, c), _series(db, c)) for c in checks]
+    pair = _pair_reasons(cmp, models, phase)
+    verdict, reasons = _verdict(pair, results)
+    notes = []
+    if any(c.metric == "comm" for c in checks):
+        notes.append("comm is exposed communication on each trace's own GPU timeline (collective kernels "
+                     "while no other kernel runs); one trace is one rank, so the slowest rank is not sought")
+    c = cmp.comparability
+    if c is not None:
+        notes += list(c.notes)
+    # no gated figure is a throughput, but a reader of the result should know when a trace's shapes
+    # claim more than the hardware can do (its recorded shapes or times are wrong)
+    notes += [w for w in cmp.warnings if "above the GPU's peak" in w]
+    # a pair that ran different work has no changes worth ranking (its gaps rank nothing)
+    every = changes(cmp) if c is None or c.verdict != "not comparable" else []
+    return GateResult(
+        verdict=verdict, reasons=reasons,
+        comparability={"verdict": c.verdict, "reasons": list(c.reasons), "notes": list(c.notes)} if c else {},
+        base=_side(cmp.a, paths[0]), new=_side(cmp.b, paths[1]), phase=phase, checks=results,
+        regressions=_top(every, 1), improvements=_top(every, -1),
+        thresholds={"max_slowdown": max_slowdown, "checks": {x.name: x.limit.text for x in checks},
+                    "noise_z": nz.Z, "min_repeats": nz.MIN_REPEATS},
+        notes=notes)

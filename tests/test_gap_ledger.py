@@ -134,6 +134,7 @@ def test_comparability_verdicts():
     c = qwen_llama.comparability
     assert c.verdict == "not comparable"
     assert any("24 decoder layers" in r and "16" in r for r in c.reasons)
+    assert len(c.codes) == len(c.reasons) and c.codes[0] == "layers" and "gemm_shapes" in c.codes
     assert qwen_llama.to_dict()["comparability"]["verdict"] == "not comparable"
 
 

@@ -7,7 +7,9 @@ window) and operations that only one side runs with no fusion finding to explain
 
 Verdicts: `not comparable` (another model or no common work: layer ranks and gaps mean nothing),
 `partly` (the same model, but the work differs in a way the figures only partly correct for: the
-reasons say how), `comparable`. `notes` say what was done to keep it like with like (work left out,
+reasons say how), `comparable`. Each reason has a code (`codes`, in the same order): layers,
+architecture, gemm_shapes, no_common_work, empty (not comparable; gemm_shapes may also be partly),
+phases, tokens, one_sided (partly). `notes` say what was done to keep it like with like (work left out,
 per-pass basis) without lowering the verdict.
 """
 
@@ -66,35 +68,36 @@ def _gemm_shared(cmp: Comparison) -> tuple[float, float] | None:
 
 def check(cmp: Comparison, va, vb) -> Comparability:
     la, lb = cmp.a.label, cmp.b.label
-    fatal: list[str] = []
-    partial: list[str] = []
+    fatal: list[tuple[str, str]] = []     # (code, reason): codes let readers (the gate) tell reasons apart
+    partial: list[tuple[str, str]] = []
     notes: list[str] = []
     a, b = va.m, vb.m
     if len(va.rows) == 0 or len(vb.rows) == 0:
         empty = [lab for lab, v in ((la, va), (lb, vb)) if len(v.rows) == 0]
-        fatal.append(f"no GPU work to compare on {' and '.join(empty)} in phase '{cmp.phase}'")
-        return Comparability("not comparable", fatal, notes)
+        fatal.append(("empty", f"no GPU work to compare on {' and '.join(empty)} in phase '{cmp.phase}'"))
+        return _verdict(fatal, partial, notes)
     if not any(r.only_in is None for r in cmp.operations):
-        fatal.append("the traces have no operation in common")
+        fatal.append(("no_common_work", "the traces have no operation in common"))
     if a.num_layers and b.num_layers and a.num_layers != b.num_layers:
-        fatal.append(f"different models: {a.num_layers} decoder layers per pass on {la}, {b.num_layers} on {lb}")
+        fatal.append(("layers", f"different models: {a.num_layers} decoder layers per pass on {la}, "
+                                f"{b.num_layers} on {lb}"))
     if a.architecture != b.architecture and "unknown" not in (a.architecture, b.architecture):
-        fatal.append(f"different architectures: {a.architecture} on {la}, {b.architecture} on {lb}")
+        fatal.append(("architecture", f"different architectures: {a.architecture} on {la}, {b.architecture} on {lb}"))
     shared = _gemm_shared(cmp)
     if shared is not None and min(shared) < SHARED_GEMM_TIME:
         text = (f"different GEMM weight shapes (n×k): only {shared[0]:.0%} of {la}'s GEMM time and "
                 f"{shared[1]:.0%} of {lb}'s run shapes both sides run")
         # one side's GEMMs all among the other's: the same model doing more (or less) work
-        (partial if max(shared) >= SUBSET_GEMM_TIME else fatal).append(text)
+        (partial if max(shared) >= SUBSET_GEMM_TIME else fatal).append(("gemm_shapes", text))
     pa, pb = set(cmp.a.phases) - {"unknown"}, set(cmp.b.phases) - {"unknown"}
     if cmp.phase == "all" and pa != pb:
-        partial.append(f"different phases: {la} has {', '.join(sorted(pa)) or 'none known'}, "
-                       f"{lb} has {', '.join(sorted(pb)) or 'none known'}")
+        partial.append(("phases", f"different phases: {la} has {', '.join(sorted(pa)) or 'none known'}, "
+                       f"{lb} has {', '.join(sorted(pb)) or 'none known'}"))
     ta, tb = _tokens_by_phase(va), _tokens_by_phase(vb)
     for phase in sorted(ta.keys() & tb.keys()):
         if sorted(set(ta[phase])) != sorted(set(tb[phase])):
-            partial.append(f"different tokens per {phase} pass: {_fmt_tokens(ta[phase])} on {la}, "
-                           f"{_fmt_tokens(tb[phase])} on {lb}")
+            partial.append(("tokens", f"different tokens per {phase} pass: {_fmt_tokens(ta[phase])} on {la}, "
+                                      f"{_fmt_tokens(tb[phase])} on {lb}"))
     if va.passes != vb.passes:
         notes.append(f"different pass counts ({va.passes} on {la}, {vb.passes} on {lb}): compared per pass")
     explained = set()
@@ -106,11 +109,15 @@ def check(cmp: Comparison, va, vb) -> Comparability:
             continue
         side, lab = (r.a, la) if r.only_in == "a" else (r.b, lb)
         if side.share >= ONE_SIDED_SHARE:
-            partial.append(f"{r.category} runs only on {lab} ({side.share:.0%} of its kernel time) and no "
-                           "fusion finding explains it")
+            partial.append(("one_sided", f"{r.category} runs only on {lab} ({side.share:.0%} of its kernel time) "
+                                         "and no fusion finding explains it"))
     for lab, s in ((la, cmp.a), (lb, cmp.b)):
         if s.excluded is not None:
             notes.append(f"{s.excluded.kernels:,} kernels ({s.excluded.time_us / 1000:.2f} ms) of {lab} left out: "
                          f"{s.excluded.why}")
+    return _verdict(fatal, partial, notes)
+
+
+def _verdict(fatal: list[tuple[str, str]], partial: list[tuple[str, str]], notes: list[str]) -> Comparability:
     verdict = "not comparable" if fatal else "partly" if partial else "comparable"
-    return Comparability(verdict, fatal + partial, notes)
+    return Comparability(verdict, [r for _, r in fatal + partial], notes, [c for c, _ in fatal + partial])

@@ -63,6 +63,7 @@ class Comparability:
     verdict: str
     reasons: list[str] = field(default_factory=list)   # what lowers the verdict, the gravest first
     notes: list[str] = field(default_factory=list)     # what was done to keep it like with like
+    codes: list[str] = field(default_factory=list)     # one per reason (kerneldiff.core.compare.comparability)
 
 
 @dataclass

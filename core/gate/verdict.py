@@ -27,10 +27,10 @@ from kerneldiff.core.gate.series import MIN_LAYERS, PassSeries, SideData
 from kerneldiff.core.gate.spec import METRICS, Check
 from kerneldiff.core.report import format as fmt
 
-# `partly` reasons that mean the two traces did different work (their prefixes, as
-# kerneldiff.core.compare.comparability words them); the others (an operation only one side runs,
-# which a kernel swap causes) are what a gate is there to judge
-WORK_REASONS = ("different tokens per", "different phases", "different GEMM weight shapes")
+# `partly` reasons that mean the two traces did different work (their codes in
+# kerneldiff.core.compare.comparability); the others (an operation only one side runs, which a
+# kernel swap causes) are what a gate is there to judge
+WORK_REASONS = ("tokens", "phases", "gemm_shapes")
 # the share of passes of one phase may differ this much between the sides before the mix of passes
 # (one prefill among 47 decodes against one among 20) moves a per-pass figure more than the code does
 MIX_TOLERANCE = 0.01
@@ -45,7 +45,7 @@ def _pair_reasons(cmp, models, phase: str) -> list[str]:
         if c.verdict == "not comparable":
             out += [f"not comparable: {r}" for r in c.reasons]
         else:
-            out += [f"different work: {r}" for r in c.reasons if r.startswith(WORK_REASONS)]
+            out += [f"different work: {r}" for r, code in zip(c.reasons, c.codes) if code in WORK_REASONS]
     for side, m in zip((cmp.a, cmp.b), models):
         cut = next((w for w in m.warnings if w.startswith(TRUNCATED)), None)
         if cut:

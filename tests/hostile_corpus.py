@@ -393,12 +393,12 @@ def cases(seed: int = 1234) -> list[Case]:
 
 
 def _round_two() -> list[Case]:
-    """The second adversarial corpus, one module per area (tests/hostile_r2_*.py)."""
-    import hostile_r2_files
-    import hostile_r2_ingest
-    import hostile_r2_names
+    """The second adversarial corpus, one module per area (tests/hostile_cases_*.py)."""
+    import hostile_cases_files
+    import hostile_cases_ingest
+    import hostile_cases_names
 
-    return [*hostile_r2_ingest.cases(), *hostile_r2_files.cases(), *hostile_r2_names.cases()]
+    return [*hostile_cases_ingest.cases(), *hostile_cases_files.cases(), *hostile_cases_names.cases()]
 
 
 def _flip(data: bytes, rng: random.Random) -> bytes:

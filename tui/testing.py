@@ -122,7 +122,7 @@ SCREENSHOTS = {
 
 
 def copy_screenshots(root: str = ".") -> list[str]:
-    """Copy the snapshot SVGs (tests/__snapshots__/test_tui_snapshots*/) to screenshots/ under readable names."""
+    """Copy the snapshot SVGs (tests/functional/__snapshots__/test_tui_snapshots*/) to screenshots/ under readable names."""
     import shutil
     from pathlib import Path
 
@@ -130,7 +130,7 @@ def copy_screenshots(root: str = ".") -> list[str]:
     out = base / "screenshots"
     out.mkdir(exist_ok=True)
     written = []
-    for svg in sorted((base / "tests" / "__snapshots__").glob("test_tui_snapshots*/*.svg")):
+    for svg in sorted((base / "tests" / "functional" / "__snapshots__").glob("test_tui_snapshots*/*.svg")):
         name = SCREENSHOTS.get(svg.stem)
         if name:
             shutil.copyfile(svg, out / f"{name}.svg")

@@ -18,7 +18,7 @@ from kerneldiff.tui.screens.main import MainScreen
 from kerneldiff.tui.testing import all_text, demo_app, screen_text, wait_for_main, wait_until
 from kerneldiff.tui.widgets.result_table import ResultTable
 
-from test_compare_layers import without_layers
+from model_edits import without_layers
 
 A, B = str(DEMO_A), str(DEMO_B)
 

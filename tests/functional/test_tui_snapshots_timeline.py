@@ -10,6 +10,8 @@ from kerneldiff.tui.views import timeline_passes
 from kerneldiff.tui.widgets.result_table import ResultTable
 from kerneldiff.core.report import format as fmt
 
+pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
+
 SMALL = (80, 24)
 
 

@@ -24,6 +24,8 @@ import pytest
 import hostile_corpus as hc
 from kerneldiff.cli.main import main
 
+pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
+
 DEV_FULL = Path("/dev/full")
 NON_UTF8 = os.fsdecode(b"bad\xff\xfe.json")     # undecodable bytes: lone surrogates in the str
 NON_UTF8_SHOWN = "bad\\udcff\\udcfe.json"       # how every report writes that name

@@ -26,7 +26,7 @@ from kerneldiff.core.aie.analysis import (
 from kerneldiff.core.errors import TraceError
 from kerneldiff.core.aie.synth import AiePlan, make_aie_events, write_aie_trace
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 PLAN = AiePlan(missing_ends_per_core=1, duplicate_rate=0.1, core_slowdown=(1.0, 1.1, 1.0, 0.95))
 
 

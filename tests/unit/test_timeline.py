@@ -25,7 +25,7 @@ from kerneldiff.core.model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_CO
                                    PYTHON_COLUMNS, Step, Table, TraceModel)
 from kerneldiff.core.strings import StringTable
 
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+TRACES = Path(__file__).resolve().parents[3] / "shared" / "traces"
 
 GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset", "gpu_memcpy_async"}
 RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "hip_runtime", "hip_api", "Runtime", "cuda_api"}
@@ -142,6 +142,7 @@ def real(request, classifier):
     return request.param, load(path, classifier=classifier, use_cache=False), raw_events(path)
 
 
+@pytest.mark.slow
 def test_whole_trace_against_raw_events(real):
     name, model, events = real
     t = truth(events)
@@ -195,6 +196,7 @@ def test_idle_agrees_with_hta(name):
     assert w.idle_us == pytest.approx(idle, abs=0.05) and w.span_us == pytest.approx(span, abs=0.05)
 
 
+@pytest.mark.slow
 def test_passes_against_the_module_calls():
     """Each llama pass on its own: the kernels launched from one `LlamaForCausalLM` call to the next
     (raw events: correlation -> the launching runtime call; what follows a pass's forward before the

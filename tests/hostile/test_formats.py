@@ -15,6 +15,8 @@ import pytest
 
 import hostile_corpus as hc
 
+pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
+
 DOC = json.dumps(hc.good_doc())
 
 

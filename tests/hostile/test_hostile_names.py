@@ -24,7 +24,9 @@ from kerneldiff.core.analysis.phases import parse_step
 
 import conftest
 import hostile_corpus as hc
-import hostile_r2_names
+import hostile_cases_names
+
+pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
 
 CPU_S = 30                  # CPU seconds for everything one child checks (linear code needs ~1)
 HANG_S = 600                # wall-clock safety net only
@@ -293,7 +295,7 @@ def test_aie_tiles_sort_naturally_whatever_their_digits():
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    good, cases = hc.build(tmp_path_factory.mktemp("names"), hostile_r2_names.cases())
+    good, cases = hc.build(tmp_path_factory.mktemp("names"), hostile_cases_names.cases())
     return good, {c.name: c for c in cases}
 
 

@@ -1,7 +1,7 @@
 """Snapshots of the other screens (pytest-textual-snapshot): metadata and loading (progress frozen at known
 values), fusion evidence, operations, help, the error screen, browse mode and NO_COLOR.
 
-Update after an intended change with `pytest tests/test_tui_snapshots_more.py --snapshot-update` and look at
+Update after an intended change with `pytest tests/functional/test_tui_snapshots_more.py --snapshot-update` and look at
 the SVGs in tests/__snapshots__/ (copies with readable names live in screenshots/).
 """
 
@@ -13,6 +13,8 @@ from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.tui.state import TraceState
 from kerneldiff.tui.screens.error import ErrorScreen
 from kerneldiff.tui.testing import demo_app, wait_for_main, wait_until
+
+pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
 
 SMALL = (80, 24)
 LARGE = (120, 36)

@@ -4,8 +4,6 @@ measured over."""
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import pytest
 
@@ -13,16 +11,7 @@ from kerneldiff.core.compare.engine import compare
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 
 from conftest import real_trace
-
-
-def without_layers(model, reason: str = "layers not detected: no attention or SSM kernels recognised"):
-    """The model as a trace whose layers were not found (a copy; the original is untouched)."""
-    m = copy.copy(model)
-    m.kernels = model.kernels.take(slice(None))
-    m.kernels.layer = np.full(len(m.kernels), -1)
-    m.num_layers = 0
-    m.warnings = [*model.warnings, reason]
-    return m
+from model_edits import without_layers
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,8 @@ from conftest import real_trace
 
 from kerneldiff.core import Session
 
+pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
+
 TRUTH = (48, {"prefill": 1, "decode": 47}, 16)
 
 

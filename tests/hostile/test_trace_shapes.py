@@ -17,6 +17,8 @@ import hostile_corpus as hc
 from kerneldiff.core.analysis.phases import parse_step
 from kerneldiff.core.ingest.probe import clean_device, probe
 
+pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
+
 
 def _strict(text: str):
     def refuse(c):

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
+
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 CHECK = SHARED / "tools" / "truth_check.py"
 
 

@@ -18,6 +18,8 @@ from kerneldiff.core.ingest.loader import load
 from kerneldiff.tui.app import KernelDiffApp
 from kerneldiff.tui.testing import PreloadedLoader, screen_text, wait_for_main
 
+pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
+
 # The cases whose content reaches the screens (strings, numbers, shapes of the data); the ones that
 # differ only in how the bytes are packed (gzip members, key placement, truncation points) load
 # into the same models, and walking all 68 costs minutes. A run over all of them passed.

@@ -86,6 +86,7 @@ def corpus(tmp_path_factory):
     return build(tmp_path_factory.mktemp("hostile"))[1]
 
 
+@pytest.mark.slow
 def test_hostile_corpus_reads_identically(corpus, monkeypatch):
     monkeypatch.setattr(cut, "SLICE", 4096)
     monkeypatch.setattr(cut, "WINDOW", 512)

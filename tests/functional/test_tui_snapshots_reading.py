@@ -1,7 +1,7 @@
 """Snapshots of the screens issue 17 changed or added (pytest-textual-snapshot): an operation's kernels on
 each side, the Layers tab when only one trace has layers, and wrapped warnings.
 
-Update after an intended change with `pytest tests/test_tui_snapshots_reading.py --snapshot-update` and look
+Update after an intended change with `pytest tests/functional/test_tui_snapshots_reading.py --snapshot-update` and look
 at the SVGs in tests/__snapshots__/ (copies with readable names live in screenshots/).
 """
 
@@ -12,7 +12,9 @@ import pytest
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.tui.testing import demo_app, wait_for_main
 
-from test_compare_layers import without_layers
+from model_edits import without_layers
+
+pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
 
 SMALL = (80, 24)
 LARGE = (120, 36)

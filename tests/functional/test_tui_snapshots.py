@@ -1,7 +1,7 @@
 """Snapshots of the drill-down path (pytest-textual-snapshot): layers → a layer's kernel pairs → kernel
 detail, at 80×24 and at a roomy size.
 
-Update after an intended change with `pytest tests/test_tui_snapshots.py --snapshot-update` and look at
+Update after an intended change with `pytest tests/functional/test_tui_snapshots.py --snapshot-update` and look at
 the SVGs in tests/__snapshots__/ (copies with readable names live in screenshots/).
 """
 
@@ -10,6 +10,8 @@ from __future__ import annotations
 import pytest
 
 from kerneldiff.tui.testing import demo_app, wait_for_main
+
+pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
 
 SMALL = (80, 24)
 LARGE = (120, 36)

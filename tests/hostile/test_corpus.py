@@ -32,7 +32,9 @@ import pytest
 
 import hostile_corpus as hc
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
+
+ROOT = Path(__file__).resolve().parents[2]
 CPU_LIMIT_S = 60                # CPU seconds per run (RLIMIT_CPU): what a case may cost
 HANG_S = 300                    # wall-clock safety net for runs that block without using CPU
 MEMORY_LIMIT = 3 << 30          # address space per run: a gzip bomb must not take the machine

@@ -17,6 +17,8 @@ from kerneldiff.core.compare import align as al
 
 import hostile_corpus as hc
 
+pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
+
 Q = al._Q
 
 

@@ -3,7 +3,7 @@
 Cases use the builders of hostile_corpus; the corpus's harness (test_hostile.py) runs each through
 `kerneldiff info` and `kerneldiff compare`. What needs another harness (a FIFO with a guard, the
 `aie` command, a tampered cache, an environment variable, file names with control characters)
-is in test_hostile_r2_files.py, which builds its files with the helpers here."""
+is in tests/hostile/test_files.py, which builds its files with the helpers here."""
 
 from __future__ import annotations
 

@@ -29,6 +29,8 @@ from kerneldiff.core.model import PHASE_ID
 from kerneldiff.core.analysis.summary import operation_totals, summarize
 from hostile_corpus import LAYER_KERNELS, MARKUP, STEP_NAMES, good_doc, good_events
 
+pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
+
 SETTINGS = settings(max_examples=200, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 

@@ -3,7 +3,7 @@ Enter for a shape's kernels on each side and Enter again for a kernel's detail. 
 comparison's `gemm_shapes` / `attention_shapes`. These run on a generated MI300X/H100 pair whose
 kernel times come from target TFLOP/s per shape (tests/shapes_pair.py), so the figures shown are known.
 
-Update the snapshots after an intended change with `pytest tests/test_tui_snapshots_shapes.py
+Update the snapshots after an intended change with `pytest tests/functional/test_tui_snapshots_shapes.py
 --snapshot-update` and look at the SVGs in tests/__snapshots__/.
 """
 
@@ -19,6 +19,8 @@ from kerneldiff.core.report import format as fmt
 from kerneldiff.tui.testing import demo_app, screen_text, wait_for_main, wait_until
 from kerneldiff.tui.widgets.result_table import ResultTable
 from shapes_pair import write_shapes_pair
+
+pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
 
 SMALL = (80, 24)
 LARGE = (120, 36)

@@ -1,4 +1,4 @@
-"""Round two of the hostile corpus, the reader's part (tests/hostile_r2_ingest.py): what the CLI
+"""Round two of the hostile corpus, the reader's part (tests/hostile_cases_ingest.py): what the CLI
 harness cannot see — which reader path read what, exact column values, and bounded CPU and memory
 for the big names (measured in a child process under RLIMIT_CPU / RLIMIT_AS, never wall time)."""
 
@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 import hostile_corpus as hc
-import hostile_r2_ingest as r2
+import hostile_cases_ingest as r2
 from kerneldiff.core.ingest import scan
 from kerneldiff.core.ingest.source import read_columns
+
+pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
 
 needs_scanner = pytest.mark.skipif(not scan.available(), reason="the compiled scanner was not built")
 

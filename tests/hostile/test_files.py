@@ -21,11 +21,13 @@ from pathlib import Path
 import pytest
 
 import hostile_corpus as hc
-import hostile_r2_files as r2
+import hostile_cases_files as r2
 from kerneldiff.core.errors import TraceError, shown_path
 from kerneldiff.core.ingest import cache, probe as probe_mod
 from kerneldiff.core.ingest.loader import load
 from kerneldiff.core.ingest.probe import probe
+
+pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
 
 CPU_S = 60                 # CPU seconds per child: a read that never ends is killed, a slow machine is not
 MEMORY = 2 << 30           # address space per child

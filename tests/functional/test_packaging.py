@@ -7,8 +7,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _run(code: str) -> subprocess.CompletedProcess:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from kerneldiff.core.analysis.classify import OTHER, ROLES, Classifier, demangle, match_text, strip_args
 from kerneldiff.core.errors import TraceError
 
-TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "traces"
+TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 LLM_TRACES = ("mi300x_qwen1.5-0.5b_hf", "h100_qwen1.5-0.5b_hf", "mi300x_vllm_gptoss_decode",
               "b200_vllm_eager", "mi300x_sglang_qwen3-8b_decode")
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
@@ -177,6 +177,7 @@ REAL_NAMES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.real
 def test_real_names_map_to_expected_category(clf, trace_names):
     all_names = set().union(*trace_names.values())

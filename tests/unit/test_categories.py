@@ -322,6 +322,7 @@ def _by_category(m, classifier) -> dict[str, float]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.real
 @pytest.mark.parametrize("name", LLAMA)
 def test_attention_total_matches_the_attention_kernels(llama_models, classifier, name):

@@ -8,6 +8,7 @@ and on the explorer's own tables. Also: the table stays O(1) per key at 100k row
 
 from __future__ import annotations
 
+import pytest
 import time
 
 from rich.text import Text
@@ -139,6 +140,7 @@ class Big(App):
             for i in range(100_000)]))
 
 
+@pytest.mark.slow
 async def test_keys_at_the_end_of_100k_rows_cost_what_they_cost_at_the_top():
     app = Big()
     async with app.run_test(size=(80, 24)) as pilot:

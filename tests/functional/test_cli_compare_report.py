@@ -115,7 +115,7 @@ def test_columns_name_their_statistic(demo_models):
 
 
 def test_one_sided_layers_in_the_report(demo_models):
-    from test_compare_layers import without_layers
+    from model_edits import without_layers
 
     cmp = compare(without_layers(demo_models[A]), demo_models[B])
     text = _text(cmp)

@@ -377,6 +377,7 @@ def test_qwen_pair_gemm_and_attention_shapes_equal_the_raw_events(qwen_cmp):
 @pytest.mark.real
 @pytest.mark.parametrize("name", ["h100_llama_eager_sdpa.json.gz", "h100_llama_compiled.json.gz",
                                   "b200_vllm_eager.json.gz"])
+@pytest.mark.slow
 def test_other_real_traces_gemm_shapes_equal_the_raw_events(name, tmp_path):
     path = real_trace(name)
     s = Session([path, path], use_cache=False)

@@ -1,0 +1,17 @@
+"""Loaded models edited the way a test needs (copies: the originals are untouched)."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+
+def without_layers(model, reason: str = "layers not detected: no attention or SSM kernels recognised"):
+    """The model as a trace whose layers were not found (a copy; the original is untouched)."""
+    m = copy.copy(model)
+    m.kernels = model.kernels.take(slice(None))
+    m.kernels.layer = np.full(len(m.kernels), -1)
+    m.num_layers = 0
+    m.warnings = [*model.warnings, reason]
+    return m

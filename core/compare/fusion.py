@@ -287,8 +287,11 @@ def _finish(op_findings: list[FusionFinding], findings: list[FusionFinding], sid
             s.total_us = min(s.total_us, left / max(f.occurrences, 1))
         budget[f.component_side] -= s.total_all_us
     index = {id(f): i for i, f in enumerate(op_findings)}
+    # ties broken by what the findings are, never by which side is A: `compare B A` lists them in
+    # the same order as `compare A B`
     out.sort(key=lambda f: (-max(f.measured_saving_us, 0.0),
-                            -(f.estimated_saving.total_all_us if f.estimated_saving else 0.0)))
+                            -(f.estimated_saving.total_all_us if f.estimated_saving else 0.0),
+                            f.kind, f.fused_category, f.fused_kernels, f.component_kernels))
     where = {index[id(f)]: i for i, f in enumerate(out) if id(f) in index}
     for al in alignments:
         for g in al.groups:

@@ -1,7 +1,8 @@
 """`compare B A` against `compare A B` mirrored: what differs, in words (empty when nothing does).
 
-Works on `Comparison.to_dict()`: sides swapped, gaps negated, ratios inverted; the alignments pair
-for pair with the sides swapped; the findings the same with their sides swapped. Used by the
+Works on `Comparison.to_dict()`: sides swapped, gaps negated, ratios inverted (headline, wall clock,
+ledger, operations, layers); the excluded work and the comparability verdict the same; the
+alignments pair for pair with the sides swapped; the findings the same with their sides swapped. Used by the
 swap-symmetry tests on generated and real pairs.
 """
 
@@ -49,6 +50,23 @@ def mirror_diffs(ab: dict[str, Any], ba: dict[str, Any], limit: int = 20) -> lis
         out.append(f"gap {ab['gap_us']} vs {-ba['gap_us']}")
     if not _close(ab["ratio"], _inv(ba["ratio"])):
         out.append(f"ratio {ab['ratio']} vs 1/{ba['ratio']}")
+    wa, wb = ab.get("wall") or {}, ba.get("wall") or {}
+    if wa and not _close(wa.get("wall_gap_us"), -wb.get("wall_gap_us", 0.0)):
+        out.append(f"wall gap {wa.get('wall_gap_us')} vs {-wb.get('wall_gap_us', 0.0)}")
+    led_b = {e["cause"]: e for e in ba.get("ledger") or []}
+    for e in ab.get("ledger") or []:
+        m = led_b.get(e["cause"])
+        if m is None or not _close(e["gap_us"], -m["gap_us"]) or not _close(e["a_us"], m["b_us"]) \
+                or not _close(e["b_us"], m["a_us"]):
+            out.append(f"ledger {e['cause']}: not mirrored")
+    ca, cb = ab.get("comparability") or {}, ba.get("comparability") or {}
+    if ca.get("verdict") != cb.get("verdict") or len(ca.get("reasons", [])) != len(cb.get("reasons", [])):
+        out.append(f"comparability {ca.get('verdict')} vs {cb.get('verdict')}")
+    for s in ("a", "b"):
+        ea, eb = ab[s].get("excluded"), ba[FLIP[s]].get("excluded")
+        if (ea is None) != (eb is None) or (ea and (ea["kernels"] != eb["kernels"] or not _close(ea["time_us"],
+                                                                                                  eb["time_us"]))):
+            out.append(f"excluded work of side {s} not mirrored")
     ops_b = {o["category"]: o for o in ba["operations"]}
     for o in ab["operations"]:
         m = ops_b.get(o["category"])

@@ -408,9 +408,13 @@ def fusion_evidence(f: FusionFinding, comp: Comparison) -> Group:
         g.add_row(Text("  categories"), literal(", ".join(f.component_categories)))
     g.add_row(Text("occurrences"), Text(str(f.occurrences)))
     cost = side_text(cs)
-    cost.append(f" components {fmt_us(f.component_cost_us)}   ")
-    cost.append_text(side_text(fs))
-    cost.append(f" fused {fmt_us(f.fused_cost_us)}")
+    if f.kind == "count_imbalance":     # the finding holds the extra launches only (see fusion.py)
+        cost.append(f" {f.occurrences} extra launches {fmt_us(f.component_cost_us)}; the rest of the category's "
+                    "gap is speed, not counted")
+    else:
+        cost.append(f" components {fmt_us(f.component_cost_us)}   ")
+        cost.append_text(side_text(fs))
+        cost.append(f" fused {fmt_us(f.fused_cost_us)}")
     g.add_row(Text("measured"), cost)
     _saving_rows(g, f, measured=False)
     parts.append(g)

@@ -68,6 +68,24 @@ def test_alignment_of_a_sequence_with_itself_is_the_diagonal():
     assert align(cats, names, cats, names) == [(i, i) for i in range(4)]
 
 
+def test_swapping_an_alignment_twice_gives_it_back(llama):
+    """The mirror that fusion detection computes through (canonical side order) loses nothing."""
+    from kerneldiff.core.compare import swap
+
+    c = compare(*llama, classifier=CLF)
+    from dataclasses import replace
+
+    for al in c.alignments:
+        back = swap.alignment(swap.alignment(al))
+        assert [replace(p, ratio=None) for p in back.pairs] == [replace(p, ratio=None) for p in al.pairs]
+        assert [p.ratio for p in back.pairs] == pytest.approx([p.ratio for p in al.pairs], rel=1e-12)
+        assert replace(back, pairs=[]) == replace(al, pairs=[])
+        m = swap.alignment(al)
+        assert [(p.a_name, p.b_name) for p in m.pairs] == [(p.b_name, p.a_name) for p in al.pairs]
+        assert [(g.fused_side, g.a_indices) for g in m.groups] == [(swap.FLIP[g.fused_side], g.b_indices)
+                                                                   for g in al.groups]
+
+
 # --- generated pairs ------------------------------------------------------------------------------------
 
 @SETTINGS

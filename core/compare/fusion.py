@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from kerneldiff.core.compare import swap
 from kerneldiff.core.compare.result import FusionFinding, LayerAlignment
 from kerneldiff.core.analysis.timeline import dispatch_gap, kernel_floor
 from kerneldiff.core.compare.fusion_model import estimate, params_for, with_measured_dispatch
@@ -106,7 +107,24 @@ def _residual(v, claimed: np.ndarray):
 def find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[LayerAlignment],
                  overrides: dict[str, Any] | None = None) -> list[FusionFinding]:
     """Every fusion finding, largest measured saving first. Records op-level groups on the
-    alignments (`LayerAlignment.groups`, `KernelPair.group`)."""
+    alignments (`LayerAlignment.groups`, `KernelPair.group`).
+
+    Computed with the sides in a canonical order (`swap.side_key`) and mirrored back, so that the
+    findings of `compare B A` are those of `compare A B` with the sides swapped, whatever tie the
+    detectors meet (which of two equally good groups is taken first)."""
+    if swap.side_key(vb) >= swap.side_key(va):
+        return _find_fusions(va, vb, labels, classifier, alignments, overrides)
+    mirrored = [swap.alignment(al) for al in alignments]
+    out = _find_fusions(vb, va, (labels[1], labels[0]), classifier, mirrored, overrides)
+    for al, m in zip(alignments, mirrored):
+        al.groups = [swap.group(g) for g in m.groups]
+        for p, q in zip(al.pairs, m.pairs):
+            p.group = q.group
+    return [swap.finding(f) for f in out]
+
+
+def _find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[LayerAlignment],
+                  overrides: dict[str, Any] | None = None) -> list[FusionFinding]:
     full = {"a": va, "b": vb}
     lab = {"a": labels[0], "b": labels[1]}
     other = {"a": "b", "b": "a"}

@@ -109,10 +109,10 @@ def find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[L
     """Every fusion finding, largest measured saving first. Records op-level groups on the
     alignments (`LayerAlignment.groups`, `KernelPair.group`).
 
-    Computed with the sides in a canonical order (`swap.side_key`) and mirrored back, so that the
+    Computed with the sides in a canonical order (`swap.in_order`) and mirrored back, so that the
     findings of `compare B A` are those of `compare A B` with the sides swapped, whatever tie the
     detectors meet (which of two equally good groups is taken first)."""
-    if swap.side_key(vb) >= swap.side_key(va):
+    if swap.in_order(va, vb):
         return _find_fusions(va, vb, labels, classifier, alignments, overrides)
     mirrored = [swap.alignment(al) for al in alignments]
     out = _find_fusions(vb, va, (labels[1], labels[0]), classifier, mirrored, overrides)

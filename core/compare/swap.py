@@ -1,7 +1,7 @@
 """The comparison's pieces with sides A and B swapped, for analyses computed in a canonical side order.
 
 An analysis that reads both sides can let the argument order decide a tie (which of two equal
-candidates is taken first). Computed in an order fixed by the sides' contents (`side_key`) and
+candidates is taken first). Computed in an order fixed by the sides' contents (`in_order`) and
 mirrored back, its result cannot depend on which trace is A: `compare B A` is `compare A B` with
 the sides swapped, by construction.
 """
@@ -15,11 +15,19 @@ from kerneldiff.core.compare.result import FusionFinding, KernelPair, LayerAlign
 FLIP = {"a": "b", "b": "a"}
 
 
-def side_key(v) -> tuple:
-    """What one side of a comparison is, comparable across traces: its kernels in order (count,
-    names, durations). Two sides with equal keys run the same kernels for the same time."""
+def in_order(va, vb) -> bool:
+    """Whether sides `va`, `vb` are in canonical order: by kernel count and kernel time, and only
+    when both are equal (a trace against itself, in practice) by the kernels' names and durations
+    in order, which costs a list of every name."""
+    ka, kb = (len(va.rows), float(va.total)), (len(vb.rows), float(vb.total))
+    if ka != kb:
+        return ka < kb
+    return _full_key(va) <= _full_key(vb)
+
+
+def _full_key(v) -> tuple:
     strings = v.m.strings
-    return (len(v.rows), [strings[int(i)] for i in v.name.tolist()], v.dur.tolist())
+    return ([strings[int(i)] for i in v.name.tolist()], v.dur.tolist())
 
 
 def pair(p: KernelPair) -> KernelPair:

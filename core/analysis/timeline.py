@@ -343,6 +343,7 @@ def timeline(model: TraceModel, phase: str = "all", tolerance_us: float = LAUNCH
 
 def _timeline(model: TraceModel, phase: str, tolerance_us: float, keep_cut: bool) -> Timeline:
     sc = _Scan(model, tolerance_us)
+    model.memo(("queued_gaps",), lambda: _queued_gaps(sc))    # the fusion model's launch cost, same scan
     k = model.kernels
     rows = sc.order if keep_cut else sc.order[~cut_mask(model)[sc.order]]
     tl = Timeline(phase=phase, whole=Window(), devices=sc.devices, streams=sc.streams, tolerance_us=tolerance_us)
@@ -395,7 +396,7 @@ def dispatch_gap(model: TraceModel, rows: np.ndarray) -> tuple[float | None, int
 
     Measured on the real traces: 1.6 µs on H100 (Qwen, HF eager), 0 on MI300X (ROCm writes
     back-to-back kernels end to start), 2–3 µs on A100/V100 training."""
-    gaps = model.memo(("queued_gaps",), lambda: _queued_gaps(model))
+    gaps = model.memo(("queued_gaps",), lambda: _queued_gaps(_Scan(model, LAUNCH_TOLERANCE_US)))
     g = gaps[rows] if len(rows) else gaps[:0]
     g = g[g >= 0]
     if len(g) < MIN_QUEUED:
@@ -418,12 +419,14 @@ def kernel_floor(model: TraceModel, rows: np.ndarray) -> float | None:
     return float(np.percentile(k.dur[r], FLOOR_PERCENTILE))
 
 
-def _queued_gaps(model: TraceModel) -> np.ndarray:
-    """Per kernel row: the gap (ns) after the previous kernel on its stream when it was queued, else -1."""
-    sc = _Scan(model, LAUNCH_TOLERANCE_US)
+def _queued_gaps(sc: _Scan) -> np.ndarray:
+    """Per kernel row: the gap (ns) after the previous kernel on its stream when it was queued, else
+    -1. int32 (a gap past 2.1 s is kept as 2.1 s: the median is what is read): it is memoised on the
+    model and travels back from a forked child with it."""
+    model = sc.model
     k = model.kernels
     n = len(k)
-    out = np.full(n, -1, dtype=np.int64)
+    out = np.full(n, -1, dtype=np.int32)
     if n < 2:
         return out
     kern = np.flatnonzero(k.kind == KIND_KERNEL)
@@ -434,5 +437,5 @@ def _queued_gaps(model: TraceModel) -> np.ndarray:
     cur, prev, li = cur[ok], prev[ok], li[ok]
     ok = sc.l_is_launch[li] & ~sc.l_is_graph[li] & (sc.l_e[li] <= sc.e[prev])
     cur, prev = cur[ok], prev[ok]
-    out[cur] = np.maximum(sc.s[cur] - sc.e[prev], 0)
+    out[cur] = np.clip(sc.s[cur] - sc.e[prev], 0, np.iinfo(np.int32).max)
     return out

@@ -1,7 +1,7 @@
 """`compare B A` against `compare A B` mirrored: what differs, in words (empty when nothing does).
 
 Works on `Comparison.to_dict()`: sides swapped, gaps negated, ratios inverted (headline, wall clock,
-ledger, operations, layers); the excluded work and the comparability verdict the same; the
+ledger, operations, layers, same kernels, GEMM and attention shapes, throughput); the excluded work and the comparability verdict the same; the
 alignments pair for pair with the sides swapped; the findings the same with their sides swapped. Used by the
 swap-symmetry tests on generated and real pairs.
 """
@@ -34,6 +34,10 @@ def _stats(x: dict, y: dict, where: str, out: list[str]) -> None:
 def _pair_key(p: dict, flip: bool) -> tuple:
     s, o = ("b", "a") if flip else ("a", "b")
     return (p[f"{s}_name"], p[f"{o}_name"], p[f"{s}_category"], p[f"{o}_category"], p["fusion_kind"])
+
+
+def _shape_key(r: dict) -> tuple:
+    return tuple(v for k, v in sorted(r.items()) if k not in ("a", "b", "ratio", "gap_us"))
 
 
 def _finding_key(f: dict, flip: bool) -> tuple:
@@ -77,6 +81,26 @@ def mirror_diffs(ab: dict[str, Any], ba: dict[str, Any], limit: int = 20) -> lis
         _stats(o["b"], m["a"], f"operation {o['category']} b", out)
         if not _close(o["gap_us"], -m["gap_us"]) or not _close(o["ratio"], _inv(m["ratio"])):
             out.append(f"operation {o['category']}: gap/ratio not mirrored")
+    same_b = {(k["name"], k["category"]): k for k in ba.get("same_kernels") or []}
+    for k in ab.get("same_kernels") or []:
+        m = same_b.get((k["name"], k["category"]))
+        if m is None or not _close(k["gap_us"], -m["gap_us"]):
+            out.append(f"same kernel {k['name'][:40]}: not mirrored")
+        else:
+            _stats(k["a"], m["b"], f"same kernel {k['name'][:40]} a", out)
+    for table in ("gemm_shapes", "attention_shapes"):
+        rows_b = {_shape_key(r): r for r in ba.get(table) or []}
+        for r in ab.get(table) or []:
+            m = rows_b.get(_shape_key(r))
+            if m is None or not _close(r["gap_us"], -m["gap_us"]) or not _close(r["a"]["total_us"], m["b"]["total_us"]) \
+                    or not _close(r["a"].get("tflops"), m["b"].get("tflops")):
+                out.append(f"{table} {_shape_key(r)}: not mirrored")
+    thr_b = {r["category"]: r for r in ba.get("throughput") or []}
+    for r in ab.get("throughput") or []:
+        m = thr_b.get(r["category"])
+        if m is None or any(not _close(r["a"].get(f), m["b"].get(f)) or not _close(r["b"].get(f), m["a"].get(f))
+                            for f in ("time_us", "bytes", "flops", "tbps", "pct_peak_bw")):
+            out.append(f"throughput {r['category']}: not mirrored")
     lay_b = {l["layer"]: l for l in ba["layers"]}
     for l in ab["layers"]:
         m = lay_b.get(l["layer"])

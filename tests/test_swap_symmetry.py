@@ -23,7 +23,7 @@ from conftest import real_trace
 from mirror import mirror_diffs
 
 CLF = Classifier.load()
-SETTINGS = settings(max_examples=6, deadline=None, derandomize=True, database=None,
+SETTINGS = settings(max_examples=8, deadline=None, derandomize=True, database=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
@@ -90,12 +90,16 @@ def test_swapping_an_alignment_twice_gives_it_back(llama):
 
 @SETTINGS
 @given(seed=st.integers(0, 50), graph=st.booleans(), moe=st.booleans(),
-       attention=st.sampled_from(["fused", "decomposed"]))
-def test_generated_pair_swapped_is_the_mirror(tmp_path_factory, seed, graph, moe, attention):
+       attention=st.sampled_from(["fused", "decomposed"]),
+       gpus=st.sampled_from([("mi300x", "h100"), ("h100", "b200"), ("mi355x", "mi300x")]),
+       phase=st.sampled_from(["all", "prefill", "decode"]))
+def test_generated_pair_swapped_is_the_mirror(tmp_path_factory, seed, graph, moe, attention, gpus, phase):
     d = tmp_path_factory.mktemp("pair")
-    pa, pb, _ = write_pair(d, seed, layers=3, steps=3, graph=graph, moe=moe, attention=attention, gzip=False)
+    vendor = {"mi300x": "amd", "mi355x": "amd", "h100": "nvidia", "b200": "nvidia"}
+    pa, pb, _ = write_pair(d, seed, layers=3, steps=3, graph=graph, moe=moe, attention=attention, gzip=False,
+                           gpu_a=gpus[0], gpu_b=gpus[1], vendor_a=vendor[gpus[0]], vendor_b=vendor[gpus[1]])
     a, b = load(pa, classifier=CLF, use_cache=False), load(pb, classifier=CLF, use_cache=False)
-    assert _both_ways(a, b) == []
+    assert _both_ways(a, b, phase) == []
     _self(a)
 
 

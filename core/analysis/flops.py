@@ -557,6 +557,17 @@ class ModelWork:
         return self.kernel_work >= 0
 
 
+def kernels_bytes(model, rows) -> float | None:
+    """The bytes the kernels at model rows `rows` must move, from their operators' recorded shapes;
+    None when one of them has no known work or none of its operator's (a cuBLAS workspace memset
+    beside the GEMM: its own bytes are not in the shapes)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    w = work_of(model)
+    if len(rows) == 0 or (rows < 0).any() or (w.kernel_work[rows] < 0).any() or (w.share[rows] <= 0).any():
+        return None
+    return float(w.bytes[rows].sum())
+
+
 def _unique_id_triples(key: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """np.unique(key, axis=0, return_inverse=True) for rows of three ids in [-1, n): the three as
     one integer in the same order when it fits (a 1-D unique, ~10x faster), else the 2-D one."""

@@ -33,6 +33,7 @@ import numpy as np
 
 from kerneldiff.core.compare import swap
 from kerneldiff.core.compare.result import FusionFinding, LayerAlignment
+from kerneldiff.core.analysis.flops import kernels_bytes
 from kerneldiff.core.analysis.timeline import dispatch_gap, kernel_floor
 from kerneldiff.core.compare.fusion_model import estimate, params_for, with_measured_dispatch
 from kerneldiff.core.compare.op_fusion import cap_saving, find_op_fusions
@@ -173,7 +174,9 @@ def _find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[
                 comp_cost, comp_names, per_occ_mem, conf = 0.0, [], 0.0, 0.4
             occ = n
             est = estimate(params[o], kernels_before=len(comps), kernels_after=1, occurrences=occ,
-                           memory_bound_us=per_occ_mem)
+                           memory_bound_us=per_occ_mem,
+                           device_bytes=_saved_bytes(vo, flat, max(len(chains), 1), vs, fused_pos, max(n, 1))
+                           if len(chains) else None)
             findings.append(FusionFinding(
                 kind="fused_category", fused_side=s, fused_kernels=vs.top_names(fused_pos, 3),
                 fused_category=cat, component_side=o, component_kernels=comp_names,
@@ -215,7 +218,8 @@ def _find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[
             comp_pos = np.concatenate([pred_pos, uniq_pos])
             occ = len(uniq_pos)
             est = estimate(params[s], kernels_before=2, kernels_after=1, occurrences=occ,
-                           memory_bound_us=_memory_bound_us(vs, uniq_pos, classifier) / max(occ, 1))
+                           memory_bound_us=_memory_bound_us(vs, uniq_pos, classifier) / max(occ, 1),
+                           device_bytes=_saved_bytes(vs, comp_pos, max(occ, 1), vo, host_pos, max(len(host_pos), 1)))
             findings.append(FusionFinding(
                 kind="sequence", fused_side=o, fused_kernels=vo.top_names(host_pos, 3), fused_category=pred,
                 component_side=s, component_kernels=vs.top_names(pred_pos, 2) + vs.top_names(uniq_pos, 2),
@@ -250,7 +254,8 @@ def _find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[
             continue
         extra_pos = np.concatenate([e.positions for e in extra]) if extra else np.array([], dtype=np.int64)
         est = estimate(params[more], kernels_before=1, kernels_after=0, occurrences=n_extra,
-                       memory_bound_us=(extra_us / n_extra) if classifier.role(cat) in MEMORY_BOUND_ROLES else 0.0)
+                       memory_bound_us=(extra_us / n_extra) if classifier.role(cat) in MEMORY_BOUND_ROLES else 0.0,
+                       device_bytes=_saved_bytes(vm, extra_pos, max(len(extra_pos), 1)))
         whence = "; ".join(f"{e.count} from {e.op or 'kernels with no operator'} ({e.time_us:,.1f} µs"
                            + (f", {short_name(e.names[0], 40)}" if e.names else "") + ")" for e in extra[:3])
         rest = (float(vm.dur[pm].sum()) / vm.passes - extra_us / vm.passes) - float(vl.dur[pl].sum()) / vl.passes
@@ -291,8 +296,10 @@ def _find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[
         st = [getattr(p, s) for p in ps]
         cost = float(sum(x.total_us for x in st))
         count = int(sum(x.count for x in st))
+        rows = np.array([getattr(p, f"{s}_row") for p in ps], dtype=np.int64)
         est = estimate(params[s], kernels_before=1, kernels_after=0, occurrences=count,
-                       memory_bound_us=(cost / max(count, 1)) if classifier.role(cat) in MEMORY_BOUND_ROLES else 0.0)
+                       memory_bound_us=(cost / max(count, 1)) if classifier.role(cat) in MEMORY_BOUND_ROLES else 0.0,
+                       device_bytes=_row_bytes(vs.m, rows, len(rows)))
         findings.append(FusionFinding(
             kind="missing_kernel", fused_side=o, fused_kernels=[], fused_category=cat, component_side=s,
             component_kernels=[name], component_categories=[cat], occurrences=count,
@@ -301,6 +308,22 @@ def _find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[
             confidence=round(min(0.9, 0.3 + 0.6 * share), 2), component_cost_us=cost, fused_cost_us=0.0,
             estimated_saving=est))
     return _finish(op_findings, findings, full, alignments)
+
+
+def _row_bytes(model, rows: np.ndarray, per: int) -> float | None:
+    """`kernels_bytes` of `rows`, per `per` occurrences (None: no byte count, see fusion_model)."""
+    b = kernels_bytes(model, rows)
+    return None if b is None else b / per
+
+
+def _saved_bytes(vc, comp_pos: np.ndarray, comp_per: int, vf=None, fused_pos=None, fused_per: int = 1) -> float | None:
+    """Device traffic a fusion removes per occurrence: the component kernels' bytes (positions into
+    side view `vc`, per `comp_per` occurrences) minus the fused kernels' (into `vf`), or None."""
+    comp = _row_bytes(vc.m, vc.rows[comp_pos], comp_per)
+    if comp is None or vf is None:
+        return comp
+    fused = _row_bytes(vf.m, vf.rows[fused_pos], fused_per)
+    return None if fused is None else comp - fused
 
 
 @dataclass

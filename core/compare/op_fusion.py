@@ -745,18 +745,13 @@ def _finding(key, insts: list[_Instance], sides, labels, classifier, counts, par
 def _bytes_saved(sides, c: str, components: list[_K], f: str, fused: list[_K]) -> float | None:
     """Device traffic a fusion removes per occurrence, from the recorded shapes: the bytes the
     component kernels must move minus those the fused kernels move (what the fused kernels keep in
-    registers). None when a kernel's work is unknown (no shapes, an operator the byte model does
-    not read): the estimate then bounds it from time."""
-    from kerneldiff.core.analysis.flops import work_of
+    registers). None when a kernel's bytes are unknown (no shapes, an operator the byte model does
+    not read): the estimate then prices the traffic from time and gives no byte count."""
+    from kerneldiff.core.analysis.flops import kernels_bytes
 
-    total = {}
-    for s, ks in ((c, components), (f, fused)):
-        w = work_of(sides[s].m)
-        rows = [k.row for k in ks]
-        if not rows or any(r < 0 or w.kernel_work[r] < 0 for r in rows):
-            return None
-        total[s] = float(sum(w.bytes[r] for r in rows))
-    return total[c] - total[f]
+    comp = kernels_bytes(sides[c].m, [k.row for k in components])
+    fused = kernels_bytes(sides[f].m, [k.row for k in fused])
+    return None if comp is None or fused is None else comp - fused
 
 
 def _top_names(ks: list[_K]) -> list[str]:

@@ -70,6 +70,11 @@ def test_qwen_copy_imbalance_is_not_the_whole_category_gap():
     assert 0 < f.measured_saving_us == f.component_cost_us < 0.5 * gap
     assert "from aten::mm" in f.evidence and "Memset" in f.evidence
     assert "at another speed" in f.evidence and "not counted here" in f.evidence
+    # a workspace memset's own bytes are not in the shapes: no byte count, traffic priced from time
+    assert f.estimated_saving.device_bytes_saved is None and f.estimated_saving.device_bytes_basis == "time"
+    fill = next(f for f in c.fusions if f.kind == "missing_kernel")
+    assert fill.estimated_saving.device_bytes_basis == "shapes"        # aten::fill_ of one int: 4 bytes
+    assert fill.estimated_saving.device_bytes_saved == pytest.approx(4.0)
 
 
 # --- the cost of a launch -------------------------------------------------------------------------------

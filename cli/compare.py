@@ -367,9 +367,13 @@ def render_text(cmp, out) -> None:
         for f in cmp.fusions:
             side = A if f.fused_side == "a" else B
             what = labels.fusion_what(f)
+            capped = f.estimated_saving is not None and f.estimated_saving.capped
             t.add_row(f.kind, literal(side), literal(what), str(f.occurrences), fmt.gap(f.measured_saving_us),
-                      labels.estimated_saving(f))
+                      labels.estimated_saving(f) + ("*" if capped else ""))
         out.print(t)
+        if any(f.estimated_saving and f.estimated_saving.capped for f in cmp.fusions):
+            out.print(Text("* only the measured cost: the model says more than the component kernels take, so the "
+                           "estimate is their measured time", style="dim"))
         for f in cmp.fusions:
             out.print(Text("• ", style="bold") + literal(f.evidence) + Text(f"  (confidence {f.confidence:.2f})"))
             for key, group in ((f.fused_side, f.fused_group), (f.component_side, f.component_group)):

@@ -238,6 +238,10 @@ def shape_summary(s, comp: Comparison) -> Text:
         if not side.calls:
             t.append("runs none of it", style=DIM)
             continue
+        if getattr(side, "beyond_peak", False):
+            t.append(f"{fmt_us(side.total_us)} · {_calls(side.calls)} · no rate: it came out above the GPU's peak, "
+                     "so the recorded shape is not what the kernels did (see Warnings)")
+            continue
         t.append(f"{fmt_us(side.total_us)} · {_calls(side.calls)} · {fmt.rate(side.tflops)} TFLOP/s")
         if side.pct_peak is not None:
             t.append(f" = {fmt.percent(side.pct_peak)} of {fmt.rate(side.peak_tflops)}")

@@ -408,9 +408,13 @@ def fusion_evidence(f: FusionFinding, comp: Comparison) -> Group:
         g.add_row(Text("  categories"), literal(", ".join(f.component_categories)))
     g.add_row(Text("occurrences"), Text(str(f.occurrences)))
     cost = side_text(cs)
-    cost.append(f" components {fmt_us(f.component_cost_us)}   ")
-    cost.append_text(side_text(fs))
-    cost.append(f" fused {fmt_us(f.fused_cost_us)}")
+    if f.kind == "count_imbalance":     # the finding holds the extra launches only (see fusion.py)
+        cost.append(f" {f.occurrences} extra launches {fmt_us(f.component_cost_us)}; the rest of the category's "
+                    "gap is speed, not counted")
+    else:
+        cost.append(f" components {fmt_us(f.component_cost_us)}   ")
+        cost.append_text(side_text(fs))
+        cost.append(f" fused {fmt_us(f.fused_cost_us)}")
     g.add_row(Text("measured"), cost)
     _saving_rows(g, f, measured=False)
     parts.append(g)
@@ -458,16 +462,26 @@ def _saving_rows(g: Table, f: FusionFinding, measured: bool = True) -> None:
     else:
         gate = "passes the minimum-gain gate" if s.passes_gate else "below the minimum-gain gate"
         g.add_row(Text("est. saving"), Text(f"{fmt_us(s.total_us)} per occurrence, {fmt_us(s.total_all_us)} in all ({gate})"))
-        g.add_row(Text(""), Text(f"{s.launches_saved} launches saved → {fmt_us(s.launch_ns / 1e3)}", style=DIM))
+        if s.capped:
+            said = f" ({fmt_us(s.model_all_us)} in all)" if s.model_all_us is not None else ""
+            g.add_row(Text(""), Text(f"only the measured cost: the model says more{said} than the component kernels "
+                                     "take, so the estimate is their measured time", style="bold"))
+        per_launch = s.params.get("dispatch_ns") if s.params else None
+        launch = f" at {fmt_us(per_launch / 1e3)} each" if per_launch is not None else ""
+        g.add_row(Text(""), Text(f"{s.launches_saved} launches saved{launch} → {fmt_us(s.launch_ns / 1e3)}", style=DIM))
         g.add_row(Text(""), Text(f"{s.sync_points_saved} sync points saved → {fmt_us(s.sync_ns / 1e3)}", style=DIM))
-        g.add_row(Text(""), Text(f"{fmt_bytes(s.device_bytes_saved)} device traffic saved → {fmt_us(s.traffic_ns / 1e3)}",
-                                 style=DIM))
+        if s.device_bytes_saved is None:
+            g.add_row(Text(""), Text(f"device traffic: the shapes do not give its bytes; priced from the memory-bound "
+                                     f"kernels' time → {fmt_us(s.traffic_ns / 1e3)}", style=DIM))
+        else:
+            g.add_row(Text(""), Text(f"{fmt_bytes(s.device_bytes_saved)} device traffic saved (from the shapes) → "
+                                     f"{fmt_us(s.traffic_ns / 1e3)}", style=DIM))
         g.add_row(Text(""), Text(f"{fmt_bytes(s.readback_bytes_saved)} host read-back saved → {fmt_us(s.readback_ns / 1e3)}",
                                  style=DIM))
-        if s.capped:
-            g.add_row(Text(""), Text("capped at the measured component time", style=DIM))
+        if s.params and s.params.get("dispatch_basis"):
+            g.add_row(Text("launch cost"), literal(s.params["dispatch_basis"], DIM))
         if s.params:
-            g.add_row(Text("model"), literal(", ".join(f"{k}={v}" for k, v in s.params.items()), DIM))
+            g.add_row(Text("model"), literal(", ".join(f"{k}={v}" for k, v in s.params.items() if k != "dispatch_basis"), DIM))
 
 
 # --- same kernels ---------------------------------------------------------------------------

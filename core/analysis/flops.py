@@ -29,7 +29,11 @@ Formulas (a multiply-add is 2 FLOPs; bytes = every input read once + the output 
   not typed in the record), gathers (`embedding`, `index_select` along dim 0), and a
   few vLLM custom ops (`_C::fused_add_rms_norm`, `_C::rms_norm`, `_C::silu_and_mul`,
   `_C::rotary_embedding`, `_C::*fp8_quant`, `reshape_and_cache[_flash]`) and Inductor's
-  `triton_{poi,red,per}_*` kernels (every tensor argument moved once). Their FLOPs are one per
+  `triton_{poi,red,per}_*` kernels (every tensor argument moved once: a fused kernel moves its
+  graph's inputs and outputs, not its ops' intermediates; an embedding table it looks up only at
+  the gathered rows). Gathers move the rows they gather, never the whole table; a `gather`'s
+  index is counted once per row (strides are not recorded: see `_gather_index_bytes`), so a
+  gather's bytes are a lower bound. Their FLOPs are one per
   output element (a few for norms and softmax): what matters for them is the bytes. Reductions
   count the input only (the output is small and its shape not recorded).
 
@@ -430,7 +434,7 @@ def _memory_work(op: str, args: list[_Arg]) -> OpWork | None:
             if S is None or I is None:
                 return None
             out = math.prod(I) * args[0].size
-            return _memory(op, 0, args[2].bytes + 2 * out, args[0].dtype)
+            return _memory(op, 0, _gather_index_bytes(I, args[2].size) + 2 * out, args[0].dtype)
         if stem in REDUCTIONS:
             ts = _tensors(args)[:1]
             return _memory(op, ts[0].numel, ts[0].bytes, ts[0].dtype) if ts else None
@@ -471,10 +475,49 @@ def _memory_work(op: str, args: list[_Arg]) -> OpWork | None:
         k, v, kc, s = args[0], args[1], args[2], args[4]
         return _memory(op, 0, k.bytes + v.bytes + (k.numel + v.numel) * kc.size + s.bytes, k.dtype)
     if op.startswith(("triton_poi_", "triton_red_", "triton_per_")):
-        # an Inductor kernel: its tensor arguments are its inputs and outputs, each moved once
+        # an Inductor kernel: its tensor arguments are its graph's inputs and outputs, each moved
+        # once (the intermediates of the ops it fuses stay in registers); an embedding table among
+        # them is read only at the gathered rows
+        nbytes = [t.bytes for t in ts]
+        lookup = _inductor_lookup(op, ts)
+        if lookup is not None:
+            i, rows = lookup
+            nbytes[i] = rows * ts[i].shape[1] * ts[i].size
         biggest = max(ts, key=lambda t: t.numel)
-        return _memory(op, biggest.numel, sum(t.bytes for t in ts), biggest.dtype)
+        return _memory(op, biggest.numel, sum(nbytes), biggest.dtype)
     return None
+
+
+_INTEGER = {"int64", "int32", "int16", "int8", "uint8", "uint32", "uint64", "uint16"}
+
+
+def _inductor_lookup(op: str, ts: list[_Arg]) -> tuple[int, int] | None:
+    """(index of the table, rows gathered) for an Inductor kernel that folds in an embedding lookup
+    (`triton_red_fused__to_copy_embedding_mean_mul_pow_rsqrt_0`, arguments `[[4, 1], [32000, 2048],
+    …]`): the table is the largest 2-D floating-point argument and the lookup reads one row of it
+    per index, so a decode step of 4 tokens moves 4 rows (16 KB), not the 131 MB table. None when
+    the name lists no embedding or the arguments hold no integer index."""
+    if "embedding" not in op:
+        return None
+    idx = [t for t in ts if t.dtype in _INTEGER]
+    tables = [(t.numel, i) for i, t in enumerate(ts) if t.dtype not in _INTEGER and len(t.shape) == 2]
+    if not idx or not tables:
+        return None
+    _, i = max(tables)
+    rows = max(t.numel for t in idx)
+    return (i, rows) if rows < ts[i].shape[0] else None
+
+
+def _gather_index_bytes(index: list[int], size: float) -> float:
+    """The index a gather reads. The record keeps shapes, not strides: an index of the output's
+    shape is usually one index per row expanded along the row (an embedding written as
+    `gather(table, 0, ids.unsqueeze(-1).expand(-1, hidden))`, which PyTorch runs as its
+    vectorised gather: 8 KB of ids, not the 16 MB an int64 index of [1024, 2048] would be). So
+    one index per row is counted: a materialised index is under-counted, and the bandwidth read
+    from it is a lower bound, never a figure above the hardware."""
+    if len(index) < 2:
+        return math.prod(index) * size
+    return math.prod(index[:-1]) * size
 
 
 @lru_cache(maxsize=65536)
@@ -512,6 +555,17 @@ class ModelWork:
     def covered(self) -> np.ndarray:
         """Kernel rows whose work is known (the launching op's shapes determine it)."""
         return self.kernel_work >= 0
+
+
+def kernels_bytes(model, rows) -> float | None:
+    """The bytes the kernels at model rows `rows` must move, from their operators' recorded shapes;
+    None when one of them has no known work or none of its operator's (a cuBLAS workspace memset
+    beside the GEMM: its own bytes are not in the shapes)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    w = work_of(model)
+    if len(rows) == 0 or (rows < 0).any() or (w.kernel_work[rows] < 0).any() or (w.share[rows] <= 0).any():
+        return None
+    return float(w.bytes[rows].sum())
 
 
 def _unique_id_triples(key: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

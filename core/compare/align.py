@@ -36,7 +36,24 @@ def align(a_cats: list[str], a_names: list[str], b_cats: list[str], b_names: lis
           b_ops: list[str] | None = None) -> list[tuple[int | None, int | None]]:
     """Pairs of indices (i into a, j into b); None marks a gap. `a_ops`/`b_ops`: an operation key per
     kernel ("" when unknown); two kernels of one category whose keys are known and differ are not
-    paired (op_fusion.gemm_op_keys: aten::bmm of a decomposed attention is not aten::mm's projection)."""
+    paired (op_fusion.gemm_op_keys: aten::bmm of a decomposed attention is not aten::mm's projection).
+
+    Symmetric by construction: the two sequences are aligned in a canonical order (the smaller
+    one, by names, categories and operation keys, first) and the pairs mirrored back, so swapping
+    the sides swaps every pair and changes nothing else. Ties between equally good alignments
+    (and the name similarity, which is not symmetric) would otherwise let the argument order
+    choose: 48 pairs one way and 45 the other on a real layer."""
+    key_a = (list(a_names), list(a_cats), list(a_ops or ()))
+    key_b = (list(b_names), list(b_cats), list(b_ops or ()))
+    if key_b < key_a:
+        pairs = _align(b_cats, b_names, a_cats, a_names, components, b_ops, a_ops)
+        return [(i, j) for j, i in pairs]
+    return _align(a_cats, a_names, b_cats, b_names, components, a_ops, b_ops)
+
+
+def _align(a_cats: list[str], a_names: list[str], b_cats: list[str], b_names: list[str],
+           components: dict[str, list[str]] | None, a_ops: list[str] | None,
+           b_ops: list[str] | None) -> list[tuple[int | None, int | None]]:
     comps = components or {}
     ops_a = a_ops if a_ops is not None and len(a_ops) == len(a_cats) else None
     ops_b = b_ops if b_ops is not None and len(b_ops) == len(b_cats) else None

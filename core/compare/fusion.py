@@ -26,12 +26,16 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from kerneldiff.core.compare import swap
 from kerneldiff.core.compare.result import FusionFinding, LayerAlignment
-from kerneldiff.core.compare.fusion_model import estimate, params_for
+from kerneldiff.core.analysis.flops import kernels_bytes
+from kerneldiff.core.analysis.timeline import dispatch_gap, kernel_floor
+from kerneldiff.core.compare.fusion_model import estimate, params_for, with_measured_dispatch
 from kerneldiff.core.compare.op_fusion import cap_saving, find_op_fusions
 from kerneldiff.core.analysis.names import short_name
 
@@ -104,11 +108,31 @@ def _residual(v, claimed: np.ndarray):
 def find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[LayerAlignment],
                  overrides: dict[str, Any] | None = None) -> list[FusionFinding]:
     """Every fusion finding, largest measured saving first. Records op-level groups on the
-    alignments (`LayerAlignment.groups`, `KernelPair.group`)."""
+    alignments (`LayerAlignment.groups`, `KernelPair.group`).
+
+    Computed with the sides in a canonical order (`swap.in_order`) and mirrored back, so that the
+    findings of `compare B A` are those of `compare A B` with the sides swapped, whatever tie the
+    detectors meet (which of two equally good groups is taken first)."""
+    if swap.in_order(va, vb):
+        return _find_fusions(va, vb, labels, classifier, alignments, overrides)
+    mirrored = [swap.alignment(al) for al in alignments]
+    out = _find_fusions(vb, va, (labels[1], labels[0]), classifier, mirrored, overrides)
+    for al, m in zip(alignments, mirrored):
+        al.groups = [swap.group(g) for g in m.groups]
+        for p, q in zip(al.pairs, m.pairs):
+            p.group = q.group
+    return [swap.finding(f) for f in out]
+
+
+def _find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[LayerAlignment],
+                  overrides: dict[str, Any] | None = None) -> list[FusionFinding]:
     full = {"a": va, "b": vb}
     lab = {"a": labels[0], "b": labels[1]}
     other = {"a": "b", "b": "a"}
-    params = {s: params_for(v.m.info.gpu, overrides) for s, v in full.items()}
+    # each side's launches priced at what a launch costs its GPU in this trace (see fusion_model)
+    params = {s: with_measured_dispatch(params_for(v.m.info.gpu, overrides), *dispatch_gap(v.m, v.rows),
+                                        kernel_floor(v.m, v.rows))
+              for s, v in full.items()}
     full_counts = {"a": _counts(va), "b": _counts(vb)}
     op_findings, claimed = find_op_fusions(full, lab, classifier, alignments, full_counts, params, estimate)
     # the category-level detectors read what no op-level finding explains
@@ -150,7 +174,9 @@ def find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[L
                 comp_cost, comp_names, per_occ_mem, conf = 0.0, [], 0.0, 0.4
             occ = n
             est = estimate(params[o], kernels_before=len(comps), kernels_after=1, occurrences=occ,
-                           memory_bound_us=per_occ_mem)
+                           memory_bound_us=per_occ_mem,
+                           device_bytes=_saved_bytes(vo, flat, max(len(chains), 1), vs, fused_pos, max(n, 1))
+                           if len(chains) else None)
             findings.append(FusionFinding(
                 kind="fused_category", fused_side=s, fused_kernels=vs.top_names(fused_pos, 3),
                 fused_category=cat, component_side=o, component_kernels=comp_names,
@@ -192,7 +218,8 @@ def find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[L
             comp_pos = np.concatenate([pred_pos, uniq_pos])
             occ = len(uniq_pos)
             est = estimate(params[s], kernels_before=2, kernels_after=1, occurrences=occ,
-                           memory_bound_us=_memory_bound_us(vs, uniq_pos, classifier) / max(occ, 1))
+                           memory_bound_us=_memory_bound_us(vs, uniq_pos, classifier) / max(occ, 1),
+                           device_bytes=_saved_bytes(vs, comp_pos, max(occ, 1), vo, host_pos, max(len(host_pos), 1)))
             findings.append(FusionFinding(
                 kind="sequence", fused_side=o, fused_kernels=vo.top_names(host_pos, 3), fused_category=pred,
                 component_side=s, component_kernels=vs.top_names(pred_pos, 2) + vs.top_names(uniq_pos, 2),
@@ -205,6 +232,10 @@ def find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[L
             explained.add((cat, o))
 
     # 3. count imbalances per forward pass ---------------------------------------------------
+    # Credited with the extra kernels only (found per launching operator: the H100's cuBLAS
+    # workspace memsets under aten::mm, which the MI300X does not launch); the rest of the
+    # category's gap is the same operations' kernels running at another speed, which the
+    # evidence names but the finding does not claim.
     for cat in sorted(set(counts["a"]) & set(counts["b"])):
         if cat in GENERIC:
             continue
@@ -216,20 +247,30 @@ def find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[L
         vm, vl = sides[more], sides[less]
         pm, pl = vm.positions(cat), vl.positions(cat)
         ratio = rate[more] / rate[less]
-        extra = int(round((rate[more] - rate[less]) * vl.passes))
-        per_kernel_mem = _memory_bound_us(vm, pm, classifier) / max(len(pm), 1)
-        extra_per_less = (rate[more] - rate[less]) / rate[less]
-        est = estimate(params[more], kernels_before=1 + int(round(extra_per_less)), kernels_after=1,
-                       occurrences=counts[less][cat], memory_bound_us=per_kernel_mem * extra_per_less)
+        extra = _extra_launches(vm, pm, vl, pl)
+        n_extra = sum(e.count for e in extra)
+        extra_us = sum(e.time_us for e in extra)
+        if n_extra == 0:
+            continue
+        extra_pos = np.concatenate([e.positions for e in extra]) if extra else np.array([], dtype=np.int64)
+        est = estimate(params[more], kernels_before=1, kernels_after=0, occurrences=n_extra,
+                       memory_bound_us=(extra_us / n_extra) if classifier.role(cat) in MEMORY_BOUND_ROLES else 0.0,
+                       device_bytes=_saved_bytes(vm, extra_pos, max(len(extra_pos), 1)))
+        whence = "; ".join(f"{e.count} from {e.op or 'kernels with no operator'} ({e.time_us:,.1f} µs"
+                           + (f", {short_name(e.names[0], 40)}" if e.names else "") + ")" for e in extra[:3])
+        rest = (float(vm.dur[pm].sum()) / vm.passes - extra_us / vm.passes) - float(vl.dur[pl].sum()) / vl.passes
+        speed = _speed_text(vm, pm, vl, pl, lab[more], lab[less])
         findings.append(FusionFinding(
             kind="count_imbalance", fused_side=less, fused_kernels=vl.top_names(pl, 3), fused_category=cat,
-            component_side=more, component_kernels=vm.top_names(pm, 3), component_categories=[cat],
-            occurrences=extra,
+            component_side=more, component_kernels=vm.top_names(extra_pos, 3), component_categories=[cat],
+            occurrences=n_extra,
             evidence=(f"{lab[more]} launches {cat} {ratio:.1f}× as often per forward pass "
-                      f"({rate[more]:.1f} vs {rate[less]:.1f}); {lab[less]} does that work in fewer kernels."),
+                      f"({rate[more]:.1f} vs {rate[less]:.1f}): {n_extra} extra launches, {extra_us:,.1f} µs "
+                      f"({whence}), that {lab[less]} does not make; the rest of the category's gap, "
+                      f"{rest:+,.1f} µs per pass, is the same operations' kernels at another speed{speed}, "
+                      "not counted here."),
             confidence=round(min(0.9, 0.4 + 0.2 * (ratio - 1)), 2),
-            component_cost_us=float(vm.dur[pm].sum()), fused_cost_us=float(vl.dur[pl].sum()),
-            estimated_saving=est))
+            component_cost_us=extra_us, fused_cost_us=0.0, estimated_saving=est))
         explained.add((cat, less))
 
     # 4. kernels one side runs at an aligned position in most layers, the other never ---------
@@ -255,8 +296,10 @@ def find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[L
         st = [getattr(p, s) for p in ps]
         cost = float(sum(x.total_us for x in st))
         count = int(sum(x.count for x in st))
+        rows = np.array([getattr(p, f"{s}_row") for p in ps], dtype=np.int64)
         est = estimate(params[s], kernels_before=1, kernels_after=0, occurrences=count,
-                       memory_bound_us=(cost / max(count, 1)) if classifier.role(cat) in MEMORY_BOUND_ROLES else 0.0)
+                       memory_bound_us=(cost / max(count, 1)) if classifier.role(cat) in MEMORY_BOUND_ROLES else 0.0,
+                       device_bytes=_row_bytes(vs.m, rows, len(rows)))
         findings.append(FusionFinding(
             kind="missing_kernel", fused_side=o, fused_kernels=[], fused_category=cat, component_side=s,
             component_kernels=[name], component_categories=[cat], occurrences=count,
@@ -265,6 +308,87 @@ def find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[L
             confidence=round(min(0.9, 0.3 + 0.6 * share), 2), component_cost_us=cost, fused_cost_us=0.0,
             estimated_saving=est))
     return _finish(op_findings, findings, full, alignments)
+
+
+def _row_bytes(model, rows: np.ndarray, per: int) -> float | None:
+    """`kernels_bytes` of `rows`, per `per` occurrences (None: no byte count, see fusion_model)."""
+    b = kernels_bytes(model, rows)
+    return None if b is None else b / per
+
+
+def _saved_bytes(vc, comp_pos: np.ndarray, comp_per: int, vf=None, fused_pos=None, fused_per: int = 1) -> float | None:
+    """Device traffic a fusion removes per occurrence: the component kernels' bytes (positions into
+    side view `vc`, per `comp_per` occurrences) minus the fused kernels' (into `vf`), or None."""
+    comp = _row_bytes(vc.m, vc.rows[comp_pos], comp_per)
+    if comp is None or vf is None:
+        return comp
+    fused = _row_bytes(vf.m, vf.rows[fused_pos], fused_per)
+    return None if fused is None else comp - fused
+
+
+@dataclass
+class _Extra:
+    """Kernels one side launches beyond the other's, under one launching operator."""
+
+    op: str                  # the operator ("" when the kernels have none)
+    count: int
+    time_us: float
+    positions: np.ndarray    # the more side's kernels of that operator (positions into its view)
+    names: list[str]
+
+
+def _op_keys(v, pos: np.ndarray) -> list[str]:
+    """The launching operator of each kernel at `pos` ("" none), by name (comparable across traces)."""
+    ops = v._take(v.m.kernels.cpu_op)[pos]
+    names = v.m.cpu_ops.name
+    s = v.m.strings
+    return [s[int(names[o])] if o >= 0 else "" for o in ops.tolist()]
+
+
+def _extra_launches(vm, pm: np.ndarray, vl, pl: np.ndarray) -> list[_Extra]:
+    """Per launching operator, the launches per pass the `vm` side makes beyond the `vl` side's,
+    counted over vm's passes and timed with those kernels' own mean duration (every one of them
+    when vl launches none under that operator), largest time first."""
+    km, kl = _op_keys(vm, pm), _op_keys(vl, pl)
+    less = Counter(kl)
+    by_op: dict[str, list[int]] = {}
+    for i, k in enumerate(km):
+        by_op.setdefault(k, []).append(i)
+    out = []
+    for op, idx in by_op.items():
+        pos = pm[np.asarray(idx, dtype=np.int64)]
+        n_m = len(idx) / vm.passes
+        n_l = less.get(op, 0) / vl.passes
+        n = int(round((n_m - n_l) * vm.passes))
+        if n <= 0:
+            continue
+        d = vm.dur[pos]
+        t = float(d.sum()) if n >= len(idx) else float(d.mean()) * n
+        out.append(_Extra(op, min(n, len(idx)), t, pos, vm.top_names(pos, 2)))
+    out.sort(key=lambda e: (-e.time_us, e.op))
+    return out
+
+
+def _speed_text(vm, pm: np.ndarray, vl, pl: np.ndarray, lab_m: str, lab_l: str) -> str:
+    """` (aten::cat: 1.93 ms on X, 2.85 ms on Y)`: the operator both sides launch as often whose
+    kernels' time differs most, per pass ("" when there is none)."""
+    km, kl = _op_keys(vm, pm), _op_keys(vl, pl)
+    tm: dict[str, float] = {}
+    tl: dict[str, float] = {}
+    for k, d in zip(km, vm.dur[pm].tolist()):
+        tm[k] = tm.get(k, 0.0) + d / vm.passes
+    for k, d in zip(kl, vl.dur[pl].tolist()):
+        tl[k] = tl.get(k, 0.0) + d / vl.passes
+    cm, cl = Counter(km), Counter(kl)
+    same = [k for k in tm.keys() & tl.keys() if k and cm[k] / vm.passes == cl[k] / vl.passes]
+    if not same:
+        return ""
+    k = max(same, key=lambda x: (abs(tm[x] - tl[x]), x))
+    return f" ({k}: {_ms(tl[k])} on {lab_l}, {_ms(tm[k])} on {lab_m} per pass)"
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1000:,.2f} ms" if us >= 1000 else f"{us:,.1f} µs"
 
 
 def _finish(op_findings: list[FusionFinding], findings: list[FusionFinding], sides: dict,
@@ -287,8 +411,11 @@ def _finish(op_findings: list[FusionFinding], findings: list[FusionFinding], sid
             s.total_us = min(s.total_us, left / max(f.occurrences, 1))
         budget[f.component_side] -= s.total_all_us
     index = {id(f): i for i, f in enumerate(op_findings)}
+    # ties broken by what the findings are, never by which side is A: `compare B A` lists them in
+    # the same order as `compare A B`
     out.sort(key=lambda f: (-max(f.measured_saving_us, 0.0),
-                            -(f.estimated_saving.total_all_us if f.estimated_saving else 0.0)))
+                            -(f.estimated_saving.total_all_us if f.estimated_saving else 0.0),
+                            f.kind, f.fused_category, f.fused_kernels, f.component_kernels))
     where = {index[id(f)]: i for i, f in enumerate(out) if id(f) in index}
     for al in alignments:
         for g in al.groups:

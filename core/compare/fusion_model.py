@@ -7,10 +7,19 @@ with a minimum-gain gate. On unified-memory parts (MI300A, GH200/GB200 in cohere
 reads device memory in place, so read-back costs nothing and that term is zero — not "divide by
 zero bandwidth". Bandwidths are bytes/ns (= GB/s).
 
-Device traffic saved is estimated from the trace: an intermediate that a fused kernel keeps in
-registers is written and read again by the unfused pair; for memory-bound component kernels
-(norms, elementwise, activations, copies) the bytes they move ≈ their measured time × the
-bandwidth such kernels reach in practice (`achieved_fraction` of peak).
+The cost of a launch is the trace's own (`with_measured_dispatch`): the median gap the GPU leaves
+between a kernel and the one queued behind it (`timeline.dispatch_gap`) plus the time the trace's
+shortest kernels take whatever their work (`timeline.kernel_floor`), not a fixed figure; a family
+default only where too few kernels were queued to measure it (then said so). A fixed 3 µs
+charged more per launch than the small decode kernels of a real pair took, so every estimate
+came out at its cap and told nothing.
+
+Device traffic saved comes from the recorded shapes where they give it: the bytes the component
+kernels must move (`kerneldiff.core.analysis.flops`) minus those of the fused kernels, i.e. the
+intermediates the fused kernel keeps in registers (32 KB tensors save kilobytes, not the 31.5 MB
+that time × bandwidth claimed for a launch-latency-bound decode RMSNorm). Without shapes,
+no byte count is given (a figure the shapes cannot bound is not shown) and the traffic is priced
+from the memory-bound component kernels' measured time (`device_bytes_basis` says which).
 """
 
 from __future__ import annotations
@@ -31,6 +40,9 @@ class FusionParams:
     unified_memory: bool = False
     achieved_fraction: float = 0.6     # memory-bound kernels reach ~60% of peak bandwidth
     min_gain_ns: float = 1000.0        # below 1 µs per occurrence a fusion is not worth a kernel
+    # where dispatch_ns comes from: "default" (the family's), "override" (the user's), or
+    # "measured: …" (the trace's own gap between queued kernels, `with_measured_dispatch`)
+    dispatch_basis: str = "default"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -79,7 +91,7 @@ _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 def check_overrides(overrides: dict[str, Any]) -> dict[str, float | bool]:
     """Overrides (values as typed, or numbers) checked against the parameters' meaning: an unknown
     key, a non-number, NaN, infinity or a value out of bounds raises ValueError naming the key."""
-    known = [f.name for f in fields(FusionParams)]
+    known = [f.name for f in fields(FusionParams) if f.name != "dispatch_basis"]
     out: dict[str, float | bool] = {}
     for key, value in overrides.items():
         if key not in known:
@@ -112,23 +124,54 @@ def params_for(gpu: str, overrides: dict[str, float] | None = None) -> FusionPar
     p = FAMILY_DEFAULTS[family_of(gpu)]
     if overrides:
         p = replace(p, **check_overrides(overrides))
+        if "dispatch_ns" in overrides:
+            p = replace(p, dispatch_basis="override")
     return p
+
+
+def with_measured_dispatch(p: FusionParams, gap_us: float | None, kernels: int,
+                           floor_us: float | None) -> FusionParams:
+    """`p` with the trace's measured cost per launch unless the user gave one: the GPU's gap between
+    a kernel and the one queued behind it (`timeline.dispatch_gap`) plus the time any kernel takes
+    whatever its work (`timeline.kernel_floor`): what a launch fewer saves the GPU. The basis says
+    which it is, and why a default stayed."""
+    if p.dispatch_basis == "override":
+        return p
+    if gap_us is None or floor_us is None:
+        return replace(p, dispatch_basis=f"default: {kernels} queued kernel{'s' if kernels != 1 else ''} "
+                                         "in the trace, too few to measure the gap between them")
+    return replace(p, dispatch_ns=round((gap_us + floor_us) * 1000.0, 1),
+                   dispatch_basis=(f"measured: {gap_us:.2f} µs median gap between {kernels:,} queued kernels "
+                                   f"+ {floor_us:.2f} µs shortest kernels (5th percentile)"))
 
 
 def estimate(params: FusionParams, *, kernels_before: int, kernels_after: int, occurrences: int,
              memory_bound_us: float, syncs_before: int = 0, syncs_after: int = 0,
-             readback_bytes_before: float = 0.0, readback_bytes_after: float = 0.0) -> SavingEstimate:
+             readback_bytes_before: float = 0.0, readback_bytes_after: float = 0.0,
+             device_bytes: float | None = None) -> SavingEstimate:
     """Saving per occurrence of fusing `kernels_before` kernels into `kernels_after`.
 
-    `memory_bound_us` is the measured time, per occurrence, of the memory-bound component kernels
-    whose traffic the fusion removes."""
+    `device_bytes`: the device traffic the fusion removes per occurrence, from the recorded shapes
+    (component bytes − fused bytes), priced at `achieved_fraction` of peak bandwidth; None when the
+    shapes do not give it. Then no byte count is given (`device_bytes_saved` None) and the traffic
+    is priced from `memory_bound_us`, the measured time per occurrence of the memory-bound
+    component kernels: `achieved_fraction` of what their launches' fixed cost leaves of it."""
     launches = max(kernels_before - kernels_after, 0)
     syncs = max(syncs_before - syncs_after, 0)
-    device_bytes = max(memory_bound_us, 0.0) * 1000.0 * params.memory_bw * params.achieved_fraction
-    readback = max(readback_bytes_before - readback_bytes_after, 0.0)
+    mb_ns = max(memory_bound_us, 0.0) * 1000.0
     launch_ns = launches * params.dispatch_ns
+    if device_bytes is not None:
+        device_bytes = max(float(device_bytes), 0.0)
+        traffic_ns = device_bytes / max(params.memory_bw * params.achieved_fraction, 1e-9)
+        basis = "shapes"
+    else:
+        # no byte count (a number the shapes cannot bound is not given): the memory-bound kernels'
+        # time beyond their launches' fixed cost, at the share such kernels spend moving data
+        device_bytes = None
+        traffic_ns = max(mb_ns - launch_ns, 0.0) * params.achieved_fraction
+        basis = "time"
+    readback = max(readback_bytes_before - readback_bytes_after, 0.0)
     sync_ns = syncs * params.roundtrip_ns
-    traffic_ns = device_bytes / max(params.memory_bw, 1e-9)
     readback_ns = 0.0 if params.unified_memory else readback / max(params.readback_bw, 1e-9)
     total_ns = launch_ns + sync_ns + traffic_ns + readback_ns
     return SavingEstimate(
@@ -136,4 +179,5 @@ def estimate(params: FusionParams, *, kernels_before: int, kernels_after: int, o
         readback_bytes_saved=readback, launch_ns=launch_ns, sync_ns=sync_ns, traffic_ns=traffic_ns,
         readback_ns=readback_ns, total_us=total_ns / 1000.0,
         total_all_us=total_ns / 1000.0 * max(occurrences, 0),
-        passes_gate=total_ns >= params.min_gain_ns, params=params.to_dict())
+        passes_gate=total_ns >= params.min_gain_ns, params=params.to_dict(), device_bytes_basis=basis,
+        model_all_us=total_ns / 1000.0 * max(occurrences, 0))

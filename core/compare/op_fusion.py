@@ -716,7 +716,8 @@ def _finding(key, insts: list[_Instance], sides, labels, classifier, counts, par
     mb = sum(k.mean_us for k in rep.components if classifier.role(k.category) in
              ("norm", "elementwise", "memory", "activation", "reduce", "other"))
     est = estimate(params[c], kernels_before=len(rep.components), kernels_after=len(rep.fused),
-                   occurrences=occurrences, memory_bound_us=mb)
+                   occurrences=occurrences, memory_bound_us=mb,
+                   device_bytes=_bytes_saved(sides, c, rep.components, fused_side, rep.fused))
     cap_saving(est, comp_cost, comp_cost / max(occurrences, 1))
     from kerneldiff.core.analysis.names import short_name
 
@@ -739,6 +740,18 @@ def _finding(key, insts: list[_Instance], sides, labels, classifier, counts, par
         fused_ops=fused_ops, component_ops=comp_ops, module=module, measured_saving_us=measured, passes=passes,
         occurrences_per_pass=per_pass, layers=sorted(per_layer), fused_group=fused_group,
         component_group=comp_group)
+
+
+def _bytes_saved(sides, c: str, components: list[_K], f: str, fused: list[_K]) -> float | None:
+    """Device traffic a fusion removes per occurrence, from the recorded shapes: the bytes the
+    component kernels must move minus those the fused kernels move (what the fused kernels keep in
+    registers). None when a kernel's bytes are unknown (no shapes, an operator the byte model does
+    not read): the estimate then prices the traffic from time and gives no byte count."""
+    from kerneldiff.core.analysis.flops import kernels_bytes
+
+    comp = kernels_bytes(sides[c].m, [k.row for k in components])
+    fused = kernels_bytes(sides[f].m, [k.row for k in fused])
+    return None if comp is None or fused is None else comp - fused
 
 
 def _top_names(ks: list[_K]) -> list[str]:

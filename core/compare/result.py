@@ -183,7 +183,7 @@ class SavingEstimate:
 
     launches_saved: int
     sync_points_saved: int
-    device_bytes_saved: float
+    device_bytes_saved: float | None     # None: the shapes do not give it (see device_bytes_basis)
     readback_bytes_saved: float
     launch_ns: float
     sync_ns: float
@@ -194,6 +194,9 @@ class SavingEstimate:
     passes_gate: bool            # above the minimum-gain threshold
     params: dict[str, Any] = field(default_factory=dict)
     capped: bool = False         # the model said more; capped at the measured component time
+    # "shapes" (component bytes − fused bytes from the recorded shapes) or an upper bound from time
+    device_bytes_basis: str = ""
+    model_all_us: float | None = None   # what the model said in all, before any cap (capped: more than shown)
 
 
 @dataclass

@@ -216,30 +216,73 @@ def attach(cmp, va, vb, peaks: PeakTable | None = None) -> None:
     cmp.gemm_shapes = _rows(sa, sb, GEMM, per_pass)
     cmp.attention_shapes = _rows(sa, sb, ATTENTION, per_pass)
     cmp.throughput = _throughput(sa, sb, [o.category for o in cmp.operations])
-    _warn_beyond_peak(cmp, labels)
+    _refuse_beyond_peak(cmp, labels)
 
 
-BEYOND_PEAK = 110.0     # % of peak past which a figure cannot be real (peaks are rounded datasheet values)
+PEAK_LIMIT = 100.0      # % of a peak: no kernel runs faster than its GPU can
+_RATES = ("tflops", "tbps", "pct_peak", "pct_peak_bw", "bound", "pct_roofline")
 
 
-def _warn_beyond_peak(cmp, labels) -> None:
-    """A shape that runs faster than the GPU's peak is a wrong reading, not a fast kernel: the
-    recorded shape is not what the kernels computed (e.g. logits recorded for every token but
-    computed for the last one), kernels of another call were joined to it, or the peak is another
-    part's. Said once per side, with the worst case, so the figure is not taken at its word."""
+def _beyond(side, peaks: Peaks | None) -> tuple[float, str] | None:
+    """(how far, which figure) when a side's achieved rates exceed its GPU's peaks, else None."""
+    worst = []
+    for f, what in (("pct_peak", "of peak"), ("pct_peak_bw", "of peak bandwidth"), ("pct_roofline", "of its roof")):
+        v = getattr(side, f, None)
+        if v is not None and v > PEAK_LIMIT:
+            worst.append((v, what))
+    if peaks is not None:
+        bw, top = peaks.bandwidth(), max(peaks.tflops.values(), default=None)
+        if bw and side.tbps is not None and side.tbps * 1e12 > bw:
+            worst.append((100.0 * side.tbps * 1e12 / bw, "of peak bandwidth"))
+        if top and side.tflops is not None and side.tflops > top:
+            worst.append((100.0 * side.tflops / top, "of the highest peak"))
+    return max(worst) if worst else None
+
+
+def _refuse(side) -> None:
+    for f in _RATES:
+        setattr(side, f, None)
+    if isinstance(side, ShapeSide):             # a shape's kernels share its (wrong) work
+        for k in side.kernels:
+            k.tflops = None
+    side.beyond_peak = True
+
+
+def _refuse_beyond_peak(cmp, labels) -> None:
+    """The last guard: an achieved rate above the GPU's peak is a wrong reading, not a fast kernel
+    (the recorded shapes are not what the kernels moved or computed: logits recorded for every
+    token but computed for the last one, kernels of another call joined to it, or the peak is
+    another part's). Such a side's rates are not shown at all (`beyond_peak` says why they are
+    missing) and the comparison says so once per side, naming the worst case. The byte and FLOP
+    models are meant to keep every real figure under the peak; this only stops what they miss."""
     for key, label in zip(("a", "b"), labels):
+        peaks = cmp.peaks.get(key)
+        top = max(peaks.tflops.values(), default=None) if peaks is not None else None
         over = []
         for r in cmp.gemm_shapes:
             side = getattr(r, key)
-            if side.pct_peak is not None and side.pct_peak > BEYOND_PEAK:
-                over.append((side.pct_peak, f"{r.op} {r.m}×{r.n}×{r.k}" + (f" ×{r.batch}" if r.batch > 1 else "")))
+            hit = _beyond(side, peaks)
+            if hit:
+                over.append((hit, f"{r.op} {r.m}×{r.n}×{r.k}" + (f" ×{r.batch}" if r.batch > 1 else "")))
+                _refuse(side)
+            for k in side.kernels:
+                if top and k.tflops is not None and k.tflops > top:
+                    k.tflops = None
         for r in cmp.attention_shapes:
             side = getattr(r, key)
-            if side.pct_peak is not None and side.pct_peak > BEYOND_PEAK:
-                over.append((side.pct_peak, f"{r.op} b{r.batch} h{r.heads} q{r.seq_q} k{r.seq_k} d{r.head_dim}"))
+            hit = _beyond(side, peaks)
+            if hit:
+                over.append((hit, f"{r.op} b{r.batch} h{r.heads} q{r.seq_q} k{r.seq_k} d{r.head_dim}"))
+                _refuse(side)
+        for r in cmp.throughput:
+            side = getattr(r, key)
+            hit = _beyond(side, peaks)
+            if hit:
+                over.append((hit, f"{r.category} (all its kernels)"))
+                _refuse(side)
         if over:
-            pct, what = max(over)
+            (pct, what_pct), what = max(over)
             shown = f"{pct:,.0f}%" if pct < 1e6 else f"{pct:.1e}%"     # a nonsense shape can claim 1e30%
-            cmp.warnings.append(f"{label}: {len(over)} shape(s) run above the GPU's peak (worst: {what} at "
-                                f"{shown} of peak): their recorded shapes or kernel times cannot both be right, "
-                                "so their TFLOP/s are not real figures")
+            cmp.warnings.append(f"{label}: {len(over)} figure(s) above the GPU's peak not shown (worst: {what} at "
+                                f"{shown} {what_pct}): its recorded shapes cannot be what its kernels moved or "
+                                "computed in the time they took, so no TFLOP/s, TB/s or % of peak is given for it")

@@ -53,6 +53,7 @@ class ShapeSide:
     ops: list[str] = field(default_factory=list)          # the launching operators
     kernels: list[KernelShare] = field(default_factory=list)   # longest first, at most TOP_KERNELS
     kernel_names: int = 0            # distinct kernels that ran the shape (more than `kernels` lists when cut)
+    beyond_peak: bool = False        # its rates came out above the GPU's peak: not shown (None), see warnings
 
 
 @dataclass
@@ -108,6 +109,7 @@ class ThroughputSide:
     pct_peak_bw: float | None = None  # time the bytes would take at peak bandwidth ÷ covered time, %
     bound: str | None = None          # the larger of the two ideal times: "compute" | "memory"
     pct_roofline: float | None = None  # the larger ideal time ÷ covered time, %
+    beyond_peak: bool = False         # its rates came out above the GPU's peak: not shown (None), see warnings
 
 
 @dataclass

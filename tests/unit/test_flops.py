@@ -464,21 +464,25 @@ def test_demo_pair_has_shapes_and_no_nan():
             assert v is None or (math.isfinite(v) and v >= 0)
 
 
-def test_a_shape_faster_than_the_peak_is_flagged_not_believed(tmp_path):
+def test_a_shape_faster_than_the_peak_is_refused_not_shown(tmp_path):
     """Rates past the GPU's peak cannot be real (a shape recorded for more work than the kernels
-    did): the comparison says so, once per side, naming the worst shape."""
+    did): they are not shown at all (None, `beyond_peak`), and the comparison says so, once per
+    side, naming the worst shape."""
     from shapes_pair import write_shapes_pair
-
-    from kerneldiff.core.compare.throughput import BEYOND_PEAK
 
     a, b = write_shapes_pair(tmp_path, speed=3.0)        # 1,800+ TFLOP/s GEMMs on both sides
     s = Session([a, b], use_cache=False)
     s.load_all()
     c = s.compare("all")
     over = [w for w in c.warnings if "above the GPU's peak" in w]
-    worst_b = max(r.b.pct_peak for r in c.gemm_shapes)
-    assert worst_b > BEYOND_PEAK and len(over) == 2
-    assert f"at {worst_b:,.0f}% of peak" in over[1] and over[1].startswith(c.b.label)
+    assert len(over) == 2 and over[1].startswith(c.b.label) and "not shown" in over[1]
+    refused = [r for r in c.gemm_shapes if r.b.beyond_peak]
+    assert refused and all(r.b.tflops is None and r.b.pct_peak is None and r.b.tbps is None for r in refused)
+    assert all(k.tflops is None for r in refused for k in r.b.kernels)
+    for r in c.gemm_shapes + c.attention_shapes:
+        for x in (r.a, r.b):
+            assert x.pct_peak is None or x.pct_peak <= 100
+            assert x.pct_peak_bw is None or x.pct_peak_bw <= 100
 
     (tmp_path / "real").mkdir()
     a, b = write_shapes_pair(tmp_path / "real", speed=1.0)
@@ -506,16 +510,24 @@ def test_fp32_gemms_that_ran_on_tf32_tensor_cores_are_set_against_the_tf32_peak(
 def test_the_demo_pair_shows_its_gemm_shapes_within_the_peak():
     """The bundled demo records aten::mm inputs as mm takes them ([m, k] × [k, n]) and vLLM's
     logits GEMM for one token per sequence, so the quick start's Shapes tab has rows and every
-    figure stays under the GPU's peak."""
+    figure it shows stays under the GPU's peak."""
     from kerneldiff.core.demo import DEMO_A, DEMO_B
 
     s = Session([DEMO_A, DEMO_B], use_cache=False)
     s.load_all()
     c = s.compare("all")
     assert len(c.gemm_shapes) >= 8
-    assert not any("above the GPU's peak" in w for w in c.warnings)
     figures = [x.pct_peak for r in c.gemm_shapes for x in (r.a, r.b) if x.pct_peak is not None]
     assert figures and all(0 < f < 100 for f in figures)
+    # the demo's synthetic logits GEMMs (a 64128×4096 bf16 weight, 525 MB, read in 117-133 µs) run
+    # faster than the H100's 3.35 TB/s allow: those two rates are refused, said once, nothing else
+    over = [w for w in c.warnings if "above the GPU's peak" in w]
+    assert len(over) == 1 and over[0].startswith(c.b.label) and "2 figure(s)" in over[0]
+    refused = [r for r in c.gemm_shapes if r.a.beyond_peak or r.b.beyond_peak]
+    assert sorted(r.n for r in refused) == [64128, 64128] and all(r.b.tbps is None for r in refused)
+    for r in c.gemm_shapes:
+        for x in (r.a, r.b):
+            assert x.pct_peak_bw is None or x.pct_peak_bw <= 100
 
 
 def test_unique_id_triples_is_unique_by_rows():

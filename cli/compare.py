@@ -45,6 +45,8 @@ def add_parser(sub) -> None:
                    help="override a peak figure (bf16, fp16, fp8, fp4, int8, tf32, fp32, fp64 in TFLOP/s; hbm in "
                         "TB/s) on both sides or one (a.hbm=5.3), or pick the GPU by its key (b.gpu=h100_pcie)")
     # below 40 columns the tables have no room for a name; 10,000 is wider than any terminal
+    p.add_argument("--device", type=flag_number(integer=True, lo=0, hi=2**62), default=None,
+                   help="a file holding several GPUs: compare this device of each (default: the first)")
     p.add_argument("--width", type=flag_number(integer=True, lo=MIN_WIDTH, hi=10_000), default=None,
                    help=f"text width, {MIN_WIDTH} or more (default: terminal, at most 120)")
 
@@ -87,7 +89,7 @@ def run(args) -> int:
 
     session = Session([args.a, args.b], registry=args.registry, use_cache=not args.no_cache,
                       fusion_overrides=_overrides(args.fusion_param), peaks=peak_table(args),
-                      fork_pair=True)
+                      fork_pair=True, device=args.device)
     if args.table and args.format == "text":
         print("kerneldiff: --table picks one table for --format csv or json; the text report shows them all",
               file=sys.stderr)

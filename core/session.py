@@ -109,6 +109,7 @@ class Session:
     loader: Callable[..., Any] | None = None   # tests inject a slow or failing loader
     fork_pair: bool = False  # load B in a forked child beside A (the CLI: main thread, no progress)
     kind: str = "kineto"
+    device: int | None = None   # a file holding several devices is read on this one (None: the first)
     infos: list[TraceInfo | None] = field(init=False)
     errors: list[str | None] = field(init=False)
     models: list[Any] = field(init=False)
@@ -168,8 +169,29 @@ class Session:
 
             model = load(self.paths[index], classifier=self.classifier, use_cache=self.use_cache,
                          workers=self.workers, **kwargs)
+        model = self._one_device(model)
         self.models[index] = model
         return model
+
+    def _one_device(self, model):
+        """A file whose GPU events name several devices is never summed as one GPU: the model of
+        the chosen device (`device`, else the first), which says which in its warnings."""
+        from kerneldiff.core.analysis.devices import device_totals, pick_device, select_device
+
+        if not hasattr(model, "kernels") or model.device is not None:
+            return model
+        try:
+            chosen = pick_device(model, self.device)
+        except ValueError as e:
+            raise TraceError(model.path, str(e)) from None
+        if chosen is None:
+            return model
+        totals = device_totals(model)
+        view = select_device(model, chosen, self.classifier)
+        listed = "; ".join(f"device {t.device}: {t.kernels:,} kernels, {t.gpu_time_us / 1000:.1f} ms" for t in totals)
+        view.warnings.insert(0, f"this file holds {len(totals)} devices ({listed}): device {chosen} is read "
+                                f"alone (--device N picks another)")
+        return view
 
     def load_all(self, progress: Callable[[int, float, str, int, int], Any] | None = None,
                  cancel: threading.Event | None = None) -> list[Any]:

@@ -361,3 +361,53 @@ def open_session(paths: list[str], *, aie: dict[str, Any] | None = None, **kwarg
         a.route_kinds()
         return a
     return s
+
+
+@dataclass
+class RunSession:
+    """Two runs of rank traces (each a directory, a glob or comma-joined files): every rank reduced to
+    its summary (in parallel), the representative rank of each run compared as a pair of traces, and
+    the ranks, collectives and stragglers of both runs (`kerneldiff.core.ranks`)."""
+
+    runs: list[str]
+    registry: str | None = None
+    use_cache: bool = True
+    device: int | None = None
+    rank: int | None = None          # the representative rank (None: each run's slowest)
+    peaks: Any = None
+    fusion_overrides: dict[str, float] = field(default_factory=dict)
+    jobs: int | None = None          # processes loading ranks (None: CPUs and memory decide)
+    sides: list[Any] = field(init=False, default_factory=list)
+    pair: Session | None = field(init=False, default=None)
+
+    def load(self) -> list[Any]:
+        """Identify and summarise every rank of both runs (a bad file is reported before any load)."""
+        from kerneldiff.core.ranks.identify import identify, run_files
+        from kerneldiff.core.ranks.run import Run, load_ranks
+
+        found = []
+        for arg in self.runs:
+            files = run_files(arg)
+            infos = [probe_trace(f) for f in files]
+            for info in infos:
+                if info.kind == "aie":
+                    raise TraceError(info.path, "this is an AMD AIE (NPU) trace, not a rank of a GPU run")
+            ranked, source = identify(files, [i.distributed for i in infos])
+            found.append(Run(arg, ranked, source))
+        for run in found:
+            run.ranks = load_ranks(run.files, self.registry, self.use_cache, self.device, self.jobs)
+        self.sides = found
+        return found
+
+    def compare(self, phase: str = "all"):
+        """(the representative ranks' Comparison, the runs' RunFindings)."""
+        from kerneldiff.core.ranks.run import findings, pick
+
+        if not self.sides:
+            self.load()
+        a, b = self.sides
+        ra, rb = pick(a, self.rank), pick(b, self.rank)
+        self.pair = Session([ra.file, rb.file], registry=self.registry, use_cache=self.use_cache, peaks=self.peaks,
+                            fusion_overrides=self.fusion_overrides, device=self.device, fork_pair=True)
+        self.pair.load_all()
+        return self.pair.compare(phase), findings(a, b, self.rank, self.peaks)

@@ -1,0 +1,421 @@
+"""Collectives: communication kernels, what each one moved, and how the ranks of a run met in them.
+
+One rank (a pure reading of its model):
+- a communication kernel is one whose category has role `comm` in the registry (NCCL, RCCL,
+  MSCCL++, NVSHMEM, vLLM's `cross_device_reduce_*`, torch's `multimem_all_reduce`…: registry data,
+  no list here);
+- its kind is the registry rule's (`comm.all_gather` → all_gather); a kernel only the generic NCCL
+  rule knows (NCCL runs all-to-all and gathers as SendRecv kernels) takes the kind of the
+  collective operator around its launch (`c10d::alltoall_`, `nccl:all_to_all`);
+- its message is the first input of its launching operator (`record_param_comms`, `c10d::…`,
+  `symm_mem::…`) with record_shapes: elements × the dtype's size. Unrecorded: unknown (-1);
+- compute/communication overlap: unions of intervals on the device. Exposed communication is the
+  time communication kernels run while no compute kernel does (copies and memsets are neither).
+
+Across the ranks of a run: the i-th collective of a kind on one rank is the i-th of that kind on
+every other (collectives are issued in the same order on every rank of a group; the process group
+and sequence number of `record_param_comms` are not read by the loader yet). Per instance the
+shortest duration among the ranks is the transfer, the rest of each rank's duration is waiting for
+the last rank to arrive; the rank that starts last is the straggler. Start times are compared on
+the ranks' own clocks (one host's clock for the ranks of one node).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kerneldiff.core.model import KIND_KERNEL, TraceModel
+
+# bytes per element, by the dtype names record_shapes writes (Input type) and c10's
+DTYPE_BYTES = {
+    "float": 4, "float32": 4, "c10::float": 4, "double": 8, "float64": 8, "half": 2, "c10::half": 2,
+    "float16": 2, "c10::bfloat16": 2, "bfloat16": 2, "bf16": 2, "long": 8, "long int": 8, "int64": 8,
+    "int": 4, "int32": 4, "short": 2, "int16": 2, "signed char": 1, "unsigned char": 1, "char": 1,
+    "int8": 1, "uint8": 1, "bool": 1, "c10::float8_e4m3fn": 1, "c10::float8_e5m2": 1,
+    "c10::float8_e4m3fnuz": 1, "c10::float8_e5m2fnuz": 1,
+}
+
+# collective operators around a launch (c10d ops, `nccl:` annotations, record_param_comms' names)
+_OP_KIND = re.compile(r"^(?:c10d::|nccl:|gloo:|rccl:)_?(\w+?)_?(?:base_?)?_?$", re.I)
+_KIND_WORDS = {"allreduce": "all_reduce", "allreducecoalesced": "all_reduce", "allgather": "all_gather",
+               "allgatherintotensor": "all_gather", "allgathercoalesced": "all_gather",
+               "reducescatter": "reduce_scatter", "reducescattertensor": "reduce_scatter",
+               "alltoall": "all_to_all", "alltoallv": "all_to_all", "broadcast": "broadcast",
+               "send": "send_recv", "recv": "send_recv", "recvanysource": "send_recv", "barrier": "barrier",
+               "reduce": "reduce", "gather": "gather", "scatter": "scatter"}
+# NCCL kernel names carry the algorithm and protocol: ncclDevKernel_AllReduce_Sum_bf16_RING_LL
+_ALGO = re.compile(r"_(RING|TREE|COLLNET\w*|NVLS\w*|PAT)(?:_(LL128|LL|SIMPLE))?", re.I)
+
+# bus bandwidth factor per kind and group size n (nccl-tests' PERFORMANCE.md): what each rank's
+# link carries relative to the message
+BUS_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
+              "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n,
+              "broadcast": lambda n: 1.0, "send_recv": lambda n: 1.0, "reduce": lambda n: 1.0}
+
+
+def comm_rows(model: TraceModel, classifier) -> np.ndarray:
+    """Rows of the model's communication kernels (registry role `comm`), in time order."""
+    k = model.kernels
+    if len(k) == 0:
+        return np.zeros(0, np.int64)
+    is_comm = np.array([classifier.role(c) == "comm" for c in model.categories] + [False], dtype=bool)
+    return np.flatnonzero(is_comm[np.where(k.cat >= 0, k.cat, len(model.categories))] & (k.kind == KIND_KERNEL))
+
+
+def kind_of_op(name: str) -> str | None:
+    m = _OP_KIND.match(name.strip())
+    if not m:
+        return None
+    return _KIND_WORDS.get(m.group(1).replace("_", "").lower())
+
+
+def _union(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Merged intervals of [s, e), sorted."""
+    if len(s) == 0:
+        return s, e
+    o = np.argsort(s, kind="stable")
+    s, e = s[o], e[o]
+    cm = np.maximum.accumulate(e)
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > cm[:-1]
+    starts = s[new]
+    idx = np.flatnonzero(new)
+    ends = cm[np.append(idx[1:] - 1, len(s) - 1)]
+    return starts, ends
+
+
+def _length(s: np.ndarray, e: np.ndarray) -> float:
+    us, ue = _union(s, e)
+    return float((ue - us).sum())
+
+
+@dataclass
+class Overlap:
+    """Compute against communication on one device, µs (unions of intervals)."""
+
+    compute_us: float = 0.0
+    comm_us: float = 0.0
+    exposed_comm_us: float = 0.0     # communication while no compute kernel runs
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def overlap(model: TraceModel, classifier, comm: np.ndarray | None = None) -> Overlap:
+    k = model.kernels
+    comm = comm_rows(model, classifier) if comm is None else comm
+    is_comm = np.zeros(len(k), dtype=bool)
+    is_comm[comm] = True
+    compute = np.flatnonzero((k.kind == KIND_KERNEL) & ~is_comm)
+    ends = k.ts + np.maximum(k.dur, 0.0)
+    both = np.concatenate([compute, comm])
+    c_len, m_len = _length(k.ts[compute], ends[compute]), _length(k.ts[comm], ends[comm])
+    all_len = _length(k.ts[both], ends[both])
+    return Overlap(compute_us=c_len, comm_us=m_len, exposed_comm_us=max(all_len - c_len, 0.0))
+
+
+@dataclass
+class RankCollectives:
+    """The collectives of one rank, one entry per communication kernel, in time order."""
+
+    kind: list[str] = field(default_factory=list)
+    algorithm: list[str] = field(default_factory=list)   # "RING_LL", "" when the name does not say
+    dtype: list[str] = field(default_factory=list)       # "" when unrecorded
+    nbytes: list[int] = field(default_factory=list)      # message bytes, -1 when unrecorded
+    start_us: list[float] = field(default_factory=list)  # the rank's trace clock
+    dur_us: list[float] = field(default_factory=list)
+    compute_before_us: list[float] = field(default_factory=list)  # compute since the previous collective ended
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+
+def _tensor_bytes(dims, dtype) -> int:
+    size = DTYPE_BYTES.get(dtype.lower()) if isinstance(dtype, str) else None
+    if size is None or not isinstance(dims, list) or not dims or not all(isinstance(x, int) and x >= 0 for x in dims):
+        return -1
+    return int(np.prod(dims, dtype=np.int64)) * size
+
+
+def message(model: TraceModel, op: int, kind: str, group: int) -> tuple[str, int]:
+    """(dtype, message bytes) of a collective from its launching operator's recorded inputs; ("", -1)
+    when not recorded. The message is what nccl-tests calls the size: the input of an all-reduce,
+    broadcast or all-to-all, the gathered output of an all-gather, the full input of a
+    reduce-scatter. `record_param_comms` records an all-gather's input shard (× the group); the
+    c10d operators list the output first."""
+    import json
+
+    c = model.cpu_ops
+    d, t = int(c.dims[op]), int(c.types[op])
+    if d < 0 or t < 0:
+        return "", -1
+    try:
+        dims, types = json.loads(model.strings[d]), json.loads(model.strings[t])
+    except ValueError:
+        return "", -1
+    if not isinstance(dims, list) or not isinstance(types, list) or not dims or not types:
+        return "", -1
+    dtype = types[0] if isinstance(types[0], str) else ""
+    sizes = [_tensor_bytes(x, y) for x, y in zip(dims, types)]
+    first = sizes[0]
+    if kind == "all_gather" and first > 0:
+        tensors = [x for x in sizes if x > 0]
+        if model.strings[int(c.name[op])] == "record_param_comms" or len(tensors) < 2:
+            return dtype, first * max(group, 1)
+        return dtype, max(tensors)
+    return dtype, first
+
+
+def _enclosing_kinds(model: TraceModel, rows: np.ndarray) -> list[str | None]:
+    """The collective kind of the operator or annotation around each kernel's launch, if any."""
+    k, c, a, L = model.kernels, model.cpu_ops, model.annotations, model.launches
+    cands: list[tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]] = []
+    for tab, mask in ((c, np.ones(len(c), bool)), (a, a.gpu == 0 if len(a) else np.zeros(0, bool))):
+        if len(tab) == 0:
+            continue
+        names = np.unique(tab.name[mask])
+        kinds = {int(n): kind_of_op(model.strings[int(n)]) for n in names.tolist()}
+        keep = np.flatnonzero(mask & np.isin(tab.name, [n for n, v in kinds.items() if v]))
+        if len(keep):
+            cands.append((tab.ts[keep], tab.ts[keep] + tab.dur[keep], tab.tid[keep],
+                          [kinds[int(n)] for n in tab.name[keep].tolist()]))
+    out: list[str | None] = []
+    for r in rows.tolist():
+        li = int(k.launch[r])
+        t, tid = (float(L.ts[li]), int(L.tid[li])) if li >= 0 else (float(k.ts[r]), None)
+        found = None
+        for s, e, tids, kinds in cands:
+            hit = np.flatnonzero((s <= t) & (e >= t) & ((tids == tid) if tid is not None else True))
+            if len(hit):
+                found = kinds[int(hit[np.argmax(s[hit])])]   # the innermost: latest start
+                break
+        out.append(found)
+    return out
+
+
+def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = None) -> RankCollectives:
+    k = model.kernels
+    comm = comm_rows(model, classifier) if comm is None else comm
+    out = RankCollectives()
+    if len(comm) == 0:
+        return out
+    # the group of a collective is not read yet (record_param_comms' Group size): the world
+    group = int((getattr(model.info, "distributed", None) or {}).get("world_size") or 1)
+    generic = [i for i, r in enumerate(comm.tolist()) if not model.rule(r).startswith("comm.")
+               or model.rule(r) == "comm.generic" or model.rule(r) == "comm.send_recv"]
+    around = dict(zip(generic, _enclosing_kinds(model, comm[generic]))) if generic else {}
+    # compute time between collectives: the union of compute kernels up to each start
+    is_comm = np.zeros(len(k), bool)
+    is_comm[comm] = True
+    compute = np.flatnonzero((k.kind == KIND_KERNEL) & ~is_comm)
+    cs, ce = _union(k.ts[compute], k.ts[compute] + np.maximum(k.dur[compute], 0.0))
+    cum = np.concatenate([[0.0], np.cumsum(ce - cs)])
+
+    def compute_until(t: float) -> float:
+        j = int(np.searchsorted(cs, t, side="right"))   # intervals starting before t
+        done = cum[j]
+        if j > 0 and ce[j - 1] > t:
+            done -= ce[j - 1] - t
+        return float(done)
+
+    prev_end = -np.inf     # the first collective: compute since the trace began
+    for i, r in enumerate(comm.tolist()):
+        name = model.kernel_name(r)
+        rule = model.rule(r)
+        kind = rule.removeprefix("comm.") if rule.startswith("comm.") and rule != "comm.generic" else ""
+        if i in around and around[i]:
+            kind = around[i]
+        if not kind:
+            cat = model.category(r)
+            kind = {"All-Reduce": "all_reduce", "All-Gather": "all_gather",
+                    "Reduce-Scatter": "reduce_scatter"}.get(cat, "other")
+        m = _ALGO.search(name)
+        op = int(k.cpu_op[r])
+        dtype, nbytes = message(model, op, kind, group) if op >= 0 else ("", -1)
+        start, dur = float(k.ts[r]), float(max(k.dur[r], 0.0))
+        out.kind.append(kind)
+        out.algorithm.append("_".join(g.upper() for g in m.groups() if g) if m else "")
+        out.dtype.append(dtype)
+        out.nbytes.append(nbytes)
+        out.start_us.append(start)
+        out.dur_us.append(dur)
+        out.compute_before_us.append(max(compute_until(start) - compute_until(prev_end), 0.0))
+        prev_end = max(prev_end, start + dur)
+    return out
+
+
+# --- across the ranks of a run ---------------------------------------------------------------
+
+@dataclass
+class Instance:
+    """One collective as every rank of the run saw it."""
+
+    kind: str
+    nbytes: int
+    dtype: str
+    algorithm: str
+    starts: list[float]          # per rank, in the run's rank order
+    durs: list[float]
+    compute_before: list[float]
+
+    @property
+    def transfer_us(self) -> float:
+        return min(self.durs)
+
+    @property
+    def skew_us(self) -> float:
+        return max(self.starts) - min(self.starts)
+
+    @property
+    def last(self) -> int:
+        """Index (in the run's rank order) of the rank that arrived last."""
+        return int(np.argmax(self.starts))
+
+
+def match(ranks: list[RankCollectives]) -> tuple[list[Instance], int]:
+    """The collectives every rank took part in, matched by kind and order; and how many collectives
+    some rank ran that others did not (counts differ: sampled or cut traces)."""
+    if not ranks:
+        return [], 0
+    per_kind: list[dict[str, list[int]]] = []
+    for rc in ranks:
+        d: dict[str, list[int]] = {}
+        for i, kd in enumerate(rc.kind):
+            d.setdefault(kd, []).append(i)
+        per_kind.append(d)
+    kinds = sorted(set().union(*[d.keys() for d in per_kind]))
+    out: list[Instance] = []
+    unmatched = 0
+    for kd in kinds:
+        lists = [d.get(kd, []) for d in per_kind]
+        n = min(len(x) for x in lists)
+        unmatched += sum(len(x) - n for x in lists)
+        for j in range(n):
+            idx = [x[j] for x in lists]
+            first = ranks[0]
+            i0 = idx[0]
+            nbytes = next((ranks[r].nbytes[i] for r, i in enumerate(idx) if ranks[r].nbytes[i] >= 0), -1)
+            dtype = next((ranks[r].dtype[i] for r, i in enumerate(idx) if ranks[r].dtype[i]), "")
+            out.append(Instance(kd, nbytes, dtype, first.algorithm[i0],
+                                [ranks[r].start_us[i] for r, i in enumerate(idx)],
+                                [ranks[r].dur_us[i] for r, i in enumerate(idx)],
+                                [ranks[r].compute_before_us[i] for r, i in enumerate(idx)]))
+    out.sort(key=lambda x: min(x.starts))
+    return out, unmatched
+
+
+def shared_clock(ranks: list[RankCollectives]) -> bool:
+    """Whether the ranks' start times can be compared: their collectives overlap in time (ranks
+    traced on hosts whose clocks disagree, or traces of different runs, do not)."""
+    spans = [(min(r.start_us), max(s + d for s, d in zip(r.start_us, r.dur_us))) for r in ranks if len(r)]
+    return len(spans) < 2 or max(s for s, _ in spans) < min(e for _, e in spans)
+
+
+@dataclass
+class CollectiveSide:
+    """One kind × size on one run."""
+
+    count: int = 0                  # collectives (each counted once, however many ranks ran it)
+    total_us: float = 0.0           # per rank: time in these kernels, the mean over ranks
+    transfer_us: float = 0.0        # summed shortest duration among the ranks
+    wait_us: float = 0.0            # total − transfer: waiting for the last rank (per rank, mean)
+    mean_us: float = 0.0            # total / count
+    algbw_gbps: float | None = None     # bytes / median transfer time
+    busbw_gbps: float | None = None     # algbw × the kind's bus factor for the group size
+    pct_link_peak: float | None = None  # busbw against the GPU's link peak, %
+    skew_p50_us: float | None = 0.0    # start times: the last rank's start − the first's (None:
+    skew_max_us: float | None = 0.0    # the ranks' clocks cannot be compared)
+    algorithm: str = ""
+    dtype: str = ""
+    ranks: int = 0
+
+
+@dataclass
+class CollectiveRow:
+    kind: str
+    nbytes: int                     # message bytes (the first input of the launching op), -1 unknown
+    a: CollectiveSide | None
+    b: CollectiveSide | None
+    ratio: float | None             # A / B of total_us
+    gap_us: float                   # A − B of total_us
+
+
+def bus_factor(kind: str, n: int) -> float | None:
+    f = BUS_FACTOR.get(kind)
+    return f(n) if f is not None and n >= 1 else None
+
+
+def side_rows(instances: list[Instance], ranks: int, group: int, link_gbps: float | None,
+              clocks: bool = True) -> dict[tuple[str, int], CollectiveSide]:
+    """Instances grouped by kind × size. `group`: ranks in the collective's group (the world size
+    when nothing else is recorded); `link_gbps`: the GPU's link peak (None: unknown); without
+    `clocks` (the ranks' clocks disagree) skews are not given."""
+    groups: dict[tuple[str, int], list[Instance]] = {}
+    for ins in instances:
+        key = (ins.kind, ins.nbytes)
+        groups.setdefault(key, []).append(ins)
+    out = {}
+    for (kind, nbytes), items in groups.items():
+        durs = np.array([x.durs for x in items])          # instances × ranks
+        transfer = durs.min(axis=1)
+        total = float(durs.sum(axis=0).mean())
+        skew = np.array([x.skew_us for x in items])
+        med = float(np.median(transfer))
+        algbw = nbytes / (med * 1e3) if nbytes > 0 and med > 0 else None   # bytes/µs → GB/s: /1e3
+        f = bus_factor(kind, group)
+        busbw = algbw * f if algbw is not None and f is not None else None
+        algos = [x.algorithm for x in items if x.algorithm]
+        out[(kind, nbytes)] = CollectiveSide(
+            count=len(items), total_us=total, transfer_us=float(transfer.sum()),
+            wait_us=max(total - float(transfer.sum()), 0.0), mean_us=total / len(items),
+            algbw_gbps=algbw, busbw_gbps=busbw,
+            pct_link_peak=100.0 * busbw / link_gbps if busbw is not None and link_gbps else None,
+            skew_p50_us=float(np.median(skew)) if clocks else None, skew_max_us=float(skew.max()) if clocks else None,
+            algorithm=max(set(algos), key=algos.count) if algos else "", dtype=items[0].dtype, ranks=ranks)
+    return out
+
+
+def collective_rows(a: dict, b: dict) -> list[CollectiveRow]:
+    rows = []
+    for key in sorted(set(a) | set(b)):
+        sa, sb = a.get(key), b.get(key)
+        ta, tb = (sa.total_us if sa else 0.0), (sb.total_us if sb else 0.0)
+        rows.append(CollectiveRow(kind=key[0], nbytes=key[1], a=sa, b=sb,
+                                  ratio=ta / tb if sa and sb and tb > 0 else None, gap_us=ta - tb))
+    rows.sort(key=lambda r: -abs(r.gap_us))
+    return rows
+
+
+@dataclass
+class Straggler:
+    """The rank that arrived last at a run's collectives most often."""
+
+    rank: int
+    last: int                       # collectives it arrived last at
+    collectives: int                # collectives matched across the ranks
+    share: float                    # last / collectives
+    late_us: float                  # its mean start after the median rank's, at those collectives
+    compute_before_us: float        # its mean compute since its previous collective, at those
+    others_compute_before_us: float # the other ranks' mean, at the same collectives
+    per_rank_last: dict[int, int] = field(default_factory=dict)
+
+
+def straggler(instances: list[Instance], rank_ids: list[int]) -> Straggler | None:
+    """None with fewer than two ranks (nobody to wait for) or no matched collective."""
+    if len(rank_ids) < 2 or not instances:
+        return None
+    last = np.array([x.last for x in instances])
+    counts = np.bincount(last, minlength=len(rank_ids))
+    r = int(np.argmax(counts))
+    mine = [x for x in instances if x.last == r]
+    late = [x.starts[r] - float(np.median(x.starts)) for x in mine]
+    own = [x.compute_before[r] for x in mine]
+    others = [float(np.mean([c for j, c in enumerate(x.compute_before) if j != r])) for x in mine]
+    return Straggler(rank=rank_ids[r], last=int(counts[r]), collectives=len(instances),
+                     share=float(counts[r]) / len(instances), late_us=float(np.mean(late)),
+                     compute_before_us=float(np.mean(own)), others_compute_before_us=float(np.mean(others)),
+                     per_rank_last={rank_ids[i]: int(c) for i, c in enumerate(counts.tolist())})

@@ -385,17 +385,26 @@ class RunSession:
         from kerneldiff.core.ranks.identify import identify, run_files
         from kerneldiff.core.ranks.run import Run, load_ranks
 
-        found = []
+        from kerneldiff.core.ranks.identify import RankFile
+
+        listed = []
         for arg in self.runs:
             files = run_files(arg)
-            infos = [probe_trace(f) for f in files]
-            for info in infos:
+            for f in files:
+                info = probe_trace(f)
                 if info.kind == "aie":
                     raise TraceError(info.path, "this is an AMD AIE (NPU) trace, not a rank of a GPU run")
-            ranked, source = identify(files, [i.distributed for i in infos])
-            found.append(Run(arg, ranked, source))
-        for run in found:
-            run.ranks = load_ranks(run.files, self.registry, self.use_cache, self.device, self.jobs)
+            listed.append((arg, files))
+        found = []
+        for arg, files in listed:
+            # ranks are named once every file is read: distributedInfo may follow the events
+            summaries = load_ranks([RankFile(i, f) for i, f in enumerate(files)], self.registry, self.use_cache,
+                                   self.device, self.jobs)
+            ranked, source = identify(files, [getattr(s.info, "distributed", {}) or {} for s in summaries])
+            by_path = {s.file: s for s in summaries}
+            for rf in ranked:
+                by_path[rf.path].rank = rf.rank
+            found.append(Run(arg, ranked, source, [by_path[rf.path] for rf in ranked]))
         self.sides = found
         return found
 

@@ -205,46 +205,63 @@ def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = No
         return out
     # the group of a collective is not read yet (record_param_comms' Group size): the world
     group = int((getattr(model.info, "distributed", None) or {}).get("world_size") or 1)
-    generic = [i for i, r in enumerate(comm.tolist()) if not model.rule(r).startswith("comm.")
-               or model.rule(r) == "comm.generic" or model.rule(r) == "comm.send_recv"]
-    around = dict(zip(generic, _enclosing_kinds(model, comm[generic]))) if generic else {}
-    # compute time between collectives: the union of compute kernels up to each start
+    # kind and algorithm per distinct (name, rule): a run has a handful of communication kernels
+    pairs: dict[tuple[int, int], tuple[str, str]] = {}
+    for n, ru in set(zip(k.name[comm].tolist(), k.rule[comm].tolist())):
+        rule = model.rules[ru] if ru >= 0 else ""
+        kind = rule.removeprefix("comm.") if rule.startswith("comm.") and rule != "comm.generic" else ""
+        m = _ALGO.search(model.strings[n])
+        pairs[(n, ru)] = (kind, "_".join(g.upper() for g in m.groups() if g) if m else "")
+    kinds = [pairs[(n, ru)][0] for n, ru in zip(k.name[comm].tolist(), k.rule[comm].tolist())]
+    algos = [pairs[(n, ru)][1] for n, ru in zip(k.name[comm].tolist(), k.rule[comm].tolist())]
+    # NCCL runs all-to-all and gathers as SendRecv kernels: the operator around the launch says which
+    ask = [i for i, kd in enumerate(kinds) if kd in ("", "send_recv")]
+    for i, found in zip(ask, _enclosing_kinds(model, comm[ask]) if ask else []):
+        if found:
+            kinds[i] = found
+    for i, kd in enumerate(kinds):
+        if not kd:
+            kinds[i] = {"All-Reduce": "all_reduce", "All-Gather": "all_gather",
+                        "Reduce-Scatter": "reduce_scatter"}.get(model.category(int(comm[i])), "other")
+    # message per distinct (operator, shapes, kind)
+    ops = k.cpu_op[comm]
+    msgs: dict[tuple[int, int, int, int, str], tuple[str, int]] = {}
+    dtypes, nbytes = [], []
+    c = model.cpu_ops
+    for op, kd in zip(ops.tolist(), kinds):
+        if op < 0:
+            dtypes.append("")
+            nbytes.append(-1)
+            continue
+        key = (int(c.name[op]), int(c.dims[op]), int(c.types[op]), 0, kd)
+        if key not in msgs:
+            msgs[key] = message(model, op, kd, group)
+        dt, nb = msgs[key]
+        dtypes.append(dt)
+        nbytes.append(nb)
+    # compute between collectives: the union of compute kernels up to each start
     is_comm = np.zeros(len(k), bool)
     is_comm[comm] = True
     compute = np.flatnonzero((k.kind == KIND_KERNEL) & ~is_comm)
     cs, ce = _union(k.ts[compute], k.ts[compute] + np.maximum(k.dur[compute], 0.0))
     cum = np.concatenate([[0.0], np.cumsum(ce - cs)])
 
-    def compute_until(t: float) -> float:
-        j = int(np.searchsorted(cs, t, side="right"))   # intervals starting before t
+    def compute_until(t: np.ndarray) -> np.ndarray:
+        j = np.searchsorted(cs, t, side="right")            # compute intervals starting before t
         done = cum[j]
-        if j > 0 and ce[j - 1] > t:
-            done -= ce[j - 1] - t
-        return float(done)
+        inside = (j > 0) & (ce[np.maximum(j - 1, 0)] > t) if len(ce) else np.zeros(len(t), bool)
+        done[inside] -= ce[j[inside] - 1] - t[inside]
+        return done
 
-    prev_end = -np.inf     # the first collective: compute since the trace began
-    for i, r in enumerate(comm.tolist()):
-        name = model.kernel_name(r)
-        rule = model.rule(r)
-        kind = rule.removeprefix("comm.") if rule.startswith("comm.") and rule != "comm.generic" else ""
-        if i in around and around[i]:
-            kind = around[i]
-        if not kind:
-            cat = model.category(r)
-            kind = {"All-Reduce": "all_reduce", "All-Gather": "all_gather",
-                    "Reduce-Scatter": "reduce_scatter"}.get(cat, "other")
-        m = _ALGO.search(name)
-        op = int(k.cpu_op[r])
-        dtype, nbytes = message(model, op, kind, group) if op >= 0 else ("", -1)
-        start, dur = float(k.ts[r]), float(max(k.dur[r], 0.0))
-        out.kind.append(kind)
-        out.algorithm.append("_".join(g.upper() for g in m.groups() if g) if m else "")
-        out.dtype.append(dtype)
-        out.nbytes.append(nbytes)
-        out.start_us.append(start)
-        out.dur_us.append(dur)
-        out.compute_before_us.append(max(compute_until(start) - compute_until(prev_end), 0.0))
-        prev_end = max(prev_end, start + dur)
+    start = k.ts[comm].astype(float)
+    dur = np.maximum(k.dur[comm], 0.0)
+    prev_end = np.empty(len(comm))
+    prev_end[0] = -np.inf            # the first collective: compute since the trace began
+    prev_end[1:] = np.maximum.accumulate(start + dur)[:-1]
+    before = np.maximum(compute_until(start) - np.where(np.isfinite(prev_end), compute_until(
+        np.where(np.isfinite(prev_end), prev_end, 0.0)), 0.0), 0.0)
+    out.kind, out.algorithm, out.dtype, out.nbytes = kinds, algos, dtypes, nbytes
+    out.start_us, out.dur_us, out.compute_before_us = start.tolist(), dur.tolist(), before.tolist()
     return out
 
 

@@ -70,6 +70,10 @@ def load_ranks(files: list[RankFile], registry: str | None = None, use_cache: bo
         return [_one(w) for w in work]
     import multiprocessing as mp
 
+    from kerneldiff.core.ranks.summary import classifier_for
+
+    classifier_for(registry)     # read once here: the forked processes inherit it
+
     with ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context("fork")) as pool:
         return list(pool.map(_one, work))
 

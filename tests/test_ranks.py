@@ -245,3 +245,34 @@ def test_hta_collectives_and_straggler_against_raw_events(hta):
     st = f.stragglers["a"]
     assert (st.rank, st.last, st.collectives) == (1, 8, 10)
     assert f.stragglers["a"] == f.stragglers["b"]
+
+
+# --- exposed communication in the gap ledger -------------------------------------------------------
+
+def test_ledger_exposed_communication_against_raw_events(capsys):
+    a, b = real_trace("a100_control.json.gz"), real_trace("v100_test.json.gz")
+    assert main(["compare", str(a), str(b), "--format", "json", "--no-cache"]) == 0
+    ab = json.loads(capsys.readouterr().out)
+    assert main(["compare", str(b), str(a), "--format", "json", "--no-cache"]) == 0
+    ba = json.loads(capsys.readouterr().out)
+    for d in (ab, ba):
+        assert sum(e["gap_us"] for e in d["ledger"]) == pytest.approx(d["wall"]["wall_gap_us"], abs=0.01)
+        assert not [e for e in d["ledger"] if e["cause"] in ("All-Reduce", "Communication")]
+    (ea,) = [e for e in ab["ledger"] if e["cause"] == "exposed communication"]
+    (eb,) = [e for e in ba["ledger"] if e["cause"] == "exposed communication"]
+    assert (ea["a_us"], ea["b_us"], ea["gap_us"]) == pytest.approx((eb["b_us"], eb["a_us"], -eb["gap_us"]))
+    for path, got in ((a, ea["a_us"]), (b, ea["b_us"])):
+        kern = [e for e in _raw(path) if e.get("ph") == "X" and e.get("cat") == "kernel"]
+        comm = [(e["ts"], e["ts"] + e["dur"]) for e in kern if e["name"].startswith("nccl")]
+        comp = [(e["ts"], e["ts"] + e["dur"]) for e in kern if not e["name"].startswith("nccl")]
+        assert got == pytest.approx(_union(comm + comp) - _union(comp), abs=0.01)
+
+
+def test_ledger_exposed_communication_is_the_planted_one(runs, capsys):
+    pa, ta, pb, tb = runs
+    assert main(["compare", os.path.join(pa, "trace_0.json.gz"), ",".join(
+        os.path.join(pb, f) for f in sorted(os.listdir(pb))), "--format", "json", "--no-cache", "--rank", "0"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    (e,) = [e for e in d["ledger"] if e["cause"] == "exposed communication"]
+    assert e["a_us"] == pytest.approx(ta["ranks"][0]["exposed_comm_us"])
+    assert e["b_us"] == pytest.approx(tb["ranks"][0]["exposed_comm_us"])

@@ -339,7 +339,8 @@ class CollectiveSide:
     count: int = 0                  # collectives (each counted once, however many ranks ran it)
     total_us: float = 0.0           # per rank: time in these kernels, the mean over ranks
     transfer_us: float = 0.0        # summed shortest duration among the ranks
-    wait_us: float = 0.0            # total − transfer: waiting for the last rank (per rank, mean)
+    wait_us: float | None = 0.0     # total − transfer: waiting for the last rank (per rank, mean);
+                                    # None with one rank (its time holds waits for ranks not traced)
     mean_us: float = 0.0            # total / count
     algbw_gbps: float | None = None     # bytes / median transfer time
     busbw_gbps: float | None = None     # algbw × the kind's bus factor for the group size
@@ -388,10 +389,11 @@ def side_rows(instances: list[Instance], ranks: int, group: int, link_gbps: floa
         algos = [x.algorithm for x in items if x.algorithm]
         out[(kind, nbytes)] = CollectiveSide(
             count=len(items), total_us=total, transfer_us=float(transfer.sum()),
-            wait_us=max(total - float(transfer.sum()), 0.0), mean_us=total / len(items),
+            wait_us=max(total - float(transfer.sum()), 0.0) if ranks > 1 else None, mean_us=total / len(items),
             algbw_gbps=algbw, busbw_gbps=busbw,
             pct_link_peak=100.0 * busbw / link_gbps if busbw is not None and link_gbps else None,
-            skew_p50_us=float(np.median(skew)) if clocks else None, skew_max_us=float(skew.max()) if clocks else None,
+            skew_p50_us=float(np.median(skew)) if clocks and ranks > 1 else None,
+            skew_max_us=float(skew.max()) if clocks and ranks > 1 else None,
             algorithm=max(set(algos), key=algos.count) if algos else "", dtype=items[0].dtype, ranks=ranks)
     return out
 

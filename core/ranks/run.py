@@ -166,6 +166,9 @@ def findings(a: Run, b: Run, wanted: int | None = None, peaks=None) -> RunFindin
         if unmatched:
             notes.append(f"{key.upper()}: {unmatched} collective(s) ran on some ranks and not on others "
                          f"(sampled or cut traces): left out of the collective table")
+        if len(run.ranks) == 1 and len(run.ranks[0].collectives):
+            notes.append(f"{key.upper()}: one rank: its collectives' time holds the wait for ranks not traced, so "
+                         f"transfer and wait are not told apart and bus bandwidth is a lower bound")
         clocks = shared_clock([r.collectives for r in run.ranks])
         if not clocks:
             notes.append(f"{key.upper()}: the ranks' collectives do not overlap in time (clocks of different "

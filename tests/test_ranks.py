@@ -276,3 +276,16 @@ def test_ledger_exposed_communication_is_the_planted_one(runs, capsys):
     (e,) = [e for e in d["ledger"] if e["cause"] == "exposed communication"]
     assert e["a_us"] == pytest.approx(ta["ranks"][0]["exposed_comm_us"])
     assert e["b_us"] == pytest.approx(tb["ranks"][0]["exposed_comm_us"])
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_bad_rank_is_one_line_from_any_process(runs, tmp_path, capsys, jobs):
+    pa, *_ = runs
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    shutil.copy(os.path.join(pa, "trace_0.json.gz"), bad / "trace_0.json.gz")
+    with gzip.open(bad / "trace_1.json.gz", "wt") as f:
+        f.write('{"traceEvents": [')
+    assert main(["compare", str(bad), pa, "--no-cache", "--jobs", jobs]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "trace_1.json.gz" in err[0] and "no complete event" in err[0]

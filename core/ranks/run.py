@@ -55,9 +55,26 @@ def _jobs(files: list[RankFile], requested: int | None) -> int:
     return int(max(1, min(len(files), os.cpu_count() or 1, by_memory)))
 
 
-def _one(args) -> RankSummary:
+def _one(args):
+    """A rank's summary, or (path, problem) of its TraceError: the error's own pickling does not
+    round-trip, and a result that cannot be read back would break the whole pool."""
+    from kerneldiff.core.errors import TraceError
+
     rank, path, registry, use_cache, device = args
-    return summarize_rank(rank, path, registry, use_cache, device)
+    try:
+        return summarize_rank(rank, path, registry, use_cache, device)
+    except TraceError as e:
+        return (e.path, e.problem)
+    except MemoryError:
+        return (path, "out of memory while loading this rank")
+
+
+def _raise(result) -> RankSummary:
+    from kerneldiff.core.errors import TraceError
+
+    if isinstance(result, tuple):
+        raise TraceError(*result)
+    return result
 
 
 def load_ranks(files: list[RankFile], registry: str | None = None, use_cache: bool = True,
@@ -67,7 +84,7 @@ def load_ranks(files: list[RankFile], registry: str | None = None, use_cache: bo
     work = [(f.rank, f.path, registry, use_cache, device) for f in files]
     n = _jobs(files, jobs)
     if n <= 1 or len(work) <= 1:
-        return [_one(w) for w in work]
+        return [_raise(_one(w)) for w in work]
     import multiprocessing as mp
 
     from kerneldiff.core.ranks.summary import classifier_for
@@ -75,7 +92,7 @@ def load_ranks(files: list[RankFile], registry: str | None = None, use_cache: bo
     classifier_for(registry)     # read once here: the forked processes inherit it
 
     with ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context("fork")) as pool:
-        return list(pool.map(_one, work))
+        return [_raise(r) for r in pool.map(_one, work)]
 
 
 @dataclass

@@ -289,3 +289,15 @@ def test_a_bad_rank_is_one_line_from_any_process(runs, tmp_path, capsys, jobs):
     assert main(["compare", str(bad), pa, "--no-cache", "--jobs", jobs]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "trace_1.json.gz" in err[0] and "no complete event" in err[0]
+
+
+def test_different_world_sizes_are_per_rank_and_per_token(tmp_path, capsys):
+    write_run(tmp_path / "tp2", ranks=2, step_tokens=32)
+    write_run(tmp_path / "tp4", ranks=4, step_tokens=32)
+    assert main(["compare", str(tmp_path / "tp2"), str(tmp_path / "tp4"), "--format", "json", "--no-cache"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert [len(d["ranks"][k]) for k in "ab"] == [2, 4]
+    ra, rb = d["ranks"]["a"][0], d["ranks"]["b"][0]
+    assert ra["tokens"] == rb["tokens"] == 3 * 32          # three passes of 32 query tokens
+    (note,) = [n for n in d["runs"]["notes"] if n.startswith("world sizes differ")]
+    assert f"A {ra['wall_us'] / 96:,.1f} µs" in note and f"B {rb['wall_us'] / 96:,.1f} µs" in note

@@ -171,8 +171,12 @@ def findings(a: Run, b: Run, wanted: int | None = None, peaks=None) -> RunFindin
             notes.append(f"{key.upper()}: {len(run.ranks)} of {max(ws)} ranks' traces given: the figures are "
                          f"over these ranks only")
     if a.world_size != b.world_size:
+        ta, tb = rep["a"].tokens, rep["b"].tokens
+        per_token = (f"; per query token, the representative ranks' wall clocks are A {rep['a'].wall_us / ta:,.1f} µs "
+                     f"and B {rep['b'].wall_us / tb:,.1f} µs" if ta and tb else
+                     "; neither per token (the traces do not both record their tokens)")
         notes.append(f"world sizes differ (A {a.world_size}, B {b.world_size}): ranks are compared per rank, "
-                     f"not summed; per token where both record tokens")
+                     f"not summed{per_token}")
     links = {}
     rows = {}
     strag = {}

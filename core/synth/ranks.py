@@ -35,7 +35,7 @@ def write_run(out_dir: str | os.PathLike, *, ranks: int = 4, passes: int = 3, la
               gemm_us: float = 200.0, straggler: int | None = 2, straggle_us: float = 50.0,
               transfer_us: float = 80.0, overlap_us: float = 0.0, nbytes: int = 8 << 20,
               gpu: str = "NVIDIA H100 80GB HBM3", naming: str = "distributed", jitter_us: float = 0.0,
-              seed: int = 0) -> dict[str, Any]:
+              step_tokens: int = 0, seed: int = 0) -> dict[str, Any]:
     """Write one file per rank into `out_dir`; returns the truth: files, per-rank figures (µs),
     the straggler, the collectives and their transfer time."""
     import random
@@ -86,7 +86,10 @@ def write_run(out_dir: str | os.PathLike, *, ranks: int = 4, passes: int = 3, la
             seq += 1
             clock = end
         for r in range(ranks):
-            events[r].append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{p + 2}", "pid": 100 + r,
+            # a vLLM decode step of `step_tokens` requests (one query token each) when asked
+            step = (f"execute_{step_tokens}_context_0(sq0sk0)_generation_{step_tokens}(sq{step_tokens}"
+                    f"sk{100 * step_tokens})" if step_tokens else f"ProfilerStep#{p + 2}")
+            events[r].append({"ph": "X", "cat": "user_annotation", "name": step, "pid": 100 + r,
                               "tid": 1, "ts": pass_start - 30.0, "dur": clock - pass_start + 30.0})
         clock += 40.0     # the host's gap between passes
     files = []

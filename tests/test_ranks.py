@@ -56,7 +56,7 @@ def test_run_arguments(tmp_path):
     empty.mkdir()
     with pytest.raises(TraceError, match="without trace files"):
         run_files(str(empty))
-    with pytest.raises(TraceError, match="matches no file"):
+    with pytest.raises(TraceError, match="no such file"):
         run_files(str(tmp_path / "x*.json"))
 
 

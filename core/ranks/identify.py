@@ -50,7 +50,7 @@ def run_files(arg: str) -> list[str]:
     else:
         files = sorted(glob.glob(arg))
         if not files:
-            raise TraceError(arg, "matches no file")
+            raise TraceError(arg, "no such file (and no file matches it as a pattern)")
     for f in files:
         if not os.path.isfile(f):
             raise TraceError(f, "no such file")

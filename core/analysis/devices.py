@@ -34,14 +34,16 @@ class DeviceTotal:
 
 def device_totals(model: TraceModel) -> list[DeviceTotal]:
     """Each device's activities and summed time, in device order (the file as a whole: a device
-    view keeps the totals of the file it was cut from)."""
+    view keeps the totals of the file it was cut from). Activities without a readable device are
+    no device of their own: a file with one readable device is read whole."""
     if model.devices:
         return [DeviceTotal(**d) for d in model.devices]
     k = model.kernels
-    if len(k) == 0:
+    known = k.device >= 0          # -1: no readable device (an id beyond 64 bits, text, absent pid)
+    if not known.any():
         return []
-    ids, inv = np.unique(k.device, return_inverse=True)
-    time = np.bincount(inv, weights=k.dur, minlength=len(ids))
+    ids, inv = np.unique(k.device[known], return_inverse=True)
+    time = np.bincount(inv, weights=k.dur[known], minlength=len(ids))
     count = np.bincount(inv, minlength=len(ids))
     return [DeviceTotal(int(d), int(n), float(t)) for d, n, t in zip(ids.tolist(), count.tolist(), time.tolist())]
 
@@ -109,6 +111,9 @@ def select_device(model: TraceModel, device: int, classifier) -> TraceModel:
                       annotations=annotations, categories=list(classifier.categories), rules=[],
                       dropped_events=model.dropped_events, load_seconds=model.load_seconds)
     view.warnings = [w for w in model.warnings]
+    unknown = int(np.count_nonzero(k.device < 0))
+    if unknown:
+        view.warnings.append(f"{unknown} GPU activities name no readable device: left out of every device")
     view.devices = [t.to_dict() for t in totals]
     view.device = device
     attribution.link(view)

@@ -10,13 +10,13 @@ import os
 import shutil
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from conftest import real_trace
 from kerneldiff.cli.main import main
 from kerneldiff.core.errors import TraceError
-from kerneldiff.core.ranks.identify import identify, is_run, run_files
+from kerneldiff.core.ranks.identify import RankFile, identify, is_run, run_files
 from kerneldiff.core.ranks.run import load_ranks
-from kerneldiff.core.ranks.identify import RankFile
 from kerneldiff.core.session import RunSession
 from kerneldiff.core.synth.ranks import write_run
 
@@ -301,3 +301,51 @@ def test_different_world_sizes_are_per_rank_and_per_token(tmp_path, capsys):
     assert ra["tokens"] == rb["tokens"] == 3 * 32          # three passes of 32 query tokens
     (note,) = [n for n in d["runs"]["notes"] if n.startswith("world sizes differ")]
     assert f"A {ra['wall_us'] / 96:,.1f} µs" in note and f"B {rb['wall_us'] / 96:,.1f} µs" in note
+
+
+def test_synth_writes_two_runs(tmp_path, capsys):
+    assert main(["synth", str(tmp_path), "--ranks", "3", "--straggler", "1"]) == 0
+    truth = json.loads((tmp_path / "runs_truth.json").read_text())
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "run_a"), str(tmp_path / "run_b"), "--format", "json", "--no-cache"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["stragglers"]["a"]["rank"] == truth["a"]["straggler"] == 1
+    assert d["stragglers"]["b"] is None                    # everyone arrives together: no one to name
+    for key in "ab":
+        for got, want in zip(d["ranks"][key], truth[key]["ranks"]):
+            assert got["exposed_comm_us"] == pytest.approx(want["exposed_comm_us"])
+    assert main(["synth", str(tmp_path / "x"), "--ranks", "3", "--straggler", "5"]) == 2
+
+
+def test_link_peaks_name_gpus_of_the_compute_table():
+    import tomllib
+
+    from kerneldiff.core.analysis import links
+    from kerneldiff.core.analysis.peaks import default_table
+
+    keys = {e.key for e in default_table().entries}
+    doc = tomllib.loads(links._TABLE.read_text(encoding="utf-8"))
+    assert doc["link"]
+    for e in doc["link"]:
+        assert e["key"] in keys and e["gbps"] > 0 and e["source"] and e["link"]
+
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 200), st.integers(1, 50), st.booleans()), min_size=1, max_size=30))
+def test_overlap_figures_against_a_brute_force_count(items):
+    """compute ∪, comm ∪ and exposed communication against counting every microsecond."""
+    import numpy as np
+
+    from kerneldiff.core.analysis.collectives import _length
+
+    s = np.array([a for a, _, _ in items], float)
+    e = s + np.array([d for _, d, _ in items], float)
+    comm = np.array([c for _, _, c in items])
+    grid = np.zeros((2, 260), bool)
+    for a, b, c in zip(s.astype(int), e.astype(int), comm):
+        grid[int(c), a:b] = True
+    assert _length(s[~comm], e[~comm]) == grid[0].sum()
+    assert _length(s[comm], e[comm]) == grid[1].sum()
+    exposed = _length(s, e) - _length(s[~comm], e[~comm])
+    assert exposed == (grid[1] & ~grid[0]).sum()

@@ -423,8 +423,16 @@ class Straggler:
     per_rank_last: dict[int, int] = field(default_factory=dict)
 
 
+# ranks that start a collective within a microsecond of each other arrived together: many traces
+# write whole microseconds, so a smaller skew names no one
+SKEW_FLOOR_US = 1.0
+
+
 def straggler(instances: list[Instance], rank_ids: list[int]) -> Straggler | None:
-    """None with fewer than two ranks (nobody to wait for) or no matched collective."""
+    """None with fewer than two ranks (nobody to wait for) or no collective that one rank reached
+    more than SKEW_FLOOR_US after another. `collectives` counts every matched one."""
+    total = len(instances)
+    instances = [x for x in instances if x.skew_us > SKEW_FLOOR_US]
     if len(rank_ids) < 2 or not instances:
         return None
     last = np.array([x.last for x in instances])
@@ -434,7 +442,7 @@ def straggler(instances: list[Instance], rank_ids: list[int]) -> Straggler | Non
     late = [x.starts[r] - float(np.median(x.starts)) for x in mine]
     own = [x.compute_before[r] for x in mine]
     others = [float(np.mean([c for j, c in enumerate(x.compute_before) if j != r])) for x in mine]
-    return Straggler(rank=rank_ids[r], last=int(counts[r]), collectives=len(instances),
-                     share=float(counts[r]) / len(instances), late_us=float(np.mean(late)),
+    return Straggler(rank=rank_ids[r], last=int(counts[r]), collectives=total,
+                     share=float(counts[r]) / total, late_us=float(np.mean(late)),
                      compute_before_us=float(np.mean(own)), others_compute_before_us=float(np.mean(others)),
                      per_rank_last={rank_ids[i]: int(c) for i, c in enumerate(counts.tolist())})

@@ -119,3 +119,18 @@ def test_unknown_device_is_one_line(pair, capsys):
     assert main(["info", two, "--device", "3", "--no-cache"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no device 3" in err[0] and "devices: 0, 1" in err[0]
+
+
+@pytest.mark.parametrize("name", ["b200_vllm_eager.json.gz", "mi300x_sglang_qwen3-8b_decode.json.gz"])
+def test_other_vendors_and_engines_split_alike(tmp_path, capsys, name):
+    """The B200 vLLM trace (ids as JSON strings) and the MI300X SGLang one (device 9): each device
+    of the doubled file compares equal with the original."""
+    orig = real_trace(name)
+    two = tmp_path / f"two_{name}"
+    doubled(orig, two)
+    for device in ([], ["--device", "10" if "mi300x" in name else "1"]):
+        assert main(["compare", str(two), str(orig), "--format", "json", "--no-cache", *device]) == 0
+        d = json.loads(capsys.readouterr().out)
+        for k in ("gpu_time_us", "kernels", "steps", "layers_per_step"):
+            assert d["a"][k] == pytest.approx(d["b"][k]), k
+        assert d["wall"]["wall_gap_us"] == pytest.approx(0.0)

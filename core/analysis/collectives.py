@@ -170,31 +170,42 @@ def message(model: TraceModel, op: int, kind: str, group: int) -> tuple[str, int
     return dtype, first
 
 
+_LOOKBACK = 8   # collective ops nest a level or two (c10d::allreduce_ > record_param_comms): a few back suffice
+
+
 def _enclosing_kinds(model: TraceModel, rows: np.ndarray) -> list[str | None]:
-    """The collective kind of the operator or annotation around each kernel's launch, if any."""
-    k, c, a, L = model.kernels, model.cpu_ops, model.annotations, model.launches
-    cands: list[tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]] = []
-    for tab, mask in ((c, np.ones(len(c), bool)), (a, a.gpu == 0 if len(a) else np.zeros(0, bool))):
+    """The collective kind of the innermost operator or CPU annotation around each kernel's launch,
+    on the launching thread (None where there is none or the launch is unknown). Vectorised per
+    thread: sorted starts, then a few steps back from the last one before the launch."""
+    k, L = model.kernels, model.launches
+    out: list[str | None] = [None] * len(rows)
+    li = k.launch[rows]
+    has = np.flatnonzero(li >= 0)
+    if len(has) == 0:
+        return out
+    t, tid = L.ts[li[has]], L.tid[li[has]]
+    for tab, gpu_side in ((model.cpu_ops, None), (model.annotations, True)):
         if len(tab) == 0:
             continue
+        mask = np.ones(len(tab), bool) if gpu_side is None else tab.gpu == 0
         names = np.unique(tab.name[mask])
         kinds = {int(n): kind_of_op(model.strings[int(n)]) for n in names.tolist()}
-        keep = np.flatnonzero(mask & np.isin(tab.name, [n for n, v in kinds.items() if v]))
-        if len(keep):
-            cands.append((tab.ts[keep], tab.ts[keep] + tab.dur[keep], tab.tid[keep],
-                          [kinds[int(n)] for n in tab.name[keep].tolist()]))
-    out: list[str | None] = []
-    for r in rows.tolist():
-        li = int(k.launch[r])
-        t, tid = (float(L.ts[li]), int(L.tid[li])) if li >= 0 else (float(k.ts[r]), None)
-        found = None
-        for s, e, tids, kinds in cands:
-            hit = np.flatnonzero((s <= t) & (e >= t) & ((tids == tid) if tid is not None else True))
-            if len(hit):
-                found = kinds[int(hit[np.argmax(s[hit])])]   # the innermost: latest start
-                break
-        out.append(found)
-    return out
+        wanted = np.asarray([n for n, v in kinds.items() if v], dtype=np.int64)
+        keep = np.flatnonzero(mask & np.isin(tab.name, wanted)) if len(wanted) else np.zeros(0, np.int64)
+        for th in np.unique(tab.tid[keep]).tolist():
+            ops = keep[tab.tid[keep] == th]
+            ops = ops[np.argsort(tab.ts[ops], kind="stable")]
+            starts, ends = tab.ts[ops], tab.ts[ops] + tab.dur[ops]
+            mine = np.flatnonzero(tid == th)
+            j = np.searchsorted(starts, t[mine], side="right") - 1
+            for back in range(_LOOKBACK):
+                q = j - back
+                ok = q >= 0
+                hit = ok & (ends[np.maximum(q, 0)] >= t[mine])
+                for m, qq in zip(mine[hit].tolist(), q[hit].tolist()):
+                    if out[has[m]] is None:
+                        out[has[m]] = kinds[int(tab.name[ops[qq]])]
+    return out   # operators were tried first: an annotation decides only where no operator does
 
 
 def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = None) -> RankCollectives:

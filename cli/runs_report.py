@@ -9,7 +9,7 @@ from pathlib import Path
 from kerneldiff.core.errors import shown_path
 from kerneldiff.core.numbers import safe_text, strict_json
 
-from .compare import MIN_WIDTH, _emit, _overrides, _TRAILING, peak_table, render_text  # noqa: F401
+from .compare import _TRAILING, _emit, _overrides, peak_table, render_text
 
 
 def run_runs(args) -> int:

@@ -20,6 +20,7 @@ def launch(argv: list[str]) -> int:
     g.add_argument("--warmup", type=_count, help="warm-up iterations before the perf ones (default 0)")
     g.add_argument("--iterations", type=_count, help="expected perf iterations (default: all after the warm-up)")
     g.add_argument("--clock-mhz", type=_clock_mhz, help="AIE core clock; timestamps are cycles (default 1250)")
+    p.add_argument("--rank", type=_count, help="runs of rank traces: open this rank of each (default: each run's slowest)")
     args = p.parse_args(argv)
     if len(args.traces) > 2:
         print("kerneldiff: give one or two traces (or a subcommand: info, compare, synth, aie)", file=sys.stderr)
@@ -31,6 +32,46 @@ def launch(argv: list[str]) -> int:
         paths = [str(DEMO_A), str(DEMO_B)]
     aie = {k: getattr(args, k) for k in ("M", "K", "N", "rows", "cols", "warmup", "iterations", "clock_mhz")}
     aie = {k: val for k, val in aie.items() if val is not None} or None
+    from kerneldiff.core.ranks.identify import is_run
+
+    if any(is_run(x) for x in paths):
+        paths = _representatives(paths, args)
+        if not paths:
+            return 2
     from kerneldiff.tui.app import run_app
 
     return run_app(paths, phase=args.phase, registry=args.registry, use_cache=not args.no_cache, aie=aie)
+
+
+def _representatives(paths: list[str], args) -> list[str]:
+    """Runs of rank traces in the explorer: every rank summarised here, then the representative
+    ranks' files (each run's slowest, or --rank) open as a pair of traces. [] after a one-line
+    refusal. The explorer has no Ranks view yet: `kerneldiff compare RUN_A RUN_B` reports them all."""
+    from kerneldiff.core.errors import TraceError
+    from kerneldiff.core.ranks.identify import run_files
+    from kerneldiff.core.session import RunSession
+    from kerneldiff.tui.app import _has_terminal
+
+    try:
+        if len(paths) != 2:
+            print("kerneldiff: runs of rank traces are compared two at a time: give RUN_A RUN_B", file=sys.stderr)
+            return []
+        for x in paths:
+            run_files(x)
+        if not _has_terminal():
+            print("kerneldiff: the explorer needs a terminal; for a report on runs of rank traces use "
+                  "`kerneldiff compare RUN_A RUN_B`", file=sys.stderr)
+            return []
+        print(f"kerneldiff: summarising the ranks of {len(paths)} runs…", file=sys.stderr)
+        s = RunSession(paths, registry=args.registry, use_cache=not args.no_cache, rank=args.rank)
+        s.load()
+        from kerneldiff.core.ranks.run import pick
+
+        reps = [pick(run, args.rank) for run in s.sides]
+    except TraceError as e:
+        print(f"kerneldiff: {e}", file=sys.stderr)
+        return []
+    how = "slowest" if args.rank is None else "--rank"
+    print(f"kerneldiff: opening rank {reps[0].rank} of A and rank {reps[1].rank} of B ({how}); "
+          f"`kerneldiff compare RUN_A RUN_B` reports every rank", file=sys.stderr)
+    return [reps[0].file, reps[1].file]

@@ -349,3 +349,12 @@ def test_overlap_figures_against_a_brute_force_count(items):
     assert _length(s[comm], e[comm]) == grid[1].sum()
     exposed = _length(s, e) - _length(s[~comm], e[~comm])
     assert exposed == (grid[1] & ~grid[0]).sum()
+
+
+def test_explorer_on_runs_without_a_terminal_is_one_line(runs, capsys):
+    pa, _, pb, _ = runs
+    assert main([pa, pb]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "needs a terminal" in err[0] and "kerneldiff compare RUN_A RUN_B" in err[0]
+    assert main([pa]) == 2
+    assert "two at a time" in capsys.readouterr().err

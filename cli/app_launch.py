@@ -34,7 +34,7 @@ def launch(argv: list[str]) -> int:
     aie = {k: val for k, val in aie.items() if val is not None} or None
     from kerneldiff.core.ranks.identify import is_run
 
-    if any(is_run(x) for x in paths):
+    if len(paths) == 2 and any(is_run(x) for x in paths):   # one directory alone: refused as before
         paths = _representatives(paths, args)
         if not paths:
             return 2
@@ -53,9 +53,6 @@ def _representatives(paths: list[str], args) -> list[str]:
     from kerneldiff.tui.app import _has_terminal
 
     try:
-        if len(paths) != 2:
-            print("kerneldiff: runs of rank traces are compared two at a time: give RUN_A RUN_B", file=sys.stderr)
-            return []
         for x in paths:
             run_files(x)
         if not _has_terminal():

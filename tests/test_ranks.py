@@ -356,5 +356,5 @@ def test_explorer_on_runs_without_a_terminal_is_one_line(runs, capsys):
     assert main([pa, pb]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "needs a terminal" in err[0] and "kerneldiff compare RUN_A RUN_B" in err[0]
-    assert main([pa]) == 2
-    assert "two at a time" in capsys.readouterr().err
+    assert main([pa]) == 2                                  # one directory: not a trace, as before
+    assert "is a directory" in capsys.readouterr().err

@@ -35,22 +35,22 @@ def launch(argv: list[str]) -> int:
     from kerneldiff.core.ranks.identify import is_run
 
     if len(paths) == 2 and any(is_run(x) for x in paths):   # one directory alone: refused as before
-        paths = _representatives(paths, args)
-        if not paths:
-            return 2
+        return _explore_runs(paths, args)
     from kerneldiff.tui.app import run_app
 
     return run_app(paths, phase=args.phase, registry=args.registry, use_cache=not args.no_cache, aie=aie)
 
 
-def _representatives(paths: list[str], args) -> list[str]:
-    """Runs of rank traces in the explorer: every rank summarised here, then the representative
-    ranks' files (each run's slowest, or --rank) open as a pair of traces. [] after a one-line
-    refusal. The explorer has no Ranks view yet: `kerneldiff compare RUN_A RUN_B` reports them all."""
+def _explore_runs(paths: list[str], args) -> int:
+    """Runs of rank traces in the explorer: every rank summarised here; then the Ranks and Collectives
+    of both runs (tui/runs_app.py), where Enter on a rank opens its comparison in the usual explorer
+    (against the same rank of the other run, else that run's slowest) and quitting it comes back.
+    With --rank N: that rank of each run, straight away."""
     from kerneldiff.core.errors import TraceError
     from kerneldiff.core.ranks.identify import run_files
+    from kerneldiff.core.ranks.run import findings, pick
     from kerneldiff.core.session import RunSession
-    from kerneldiff.tui.app import _has_terminal
+    from kerneldiff.tui.app import _has_terminal, run_app
 
     try:
         for x in paths:
@@ -58,17 +58,27 @@ def _representatives(paths: list[str], args) -> list[str]:
         if not _has_terminal():
             print("kerneldiff: the explorer needs a terminal; for a report on runs of rank traces use "
                   "`kerneldiff compare RUN_A RUN_B`", file=sys.stderr)
-            return []
+            return 2
         print(f"kerneldiff: summarising the ranks of {len(paths)} runs…", file=sys.stderr)
         s = RunSession(paths, registry=args.registry, use_cache=not args.no_cache, rank=args.rank)
-        s.load()
-        from kerneldiff.core.ranks.run import pick
-
-        reps = [pick(run, args.rank) for run in s.sides]
+        a, b = s.load()
+        found = findings(a, b, args.rank)
+        if args.rank is not None:
+            pair = [pick(a, args.rank).file, pick(b, args.rank).file]
+            return run_app(pair, phase=args.phase, registry=args.registry, use_cache=not args.no_cache)
     except TraceError as e:
         print(f"kerneldiff: {e}", file=sys.stderr)
-        return []
-    how = "slowest" if args.rank is None else "--rank"
-    print(f"kerneldiff: opening rank {reps[0].rank} of A and rank {reps[1].rank} of B ({how}); "
-          f"`kerneldiff compare RUN_A RUN_B` reports every rank", file=sys.stderr)
-    return [reps[0].file, reps[1].file]
+        return 2
+    from kerneldiff.tui.runs_app import RunsApp
+
+    while True:
+        choice = RunsApp(found).run()
+        if not choice:
+            return 0
+        key, rank = choice
+        mine, other = (a, b) if key == "a" else (b, a)
+        chosen, against = mine.rank(rank), other.rank(rank) or other.slowest()
+        pair = [chosen.file, against.file] if key == "a" else [against.file, chosen.file]
+        rc = run_app(pair, phase=args.phase, registry=args.registry, use_cache=not args.no_cache)
+        if rc not in (0, None):
+            return rc

@@ -358,3 +358,10 @@ def test_explorer_on_runs_without_a_terminal_is_one_line(runs, capsys):
     assert len(err) == 1 and "needs a terminal" in err[0] and "kerneldiff compare RUN_A RUN_B" in err[0]
     assert main([pa]) == 2                                  # one directory: not a trace, as before
     assert "is a directory" in capsys.readouterr().err
+
+
+def test_a_directory_named_like_a_trace_is_no_run(tmp_path):
+    d = tmp_path / "mistake.json"
+    d.mkdir()
+    (d / "r0.json").write_bytes(b"{}")
+    assert not is_run(str(d)) and is_run(str(tmp_path))

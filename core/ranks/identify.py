@@ -32,8 +32,9 @@ class RankFile:
 
 
 def is_run(arg: str) -> bool:
-    """A directory, a glob or a comma-joined list: a run of rank traces rather than one file."""
-    return os.path.isdir(arg) or ("," in arg and not os.path.exists(arg)) or \
+    """A directory, a glob or a comma-joined list: a run of rank traces rather than one file. A
+    directory named like a trace (`x.json`, a symlink to a folder) is a mistaken trace, not a run."""
+    return (os.path.isdir(arg) and not arg.rstrip("/").endswith(TRACE_SUFFIXES)) or ("," in arg and not os.path.exists(arg)) or \
         (any(c in arg for c in "*?[") and not os.path.exists(arg))
 
 

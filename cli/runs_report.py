@@ -17,6 +17,11 @@ def run_runs(args) -> int:
     from kerneldiff.core.report.table_names import TABLES
     from kerneldiff.core.session import RunSession
 
+    if args.format not in ("text", "json", "csv") or getattr(args, "passes", None):
+        print(f"kerneldiff: runs of rank traces report as text, json or csv; for --format {args.format} or --pass, "
+              f"compare two rank files (the slowest ranks: see the text report, or pick them with --rank)",
+              file=sys.stderr)
+        return 2
     if args.table and args.format == "text":
         print("kerneldiff: --table picks one table for --format csv or json; the text report shows them all",
               file=sys.stderr)

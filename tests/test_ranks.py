@@ -365,3 +365,10 @@ def test_a_directory_named_like_a_trace_is_no_run(tmp_path):
     d.mkdir()
     (d / "r0.json").write_bytes(b"{}")
     assert not is_run(str(d)) and is_run(str(tmp_path))
+
+
+def test_runs_refuse_the_pair_only_formats(runs, capsys):
+    pa, _, pb, _ = runs
+    assert main(["compare", pa, pb, "--format", "html", "--no-cache"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "text, json or csv" in err[0]

@@ -20,6 +20,7 @@ def launch(argv: list[str]) -> int:
     g.add_argument("--warmup", type=_count, help="warm-up iterations before the perf ones (default 0)")
     g.add_argument("--iterations", type=_count, help="expected perf iterations (default: all after the warm-up)")
     g.add_argument("--clock-mhz", type=_clock_mhz, help="AIE core clock; timestamps are cycles (default 1250)")
+    p.add_argument("--rank", type=_count, help="runs of rank traces: open this rank of each (default: each run's slowest)")
     args = p.parse_args(argv)
     if len(args.traces) > 2:
         print("kerneldiff: give one or two traces (or a subcommand: info, compare, synth, aie)", file=sys.stderr)
@@ -31,6 +32,53 @@ def launch(argv: list[str]) -> int:
         paths = [str(DEMO_A), str(DEMO_B)]
     aie = {k: getattr(args, k) for k in ("M", "K", "N", "rows", "cols", "warmup", "iterations", "clock_mhz")}
     aie = {k: val for k, val in aie.items() if val is not None} or None
+    from kerneldiff.core.ranks.identify import is_run
+
+    if len(paths) == 2 and any(is_run(x) for x in paths):   # one directory alone: refused as before
+        return _explore_runs(paths, args)
     from kerneldiff.tui.app import run_app
 
     return run_app(paths, phase=args.phase, registry=args.registry, use_cache=not args.no_cache, aie=aie)
+
+
+def _explore_runs(paths: list[str], args) -> int:
+    """Runs of rank traces in the explorer: every rank summarised here; then the Ranks and Collectives
+    of both runs (tui/runs_app.py), where Enter on a rank opens its comparison in the usual explorer
+    (against the same rank of the other run, else that run's slowest) and quitting it comes back.
+    With --rank N: that rank of each run, straight away."""
+    from kerneldiff.core.errors import TraceError
+    from kerneldiff.core.ranks.identify import run_files
+    from kerneldiff.core.ranks.run import findings, pick
+    from kerneldiff.core.session import RunSession
+    from kerneldiff.tui.app import _has_terminal, run_app
+
+    try:
+        for x in paths:
+            run_files(x)
+        if not _has_terminal():
+            print("kerneldiff: the explorer needs a terminal; for a report on runs of rank traces use "
+                  "`kerneldiff compare RUN_A RUN_B`", file=sys.stderr)
+            return 2
+        print(f"kerneldiff: summarising the ranks of {len(paths)} runs…", file=sys.stderr)
+        s = RunSession(paths, registry=args.registry, use_cache=not args.no_cache, rank=args.rank)
+        a, b = s.load()
+        found = findings(a, b, args.rank)
+        if args.rank is not None:
+            pair = [pick(a, args.rank).file, pick(b, args.rank).file]
+            return run_app(pair, phase=args.phase, registry=args.registry, use_cache=not args.no_cache)
+    except TraceError as e:
+        print(f"kerneldiff: {e}", file=sys.stderr)
+        return 2
+    from kerneldiff.tui.runs_app import RunsApp
+
+    while True:
+        choice = RunsApp(found).run()
+        if not choice:
+            return 0
+        key, rank = choice
+        mine, other = (a, b) if key == "a" else (b, a)
+        chosen, against = mine.rank(rank), other.rank(rank) or other.slowest()
+        pair = [chosen.file, against.file] if key == "a" else [against.file, chosen.file]
+        rc = run_app(pair, phase=args.phase, registry=args.registry, use_cache=not args.no_cache)
+        if rc not in (0, None):
+            return rc

@@ -11,6 +11,7 @@ from kerneldiff.core.errors import TraceError, shown_path
 from kerneldiff.core.numbers import safe_text, strict_json
 from kerneldiff.core.phase_names import PHASE_FILTERS
 from kerneldiff.core.report.table_names import TABLES
+from kerneldiff.core.report.run_tables import RUN_TABLES
 
 from .args import UsageError, flag_number
 
@@ -21,8 +22,8 @@ from .args import UsageError, flag_number
 
 def add_parser(sub) -> None:
     p = sub.add_parser("compare", help="compare two traces and print a report")
-    p.add_argument("a", help="first trace (side A)")
-    p.add_argument("b", help="second trace (side B)")
+    p.add_argument("a", help="first trace (side A); or a run of rank traces: a directory, a glob or comma-joined files")
+    p.add_argument("b", help="second trace (side B); or a run, likewise")
     p.add_argument("--phase", default="all", choices=PHASE_FILTERS)
     p.add_argument("--format", default="text", choices=FORMATS,
                    help="markdown: a pull-request comment; html: one self-contained page with charts; "
@@ -30,7 +31,7 @@ def add_parser(sub) -> None:
     p.add_argument("--pass", dest="passes", metavar="N[-M]",
                    help="perfetto: the passes to write, by the number the Timeline shows (default: all); "
                         "html: the pass drawn to scale (default: the one with the largest wall-clock gap)")
-    p.add_argument("--table", choices=list(TABLES) + ["all"], default=None,
+    p.add_argument("--table", choices=list(TABLES) + list(RUN_TABLES) + ["all"], default=None,
                    help="CSV or JSON: which table (CSV default: all tables, one file each, with -o; operations on "
                         "stdout; JSON default: the whole comparison)")
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
@@ -45,6 +46,12 @@ def add_parser(sub) -> None:
                    help="override a peak figure (bf16, fp16, fp8, fp4, int8, tf32, fp32, fp64 in TFLOP/s; hbm in "
                         "TB/s) on both sides or one (a.hbm=5.3), or pick the GPU by its key (b.gpu=h100_pcie)")
     # below 40 columns the tables have no room for a name; 10,000 is wider than any terminal
+    p.add_argument("--device", type=flag_number(integer=True, lo=0, hi=2**62), default=None,
+                   help="a file holding several GPUs: compare this device of each (default: the first)")
+    p.add_argument("--rank", type=flag_number(integer=True, lo=0, hi=2**62), default=None,
+                   help="runs of rank traces: compare this rank of each run in full (default: each run's slowest)")
+    p.add_argument("--jobs", type=flag_number(integer=True, lo=1, hi=1024), default=None,
+                   help="runs: ranks loaded at once (default: as many as the CPUs and the available memory allow)")
     p.add_argument("--width", type=flag_number(integer=True, lo=MIN_WIDTH, hi=10_000), default=None,
                    help=f"text width, {MIN_WIDTH} or more (default: terminal, at most 120)")
 
@@ -83,11 +90,25 @@ def peak_table(args):
 
 
 def run(args) -> int:
+    from kerneldiff.core.ranks.identify import is_run
+
+    if is_run(args.a) or is_run(args.b):
+        from .runs_report import run_runs
+
+        return run_runs(args)
+    if args.table in RUN_TABLES:
+        print(f"kerneldiff: --table {args.table} is a table of runs of rank traces (give a directory, a glob or "
+              f"comma-joined files on each side)", file=sys.stderr)
+        return 2
+    if args.rank is not None:
+        print("kerneldiff: --rank picks a rank of runs of rank traces (give a directory, a glob or comma-joined "
+              "files on each side)", file=sys.stderr)
+        return 2
     from kerneldiff.core.session import Session
 
     session = Session([args.a, args.b], registry=args.registry, use_cache=not args.no_cache,
                       fusion_overrides=_overrides(args.fusion_param), peaks=peak_table(args),
-                      fork_pair=True)
+                      fork_pair=True, device=args.device)
     if args.table and args.format == "text":
         print("kerneldiff: --table picks one table for --format csv or json; the text report shows them all",
               file=sys.stderr)

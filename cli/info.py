@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from .args import flag_number
 from .render import console, literal, size, us
 
 
@@ -15,6 +16,8 @@ def add_parser(sub) -> None:
     p.add_argument("--probe-only", action="store_true", help="only read the head of each file")
     p.add_argument("--registry", help="extra classifier rules (TOML), tried before the shipped ones")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
+    p.add_argument("--device", type=flag_number(integer=True, lo=0, hi=2**62), default=None,
+                   help="a file holding several GPUs: summarise this device (default: the first)")
 
 
 def probe_table(info) -> Table:
@@ -47,7 +50,7 @@ def run(args) -> int:
     out = console()
     results = []
     for path in args.traces:
-        session = Session([path], registry=args.registry, use_cache=not args.no_cache)
+        session = Session([path], registry=args.registry, use_cache=not args.no_cache, device=args.device)
         info = session.probe()[0]
         entry = {"probe": info.to_dict()}
         if not args.probe_only and info.kind != "aie":
@@ -64,6 +67,10 @@ def run(args) -> int:
         out.print(Text(f"kernels {s['kernels']:,}   GPU time {us(s['gpu_time_us'])}   steps {s['steps']} "
                        f"{s['step_phases']}   architecture {s['architecture']}   "
                        f"layers/step {s['layers_per_step']}   loaded in {s['load_seconds']:.2f} s"))
+        if len(s["devices"]) > 1:
+            out.print(Text(f"devices {len(s['devices'])}: " + "; ".join(
+                f"{d['device']}: {d['kernels']:,} kernels, {us(d['gpu_time_us'])}" for d in s["devices"])
+                + f"   (figures above and below: device {s['device']})"))
         for what, how in s["sources"].items():
             out.print(Text(f"{what:7} read from ", style="dim") + literal(how or "—"))
         shapes = s["step_shapes"]

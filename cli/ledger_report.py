@@ -41,8 +41,10 @@ def render_ledger(cmp, out) -> None:
                   fmt.gap(e.speed_gap_us) if e.speed_gap_us is not None else "")
     out.print(t)
     out.print(Text("launches: the part of an operation's gap from launching more (or fewer) kernels; slower: "
-                   "from the same kernels taking longer. Overlap counts against the side with more of it.",
-                   style="dim"))
+                   "from the same kernels taking longer. Overlap counts against the side with more of it."
+                   + (" Exposed communication: communication kernels while no compute kernel ran; the part hidden "
+                      "behind compute is in the overlap." if any(e.kind == "communication" for e in cmp.ledger)
+                      else ""), style="dim"))
     ha, hb = cmp.host.get("a"), cmp.host.get("b")
     if not ha or not hb:
         return

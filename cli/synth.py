@@ -52,6 +52,11 @@ def add_parser(sub) -> None:
     p.add_argument("--single", action="store_true", help="write one trace (no planted differences)")
     p.add_argument("--aie", action="store_true",
                    help="write an AMD AIE (NPU) trace instead (uses --seed, --gzip, --aie-rows/--aie-cols)")
+    p.add_argument("--ranks", type=flag_number(integer=True, lo=2, hi=64), default=None,
+                   help="write two runs of this many rank traces instead (run_a: a planted straggler and slower "
+                        "all-reduces; run_b: none, and all-reduces half hidden behind compute), with their truth")
+    p.add_argument("--straggler", type=flag_number(integer=True, lo=0, hi=63), default=None,
+                   help="--ranks: the straggling rank of run_a (default: the last)")
     p.add_argument("--aie-rows", type=_aie_dim, default=2, help="AIE core rows, 1 to 64 (default 2)")
     p.add_argument("--aie-cols", type=_aie_dim, default=2, help="AIE core columns, 1 to 64 (default 2)")
 
@@ -78,6 +83,8 @@ def run(args) -> int:
         raise TraceError(str(out_dir), "exists and is not a directory")
     if args.aie:
         return _aie(args, out_dir)
+    if args.ranks is not None:
+        return _runs(args, out_dir)
     try:
         if args.single:
             out_dir.mkdir(parents=True, exist_ok=True)
@@ -128,4 +135,28 @@ def _aie(args, out_dir: Path) -> int:
     print(truth_path)
     print(f"analyse: kerneldiff aie {path} --M {plan.M} --K {plan.K} --N {plan.N} --rows {plan.rows} "
           f"--cols {plan.cols} --warmup {plan.warmup} --iterations {plan.iterations}", file=sys.stderr)
+    return 0
+
+
+def _runs(args, out_dir: Path) -> int:
+    """Two runs of rank traces (kerneldiff.core.synth.ranks) and their truth."""
+    import json
+
+    from kerneldiff.core.synth.ranks import write_run
+
+    straggler = args.ranks - 1 if args.straggler is None else args.straggler
+    if straggler >= args.ranks:
+        print(f"kerneldiff synth: --straggler {straggler} is not a rank of {args.ranks}", file=sys.stderr)
+        return 2
+    try:
+        truth = {"a": write_run(out_dir / "run_a", ranks=args.ranks, straggler=straggler, straggle_us=50.0,
+                                transfer_us=80.0, seed=args.seed),
+                 "b": write_run(out_dir / "run_b", ranks=args.ranks, straggler=None, transfer_us=60.0,
+                                overlap_us=30.0, seed=args.seed)}
+    except OSError as e:
+        raise TraceError(str(out_dir), f"cannot write: {e.strerror or e}") from None
+    (out_dir / "runs_truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")
+    print(out_dir / "run_a")
+    print(out_dir / "run_b")
+    print(out_dir / "runs_truth.json")
     return 0

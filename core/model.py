@@ -150,6 +150,10 @@ class TraceModel:
     warnings: list[str] = field(default_factory=list)
     dropped_events: int = 0                     # malformed events skipped by the loader
     load_seconds: float = 0.0
+    # a view of one device of a file that holds several (analysis/devices.py):
+    # the device read, and the file's per-device totals [{device, kernels, gpu_time_us}]
+    device: int | None = None
+    devices: list = field(default_factory=list)
 
     # --- small conveniences; heavy analysis lives in other modules ---------------------------
     def memo(self, key: tuple, make):

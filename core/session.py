@@ -109,6 +109,7 @@ class Session:
     loader: Callable[..., Any] | None = None   # tests inject a slow or failing loader
     fork_pair: bool = False  # load B in a forked child beside A (the CLI: main thread, no progress)
     kind: str = "kineto"
+    device: int | None = None   # a file holding several devices is read on this one (None: the first)
     infos: list[TraceInfo | None] = field(init=False)
     errors: list[str | None] = field(init=False)
     models: list[Any] = field(init=False)
@@ -168,8 +169,29 @@ class Session:
 
             model = load(self.paths[index], classifier=self.classifier, use_cache=self.use_cache,
                          workers=self.workers, **kwargs)
+        model = self._one_device(model)
         self.models[index] = model
         return model
+
+    def _one_device(self, model):
+        """A file whose GPU events name several devices is never summed as one GPU: the model of
+        the chosen device (`device`, else the first), which says which in its warnings."""
+        from kerneldiff.core.analysis.devices import device_totals, pick_device, select_device
+
+        if not hasattr(model, "kernels") or model.device is not None:
+            return model
+        try:
+            chosen = pick_device(model, self.device)
+        except ValueError as e:
+            raise TraceError(model.path, str(e)) from None
+        if chosen is None:
+            return model
+        totals = device_totals(model)
+        view = select_device(model, chosen, self.classifier)
+        listed = "; ".join(f"device {t.device}: {t.kernels:,} kernels, {t.gpu_time_us / 1000:.1f} ms" for t in totals)
+        view.warnings.insert(0, f"this file holds {len(totals)} devices ({listed}): device {chosen} is read "
+                                f"alone (--device N picks another)")
+        return view
 
     def load_all(self, progress: Callable[[int, float, str, int, int], Any] | None = None,
                  cancel: threading.Event | None = None) -> list[Any]:
@@ -339,3 +361,62 @@ def open_session(paths: list[str], *, aie: dict[str, Any] | None = None, **kwarg
         a.route_kinds()
         return a
     return s
+
+
+@dataclass
+class RunSession:
+    """Two runs of rank traces (each a directory, a glob or comma-joined files): every rank reduced to
+    its summary (in parallel), the representative rank of each run compared as a pair of traces, and
+    the ranks, collectives and stragglers of both runs (`kerneldiff.core.ranks`)."""
+
+    runs: list[str]
+    registry: str | None = None
+    use_cache: bool = True
+    device: int | None = None
+    rank: int | None = None          # the representative rank (None: each run's slowest)
+    peaks: Any = None
+    fusion_overrides: dict[str, float] = field(default_factory=dict)
+    jobs: int | None = None          # processes loading ranks (None: CPUs and memory decide)
+    sides: list[Any] = field(init=False, default_factory=list)
+    pair: Session | None = field(init=False, default=None)
+
+    def load(self) -> list[Any]:
+        """Identify and summarise every rank of both runs (a bad file is reported before any load)."""
+        from kerneldiff.core.ranks.identify import identify, run_files
+        from kerneldiff.core.ranks.run import Run, load_ranks
+
+        from kerneldiff.core.ranks.identify import RankFile
+
+        listed = []
+        for arg in self.runs:
+            files = run_files(arg)
+            for f in files:
+                info = probe_trace(f)
+                if info.kind == "aie":
+                    raise TraceError(info.path, "this is an AMD AIE (NPU) trace, not a rank of a GPU run")
+            listed.append((arg, files))
+        found = []
+        for arg, files in listed:
+            # ranks are named once every file is read: distributedInfo may follow the events
+            summaries = load_ranks([RankFile(i, f) for i, f in enumerate(files)], self.registry, self.use_cache,
+                                   self.device, self.jobs)
+            ranked, source = identify(files, [getattr(s.info, "distributed", {}) or {} for s in summaries])
+            by_path = {s.file: s for s in summaries}
+            for rf in ranked:
+                by_path[rf.path].rank = rf.rank
+            found.append(Run(arg, ranked, source, [by_path[rf.path] for rf in ranked]))
+        self.sides = found
+        return found
+
+    def compare(self, phase: str = "all"):
+        """(the representative ranks' Comparison, the runs' RunFindings)."""
+        from kerneldiff.core.ranks.run import findings, pick
+
+        if not self.sides:
+            self.load()
+        a, b = self.sides
+        ra, rb = pick(a, self.rank), pick(b, self.rank)
+        self.pair = Session([ra.file, rb.file], registry=self.registry, use_cache=self.use_cache, peaks=self.peaks,
+                            fusion_overrides=self.fusion_overrides, device=self.device, fork_pair=True)
+        self.pair.load_all()
+        return self.pair.compare(phase), findings(a, b, self.rank, self.peaks)

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from kerneldiff.core.analysis.devices import device_totals
 from kerneldiff.core.model import PHASES, TraceModel
 
 
@@ -57,4 +58,7 @@ def summarize(model: TraceModel) -> dict[str, Any]:
         "load_seconds": model.load_seconds,
         "operations": operation_totals(model),
         "warnings": list(model.warnings),
+        # every device of the file (one entry per GPU); the figures above are `device`'s alone
+        "device": model.device,
+        "devices": [t.to_dict() for t in device_totals(model)],
     }

@@ -30,8 +30,8 @@ activity, so sums are exact and do not depend on the order of the events. Every 
 for all windows of a kind at once (sort by start inside each window, a running maximum of the ends:
 a gap is a start beyond every earlier end), so millions of kernels cost a few sorts.
 
-All GPU activity of a trace is treated as one timeline (Kineto writes one trace per rank; a process
-that drives several GPUs would need one timeline per device: `devices` says how many there are).
+All GPU activity of a model is one timeline: a file that holds several devices is read one device at
+a time (kerneldiff.core.analysis.devices), and streams are told apart by (device, stream).
 """
 
 from __future__ import annotations
@@ -201,7 +201,10 @@ class _Scan:
         cp = np.flatnonzero(k.kind == KIND_MEMCPY)
         if len(cp):
             self.dtoh[cp] = _name_mask(model, k.name[cp], DTOH_RE)
-        _, self.stream_id = np.unique(k.stream, return_inverse=True) if n else (None, np.zeros(0, np.int64))
+        # a stream is (device, stream): stream ids restart on every device
+        pairs = np.stack([k.device, k.stream], axis=1) if n else np.zeros((0, 2), np.int64)
+        _, self.stream_id = np.unique(pairs, axis=0, return_inverse=True) if n else (None, np.zeros(0, np.int64))
+        self.stream_id = self.stream_id.reshape(-1)
         self.stream_id = self.stream_id.astype(np.int64)
         self.streams = int(self.stream_id.max()) + 1 if n else 0
         self.devices = int(len(np.unique(k.device))) if n else 0

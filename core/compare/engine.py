@@ -21,7 +21,7 @@ from kerneldiff.core.compare.result import (Comparison, Excluded, KernelPair, La
                          SameKernel, Side, Stats, WallClock)
 from kerneldiff.core.compare.comparability import check as check_comparability
 from kerneldiff.core.compare.fusion import find_fusions
-from kerneldiff.core.compare.ledger import build as build_ledger, host_time
+from kerneldiff.core.compare.ledger import build as build_ledger, exposed_communication, host_time
 from kerneldiff.core.compare.op_fusion import gemm_op_keys
 from kerneldiff.core.compare.throughput import attach as attach_throughput
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
@@ -513,6 +513,6 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
                       outside_layers=outside, layers_from=layers_from)
     attach_throughput(cmp, va, vb, peaks)   # FLOPs, bytes, % of peak; GEMM and attention shapes
     cmp.comparability = check_comparability(cmp, va, vb)
-    cmp.ledger = build_ledger(va, vb, ta, tb, per_pass)
+    cmp.ledger = exposed_communication(build_ledger(va, vb, ta, tb, per_pass), va, vb, per_pass, classifier)
     cmp.host = {"a": host_time(va, per_pass), "b": host_time(vb, per_pass)}
     return cmp

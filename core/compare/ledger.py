@@ -210,3 +210,57 @@ def host_time(v, per_pass: bool) -> dict:
             "sync_waits_us": parts[1] / div, "guard_checks_us": parts[2] / div,
             "compiled_regions_us": parts[3] / div, "python_dispatch_us": max(span - before, 0.0) / div,
             "compile_ids": compile_ids, "recompiles": sum(n - 1 for n in frames.values())}
+
+
+# --- exposed communication ---------------------------------------------------------------------------
+
+def _exposed_ns(v, comm: np.ndarray) -> tuple[int, int]:
+    """(communication kernel time, the part of it no compute kernel overlaps) of a view, in ns: the
+    union of communication and compute kernels less the union of compute kernels."""
+    from kerneldiff.core.model import KIND_KERNEL
+
+    k = v.m.kernels
+    s = _ns(v._take(k.ts) - float(k.ts.min()) if len(k) else v.dur)
+    e = s + _ns(v.dur)
+    kern = v._take(k.kind) == KIND_KERNEL
+    compute = kern & ~comm
+    both = compute | comm
+    c_ns = int((e - s)[comm].sum())
+    exposed = _union_len(s[both].astype(float), e[both].astype(float)) - \
+        _union_len(s[compute].astype(float), e[compute].astype(float))
+    return c_ns, int(round(exposed))
+
+
+def exposed_communication(entries: list[LedgerEntry], va, vb, per_pass: bool, classifier) -> list[LedgerEntry]:
+    """The ledger with the communication kernels' entries (registry role `comm`: All-Reduce, All-Gather,
+    Communication…) replaced by one *exposed communication* entry: the communication time during
+    which no compute kernel ran. The hidden rest ran at once with compute, and so joins the overlap
+    entry; the sum of the entries, the wall gap, is unchanged. Unchanged when neither side communicates."""
+    comm_fams = set()
+    masks = []
+    for v in (va, vb):
+        is_comm = np.array([classifier.role(c) == "comm" for c in v.m.categories] + [False], dtype=bool)
+        cat = v._take(v.m.kernels.cat)
+        mask = is_comm[np.where(cat >= 0, cat, len(v.m.categories))]
+        masks.append(mask)
+        comm_fams |= {v.groups[int(g)] for g in np.unique(v.gcat[mask]).tolist()}
+    if not any(m.any() for m in masks):
+        return entries
+    na, nb = (va.passes, vb.passes) if per_pass else (1, 1)
+    (ca, ea), (cb, eb) = _exposed_ns(va, masks[0]), _exposed_ns(vb, masks[1])
+    a_us, b_us = ea / na / _NS, eb / nb / _NS
+    ha, hb = (ca - ea) / na / _NS, (cb - eb) / nb / _NS     # hidden behind compute
+    out = [e for e in entries if not (e.kind == "kernels" and e.cause in comm_fams)]
+    for i, e in enumerate(out):
+        if e.kind == "overlap":
+            oa, ob = e.a_us - ha, e.b_us - hb
+            out[i] = LedgerEntry(e.cause, oa, ob, -(oa - ob), kind=e.kind,
+                                 detail=e.detail + "; communication hidden behind compute is counted in "
+                                                   "'exposed communication' instead")
+    out.append(LedgerEntry("exposed communication", a_us, b_us, a_us - b_us, kind="communication",
+                           detail=f"communication kernels ({', '.join(sorted(comm_fams))}) while no compute kernel "
+                                  f"ran on the device; A hid {ha:,.1f} µs of {ca / na / _NS:,.1f} behind compute, "
+                                  f"B {hb:,.1f} of {cb / nb / _NS:,.1f}"))
+    out = [e for e in out if e.a_us or e.b_us]
+    out.sort(key=lambda e: (-abs(e.gap_us), e.cause))
+    return out

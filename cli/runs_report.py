@@ -1,0 +1,210 @@
+"""`kerneldiff compare RUN_A RUN_B`: runs of rank traces — the ranks, the collectives and the
+stragglers of both runs, then the usual report of their representative ranks."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from kerneldiff.core.errors import shown_path
+from kerneldiff.core.numbers import safe_text, strict_json
+
+from .compare import _TRAILING, _emit, _overrides, peak_table, render_text
+
+
+def run_runs(args) -> int:
+    from kerneldiff.core.report.run_tables import RUN_TABLES, run_document, run_table
+    from kerneldiff.core.report.table_names import TABLES
+    from kerneldiff.core.session import RunSession
+
+    if args.format not in ("text", "json", "csv") or getattr(args, "passes", None):
+        print(f"kerneldiff: runs of rank traces report as text, json or csv; for --format {args.format} or --pass, "
+              f"compare two rank files (the slowest ranks: see the text report, or pick them with --rank)",
+              file=sys.stderr)
+        return 2
+    if args.table and args.format == "text":
+        print("kerneldiff: --table picks one table for --format csv or json; the text report shows them all",
+              file=sys.stderr)
+        return 2
+    session = RunSession([args.a, args.b], registry=args.registry, use_cache=not args.no_cache,
+                         device=args.device, rank=args.rank, peaks=peak_table(args),
+                         fusion_overrides=_overrides(args.fusion_param), jobs=args.jobs)
+    session.load()
+    try:
+        cmp, found = session.compare(args.phase)
+    except ValueError as e:
+        from kerneldiff.core.analysis.names import visible
+
+        print(f"kerneldiff: {visible(str(e))}", file=sys.stderr)
+        return 2
+    try:
+        if args.format == "json":
+            if args.table in RUN_TABLES:
+                head, rows = run_table(found, args.table)
+                return _emit(strict_json([{h: (None if v == "" else v) for h, v in zip(head, r)} for r in rows]),
+                             args.output)
+            if args.table and args.table != "all":
+                from kerneldiff.core.report.tables import table
+
+                head, rows = table(cmp, args.table)
+                return _emit(strict_json([{h: (None if v == "" else v) for h, v in zip(head, r)} for r in rows]),
+                             args.output)
+            return _emit(strict_json(run_document(cmp, found)), args.output)
+        if args.format == "csv":
+            return _csv(cmp, found, args, TABLES, RUN_TABLES, run_table)
+        return _text(cmp, found, args)
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        print(f"kerneldiff: {shown_path(e.filename or args.output or 'stdout')}: cannot write: {e.strerror or e}",
+              file=sys.stderr)
+        return 2
+
+
+def _csv_text(head, rows) -> str:
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
+    w.writerow(head)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def _csv(cmp, found, args, tables, run_tables, run_table) -> int:
+    from .compare import csv_text
+
+    which = args.table or ("all" if args.output else "ranks")
+    if which in run_tables:
+        return _emit(_csv_text(*run_table(found, which)).rstrip("\n"), args.output)
+    if which != "all":
+        return _emit(csv_text(cmp, which).rstrip("\n"), args.output)
+    if not args.output:
+        print("kerneldiff: --table all with CSV needs -o FILE (one file per table)", file=sys.stderr)
+        return 2
+    base = Path(args.output)
+    stem = base.name[:-4] if base.name.endswith(".csv") else base.name
+    for name in (*run_tables, *tables):
+        p = base.with_name(f"{stem}.{name}.csv")
+        text = _csv_text(*run_table(found, name)) if name in run_tables else csv_text(cmp, name)
+        p.write_text(safe_text(text), encoding="utf-8")
+        print(f"wrote {shown_path(p)}", file=sys.stderr)
+    return 0
+
+
+def _text(cmp, found, args) -> int:
+    from .render import console
+
+    width = args.width or min(console().width, 120)
+    if args.output:
+        from rich.console import Console
+
+        with open(args.output, "w", encoding="utf-8", errors="backslashreplace") as fh:
+            _print(cmp, found, Console(file=fh, width=width, highlight=False, markup=False, emoji=False,
+                                       color_system=None))
+        print(f"wrote {shown_path(args.output)}", file=sys.stderr)
+        return 0
+    out = console()
+    out.width = width
+    _print(cmp, found, out)
+    return 0
+
+
+def _print(cmp, found, out) -> None:
+    with out.capture() as cap:
+        render_runs(found, out)
+        render_text(cmp, out)
+    text = "\n".join(_TRAILING.sub(r"\1", line) for line in cap.get().split("\n"))
+    out.file.write(text)
+    out.file.flush()
+
+
+def _gbps(x) -> str:
+    return "—" if x is None else f"{x:,.1f}"
+
+
+def _pct(x) -> str:
+    return "—" if x is None else f"{x:.0f}%"
+
+
+def _bytes(n: int) -> str:
+    from kerneldiff.core.report import format as fmt
+
+    return "?" if n < 0 else fmt.size(n)
+
+
+def render_runs(found, out) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from kerneldiff.core.report import format as fmt
+
+    from .render import literal, us
+
+    rep = found.representative
+    for key in ("a", "b"):
+        sp = found.spread[key]
+        line = Text(f"{key.upper()} run: {sp.ranks} rank{'s' if sp.ranks != 1 else ''} (ranks from ", style="bold")
+        line.append_text(literal(found.rank_source[key]))
+        line.append(f"), wall {us(sp.wall_min_us)} … {us(sp.wall_max_us)} (median {us(sp.wall_median_us)}); "
+                    f"the report below is rank {rep[key]}'s")
+        out.print(line)
+    out.print(Text(f"representative rank: {rep['how']}", style="dim"))
+    from rich import box
+
+    t = Table(title="Ranks (slowest first)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col in ("run", "rank", "wall", "busy", "compute", "comm", "exposed comm", "idle", "file"):
+        t.add_column(col, justify="left" if col in ("run", "file") else "right", no_wrap=col != "file",
+                     overflow="ellipsis", max_width=40 if col == "file" else None)
+    rows = [(k, r) for k in ("a", "b") for r in found.ranks[k]]
+    rows.sort(key=lambda kr: -kr[1]["wall_us"])
+    for k, r in rows[:32]:
+        t.add_row(k.upper(), str(r["rank"]), us(r["wall_us"]), us(r["busy_us"]), us(r["compute_us"]),
+                  us(r["comm_us"]), us(r["exposed_comm_us"]), us(r["idle_us"]), literal(shown_path(r["file"])))
+    out.print(t)
+    if len(rows) > 32:
+        out.print(Text(f"… {len(rows) - 32} more ranks in --format json / csv", style="dim"))
+    if found.collectives:
+        from rich import box
+
+        def table(title, cols):
+            t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+            for col in cols:
+                t.add_column(col, justify="left" if col in ("kind", "algorithm") else "right", no_wrap=True)
+            return t
+
+        top = found.collectives[:15]
+        t = table("Collectives: time per rank (kind × message, largest gap first)",
+                  ("kind", "size", "n A/B", "A time", "B time", "A wait", "B wait", "gap"))
+        for c in top:
+            a, b = c.a, c.b
+            t.add_row(c.kind, _bytes(c.nbytes), f"{a.count if a else 0}/{b.count if b else 0}",
+                      us(a.total_us) if a else "—", us(b.total_us) if b else "—",
+                      us(a.wait_us) if a and a.wait_us is not None else "—",
+                      us(b.wait_us) if b and b.wait_us is not None else "—", fmt.gap(c.gap_us))
+        out.print(t)
+        t = table("Collectives: bus bandwidth (GB/s, % of the link's peak) and start skew",
+                  ("kind", "size", "A busbw", "B busbw", "A skew", "B skew", "algorithm"))
+        for c in top:
+            a, b = c.a, c.b
+            algo = " / ".join(x for x in {(a.algorithm if a else ""), (b.algorithm if b else "")} if x)
+            t.add_row(c.kind, _bytes(c.nbytes),
+                      _gbps(a.busbw_gbps if a else None) + (f" ({_pct(a.pct_link_peak)})" if a and a.pct_link_peak else ""),
+                      _gbps(b.busbw_gbps if b else None) + (f" ({_pct(b.pct_link_peak)})" if b and b.pct_link_peak else ""),
+                      us(a.skew_p50_us) if a and a.skew_p50_us is not None else "—",
+                      us(b.skew_p50_us) if b and b.skew_p50_us is not None else "—", algo or "—")
+        out.print(t)
+        links = "; ".join(f"{k.upper()} {v['link']} {v['gbps']:g} GB/s per direction" if v else f"{k.upper()} unknown"
+                          for k, v in found.links.items())
+        out.print(Text(f"busbw in GB/s (% of the link's peak: {links}); wait = time beyond the fastest rank's; "
+                       f"skew = last rank's start − first's (median); matched by {found.matched_by}", style="dim"))
+    for key, s in found.stragglers.items():
+        if s is None:
+            continue
+        out.print(Text(f"{key.upper()} straggler: rank {s.rank} arrived last at {s.last} of {s.collectives} collectives "
+                       f"({s.share:.0%}), {us(s.late_us)} after the median rank; its compute before them "
+                       f"{us(s.compute_before_us)} against {us(s.others_compute_before_us)} on the other ranks"))
+    for n in found.notes:
+        out.print(Text("note: ", style="yellow") + literal(n))
+    out.print()

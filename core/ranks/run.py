@@ -1,0 +1,211 @@
+"""A run of rank traces against another: load every rank's summary in parallel, pick the
+representative rank of each run, and compare ranks, collectives and stragglers.
+
+Memory: each rank is reduced to its summary in the process that read it, so a process holds one
+rank's model at a time; the number of processes is the smaller of the CPUs and what the machine's
+available memory allows for the largest file (`_jobs`).
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kerneldiff.core.analysis.collectives import (CollectiveRow, Straggler, collective_rows, match, shared_clock, side_rows,
+                                                  straggler)
+from kerneldiff.core.ranks.identify import RankFile
+from kerneldiff.core.ranks.summary import RankSummary, summarize_rank
+
+# a load's peak memory, per byte of the trace's JSON: the reader holds a bounded window of text,
+# the columns ~80 bytes per event; measured 0.3-0.45x on the shared traces (60-250 MB): 0.5 with room
+_PEAK_PER_JSON_BYTE = 0.5
+_PEAK_FLOOR = 200 << 20
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _jobs(files: list[RankFile], requested: int | None) -> int:
+    if requested is not None:
+        return max(1, min(requested, len(files)))
+    from kerneldiff.core.ingest.probe import probe
+    from kerneldiff.core.session import _json_bytes
+
+    biggest = 0
+    for f in files:
+        try:
+            biggest = max(biggest, _json_bytes(probe(f.path)))
+        except Exception:   # an unreadable file is reported by its own load
+            pass
+    peak = max(int(biggest * _PEAK_PER_JSON_BYTE), _PEAK_FLOOR)
+    mem = _available_memory()
+    by_memory = max(1, mem // peak) if mem else 1
+    return int(max(1, min(len(files), os.cpu_count() or 1, by_memory)))
+
+
+def _one(args):
+    """A rank's summary, or (path, problem) of its TraceError: the error's own pickling does not
+    round-trip, and a result that cannot be read back would break the whole pool."""
+    from kerneldiff.core.errors import TraceError
+
+    rank, path, registry, use_cache, device = args
+    try:
+        return summarize_rank(rank, path, registry, use_cache, device)
+    except TraceError as e:
+        return (e.path, e.problem)
+    except MemoryError:
+        return (path, "out of memory while loading this rank")
+
+
+def _raise(result) -> RankSummary:
+    from kerneldiff.core.errors import TraceError
+
+    if isinstance(result, tuple):
+        raise TraceError(*result)
+    return result
+
+
+def load_ranks(files: list[RankFile], registry: str | None = None, use_cache: bool = True,
+               device: int | None = None, jobs: int | None = None) -> list[RankSummary]:
+    """Every rank's summary, in rank order: in `jobs` processes at once (default: as many as the
+    CPUs and the available memory allow), or here when one is enough."""
+    work = [(f.rank, f.path, registry, use_cache, device) for f in files]
+    n = _jobs(files, jobs)
+    if n <= 1 or len(work) <= 1:
+        return [_raise(_one(w)) for w in work]
+    import multiprocessing as mp
+
+    from kerneldiff.core.ranks.summary import classifier_for
+
+    classifier_for(registry)     # read once here: the forked processes inherit it
+
+    with ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context("fork")) as pool:
+        return [_raise(r) for r in pool.map(_one, work)]
+
+
+@dataclass
+class Run:
+    """One side: its files, where their ranks came from, and each rank's summary."""
+
+    arg: str
+    files: list[RankFile]
+    rank_source: str
+    ranks: list[RankSummary] = field(default_factory=list)
+
+    @property
+    def world_size(self) -> int:
+        sizes = {r.world_size for r in self.ranks if r.world_size}
+        return sizes.pop() if len(sizes) == 1 else len(self.ranks)
+
+    def rank(self, n: int) -> RankSummary | None:
+        return next((r for r in self.ranks if r.rank == n), None)
+
+    def slowest(self) -> RankSummary:
+        return max(self.ranks, key=lambda r: (r.wall_us, -r.rank))
+
+
+@dataclass
+class Spread:
+    """The ranks' wall clock: the figures' spread over the run."""
+
+    ranks: int
+    wall_min_us: float
+    wall_median_us: float
+    wall_max_us: float
+    exposed_comm_min_us: float
+    exposed_comm_max_us: float
+
+
+def spread(run: Run) -> Spread:
+    w = np.array([r.wall_us for r in run.ranks])
+    x = np.array([r.exposed_comm_us for r in run.ranks])
+    return Spread(len(w), float(w.min()), float(np.median(w)), float(w.max()), float(x.min()), float(x.max()))
+
+
+@dataclass
+class RunFindings:
+    """What a pair of runs adds to the comparison of their representative ranks."""
+
+    ranks: dict[str, list[dict[str, Any]]]           # {a: [rank rows], b: [...]}
+    rank_source: dict[str, str]                       # {a: "distributedInfo" | "file names (vLLM)" | "file order"}
+    representative: dict[str, Any]                    # {a: rank, b: rank, how: "slowest" | "--rank N"}
+    spread: dict[str, Spread]
+    collectives: list[CollectiveRow]
+    stragglers: dict[str, Straggler | None]
+    links: dict[str, Any]                             # {a/b: the GPU's link peak or None}
+    matched_by: str                                   # how collectives were matched across ranks
+    notes: list[str]
+
+
+def pick(run: Run, wanted: int | None) -> RankSummary:
+    from kerneldiff.core.errors import TraceError
+
+    if wanted is None:
+        return run.slowest()
+    r = run.rank(wanted)
+    if r is None:
+        raise TraceError(run.arg, f"has no rank {wanted} (ranks: {', '.join(str(x.rank) for x in run.ranks)})")
+    return r
+
+
+def findings(a: Run, b: Run, wanted: int | None = None, peaks=None) -> RunFindings:
+    from kerneldiff.core.analysis.links import link_peak
+
+    rep = {"a": pick(a, wanted), "b": pick(b, wanted)}
+    notes = []
+    for key, run in (("a", a), ("b", b)):
+        ws = {r.world_size for r in run.ranks if r.world_size}
+        if ws and max(ws) > len(run.ranks):
+            notes.append(f"{key.upper()}: {len(run.ranks)} of {max(ws)} ranks' traces given: the figures are "
+                         f"over these ranks only")
+    if a.world_size != b.world_size:
+        ta, tb = rep["a"].tokens, rep["b"].tokens
+        per_token = (f"; per query token, the representative ranks' wall clocks are A {rep['a'].wall_us / ta:,.1f} µs "
+                     f"and B {rep['b'].wall_us / tb:,.1f} µs" if ta and tb else
+                     "; neither per token (the traces do not both record their tokens)")
+        notes.append(f"world sizes differ (A {a.world_size}, B {b.world_size}): ranks are compared per rank, "
+                     f"not summed{per_token}")
+    links = {}
+    rows = {}
+    strag = {}
+    for key, run in (("a", a), ("b", b)):
+        lp = link_peak(rep[key].info, peaks) if rep[key].info is not None else None
+        links[key] = lp.to_dict() if lp else None
+        inst, unmatched = match([r.collectives for r in run.ranks])
+        if unmatched:
+            notes.append(f"{key.upper()}: {unmatched} collective(s) ran on some ranks and not on others "
+                         f"(sampled or cut traces): left out of the collective table")
+        if len(run.ranks) == 1 and len(run.ranks[0].collectives):
+            notes.append(f"{key.upper()}: one rank: its collectives' time holds the wait for ranks not traced, so "
+                         f"transfer and wait are not told apart and bus bandwidth is a lower bound")
+        clocks = shared_clock([r.collectives for r in run.ranks])
+        if not clocks:
+            notes.append(f"{key.upper()}: the ranks' collectives do not overlap in time (clocks of different "
+                         f"hosts, or traces of different runs): no skew and no straggler")
+        rows[key] = side_rows(inst, len(run.ranks), run.world_size, lp.gbps if lp else None, clocks)
+        strag[key] = straggler(inst, [r.rank for r in run.ranks]) if clocks else None
+    how = "slowest rank (largest wall clock)" if wanted is None else f"rank {wanted} (--rank)"
+    return RunFindings(
+        ranks={"a": [r.row() for r in a.ranks], "b": [r.row() for r in b.ranks]},
+        rank_source={"a": a.rank_source, "b": b.rank_source},
+        representative={"a": rep["a"].rank, "b": rep["b"].rank, "how": how},
+        spread={"a": spread(a), "b": spread(b)},
+        collectives=collective_rows(rows["a"], rows["b"]), stragglers=strag, links=links,
+        matched_by="kind and order on each rank (process group and sequence number are not read yet)",
+        notes=notes)
+
+
+def findings_dict(f: RunFindings) -> dict[str, Any]:
+    return asdict(f)

@@ -1,0 +1,55 @@
+"""Flat tables of a pair of runs (ranks, collectives, stragglers), for CSV and `--table`, and the
+JSON document of a run comparison: the representative ranks' comparison with the runs' findings."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+RUN_TABLES = ("ranks", "collectives", "stragglers")
+
+RANK_FIELDS = ("rank", "file", "wall_us", "busy_us", "compute_us", "comm_us", "exposed_comm_us", "idle_us",
+               "kernels", "gpu_time_us", "collectives", "world_size", "device", "tokens")
+SIDE_FIELDS = ("count", "total_us", "transfer_us", "wait_us", "mean_us", "algbw_gbps", "busbw_gbps", "pct_link_peak",
+               "skew_p50_us", "skew_max_us", "algorithm", "dtype")
+STRAGGLER_FIELDS = ("rank", "last", "collectives", "share", "late_us", "compute_before_us", "others_compute_before_us")
+
+
+def run_document(cmp, found) -> dict[str, Any]:
+    """The comparison's JSON with `ranks`, `collectives`, `stragglers` and `runs` added."""
+    f = asdict(found)
+    doc = cmp.to_dict()
+    doc["ranks"] = f["ranks"]
+    doc["collectives"] = f["collectives"]
+    doc["stragglers"] = f["stragglers"]
+    doc["runs"] = {k: f[k] for k in ("rank_source", "representative", "spread", "links", "matched_by", "notes")}
+    return doc
+
+
+def _v(x):
+    if x is None:
+        return ""
+    return round(x, 3) if isinstance(x, float) else x
+
+
+def run_table(found, name: str) -> tuple[list[str], list[list[Any]]]:
+    if name == "ranks":
+        head = ["run", *RANK_FIELDS]
+        rows = [[side, *(_v(r.get(k)) for k in RANK_FIELDS)] for side in ("a", "b") for r in found.ranks[side]]
+        return head, rows
+    if name == "collectives":
+        head = ["kind", "bytes"] + [f"{k} [{s}]" for s in ("a", "b") for k in SIDE_FIELDS] + \
+               ["ratio_a_over_b", "gap_us_a_minus_b"]
+        rows = []
+        for c in found.collectives:
+            row = [c.kind, c.nbytes if c.nbytes >= 0 else ""]
+            for side in (c.a, c.b):
+                row += [_v(getattr(side, k)) if side is not None else "" for k in SIDE_FIELDS]
+            rows.append(row + [_v(c.ratio), _v(c.gap_us)])
+        return head, rows
+    if name == "stragglers":
+        head = ["run", *STRAGGLER_FIELDS]
+        rows = [[side, *(_v(getattr(s, k)) for k in STRAGGLER_FIELDS)]
+                for side, s in found.stragglers.items() if s is not None]
+        return head, rows
+    raise KeyError(name)

@@ -1,0 +1,132 @@
+"""Generated multi-rank runs: one Kineto file per rank with `distributedInfo`, `record_param_comms`
+and NCCL all-reduce kernels, a planted straggler, a chosen transfer time and compute overlapping the
+communication on a second stream. The truth (what every figure must read) comes back with the files.
+
+Every rank runs the same program: per pass, `layers` × (a GEMM, then an all-reduce of `nbytes`).
+A rank reaches each all-reduce when its GEMM ends; the all-reduce ends on every rank at the last
+arrival plus `transfer_us`, so an early rank's all-reduce kernel lasts its wait plus the transfer.
+The straggler's GEMMs are `straggle_us` longer. With `overlap_us`, a second-stream kernel runs for
+that long from the start of each all-reduce (communication hidden behind compute).
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
+ALL_REDUCE = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+SIDE = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)"
+NAMINGS = ("distributed", "vllm", "sglang", "torchtitan", "plain")
+
+
+def _name(naming: str, rank: int) -> str:
+    return {"distributed": f"trace_{rank}.json.gz", "plain": f"trace_{rank}.json.gz",
+            "vllm": f"dp0_pp0_tp{rank}_dcp0_ep{rank}_rank{rank}.1700000000.pt.trace.json.gz",
+            "sglang": f"1700000000-TP-{rank}.trace.json.gz",
+            "torchtitan": f"rank{rank}_trace.json.gz"}[naming]
+
+
+def write_run(out_dir: str | os.PathLike, *, ranks: int = 4, passes: int = 3, layers: int = 4,
+              gemm_us: float = 200.0, straggler: int | None = 2, straggle_us: float = 50.0,
+              transfer_us: float = 80.0, overlap_us: float = 0.0, nbytes: int = 8 << 20,
+              gpu: str = "NVIDIA H100 80GB HBM3", naming: str = "distributed", jitter_us: float = 0.0,
+              step_tokens: int = 0, seed: int = 0) -> dict[str, Any]:
+    """Write one file per rank into `out_dir`; returns the truth: files, per-rank figures (µs),
+    the straggler, the collectives and their transfer time."""
+    import random
+
+    if naming not in NAMINGS:
+        raise ValueError(f"naming must be one of {', '.join(NAMINGS)}")
+    if not 0 <= overlap_us <= transfer_us:
+        raise ValueError("overlap_us must lie in [0, transfer_us]: the overlap is hidden inside every rank's all-reduce")
+    rnd = random.Random(seed)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = 1_700_000_000_000.0
+    elems = nbytes // 2   # bf16
+    events: list[list[dict[str, Any]]] = [[] for _ in range(ranks)]
+    ids = [1000 * (r + 1) for r in range(ranks)]
+    clock = t0
+    truth_ranks = [{"compute_us": 0.0, "comm_us": 0.0, "exposed_comm_us": 0.0, "last": 0, "first": None,
+                    "wait_us": 0.0, "end": 0.0} for _ in range(ranks)]
+    seq = 0
+    for p in range(passes):
+        pass_start = clock
+        for layer in range(layers):
+            arrive = []
+            for r in range(ranks):
+                g = gemm_us + (straggle_us if r == straggler else 0.0) + (rnd.uniform(0, jitter_us) if jitter_us else 0.0)
+                _kernel(events[r], ids, r, GEMM, clock, g, stream=7, cpu_name="aten::mm",
+                        dims=[[4096, 4096], [4096, 4096]], types=["c10::BFloat16", "c10::BFloat16"])
+                truth_ranks[r]["compute_us"] += g
+                arrive.append(clock + g)
+            end = max(arrive) + transfer_us
+            for r in range(ranks):
+                d = end - arrive[r]
+                _kernel(events[r], ids, r, ALL_REDUCE, arrive[r], d, stream=13, cpu_name="record_param_comms",
+                        dims=[[elems], [], []], types=["c10::BFloat16", "", ""],
+                        extra={"Collective name": "allreduce", "dtype": "BFloat16", "In msg nelems": elems,
+                               "Out msg nelems": elems, "Group size": ranks, "Process Group Name": "0",
+                               "Seq": seq, "Rank": r})
+                truth_ranks[r]["comm_us"] += d
+                truth_ranks[r]["wait_us"] += d - transfer_us
+                hidden = min(overlap_us, d)
+                if overlap_us > 0:
+                    _kernel(events[r], ids, r, SIDE, arrive[r], overlap_us, stream=20, cpu_name="aten::fill_",
+                            dims=[[1024]], types=["float"])
+                    truth_ranks[r]["compute_us"] += overlap_us
+                truth_ranks[r]["exposed_comm_us"] += d - hidden
+            last = max(range(ranks), key=lambda r: arrive[r])
+            truth_ranks[last]["last"] += 1
+            seq += 1
+            clock = end
+        for r in range(ranks):
+            # a vLLM decode step of `step_tokens` requests (one query token each) when asked
+            step = (f"execute_{step_tokens}_context_0(sq0sk0)_generation_{step_tokens}(sq{step_tokens}"
+                    f"sk{100 * step_tokens})" if step_tokens else f"ProfilerStep#{p + 2}")
+            events[r].append({"ph": "X", "cat": "user_annotation", "name": step, "pid": 100 + r,
+                              "tid": 1, "ts": pass_start - 30.0, "dur": clock - pass_start + 30.0})
+        clock += 40.0     # the host's gap between passes
+    files = []
+    for r in range(ranks):
+        doc: dict[str, Any] = {"schemaVersion": 1,
+                               "deviceProperties": [{"id": 0, "name": gpu, "totalGlobalMem": 85520809984,
+                                                     "computeMajor": 9, "computeMinor": 0, "numSms": 132,
+                                                     "warpSize": 32}]}
+        if naming == "distributed":   # before the events, where Kineto writes it
+            doc["distributedInfo"] = {"backend": "nccl", "rank": r, "world_size": ranks}
+        doc["record_shapes"] = 1
+        doc["traceEvents"] = events[r]
+        path = out / _name(naming, r)
+        with gzip.open(path, "wb") as f:
+            f.write(orjson.dumps(doc))
+        files.append(str(path))
+    for r in range(ranks):
+        ks = [e for e in events[r] if e.get("cat") == "kernel"]
+        truth_ranks[r]["wall_us"] = max(e["ts"] + e["dur"] for e in ks) - min(e["ts"] for e in ks)
+        del truth_ranks[r]["first"], truth_ranks[r]["end"]
+    return {"files": files, "ranks": truth_ranks, "straggler": straggler, "collectives": seq,
+            "transfer_us": transfer_us, "nbytes": nbytes, "world_size": ranks}
+
+
+def _kernel(ev: list, ids: list[int], rank: int, name: str, start: float, dur: float, *, stream: int,
+            cpu_name: str, dims, types, extra: dict | None = None) -> None:
+    """A CPU op enclosing its launch (20 µs before the kernel) and the kernel, joined by ids."""
+    ids[rank] += 1
+    i = ids[rank]
+    pid = 100 + rank
+    cpu_ts = start - 20.0
+    args = {"External id": i, "Input Dims": dims, "Input type": types}
+    if extra:
+        args.update(extra)
+    ev.append({"ph": "X", "cat": "cpu_op", "name": cpu_name, "pid": pid, "tid": 1, "ts": cpu_ts, "dur": 8.0,
+               "args": args})
+    ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": pid, "tid": 1,
+               "ts": cpu_ts + 2.0, "dur": 4.0, "args": {"External id": i, "correlation": i}})
+    ev.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": start, "dur": dur,
+               "args": {"External id": i, "correlation": i, "device": 0, "stream": stream}})

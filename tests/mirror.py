@@ -129,6 +129,11 @@ def mirror_diffs(ab: dict[str, Any], ba: dict[str, Any], limit: int = 20) -> lis
                     for g in al["groups"])
         if ga != gb:
             out.append(f"layer {al['layer']}: fusion groups differ ({len(gb)} vs {len(ga)})")
+        # the words say which side is which: mirrored, "on A" and "on B" trade places
+        na = sorted(g["note"].replace("on A", "on _").replace("on B", "on A").replace("on _", "on B")
+                    for g in m["groups"])
+        if na != sorted(g["note"] for g in al["groups"]):
+            out.append(f"layer {al['layer']}: fusion group notes are not mirrored")
     fa = {_finding_key(f, False): f for f in ab["fusions"]}
     fb = {_finding_key(f, True): f for f in ba["fusions"]}
     for k in fa.keys() - fb.keys():

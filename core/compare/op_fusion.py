@@ -804,6 +804,12 @@ def cap_saving(est, cap_all_us: float, cap_each_us: float) -> None:
     est.total_us = max(0.0, min(est.total_us, cap_each_us))
 
 
+def group_note(fused_side: str, fused: int, components: int) -> str:
+    """'1 kernel on B for 9 on A': a group's note, in words, from its fused side and sizes."""
+    other = "b" if fused_side == "a" else "a"
+    return f"{_n(fused, 'kernel')} on {fused_side.upper()} for {components} on {other.upper()}"
+
+
 def _mark(insts: list[_Instance], alignments: list[LayerAlignment], finding: int) -> None:
     """Record each group on its layer's alignment and on its pairs (for the pair views)."""
     by_layer = {al.layer: al for al in alignments}
@@ -812,8 +818,7 @@ def _mark(insts: list[_Instance], alignments: list[LayerAlignment], finding: int
         g = inst.group
         gid = len(al.groups)
         pos = sorted({k.pos for k in g.fused} | {k.pos for k in g.components})
-        c = "b" if g.fused_side == "a" else "a"
-        note = (f"{_n(len(g.fused), 'kernel')} on {g.fused_side.upper()} for {len(g.components)} on {c.upper()}")
+        note = group_note(g.fused_side, len(g.fused), len(g.components))
         al.groups.append(PairGroup(id=gid, fused_side=g.fused_side, positions=pos,
                                    fused_positions=[k.pos for k in g.fused],
                                    component_positions=[k.pos for k in g.components], finding=finding, note=note,

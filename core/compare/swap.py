@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from kerneldiff.core.compare.op_fusion import group_note
 from kerneldiff.core.compare.result import FusionFinding, KernelPair, LayerAlignment, PairGroup
 
 FLIP = {"a": "b", "b": "a"}
@@ -38,6 +39,7 @@ def pair(p: KernelPair) -> KernelPair:
 
 def group(g: PairGroup) -> PairGroup:
     return replace(g, fused_side=FLIP[g.fused_side], a_indices=list(g.b_indices), b_indices=list(g.a_indices),
+                   note=group_note(FLIP[g.fused_side], len(g.fused_positions), len(g.component_positions)),
                    positions=list(g.positions), fused_positions=list(g.fused_positions),
                    component_positions=list(g.component_positions))
 

@@ -241,3 +241,21 @@ def test_one_pass_number_everywhere(llama):
     head, rows = table(decode, "timeline")
     csv_numbers = {r[head.index("pass")] for r in rows if r[1] == "pass"}
     assert csv_numbers == set(numbers)
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_compare_json_is_the_same_whatever_the_hash_seed():
+    """Set and dict orders change with PYTHONHASHSEED: no figure may depend on them."""
+    import os
+    import subprocess
+    import sys
+
+    a, b = real_trace("mi300x_qwen1.5-0.5b_hf.json.gz"), real_trace("h100_qwen1.5-0.5b_hf.json.gz")
+    outs = set()
+    for seed in ("1", "2", "3"):
+        r = subprocess.run([sys.executable, "-m", "kerneldiff.cli", "compare", str(a), str(b), "--format", "json"],
+                           capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed}, timeout=300)
+        assert r.returncode == 0, r.stderr
+        outs.add(r.stdout)
+    assert len(outs) == 1

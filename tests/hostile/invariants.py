@@ -347,3 +347,122 @@ def renumbered_text(v: Any, style: str, keys: tuple[str, ...] = ("ts", "dur")) -
     if isinstance(v, list):
         return "[" + ",".join(renumbered_text(x, style, keys) for x in v) + "]"
     return json.dumps(v)
+
+
+SHAPE_ARGS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
+
+
+def without(doc: dict[str, Any], what: str) -> dict[str, Any]:
+    """The trace with one kind of information gone: "python" (Python function events: the stacks),
+    "shapes" (operator input shapes and types), "correlation" (the ids that join a kernel to its
+    launch, and the flow events that carry them), "external" (External ids: kernel to operator)."""
+    out = []
+    for e in events(doc):
+        if not isinstance(e, dict):
+            out.append(e)
+            continue
+        if what == "python" and e.get("cat") in ("python_function", "python function"):
+            continue
+        if what == "correlation" and e.get("ph") in ("s", "f") and e.get("cat") in ("ac2g", "async_cpu_to_gpu"):
+            continue
+        a = e.get("args")
+        drop = {"shapes": SHAPE_ARGS, "correlation": ("correlation",), "external": ("External id",)}.get(what, ())
+        if isinstance(a, dict) and any(k in a for k in drop):
+            e = {**e, "args": {k: v for k, v in a.items() if k not in drop}}
+        out.append(e)
+    doc = with_events(doc, out)
+    if what == "python":
+        doc = {k: v for k, v in doc.items() if k != "with_stack"}
+    if what == "shapes":
+        doc = {k: v for k, v in doc.items() if k != "record_shapes"}
+    return doc
+
+
+GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "Kernel", "Memcpy", "Memset")
+
+
+def _by_stream(evs: list) -> dict[Any, list[int]]:
+    by: dict[Any, list[int]] = {}
+    for i, e in enumerate(evs):
+        if isinstance(e, dict) and e.get("cat") in GPU_CATS and isinstance(e.get("args"), dict) and "stream" in e["args"]:
+            by.setdefault(e["args"]["stream"], []).append(i)
+    return by
+
+
+def busiest_stream(doc: dict[str, Any]) -> Any:
+    by = _by_stream(events(doc))
+    return max(by, key=lambda s: (len(by[s]), str(s))) if by else None
+
+
+def stream_split(doc: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """Every other kernel (in time order) of the stream with the most kernels moved to a new stream,
+    at the same times. Returns (document, kernels moved)."""
+    evs = events(doc)
+    by = _by_stream(evs)
+    if not by:
+        return doc, 0
+    busiest = busiest_stream(doc)
+    numeric = [s for s in by if isinstance(s, int)] or [int(s) for s in by if str(s).isdigit()] or [0]
+    new = max(numeric) + 1000
+    new = str(new) if isinstance(busiest, str) else new
+    moved = sorted(by[busiest], key=lambda i: evs[i]["ts"])[1::2]
+    out = list(evs)
+    for i in moved:
+        e = dict(evs[i])
+        e["args"] = {**e["args"], "stream": new}
+        if e.get("tid") == busiest:
+            e["tid"] = new
+        elif isinstance(e.get("tid"), str) and str(busiest) in e["tid"]:
+            e["tid"] = e["tid"].replace(str(busiest), str(new))
+        out[i] = e
+    return with_events(doc, out), len(moved)
+
+
+def _corr(e: dict) -> Any:
+    a = e.get("args")
+    return a.get("correlation") if isinstance(a, dict) else None
+
+
+def without_pass(doc: dict[str, Any], model, j: int) -> dict[str, Any]:
+    """The trace with pass j taken out: the CPU events inside its window (its entry, operators,
+    Python frames, launch calls) and the GPU activities those launches started (by correlation)."""
+    st = model.steps[j]
+    lo, hi = st.ts, st.ts + st.dur
+    corr = {int(c) for c in model.kernels.corr[model.kernels.step == j].tolist() if c >= 0}
+    out = []
+    for e in events(doc):
+        if isinstance(e, dict):
+            c = _corr(e)
+            try:
+                c = int(c) if c is not None else None
+            except (TypeError, ValueError):
+                c = None
+            if c is not None and c in corr:
+                continue
+            if e.get("cat") not in GPU_CATS and e.get("ph") == "X" and _num(e.get("ts")) \
+                    and lo <= e["ts"] and e["ts"] + (e.get("dur") or 0) <= hi:
+                continue
+        out.append(e)
+    return with_events(doc, out)
+
+
+def repeated(doc: dict[str, Any], pause_us: float, id_offset: int = 10**9) -> dict[str, Any]:
+    """The trace, then the same events again after a pause (two runs recorded in one trace): the
+    second copy shifted to start `pause_us` after the first ends, its ids moved by `id_offset` (a
+    second run has ids of its own). Metadata events are not repeated."""
+    evs = events(doc)
+    timed = [e for e in evs if isinstance(e, dict) and _num(e.get("ts")) and e.get("ph") != "M"]
+    t0 = min(e["ts"] for e in timed)
+    t1 = max(e["ts"] + (e.get("dur") if _num(e.get("dur")) else 0) for e in timed)
+    shift = _us(_ns(t1) - _ns(t0) + _ns(pause_us))
+    second = []
+    for e in timed:
+        e = {**e, "ts": _us(_ns(e["ts"]) + _ns(shift))}
+        a = e.get("args")
+        if isinstance(a, dict):
+            e["args"] = {k: (v + id_offset if k in ID_ARGS and isinstance(v, int) and not isinstance(v, bool) else v)
+                         for k, v in a.items()}
+        if isinstance(e.get("id"), int):
+            e["id"] += id_offset
+        second.append(e)
+    return with_events(doc, evs + second)

@@ -466,3 +466,30 @@ def repeated(doc: dict[str, Any], pause_us: float, id_offset: int = 10**9) -> di
             e["id"] += id_offset
         second.append(e)
     return with_events(doc, evs + second)
+
+
+def with_setup(doc: dict[str, Any], kernels: int = 3) -> dict[str, Any]:
+    """A run's set-up before its first pass, as generate() has it (cache allocation, masks): a few
+    kernels launched 1 ms before the trace's first event, copies of its first kernel and launch call."""
+    evs = events(doc)
+    t0 = min(e["ts"] for e in evs if isinstance(e, dict) and _num(e.get("ts")) and e.get("ph") != "M")
+    kern = next(e for e in evs if isinstance(e, dict) and e.get("cat") == "kernel" and _corr(e) is not None)
+    call = next(e for e in evs if isinstance(e, dict) and e.get("cat") in ("cuda_runtime", "hip_runtime")
+                and "Launch" in str(e.get("name")) and _corr(e) is not None)
+    numeric = isinstance(_corr(kern), int)
+    extra = []
+    for i in range(kernels):
+        corr = 2_000_000_000 + i
+        c = corr if numeric else str(corr)
+        t = t0 - 1000 + 50 * i
+        extra.append({**call, "ts": t, "dur": 5, "args": {"correlation": c}})
+        extra.append({**kern, "ts": t + 20, "dur": 3,
+                      "args": {k: v for k, v in kern["args"].items() if k != "External id"} | {"correlation": c}})
+    return with_events(doc, extra + evs)
+
+
+def without_profiler_steps(doc: dict[str, Any]) -> dict[str, Any]:
+    """The trace without its ProfilerStep#N windows (a profile taken without a schedule): passes
+    then have no container to stop them."""
+    return with_events(doc, [e for e in events(doc)
+                             if not (isinstance(e, dict) and str(e.get("name", "")).startswith("ProfilerStep#"))])

@@ -75,13 +75,16 @@ def _check_repeat(root, doc: dict, pause_us: float) -> None:
     assert int((m2.kernels.step < 0).sum()) == 2 * int((m1.kernels.step < 0).sum())
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10**6), style=st.sampled_from(["hf-generate", "hf", "vllm"]),
-       pause_us=st.sampled_from([5_000.0, 200_000.0, 3e6]))
+       pause_us=st.sampled_from([5_000.0, 200_000.0, 3e6]), bare=st.booleans())
 def test_a_trace_repeated_after_a_pause_reads_as_twice_the_passes_on_generated_traces(tmp_path_factory, seed, style,
-                                                                                      pause_us):
+                                                                                      pause_us, bare):
+    """With set-up kernels before the first pass; `bare`: without ProfilerStep windows (module calls
+    alone mark the passes, nothing else stops the first run's last one)."""
     root = tmp_path_factory.mktemp("twice")
-    _check_repeat(root, inv.synth_doc(root / "src", seed, style, gpu_annotations=False), pause_us)
+    doc = inv.with_setup(inv.synth_doc(root / "src", seed, style, gpu_annotations=False))
+    _check_repeat(root, inv.without_profiler_steps(doc) if bare else doc, pause_us)
 
 
 @pytest.mark.parametrize("name", [pytest.param("h100_llama_eager_sdpa.json.gz", marks=pytest.mark.slow),

@@ -190,12 +190,15 @@ ID_ARGS = ("correlation", "External id", "Python id", "Python parent id", "Ev Id
 def renumbered(doc: dict[str, Any], seed: int | None = None, offset: int = 1000003) -> dict[str, Any]:
     """pids, tids, streams and every join id renamed: moved by one offset, or (with a seed) mapped
     through a random one-to-one map that keeps no order. The same id is renamed the same way
-    everywhere, so joins stay joins; ids written as strings (some vLLM traces) are left alone."""
+    everywhere, whether written as a number or as text (some vLLM traces mix them), so joins stay
+    joins."""
     rng = random.Random(seed)
     seen: dict[int, int] = {}
     used: set[int] = set()
 
     def num(v):
+        if isinstance(v, str) and v.isdigit():   # an id written as text: renamed alike, kept text
+            return str(num(int(v)))
         if not isinstance(v, int) or isinstance(v, bool):
             return v
         if seed is None:

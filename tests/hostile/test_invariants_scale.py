@@ -20,7 +20,8 @@ from kerneldiff.core.ingest.loader import load
 # Parts priced against hardware constants or rates (see the module's docstring), and the idle split,
 # which depends on the launch tolerance (checked on its own below)
 NOT_SCALED = ("fusions", "throughput", "gemm_shapes", "attention_shapes", "peaks", "warnings", "wall",
-              "launch_bound_us", "sync_us", "other_us", "tolerance_us", "launch_bound_gap_us", "sync_gap_us")
+              "launch_bound_us", "sync_us", "other_us", "tolerance_us", "launch_bound_gap_us", "sync_gap_us",
+              "ledger", "comparability")   # the ledger's causes split idle by the tolerance: its sum is checked
 RATIOS = ("ratio", "kernel_ratio", "wall_ratio", "share")
 # times go through integer ns (timeline.py) and a float's rounding of t0 + (t - t0) * k: a few ns
 # per event summed, relative to the figure
@@ -77,7 +78,11 @@ def _scaled_everything(root, a: dict, b: dict, k: int) -> None:
     pa, pb = _pair(root, inv.scaled(a, 1, ORIGIN_US), inv.scaled(b, 1, ORIGIN_US), "base")
     sa, sb = _pair(root, inv.scaled(a, k, ORIGIN_US), inv.scaled(b, k, ORIGIN_US), "scaled")
     assert check_scaled(inv.info_answer(pa), inv.info_answer(sa), k) == []
-    assert check_scaled(inv.compare_answer(pa, pb), inv.compare_answer(sa, sb), k) == []
+    base, scaled = inv.compare_answer(pa, pb), inv.compare_answer(sa, sb)
+    assert check_scaled(base, scaled, k) == []
+    if "ledger" in base:   # the gap ledger sums to the wall-clock gap, whatever its split
+        assert _close(k * sum(e["gap_us"] for e in base["ledger"]), sum(e["gap_us"] for e in scaled["ledger"]))
+        assert base["comparability"]["verdict"] == scaled["comparability"]["verdict"]
     # the idle split, with the launch tolerance scaled as well
     for p, s in ((pa, sa), (pb, sb)):
         t0 = timeline(load(p, use_cache=False, workers=0))

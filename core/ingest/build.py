@@ -55,14 +55,19 @@ def _merge(read: ReadResult) -> tuple[StringTable, dict[str, dict[str, np.ndarra
     return table, out
 
 
+# ids the profiler hands out in creation order (External id, Python id): an operator and the one it
+# calls can share their start and end to the µs, and then only the order they were made in tells
+# which encloses which (the caller first)
+_CREATION = ("ext", "pyid")
 # columns the loader fills later (joins, classification, segmentation): constant while sorting
 _DERIVED = {"cpu_op", "launch", "cat", "rule", "step", "phase", "layer"}
 
 
 def canonical(table: Table) -> Table:
     """The rows in one total order that the file's order of events cannot change: by start, the
-    longer first at equal starts (an enclosing event before what it encloses), then by name (ids
-    follow the text: the string table is sorted) and every other column. Every later sort is stable,
+    longer first at equal starts (an enclosing event before what it encloses), the first made at
+    equal spans (`_CREATION`), then by name (ids follow the text: the string table is sorted) and
+    every other column. Every later sort is stable,
     so two events that start in the same µs are taken in this order, never in the file's.
     A stable sort of the starts (nearly in order already), then only the runs of equal starts
     sorted by the rest."""
@@ -80,8 +85,9 @@ def canonical(table: Table) -> Table:
         run = np.cumsum(np.r_[True, s[1:] != s[:-1]])[pos]   # which run of equal starts
         sub = order[pos]
         rest = [cols[name][sub] for name, _, _ in reversed(table._spec)
-                if name not in ("ts", "dur", "name") and name not in _DERIVED]
-        order[pos] = sub[np.lexsort((*rest, cols["name"][sub], -cols["dur"][sub], run))]
+                if name not in ("ts", "dur", "name", *_CREATION) and name not in _DERIVED]
+        made = [cols[name][sub] for name in reversed(_CREATION) if name in cols]
+        order[pos] = sub[np.lexsort((*rest, cols["name"][sub], *made, -cols["dur"][sub], run))]
     return table.take(order)
 
 

@@ -189,26 +189,34 @@ ID_ARGS = ("correlation", "External id", "Python id", "Python parent id", "Ev Id
 
 def renumbered(doc: dict[str, Any], seed: int | None = None, offset: int = 1000003) -> dict[str, Any]:
     """pids, tids, streams and every join id renamed: moved by one offset, or (with a seed) mapped
-    through a random one-to-one map that keeps no order. The same id is renamed the same way
-    everywhere, whether written as a number or as text (some vLLM traces mix them), so joins stay
-    joins."""
-    rng = random.Random(seed)
-    seen: dict[int, int] = {}
-    used: set[int] = set()
+    to random values with random gaps between them. The same id is renamed the same way everywhere,
+    whether written as a number or as text (some vLLM traces mix them), so joins stay joins; ids keep
+    their order, since the profiler hands out External and Python ids in creation order, which tells
+    an operator from the one it calls when both start and end in the same µs."""
+    def fields(e):
+        a = e.get("args") if isinstance(e.get("args"), dict) else {}
+        return [e.get(k) for k in ("pid", "tid", "id") if k in e] + [a[k] for k in (*ID_ARGS, "stream") if k in a]
+
+    def as_int(v):
+        if isinstance(v, str) and v.isdigit():
+            return int(v)
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    mapping: dict[int, int] = {}
+    if seed is not None:
+        rng = random.Random(seed)
+        seen = sorted({i for e in events(doc) if isinstance(e, dict) for v in fields(e) if (i := as_int(v)) is not None})
+        at = rng.randrange(1, 1000)
+        for i in seen:
+            mapping[i] = at
+            at += rng.randrange(1, 10**6)
 
     def num(v):
-        if isinstance(v, str) and v.isdigit():   # an id written as text: renamed alike, kept text
-            return str(num(int(v)))
-        if not isinstance(v, int) or isinstance(v, bool):
+        i = as_int(v)
+        if i is None:
             return v
-        if seed is None:
-            return v + offset
-        if v not in seen:
-            while (new := rng.randrange(1, 1 << 40)) in used:
-                pass
-            seen[v] = new
-            used.add(new)
-        return seen[v]
+        new = mapping[i] if seed is not None else i + offset
+        return str(new) if isinstance(v, str) else new   # an id written as text stays text
 
     out = []
     for e in events(doc):

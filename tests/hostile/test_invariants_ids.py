@@ -1,6 +1,6 @@
 """Issue 26: names and clocks that carry no meaning change nothing — a constant time shift (one
 past 2^52 µs too, where only a warning is added), pids, tids, streams and join ids renumbered
-(moved, or mapped with no order kept), and events no analysis reads added."""
+(moved, or mapped to random values in the same order), and events no analysis reads added."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Issue 26: passes are what the trace holds, one by one.
 
 - Removing one pass (its CPU events and the kernels they launched) removes exactly that pass: one
-  pass fewer, every other pass with the same figures, the kernels less by that pass's.
+  pass fewer, every other pass with the same figures (the split of its idle time aside, which may
+  name a call of the removed pass as the cause), the kernels less by that pass's.
 - A trace repeated after a pause (two generate() calls recorded together) reads as twice the passes
   with the same per-pass figures, and the pause (with the second run's set-up) is outside every
   pass: the last pass of the first run does not absorb it."""
@@ -43,8 +44,11 @@ def _check_removal(root, doc: dict, j: int) -> None:
     m2, after = _passes(inv.write_doc(root / "less.json", inv.without_pass(doc, model, j)))
     assert len(after) == len(before) - 1
     assert len(m2.kernels) == len(model.kernels) - gone
+    # the idle split of a pass may name the removed pass's calls as the cause (a sync at its end
+    # that the previous pass's GPU work waited behind): the split is left out, its sum is not
+    split = ("launch_bound_us", "sync_us", "other_us")
     for p, q in zip(before[:j] + before[j + 1:], after):
-        assert _same(p, q), (p, q)
+        assert _same({k: v for k, v in p.items() if k not in split}, {k: v for k, v in q.items() if k not in split}), (p, q)
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -84,10 +84,25 @@ def canonical(table: Table) -> Table:
         pos = np.flatnonzero(tied)
         run = np.cumsum(np.r_[True, s[1:] != s[:-1]])[pos]   # which run of equal starts
         sub = order[pos]
-        rest = [cols[name][sub] for name, _, _ in reversed(table._spec)
-                if name not in ("ts", "dur", "name", *_CREATION) and name not in _DERIVED]
         made = [cols[name][sub] for name in reversed(_CREATION) if name in cols]
-        order[pos] = sub[np.lexsort((*rest, cols["name"][sub], *made, -cols["dur"][sub], run))]
+        first = (cols["name"][sub], *made, -cols["dur"][sub], run)
+        o = np.lexsort(first)
+        sub = sub[o]
+        # rows still equal in all of these (rare): every other column decides, among them only
+        key = [k[o] for k in first]
+        same = np.ones(len(sub) - 1, dtype=bool)
+        for k in key:
+            same &= k[1:] == k[:-1]
+        if same.any():
+            tied = np.zeros(len(sub), bool)
+            tied[np.flatnonzero(same)] = tied[np.flatnonzero(same) + 1] = True
+            at = np.flatnonzero(tied)
+            group = np.cumsum(np.r_[True, ~same])[at]
+            rows = sub[at]
+            rest = [cols[name][rows] for name, _, _ in reversed(table._spec)
+                    if name not in ("ts", "dur", "name", *_CREATION) and name not in _DERIVED]
+            sub[at] = rows[np.lexsort((*rest, group))]
+        order[pos] = sub
     return table.take(order)
 
 

@@ -80,3 +80,28 @@ def test_a_gap_ended_by_tied_activities_is_split_the_same_in_either_order(tmp_pa
     assert got[0] == got[1]
     # the gap (1010 -> 1110 µs) is launch-bound: one of the activities that end it waited for its launch
     assert got[0] == (100.0, 0.0, 0.0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 400))
+def test_the_model_order_is_total_and_the_files_order_is_lost(seed, n):
+    """build.canonical: by start, the longer first, creation order (External id), name, then every
+    other column — one full lexsort's order, and the same whatever order the rows came in (few
+    distinct values, so whole rows tie too)."""
+    import numpy as np
+
+    from kerneldiff.core.ingest.build import canonical
+    from kerneldiff.core.model import CPU_OP_COLUMNS, Table
+
+    rng = np.random.default_rng(seed)
+    cols = {"ts": rng.integers(0, 20, n).astype("f8"), "dur": rng.integers(1, 3, n).astype("f8"),
+            "name": rng.integers(0, 3, n).astype("i4"), "ext": rng.integers(-1, 3, n), "tid": rng.integers(0, 3, n),
+            "pid": rng.integers(0, 2, n), "dims": rng.integers(-1, 2, n).astype("i4"),
+            "types": rng.integers(-1, 2, n).astype("i4")}
+    got = canonical(Table(CPU_OP_COLUMNS, cols)).columns
+    full = np.lexsort((cols["types"], cols["dims"], cols["pid"], cols["tid"], cols["name"], cols["ext"], -cols["dur"],
+                       cols["ts"]))
+    assert all(np.array_equal(got[k], cols[k][full]) for k in cols)
+    p = rng.permutation(n)
+    again = canonical(Table(CPU_OP_COLUMNS, {k: v[p] for k, v in cols.items()})).columns
+    assert all(np.array_equal(got[k], again[k]) for k in cols)

@@ -219,3 +219,6 @@ def quality_warnings(model: TraceModel, classifier) -> None:
                  "(busy and idle time count it once)")
     if len(model.python) == 0:
         w.append("no Python stacks (trace recorded without with_stack)")
+    if len(model.cpu_ops) and not bool((model.cpu_ops.dims >= 0).any()):
+        w.append("no operator input shapes (trace recorded without record_shapes): no FLOPs, GEMM or attention "
+                 "shapes, and passes' phases are not read from their token counts")

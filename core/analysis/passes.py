@@ -43,6 +43,9 @@ GRAPH_PASS_MIN_MIXERS = 2
 # 4 x 256 tokens measured only 2.5x its decode passes on H100, with different GEMM kernels.
 PREFILL_TIME_FACTOR = 4.0
 PREFILL_ODD_FACTOR = 1.5
+# With this many passes, the median time between pass starts is a pass's period even when one
+# interval holds a pause between two runs (see _stop_at_pauses)
+PAUSE_MIN_PASSES = 4
 
 
 @dataclass
@@ -140,6 +143,7 @@ def assign_passes(model: TraceModel, passes: Passes, launch_t: np.ndarray,
         pc = launches_in(c_ts, c_end, starts)
         ok &= (kc >= 0) & (kc == pc[np.maximum(idx, 0)])
     step = np.where(ok, idx, -1).astype(np.int32)
+    _stop_at_pauses(step, passes, launch_t, k.ts + k.dur)
     k.step = step
     # a pass's extent: its entry to its last kernel launch (never past the next pass's entry)
     last = np.full(len(starts), -np.inf)
@@ -149,6 +153,48 @@ def assign_passes(model: TraceModel, passes: Passes, launch_t: np.ndarray,
     ends = np.minimum(np.maximum(passes.end, last), nxt)
     model.steps = [Step(j, passes.names[j], "unknown", float(starts[j]), float(ends[j] - starts[j]), passes.source)
                    for j in range(len(starts))]
+
+
+def _pause_limits(passes: Passes) -> np.ndarray | None:
+    """Per pass, the longest pause its trailing work may hold (see `_stop_at_pauses`): the pass's
+    own entry when that entry spans the forward (a module or compiled-graph call), and the median
+    time from one pass's start to the next when there are enough passes for a pause to be the odd
+    one out. None when neither tells (one or two passes known by a short entry only)."""
+    n = len(passes.ts)
+    entry = passes.end - passes.ts if passes.source in ("module", "module+replay", "compiled-graph") \
+        else np.zeros(n)
+    period = float(np.median(np.diff(passes.ts))) if n >= PAUSE_MIN_PASSES else 0.0
+    limit = np.maximum(entry, period)
+    return limit if (limit > 0).all() else None
+
+
+def _stop_at_pauses(step: np.ndarray, passes: Passes, launch_t: np.ndarray, gpu_end: np.ndarray) -> None:
+    """A pass's work goes on after its entry ends (sampling, the next input), but not across a
+    pause: two generate() calls recorded together put the first run's last pass, the pause and the
+    second run's set-up before one pass entry. The pass stops at the first launch after its entry
+    that comes longer than its limit (`_pause_limits`) after both the previous launch and the end
+    of the GPU work launched so far (a host that waits for the GPU is not pausing); kernels from
+    there to the next pass belong to no pass. Limits are times of the trace itself, so scaling the
+    trace's clock scales them."""
+    limit = _pause_limits(passes)
+    if limit is None:
+        return
+    rows = np.flatnonzero(step >= 0)
+    if len(rows) < 2:
+        return
+    rows = rows[np.argsort(launch_t[rows], kind="stable")]   # pass order too: passes follow launches
+    st, lt = step[rows], launch_t[rows]
+    busy = np.maximum.accumulate(gpu_end[rows])
+    since = np.maximum(np.r_[-np.inf, np.maximum(lt[:-1], busy[:-1])], passes.end[st])
+    new = np.r_[True, st[1:] != st[:-1]]
+    since[new] = passes.end[st[new]]
+    pause = (lt > passes.end[st]) & (lt - since > limit[st])
+    if not pause.any():
+        return
+    cut = np.full(len(passes.ts), np.inf)
+    np.minimum.at(cut, st[pause], lt[pause])
+    drop = lt >= cut[st]
+    step[rows[drop]] = -1
 
 
 # --- phases ------------------------------------------------------------------------------------

@@ -7,7 +7,9 @@ Definitions (µs; an *activity* is a row of the kernel table: a kernel, memcpy o
   phase, one forward pass, one layer of one pass);
 - busy: the length of the union of the window's activity intervals over all streams;
 - idle = span − busy: the gaps in which no stream runs anything. A gap belongs to the activity that
-  ends it (the first to start after it) and is counted as exactly one of
+  ends it (the first to start after it; activities that start in the same ns end it together, and a
+  test below holds when it holds for any of them, so no order of ties changes a figure) and is
+  counted as exactly one of
   - sync: the host was waiting on the GPU: the gap overlaps a synchronising runtime call
     (`cudaStreamSynchronize`, `cudaDeviceSynchronize`, `cudaEventSynchronize`, `hip…` alike, and the
     blocking copies `cudaMemcpy`, `hipMemcpyWithStream`…), or it follows a device-to-host copy (the
@@ -263,24 +265,35 @@ class _Scan:
         g_start = prev[g] - shift[g]          # back in the trace's clock
         g_end = s[g]
         cat = np.full(len(g), CAT_OTHER, dtype=np.int8)
+        # Activities that start in the same ns after a gap all end it, and several may end at the
+        # running maximum before it: each test below asks whether any of them qualifies, so that
+        # which one a sort put first (ties broken by file order or by ids) changes nothing.
+        idx = np.arange(len(rows))
+        tie_first = np.maximum.accumulate(np.where(np.r_[True, ss[1:] != ss[:-1]], idx, 0))
+        closers = np.flatnonzero(gap[tie_first] > 0)      # every activity that ends a gap
         # launch-bound: the activity's own call began after the GPU went idle, or it started within
         # the tolerance after that call returned
-        li = self.launch[rows[g]]
+        li = self.launch[rows[closers]]
         has = li >= 0
-        lb = np.zeros(len(g), dtype=bool)
+        c_start = prev[tie_first[closers]] - shift[closers]
+        lb_c = np.zeros(len(closers), dtype=bool)
         lig = li[has]
-        lb[has] = (self.l_s[lig] >= g_start[has]) | (g_end[has] <= self.l_e[lig] + self.tol)
-        cat[lb] = CAT_LAUNCH
+        lb_c[has] = (self.l_s[lig] >= c_start[has]) | (s[closers][has] <= self.l_e[lig] + self.tol)
+        lb_at = np.zeros(len(rows), dtype=bool)
+        lb_at[tie_first[closers[lb_c]]] = True
+        cat[lb_at[g]] = CAT_LAUNCH
         # sync / host waits win over launch-bound: after a sync every next kernel waits for its launch
         sync = np.zeros(len(g), dtype=bool)
         if len(self.sync_s):
             j = np.searchsorted(self.sync_s, g_end, side="left") - 1
             ok = j >= 0
             sync[ok] = self.sync_e[j[ok]] > g_start[ok]
-        # the activity whose end opened the gap (the holder of the running maximum) is a D2H copy
-        idx = np.arange(len(rows))
-        holder = np.maximum.accumulate(np.where(es == cm, idx, 0))
-        sync |= self.dtoh[rows[holder[g - 1]]]
+        # an activity whose end opened the gap (one that reached the running maximum before it) is
+        # a D2H copy; the running maximum is constant from its first holder to the gap
+        d2h = self.dtoh[rows] & (es == cm)
+        level = np.cumsum(np.r_[True, cm[1:] != cm[:-1]]) - 1
+        d2h_level = np.bincount(level, weights=d2h, minlength=int(level[-1]) + 1) > 0
+        sync |= d2h_level[level[g - 1]]
         cat[sync] = CAT_SYNC
         wg, gg = w[g], gap[g]
         for name, c in (("launch", CAT_LAUNCH), ("sync", CAT_SYNC), ("other", CAT_OTHER)):

@@ -1,5 +1,5 @@
 """Columns of every run -> one TraceModel: names renumbered into one string table, tables
-joined in file order, kernels classified."""
+joined, then put in one total order (`canonical`), kernels classified."""
 
 from __future__ import annotations
 
@@ -55,15 +55,63 @@ def _merge(read: ReadResult) -> tuple[StringTable, dict[str, dict[str, np.ndarra
     return table, out
 
 
+# ids the profiler hands out in creation order (External id, Python id): an operator and the one it
+# calls can share their start and end to the µs, and then only the order they were made in tells
+# which encloses which (the caller first)
+_CREATION = ("ext", "pyid")
+# columns the loader fills later (joins, classification, segmentation): constant while sorting
+_DERIVED = {"cpu_op", "launch", "cat", "rule", "step", "phase", "layer"}
+
+
+def canonical(table: Table) -> Table:
+    """The rows in one total order that the file's order of events cannot change: by start, the
+    longer first at equal starts (an enclosing event before what it encloses), the first made at
+    equal spans (`_CREATION`), then by name (ids follow the text: the string table is sorted) and
+    every other column. Every later sort is stable,
+    so two events that start in the same µs are taken in this order, never in the file's.
+    A stable sort of the starts (nearly in order already), then only the runs of equal starts
+    sorted by the rest."""
+    if len(table) < 2:
+        return table
+    cols = table.columns
+    ts = cols["ts"]
+    order = np.argsort(ts, kind="stable")
+    s = ts[order]
+    tie = np.flatnonzero(s[1:] == s[:-1])
+    if len(tie):
+        tied = np.zeros(len(order), bool)
+        tied[tie] = tied[tie + 1] = True
+        pos = np.flatnonzero(tied)
+        run = np.cumsum(np.r_[True, s[1:] != s[:-1]])[pos]   # which run of equal starts
+        sub = order[pos]
+        made = [cols[name][sub] for name in reversed(_CREATION) if name in cols]
+        first = (cols["name"][sub], *made, -cols["dur"][sub], run)
+        o = np.lexsort(first)
+        sub = sub[o]
+        # rows still equal in all of these (rare): every other column decides, among them only
+        key = [k[o] for k in first]
+        same = np.ones(len(sub) - 1, dtype=bool)
+        for k in key:
+            same &= k[1:] == k[:-1]
+        if same.any():
+            tied = np.zeros(len(sub), bool)
+            tied[np.flatnonzero(same)] = tied[np.flatnonzero(same) + 1] = True
+            at = np.flatnonzero(tied)
+            group = np.cumsum(np.r_[True, ~same])[at]
+            rows = sub[at]
+            rest = [cols[name][rows] for name, _, _ in reversed(table._spec)
+                    if name not in ("ts", "dur", "name", *_CREATION) and name not in _DERIVED]
+            sub[at] = rows[np.lexsort((*rest, group))]
+        order[pos] = sub
+    return table.take(order)
+
+
 def build_model(path: str, info: TraceInfo, read: ReadResult, classifier: Classifier) -> TraceModel:
     strings, cols = _merge(read)
-    k = Table(KERNEL_COLUMNS, cols["k"])
-    order = np.argsort(k.ts, kind="stable")
-    k = k.take(order)
     model = TraceModel(
-        path=path, info=info, strings=strings, kernels=k,
-        cpu_ops=Table(CPU_OP_COLUMNS, cols["c"]), launches=Table(LAUNCH_COLUMNS, cols["l"]),
-        python=Table(PYTHON_COLUMNS, cols["p"]), annotations=Table(ANNOTATION_COLUMNS, cols["a"]),
+        path=path, info=info, strings=strings, kernels=canonical(Table(KERNEL_COLUMNS, cols["k"])),
+        cpu_ops=canonical(Table(CPU_OP_COLUMNS, cols["c"])), launches=canonical(Table(LAUNCH_COLUMNS, cols["l"])),
+        python=canonical(Table(PYTHON_COLUMNS, cols["p"])), annotations=canonical(Table(ANNOTATION_COLUMNS, cols["a"])),
         categories=list(classifier.categories), rules=[], dropped_events=read.dropped)
     if read.dropped:
         model.warnings.append(f"{read.dropped} malformed events skipped (missing or invalid ph/ts/dur/name)")

@@ -163,7 +163,7 @@ def _read_and_build(path: str, source: str, info: TraceInfo, workers: int | None
     model = build_model(path, info, read, classifier)
     if read.truncated_at is not None:
         model.warnings.append(
-            f"file ends early (truncated at decompressed byte {read.truncated_at}): "
+            f"file ends early (truncated at {'decompressed ' if info.compressed else ''}byte {read.truncated_at}): "
             f"kept the {read.events} complete events before it")
     report(0.93, "phases", info.size, info.size)
     phases.assign(model, classifier)

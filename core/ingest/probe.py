@@ -19,6 +19,7 @@ from typing import Any
 import ijson
 
 from kerneldiff.core.errors import TraceError, file_error
+from kerneldiff.core.ingest import toplevel
 from kerneldiff.core.ingest.files import inflate, open_regular
 
 HEAD_BYTES = 256 * 1024
@@ -333,15 +334,30 @@ def read_tail(path: str, compressed: bool, size: int, limit: int = TAIL_BYTES) -
         return b""
 
 
+# the events array's ']' is one of these: a ']' before the next member or the object's end
+_ARRAY_CLOSE = re.compile(rb"\][ \t\r\n]*+(?=[,}])")
+
+
 def _tail_metadata(path: str, compressed: bool, size: int) -> dict[str, Any]:
-    """Metadata keys Kineto sometimes writes after traceEvents (e.g. HF traces)."""
+    """Metadata keys Kineto sometimes writes after traceEvents (e.g. HF traces). The tail is read
+    by structure, not by a byte search for key names: the events array ends at the first ']' after
+    which the rest of the tail is the top-level object's last members and its end (toplevel.py), so
+    a key written with escapes (`"\\u0064eviceProperties"`) still counts and a key of the same name
+    nested in another member does not."""
     tail = read_tail(path, compressed, size)
-    starts = [tail.rfind(b'"' + k.encode() + b'"') for k in META_KEYS]
-    starts = [s for s in starts if s >= 0]
-    if not starts:
-        return {}
-    h = _scan_head(b"{" + tail[min(starts):])
-    return h.meta
+    n = len(tail)
+    for m in _ARRAY_CLOSE.finditer(tail):
+        try:
+            end = toplevel.document_end(tail, m.end(), n, in_object=True, eof=True)
+        except (toplevel.Incomplete, toplevel.Malformed, toplevel.DuplicateEvents):
+            continue
+        if end.trailing:
+            continue   # a ']' inside an event: its object closes before the document does
+        if tail[m.end()] != ord(","):
+            return {}  # nothing after the events
+        # the members again through the head's parser: its handling of values no reader can hold
+        return _scan_head(b"{" + tail[m.end() + 1:]).meta
+    return {}
 
 
 def _arg_text(event: dict, key: str) -> str:

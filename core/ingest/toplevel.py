@@ -41,6 +41,8 @@ class DuplicateEvents(ValueError):
 
 
 def ws(buf, i: int, n: int) -> int:
+    if i >= n:   # past the bytes at hand (a pattern matched beyond endpos gives no match at all)
+        return i
     return _WS.match(buf, i, n).end()
 
 

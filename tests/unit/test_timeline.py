@@ -98,24 +98,36 @@ def truth(events: list[dict], calls: tuple | None = None,
     per_stream = sum(union_length(v) for v in by_stream.values())
     sync_starts = [s for s, _ in syncs]
     cats = {"launch": Decimal(0), "sync": Decimal(0), "other": Decimal(0)}
-    max_end, holder = gpu[0][1], gpu[0]
+    # ties: every activity starting at a gap's end closes it, every one ending at the running
+    # maximum before it opened it; a category holds when any of them qualifies (order-free)
+    starts_at = defaultdict(list)
+    for g in gpu:
+        starts_at[g[0]].append(g)
+
+    def is_dtoh(h):
+        return h[4] in ("gpu_memcpy", "Memcpy") and bool(re.search(r"DtoH|Device -> (Host|Pinned|Pageable)", h[3]))
+
+    def launch_bound(c, gap_start):
+        call = runtime.get(c[5]) if c[5] is not None else None
+        return call is not None and (call[0] >= gap_start or c[0] <= call[1] + tol)
+
+    max_end, holders = gpu[0][1], [gpu[0]]
     for g in gpu[1:]:
         if g[0] > max_end:
             gap = g[0] - max_end
             # a sync call overlapping the gap: any call starting before the gap's end whose end is past its start
             j = bisect.bisect_left(sync_starts, g[0])
             overlaps = any(syncs[i][1] > max_end for i in range(j))
-            dtoh = holder[4] in ("gpu_memcpy", "Memcpy") and bool(re.search(r"DtoH|Device -> (Host|Pinned|Pageable)",
-                                                                             holder[3]))
-            call = runtime.get(g[5]) if g[5] is not None else None
-            if overlaps or dtoh:
+            if overlaps or any(is_dtoh(h) for h in holders):
                 cats["sync"] += gap
-            elif call is not None and (call[0] >= max_end or g[0] <= call[1] + tol):
+            elif any(launch_bound(c, max_end) for c in starts_at[g[0]]):
                 cats["launch"] += gap
             else:
                 cats["other"] += gap
-        if g[1] >= max_end:
-            max_end, holder = g[1], g
+        if g[1] > max_end:
+            max_end, holders = g[1], [g]
+        elif g[1] == max_end:
+            holders.append(g)
     return {"span": span, "busy": busy, "idle": span - busy, "summed": sum(g[1] - g[0] for g in gpu),
             "overlap": per_stream - busy, **cats}
 

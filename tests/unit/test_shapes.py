@@ -80,7 +80,7 @@ def test_kernel_launch_configuration_is_kept(tmp_path, monkeypatch):
                   "shared memory": 49152, "est. achieved occupancy %": 4, "grid": [64, 1, 1],
                   "block": [128, 1, 1]}}
     bare = {"ph": "X", "cat": "kernel", "name": "rocm", "ts": 20, "dur": 3, "pid": 0, "tid": 7,
-            "args": {"correlation": 2, "stream": 0, "device": 2, "kind": "Dispatch Kernel"}}
+            "args": {"correlation": 2, "stream": 0, "device": 0, "kind": "Dispatch Kernel"}}   # one device: a file of two is read one device at a time
     path = write_trace(tmp_path / "cfg.json", kineto_doc([k, bare]))
     m = Session([path], use_cache=False).load(0)
     kk = m.kernels

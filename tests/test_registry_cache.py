@@ -90,11 +90,38 @@ def test_every_cached_gate_is_the_regexs_own(tmp_path, monkeypatch):
     gates = json.loads(f.read_text())["gates"]
     assert gates
     for pattern, flags, lit in gates:
-        rx = re.compile(pattern, cl._rule_flags(pattern))
+        rx = re.compile(pattern, flags & ~re.UNICODE)
         assert rx.flags == flags
         assert cl.required_literal(rx) == lit
-        lazy = cl._lazy(pattern, cl._rule_flags(pattern))
-        assert lazy.flags == flags
+    names = {(rx, cl._lazy(rx, cl._rule_flags(rx)).flags) for r in reg.rules for rx in r.regex if re.escape(rx) != rx}
+    ops = {(rx, cl._lazy(rx, 0).flags) for r in reg.op_rules for rx in r.regex}
+    assert {(p, f) for p, f, _ in gates} == names | ops
+
+
+OP_NAMES = ["aten::mm", "aten::addmm", "aten::_cudnn_attention_forward", "aten::_flash_attention_forward",
+            "aten::_scaled_dot_product_efficient_attention", "vllm::unified_attention_with_output",
+            "aten::copy_", "aten::native_layer_norm", "_C::rms_norm", "_C::fused_add_rms_norm", "aten::bmm",
+            "vllm::moe_forward", "_moe_C::topk_softmax", "aten::silu", "aten::gelu", "aten::nonsense",
+            "sglang::foo", "c10d::allreduce_", "record_param_comms", "nccl:all_reduce", "ATEN::MM", ""]
+
+
+def test_gated_operator_rules_read_as_every_regex_tried():
+    """An operator rule's regex is skipped when the name lacks its required literal: the same
+    rule as running every regex, on the shipped op-rule examples and more."""
+    c = cl.Classifier.load()
+    names = OP_NAMES + [e for r in c.op_rules for e in r.examples] + [e + "x" for r in c.op_rules for e in r.examples]
+    for op in names:
+        want = next((r for r in c.op_rules if op in r.ops or any(re.fullmatch(x, op) for x in r.regex)), None)
+        assert c.op_rule(op) == want, op
+
+
+def test_a_new_version_replaces_the_old_file(tmp_path):
+    _probe(tmp_path)
+    (f,) = _files(tmp_path)
+    stale = f.with_name("shipped-0123.json")
+    f.rename(stale)
+    _probe(tmp_path)
+    assert _files(tmp_path) == [f]
 
 
 def test_key_follows_the_registry_text():

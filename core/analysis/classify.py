@@ -541,17 +541,20 @@ def _store_doc(file: Path, doc: dict, reg: _Registry) -> None:
     """Keep the parsed registry and each regex's required literal for the next process (best
     effort: a read-only or full cache dir only costs the next process the parse)."""
     gates = []
-    for r in reg.rules:
-        for rx in r.regex:
-            if re.escape(rx) != rx:
-                compiled = re.compile(rx, _rule_flags(rx))
-                gates.append([rx, compiled.flags, required_literal(compiled)])
+    sources = [(rx, _rule_flags(rx)) for r in reg.rules for rx in r.regex if re.escape(rx) != rx]
+    sources += [(rx, 0) for r in reg.op_rules for rx in r.regex]
+    for rx, flags in sources:
+        compiled = re.compile(rx, flags)
+        gates.append([rx, compiled.flags, required_literal(compiled)])
     try:
         blob = json.dumps({"doc": doc, "gates": gates}).encode()
         file.parent.mkdir(parents=True, exist_ok=True)
         tmp = file.with_name(f"{file.name}.{os.getpid()}.tmp")
         tmp.write_bytes(blob)
         os.replace(tmp, file)
+        for old in file.parent.glob("shipped-*.json"):   # other versions' files: one is kept
+            if old != file:
+                old.unlink(missing_ok=True)
     except (OSError, TypeError, ValueError):   # TypeError: a TOML value JSON has no form for
         pass
 
@@ -755,7 +758,10 @@ class Classifier:
         self._compiled = [_compile(r) for r in rules]
         self._matcher = FirstRule([(lits, rxs) for _, lits, rxs in self._compiled])
         self._generic = {r.id for r in rules if r.generic}
-        self._op_compiled = [(r, frozenset(r.ops), tuple(_compiler(True)(x) if r.user else _lazy(x, 0) for x in r.regex))
+        # each regex with the literal a whole-name match must contain (None: no gate): an operator
+        # name without it is not run through the regex (nor a shipped one compiled for it)
+        self._op_compiled = [(r, frozenset(r.ops), tuple((required_literal(rx), rx) for rx in
+                                                         (_compiler(True)(x) if r.user else _lazy(x, 0) for x in r.regex)))
                              for r in self.op_rules]
         self._inductor_compiled = [self._compile_inductor(r, source) for r in self.inductor_rules]
         # every op an Inductor rule or group names helps split kernel names (see parse_inductor)
@@ -884,7 +890,8 @@ class Classifier:
         hit = None
         regex_ok = len(op) <= MAX_MATCH_CHARS   # no operator is this long: exact names only (bounded time)
         for rule, names, regexes in self._op_compiled:
-            if op in names or (regex_ok and any(rx.fullmatch(op) for rx in regexes)):
+            if op in names or (regex_ok and any((gate is None or gate in op) and rx.fullmatch(op)
+                                                for gate, rx in regexes)):
                 hit = rule
                 break
         self._op_cache[op] = hit

@@ -20,8 +20,10 @@ a literal so `re` can use its fast prefix search). Results are cached per name a
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -350,7 +352,9 @@ def _check_regex(rx: str, flags: int, where: str, path: str, user: bool) -> None
         raise TraceError(path, f"{where}: {e}") from None
 
 
-def _parse(doc: dict, path: str, user: bool = True) -> _Registry:
+def _parse(doc: dict, path: str, user: bool = True, checked: bool = False) -> _Registry:
+    """The registry in `doc`; `checked`: its regexes compiled before (a cached shipped registry),
+    so they are not compiled again here."""
     extra = set(doc) - _TOP_KEYS
     if extra:
         raise TraceError(path, f"unknown top-level key(s) {sorted(extra)}; expected [[rules]], [[op_rules]], "
@@ -406,7 +410,8 @@ def _parse(doc: dict, path: str, user: bool = True) -> _Registry:
                 raise TraceError(path, f"{where}: empty regex would match every kernel")
             # with the flags the classifier compiles it with (`_compile`): that compile then comes
             # from re's (or compile_linear's) cache instead of compiling each pattern twice
-            _check_regex(rx, _rule_flags(rx), where, path, user)
+            if not checked:
+                _check_regex(rx, _rule_flags(rx), where, path, user)
         if not any(contains) and not regexes:
             raise TraceError(path, f"{where}: empty `contains`")
         examples = tuple(_str_list(r.get("examples", []), f"{where} examples", path))
@@ -415,7 +420,7 @@ def _parse(doc: dict, path: str, user: bool = True) -> _Registry:
             raise TraceError(path, f"{where}: generic must be true or false")
         rules.append(Rule(rid, cat, tuple(c.lower() for c in contains if c), tuple(regexes), vendor, examples,
                           generic, user))
-    return _Registry(rules, meta, _parse_op_rules(doc, path, user), _parse_inductor_rules(doc, path),
+    return _Registry(rules, meta, _parse_op_rules(doc, path, user, checked), _parse_inductor_rules(doc, path),
                      _parse_groups(doc, path))
 
 
@@ -439,7 +444,7 @@ def _tables(doc: dict, key: str, path: str) -> list[dict]:
     return raw
 
 
-def _parse_op_rules(doc: dict, path: str, user: bool) -> list[OpRule]:
+def _parse_op_rules(doc: dict, path: str, user: bool, checked: bool = False) -> list[OpRule]:
     out = []
     for r in _tables(doc, "op_rules", path):
         where = f"op rule {r['id']!r}"
@@ -451,7 +456,8 @@ def _parse_op_rules(doc: dict, path: str, user: bool) -> list[OpRule]:
         if not any(ops) and not any(regexes):
             raise TraceError(path, f"{where} needs `ops` or `regex`")
         for rx in regexes:
-            _check_regex(rx, 0, where, path, user)
+            if not checked:
+                _check_regex(rx, 0, where, path, user)
         over = _str_list(r.get("over", [GENERIC]), f"{where} over", path)
         if not over:
             raise TraceError(path, f"{where}: empty `over` would never apply")
@@ -486,17 +492,109 @@ def _parse_groups(doc: dict, path: str) -> dict[str, tuple[str, ...]]:
 
 
 def _read_toml(path: str, text: str) -> dict:
+    import tomllib   # here: a process with the shipped registry cached never imports it
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise TraceError(path, f"invalid TOML: {e}") from None
 
 
+# --- the shipped registry, compiled once ------------------------------------------------------
+# Reading registry.toml (TOML parse, every regex compiled to check it, each regex's required
+# literal parsed out of it) cost ~10 ms of CPU in every process, more on a busy machine. The
+# result is kept in the user's cache dir as JSON (no pickle), keyed by the registry's text and
+# this module's code; a process that finds it reads it in ~0.2 ms and compiles a shipped regex
+# only when a name first needs it (_LazyPattern).
+
+_GATES: dict[tuple[str, int], str | None] = {}   # (pattern, flags) -> required literal, from the cache
+
+
+def registry_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kerneldiff" / "registry"
+
+
+def _registry_key(text: str) -> str:
+    h = hashlib.sha256(text.encode("utf-8"))
+    h.update(Path(__file__).read_bytes())
+    return h.hexdigest()[:32]
+
+
+def _cached_doc(file: Path) -> dict | None:
+    """The cached shipped registry, its gates loaded into _GATES; None when absent or unreadable."""
+    try:
+        blob = json.loads(file.read_bytes())
+        doc, gates = blob["doc"], blob["gates"]
+        if not isinstance(doc, dict) or not isinstance(gates, list):
+            return None
+        for pattern, flags, lit in gates:
+            if not (isinstance(pattern, str) and isinstance(flags, int) and (lit is None or isinstance(lit, str))):
+                return None
+        _GATES.update(((pattern, flags), lit) for pattern, flags, lit in gates)
+        return doc
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _store_doc(file: Path, doc: dict, reg: _Registry) -> None:
+    """Keep the parsed registry and each regex's required literal for the next process (best
+    effort: a read-only or full cache dir only costs the next process the parse)."""
+    gates = []
+    sources = [(rx, _rule_flags(rx)) for r in reg.rules for rx in r.regex if re.escape(rx) != rx]
+    sources += [(rx, 0) for r in reg.op_rules for rx in r.regex]
+    for rx, flags in sources:
+        compiled = re.compile(rx, flags)
+        gates.append([rx, compiled.flags, required_literal(compiled)])
+    try:
+        blob = json.dumps({"doc": doc, "gates": gates}).encode()
+        file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = file.with_name(f"{file.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(blob)
+        os.replace(tmp, file)
+        for old in file.parent.glob("shipped-*.json"):   # other versions' files: one is kept
+            if old != file:
+                old.unlink(missing_ok=True)
+    except (OSError, TypeError, ValueError):   # TypeError: a TOML value JSON has no form for
+        pass
+
+
 @lru_cache(maxsize=1)
 def _shipped() -> _Registry:
     # beside this module: importlib.resources and its zip readers cost ~4 ms of every start
     text = Path(__file__).with_name("registry.toml").read_text(encoding="utf-8")
-    return _parse(_read_toml(SHIPPED, text), SHIPPED, user=False)
+    file = registry_cache_dir() / f"shipped-{_registry_key(text)}.json"
+    doc = _cached_doc(file)
+    if doc is not None:
+        try:
+            return _parse(doc, SHIPPED, user=False, checked=True)
+        except TraceError:   # a cache file that is not what this code wrote: parse the registry
+            _GATES.clear()
+    doc = _read_toml(SHIPPED, text)
+    reg = _parse(doc, SHIPPED, user=False)
+    _store_doc(file, doc, reg)
+    return reg
+
+
+class _LazyPattern:
+    """A shipped regex, compiled on its first search: most never run (FirstRule runs a regex
+    only when its required literal occurs in a name)."""
+
+    __slots__ = ("pattern", "flags", "_rx")
+
+    def __init__(self, pattern: str, flags: int) -> None:
+        self.pattern, self.flags, self._rx = pattern, flags, None
+
+    def _compiled(self) -> re.Pattern:
+        if self._rx is None:
+            self._rx = re.compile(self.pattern, self.flags)
+        return self._rx
+
+    def search(self, text: str):
+        return self._compiled().search(text)
+
+    def fullmatch(self, text: str):
+        return self._compiled().fullmatch(text)
 
 
 def _merge_by_id(user: list, shipped: list) -> list:
@@ -566,6 +664,11 @@ def required_literal(rx: re.Pattern) -> str | None:
     """The longest run of plain characters that every match of `rx` contains (None if there is
     none, or if the pattern ignores case: under IGNORECASE a literal also matches other letters,
     such as 'ſ' for 's'). Only the pattern's top-level sequence is read, which always matches whole."""
+    if isinstance(rx, _LazyPattern):
+        lit = _GATES.get((rx.pattern, rx.flags), False)
+        if lit is not False:
+            return lit
+        rx = rx._compiled()
     if rx.flags & re.IGNORECASE:
         return None
     try:
@@ -600,9 +703,16 @@ def _compile(rule: Rule) -> tuple[Rule, tuple[str, ...], tuple[re.Pattern, ...]]
     for rx in rule.regex:
         if re.escape(rx) == rx:                       # no metacharacters: a plain substring
             literals.append(rx.lower())
+        elif rule.user:
+            regexes.append(_compiler(True)(rx, _rule_flags(rx)))
         else:
-            regexes.append(_compiler(rule.user)(rx, _rule_flags(rx)))
+            regexes.append(_lazy(rx, _rule_flags(rx)))
     return rule, tuple(literals), tuple(regexes)
+
+
+def _lazy(rx: str, flags: int) -> _LazyPattern:
+    # the flags re.compile would report (a str pattern adds UNICODE): the gate cache's key
+    return _LazyPattern(rx, flags | (0 if flags & re.ASCII else re.UNICODE))
 
 
 # --- classifier ----------------------------------------------------------------------------
@@ -648,7 +758,10 @@ class Classifier:
         self._compiled = [_compile(r) for r in rules]
         self._matcher = FirstRule([(lits, rxs) for _, lits, rxs in self._compiled])
         self._generic = {r.id for r in rules if r.generic}
-        self._op_compiled = [(r, frozenset(r.ops), tuple(_compiler(r.user)(x) for x in r.regex))
+        # each regex with the literal a whole-name match must contain (None: no gate): an operator
+        # name without it is not run through the regex (nor a shipped one compiled for it)
+        self._op_compiled = [(r, frozenset(r.ops), tuple((required_literal(rx), rx) for rx in
+                                                         (_compiler(True)(x) if r.user else _lazy(x, 0) for x in r.regex)))
                              for r in self.op_rules]
         self._inductor_compiled = [self._compile_inductor(r, source) for r in self.inductor_rules]
         # every op an Inductor rule or group names helps split kernel names (see parse_inductor)
@@ -777,7 +890,8 @@ class Classifier:
         hit = None
         regex_ok = len(op) <= MAX_MATCH_CHARS   # no operator is this long: exact names only (bounded time)
         for rule, names, regexes in self._op_compiled:
-            if op in names or (regex_ok and any(rx.fullmatch(op) for rx in regexes)):
+            if op in names or (regex_ok and any((gate is None or gate in op) and rx.fullmatch(op)
+                                                for gate, rx in regexes)):
                 hit = rule
                 break
         self._op_cache[op] = hit

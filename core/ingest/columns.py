@@ -142,21 +142,29 @@ _SCANNED_FIELDS = {"k": {"corr": scan.CORR, "ext": scan.EXT}, "p": {"pyid": scan
                    "c": {"ext": scan.EXT}, "l": {"corr": scan.CORR, "ext": scan.EXT}, "a": {}}
 
 
-def _scanned_ints(g: str, ints: np.ndarray) -> dict[str, np.ndarray]:
-    """The integer columns of group `g` from the scanner's rows: absent or null reads as -1,
-    as on the struct path; a kernel without a stream / device arg takes its tid / pid."""
-    present = ints != scan.MISSING
-    col = np.where(present, ints, -1)
-    cols = {c: col[:, f].copy() for c, f in _SCANNED_FIELDS[g].items()}
+def _scanned_ints(g: str, ints: np.ndarray, idx: np.ndarray) -> dict[str, np.ndarray]:
+    """The integer columns of group `g` from the scanner's rows `idx`: absent or null reads as -1,
+    as on the struct path; a kernel without a stream / device arg takes its tid / pid. Each
+    column is gathered on its own (the group reads 4 to 9 of the 11 fields)."""
+    def field(f: int) -> np.ndarray:
+        v = ints[idx, f]
+        v[v == scan.MISSING] = -1
+        return v
+
+    cols = {c: field(f) for c, f in _SCANNED_FIELDS[g].items()}
     if g == "k":
-        cols["stream"] = np.where(present[:, scan.STREAM], col[:, scan.STREAM], col[:, scan.TID])
-        cols["device"] = np.where(present[:, scan.DEVICE], col[:, scan.DEVICE], col[:, scan.PID])
-        cols["regs"] = col[:, scan.REGS].astype(np.int32)
-        cols["smem"] = col[:, scan.SMEM].copy()
-        cols["occupancy"] = col[:, scan.OCC].astype(np.int16)
+        for c, f, other in (("stream", scan.STREAM, scan.TID), ("device", scan.DEVICE, scan.PID)):
+            v = ints[idx, f]
+            absent = v == scan.MISSING
+            if absent.any():
+                v[absent] = field(other)[absent]
+            cols[c] = v
+        cols["regs"] = field(scan.REGS).astype(np.int32)
+        cols["smem"] = field(scan.SMEM)
+        cols["occupancy"] = field(scan.OCC).astype(np.int16)
     else:
-        cols["tid"] = col[:, scan.TID].copy()
-        cols["pid"] = col[:, scan.PID].copy()
+        cols["tid"] = field(scan.TID)
+        cols["pid"] = field(scan.PID)
     return cols
 
 
@@ -295,7 +303,7 @@ class Columns:
                 if not len(keep):
                     continue
                 idx, ts, dur, name = idx[keep], ts[keep], dur[keep], name[keep]
-            ints = _scanned_ints(g, sc.ints[idx])
+            ints = _scanned_ints(g, sc.ints, idx)
             if g in ("c", "k"):
                 # the scan's distinct raw texts as string ids; the extra last entry maps -1 to -1
                 ids = np.append(self._intern_texts(sc.texts), np.int32(-1))

@@ -243,13 +243,13 @@ def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray, cache: NameCache) -> tu
     from kerneldiff.core.ingest.decode import shape_text
 
     shape = np.full((len(ranges), NRAW), -1, np.int32)
-    starts, ends = ranges[:, 0::2], ranges[:, 1::2]
+    starts = ranges[:, 0::2]
     present = starts >= 0
     if not present.any():
         return shape, []
     r, j = np.nonzero(present)
     st = starts[r, j]
-    lens = (ends - starts)[r, j]
+    lens = ranges[r, 2 * j + 1] - st
     key = hashes[r, j] ^ (lens.astype(np.uint64) << np.uint64(40))
     slot, extra, n_cached = _cached_ids(buf, cache, key, st, lens,
                                         lambda r: shape_text(buf[int(st[r]):int(st[r]) + int(lens[r])]))

@@ -1,0 +1,154 @@
+"""Whole-process load and compare times on traces kerneldiff did not generate, against the naive
+orjson loader and wafer-core 0.1.62 in the same run.
+
+    python bench/bench_real.py                      # real traces (../shared/traces) + a dense 60 MB pair
+    python bench/bench_real.py --repeat 5 --only dense,tiny
+
+Rows (each timed from process start to exit, best of --repeat; the contenders of a row run
+alternated, kerneldiff, naive, wafer-core, kerneldiff, ..., so that a busy machine slows them
+alike and the ratio is from one run):
+  * the largest real traces (h100_llama_eager_sdpa, h100_llama_compiled), as shipped (gzip) and
+    inflated into --dir (plain): `kerneldiff info --json --no-cache` against `naive_load`
+    (bench_load.py: whole file, orjson, a dict per kernel);
+  * an event-dense 60 MB decode trace from `gen_dense.py` (short names, no stacks, graph-replayed
+    kernels without launches of their own, 24 streams; written independently of core.synth):
+    the same, and a pair of them (`compare --format json --no-cache`) against wafer-core's
+    `analyze_traces` + `format_json`;
+  * a one-kernel real trace (a100_triton_example): `info`, the fixed cost.
+kerneldiff runs with a private XDG_CACHE_HOME that lives through the run (--no-cache skips the
+index cache; what the command keeps across runs by design, such as the compiled classifier
+registry, is kept, as it is for a user). Each row also gives the best CPU time (user + system, workers included): on a shared machine
+the wall clock holds others' work too. Not a test: prints a table (and --json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+TRACES = ROOT.parent / "shared" / "traces"
+NAIVE = "import sys; sys.path.insert(0, sys.argv[2]); import bench_load; bench_load.naive_load(sys.argv[1])"
+WAFER = """
+import sys
+from wafer_core.lib.trace_compare import analyze_traces, format_json
+sys.stdout.write(format_json(analyze_traces(sys.argv[1], sys.argv[2]))[:100])
+"""
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(cmd: list[str], env: dict) -> tuple[float, float]:
+    """(wall, CPU) seconds of a whole process; CPU counts the workers it reaped too (on a shared
+    machine wall time also holds the time others' processes ran: CPU time does not)."""
+    c = _children_cpu()
+    t = time.perf_counter()
+    r = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    took = time.perf_counter() - t
+    if r.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.decode()[-400:]}")
+    return took, _children_cpu() - c
+
+
+def plain_copy(gz: Path, d: Path) -> Path:
+    out = d / gz.name[: -len(".gz")]
+    if not out.exists():
+        with gzip.open(gz, "rb") as src, open(out.with_suffix(".part"), "wb") as dst:
+            shutil.copyfileobj(src, dst, 16 << 20)
+        os.replace(out.with_suffix(".part"), out)
+    return out
+
+
+def dense(d: Path, seed: int, strings: bool) -> Path:
+    out = d / f"dense_60MB_{seed}.json"
+    if not out.exists():
+        subprocess.run([sys.executable, str(HERE / "gen_dense.py"), str(out), "--size", "60MB", "--seed", str(seed)]
+                       + (["--strings"] if strings else []), check=True)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", default="real,dense,pair,tiny")
+    ap.add_argument("--dir", default="/tmp/kerneldiff_bench_real", help="inflated and generated traces")
+    ap.add_argument("--wafer-python", default=os.environ.get("WAFER_PYTHON", "/tmp/wcv/bin/python"))
+    ap.add_argument("--kerneldiff", default=str(Path(sys.executable).parent / "kerneldiff"))
+    ap.add_argument("--before", default=None, help="another kerneldiff command (an older build) as a contender")
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args(argv)
+    only = set(args.only.split(","))
+    d = Path(args.dir)
+    d.mkdir(parents=True, exist_ok=True)
+    wafer = Path(args.wafer_python)
+    has_wafer = wafer.exists() and subprocess.run([str(wafer), "-c", "import wafer_core"],
+                                                  capture_output=True).returncode == 0
+    if not has_wafer:
+        print(f"(wafer-core skipped: no wafer_core under {wafer})", file=sys.stderr)
+
+    rows = []   # (label, size MB, {contender: cmd})
+    kd = [args.kerneldiff]
+    before = [args.before] if args.before else None
+
+    def kds(*rest) -> dict:
+        return {"kerneldiff": kd + list(rest), **({"before": before + list(rest)} if before else {})}
+    naive = lambda p: [sys.executable, "-c", NAIVE, str(p), str(HERE)]  # noqa: E731
+    if "real" in only and TRACES.is_dir():
+        for name in ("h100_llama_eager_sdpa", "h100_llama_compiled"):
+            gz = TRACES / f"{name}.json.gz"
+            for label, p in ((f"{name} (gzip)", gz), (f"{name} (plain)", plain_copy(gz, d))):
+                rows.append((label, p.stat().st_size / 1e6,
+                             {**kds("info", str(p), "--json", "--no-cache"), "naive": naive(p)}))
+    if "dense" in only:
+        p = dense(d, 1, False)
+        rows.append(("dense 60 MB (plain)", p.stat().st_size / 1e6,
+                     {**kds("info", str(p), "--json", "--no-cache"), "naive": naive(p)}))
+    if "pair" in only:
+        a, b = dense(d, 1, False), dense(d, 2, True)
+        c = kds("compare", str(a), str(b), "--format", "json", "--no-cache")
+        if has_wafer:
+            c["wafer-core"] = [str(wafer), "-c", WAFER, str(a), str(b)]
+        rows.append(("dense 2x60 MB compare", (a.stat().st_size + b.stat().st_size) / 1e6, c))
+    if "tiny" in only and TRACES.is_dir():
+        p = TRACES / "a100_triton_example.json.gz"
+        rows.append(("1-kernel trace info", p.stat().st_size / 1e6, kds("info", str(p), "--json", "--no-cache")))
+
+    results = []
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "XDG_CACHE_HOME": cache}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        for label, size, cmds in rows:
+            for cmd in cmds.values():
+                timed(cmd, env)   # warm the page cache, bytecode and what kerneldiff keeps across runs
+            times: dict[str, list[float]] = {k: [] for k in cmds}
+            for _ in range(args.repeat):
+                for k, cmd in cmds.items():
+                    times[k].append(timed(cmd, env))
+            best = {k: min(w for w, _ in v) for k, v in times.items()}
+            cpu = {k: min(c for _, c in v) for k, v in times.items()}
+            results.append({"row": label, "mb": size, "times": times, "best": best, "cpu": cpu})
+            other = [k for k in best if k != "kerneldiff"]
+            ratio = "  ".join(f"{k} {best[k]:.2f} s ({best[k] / best['kerneldiff']:.1f}x; cpu {cpu[k]:.2f} s, "
+                              f"{cpu[k] / cpu['kerneldiff']:.1f}x)" for k in other)
+            print(f"{label:34} {size:7.1f} MB  kerneldiff {best['kerneldiff']:.2f} s (cpu {cpu['kerneldiff']:.2f} s)  "
+                  f"{ratio}", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

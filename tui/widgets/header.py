@@ -94,7 +94,9 @@ class ComparisonHeader(Static):
         if c is not None and c.verdict != "comparable":
             t.append(f"  {c.verdict}", style="bold red" if c.verdict == "not comparable" else "bold yellow")
         t.append("  phase ", style="bold")
-        _phase_and_warnings(t, comp.phase, comp.warnings, phases)
+        # the phases `p` cycles through only where the line has room for them (the footer names `p`)
+        room = self.app.size.width >= len(t.plain.split("\n")[-1]) + 44
+        _phase_and_warnings(t, comp.phase, comp.warnings, phases if room else None)
         self.update(t)
 
 

@@ -18,7 +18,7 @@ from kerneldiff.core.compare.work_result import AttentionShape, GemmShape, Shape
 from kerneldiff.core.report import format as fmt
 
 from .text import (DIM, SIDE_LETTER, SIDE_STYLE, cut, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal, readable,
-                   shorten, span)
+                   shortener, span)
 from .views import _num, _row_style, gap_sort, name_sort, searchable, time_sort
 from .widgets.result_table import Column, Row, Sort, TableSpec
 
@@ -212,11 +212,12 @@ def shape_kernels_spec(s, name: str) -> TableSpec:
 
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
+        short = shortener([k.name for _s, k in items], w["name"])
         for i, (key, k) in enumerate(items):
             side_total = getattr(s, key).total_us
             share = k.total_us / side_total if side_total > 0 else None
             vals = (SIDE_LETTER[key], k.name, k.count, k.total_us, k.mean_us, k.tflops, share)
-            cells = (span(SIDE_LETTER[key], f"bold {SIDE_STYLE[key]}"), literal(shorten(k.name, w["name"])),
+            cells = (span(SIDE_LETTER[key], f"bold {SIDE_STYLE[key]}"), literal(short(k.name)),
                      _num(str(k.count)), _num(fmt_us(k.total_us)), _num(fmt_us(k.mean_us)), _rate(k.tflops),
                      _num(fmt_pct(share)))
             rows.append(Row(f"{key}{i}", vals, cells, payload=(key, k), search=searchable(k.name) + f"\n{key}"))

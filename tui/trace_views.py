@@ -9,7 +9,7 @@ from rich.text import Text
 
 from kerneldiff.core.analysis.browse import KernelTotal, LayerTotal, OperationTotal, StepTotal, TraceOverview
 
-from .text import DIM, SIDE_STYLE, clean, cut, fmt_pct, fmt_us, literal, one_bar, readable, shorten, span
+from .text import DIM, SIDE_STYLE, clean, cut, fmt_pct, fmt_us, literal, one_bar, readable, shortener, span
 from .views import CHART_WIDTH, labelled_grid, name_sort, searchable, stats_grid
 from .widgets.result_table import Column, Row, Sort, TableSpec
 
@@ -122,10 +122,11 @@ def layer_kernels_spec(layer: int, kernels: list[KernelTotal]) -> TableSpec:
 
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
+        short = shortener([k.name for k in kernels], w["kernel"])
         for k in kernels:
             s = k.stats
             vals = (k.position, k.name, k.category, k.per_pass, s.median_us, s.total_us, s.share)
-            cells = (_num(str(k.position)), literal(shorten(k.name, w["kernel"])), literal(cut(k.category, 12)),
+            cells = (_num(str(k.position)), literal(short(k.name)), literal(cut(k.category, 12)),
                      _num(_count(k.per_pass)), _num(fmt_us(s.median_us)), _num(fmt_us(s.total_us)),
                      _num(fmt_pct(s.share)))
             rows.append(Row(k.name, vals, cells, payload=k, search=searchable(k.name, k.category)))
@@ -144,8 +145,9 @@ def kernels_spec(ov: TraceOverview) -> TableSpec:
             Column("total", "Total", "us", 8), Column("mean", "Mean", "us", 8), Column("share", "Share", "pct", 6)]
 
     def build(w: dict[str, int]) -> list[Row]:
+        short = shortener([k.name for k in items], w["name"])
         return [Row(k.name, (k.name, k.category, k.stats.count, k.stats.total_us, k.stats.mean_us, k.stats.share),
-                    (literal(shorten(k.name, w["name"])), literal(cut(k.category, 12)), _num(str(k.stats.count)),
+                    (literal(short(k.name)), literal(cut(k.category, 12)), _num(str(k.stats.count)),
                      _num(fmt_us(k.stats.total_us)), _num(fmt_us(k.stats.mean_us)), _num(fmt_pct(k.stats.share))),
                     payload=k, search=searchable(k.name, k.category))
                 for k in items]

@@ -15,7 +15,7 @@ from kerneldiff.core.compare.result import (Comparison, FusionFinding, KernelPai
                                             OperationRow, SameKernel)
 
 from .text import (DIM, SIDE_LETTER, SIDE_STYLE, clean, cut, readable, span, fmt_bytes, fmt_gap, fmt_pct, fmt_ratio, fmt_us,
-                   literal, one_bar, shorten, slower_side, two_bars)
+                   literal, one_bar, shorten, shortener, slower_side, two_bars)
 from .widgets.result_table import Column, Row, Sort, TableSpec
 
 CHART_WIDTH = 16  # the smallest per-layer chart that still shows a 10% difference
@@ -46,10 +46,10 @@ def _slower_cell(gap_us: float) -> Text:
     return Text(SIDE_LETTER[side]) if side else span("=", DIM)
 
 
-def _name_cell(name: str | None, width: int) -> Text:
+def _name_cell(name: str | None, width: int, short=None) -> Text:
     if name is None:
         return span(NONE_CELL, f"{DIM} italic")
-    return literal(shorten(name, width))
+    return literal(short(name) if short is not None else shorten(name, width))
 
 
 def searchable(*parts: str | None) -> str:
@@ -273,13 +273,15 @@ def pairs_spec(al: LayerAlignment) -> TableSpec:
 
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
+        names = [n for p in al.pairs for n in (p.a_name, p.b_name)]
+        short_a, short_b = shortener(names, w["a_name"]), shortener(names, w["b_name"])
         for p in al.pairs:
             a = p.a.mean_us if p.a_name is not None else None
             b = p.b.mean_us if p.b_name is not None else None
             note = group_mark(p) or ("F" if p.fusion_note else ("=" if p.same_kernel else ""))
             cat = pair_category(p)
             vals = (p.position, p.a_name, p.b_name, a, b, p.ratio, p.gap_us, note, cat)
-            cells = (_num(str(p.position)), _name_cell(p.a_name, w["a_name"]), _name_cell(p.b_name, w["b_name"]),
+            cells = (_num(str(p.position)), _name_cell(p.a_name, w["a_name"], short_a), _name_cell(p.b_name, w["b_name"], short_b),
                      _num(fmt_us(a)), _num(fmt_us(b)), _num(fmt_ratio(p.ratio)), _num(fmt_gap(p.gap_us)),
                      span(note, "bold" if note not in ("=", "") else DIM), literal(cut(cat, cols[-1].width)))
             search = searchable(p.a_name, p.b_name, p.a_category, p.b_category)
@@ -496,8 +498,9 @@ def same_kernels_spec(comp: Comparison) -> TableSpec:
             Column("gap", "Total gap", "gap", 9), Column("category", "Category", "text", 12)]
 
     def build(w: dict[str, int]) -> list[Row]:
+        short = shortener([k.name for k in items], w["name"])
         return [Row(f"{i}", (k.name, k.a.count, k.b.count, k.a.mean_us, k.b.mean_us, k.ratio, k.gap_us, k.category),
-                    (literal(shorten(k.name, w["name"])), _num(str(k.a.count)), _num(str(k.b.count)),
+                    (literal(short(k.name)), _num(str(k.a.count)), _num(str(k.b.count)),
                      _num(fmt_us(k.a.mean_us)), _num(fmt_us(k.b.mean_us)), _num(fmt_ratio(k.ratio)),
                      _num(fmt_gap(k.gap_us)), literal(cut(k.category, 12))),
                     payload=k, style=_row_style(k.gap_us), search=searchable(k.name, k.category))
@@ -553,11 +556,12 @@ def side_kernels_spec(name: str, sides: dict[str, list], totals: dict[str, float
 
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
+        short = shortener([k.name for _s, k in items], w["name"])
         for i, (side, k) in enumerate(items):
             st = k.stats
             share = st.total_us / totals[side] if totals.get(side) else None
             rows.append(Row(f"{side}{i}", (SIDE_LETTER[side], k.name, st.count, st.total_us, st.mean_us, share, k.category),
-                            (span(SIDE_LETTER[side], f"bold {SIDE_STYLE[side]}"), literal(shorten(k.name, w["name"])),
+                            (span(SIDE_LETTER[side], f"bold {SIDE_STYLE[side]}"), literal(short(k.name)),
                              _num(str(st.count)), _num(fmt_us(st.total_us)), _num(fmt_us(st.mean_us)),
                              _num(fmt_pct(share)), literal(cut(k.category, 12))),
                             payload=(side, k), search=searchable(k.name, k.category) + f"\n{side}"))

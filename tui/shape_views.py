@@ -208,7 +208,7 @@ def shape_kernels_spec(s, name: str) -> TableSpec:
             Column("name", "Kernel", "name", min_width=16,
                    max_width=max((len(readable(k.name)) for _s, k in items), default=16)),
             Column("count", "Calls", "int", 6), Column("total", "Time", "us", 8), Column("mean", "Mean", "us", 8),
-            Column("tflops", "TFLOP/s", "num", 7), Column("share", "Share", "pct", 6)]
+            Column("tflops", "TFLOP/s", "num", 7), Column("share", "% row", "pct", 6)]
 
     def build(w: dict[str, int]) -> list[Row]:
         rows = []

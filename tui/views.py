@@ -177,7 +177,7 @@ def operations_spec(comp: Comparison) -> TableSpec:
             Column("a_total", ta, "us", 8), Column("b_total", tb, "us", 8),
             Column("ratio", "A/B", "ratio", 6), Column("gap", "Gap", "gap", 9),
             Column("a_count", "A n", "int", 6), Column("b_count", "B n", "int", 6),
-            Column("a_share", "A share", "pct", 7), Column("b_share", "B share", "pct", 7),
+            Column("a_share", "A %GPU", "pct", 7), Column("b_share", "B %GPU", "pct", 7),
             Column("a_median", "A median", "us", 8), Column("b_median", "B median", "us", 8),
             Column("only_in", "Only in", "text", 7)]
 
@@ -223,7 +223,7 @@ def stats_grid(stats: dict[str | None, Any]) -> Table:
     g.add_column()
     for _ in range(7):
         g.add_column(justify="right")
-    g.add_row(Text(""), *[Text(h, style="bold") for h in ("count", "total", "min", "median", "p95", "max", "share")])
+    g.add_row(Text(""), *[Text(h, style="bold") for h in ("count", "total", "min", "median", "p95", "max", "% GPU")])
     for side, s in stats.items():
         label = Text("") if side is None else side_text(side)
         if not s.count:
@@ -269,7 +269,7 @@ def pairs_spec(al: LayerAlignment) -> TableSpec:
     cols = [Column("pos", "#", "int", 3), Column("a_name", "A kernel", "name", min_width=14),
             Column("b_name", "B kernel", "name", min_width=14), Column("a_mean", "A mean", "us", 7),
             Column("b_mean", "B mean", "us", 7), Column("ratio", "A/B", "ratio", 6), Column("gap", "Gap", "gap", 8),
-            Column("note", "", "text", 1), Column("category", "Category", "text", max(8, min(widest, 28)))]
+            Column("note", "G", "text", 1), Column("category", "Category", "text", max(8, min(widest, 28)))]
 
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
@@ -278,7 +278,7 @@ def pairs_spec(al: LayerAlignment) -> TableSpec:
         for p in al.pairs:
             a = p.a.mean_us if p.a_name is not None else None
             b = p.b.mean_us if p.b_name is not None else None
-            note = group_mark(p) or ("F" if p.fusion_note else ("=" if p.same_kernel else ""))
+            note = pair_mark(p)
             cat = pair_category(p)
             vals = (p.position, p.a_name, p.b_name, a, b, p.ratio, p.gap_us, note, cat)
             cells = (_num(str(p.position)), _name_cell(p.a_name, w["a_name"], short_a), _name_cell(p.b_name, w["b_name"], short_b),
@@ -298,6 +298,12 @@ def pair_category(p: KernelPair) -> str:
     if a and b and a != b:
         return f"{a} → {b}"
     return a or b or ""
+
+
+def pair_mark(p: KernelPair) -> str:
+    """The pairs table's G column: the op-level fusion group (1-9, + beyond), else F for a fusion
+    note, = for the same kernel on both sides; the line under the table says which it is."""
+    return group_mark(p) or ("F" if p.fusion_note else ("=" if p.same_kernel else ""))
 
 
 def group_mark(p: KernelPair) -> str:
@@ -336,6 +342,10 @@ def pair_status(p: KernelPair, width: int = 80, comp: Comparison | None = None, 
             t.append(literal(shorten(name, max(width - 4 - len(tail), 10))))
         t.append(tail, style=DIM)
         t.append("\n")
+    mark = pair_mark(p)
+    if mark:
+        t.append(f"G {mark}", style="bold")
+        t.append(": ", style=DIM)
     if p.same_kernel:
         t.append("same kernel", style=DIM)
     group = group_text(p, comp, layer)
@@ -552,7 +562,7 @@ def side_kernels_spec(name: str, sides: dict[str, list], totals: dict[str, float
     cols = [Column("side", "", "text", 1), Column("name", "Kernel", "name", min_width=16,
                                                   max_width=max((len(readable(k.name)) for _s, k in items), default=16)),
             Column("count", "Count", "int", 6), Column("total", "Total", "us", 8), Column("mean", "Mean", "us", 8),
-            Column("share", "Share", "pct", 6), Column("category", "Category", "text", 12)]
+            Column("share", "% row", "pct", 6), Column("category", "Category", "text", 12)]
 
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
@@ -606,7 +616,7 @@ def _idle_share(p: dict | None) -> float | None:
 
 
 def timeline_spec(comp: Comparison) -> TableSpec:
-    """Per forward pass: wall span, busy and idle of each side, the slowest pass (longest span) first.
+    """Per forward pass: wall span, busy and idle of each side, the largest |span gap| first.
     The bars of a row share its longer span as their scale (prefill and decode passes differ by far)."""
     passes = timeline_passes(comp)
     cols = [Column("pass", "Pass", "int", 5), Column("a_span", "A span", "us", 8), Column("b_span", "B span", "us", 8),
@@ -644,11 +654,13 @@ def timeline_spec(comp: Comparison) -> TableSpec:
                             search=f"pass {n} {names}".lower()))
         return rows
 
+    # largest |span gap| first, as the CLI's timeline; `t`: the longer of the two spans, which is
+    # neither column alone, so no header carries the arrow (the notification says the order)
     sorts = {"time": Sort("time", lambda r: max((v for v in r.values[1:3] if v is not None), default=None),
-                          ("a_span", "b_span"), True, "the slowest pass (longest span) first"),
+                          (), True, "the slowest pass (the longer of A span and B span) first"),
              "gap": gap_sort(3, words="largest |span gap| first"),
              "name": Sort("pass", lambda r: r.values[0], ("pass",), False, "in order")}
-    return TableSpec("timeline", cols, build, default_sort="time", sorts=sorts, fixed=1)
+    return TableSpec("timeline", cols, build, default_sort="gap", sorts=sorts, fixed=1)
 
 
 def timeline_hint(comp: Comparison) -> Text:

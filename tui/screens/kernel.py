@@ -117,7 +117,7 @@ def side_summary(ref: KernelRef, single: bool = False) -> Group:
         launch = [f"grid {d.grid}" if d.grid else "", f"block {d.block}" if d.block else "",
                   f"{d.registers} registers" if d.registers is not None else "",
                   f"{d.shared_memory:,} B shared" if d.shared_memory is not None else "",
-                  f"occupancy {d.occupancy}%" if d.occupancy is not None else ""]
+                  f"occupancy {d.occupancy}% (Kineto's estimate)" if d.occupancy is not None else ""]
         if any(launch):
             _kv(g, "launch", " · ".join(x for x in launch if x))
     parts.append(g)

@@ -75,9 +75,11 @@ def load_summary(session, model) -> str:
         from .screens.aie_views import card_summary
 
         return card_summary(model)
-    s = f"loaded: {len(model.kernels)} kernels · {len(model.steps)} steps · {model.num_layers} layers/step"
+    steps = len(model.steps)
+    s = f"loaded: {len(model.kernels):,} kernels · {steps:,} step{'' if steps == 1 else 's'} · {model.num_layers} layers/step"
     if model.warnings:
-        s += f" · {len(model.warnings)} warnings"
+        n = len(model.warnings)
+        s += f" · {n:,} warning{'' if n == 1 else 's'}"
     return s
 
 

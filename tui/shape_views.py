@@ -132,7 +132,7 @@ def shapes_spec(comp: Comparison, kind: str = GEMM) -> TableSpec:
                     a.calls, b.calls)
             cells = (*head_cells, _num(fmt_us(at)), _num(fmt_us(bt)), _num(fmt_gap(s.gap_us)),
                      _rate(a.tflops), _rate(b.tflops), _percent(a.pct_peak), _percent(b.pct_peak),
-                     literal(bound), _num(fmt_ratio(s.ratio)), _num(str(a.calls)), _num(str(b.calls)))
+                     literal(bound), _num(fmt_ratio(s.ratio)), _num(f"{a.calls:,}"), _num(f"{b.calls:,}"))
             names = [k.name for side in (a, b) for k in side.kernels]
             search = searchable(shape_title(s), *a.ops, *b.ops, *names) + f"\n{KIND_WORDS[kind]}"
             out.append(Row("|".join(map(str, shape_key(s))), vals, cells, payload=s, style=_row_style(s.gap_us),
@@ -218,7 +218,7 @@ def shape_kernels_spec(s, name: str) -> TableSpec:
             share = k.total_us / side_total if side_total > 0 else None
             vals = (SIDE_LETTER[key], k.name, k.count, k.total_us, k.mean_us, k.tflops, share)
             cells = (span(SIDE_LETTER[key], f"bold {SIDE_STYLE[key]}"), literal(short(k.name)),
-                     _num(str(k.count)), _num(fmt_us(k.total_us)), _num(fmt_us(k.mean_us)), _rate(k.tflops),
+                     _num(f"{k.count:,}"), _num(fmt_us(k.total_us)), _num(fmt_us(k.mean_us)), _rate(k.tflops),
                      _num(fmt_pct(share)))
             rows.append(Row(f"{key}{i}", vals, cells, payload=(key, k), search=searchable(k.name) + f"\n{key}"))
         return rows

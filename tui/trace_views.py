@@ -42,7 +42,7 @@ def operations_spec(ov: TraceOverview, side: str = "a") -> TableSpec:
         for o in ops:
             s = o.stats
             vals = (o.category, s.count, s.total_us, s.mean_us, s.median_us, s.share, None)
-            cells = (literal(cut(o.category, w["category"])), _num(str(s.count)), _num(fmt_us(s.total_us)),
+            cells = (literal(cut(o.category, w["category"])), _num(f"{s.count:,}"), _num(fmt_us(s.total_us)),
                      _num(fmt_us(s.mean_us)), _num(fmt_us(s.median_us)), _num(fmt_pct(s.share)),
                      one_bar(s.total_us, scale, 10, SIDE_STYLE[side]))
             rows.append(Row(o.category, vals, cells, payload=o, search=o.category.lower()))
@@ -80,7 +80,7 @@ def layers_spec(ov: TraceOverview, side: str = "a") -> TableSpec:
         rows = []
         for r in layers:
             vals = (r.layer, r.total_us, r.kernels, r.passes, r.median_us, r.p90_us, r.share, None)
-            cells = (_num(str(r.layer)), _num(fmt_us(r.total_us)), _num(str(r.kernels)), _num(str(r.passes)),
+            cells = (_num(str(r.layer)), _num(fmt_us(r.total_us)), _num(f"{r.kernels:,}"), _num(f"{r.passes:,}"),
                      _num(fmt_us(r.median_us)), _num(fmt_us(r.p90_us)), _num(fmt_pct(r.share)),
                      one_bar(r.total_us, scale, w["chart"], SIDE_STYLE[side]))
             rows.append(Row(str(r.layer), vals, cells, payload=r, search=f"layer {r.layer}"))
@@ -147,7 +147,7 @@ def kernels_spec(ov: TraceOverview) -> TableSpec:
     def build(w: dict[str, int]) -> list[Row]:
         short = shortener([k.name for k in items], w["name"])
         return [Row(k.name, (k.name, k.category, k.stats.count, k.stats.total_us, k.stats.mean_us, k.stats.share),
-                    (literal(short(k.name)), literal(cut(k.category, 12)), _num(str(k.stats.count)),
+                    (literal(short(k.name)), literal(cut(k.category, 12)), _num(f"{k.stats.count:,}"),
                      _num(fmt_us(k.stats.total_us)), _num(fmt_us(k.stats.mean_us)), _num(fmt_pct(k.stats.share))),
                     payload=k, search=searchable(k.name, k.category))
                 for k in items]
@@ -176,7 +176,7 @@ def steps_spec(ov: TraceOverview) -> TableSpec:
     def build(w: dict[str, int]) -> list[Row]:
         return [Row(str(s.index), (s.index, s.phase, s.start_us, s.span_us, s.kernels, s.gpu_us, s.busy, s.name),
                     (_num(str(s.index)), literal(s.phase), _num(fmt_us(s.start_us)), _num(fmt_us(s.span_us)),
-                     _num(str(s.kernels)), _num(fmt_us(s.gpu_us)), _num(fmt_pct(s.busy)),
+                     _num(f"{s.kernels:,}"), _num(fmt_us(s.gpu_us)), _num(fmt_pct(s.busy)),
                      literal(cut(s.name, w["name"]))),
                     payload=s, search=f"{s.name}\n{s.phase}".lower())
                 for s in items]

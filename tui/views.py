@@ -125,7 +125,7 @@ def layers_spec(comp: Comparison) -> TableSpec:
                      _num(fmt_us(b)), _num(fmt_ratio(r.ratio)), _num(fmt_gap(gap)),
                      _slower_cell(r.gap_us) if compared else Text(""),
                      two_bars(r.a.total_us, r.b.total_us, scale, _w["chart"]),
-                     _num(str(r.a.kernels)), _num(str(r.b.kernels)), _num(fmt_us(r.a.median_us if r.a.kernels else None)),
+                     _num(f"{r.a.kernels:,}"), _num(f"{r.b.kernels:,}"), _num(fmt_us(r.a.median_us if r.a.kernels else None)),
                      _num(fmt_us(r.b.median_us if r.b.kernels else None)))
             key = OUTSIDE if outside else str(r.layer)
             search = "outside layers embedding lm_head sampling" if outside else f"layer {r.layer}"
@@ -194,7 +194,7 @@ def operations_spec(comp: Comparison) -> TableSpec:
                     a and a.share, b and b.share, a and a.median_us, b and b.median_us, only)
             cells = (literal(cut(o.category, w["category"])), *(literal(p) for p in ph),
                      _num(fmt_us(at)), _num(fmt_us(bt)),
-                     _num(fmt_ratio(o.ratio)), _num(fmt_gap(o.gap_us)), _num(str(o.a.count)), _num(str(o.b.count)),
+                     _num(fmt_ratio(o.ratio)), _num(fmt_gap(o.gap_us)), _num(f"{o.a.count:,}"), _num(f"{o.b.count:,}"),
                      _num(fmt_pct(a.share) if a else "—"), _num(fmt_pct(b.share) if b else "—"),
                      _num(fmt_us(a.median_us) if a else "—"), _num(fmt_us(b.median_us) if b else "—"),
                      Text(only))
@@ -229,7 +229,7 @@ def stats_grid(stats: dict[str | None, Any]) -> Table:
         if not s.count:
             g.add_row(label, Text("—"), *[Text("") for _ in range(6)])
             continue
-        g.add_row(label, Text(str(s.count)), Text(fmt_us(s.total_us)), Text(fmt_us(s.min_us)),
+        g.add_row(label, Text(f"{s.count:,}"), Text(fmt_us(s.total_us)), Text(fmt_us(s.min_us)),
                   Text(fmt_us(s.median_us)), Text(fmt_us(s.p95_us)), Text(fmt_us(s.max_us)), Text(fmt_pct(s.share)))
     return g
 
@@ -418,7 +418,7 @@ def fusion_evidence(f: FusionFinding, comp: Comparison) -> Group:
         g.add_row(comp_label if i == 0 else Text(""), literal(readable(k)))
     if f.component_categories:
         g.add_row(Text("  categories"), literal(", ".join(f.component_categories)))
-    g.add_row(Text("occurrences"), Text(str(f.occurrences)))
+    g.add_row(Text("occurrences"), Text(f"{f.occurrences:,}"))
     cost = side_text(cs)
     if f.kind == "count_imbalance":     # the finding holds the extra launches only (see fusion.py)
         cost.append(f" {f.occurrences} extra launches {fmt_us(f.component_cost_us)}; the rest of the category's "
@@ -510,7 +510,7 @@ def same_kernels_spec(comp: Comparison) -> TableSpec:
     def build(w: dict[str, int]) -> list[Row]:
         short = shortener([k.name for k in items], w["name"])
         return [Row(f"{i}", (k.name, k.a.count, k.b.count, k.a.mean_us, k.b.mean_us, k.ratio, k.gap_us, k.category),
-                    (literal(short(k.name)), _num(str(k.a.count)), _num(str(k.b.count)),
+                    (literal(short(k.name)), _num(f"{k.a.count:,}"), _num(f"{k.b.count:,}"),
                      _num(fmt_us(k.a.mean_us)), _num(fmt_us(k.b.mean_us)), _num(fmt_ratio(k.ratio)),
                      _num(fmt_gap(k.gap_us)), literal(cut(k.category, 12))),
                     payload=k, style=_row_style(k.gap_us), search=searchable(k.name, k.category))
@@ -572,7 +572,7 @@ def side_kernels_spec(name: str, sides: dict[str, list], totals: dict[str, float
             share = st.total_us / totals[side] if totals.get(side) else None
             rows.append(Row(f"{side}{i}", (SIDE_LETTER[side], k.name, st.count, st.total_us, st.mean_us, share, k.category),
                             (span(SIDE_LETTER[side], f"bold {SIDE_STYLE[side]}"), literal(short(k.name)),
-                             _num(str(st.count)), _num(fmt_us(st.total_us)), _num(fmt_us(st.mean_us)),
+                             _num(f"{st.count:,}"), _num(fmt_us(st.total_us)), _num(fmt_us(st.mean_us)),
                              _num(fmt_pct(share)), literal(cut(k.category, 12))),
                             payload=(side, k), search=searchable(k.name, k.category) + f"\n{side}"))
         return rows
@@ -648,7 +648,7 @@ def timeline_spec(comp: Comparison) -> TableSpec:
                      busy_idle_bar(vals[8], vals[1], scale, w["a_bar"], "a"),
                      busy_idle_bar(vals[9], vals[2], scale, w["b_bar"], "b"),
                      *(_num(fmt_us(v)) for v in vals[8:16]),
-                     *(_num("—" if v is None else str(v)) for v in vals[16:18]))
+                     *(_num("—" if v is None else f"{v:,}") for v in vals[16:18]))
             names = " ".join(p["name"] for p in (a, b) if p and p.get("name"))
             rows.append(Row(str(n), vals, cells, payload=(a, b), style=_row_style(gap or 0),
                             search=f"pass {n} {names}".lower()))

@@ -86,10 +86,9 @@ def layers_spec(ov: TraceOverview, side: str = "a") -> TableSpec:
             rows.append(Row(str(r.layer), vals, cells, payload=r, search=f"layer {r.layer}"))
         return rows
 
-    busiest = busiest_layer(ov)
     sorts = {"time": _time(1, "total"), "name": Sort("layer", lambda r: r.values[0], ("layer",), False, "in order")}
-    return TableSpec("layers", cols, build, select=None if busiest is None else str(busiest), default_sort=(0, False),
-                     sorts=sorts, fixed=1)
+    # in order from the top (layer 0 in view); L opens the busiest
+    return TableSpec("layers", cols, build, default_sort=(0, False), sorts=sorts, fixed=1)
 
 
 def busiest_layer(ov: TraceOverview) -> int | None:

@@ -41,6 +41,7 @@ def _aie_screen():
 def binding_groups(app) -> list[tuple[str, list[tuple[str, str]]]]:
     """(context, [(keys, description)]) for every binding the explorer defines."""
     from .base import ExplorerScreen
+    from .browse import BrowseScreen
     from .error import ErrorScreen
     from .kernel import KernelDetailScreen
     from .main import MainScreen
@@ -68,6 +69,7 @@ def binding_groups(app) -> list[tuple[str, list[tuple[str, str]]]]:
             ("tab", "Move focus: tab bar → table → detail pane (the focused one is marked in the accent colour)"),
             ("⏎", "Drill down: a layer → its kernel pairs; an operation or `outside` → its kernels on each side; "
                    "a shape → the kernels that ran it")]),
+        ("Browsing one trace (tabs)", rows(_bindings(BrowseScreen))),
         ("Detail panes", rows(_bindings(DetailScroll) + _bindings(KernelDetailScreen))),
         ("AIE (NPU) traces", rows(_bindings(_aie_screen()))),
         ("Start screen", rows(_bindings(StartScreen))),

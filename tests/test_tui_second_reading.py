@@ -1,0 +1,106 @@
+"""The explorer's second reading (issue 30), driven from the keyboard: notices that go when what
+they say has ended, one trace's own tab keys and its layers from the top, and every column of the
+kernel-pair table named."""
+
+from __future__ import annotations
+
+from kerneldiff.core.demo import DEMO_A, DEMO_B
+from kerneldiff.tui import views
+from kerneldiff.tui.screens.browse import BrowseScreen
+from kerneldiff.tui.screens.help import HelpScreen
+from kerneldiff.tui.screens.main import MainScreen
+from kerneldiff.tui.testing import all_text, demo_app, screen_text, wait_for_main, wait_until
+from kerneldiff.tui.widgets.result_table import ResultTable
+
+
+def notices(app) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+async def test_filter_notice_goes_when_the_filter_is_cleared(demo_models):
+    app = demo_app(demo_models)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_main(pilot)
+        await pilot.press("2", "slash", *"gemm", "enter")
+        await pilot.pause()
+        assert any(n.startswith("filter 'gemm'") for n in notices(app))
+        await pilot.press("escape")   # clears the filter
+        await pilot.pause()
+        assert not any(n.startswith("filter 'gemm'") for n in notices(app)), notices(app)
+        assert "filter cleared" in notices(app)
+
+
+async def test_recomputing_notice_goes_with_the_result(demo_models):
+    app = demo_app(demo_models)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_main(pilot)
+        phase = app.phase
+        await pilot.press("p")
+        await pilot.pause()
+        await wait_until(pilot, lambda: app.phase != phase)
+        await pilot.pause()
+        assert not any("recomputing" in n for n in notices(app)), notices(app)
+
+
+async def test_loading_cancelled_goes_when_loading_starts_again(demo_models):
+    app = demo_app(demo_models, autoload=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.notify_about("load", "loading cancelled")
+        await pilot.pause()
+        assert "loading cancelled" in notices(app)
+        app.start_loading()
+        await pilot.pause()
+        assert "loading cancelled" not in notices(app)
+        await wait_for_main(pilot)
+        assert "Enter loads the traces" not in all_text(app.screen_stack[0])
+
+
+async def test_browse_has_its_own_tab_keys_and_opens_layers_at_the_top(demo_models):
+    app = demo_app(demo_models, paths=[str(DEMO_B)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_main(pilot)
+        screen = app.screen
+        assert isinstance(screen, BrowseScreen)
+        await pilot.press("2")
+        layers = screen.query_one("#layers", ResultTable)
+        await wait_until(pilot, lambda: screen.focused is layers)
+        assert layers.cursor_row == 0 and layers.scroll_offset.y == 0
+        assert layers.current_row().payload.layer == min(r.payload.layer for r in layers.rows_all)
+        await pilot.press("6")
+        await pilot.pause()
+        assert any("Timeline and Shapes compare two traces" in n for n in notices(app))
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))
+        text = all_text(app.screen)
+        assert "Browsing one trace" in text and "Steps tab" in text
+        assert "browse:" not in text   # the comparison's keys no longer carry the other meaning
+
+
+async def test_pair_table_names_its_mark_column_and_says_what_a_mark_means(demo_models):
+    from kerneldiff.core.compare.engine import compare
+
+    comp = compare(demo_models[str(DEMO_A)], demo_models[str(DEMO_B)])
+    al = next(al for al in comp.alignments if any(views.pair_mark(p) for p in al.pairs))
+    spec = views.pairs_spec(al)
+    assert all(c.label.strip() for c in spec.columns)   # no column without a header
+    marked = next(p for p in al.pairs if views.pair_mark(p))
+    status = views.pair_status(marked, 80, comp, al.layer).plain
+    assert f"G {views.pair_mark(marked)}: " in status
+
+
+async def test_main_screen_at_80x24_draws_whole_numbers_when_scrolled(demo_models):
+    app = demo_app(demo_models)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_main(pilot)
+        assert isinstance(app.screen, MainScreen)
+        await pilot.press("enter")   # the slowest layer's pairs
+        await pilot.pause()
+        for _ in range(4):
+            await pilot.press("right")
+        await pilot.pause()
+        text = screen_text(app)
+        import re
+        # a cut number would start with a digit run not preceded by a sign/space-aligned whole value:
+        # every µs figure on screen is one of the formatter's whole forms
+        for m in re.finditer(r"(\S+)µs", text):
+            assert re.fullmatch(r"[+−]?\d+\.\d{1,2}", m.group(1)), m.group(0)

@@ -25,15 +25,16 @@ def add_parser(sub) -> None:
     p.add_argument("a", help="first trace (side A); or a run of rank traces: a directory, a glob or comma-joined files")
     p.add_argument("b", help="second trace (side B); or a run, likewise")
     p.add_argument("--phase", default="all", choices=PHASE_FILTERS)
-    p.add_argument("--format", default="text", choices=FORMATS,
-                   help="markdown: a pull-request comment; html: one self-contained page with charts; "
+    p.add_argument("--format", default=None, choices=FORMATS,
+                   help="text (default; csv with --table); markdown: a pull-request comment; html: one self-contained page with charts; "
                         "perfetto: both traces in one Chrome-trace JSON, passes lined up, kernel pairs joined")
     p.add_argument("--pass", dest="passes", metavar="N[-M]",
                    help="perfetto: the passes to write, by the number the Timeline shows (default: all); "
                         "html: the pass drawn to scale (default: the one with the largest wall-clock gap)")
     p.add_argument("--table", choices=list(TABLES) + list(RUN_TABLES) + ["all"], default=None,
-                   help="CSV or JSON: which table (CSV default: all tables, one file each, with -o; operations on "
-                        "stdout; JSON default: the whole comparison)")
+                   help="one table as CSV (or JSON with --format json), keys a_<field>/b_<field> as the "
+                        "explorer's export (CSV without --table: all tables, one file each, with -o; "
+                        "operations on stdout; JSON without --table: the whole comparison)")
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
     p.add_argument("--registry", help="extra classifier rules (TOML), tried before the shipped ones")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
@@ -91,6 +92,9 @@ def peak_table(args):
 
 def run(args) -> int:
     from kerneldiff.core.ranks.identify import is_run
+
+    if args.format is None:   # --table asks for a table: CSV unless told otherwise
+        args.format = "csv" if args.table else "text"
 
     if is_run(args.a) or is_run(args.b):
         from .runs_report import run_runs

@@ -104,3 +104,45 @@ async def test_main_screen_at_80x24_draws_whole_numbers_when_scrolled(demo_model
         # every µs figure on screen is one of the formatter's whole forms
         for m in re.finditer(r"(\S+)µs", text):
             assert re.fullmatch(r"[+−]?\d+\.\d{1,2}", m.group(1)), m.group(0)
+
+
+# --- one export schema: the explorer's e/E and the CLI's --table ---------------------------------
+
+async def test_explorer_export_and_cli_table_are_one_schema(demo_models, tmp_path, monkeypatch, capsys):
+    import csv
+    import io
+    import json
+
+    from kerneldiff.cli.main import main
+
+    monkeypatch.setenv("KERNELDIFF_EXPORT_DIR", str(tmp_path))
+    A, B = str(DEMO_A), str(DEMO_B)
+    app = demo_app(demo_models)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_main(pilot)
+        exported = {}
+        for key, name in (("1", "layers"), ("2", "operations"), ("4", "same-kernels")):
+            await pilot.press(key)
+            await pilot.pause()
+            await pilot.press("e")
+            await pilot.pause()
+            exported[name] = list(csv.reader(app.last_export.open()))
+        await pilot.press("1", "E")
+        await pilot.pause()
+        layers_json = json.loads(app.last_export.read_text())
+    for name, rows in exported.items():
+        assert main(["compare", A, B, "--table", name, "--no-cache"]) == 0   # --table alone: CSV
+        cli = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+        assert rows[0] == cli[0], name                                        # the same keys
+        assert sorted(rows[1:]) == sorted(cli[1:]), name                      # the same rows, rounded the same
+        assert not any("[" in h or ".json" in h for h in cli[0])              # no file names in keys
+        for r in cli[1:]:
+            for v in r:
+                if v.replace(".", "", 1).replace("-", "", 1).isdigit() and "." in v:
+                    assert len(v.split(".")[1]) <= 4, (name, v)
+    layers = exported["layers"]
+    assert any(r[1] == "outside" for r in layers[1:])                         # the outside row, both ways
+    assert any(d["layer"] == "outside" for d in layers_json)
+    assert main(["compare", A, B, "--format", "json", "--table", "layers", "--no-cache"]) == 0
+    cli_json = json.loads(capsys.readouterr().out)
+    assert set(cli_json[0]) == set(layers_json[0]) and any(d["layer"] == "outside" for d in cli_json)

@@ -8,7 +8,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, TabbedContent, TabPane
 from textual.widget import Widget
 
-from ..export import write_table
+from ..export import table_export, write_table
 from ..messages import Exported
 from ..widgets.header import Breadcrumb
 from ..widgets.result_table import ResultTable
@@ -166,7 +166,7 @@ class ExplorerScreen(Screen):
         if table is None or table.spec is None:
             self.notify("nothing to export on this screen", severity="warning")
             return
-        header, rows = table.export_records()
+        header, rows = table_export(getattr(self, "comparison", None), table)
         try:
             path = write_table(self.export_name(table), header, rows, fmt)
         except OSError as e:

@@ -146,3 +146,79 @@ async def test_explorer_export_and_cli_table_are_one_schema(demo_models, tmp_pat
     assert main(["compare", A, B, "--format", "json", "--table", "layers", "--no-cache"]) == 0
     cli_json = json.loads(capsys.readouterr().out)
     assert set(cli_json[0]) == set(layers_json[0]) and any(d["layer"] == "outside" for d in cli_json)
+
+
+# --- one-sided rows say why; the Shapes tab's memory roof (real eager vs compiled pair) -----------
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def llama_pair():
+    from kerneldiff.core.session import Session
+    from conftest import real_trace
+
+    s = Session([real_trace("h100_llama_eager_sdpa.json.gz"), real_trace("h100_llama_compiled.json.gz")])
+    s.load_all()
+    return s.compare("all")
+
+
+def test_one_sided_operations_name_the_other_sides_unfused_work(llama_pair):
+    from kerneldiff.core.compare.one_sided import operation_counterpart
+
+    comp = llama_pair
+    ops = {o.category: o for o in comp.operations}
+    for cat in ("RoPE", "RMSNorm"):
+        o = ops[cat]
+        assert o.only_in == "b"
+        i = operation_counterpart(comp, o)
+        assert i is not None and comp.fusions[i].fused_category == cat and comp.fusions[i].component_side == "a"
+        text = views.operation_detail(o, comp)
+        from rich.console import Console
+        console = Console(width=80, record=True, color_system=None)
+        console.print(text)
+        out = " ".join(console.export_text().split())
+        assert "A runs the same work unfused: " in out and f"fusion #{i + 1}" in out
+        row = next(r for r in views.operations_spec(comp).build({"category": 14}) if r.payload is o)
+        assert row.values[-1] == f"B #{i + 1}"
+    assert operation_counterpart(comp, ops["Dense GEMM"]) is None
+
+
+def test_one_sided_attention_shapes_find_their_expanded_counterpart(llama_pair):
+    from kerneldiff.core.compare.one_sided import attention_counterparts
+    from kerneldiff.tui import shape_views as sv
+
+    comp = llama_pair
+    pairs = attention_counterparts(comp)
+    shapes = comp.attention_shapes
+    # every attention shape runs on one side only: eager keeps 8 KV heads, the compiled graph expands them to 32
+    assert len(pairs) == len(shapes) > 0
+    for i, cp in pairs.items():
+        s, t = shapes[i], shapes[cp.index]
+        assert pairs[cp.index].index == i                            # paired both ways
+        assert {s.kv_heads, t.kv_heads} == {8, 32} and cp.kv_heads
+        assert (s.a.calls == 0) != (t.a.calls == 0)                  # one on each side
+    prefill = next(i for i, s in enumerate(shapes) if s.seq_q == s.seq_k == 256 and s.kv_heads == 8)
+    assert pairs[prefill].causal                                     # causal against full: FLOPs differ 2x
+    from rich.console import Console
+    console = Console(width=80, record=True, color_system=None)
+    console.print(sv.shape_detail(shapes[prefill], comp))
+    out = console.export_text()
+    assert "KV heads 8 → 32" in out and "compare their times, not TFLOP/s" in out
+
+
+def test_memory_bound_gemm_shows_tbps_and_percent_of_its_roof(llama_pair):
+    from kerneldiff.core.report import format as fmt
+    from kerneldiff.tui import shape_views as sv
+
+    comp = llama_pair
+    spec = sv.shapes_spec(comp)
+    keys = [c.key for c in spec.columns]
+    assert {"a_tbps", "b_tbps", "a_pct_roof", "b_pct_roof"} <= set(keys)
+    rows = spec.build({})
+    decode = next(r for r in rows if r.payload.m == 4 and r.payload.n == 8192 and r.payload.k == 2048)
+    g = decode.payload
+    assert g.a.bound == "memory" and g.a.pct_peak < 2          # ~0.9% of compute peak...
+    cell = decode.cells[keys.index("a_pct_roof")].plain.strip()
+    assert cell == fmt.percent(g.a.pct_roofline) and 60 < g.a.pct_roofline < 80   # ...70% of its memory roof
+    assert g.a.pct_roofline <= 100 and decode.cells[keys.index("a_tbps")].plain.strip() == fmt.rate(g.a.tbps)

@@ -14,6 +14,8 @@ from rich.text import Text
 from kerneldiff.core.compare.result import (Comparison, FusionFinding, KernelPair, LayerAlignment, LayerRow,
                                             OperationRow, SameKernel)
 
+from kerneldiff.core.compare.one_sided import operation_counterpart
+
 from .text import (DIM, SIDE_LETTER, SIDE_STYLE, clean, cut, readable, span, fmt_bytes, fmt_gap, fmt_pct, fmt_ratio, fmt_us,
                    literal, one_bar, shorten, shortener, slower_side, two_bars)
 from .widgets.result_table import Column, Row, Sort, TableSpec
@@ -185,11 +187,13 @@ def operations_spec(comp: Comparison) -> TableSpec:
         rows = []
         for o in ops:
             ph = (o.phase,) if split else ()
+            found = operation_counterpart(comp, o)
             a = o.a if o.a.count else None
             b = o.b if o.b.count else None
             at = a.total_us / na if a else None
             bt = b.total_us / nb if b else None
-            only = SIDE_LETTER[o.only_in] if o.only_in else ""
+            # one-sided: the fusion finding in which the other side runs the same work unfused
+            only = (SIDE_LETTER[o.only_in] + (f" #{found + 1}" if found is not None else "")) if o.only_in else ""
             vals = (o.category, *ph, at, bt, o.ratio, o.gap_us, o.a.count, o.b.count,
                     a and a.share, b and b.share, a and a.median_us, b and b.median_us, only)
             cells = (literal(cut(o.category, w["category"])), *(literal(p) for p in ph),
@@ -212,6 +216,12 @@ def operations_hint(comp: Comparison) -> Text:
     if comp.basis == "per_pass":
         t.append(f"per pass: A {comp.a.passes} passes, B {comp.b.passes}", style="bold")
         t.append("   ")
+    example = next(((o, i) for o in comp.operations if (i := operation_counterpart(comp, o)) is not None), None)
+    if example is not None:   # what `B #2` in the Only-in column says
+        o, i = example
+        other = SIDE_LETTER["a" if o.only_in == "b" else "b"]
+        t.append(f"Only in {SIDE_LETTER[o.only_in]} #{i + 1}: {other} runs it unfused (fusion #{i + 1})", style=DIM)
+        t.append(" · ", style=DIM)
     t.append("Enter: the operation's kernels on each side", style=DIM)
     return t
 
@@ -249,6 +259,14 @@ def operation_detail(o: OperationRow, comp: Comparison) -> Group:
     head.append(f"   A/B {fmt_ratio(o.ratio)}   gap {fmt_gap(o.gap_us)}")
     if o.only_in:
         head.append(f"   only {SIDE_LETTER[o.only_in]} runs it", style="bold")
+    found = operation_counterpart(comp, o)
+    if found is not None:
+        f = comp.fusions[found]
+        other = SIDE_LETTER[f.component_side]
+        head.append(f"\n{other} runs the same work unfused: ")
+        head.append_text(literal(", ".join(f.component_categories), "bold"))
+        head.append_text(literal(f" ({f.module})" if f.module else ""))
+        head.append(f" — fusion #{found + 1}", style=DIM)
     g = labelled_grid()
     for side in ("a", "b"):
         prefix = f"{SIDE_LETTER[side]} "

@@ -39,7 +39,7 @@ def test_info_bad_file_exit_2(tmp_path, capsys):
 
 def test_info_speaks_words_not_python(capsys):
     # issue 30: `info` printed `{'prefill': 1, 'decode': 47}` and `with_stack=None`
-    from tests.conftest import real_trace
+    from conftest import real_trace
 
     assert main(["info", str(real_trace("h100_llama_eager_sdpa.json.gz")), str(DEMO_A)]) == 0
     out = capsys.readouterr().out

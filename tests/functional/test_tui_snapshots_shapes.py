@@ -63,14 +63,14 @@ async def test_shapes_tab_rows_are_the_comparisons_shapes(shapes_pair, tmp_path,
         assert [r.payload for r in rows] == comp.gemm_shapes
         for r, g in zip(rows, comp.gemm_shapes):
             assert r.values == (g.op, f"{g.m}×{g.n}×{g.k}", g.batch, g.dtype, g.a.total_us, g.b.total_us, g.gap_us,
-                                g.a.tflops, g.b.tflops, g.a.pct_peak, g.b.pct_peak, g.a.bound, g.ratio,
-                                g.a.calls, g.b.calls)
+                                g.a.tflops, g.b.tflops, g.a.pct_roofline, g.b.pct_roofline, g.a.bound,
+                                g.a.tbps, g.b.tbps, g.ratio, g.a.calls, g.b.calls)
         gaps = [abs(r.values[6]) for r in rows]
         assert gaps == sorted(gaps, reverse=True)
         text = screen_text(app)
         top = comp.gemm_shapes[0]
         assert "4 GEMM shapes" in text and "4096×2816×1024" in text and fmt.gap(top.gap_us) in text
-        assert fmt.rate(top.a.tflops) in text and fmt.percent(top.b.pct_peak) in text and "compute" in text
+        assert fmt.rate(top.a.tflops) in text and fmt.percent(top.b.pct_roofline) in text and "compute" in text
 
         # t: largest A + B first; n: by operator, then size; s: back to the gap
         await pilot.press("t")

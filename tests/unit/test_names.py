@@ -220,7 +220,7 @@ def test_distinct_names_differ_where_their_middles_fit(prefix, suffix, middles, 
 
 def test_same_kernels_of_the_real_pair_read_apart_at_80_columns():
     from kerneldiff.core.session import Session
-    from tests.conftest import real_trace
+    from conftest import real_trace
 
     s = Session([real_trace("h100_llama_eager_sdpa.json.gz"), real_trace("h100_llama_compiled.json.gz")])
     s.load_all()

@@ -127,7 +127,7 @@ def test_phase_cycle_offers_unknown_only_for_passes_whose_phase_is_unknown():
     # issue 30: the 43 set-up kernels before the first pass of the Llama traces carry phase
     # "unknown"; `p` offered it, with a "1 pass" header and an empty Timeline
     from kerneldiff.core.session import Session
-    from tests.conftest import real_trace
+    from conftest import real_trace
 
     s = Session([real_trace("h100_llama_eager_sdpa.json.gz"), real_trace("h100_llama_compiled.json.gz")])
     s.load_all()

@@ -222,3 +222,41 @@ def test_memory_bound_gemm_shows_tbps_and_percent_of_its_roof(llama_pair):
     cell = decode.cells[keys.index("a_pct_roof")].plain.strip()
     assert cell == fmt.percent(g.a.pct_roofline) and 60 < g.a.pct_roofline < 80   # ...70% of its memory roof
     assert g.a.pct_roofline <= 100 and decode.cells[keys.index("a_tbps")].plain.strip() == fmt.rate(g.a.tbps)
+
+
+# --- layers whose differences are within the spread across passes --------------------------------
+
+def test_equal_layers_are_marked_noise_and_a_real_outlier_is_not(llama_pair):
+    from kerneldiff.core.session import Session
+    from conftest import real_trace
+
+    s = Session([real_trace("h100_llama_eager_sdpa.json.gz"), real_trace("h200_llama_eager_sdpa.json.gz")])
+    s.load_all()
+    c = s.compare("all")
+    # the 16 layers of the H100/H200 pair lose 815-856 µs each; one pass's layer varies ~1 µs: ±~50 µs over 48
+    assert len(c.layers) == 16 and all(r.noise for r in c.layers)
+    assert all(r.spread_us is not None and 20 < r.spread_us < 100 for r in c.layers)
+    hint = views.layers_hint(c).plain
+    assert "all 16 layers within the spread across passes" in hint
+    row = next(r for r in views.layers_spec(c).build({"chart": 16}) if r.payload is c.layers[0])
+    assert row.cells[6].plain.endswith("≈") and row.cells[5].plain.strip().startswith("±")
+    # eager vs compiled: layer 0 (the first, 240 µs under the others) stands out; the rest are noise
+    eager = {r.layer: r for r in llama_pair.layers}
+    assert not eager[0].noise and sum(r.noise for r in eager.values()) == 15
+    # compare B A says the same, mirrored
+    s2 = Session([real_trace("h200_llama_eager_sdpa.json.gz"), real_trace("h100_llama_eager_sdpa.json.gz")])
+    s2.load_all()
+    mirrored = {r.layer: r for r in s2.compare("all").layers}
+    for r in c.layers:
+        m = mirrored[r.layer]
+        assert m.noise == r.noise and m.spread_us == pytest.approx(r.spread_us) and m.gap_us == pytest.approx(-r.gap_us)
+
+
+def test_one_pass_says_nothing_about_spread():
+    from kerneldiff.core.session import Session
+    from conftest import real_trace
+
+    s = Session([real_trace("mi300x_qwen1.5-0.5b_hf.json.gz"), real_trace("h100_qwen1.5-0.5b_hf.json.gz")])
+    s.load_all()
+    c = s.compare("all")
+    assert c.layers and all(r.spread_us is None and not r.noise for r in c.layers)

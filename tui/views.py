@@ -43,9 +43,14 @@ def _row_style(gap_us: float) -> str:
     return SIDE_STYLE[side] if side else ""
 
 
-def _slower_cell(gap_us: float) -> Text:
+def _slower_cell(gap_us: float, noise: bool = False) -> Text:
+    """A or B (the slower side), = for a tie; ≈ after it when the gap is within the spread across
+    passes of the typical layer's (the layer is no slower than the others)."""
     side = slower_side(gap_us)
-    return Text(SIDE_LETTER[side]) if side else span("=", DIM)
+    t = Text(SIDE_LETTER[side]) if side else span("=", DIM)
+    if noise:
+        t.append(" ≈", style=DIM)
+    return t
 
 
 def _name_cell(name: str | None, width: int, short=None) -> Text:
@@ -108,8 +113,8 @@ def layers_spec(comp: Comparison) -> TableSpec:
     scale = max((max(r.a.total_us, r.b.total_us) for r in layers), default=0.0)
     cols = [Column("layer", "Layer", "int", 7), Column("a_total", "A total", "us", 8),
             Column("b_total", "B total", "us", 8), Column("ratio", "A/B", "ratio", 6),
-            Column("gap", "Gap", "gap", 9), Column("slower", "Slower", "text", 6),
-            Column("chart", "A▀ B▄", "bar", None, CHART_WIDTH),
+            Column("gap", "Gap", "gap", 9), Column("spread", "±passes", "us", 8),
+            Column("slower", "Slower", "text", 6), Column("chart", "A▀ B▄", "bar", None, CHART_WIDTH),
             Column("a_kernels", "A kernels", "int", 9), Column("b_kernels", "B kernels", "int", 9),
             Column("a_median", "A med/pass", "us", 10), Column("b_median", "B med/pass", "us", 10)]
 
@@ -120,12 +125,14 @@ def layers_spec(comp: Comparison) -> TableSpec:
             gap = r.gap_us if compared else None
             a = r.a.total_us if (r.a.kernels or compared) else None
             b = r.b.total_us if (r.b.kernels or compared) else None
-            vals = (None if outside else r.layer, a, b, r.ratio, gap,
-                    SIDE_LETTER.get(slower_side(gap or 0), "=") if compared else "", None,
+            noise = " ≈" if r.noise else ""
+            vals = (None if outside else r.layer, a, b, r.ratio, gap, r.spread_us,
+                    (SIDE_LETTER.get(slower_side(gap or 0), "=") + noise) if compared else "", None,
                     r.a.kernels, r.b.kernels, r.a.median_us, r.b.median_us)
             cells = (span(OUTSIDE, "italic", "right") if outside else _num(str(r.layer)), _num(fmt_us(a)),
                      _num(fmt_us(b)), _num(fmt_ratio(r.ratio)), _num(fmt_gap(gap)),
-                     _slower_cell(r.gap_us) if compared else Text(""),
+                     _num("±" + fmt_us(r.spread_us) if r.spread_us is not None else "—"),
+                     _slower_cell(r.gap_us, r.noise) if compared else Text(""),
                      two_bars(r.a.total_us, r.b.total_us, scale, _w["chart"]),
                      _num(f"{r.a.kernels:,}"), _num(f"{r.b.kernels:,}"), _num(fmt_us(r.a.median_us if r.a.kernels else None)),
                      _num(fmt_us(r.b.median_us if r.b.kernels else None)))
@@ -152,6 +159,13 @@ def layers_hint(comp: Comparison) -> Text:
         t.append(f" ({SIDE_LETTER[lack]}: none found, see Warnings): {SIDE_LETTER[have]} alone, nothing compared",
                  style="yellow")
         return t
+    noise = sum(r.noise for r in comp.layers)
+    if noise:
+        if noise == len(comp.layers):
+            t.append(f"≈ all {noise} layers within the spread across passes (±): no layer stands out", style="bold")
+        else:
+            t.append(f"≈ {noise} of {len(comp.layers)} layers: gap within ± of the typical layer's")
+        t.append("   ")
     t.append("▀ ", style=SIDE_STYLE["a"])
     t.append("A ", style=f"bold {SIDE_STYLE['a']}")
     t.append(literal(comp.a.label))

@@ -246,8 +246,10 @@ _TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$")
 
 def print_text(cmp, out) -> None:
     """The text report without the blanks Rich pads lines with (titles, wrapped evidence)."""
+    from .render import FittingConsole
+
     with out.capture() as cap:
-        render_text(cmp, out)
+        render_text(cmp, FittingConsole(out))
     text = "\n".join(_TRAILING.sub(r"\1", line) for line in cap.get().split("\n"))
     out.file.write(text)
     out.file.flush()
@@ -412,8 +414,12 @@ def render_text(cmp, out) -> None:
         t.add_column("kernel", overflow="ellipsis", no_wrap=True, max_width=max(16, name_w - 12))
         for col in ("A n", "B n", "A mean", "B mean", "A/B", "total gap"):
             t.add_column(col, justify="right", no_wrap=True)
-        for s in cmp.same_kernels[:10]:
-            t.add_row(literal(short_name(s.name, max(16, name_w - 12))), str(s.a.count), str(s.b.count), us(s.a.mean_us),
+        from kerneldiff.core.analysis.names import distinct_short_names
+
+        shown = cmp.same_kernels[:10]
+        short = distinct_short_names([k.name for k in shown], max(16, name_w - 12))   # what tells them apart
+        for s in shown:
+            t.add_row(literal(short[s.name]), f"{s.a.count:,}", f"{s.b.count:,}", us(s.a.mean_us),
                       us(s.b.mean_us), _ratio(s.ratio), fmt.gap(s.gap_us))
         out.print(t)
     render_work(cmp, out, name_w)

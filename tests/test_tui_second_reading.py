@@ -260,3 +260,28 @@ def test_one_pass_says_nothing_about_spread():
     s.load_all()
     c = s.compare("all")
     assert c.layers and all(r.spread_us is None and not r.noise for r in c.layers)
+
+
+# --- the text report at 80 columns: numbers whole or not at all ---------------------------------
+
+@pytest.mark.parametrize("a,b", [("h100_llama_eager_sdpa", "h100_llama_compiled"),
+                                 ("mi300x_qwen1.5-0.5b_hf", "h100_qwen1.5-0.5b_hf"),
+                                 ("h100_llama_eager_sdpa", "h200_llama_eager_sdpa")])
+def test_text_report_at_80_columns_never_cuts_a_number(a, b, capsys):
+    import re
+
+    from rich.cells import cell_len
+
+    from conftest import real_trace
+    from kerneldiff.cli.main import main
+
+    assert main(["compare", str(real_trace(f"{a}.json.gz")), str(real_trace(f"{b}.json.gz")), "--width", "80"]) == 0
+    out = capsys.readouterr().out
+    assert "│ wall (first to last GPU" in out and "0.…" not in out
+    number = re.compile(r"^[+−-]?[\d,.<>]")
+    for line in out.splitlines():
+        assert cell_len(line) <= 80, line
+        for cell in line.split("│")[1:-1]:
+            cell = cell.strip()
+            if number.match(cell):
+                assert "…" not in cell, line     # `−527.32…`, `31,443 (9…`, `54.…` were cut numbers

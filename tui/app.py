@@ -96,7 +96,8 @@ class KernelDiffApp(App):
         Binding("q", "quit", "Quit", tooltip="Quit kerneldiff (the terminal is restored)"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True, tooltip="Quit kerneldiff, from anywhere"),
         Binding("question_mark", "help", "Help", key_display="?", tooltip="This list of keys"),
-        Binding("p", "cycle_phase", "Phase", tooltip="Cycle the phase filter (all / prefill / decode / mixed) and recompare"),
+        Binding("p", "cycle_phase", "Phase", tooltip="Cycle the phase filter through the phases both traces have (all / prefill / decode / mixed; "
+                "unknown: passes whose phase could not be read) and recompare"),
     ]
 
     # --- state (the screens watch it) --------------------------------------------------------------

@@ -305,8 +305,9 @@ def pairs_spec(al: LayerAlignment) -> TableSpec:
 
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
-        names = [n for p in al.pairs for n in (p.a_name, p.b_name)]
-        short_a, short_b = shortener(names, w["a_name"]), shortener(names, w["b_name"])
+        # each column's names told apart from that column's (A's hip and B's nv kernel may read alike)
+        short_a = shortener([p.a_name for p in al.pairs], w["a_name"])
+        short_b = shortener([p.b_name for p in al.pairs], w["b_name"])
         for p in al.pairs:
             a = p.a.mean_us if p.a_name is not None else None
             b = p.b.mean_us if p.b_name is not None else None

@@ -181,7 +181,7 @@ def _full_form(name: str) -> str:
         from kerneldiff.core.analysis.demangle import readable
 
         s = readable(s)
-    s = _NAMESPACES.sub("", strip_signature(s)) or s
+    s = _unqualified(_NAMESPACES.sub("", strip_signature(s)) or s)
     for stem, short in _STEMS:
         s = s.replace(stem, short)
     return re.sub(r"\s+", " ", s).strip() or name
@@ -270,6 +270,10 @@ def distinct_short_names(names, width: int) -> dict[str, str]:
 
 
 def _full_readable(name: str) -> str:
+    """The name without its parameter list and qualifiers, its template arguments as written
+    (`__hip_bfloat16` and `__nv_bfloat16` differ here, not in `_full_form`)."""
     from kerneldiff.core.analysis.demangle import readable
 
-    return readable(name.strip())
+    s = name.strip()
+    s = readable(s) if s.startswith("_Z") else s
+    return _unqualified(strip_signature(s) or s)

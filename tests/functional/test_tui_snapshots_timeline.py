@@ -30,9 +30,10 @@ async def test_timeline_tab_numbers_are_the_comparisons(demo_models):
         assert pa and pb
         rows = table.rows_shown
         assert len(rows) == max(len(pa), len(pb))
-        # the slowest pass (longest span on either side) first
-        spans = [max(v for v in r.values[1:3] if v is not None) for r in rows]
-        assert spans == sorted(spans, reverse=True)
+        # the largest |span gap| first, as the CLI's pass table (issue 30: the header no longer marks
+        # both span columns sorted for an order by the longer of the two)
+        gaps = [abs(r.values[3]) for r in rows if r.values[3] is not None]
+        assert gaps == sorted(gaps, reverse=True) and table.sort_name == "gap"
         for r in rows:
             n = r.values[0]
             a = pa[n - 1] if n <= len(pa) else None

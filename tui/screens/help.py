@@ -19,8 +19,9 @@ _TABLE_ACTIONS = {"cursor_up", "cursor_down", "page_up", "page_down", "scroll_to
                   "cursor_left", "cursor_right"}
 _TABLE_WORDS = {"cursor_up": "Up", "cursor_down": "Down", "page_up": "Page up", "page_down": "Page down",
                 "scroll_top": "First row", "scroll_bottom": "Last row", "select_cursor": "Open / drill down",
-                "cursor_left": "Scroll left (the first column stays)",
-                "cursor_right": "Scroll right (the first column stays)"}
+                "cursor_left": "Scroll left a whole column (the first column stays)",
+                "cursor_right": "Scroll right a whole column (the first column stays; a column is shown whole "
+                                "or not at all)"}
 
 
 def _bindings(cls) -> list[Binding]:

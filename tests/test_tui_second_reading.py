@@ -285,3 +285,17 @@ def test_text_report_at_80_columns_never_cuts_a_number(a, b, capsys):
             cell = cell.strip()
             if number.match(cell):
                 assert "…" not in cell, line     # `−527.32…`, `31,443 (9…`, `54.…` were cut numbers
+
+
+def test_layers_tab_shows_each_sides_idle_inside_the_layer(demo_models):
+    from kerneldiff.core.compare.engine import compare
+
+    comp = compare(demo_models[str(DEMO_A)], demo_models[str(DEMO_B)])
+    spec = views.layers_spec(comp)
+    keys = [c.key for c in spec.columns]
+    for r in spec.build({"chart": 16}):
+        a, b = r.values[keys.index("a_idle")], r.values[keys.index("b_idle")]
+        if r.payload.layer < 0:
+            assert a is None and b is None        # outside is no one span: no idle measured
+        else:
+            assert (a, b) == (r.payload.a.idle_us, r.payload.b.idle_us) and a > 0

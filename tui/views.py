@@ -116,7 +116,9 @@ def layers_spec(comp: Comparison) -> TableSpec:
             Column("gap", "Gap", "gap", 9), Column("spread", "±passes", "us", 8),
             Column("slower", "Slower", "text", 6), Column("chart", "A▀ B▄", "bar", None, CHART_WIDTH),
             Column("a_kernels", "A kernels", "int", 9), Column("b_kernels", "B kernels", "int", 9),
-            Column("a_median", "A med/pass", "us", 10), Column("b_median", "B med/pass", "us", 10)]
+            Column("a_median", "A med/pass", "us", 10), Column("b_median", "B med/pass", "us", 10),
+            # GPU idle inside the layer (first to last kernel, all passes): the text report had it, the explorer not
+            Column("a_idle", "A idle", "us", 8), Column("b_idle", "B idle", "us", 8)]
 
     def build(_w: dict[str, int]) -> list[Row]:
         rows = []
@@ -128,14 +130,16 @@ def layers_spec(comp: Comparison) -> TableSpec:
             noise = " ≈" if r.noise else ""
             vals = (None if outside else r.layer, a, b, r.ratio, gap, r.spread_us,
                     (SIDE_LETTER.get(slower_side(gap or 0), "=") + noise) if compared else "", None,
-                    r.a.kernels, r.b.kernels, r.a.median_us, r.b.median_us)
+                    r.a.kernels, r.b.kernels, r.a.median_us, r.b.median_us,
+                    *_idle(r))
             cells = (span(OUTSIDE, "italic", "right") if outside else _num(str(r.layer)), _num(fmt_us(a)),
                      _num(fmt_us(b)), _num(fmt_ratio(r.ratio)), _num(fmt_gap(gap)),
                      _num("±" + fmt_us(r.spread_us) if r.spread_us is not None else "—"),
                      _slower_cell(r.gap_us, r.noise) if compared else Text(""),
                      two_bars(r.a.total_us, r.b.total_us, scale, _w["chart"]),
                      _num(f"{r.a.kernels:,}"), _num(f"{r.b.kernels:,}"), _num(fmt_us(r.a.median_us if r.a.kernels else None)),
-                     _num(fmt_us(r.b.median_us if r.b.kernels else None)))
+                     _num(fmt_us(r.b.median_us if r.b.kernels else None)),
+                     *(_num(fmt_us(x)) for x in _idle(r)))
             key = OUTSIDE if outside else str(r.layer)
             search = "outside layers embedding lm_head sampling" if outside else f"layer {r.layer}"
             rows.append(Row(key, vals, cells, payload=r, style=_row_style(gap or 0), search=search))
@@ -144,6 +148,13 @@ def layers_spec(comp: Comparison) -> TableSpec:
     sorts = compare_sorts(4, 1, 2, 0, "layer")
     sorts["name"] = Sort("layer", lambda r: r.values[0], ("layer",), False, "in order")
     return TableSpec("layers", cols, build, default_sort="gap" if compared else "time", sorts=sorts, fixed=1)
+
+
+def _idle(r) -> tuple[float | None, float | None]:
+    """Each side's GPU idle inside the layer; none for `outside` (not one span: no idle is measured)."""
+    if r.layer < 0:
+        return None, None
+    return (r.a.idle_us if r.a.kernels else None), (r.b.idle_us if r.b.kernels else None)
 
 
 def layers_hint(comp: Comparison) -> Text:

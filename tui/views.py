@@ -113,8 +113,8 @@ def layers_spec(comp: Comparison) -> TableSpec:
     scale = max((max(r.a.total_us, r.b.total_us) for r in layers), default=0.0)
     cols = [Column("layer", "Layer", "int", 7), Column("a_total", "A total", "us", 8),
             Column("b_total", "B total", "us", 8), Column("ratio", "A/B", "ratio", 6),
-            Column("gap", "Gap", "gap", 9), Column("spread", "±passes", "us", 8),
-            Column("slower", "Slower", "text", 6), Column("chart", "A▀ B▄", "bar", None, CHART_WIDTH),
+            Column("gap", "Gap", "gap", 9), Column("slower", "Slower", "text", 6),
+            Column("chart", "A▀ B▄", "bar", None, CHART_WIDTH), Column("spread", "±passes", "us", 8),
             Column("a_kernels", "A kernels", "int", 9), Column("b_kernels", "B kernels", "int", 9),
             Column("a_median", "A med/pass", "us", 10), Column("b_median", "B med/pass", "us", 10),
             # GPU idle inside the layer (first to last kernel, all passes): the text report had it, the explorer not
@@ -128,15 +128,15 @@ def layers_spec(comp: Comparison) -> TableSpec:
             a = r.a.total_us if (r.a.kernels or compared) else None
             b = r.b.total_us if (r.b.kernels or compared) else None
             noise = " ≈" if r.noise else ""
-            vals = (None if outside else r.layer, a, b, r.ratio, gap, r.spread_us,
-                    (SIDE_LETTER.get(slower_side(gap or 0), "=") + noise) if compared else "", None,
+            vals = (None if outside else r.layer, a, b, r.ratio, gap,
+                    (SIDE_LETTER.get(slower_side(gap or 0), "=") + noise) if compared else "", None, r.spread_us,
                     r.a.kernels, r.b.kernels, r.a.median_us, r.b.median_us,
                     *_idle(r))
             cells = (span(OUTSIDE, "italic", "right") if outside else _num(str(r.layer)), _num(fmt_us(a)),
                      _num(fmt_us(b)), _num(fmt_ratio(r.ratio)), _num(fmt_gap(gap)),
-                     _num("±" + fmt_us(r.spread_us) if r.spread_us is not None else "—"),
                      _slower_cell(r.gap_us, r.noise) if compared else Text(""),
                      two_bars(r.a.total_us, r.b.total_us, scale, _w["chart"]),
+                     _num("±" + fmt_us(r.spread_us) if r.spread_us is not None else "—"),
                      _num(f"{r.a.kernels:,}"), _num(f"{r.b.kernels:,}"), _num(fmt_us(r.a.median_us if r.a.kernels else None)),
                      _num(fmt_us(r.b.median_us if r.b.kernels else None)),
                      *(_num(fmt_us(x)) for x in _idle(r)))

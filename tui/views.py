@@ -184,6 +184,8 @@ def layers_hint(comp: Comparison) -> Text:
     t.append("B ", style=f"bold {SIDE_STYLE['b']}")
     t.append(literal(comp.b.label))
     t.append("   Enter: kernel pairs", style=DIM)
+    if comp.layers and all(r.spread_us is None for r in comp.layers):
+        t.append("   ±passes —: under 3 passes, no spread to judge layer differences by", style=DIM)
     return t
 
 

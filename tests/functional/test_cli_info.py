@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from kerneldiff.core.demo import DEMO_A, DEMO_TRUTH
 from kerneldiff.cli.main import main
 
@@ -37,6 +39,8 @@ def test_info_bad_file_exit_2(tmp_path, capsys):
     assert rc == 2 and str(p) in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow   # real traces
+@pytest.mark.real
 def test_info_speaks_words_not_python(capsys):
     # issue 30: `info` printed `{'prefill': 1, 'decode': 47}` and `with_stack=None`
     from conftest import real_trace

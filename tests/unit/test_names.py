@@ -218,6 +218,8 @@ def test_distinct_names_differ_where_their_middles_fit(prefix, suffix, middles, 
         assert len(set(short.values())) == len(set(names)), short
 
 
+@pytest.mark.slow   # real traces
+@pytest.mark.real
 def test_same_kernels_of_the_real_pair_read_apart_at_80_columns():
     from kerneldiff.core.session import Session
     from conftest import real_trace

@@ -123,6 +123,8 @@ def test_aie_session_refuses_a_gpu_trace(tmp_path):
     assert "not an AMD AIE" in str(e.value)
 
 
+@pytest.mark.slow   # real traces
+@pytest.mark.real
 def test_phase_cycle_offers_unknown_only_for_passes_whose_phase_is_unknown():
     # issue 30: the 43 set-up kernels before the first pass of the Llama traces carry phase
     # "unknown"; `p` offered it, with a "1 pass" header and an empty Timeline

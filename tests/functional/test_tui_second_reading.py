@@ -4,6 +4,8 @@ kernel-pair table named."""
 
 from __future__ import annotations
 
+import pytest
+
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.tui import views
 from kerneldiff.tui.screens.browse import BrowseScreen
@@ -150,9 +152,6 @@ async def test_explorer_export_and_cli_table_are_one_schema(demo_models, tmp_pat
 
 # --- one-sided rows say why; the Shapes tab's memory roof (real eager vs compiled pair) -----------
 
-import pytest  # noqa: E402
-
-
 @pytest.fixture(scope="module")
 def llama_pair():
     from kerneldiff.core.session import Session
@@ -163,6 +162,8 @@ def llama_pair():
     return s.compare("all")
 
 
+@pytest.mark.slow   # real traces
+@pytest.mark.real
 def test_one_sided_operations_name_the_other_sides_unfused_work(llama_pair):
     from kerneldiff.core.compare.one_sided import operation_counterpart
 
@@ -184,6 +185,8 @@ def test_one_sided_operations_name_the_other_sides_unfused_work(llama_pair):
     assert operation_counterpart(comp, ops["Dense GEMM"]) is None
 
 
+@pytest.mark.slow   # real traces
+@pytest.mark.real
 def test_one_sided_attention_shapes_find_their_expanded_counterpart(llama_pair):
     from kerneldiff.core.compare.one_sided import attention_counterparts
     from kerneldiff.tui import shape_views as sv
@@ -207,6 +210,8 @@ def test_one_sided_attention_shapes_find_their_expanded_counterpart(llama_pair):
     assert "KV heads 8 → 32" in out and "compare their times, not TFLOP/s" in out
 
 
+@pytest.mark.slow   # real traces
+@pytest.mark.real
 def test_memory_bound_gemm_shows_tbps_and_percent_of_its_roof(llama_pair):
     from kerneldiff.core.report import format as fmt
     from kerneldiff.tui import shape_views as sv
@@ -226,6 +231,8 @@ def test_memory_bound_gemm_shows_tbps_and_percent_of_its_roof(llama_pair):
 
 # --- layers whose differences are within the spread across passes --------------------------------
 
+@pytest.mark.slow   # real traces
+@pytest.mark.real
 def test_equal_layers_are_marked_noise_and_a_real_outlier_is_not(llama_pair):
     from kerneldiff.core.session import Session
     from conftest import real_trace
@@ -254,6 +261,8 @@ def test_equal_layers_are_marked_noise_and_a_real_outlier_is_not(llama_pair):
         assert m.noise == r.noise and m.spread_us == pytest.approx(r.spread_us) and m.gap_us == pytest.approx(-r.gap_us)
 
 
+@pytest.mark.slow   # real traces
+@pytest.mark.real
 def test_one_pass_says_nothing_about_spread():
     from kerneldiff.core.session import Session
     from conftest import real_trace
@@ -266,6 +275,8 @@ def test_one_pass_says_nothing_about_spread():
 
 # --- the text report at 80 columns: numbers whole or not at all ---------------------------------
 
+@pytest.mark.slow   # real traces
+@pytest.mark.real
 @pytest.mark.parametrize("a,b", [("h100_llama_eager_sdpa", "h100_llama_compiled"),
                                  ("mi300x_qwen1.5-0.5b_hf", "h100_qwen1.5-0.5b_hf"),
                                  ("h100_llama_eager_sdpa", "h200_llama_eager_sdpa")])

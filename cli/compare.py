@@ -25,15 +25,16 @@ def add_parser(sub) -> None:
     p.add_argument("a", help="first trace (side A); or a run of rank traces: a directory, a glob or comma-joined files")
     p.add_argument("b", help="second trace (side B); or a run, likewise")
     p.add_argument("--phase", default="all", choices=PHASE_FILTERS)
-    p.add_argument("--format", default="text", choices=FORMATS,
-                   help="markdown: a pull-request comment; html: one self-contained page with charts; "
+    p.add_argument("--format", default=None, choices=FORMATS,
+                   help="text (default; csv with --table); markdown: a pull-request comment; html: one self-contained page with charts; "
                         "perfetto: both traces in one Chrome-trace JSON, passes lined up, kernel pairs joined")
     p.add_argument("--pass", dest="passes", metavar="N[-M]",
                    help="perfetto: the passes to write, by the number the Timeline shows (default: all); "
                         "html: the pass drawn to scale (default: the one with the largest wall-clock gap)")
     p.add_argument("--table", choices=list(TABLES) + list(RUN_TABLES) + ["all"], default=None,
-                   help="CSV or JSON: which table (CSV default: all tables, one file each, with -o; operations on "
-                        "stdout; JSON default: the whole comparison)")
+                   help="one table as CSV (or JSON with --format json), keys a_<field>/b_<field> as the "
+                        "explorer's export (CSV without --table: all tables, one file each, with -o; "
+                        "operations on stdout; JSON without --table: the whole comparison)")
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
     p.add_argument("--registry", help="extra classifier rules (TOML), tried before the shipped ones")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
@@ -91,6 +92,9 @@ def peak_table(args):
 
 def run(args) -> int:
     from kerneldiff.core.ranks.identify import is_run
+
+    if args.format is None:   # --table asks for a table: CSV unless told otherwise
+        args.format = "csv" if args.table else "text"
 
     if is_run(args.a) or is_run(args.b):
         from .runs_report import run_runs
@@ -242,8 +246,10 @@ _TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$")
 
 def print_text(cmp, out) -> None:
     """The text report without the blanks Rich pads lines with (titles, wrapped evidence)."""
+    from .render import FittingConsole
+
     with out.capture() as cap:
-        render_text(cmp, out)
+        render_text(cmp, FittingConsole(out))
     text = "\n".join(_TRAILING.sub(r"\1", line) for line in cap.get().split("\n"))
     out.file.write(text)
     out.file.flush()
@@ -408,8 +414,12 @@ def render_text(cmp, out) -> None:
         t.add_column("kernel", overflow="ellipsis", no_wrap=True, max_width=max(16, name_w - 12))
         for col in ("A n", "B n", "A mean", "B mean", "A/B", "total gap"):
             t.add_column(col, justify="right", no_wrap=True)
-        for s in cmp.same_kernels[:10]:
-            t.add_row(literal(short_name(s.name, max(16, name_w - 12))), str(s.a.count), str(s.b.count), us(s.a.mean_us),
+        from kerneldiff.core.analysis.names import distinct_short_names
+
+        shown = cmp.same_kernels[:10]
+        short = distinct_short_names([k.name for k in shown], max(16, name_w - 12))   # what tells them apart
+        for s in shown:
+            t.add_row(literal(short[s.name]), f"{s.a.count:,}", f"{s.b.count:,}", us(s.a.mean_us),
                       us(s.b.mean_us), _ratio(s.ratio), fmt.gap(s.gap_us))
         out.print(t)
     render_work(cmp, out, name_w)

@@ -38,10 +38,20 @@ def probe_table(info) -> Table:
         t.add_row("runtime", literal(", ".join(f"{k}={v}" for k, v in info.runtime.items())))
     if info.distributed:
         t.add_row("distributed", literal(", ".join(f"{k}={v}" for k, v in info.distributed.items())))
-    t.add_row("recorded", f"with_stack={info.with_stack}, record_shapes={info.record_shapes}")
+    t.add_row("recorded", f"Python stacks {_yes_no(info.with_stack)} · input shapes {_yes_no(info.record_shapes)}")
     if info.aie_cores:
         t.add_row("AIE cores", literal(", ".join(info.aie_cores)))
     return t
+
+
+def _yes_no(flag: bool | None) -> str:
+    """with_stack / record_shapes as words; None: the trace's metadata does not say."""
+    return "not recorded in the metadata" if flag is None else ("yes" if flag else "no")
+
+
+def _step_phases(phases: dict) -> str:
+    """{'prefill': 1, 'decode': 47} -> 'prefill 1, decode 47'."""
+    return ", ".join(f"{k} {v:,}" for k, v in phases.items())
 
 
 def run(args) -> int:
@@ -64,8 +74,9 @@ def run(args) -> int:
             out.print()
             continue
         s = entry["summary"]
-        out.print(Text(f"kernels {s['kernels']:,}   GPU time {us(s['gpu_time_us'])}   steps {s['steps']} "
-                       f"{s['step_phases']}   architecture {s['architecture']}   "
+        phases = f" ({_step_phases(s['step_phases'])})" if s["step_phases"] else ""
+        out.print(Text(f"kernels {s['kernels']:,}   GPU time {us(s['gpu_time_us'])}   steps {s['steps']:,}"
+                       f"{phases}   architecture {s['architecture']}   "
                        f"layers/step {s['layers_per_step']}   loaded in {s['load_seconds']:.2f} s"))
         if len(s["devices"]) > 1:
             out.print(Text(f"devices {len(s['devices'])}: " + "; ".join(
@@ -76,7 +87,7 @@ def run(args) -> int:
         shapes = s["step_shapes"]
         if shapes:
             first = shapes[0]
-            out.print(Text(f"step shapes ({len(shapes)} steps; first: requests {first['requests']}, tokens "
+            out.print(Text(f"step shapes ({len(shapes)} step{'' if len(shapes) == 1 else 's'}; first: requests {first['requests']}, tokens "
                            f"{first['tokens']}, KV tokens {first['kv_tokens']})"))
         ops = Table(title="top operations", title_justify="left")
         ops.add_column("operation")

@@ -40,3 +40,94 @@ def isatty_err() -> bool:
         return sys.stderr.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+# --- tables that fit: numbers whole or not at all ---------------------------------------------------
+# At 80 columns Rich shrank every column evenly once the names had given what they could, and cut
+# figures mid-number (`0.…` for an A/B ratio, `−527.32…`, `31,443 (9…`). A report's numeric
+# (right-justified) column keeps the width of its widest cell; what does not fit is made room for by
+# the text columns (labels wrap, names shorten), and failing that by leaving out numeric columns
+# from the right, which the table's caption names.
+
+MIN_TEXT = 8   # a text column narrower than this says nothing
+
+
+def _cell_width(cell) -> int:
+    from rich.cells import cell_len
+
+    plain = cell.plain if isinstance(cell, Text) else str(cell)
+    return max((cell_len(line) for line in plain.split("\n")), default=0)
+
+
+def fit_table(table, width: int):
+    """`table` (a rich Table) laid out in `width` cells without cutting a number."""
+    cols = list(table.columns)
+    if not cols:
+        return table
+
+    def widest(c) -> int:
+        return max([_cell_width(c.header), *(_cell_width(x) for x in c._cells)])
+
+    left_out: list[str] = []
+    while True:
+        numeric = [c for c in table.columns if c.justify == "right"]
+        text = [c for c in table.columns if c.justify != "right"]
+        pad = sum(table._get_padding_width(i) for i in range(len(table.columns)))
+        room = width - table._extra_width - pad - sum(widest(c) for c in numeric)
+        need = sum(min(widest(c), MIN_TEXT) for c in text)
+        if room >= need or len(numeric) <= 1:
+            break
+        drop = numeric[-1]
+        left_out.append(_cell_text(drop.header) or "(unnamed)")
+        table.columns.remove(drop)
+        for i, c in enumerate(table.columns):
+            c._index = i
+    for c in numeric:
+        c.width, c.min_width, c.no_wrap = widest(c), None, True
+    # the text columns share what is left: each at least MIN_TEXT (or its widest), then equal shares
+    # of the rest up to what it wants (its widest, within the max_width it was given); labels wrap
+    want = {id(c): min(widest(c), c.max_width or widest(c)) for c in text}
+    shares = {id(c): min(want[id(c)], MIN_TEXT) for c in text}
+    spare = max(room, 0) - sum(shares.values())
+    hungry = [c for c in text if shares[id(c)] < want[id(c)]]
+    while spare > 0 and hungry:
+        each = max(spare // len(hungry), 1)
+        for c in list(hungry):
+            give = min(each, want[id(c)] - shares[id(c)], spare)
+            shares[id(c)] += give
+            spare -= give
+            if shares[id(c)] >= want[id(c)]:
+                hungry.remove(c)
+            if spare <= 0:
+                break
+    for i, c in enumerate(text):
+        label = i == 0 and c.max_width is None   # names (kernels, operations) were given a max_width
+        c.width, c.max_width, c.min_width = shares[id(c)], None, None
+        if label:
+            c.no_wrap, c.overflow = False, "fold"
+    if left_out:
+        note = f"left out at {width} columns: {', '.join(left_out[::-1])} (--width or a wider terminal shows them)"
+        table.caption = f"{table.caption}\n{note}" if table.caption else note
+        table.caption_justify = "left"
+    return table
+
+
+def _cell_text(cell) -> str:
+    return (cell.plain if isinstance(cell, Text) else str(cell)).strip()
+
+
+class FittingConsole:
+    """A Console whose `print` lays tables out with `fit_table` first (the text reports print
+    through it); everything else is the console's."""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+
+    def print(self, *objects, **kwargs) -> None:
+        from rich.table import Table
+
+        self._console.print(*(fit_table(o, self._console.width) if isinstance(o, Table) else o for o in objects),
+                            **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._console, name)

@@ -284,6 +284,11 @@ class Session:
         from kerneldiff.core.model import PHASE_FILTERS
 
         present = [set(compared_phases(m)) for m in self.models if m is not None]
+        # kernels outside every pass (set-up before the first) carry phase "unknown" too: the
+        # filter is offered only for passes whose phase could not be read, not for those kernels
+        for have, m in zip(present, (m for m in self.models if m is not None)):
+            if not any(st.phase == "unknown" for st in m.steps):
+                have.discard("unknown")
         common = set.intersection(*present) if present else set()
         return [p for p in PHASE_FILTERS if p == "all" or p in common]
 

@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any, Callable
 
 from textual.app import App
+from textual.notifications import Notification, Notify
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.worker import get_current_worker
@@ -75,9 +76,11 @@ def load_summary(session, model) -> str:
         from .screens.aie_views import card_summary
 
         return card_summary(model)
-    s = f"loaded: {len(model.kernels)} kernels · {len(model.steps)} steps · {model.num_layers} layers/step"
+    steps = len(model.steps)
+    s = f"loaded: {len(model.kernels):,} kernels · {steps:,} step{'' if steps == 1 else 's'} · {model.num_layers} layers/step"
     if model.warnings:
-        s += f" · {len(model.warnings)} warnings"
+        n = len(model.warnings)
+        s += f" · {n:,} warning{'' if n == 1 else 's'}"
     return s
 
 
@@ -93,7 +96,8 @@ class KernelDiffApp(App):
         Binding("q", "quit", "Quit", tooltip="Quit kerneldiff (the terminal is restored)"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True, tooltip="Quit kerneldiff, from anywhere"),
         Binding("question_mark", "help", "Help", key_display="?", tooltip="This list of keys"),
-        Binding("p", "cycle_phase", "Phase", tooltip="Cycle the phase filter (all / prefill / decode / mixed) and recompare"),
+        Binding("p", "cycle_phase", "Phase", tooltip="Cycle the phase filter through the phases both traces have (all / prefill / decode / mixed; "
+                "unknown: passes whose phase could not be read) and recompare"),
     ]
 
     # --- state (the screens watch it) --------------------------------------------------------------
@@ -120,9 +124,30 @@ class KernelDiffApp(App):
         self.exit_code = 0
         self._cancel: dict[int, threading.Event] = {}
         self._generation = 0
+        self._topics: dict[str, Notification] = {}   # the notification on screen for each topic
         self.set_reactive(KernelDiffApp.phase, phase)
         self.set_reactive(KernelDiffApp.traces, initial_states(self.session.errors))
         self.set_reactive(KernelDiffApp.browsing, 0 if self.session.single else None)
+
+    # --- notifications that go stale ------------------------------------------------------------
+    # A notice about a state ("phase decode: recomputing…", "loading cancelled", a filter's row
+    # count) stayed up for its timeout after that state had ended, over the table it talked about.
+    # Such a notice is posted under a topic: a newer one replaces it, and `withdraw` takes it down
+    # when the state it describes ends.
+
+    def notify_about(self, topic: str, message: str, **kwargs) -> None:
+        self.withdraw(topic)
+        kwargs.setdefault("timeout", self.NOTIFICATION_TIMEOUT)
+        n = Notification(message, kwargs.pop("title", ""), kwargs.pop("severity", "information"),
+                         kwargs.pop("timeout"), markup=kwargs.pop("markup", True))
+        self._topics[topic] = n
+        self.post_message(Notify(n))
+
+    def withdraw(self, *topics: str) -> None:
+        for topic in topics:
+            n = self._topics.pop(topic, None)
+            if n is not None and n in self._notifications:
+                self._unnotify(n)
 
     @property
     def loading(self) -> frozenset[int]:
@@ -149,6 +174,7 @@ class KernelDiffApp(App):
     # --- loading ------------------------------------------------------------------------------
     def start_loading(self) -> None:
         """Load every trace that is neither loaded nor failed, each in its own thread worker."""
+        self.withdraw("load")
         states = list(self.traces)
         for i, path in enumerate(self.session.paths):
             if states[i].status in (LOADING, LOADED, FAILED):
@@ -209,7 +235,7 @@ class KernelDiffApp(App):
             return
         for i in self.loading:
             self._cancel[i].set()
-        self.notify("loading cancelled")
+        self.notify_about("load", "loading cancelled")
 
     def _after_loads(self) -> None:
         """Every load has ended: compare (or browse), or show what failed."""
@@ -281,6 +307,7 @@ class KernelDiffApp(App):
 
         if m.generation != self._generation:
             return  # a newer phase was asked for meanwhile
+        self.withdraw("result")
         first = self.result is None
         if not first:
             # the phase changed: detail screens show the old phase's figures, so leave them
@@ -293,6 +320,7 @@ class KernelDiffApp(App):
             self._open_result()
 
     def on_result_failed(self, m: ResultFailed) -> None:
+        self.withdraw("result")
         self.notify(m.message, title="Comparison failed", severity="error", markup=False, timeout=10)
 
     def _result_screen(self) -> type:
@@ -339,7 +367,7 @@ class KernelDiffApp(App):
             self.notify("no prefill/decode annotations: only 'all'", timeout=3)
             return
         nxt = choices[(choices.index(self.phase) + 1) % len(choices)] if self.phase in choices else choices[0]
-        self.notify(f"phase {nxt}: recomputing…", timeout=2)
+        self.notify_about("result", f"phase {nxt}: recomputing…", timeout=4)
         self.start_result(nxt)
 
     def on_exported(self, m: Exported) -> None:

@@ -1,4 +1,9 @@
-"""Write the table on screen to CSV or JSON (raw values, names in full) and say where."""
+"""Write the table on screen to CSV or JSON and say where.
+
+A comparison's table is written in the CLI's `--table` schema (kerneldiff.core.report.tables: stable
+a_/b_ keys, rounded figures, the `outside` row), its rows as the screen shows them (filter and
+order); a table core has no flat form of (a drill-down's kernels, one trace's overview) is written
+from its columns, under the same conventions."""
 
 from __future__ import annotations
 
@@ -23,6 +28,54 @@ def _plain(v: Any) -> Any:
     if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
         return None
     return v
+
+
+# explorer table (TableSpec.name) -> the comparison's flat table of the same rows
+CORE_TABLES = {"layers": "layers", "operations": "operations", "fusion": "fusions", "same_kernels": "same-kernels",
+               "warnings": "warnings", "timeline": "timeline", "gemm_shapes": "gemm-shapes",
+               "attention_shapes": "attention-shapes"}
+
+
+def _core_table(spec_name: str) -> str | None:
+    if spec_name.startswith("layer") and spec_name.endswith("_pairs"):
+        return "pairs"
+    return CORE_TABLES.get(spec_name)
+
+
+def table_export(comp, table) -> tuple[list[str], list[list[Any]]]:
+    """Header and rows of the explorer table `table` (a ResultTable) as shown, in the export schema."""
+    from kerneldiff.core.report.tables import OUTSIDE, table_records
+
+    name = _core_table(table.spec.name) if comp is not None else None
+    if name is not None:
+        head, records = table_records(comp, name)
+        by_object: dict[int, list[list[Any]]] = {}
+        for obj, row in records:
+            by_object.setdefault(id(obj), []).append(row)
+        rows: list[list[Any]] = []
+        for r in table.rows_shown:
+            objs = r.payload if isinstance(r.payload, tuple) else (r.payload,)
+            for obj in objs:
+                rows += by_object.get(id(obj), []) if obj is not None else []
+        if name == "warnings":   # strings: their rows are themselves
+            rows = [[r.payload] for r in table.rows_shown]
+        if rows or not table.rows_shown:
+            return head, rows
+        # rows of another kind than the table's name says (a drill-down named like a tab): from the columns
+    header, rows = table.export_records()
+    layer = header.index("layer") if "layer" in header else -1
+    out = []
+    for row in rows:
+        row = [_rounded(v) for v in row]
+        if layer >= 0 and row[layer] is None:
+            row[layer] = OUTSIDE
+        out.append(row)
+    return header, out
+
+
+def _rounded(v: Any) -> Any:
+    v = _plain(v)
+    return round(v, 4) if isinstance(v, float) else v
 
 
 def _create(path: Path):

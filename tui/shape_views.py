@@ -13,12 +13,13 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from kerneldiff.core.compare.one_sided import attention_counterparts
 from kerneldiff.core.compare.result import Comparison
 from kerneldiff.core.compare.work_result import AttentionShape, GemmShape, ShapeSide
 from kerneldiff.core.report import format as fmt
 
 from .text import (DIM, SIDE_LETTER, SIDE_STYLE, cut, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal, readable,
-                   shorten, span)
+                   shortener, span)
 from .views import _num, _row_style, gap_sort, name_sort, searchable, time_sort
 from .widgets.result_table import Column, Row, Sort, TableSpec
 
@@ -104,19 +105,22 @@ def shapes_spec(comp: Comparison, kind: str = GEMM) -> TableSpec:
                 Column("shape", "M×N×K", "text", max(widest, 5)), Column("batch", "Batch", "int", 5),
                 Column("dtype", "Dtype", "text", max([5, *(len(g.dtype) for g in rows_in)]))]
     else:
-        widest = max((len(attention_text(s)) for s in rows_in), default=8)
+        widest = max((len(attention_text(s)) + 2 for s in rows_in), default=8)
         lead = [Column("shape", "Attention shape", "text", max(widest, 15)),
                 Column("dtype", "Dtype", "text", max([5, *(len(s.dtype) for s in rows_in)]))]
     n = len(lead)
     cols = [*lead, Column("a_time", ta, "us", 8), Column("b_time", tb, "us", 8), Column("gap", "Gap", "gap", 9),
             Column("a_tflops", "A TFLOP/s", "num", 9), Column("b_tflops", "B TFLOP/s", "num", 9),
-            Column("a_pct_peak", "A %peak", "num", 7), Column("b_pct_peak", "B %peak", "num", 7),
-            Column("bound", "Bound", "text", 9), Column("ratio", "A/B", "ratio", 6),
+            Column("a_pct_roof", "A %roof", "num", 7), Column("b_pct_roof", "B %roof", "num", 7),
+            Column("bound", "Bound", "text", 9), Column("a_tbps", "A TB/s", "num", 6), Column("b_tbps", "B TB/s", "num", 6),
+            Column("ratio", "A/B", "ratio", 6),
             Column("a_calls", "A calls", "int", 7), Column("b_calls", "B calls", "int", 7)]
+
+    pairs = attention_counterparts(comp) if kind == ATTENTION else {}
 
     def build(w: dict[str, int]) -> list[Row]:
         out = []
-        for s in rows_in:
+        for i, s in enumerate(rows_in):
             a, b = s.a, s.b
             at, bt = side_time(comp, a, "a"), side_time(comp, b, "b")
             bound = bound_text(a, b)
@@ -126,13 +130,18 @@ def shapes_spec(comp: Comparison, kind: str = GEMM) -> TableSpec:
                 head_cells = (literal(cut(op, lead[0].width)), literal(gemm_mnk(s)), _num(str(s.batch)),
                               literal(s.dtype))
             else:
+                # ↔: one side only, the other side runs the same attention recorded otherwise (the detail says how)
+                text = attention_text(s) + (" ↔" if i in pairs else "")
                 head_vals = (attention_text(s), s.dtype)
-                head_cells = (literal(attention_text(s)), literal(s.dtype))
-            vals = (*head_vals, at, bt, s.gap_us, a.tflops, b.tflops, a.pct_peak, b.pct_peak, bound, s.ratio,
-                    a.calls, b.calls)
+                head_cells = (literal(text), literal(s.dtype))
+            # %roof: of the roof that bounds the shape on that GPU (compute peak, or memory bandwidth
+            # for a memory-bound decode GEMM, which read 0.9% of compute peak at 70% of its roof)
+            vals = (*head_vals, at, bt, s.gap_us, a.tflops, b.tflops, a.pct_roofline, b.pct_roofline, bound,
+                    a.tbps, b.tbps, s.ratio, a.calls, b.calls)
             cells = (*head_cells, _num(fmt_us(at)), _num(fmt_us(bt)), _num(fmt_gap(s.gap_us)),
-                     _rate(a.tflops), _rate(b.tflops), _percent(a.pct_peak), _percent(b.pct_peak),
-                     literal(bound), _num(fmt_ratio(s.ratio)), _num(str(a.calls)), _num(str(b.calls)))
+                     _rate(a.tflops), _rate(b.tflops), _percent(a.pct_roofline), _percent(b.pct_roofline),
+                     literal(bound), _rate(a.tbps), _rate(b.tbps), _num(fmt_ratio(s.ratio)), _num(f"{a.calls:,}"),
+                     _num(f"{b.calls:,}"))
             names = [k.name for side in (a, b) for k in side.kernels]
             search = searchable(shape_title(s), *a.ops, *b.ops, *names) + f"\n{KIND_WORDS[kind]}"
             out.append(Row("|".join(map(str, shape_key(s))), vals, cells, payload=s, style=_row_style(s.gap_us),
@@ -166,6 +175,9 @@ def shapes_hint(comp: Comparison, kind: str = GEMM) -> Text:
     else:
         t.append(f"no {KIND_WORDS[kind]} in this phase", style="bold")
         t.append(" (no such operator with usable recorded shapes)" if not lacking else "", style=DIM)
+    paired = len(attention_counterparts(comp)) if kind == ATTENTION else 0
+    if paired:
+        t.append(f"   ↔ {paired}: one side only, pair below", style=DIM)
     t.append(f"   a: {KIND_WORDS[ATTENTION if kind == GEMM else GEMM]} ({len(other)})", style=DIM)
     if here:
         t.append("   Enter: kernels", style=DIM)
@@ -195,7 +207,36 @@ def shape_detail(s, comp: Comparison) -> Group:
         if more > 0:
             g.add_row(Text(""), Text(""), Text(""), Text(f"… {more} more kernel name{'s' if more > 1 else ''}",
                                                          style=DIM))
-    return Group(head, g)
+    parts = [head, g]
+    if isinstance(s, AttentionShape):
+        shapes = comp.attention_shapes
+        i = next((i for i, x in enumerate(shapes) if x is s), None)
+        cp = attention_counterparts(comp).get(i) if i is not None else None
+        if cp is not None:   # first: the one thing to know about this row
+            parts.insert(1, _counterpart_text(s, shapes[cp.index], cp))
+    return Group(*parts)
+
+
+def _counterpart_text(s: AttentionShape, t: AttentionShape, cp) -> Text:
+    """Where the other side's equivalent of a one-sided attention shape is, and why it differs."""
+    mine = "a" if s.a.calls else "b"
+    other = "b" if mine == "a" else "a"
+    out = Text()
+    out.append("↔ ", style="bold")
+    out.append(f"{SIDE_LETTER[other]} runs the same attention as ")
+    out.append(attention_text(t), style="bold")
+    why = []
+    if cp.kv_heads:
+        why.append(f"KV heads {s.kv_heads} → {t.kv_heads} ({'expanded' if t.kv_heads > s.kv_heads else 'not expanded'} "
+                   "before attention, as a compiled graph's repeat_kv does)")
+    if cp.causal:
+        why.append("one counted causal (no mask, Sq = Sk: half the scores), the other full (a mask): "
+                   "FLOPs per call differ 2×, so compare their times, not TFLOP/s")
+    if why:
+        out.append(": " + "; ".join(why), style=DIM)
+    ts = getattr(t, other)
+    out.append(f"\n   {SIDE_LETTER[other]} there: {fmt_us(ts.total_us)} in {ts.calls:,} calls", style=DIM)
+    return out
 
 
 # --- one shape's kernels --------------------------------------------------------------------
@@ -208,16 +249,17 @@ def shape_kernels_spec(s, name: str) -> TableSpec:
             Column("name", "Kernel", "name", min_width=16,
                    max_width=max((len(readable(k.name)) for _s, k in items), default=16)),
             Column("count", "Calls", "int", 6), Column("total", "Time", "us", 8), Column("mean", "Mean", "us", 8),
-            Column("tflops", "TFLOP/s", "num", 7), Column("share", "Share", "pct", 6)]
+            Column("tflops", "TFLOP/s", "num", 7), Column("share", "% row", "pct", 6)]
 
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
+        short = shortener([k.name for _s, k in items], w["name"])
         for i, (key, k) in enumerate(items):
             side_total = getattr(s, key).total_us
             share = k.total_us / side_total if side_total > 0 else None
             vals = (SIDE_LETTER[key], k.name, k.count, k.total_us, k.mean_us, k.tflops, share)
-            cells = (span(SIDE_LETTER[key], f"bold {SIDE_STYLE[key]}"), literal(shorten(k.name, w["name"])),
-                     _num(str(k.count)), _num(fmt_us(k.total_us)), _num(fmt_us(k.mean_us)), _rate(k.tflops),
+            cells = (span(SIDE_LETTER[key], f"bold {SIDE_STYLE[key]}"), literal(short(k.name)),
+                     _num(f"{k.count:,}"), _num(fmt_us(k.total_us)), _num(fmt_us(k.mean_us)), _rate(k.tflops),
                      _num(fmt_pct(share)))
             rows.append(Row(f"{key}{i}", vals, cells, payload=(key, k), search=searchable(k.name) + f"\n{key}"))
         return rows
@@ -246,11 +288,11 @@ def shape_summary(s, comp: Comparison) -> Text:
         if side.pct_peak is not None:
             t.append(f" = {fmt.percent(side.pct_peak)} of {fmt.rate(side.peak_tflops)}")
         if side.bound == "memory":
-            t.append(f" · memory-bound ({fmt.percent(side.pct_roofline)} of its roof)")
+            t.append(f" · memory-bound: {fmt.rate(side.tbps)} TB/s, {fmt.percent(side.pct_roofline)} of its roof")
         elif side.bound:
             t.append(f" · {side.bound}-bound")
     return t
 
 
 def _calls(n: int) -> str:
-    return f"{n} call" if n == 1 else f"{n} calls"
+    return f"{n:,} call" if n == 1 else f"{n:,} calls"

@@ -12,7 +12,7 @@ import math
 from rich.text import Text
 
 from kerneldiff.core.analysis.demangle import readable as _readable
-from kerneldiff.core.analysis.names import short_name, visible
+from kerneldiff.core.analysis.names import distinct_short_names, short_name, visible
 from kerneldiff.core.report import format as fmt
 
 # Display styles of the two sides. Colour is a help, never the only signal: sides are also
@@ -58,6 +58,15 @@ def shorten(s: str, width: int) -> str:
     if width <= 1:
         return s[: max(width, 0)]
     return short_name(s, width)
+
+
+def shortener(names, width: int):
+    """`shorten` for the names of one table column: names that would read the same keep the part
+    that tells them apart from their neighbours (kerneldiff.core.analysis.names.distinct_short_names)."""
+    if width <= 1:
+        return lambda name: shorten(name, width)
+    table = distinct_short_names([clean(n) for n in names if n], width)
+    return lambda name: table.get(clean(name)) or shorten(name, width)
 
 
 # numbers: one formatter for the reports and the explorer (kerneldiff.core.report.format)

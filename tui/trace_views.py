@@ -9,7 +9,7 @@ from rich.text import Text
 
 from kerneldiff.core.analysis.browse import KernelTotal, LayerTotal, OperationTotal, StepTotal, TraceOverview
 
-from .text import DIM, SIDE_STYLE, clean, cut, fmt_pct, fmt_us, literal, one_bar, readable, shorten, span
+from .text import DIM, SIDE_STYLE, clean, cut, fmt_pct, fmt_us, literal, one_bar, readable, shortener, span
 from .views import CHART_WIDTH, labelled_grid, name_sort, searchable, stats_grid
 from .widgets.result_table import Column, Row, Sort, TableSpec
 
@@ -42,7 +42,7 @@ def operations_spec(ov: TraceOverview, side: str = "a") -> TableSpec:
         for o in ops:
             s = o.stats
             vals = (o.category, s.count, s.total_us, s.mean_us, s.median_us, s.share, None)
-            cells = (literal(cut(o.category, w["category"])), _num(str(s.count)), _num(fmt_us(s.total_us)),
+            cells = (literal(cut(o.category, w["category"])), _num(f"{s.count:,}"), _num(fmt_us(s.total_us)),
                      _num(fmt_us(s.mean_us)), _num(fmt_us(s.median_us)), _num(fmt_pct(s.share)),
                      one_bar(s.total_us, scale, 10, SIDE_STYLE[side]))
             rows.append(Row(o.category, vals, cells, payload=o, search=o.category.lower()))
@@ -80,16 +80,15 @@ def layers_spec(ov: TraceOverview, side: str = "a") -> TableSpec:
         rows = []
         for r in layers:
             vals = (r.layer, r.total_us, r.kernels, r.passes, r.median_us, r.p90_us, r.share, None)
-            cells = (_num(str(r.layer)), _num(fmt_us(r.total_us)), _num(str(r.kernels)), _num(str(r.passes)),
+            cells = (_num(str(r.layer)), _num(fmt_us(r.total_us)), _num(f"{r.kernels:,}"), _num(f"{r.passes:,}"),
                      _num(fmt_us(r.median_us)), _num(fmt_us(r.p90_us)), _num(fmt_pct(r.share)),
                      one_bar(r.total_us, scale, w["chart"], SIDE_STYLE[side]))
             rows.append(Row(str(r.layer), vals, cells, payload=r, search=f"layer {r.layer}"))
         return rows
 
-    busiest = busiest_layer(ov)
     sorts = {"time": _time(1, "total"), "name": Sort("layer", lambda r: r.values[0], ("layer",), False, "in order")}
-    return TableSpec("layers", cols, build, select=None if busiest is None else str(busiest), default_sort=(0, False),
-                     sorts=sorts, fixed=1)
+    # in order from the top (layer 0 in view); L opens the busiest
+    return TableSpec("layers", cols, build, default_sort=(0, False), sorts=sorts, fixed=1)
 
 
 def busiest_layer(ov: TraceOverview) -> int | None:
@@ -122,10 +121,11 @@ def layer_kernels_spec(layer: int, kernels: list[KernelTotal]) -> TableSpec:
 
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
+        short = shortener([k.name for k in kernels], w["kernel"])
         for k in kernels:
             s = k.stats
             vals = (k.position, k.name, k.category, k.per_pass, s.median_us, s.total_us, s.share)
-            cells = (_num(str(k.position)), literal(shorten(k.name, w["kernel"])), literal(cut(k.category, 12)),
+            cells = (_num(str(k.position)), literal(short(k.name)), literal(cut(k.category, 12)),
                      _num(_count(k.per_pass)), _num(fmt_us(s.median_us)), _num(fmt_us(s.total_us)),
                      _num(fmt_pct(s.share)))
             rows.append(Row(k.name, vals, cells, payload=k, search=searchable(k.name, k.category)))
@@ -144,8 +144,9 @@ def kernels_spec(ov: TraceOverview) -> TableSpec:
             Column("total", "Total", "us", 8), Column("mean", "Mean", "us", 8), Column("share", "Share", "pct", 6)]
 
     def build(w: dict[str, int]) -> list[Row]:
+        short = shortener([k.name for k in items], w["name"])
         return [Row(k.name, (k.name, k.category, k.stats.count, k.stats.total_us, k.stats.mean_us, k.stats.share),
-                    (literal(shorten(k.name, w["name"])), literal(cut(k.category, 12)), _num(str(k.stats.count)),
+                    (literal(short(k.name)), literal(cut(k.category, 12)), _num(f"{k.stats.count:,}"),
                      _num(fmt_us(k.stats.total_us)), _num(fmt_us(k.stats.mean_us)), _num(fmt_pct(k.stats.share))),
                     payload=k, search=searchable(k.name, k.category))
                 for k in items]
@@ -174,7 +175,7 @@ def steps_spec(ov: TraceOverview) -> TableSpec:
     def build(w: dict[str, int]) -> list[Row]:
         return [Row(str(s.index), (s.index, s.phase, s.start_us, s.span_us, s.kernels, s.gpu_us, s.busy, s.name),
                     (_num(str(s.index)), literal(s.phase), _num(fmt_us(s.start_us)), _num(fmt_us(s.span_us)),
-                     _num(str(s.kernels)), _num(fmt_us(s.gpu_us)), _num(fmt_pct(s.busy)),
+                     _num(f"{s.kernels:,}"), _num(fmt_us(s.gpu_us)), _num(fmt_pct(s.busy)),
                      literal(cut(s.name, w["name"]))),
                     payload=s, search=f"{s.name}\n{s.phase}".lower())
                 for s in items]

@@ -14,8 +14,10 @@ from rich.text import Text
 from kerneldiff.core.compare.result import (Comparison, FusionFinding, KernelPair, LayerAlignment, LayerRow,
                                             OperationRow, SameKernel)
 
+from kerneldiff.core.compare.one_sided import operation_counterpart
+
 from .text import (DIM, SIDE_LETTER, SIDE_STYLE, clean, cut, readable, span, fmt_bytes, fmt_gap, fmt_pct, fmt_ratio, fmt_us,
-                   literal, one_bar, shorten, slower_side, two_bars)
+                   literal, one_bar, shorten, shortener, slower_side, two_bars)
 from .widgets.result_table import Column, Row, Sort, TableSpec
 
 CHART_WIDTH = 16  # the smallest per-layer chart that still shows a 10% difference
@@ -41,15 +43,20 @@ def _row_style(gap_us: float) -> str:
     return SIDE_STYLE[side] if side else ""
 
 
-def _slower_cell(gap_us: float) -> Text:
+def _slower_cell(gap_us: float, noise: bool = False) -> Text:
+    """A or B (the slower side), = for a tie; ≈ after it when the gap is within the spread across
+    passes of the typical layer's (the layer is no slower than the others)."""
     side = slower_side(gap_us)
-    return Text(SIDE_LETTER[side]) if side else span("=", DIM)
+    t = Text(SIDE_LETTER[side]) if side else span("=", DIM)
+    if noise:
+        t.append(" ≈", style=DIM)
+    return t
 
 
-def _name_cell(name: str | None, width: int) -> Text:
+def _name_cell(name: str | None, width: int, short=None) -> Text:
     if name is None:
         return span(NONE_CELL, f"{DIM} italic")
-    return literal(shorten(name, width))
+    return literal(short(name) if short is not None else shorten(name, width))
 
 
 def searchable(*parts: str | None) -> str:
@@ -107,9 +114,11 @@ def layers_spec(comp: Comparison) -> TableSpec:
     cols = [Column("layer", "Layer", "int", 7), Column("a_total", "A total", "us", 8),
             Column("b_total", "B total", "us", 8), Column("ratio", "A/B", "ratio", 6),
             Column("gap", "Gap", "gap", 9), Column("slower", "Slower", "text", 6),
-            Column("chart", "A▀ B▄", "bar", None, CHART_WIDTH),
+            Column("chart", "A▀ B▄", "bar", None, CHART_WIDTH), Column("spread", "±passes", "us", 8),
             Column("a_kernels", "A kernels", "int", 9), Column("b_kernels", "B kernels", "int", 9),
-            Column("a_median", "A med/pass", "us", 10), Column("b_median", "B med/pass", "us", 10)]
+            Column("a_median", "A med/pass", "us", 10), Column("b_median", "B med/pass", "us", 10),
+            # GPU idle inside the layer (first to last kernel, all passes): the text report had it, the explorer not
+            Column("a_idle", "A idle", "us", 8), Column("b_idle", "B idle", "us", 8)]
 
     def build(_w: dict[str, int]) -> list[Row]:
         rows = []
@@ -118,15 +127,19 @@ def layers_spec(comp: Comparison) -> TableSpec:
             gap = r.gap_us if compared else None
             a = r.a.total_us if (r.a.kernels or compared) else None
             b = r.b.total_us if (r.b.kernels or compared) else None
+            noise = " ≈" if r.noise else ""
             vals = (None if outside else r.layer, a, b, r.ratio, gap,
-                    SIDE_LETTER.get(slower_side(gap or 0), "=") if compared else "", None,
-                    r.a.kernels, r.b.kernels, r.a.median_us, r.b.median_us)
+                    (SIDE_LETTER.get(slower_side(gap or 0), "=") + noise) if compared else "", None, r.spread_us,
+                    r.a.kernels, r.b.kernels, r.a.median_us, r.b.median_us,
+                    *_idle(r))
             cells = (span(OUTSIDE, "italic", "right") if outside else _num(str(r.layer)), _num(fmt_us(a)),
                      _num(fmt_us(b)), _num(fmt_ratio(r.ratio)), _num(fmt_gap(gap)),
-                     _slower_cell(r.gap_us) if compared else Text(""),
+                     _slower_cell(r.gap_us, r.noise) if compared else Text(""),
                      two_bars(r.a.total_us, r.b.total_us, scale, _w["chart"]),
-                     _num(str(r.a.kernels)), _num(str(r.b.kernels)), _num(fmt_us(r.a.median_us if r.a.kernels else None)),
-                     _num(fmt_us(r.b.median_us if r.b.kernels else None)))
+                     _num("±" + fmt_us(r.spread_us) if r.spread_us is not None else "—"),
+                     _num(f"{r.a.kernels:,}"), _num(f"{r.b.kernels:,}"), _num(fmt_us(r.a.median_us if r.a.kernels else None)),
+                     _num(fmt_us(r.b.median_us if r.b.kernels else None)),
+                     *(_num(fmt_us(x)) for x in _idle(r)))
             key = OUTSIDE if outside else str(r.layer)
             search = "outside layers embedding lm_head sampling" if outside else f"layer {r.layer}"
             rows.append(Row(key, vals, cells, payload=r, style=_row_style(gap or 0), search=search))
@@ -135,6 +148,13 @@ def layers_spec(comp: Comparison) -> TableSpec:
     sorts = compare_sorts(4, 1, 2, 0, "layer")
     sorts["name"] = Sort("layer", lambda r: r.values[0], ("layer",), False, "in order")
     return TableSpec("layers", cols, build, default_sort="gap" if compared else "time", sorts=sorts, fixed=1)
+
+
+def _idle(r) -> tuple[float | None, float | None]:
+    """Each side's GPU idle inside the layer; none for `outside` (not one span: no idle is measured)."""
+    if r.layer < 0:
+        return None, None
+    return (r.a.idle_us if r.a.kernels else None), (r.b.idle_us if r.b.kernels else None)
 
 
 def layers_hint(comp: Comparison) -> Text:
@@ -150,6 +170,13 @@ def layers_hint(comp: Comparison) -> Text:
         t.append(f" ({SIDE_LETTER[lack]}: none found, see Warnings): {SIDE_LETTER[have]} alone, nothing compared",
                  style="yellow")
         return t
+    noise = sum(r.noise for r in comp.layers)
+    if noise:
+        if noise == len(comp.layers):
+            t.append(f"≈ all {noise} layers within the spread across passes (±): no layer stands out", style="bold")
+        else:
+            t.append(f"≈ {noise} of {len(comp.layers)} layers: gap within ± of the typical layer's")
+        t.append("   ")
     t.append("▀ ", style=SIDE_STYLE["a"])
     t.append("A ", style=f"bold {SIDE_STYLE['a']}")
     t.append(literal(comp.a.label))
@@ -157,6 +184,8 @@ def layers_hint(comp: Comparison) -> Text:
     t.append("B ", style=f"bold {SIDE_STYLE['b']}")
     t.append(literal(comp.b.label))
     t.append("   Enter: kernel pairs", style=DIM)
+    if comp.layers and all(r.spread_us is None for r in comp.layers):
+        t.append("   ±passes —: under 3 passes, no spread to judge layer differences by", style=DIM)
     return t
 
 
@@ -177,7 +206,7 @@ def operations_spec(comp: Comparison) -> TableSpec:
             Column("a_total", ta, "us", 8), Column("b_total", tb, "us", 8),
             Column("ratio", "A/B", "ratio", 6), Column("gap", "Gap", "gap", 9),
             Column("a_count", "A n", "int", 6), Column("b_count", "B n", "int", 6),
-            Column("a_share", "A share", "pct", 7), Column("b_share", "B share", "pct", 7),
+            Column("a_share", "A %GPU", "pct", 7), Column("b_share", "B %GPU", "pct", 7),
             Column("a_median", "A median", "us", 8), Column("b_median", "B median", "us", 8),
             Column("only_in", "Only in", "text", 7)]
 
@@ -185,16 +214,18 @@ def operations_spec(comp: Comparison) -> TableSpec:
         rows = []
         for o in ops:
             ph = (o.phase,) if split else ()
+            found = operation_counterpart(comp, o)
             a = o.a if o.a.count else None
             b = o.b if o.b.count else None
             at = a.total_us / na if a else None
             bt = b.total_us / nb if b else None
-            only = SIDE_LETTER[o.only_in] if o.only_in else ""
+            # one-sided: the fusion finding in which the other side runs the same work unfused
+            only = (SIDE_LETTER[o.only_in] + (f" #{found + 1}" if found is not None else "")) if o.only_in else ""
             vals = (o.category, *ph, at, bt, o.ratio, o.gap_us, o.a.count, o.b.count,
                     a and a.share, b and b.share, a and a.median_us, b and b.median_us, only)
             cells = (literal(cut(o.category, w["category"])), *(literal(p) for p in ph),
                      _num(fmt_us(at)), _num(fmt_us(bt)),
-                     _num(fmt_ratio(o.ratio)), _num(fmt_gap(o.gap_us)), _num(str(o.a.count)), _num(str(o.b.count)),
+                     _num(fmt_ratio(o.ratio)), _num(fmt_gap(o.gap_us)), _num(f"{o.a.count:,}"), _num(f"{o.b.count:,}"),
                      _num(fmt_pct(a.share) if a else "—"), _num(fmt_pct(b.share) if b else "—"),
                      _num(fmt_us(a.median_us) if a else "—"), _num(fmt_us(b.median_us) if b else "—"),
                      Text(only))
@@ -212,6 +243,12 @@ def operations_hint(comp: Comparison) -> Text:
     if comp.basis == "per_pass":
         t.append(f"per pass: A {comp.a.passes} passes, B {comp.b.passes}", style="bold")
         t.append("   ")
+    example = next(((o, i) for o in comp.operations if (i := operation_counterpart(comp, o)) is not None), None)
+    if example is not None:   # what `B #2` in the Only-in column says
+        o, i = example
+        other = SIDE_LETTER["a" if o.only_in == "b" else "b"]
+        t.append(f"Only in {SIDE_LETTER[o.only_in]} #{i + 1}: {other} runs it unfused (fusion #{i + 1})", style=DIM)
+        t.append(" · ", style=DIM)
     t.append("Enter: the operation's kernels on each side", style=DIM)
     return t
 
@@ -223,13 +260,13 @@ def stats_grid(stats: dict[str | None, Any]) -> Table:
     g.add_column()
     for _ in range(7):
         g.add_column(justify="right")
-    g.add_row(Text(""), *[Text(h, style="bold") for h in ("count", "total", "min", "median", "p95", "max", "share")])
+    g.add_row(Text(""), *[Text(h, style="bold") for h in ("count", "total", "min", "median", "p95", "max", "% GPU")])
     for side, s in stats.items():
         label = Text("") if side is None else side_text(side)
         if not s.count:
             g.add_row(label, Text("—"), *[Text("") for _ in range(6)])
             continue
-        g.add_row(label, Text(str(s.count)), Text(fmt_us(s.total_us)), Text(fmt_us(s.min_us)),
+        g.add_row(label, Text(f"{s.count:,}"), Text(fmt_us(s.total_us)), Text(fmt_us(s.min_us)),
                   Text(fmt_us(s.median_us)), Text(fmt_us(s.p95_us)), Text(fmt_us(s.max_us)), Text(fmt_pct(s.share)))
     return g
 
@@ -249,6 +286,14 @@ def operation_detail(o: OperationRow, comp: Comparison) -> Group:
     head.append(f"   A/B {fmt_ratio(o.ratio)}   gap {fmt_gap(o.gap_us)}")
     if o.only_in:
         head.append(f"   only {SIDE_LETTER[o.only_in]} runs it", style="bold")
+    found = operation_counterpart(comp, o)
+    if found is not None:
+        f = comp.fusions[found]
+        other = SIDE_LETTER[f.component_side]
+        head.append(f"\n{other} runs the same work unfused: ")
+        head.append_text(literal(", ".join(f.component_categories), "bold"))
+        head.append_text(literal(f" ({f.module})" if f.module else ""))
+        head.append(f" — fusion #{found + 1}", style=DIM)
     g = labelled_grid()
     for side in ("a", "b"):
         prefix = f"{SIDE_LETTER[side]} "
@@ -269,17 +314,20 @@ def pairs_spec(al: LayerAlignment) -> TableSpec:
     cols = [Column("pos", "#", "int", 3), Column("a_name", "A kernel", "name", min_width=14),
             Column("b_name", "B kernel", "name", min_width=14), Column("a_mean", "A mean", "us", 7),
             Column("b_mean", "B mean", "us", 7), Column("ratio", "A/B", "ratio", 6), Column("gap", "Gap", "gap", 8),
-            Column("note", "", "text", 1), Column("category", "Category", "text", max(8, min(widest, 28)))]
+            Column("note", "G", "text", 1), Column("category", "Category", "text", max(8, min(widest, 28)))]
 
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
+        # each column's names told apart from that column's (A's hip and B's nv kernel may read alike)
+        short_a = shortener([p.a_name for p in al.pairs], w["a_name"])
+        short_b = shortener([p.b_name for p in al.pairs], w["b_name"])
         for p in al.pairs:
             a = p.a.mean_us if p.a_name is not None else None
             b = p.b.mean_us if p.b_name is not None else None
-            note = group_mark(p) or ("F" if p.fusion_note else ("=" if p.same_kernel else ""))
+            note = pair_mark(p)
             cat = pair_category(p)
             vals = (p.position, p.a_name, p.b_name, a, b, p.ratio, p.gap_us, note, cat)
-            cells = (_num(str(p.position)), _name_cell(p.a_name, w["a_name"]), _name_cell(p.b_name, w["b_name"]),
+            cells = (_num(str(p.position)), _name_cell(p.a_name, w["a_name"], short_a), _name_cell(p.b_name, w["b_name"], short_b),
                      _num(fmt_us(a)), _num(fmt_us(b)), _num(fmt_ratio(p.ratio)), _num(fmt_gap(p.gap_us)),
                      span(note, "bold" if note not in ("=", "") else DIM), literal(cut(cat, cols[-1].width)))
             search = searchable(p.a_name, p.b_name, p.a_category, p.b_category)
@@ -296,6 +344,12 @@ def pair_category(p: KernelPair) -> str:
     if a and b and a != b:
         return f"{a} → {b}"
     return a or b or ""
+
+
+def pair_mark(p: KernelPair) -> str:
+    """The pairs table's G column: the op-level fusion group (1-9, + beyond), else F for a fusion
+    note, = for the same kernel on both sides; the line under the table says which it is."""
+    return group_mark(p) or ("F" if p.fusion_note else ("=" if p.same_kernel else ""))
 
 
 def group_mark(p: KernelPair) -> str:
@@ -334,6 +388,10 @@ def pair_status(p: KernelPair, width: int = 80, comp: Comparison | None = None, 
             t.append(literal(shorten(name, max(width - 4 - len(tail), 10))))
         t.append(tail, style=DIM)
         t.append("\n")
+    mark = pair_mark(p)
+    if mark:
+        t.append(f"G {mark}", style="bold")
+        t.append(": ", style=DIM)
     if p.same_kernel:
         t.append("same kernel", style=DIM)
     group = group_text(p, comp, layer)
@@ -406,7 +464,7 @@ def fusion_evidence(f: FusionFinding, comp: Comparison) -> Group:
         g.add_row(comp_label if i == 0 else Text(""), literal(readable(k)))
     if f.component_categories:
         g.add_row(Text("  categories"), literal(", ".join(f.component_categories)))
-    g.add_row(Text("occurrences"), Text(str(f.occurrences)))
+    g.add_row(Text("occurrences"), Text(f"{f.occurrences:,}"))
     cost = side_text(cs)
     if f.kind == "count_imbalance":     # the finding holds the extra launches only (see fusion.py)
         cost.append(f" {f.occurrences} extra launches {fmt_us(f.component_cost_us)}; the rest of the category's "
@@ -496,8 +554,9 @@ def same_kernels_spec(comp: Comparison) -> TableSpec:
             Column("gap", "Total gap", "gap", 9), Column("category", "Category", "text", 12)]
 
     def build(w: dict[str, int]) -> list[Row]:
+        short = shortener([k.name for k in items], w["name"])
         return [Row(f"{i}", (k.name, k.a.count, k.b.count, k.a.mean_us, k.b.mean_us, k.ratio, k.gap_us, k.category),
-                    (literal(shorten(k.name, w["name"])), _num(str(k.a.count)), _num(str(k.b.count)),
+                    (literal(short(k.name)), _num(f"{k.a.count:,}"), _num(f"{k.b.count:,}"),
                      _num(fmt_us(k.a.mean_us)), _num(fmt_us(k.b.mean_us)), _num(fmt_ratio(k.ratio)),
                      _num(fmt_gap(k.gap_us)), literal(cut(k.category, 12))),
                     payload=k, style=_row_style(k.gap_us), search=searchable(k.name, k.category))
@@ -549,16 +608,17 @@ def side_kernels_spec(name: str, sides: dict[str, list], totals: dict[str, float
     cols = [Column("side", "", "text", 1), Column("name", "Kernel", "name", min_width=16,
                                                   max_width=max((len(readable(k.name)) for _s, k in items), default=16)),
             Column("count", "Count", "int", 6), Column("total", "Total", "us", 8), Column("mean", "Mean", "us", 8),
-            Column("share", "Share", "pct", 6), Column("category", "Category", "text", 12)]
+            Column("share", "% row", "pct", 6), Column("category", "Category", "text", 12)]
 
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
+        short = shortener([k.name for _s, k in items], w["name"])
         for i, (side, k) in enumerate(items):
             st = k.stats
             share = st.total_us / totals[side] if totals.get(side) else None
             rows.append(Row(f"{side}{i}", (SIDE_LETTER[side], k.name, st.count, st.total_us, st.mean_us, share, k.category),
-                            (span(SIDE_LETTER[side], f"bold {SIDE_STYLE[side]}"), literal(shorten(k.name, w["name"])),
-                             _num(str(st.count)), _num(fmt_us(st.total_us)), _num(fmt_us(st.mean_us)),
+                            (span(SIDE_LETTER[side], f"bold {SIDE_STYLE[side]}"), literal(short(k.name)),
+                             _num(f"{st.count:,}"), _num(fmt_us(st.total_us)), _num(fmt_us(st.mean_us)),
                              _num(fmt_pct(share)), literal(cut(k.category, 12))),
                             payload=(side, k), search=searchable(k.name, k.category) + f"\n{side}"))
         return rows
@@ -602,7 +662,7 @@ def _idle_share(p: dict | None) -> float | None:
 
 
 def timeline_spec(comp: Comparison) -> TableSpec:
-    """Per forward pass: wall span, busy and idle of each side, the slowest pass (longest span) first.
+    """Per forward pass: wall span, busy and idle of each side, the largest |span gap| first.
     The bars of a row share its longer span as their scale (prefill and decode passes differ by far)."""
     passes = timeline_passes(comp)
     cols = [Column("pass", "Pass", "int", 5), Column("a_span", "A span", "us", 8), Column("b_span", "B span", "us", 8),
@@ -634,17 +694,19 @@ def timeline_spec(comp: Comparison) -> TableSpec:
                      busy_idle_bar(vals[8], vals[1], scale, w["a_bar"], "a"),
                      busy_idle_bar(vals[9], vals[2], scale, w["b_bar"], "b"),
                      *(_num(fmt_us(v)) for v in vals[8:16]),
-                     *(_num("—" if v is None else str(v)) for v in vals[16:18]))
+                     *(_num("—" if v is None else f"{v:,}") for v in vals[16:18]))
             names = " ".join(p["name"] for p in (a, b) if p and p.get("name"))
             rows.append(Row(str(n), vals, cells, payload=(a, b), style=_row_style(gap or 0),
                             search=f"pass {n} {names}".lower()))
         return rows
 
+    # largest |span gap| first, as the CLI's timeline; `t`: the longer of the two spans, which is
+    # neither column alone, so no header carries the arrow (the notification says the order)
     sorts = {"time": Sort("time", lambda r: max((v for v in r.values[1:3] if v is not None), default=None),
-                          ("a_span", "b_span"), True, "the slowest pass (longest span) first"),
+                          (), True, "the slowest pass (the longer of A span and B span) first"),
              "gap": gap_sort(3, words="largest |span gap| first"),
              "name": Sort("pass", lambda r: r.values[0], ("pass",), False, "in order")}
-    return TableSpec("timeline", cols, build, default_sort="time", sorts=sorts, fixed=1)
+    return TableSpec("timeline", cols, build, default_sort="gap", sorts=sorts, fixed=1)
 
 
 def timeline_hint(comp: Comparison) -> Text:

@@ -256,7 +256,7 @@ class _LayerGroups:
         per_pass = self.total[a:b]
         return LayerSide(total_us=float(per_pass.sum()), kernels=int(self.length[a:b].sum()),
                          passes=b - a, median_us=float(np.median(per_pass)),
-                         p90_us=float(np.percentile(per_pass, 90)))
+                         p90_us=float(np.percentile(per_pass, 90)), spread_us=_spread(per_pass))
 
     def modal(self, l: int) -> tuple[tuple, np.ndarray, np.ndarray] | None:
         """The most common kernel-name sequence of a layer (the earliest on a tie), the duration
@@ -273,6 +273,38 @@ class _LayerGroups:
         return tuple(self.names[s0:s0 + n].tolist()), self.dur[cells], self.sorted_pos[s0:s0 + n]
 
 
+# A layer's rank among layers means something only when its gap stands out from the others' by more
+# than the gap varies from pass to pass: the 16 layers of the H100/H200 Llama pair all lose 815-856 µs
+# over 48 passes, while one pass's layer varies by ~1.1 µs (σ), i.e. ±51 µs over the passes.
+MIN_SPREAD_PASSES = 3   # fewer passes say nothing about the spread
+
+
+def _spread(per_pass: np.ndarray) -> float | None:
+    """Robust σ of a layer's time per pass (1.4826 × the median absolute deviation): the one prefill
+    pass among 47 decode passes is a different workload, not spread."""
+    if len(per_pass) < MIN_SPREAD_PASSES:
+        return None
+    return float(1.4826 * np.median(np.abs(per_pass - np.median(per_pass))))
+
+
+def _gap_spread(a: LayerSide, b: LayerSide) -> float | None:
+    """The spread across passes of a gap between totals: each side's σ times its passes, combined."""
+    if a.spread_us is None or b.spread_us is None:
+        return None
+    return float(np.hypot(a.passes * a.spread_us, b.passes * b.spread_us))
+
+
+def _mark_noise(rows: list[LayerRow]) -> None:
+    """A layer whose gap is within its spread of the median layer's gap is noise (≈): it is no
+    slower than the typical layer, whatever its rank."""
+    spreads = [r.spread_us for r in rows]
+    if not rows or any(s is None for s in spreads):
+        return
+    typical = float(np.median([r.gap_us for r in rows]))
+    for r in rows:
+        r.noise = abs(r.gap_us - typical) <= r.spread_us
+
+
 def _outside(v: _View) -> LayerSide:
     """The kernels outside every layer (embedding, lm_head, sampling, between passes), per pass."""
     k = v.m.kernels
@@ -284,7 +316,7 @@ def _outside(v: _View) -> LayerSide:
     per = np.bincount(steps[ok], weights=d[ok])[np.bincount(steps[ok]) > 0] if ok.any() else np.zeros(0)
     return LayerSide(total_us=float(d.sum()), kernels=int(len(pos)), passes=int(len(per)),
                      median_us=float(np.median(per)) if len(per) else 0.0,
-                     p90_us=float(np.percentile(per, 90)) if len(per) else 0.0)
+                     p90_us=float(np.percentile(per, 90)) if len(per) else 0.0, spread_us=_spread(per))
 
 
 def _layers(ga: _LayerGroups, gb: _LayerGroups, compared: bool = True) -> list[LayerRow]:
@@ -293,7 +325,9 @@ def _layers(ga: _LayerGroups, gb: _LayerGroups, compared: bool = True) -> list[L
     for l in sorted(set(ga.ranges) | set(gb.ranges)):
         sa, sb = ga.side(l), gb.side(l)
         rows.append(LayerRow(layer=l, a=sa, b=sb, ratio=_ratio(sa.total_us, sb.total_us) if compared else None,
-                             gap_us=sa.total_us - sb.total_us))
+                             gap_us=sa.total_us - sb.total_us, spread_us=_gap_spread(sa, sb) if compared else None))
+    if compared:
+        _mark_noise(rows)
     rows.sort(key=lambda r: -abs(r.gap_us))
     for i, r in enumerate(rows, 1):
         r.rank = i
@@ -475,7 +509,8 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
         oa, ob = _outside(va), _outside(vb)
         if oa.kernels or ob.kernels:
             outside = LayerRow(layer=-1, a=oa, b=ob, gap_us=oa.total_us - ob.total_us,
-                               ratio=_ratio(oa.total_us, ob.total_us) if layers_from == "both" else None)
+                               ratio=_ratio(oa.total_us, ob.total_us) if layers_from == "both" else None,
+                               spread_us=_gap_spread(oa, ob) if layers_from == "both" else None)
     coarse_notes: list[str] = []
     alignments = _alignments(ga, gb, labels, classifier, coarse_notes)
     fusions = find_fusions(va, vb, labels, classifier, alignments, fusion_overrides)

@@ -124,6 +124,7 @@ class LayerSide:
     p90_us: float = 0.0          # per pass
     idle_us: float = 0.0         # GPU idle inside the layer (its first to last kernel), all passes
     wall_us: float = 0.0         # first to last kernel of the layer, summed over its passes
+    spread_us: float | None = None   # how much its time varies from pass to pass (robust σ: 1.4826 × MAD); None: < 3 passes
 
 
 @dataclass
@@ -134,6 +135,9 @@ class LayerRow:
     ratio: float | None
     gap_us: float
     rank: int = 0                # 1 = largest gap (A slowest relative to B)
+    # the spread across passes of the gap (sqrt((passes·σ)_A² + (passes·σ)_B²)); None: too few passes
+    spread_us: float | None = None
+    noise: bool = False          # its gap is within that spread of the typical layer's: its rank says nothing
 
 
 # what an aligned position says about fusion; detectors read this, never the display note

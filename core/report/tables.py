@@ -1,6 +1,10 @@
-"""Flat tables (header + rows of plain values) of a Comparison, for CSV export and any tabular view.
+"""Flat tables (header + rows of plain values) of a Comparison: the one export schema of the CLI's
+`--table` (CSV and JSON) and the explorer's `e`/`E` export.
 
-Full names, unrounded numbers: a table here is data, not presentation.
+Stable keys: a side's figure is `a_<field>` / `b_<field>` (A the first trace), never a file or GPU
+name, so that two exports of different pairs have the same columns. Full names; durations in µs
+rounded to 0.1 ns (4 decimals); a missing value is an empty cell (null in JSON). The layers table
+ends with the `outside` row (the kernels outside every layer), as the explorer shows it.
 """
 
 from __future__ import annotations
@@ -25,49 +29,92 @@ def _r(x: float | None) -> float | str:
     return "" if x is None else round(x, 4)
 
 
+def sides(*fields: str) -> list[str]:
+    """`a_<field>`, `b_<field>` for each field: the stable column keys of the two sides."""
+    return [f"{s}_{f}" for f in fields for s in ("a", "b")]
+
+
+OUTSIDE = "outside"   # the layer key of the kernels outside every layer
+
+
 def table(c: Comparison, name: str) -> tuple[list[str], list[list[Any]]]:
-    A, B = c.a.label, c.b.label
+    """One table: its column keys and rows."""
+    head, records = table_records(c, name)
+    return head, [row for _obj, row in records]
+
+
+def table_records(c: Comparison, name: str) -> tuple[list[str], list[tuple[Any, list[Any]]]]:
+    """One table with, beside each row, the result object it was made from (an OperationRow, a
+    LayerRow, a KernelPair, a pass of a timeline…), so that a view can export the rows it shows,
+    in its order, in this schema."""
     if name == "operations":
-        head = ["category", "phase", f"count [{A}]", f"count [{B}]", f"total_us [{A}]", f"total_us [{B}]",
-                f"mean_us [{A}]", f"mean_us [{B}]", f"median_us [{A}]", f"median_us [{B}]",
-                f"share [{A}]", f"share [{B}]", "ratio_a_over_b", "gap_us_a_minus_b", "only_in",
-                f"top_cpu_ops [{A}]", f"top_cpu_ops [{B}]", f"examples [{A}]", f"examples [{B}]"]
-        rows = [[o.category, o.phase, o.a.count, o.b.count, _r(o.a.total_us), _r(o.b.total_us), _r(o.a.mean_us),
-                 _r(o.b.mean_us), _r(o.a.median_us), _r(o.b.median_us), _r(o.a.share), _r(o.b.share), _r(o.ratio),
-                 _r(o.gap_us), o.only_in or "", " | ".join(o.top_cpu_ops.get("a", [])),
-                 " | ".join(o.top_cpu_ops.get("b", [])), " | ".join(o.examples.get("a", [])),
-                 " | ".join(o.examples.get("b", []))] for o in c.operations]
-        return head, rows
+        head = ["category", "phase", *sides("count", "total_us", "mean_us", "median_us", "share"),
+                "ratio_a_over_b", "gap_us_a_minus_b", "only_in", *sides("top_cpu_ops"), *sides("examples")]
+        return head, [(o, [o.category, o.phase, o.a.count, o.b.count, _r(o.a.total_us), _r(o.b.total_us),
+                           _r(o.a.mean_us), _r(o.b.mean_us), _r(o.a.median_us), _r(o.b.median_us), _r(o.a.share),
+                           _r(o.b.share), _r(o.ratio), _r(o.gap_us), o.only_in or "",
+                           " | ".join(o.top_cpu_ops.get("a", [])), " | ".join(o.top_cpu_ops.get("b", [])),
+                           " | ".join(o.examples.get("a", [])), " | ".join(o.examples.get("b", []))])
+                      for o in c.operations]
     if name == "layers":
-        head = ["rank", "layer", f"total_us [{A}]", f"total_us [{B}]", f"kernels [{A}]", f"kernels [{B}]",
-                f"passes [{A}]", f"passes [{B}]", f"median_us [{A}]", f"median_us [{B}]", f"p90_us [{A}]",
-                f"p90_us [{B}]", "ratio_a_over_b", "gap_us_a_minus_b"]
-        rows = [[l.rank, l.layer, _r(l.a.total_us), _r(l.b.total_us), l.a.kernels, l.b.kernels, l.a.passes,
-                 l.b.passes, _r(l.a.median_us), _r(l.b.median_us), _r(l.a.p90_us), _r(l.b.p90_us), _r(l.ratio),
-                 _r(l.gap_us)] for l in c.layers]
-        return head, rows
+        head = ["rank", "layer", *sides("total_us", "kernels", "passes", "median_us", "p90_us", "idle_us"),
+                "ratio_a_over_b", "gap_us_a_minus_b", "gap_spread_us", "noise"]
+        layers = [*c.layers, *([c.outside_layers] if c.outside_layers is not None else [])]
+        return head, [(l, [l.rank if l.layer >= 0 else "", l.layer if l.layer >= 0 else OUTSIDE,
+                           _r(l.a.total_us), _r(l.b.total_us), l.a.kernels, l.b.kernels, l.a.passes, l.b.passes,
+                           _r(l.a.median_us), _r(l.b.median_us), _r(l.a.p90_us), _r(l.b.p90_us),
+                           _r(l.a.idle_us), _r(l.b.idle_us),
+                           _r(l.ratio), _r(l.gap_us), _r(l.spread_us), l.noise]) for l in layers]
     if name == "pairs":
-        head = ["layer", "position", f"kernel [{A}]", f"kernel [{B}]", f"category [{A}]", f"category [{B}]",
-                f"count [{A}]", f"count [{B}]", f"mean_us [{A}]", f"mean_us [{B}]", f"median_us [{A}]",
-                f"median_us [{B}]", "ratio_a_over_b", "gap_us_a_minus_b", "same_kernel", "fusion_note",
-                "fusion_group", "fusion_group_finding"]
-        rows = [[al.layer, p.position, p.a_name or "", p.b_name or "", p.a_category or "", p.b_category or "",
-                 p.a.count, p.b.count, _r(p.a.mean_us), _r(p.b.mean_us), _r(p.a.median_us), _r(p.b.median_us),
-                 _r(p.ratio), _r(p.gap_us), p.same_kernel, p.fusion_note,
-                 p.group + 1 if p.group >= 0 else "",
-                 al.groups[p.group].finding + 1 if 0 <= p.group < len(al.groups) and al.groups[p.group].finding >= 0
-                 else ""]
-                for al in c.alignments for p in al.pairs]
-        return head, rows
+        head = ["layer", "position", *sides("kernel", "category", "count", "mean_us", "median_us"),
+                "ratio_a_over_b", "gap_us_a_minus_b", "same_kernel", "fusion_note", "fusion_group",
+                "fusion_group_finding"]
+        return head, [(p, [al.layer, p.position, p.a_name or "", p.b_name or "", p.a_category or "",
+                           p.b_category or "", p.a.count, p.b.count, _r(p.a.mean_us), _r(p.b.mean_us),
+                           _r(p.a.median_us), _r(p.b.median_us), _r(p.ratio), _r(p.gap_us), p.same_kernel,
+                           p.fusion_note, p.group + 1 if p.group >= 0 else "",
+                           al.groups[p.group].finding + 1
+                           if 0 <= p.group < len(al.groups) and al.groups[p.group].finding >= 0 else ""])
+                      for al in c.alignments for p in al.pairs]
+    head, rows = _flat(c, name)
+    return head, [(obj, row) for obj, row in zip(_objects(c, name), rows)]
+
+
+def _objects(c: Comparison, name: str) -> list[Any]:
+    """The result objects behind the rows of the tables `_flat` fills, in their order."""
+    if name == "fusions":
+        return list(c.fusions)
+    if name == "same-kernels":
+        return list(c.same_kernels)
+    if name == "timeline":
+        out: list[Any] = []
+        for side in (c.a, c.b):
+            t = side.timeline
+            if t:
+                out += [t, *t.get("phases", []), *t.get("passes", []), *t.get("layers", [])]
+        return out
+    if name == "gemm-shapes":
+        return list(c.gemm_shapes)
+    if name == "attention-shapes":
+        return list(c.attention_shapes)
+    if name == "throughput":
+        return list(c.throughput)
+    if name == "peaks":
+        return ["a", "b"]
+    if name == "warnings":
+        return list(c.warnings)
+    return []
+
+
+def _flat(c: Comparison, name: str) -> tuple[list[str], list[list[Any]]]:
     if name == "fusions":
         head = ["kind", "fused_side", "fused_category", "fused_kernels", "component_side",
                 "component_categories", "component_kernels", "occurrences", "confidence",
                 "component_cost_us", "fused_cost_us", "estimated_saving_us_each", "estimated_saving_us_total",
                 "passes_gate", "module", "fused_ops", "component_ops", "measured_saving_us", "passes",
                 "occurrences_per_pass", "estimate_capped", "evidence"]
-        label = {"a": A, "b": B}
-        rows = [[f.kind, label[f.fused_side], f.fused_category, " | ".join(f.fused_kernels), label[f.component_side],
-                 " | ".join(f.component_categories), " | ".join(f.component_kernels), f.occurrences, f.confidence,
+        rows = [[f.kind, f.fused_side, f.fused_category, " | ".join(f.fused_kernels), f.component_side,
+                 " | ".join(f.component_categories), " | ".join(f.component_kernels), f.occurrences, _r(f.confidence),
                  _r(f.component_cost_us), _r(f.fused_cost_us),
                  _r(f.estimated_saving.total_us if f.estimated_saving else None),
                  _r(f.estimated_saving.total_all_us if f.estimated_saving else None),
@@ -76,8 +123,8 @@ def table(c: Comparison, name: str) -> tuple[list[str], list[list[Any]]]:
                  f.estimated_saving.capped if f.estimated_saving else "", f.evidence] for f in c.fusions]
         return head, rows
     if name == "same-kernels":
-        head = ["kernel", "category", f"count [{A}]", f"count [{B}]", f"mean_us [{A}]", f"mean_us [{B}]",
-                f"total_us [{A}]", f"total_us [{B}]", "ratio_a_over_b_mean", "gap_us_a_minus_b_total"]
+        head = ["kernel", "category", *sides("count", "mean_us", "total_us"), "ratio_a_over_b_mean",
+                "gap_us_a_minus_b_total"]
         rows = [[s.name, s.category, s.a.count, s.b.count, _r(s.a.mean_us), _r(s.b.mean_us), _r(s.a.total_us),
                  _r(s.b.total_us), _r(s.ratio), _r(s.gap_us)] for s in c.same_kernels]
         return head, rows
@@ -99,7 +146,7 @@ def _timeline(c: Comparison) -> tuple[list[str], list[list[Any]]]:
         t = side.timeline
         if not t:
             continue
-        label, blank = side.label, [""] * len(TIMELINE_LAUNCH)
+        label, blank = side.key, [""] * len(TIMELINE_LAUNCH)
 
         def fig(d: dict[str, Any]) -> list[Any]:
             return [d.get(f, "") if f in ("kernels", "gaps") else _r(d.get(f)) for f in TIMELINE_FIGURES]

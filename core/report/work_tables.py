@@ -1,5 +1,6 @@
 """Flat tables of what the kernels achieve (a Comparison's `gemm_shapes`, `attention_shapes`,
-`throughput` and `peaks`), for CSV export: full names, unrounded numbers, one column per side.
+`throughput` and `peaks`), in the export schema of core/report/tables.py: full names, figures
+rounded to 4 decimals, `a_<field>` and `b_<field>` per side.
 Percentages are in percent (0–100), as in the Comparison."""
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ def _v(x: Any) -> Any:
     return x
 
 
-def _side_cols(fields: tuple[str, ...], A: str, B: str) -> list[str]:
-    return [f"{f} [{s}]" for f in fields for s in (A, B)]
+def _side_cols(fields: tuple[str, ...]) -> list[str]:
+    # stable keys (a_tflops, b_tflops): no file or GPU name in a column (core/report/tables.py)
+    return [f"{s}_{f}" for f in fields for s in ("a", "b")]
 
 
 def _side_vals(fields: tuple[str, ...], a: Any, b: Any) -> list[Any]:
@@ -37,24 +39,23 @@ def _names(side: Any) -> str:
 
 
 def work_table(c: Any, name: str) -> tuple[list[str], list[list[Any]]]:
-    A, B = c.a.label, c.b.label
     if name == "gemm-shapes":
         head = ["op", "m", "n", "k", "batch", "dtype", "flops_per_call", "bytes_per_call",
-                *_side_cols(_SHAPE_SIDE, A, B), "ratio_a_over_b", "gap_us_a_minus_b", f"kernels [{A}]",
-                f"kernels [{B}]"]
+                *_side_cols(_SHAPE_SIDE), "ratio_a_over_b", "gap_us_a_minus_b", "a_kernels",
+                "b_kernels"]
         rows = [[g.op, g.m, g.n, g.k, g.batch, g.dtype, _v(g.flops), _v(g.bytes), *_side_vals(_SHAPE_SIDE, g.a, g.b),
                  _v(g.ratio), _v(g.gap_us), _names(g.a), _names(g.b)] for g in c.gemm_shapes]
         return head, rows
     if name == "attention-shapes":
         head = ["op", "batch", "heads", "kv_heads", "seq_q", "seq_k", "head_dim", "head_dim_v", "causal_assumed",
-                "dtype", "flops_per_call", "bytes_per_call", *_side_cols(_SHAPE_SIDE, A, B), "ratio_a_over_b",
-                "gap_us_a_minus_b", f"ops [{A}]", f"ops [{B}]", f"kernels [{A}]", f"kernels [{B}]"]
+                "dtype", "flops_per_call", "bytes_per_call", *_side_cols(_SHAPE_SIDE), "ratio_a_over_b",
+                "gap_us_a_minus_b", "a_ops", "b_ops", "a_kernels", "b_kernels"]
         rows = [[s.op, s.batch, s.heads, s.kv_heads, s.seq_q, s.seq_k, s.head_dim, s.head_dim_v, s.causal, s.dtype,
                  _v(s.flops), _v(s.bytes), *_side_vals(_SHAPE_SIDE, s.a, s.b), _v(s.ratio), _v(s.gap_us),
                  " | ".join(s.a.ops), " | ".join(s.b.ops), _names(s.a), _names(s.b)] for s in c.attention_shapes]
         return head, rows
     if name == "throughput":
-        head = ["operation", *_side_cols(_THROUGHPUT_SIDE, A, B)]
+        head = ["operation", *_side_cols(_THROUGHPUT_SIDE)]
         rows = [[t.category, *_side_vals(_THROUGHPUT_SIDE, t.a, t.b)] for t in c.throughput]
         return head, rows
     if name == "peaks":

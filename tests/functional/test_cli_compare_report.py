@@ -38,8 +38,10 @@ def test_table_with_json_and_refused_with_text(capsys, demo_models):
     assert [r["layer"] for r in rows] == [e[1] for e in expected]
     assert main(["compare", A, B, "--format", "json", "--table", "all", "--no-cache"]) == 0
     assert json.loads(capsys.readouterr().out)["schema"] == 1     # all: the whole comparison
-    assert main(["compare", A, B, "--table", "layers", "--no-cache"]) == 2
+    assert main(["compare", A, B, "--format", "text", "--table", "layers", "--no-cache"]) == 2
     assert "--table picks one table for --format csv or json" in capsys.readouterr().err
+    assert main(["compare", A, B, "--table", "layers", "--no-cache"]) == 0   # --table alone: CSV (issue 30)
+    assert capsys.readouterr().out.startswith("rank,layer,a_total_us,b_total_us,")
 
 
 def test_json_report_is_the_document_asdict_and_json_dumps_give(demo_models):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from kerneldiff.core.demo import DEMO_A, DEMO_TRUTH
 from kerneldiff.cli.main import main
 
@@ -35,3 +37,16 @@ def test_info_bad_file_exit_2(tmp_path, capsys):
     rc = main(["info", str(p)])
     err = capsys.readouterr().err
     assert rc == 2 and str(p) in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow   # real traces
+@pytest.mark.real
+def test_info_speaks_words_not_python(capsys):
+    # issue 30: `info` printed `{'prefill': 1, 'decode': 47}` and `with_stack=None`
+    from conftest import real_trace
+
+    assert main(["info", str(real_trace("h100_llama_eager_sdpa.json.gz")), str(DEMO_A)]) == 0
+    out = capsys.readouterr().out
+    assert "steps 48 (prefill 1, decode 47)" in out
+    assert "Python stacks yes · input shapes yes" in out
+    assert "{'" not in out and "with_stack=" not in out and "=None" not in out

@@ -109,7 +109,7 @@ async def test_keyboard_path_demo_layer_pair_detail_fusion_export(demo_models, d
         assert path is not None and path.parent == tmp_path and path.suffix == ".csv"
         rows = list(csv.DictReader(path.open()))
         assert len(rows) == len(comp.fusions)
-        assert rows[0]["category"] == first.fused_category
+        assert rows[0]["fused_category"] == first.fused_category
         await pilot.press("E")
         await pilot.pause()
         data = json.loads(app.last_export.read_text())

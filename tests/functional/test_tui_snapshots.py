@@ -19,15 +19,16 @@ LARGE = (120, 36)
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x36"])
 def test_layers(snap_compare, demo_models, size):
-    assert snap_compare(demo_app(demo_models), terminal_size=size, run_before=wait_for_main)
+    # the explorer opens on the Summary: 1 is the Layers tab these snapshots are of
+    assert snap_compare(demo_app(demo_models), press=["1"], terminal_size=size, run_before=wait_for_main)
 
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x36"])
 def test_layer_pairs(snap_compare, demo_models, size):
-    assert snap_compare(demo_app(demo_models), press=["enter"], terminal_size=size, run_before=wait_for_main)
+    assert snap_compare(demo_app(demo_models), press=["1", "enter"], terminal_size=size, run_before=wait_for_main)
 
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x36"])
 def test_kernel_detail(snap_compare, demo_models, size):
-    assert snap_compare(demo_app(demo_models), press=["enter", "j", "enter"], terminal_size=size,
+    assert snap_compare(demo_app(demo_models), press=["1", "enter", "j", "enter"], terminal_size=size,
                         run_before=wait_for_main)

@@ -71,4 +71,4 @@ def test_browse_one_trace_80x24(snap_compare, demo_models):
 
 def test_layers_no_color_80x24(snap_compare, demo_models, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
-    assert snap_compare(demo_app(demo_models), terminal_size=SMALL, run_before=wait_for_main)
+    assert snap_compare(demo_app(demo_models), press=["1"], terminal_size=SMALL, run_before=wait_for_main)

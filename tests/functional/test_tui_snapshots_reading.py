@@ -33,7 +33,7 @@ def test_operation_kernels(snap_compare, demo_models, size):
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x36"])
 def test_one_sided_layers(snap_compare, demo_models, size):
-    assert snap_compare(one_sided(demo_models), terminal_size=size, run_before=wait_for_main)
+    assert snap_compare(one_sided(demo_models), press=["1"], terminal_size=size, run_before=wait_for_main)
 
 
 def test_warnings_wrapped_80x24(snap_compare, demo_models):

@@ -172,3 +172,62 @@ def test_short_names_read_at_table_widths():
     for w in (1, 2, 8, 14, 30):
         for n in (amd, cat, rope, CK):
             assert len(short_name(n, w)) <= max(w, 1)
+
+
+# --- names of one table: what tells neighbours apart (issue 30) ---------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from kerneldiff.core.analysis.names import distinct_short_names  # noqa: E402
+
+NVJET = ["nvjet_sm90_tst_256x8_64x6_2x1_v_bz_TNT", "nvjet_sm90_tst_128x8_64x8_2x1_v_bz_TNT",
+         "nvjet_sm90_tst_192x8_64x8_2x1_v_bz_TNT", "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_TNT"]
+CUDNN = ["cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3_64x64x128_4x1x1_kernel0_0",
+         "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_kernel0_0"]
+
+
+@pytest.mark.parametrize("width", [14, 16, 20, 24, 32])
+def test_names_of_one_table_keep_their_tile_configuration(width):
+    # at 80x24 the same-kernels table listed eight `nvjet_sm90_tst_…`, the attention drill two
+    # `cudnn_generate…ernel0_0`: the middle ellipsis removed the part that differs
+    for names in (NVJET, CUDNN):
+        short = distinct_short_names(names, width)
+        assert len(set(short.values())) == len(names), short
+        assert all(len(s) <= width for s in short.values())
+    assert "256x8_64x6" in distinct_short_names(NVJET, 16)["nvjet_sm90_tst_256x8_64x6_2x1_v_bz_TNT"]
+    assert "knob_3" in distinct_short_names(CUDNN, 40)[CUDNN[0]] or "3_64x64x128" in distinct_short_names(CUDNN, 40)[CUDNN[0]]
+
+
+def test_names_that_do_not_collide_read_as_alone():
+    names = ["DtoH", "nvjet_sm90_tst_256x8_64x6_2x1_v_bz_TNT", "triton_red_fused_add_mean_pow_rsqrt_14"]
+    assert distinct_short_names(names, 18) == {n: short_name(n, 18) for n in names}
+
+
+_word = st.text("abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(prefix=st.lists(_word, min_size=1, max_size=4), suffix=st.lists(_word, max_size=3),
+       middles=st.lists(_word, min_size=2, max_size=8, unique=True), width=st.integers(12, 60))
+def test_distinct_names_differ_where_their_middles_fit(prefix, suffix, middles, width):
+    head, tail = "_".join(prefix) + "_", "".join("_" + s for s in suffix)
+    names = [head + m + tail for m in middles]
+    short = distinct_short_names(names, width)
+    assert all(len(s) <= width for s in short.values())
+    if max(map(len, middles)) + 2 <= width:
+        assert len(set(short.values())) == len(set(names)), short
+
+
+@pytest.mark.slow   # real traces
+@pytest.mark.real
+def test_same_kernels_of_the_real_pair_read_apart_at_80_columns():
+    from kerneldiff.core.session import Session
+    from conftest import real_trace
+
+    s = Session([real_trace("h100_llama_eager_sdpa.json.gz"), real_trace("h100_llama_compiled.json.gz")])
+    s.load_all()
+    names = [k.name for k in s.compare("all").same_kernels]
+    nvjet = [n for n in names if n.startswith("nvjet")]
+    assert len(nvjet) >= 4
+    short = distinct_short_names(names, 18)
+    assert len({short[n] for n in nvjet}) == len(set(nvjet))

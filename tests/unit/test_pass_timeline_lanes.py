@@ -40,3 +40,23 @@ def test_a_pass_of_many_streams_draws_the_busiest_and_counts_the_rest(tmp_path):
     lines = [str(t) for t in tl.lines()]
     assert any(ln[:7].strip() == "s4100" for ln in lines)
     assert any("4,992 more streams not drawn" in ln for ln in lines)
+
+
+def test_a_mostly_idle_lane_reads_mostly_idle_at_full_view():
+    # issue 30: a pass 91% idle drew as an almost solid strip until zoomed ~5x: every cell that held
+    # any kernel was drawn full. A cell now shows how much of its time is busy, in eighths.
+    import numpy as np
+
+    from kerneldiff.tui.screens.pass_timeline import LEVELS, lane_cells
+
+    # 100 kernels of 9 µs, one every 100 µs: 9% busy, across 50 cells of 200 µs
+    start = np.arange(100) * 100.0
+    end = start + 9.0
+    cells = lane_cells(start, end, 0.0, 200.0, 50)
+    assert all(c in LEVELS[1:3] for c in cells)          # ▁ or ▂: about a tenth busy, never █
+    # zoomed into one kernel: full where it runs, blank where it does not
+    zoomed = lane_cells(start, end, 0.0, 1.0, 20)
+    assert zoomed[:9] == ["█"] * 9 and zoomed[9:] == [" "] * 11
+    # two kernels back to back inside one full stretch: the second start is a boundary
+    back = lane_cells(np.array([0.0, 10.0]), np.array([10.0, 20.0]), 0.0, 2.0, 10)
+    assert back[5] == "▌" and back.count("█") == 9

@@ -121,3 +121,17 @@ def test_aie_session_refuses_a_gpu_trace(tmp_path):
     with pytest.raises(TraceError) as e:
         s.load(0)
     assert "not an AMD AIE" in str(e.value)
+
+
+@pytest.mark.slow   # real traces
+@pytest.mark.real
+def test_phase_cycle_offers_unknown_only_for_passes_whose_phase_is_unknown():
+    # issue 30: the 43 set-up kernels before the first pass of the Llama traces carry phase
+    # "unknown"; `p` offered it, with a "1 pass" header and an empty Timeline
+    from kerneldiff.core.session import Session
+    from conftest import real_trace
+
+    s = Session([real_trace("h100_llama_eager_sdpa.json.gz"), real_trace("h100_llama_compiled.json.gz")])
+    s.load_all()
+    assert "unknown" in s.models[0].phases_present()
+    assert s.phases() == ["all", "prefill", "decode"]

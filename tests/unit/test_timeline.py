@@ -531,7 +531,7 @@ def test_text_and_csv_reports_show_the_timeline(demo_models, classifier):
     assert head[:6] == ["side", "scope", "pass", "name", "phase", "layer"] and "idle_us" in head
     window = [r for r in rows if r[1] == "window"]
     assert len(window) == 2 and window[0][head.index("span_us")] == pytest.approx(c.a.timeline["span_us"], abs=1e-3)
-    assert sum(r[1] == "pass" and r[0] == c.a.label for r in rows) == len(c.a.timeline["passes"])
+    assert sum(r[1] == "pass" and r[0] == "a" for r in rows) == len(c.a.timeline["passes"])
     out = io.StringIO()
     csv.writer(out).writerows([head, *rows])     # plain values only
 

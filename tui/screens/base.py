@@ -8,7 +8,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, TabbedContent, TabPane
 from textual.widget import Widget
 
-from ..export import write_table
+from ..export import table_export, write_table
 from ..messages import Exported
 from ..widgets.header import Breadcrumb
 from ..widgets.result_table import ResultTable
@@ -70,9 +70,17 @@ class ExplorerScreen(Screen):
         if table is not None and table.filter_text:  # a filtered table: Esc clears the filter first
             self._filter_target = table
             self.close_filter(clear=True)
-            self.notify("filter cleared", timeout=2)
+            self._notify_about("filter", "filter cleared", timeout=2)
             return
         self.go_back()
+
+    def _notify_about(self, topic: str, message: str, **kwargs) -> None:
+        """A notice that a newer one on `topic` replaces (KernelDiffApp.notify_about)."""
+        about = getattr(self.app, "notify_about", None)
+        if about is not None:
+            about(topic, message, **kwargs)
+        else:
+            self.notify(message, **kwargs)
 
     top_level = False   # the comparison (or one trace) itself: nothing above it to go back to
 
@@ -110,6 +118,9 @@ class ExplorerScreen(Screen):
         inp = self.query_one(FilterInput)
         table = getattr(self, "_filter_target", None) or self.current_table()
         if clear:
+            withdraw = getattr(self.app, "withdraw", None)
+            if withdraw is not None:
+                withdraw("filter")
             inp.value = ""
             if table is not None:
                 table.set_filter("")
@@ -118,8 +129,8 @@ class ExplorerScreen(Screen):
         if table is not None:
             table.focus()
             if not clear and table.filter_text:
-                self.notify(f"filter {table.filter_text!r}: {len(table.rows_shown)} of {len(table.rows_all)} rows"
-                            " · Esc clears", timeout=3, markup=False)
+                self._notify_about("filter", f"filter {table.filter_text!r}: {len(table.rows_shown)} of "
+                                      f"{len(table.rows_all)} rows · Esc clears", timeout=3, markup=False)
 
     def after_filter(self, table: ResultTable) -> None:
         """Hook: a table's visible rows changed."""
@@ -155,7 +166,7 @@ class ExplorerScreen(Screen):
         if table is None or table.spec is None:
             self.notify("nothing to export on this screen", severity="warning")
             return
-        header, rows = table.export_records()
+        header, rows = table_export(getattr(self, "comparison", None), table)
         try:
             path = write_table(self.export_name(table), header, rows, fmt)
         except OSError as e:

@@ -21,17 +21,28 @@ from ..widgets.result_table import ResultTable
 from ..widgets.table_pane import TablePane
 from .base import ExplorerScreen, FilterInput, TabbedExplorerScreen
 from .kernel import trace_kernel_screen
-from .main import TAB_BINDINGS
+from textual.binding import Binding
 
 SIDES = ("a", "b")
 BROWSE_TABS = (("operations", "Operations"), ("layers", "Layers"), ("kernels", "Kernels"), ("steps", "Steps"),
                ("warnings", "Warnings"))
 
 
+# One trace has five tabs, in another order than a comparison's seven: its own keys and words
+# (6 and 7, Timeline and Shapes, compare two traces: pressed here they say so)
+BROWSE_TAB_BINDINGS = [
+    *(Binding(str(i + 1), f"show_tab({i})", f"Tab {i + 1}", show=False, tooltip=f"{title} tab")
+      for i, (_key, title) in enumerate(BROWSE_TABS)),
+    Binding("6,7", "no_tab", "Tab 6, 7", show=False,
+            tooltip="Nothing: Timeline and Shapes compare two traces (Steps is this trace's timeline)"),
+    Binding("L", "open_slowest", "Busiest layer", show=False, tooltip="Open the busiest layer (most GPU time)"),
+]
+
+
 class BrowseScreen(TabbedExplorerScreen):
     """Tabs over one trace's overview (`index`: which trace of the session)."""
 
-    BINDINGS = TAB_BINDINGS
+    BINDINGS = BROWSE_TAB_BINDINGS
     tabs = BROWSE_TABS
     crumb_root = "browse"
 
@@ -103,6 +114,10 @@ class BrowseScreen(TabbedExplorerScreen):
 
     def open_layer(self, layer: int) -> None:
         self.app.push_screen(BrowseLayerScreen(self.session, self.index, layer))
+
+    def action_no_tab(self) -> None:
+        self.notify("one trace: tabs 1–5. Timeline and Shapes compare two traces; Steps (4) is this "
+                    "trace's timeline", timeout=4)
 
     def action_open_slowest(self) -> None:
         busiest = tv.busiest_layer(self.overview) if self.overview is not None else None

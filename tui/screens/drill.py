@@ -56,7 +56,7 @@ class SideKernelsScreen(ExplorerScreen):
         yield Breadcrumb(*self.crumbs())
         yield Static(id="drill-summary")
         yield TablePane("side_kernels", detail=lambda r: tv.kernel_detail(r.payload[1]), detail_height="1fr",
-                        hint=Text("A's kernels, then B's, largest first · Enter: kernel detail · t/n: by time/name",
+                        hint=Text("A's kernels, then B's, largest first · % row: of the side's time here · Enter: detail",
                                   style=DIM),
                         empty="no kernels in this phase", id="pane-side-kernels")
         yield FilterInput(placeholder="filter kernels by name or category (Enter keeps it, Esc clears)", id="filter")

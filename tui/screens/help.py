@@ -19,8 +19,9 @@ _TABLE_ACTIONS = {"cursor_up", "cursor_down", "page_up", "page_down", "scroll_to
                   "cursor_left", "cursor_right"}
 _TABLE_WORDS = {"cursor_up": "Up", "cursor_down": "Down", "page_up": "Page up", "page_down": "Page down",
                 "scroll_top": "First row", "scroll_bottom": "Last row", "select_cursor": "Open / drill down",
-                "cursor_left": "Scroll left (the first column stays)",
-                "cursor_right": "Scroll right (the first column stays)"}
+                "cursor_left": "Scroll left a whole column (the first column stays)",
+                "cursor_right": "Scroll right a whole column (the first column stays; a column is shown whole "
+                                "or not at all)"}
 
 
 def _bindings(cls) -> list[Binding]:
@@ -41,6 +42,7 @@ def _aie_screen():
 def binding_groups(app) -> list[tuple[str, list[tuple[str, str]]]]:
     """(context, [(keys, description)]) for every binding the explorer defines."""
     from .base import ExplorerScreen
+    from .browse import BrowseScreen
     from .error import ErrorScreen
     from .kernel import KernelDetailScreen
     from .main import MainScreen
@@ -68,6 +70,7 @@ def binding_groups(app) -> list[tuple[str, list[tuple[str, str]]]]:
             ("tab", "Move focus: tab bar → table → detail pane (the focused one is marked in the accent colour)"),
             ("⏎", "Drill down: a layer → its kernel pairs; an operation or `outside` → its kernels on each side; "
                    "a shape → the kernels that ran it")]),
+        ("Browsing one trace (tabs)", rows(_bindings(BrowseScreen))),
         ("Detail panes", rows(_bindings(DetailScroll) + _bindings(KernelDetailScreen))),
         ("AIE (NPU) traces", rows(_bindings(_aie_screen()))),
         ("Start screen", rows(_bindings(StartScreen))),

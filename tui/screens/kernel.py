@@ -91,7 +91,7 @@ def side_summary(ref: KernelRef, single: bool = False) -> Group:
     _kv(g, "category", ref.category or "—")
     _kv(g, "rule", ref.rule or "—")
     s = ref.stats
-    count = Text(str(s.count))
+    count = Text(f"{s.count:,}")
     if ref.count_note:
         count.append(f"  {ref.count_note}", style=DIM)
     _kv(g, "count", count)
@@ -117,7 +117,7 @@ def side_summary(ref: KernelRef, single: bool = False) -> Group:
         launch = [f"grid {d.grid}" if d.grid else "", f"block {d.block}" if d.block else "",
                   f"{d.registers} registers" if d.registers is not None else "",
                   f"{d.shared_memory:,} B shared" if d.shared_memory is not None else "",
-                  f"occupancy {d.occupancy}%" if d.occupancy is not None else ""]
+                  f"occupancy {d.occupancy}% (Kineto's estimate)" if d.occupancy is not None else ""]
         if any(launch):
             _kv(g, "launch", " · ".join(x for x in launch if x))
     parts.append(g)
@@ -214,7 +214,7 @@ def pair_screen(session, comp, pair, layer: int | None, crumbs: list[str], align
             if ref.stats.count and passes:
                 ref.count_note = (f"one per pass, over {ref.stats.count} of the layer's {passes} passes (those "
                                   "running its usual kernel sequence)" if ref.stats.count != passes
-                                  else f"one per pass ({passes} passes)")
+                                  else f"one per pass ({passes} pass{'' if passes == 1 else 'es'})")
     from ..views import group_text
 
     return KernelDetailScreen(refs, pair_context(pair, layer, group_text(pair, comp, layer)),

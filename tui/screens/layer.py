@@ -87,8 +87,12 @@ class LayerScreen(ExplorerScreen):
             t.append(f"  (phase {comp.phase})", style=DIM)
             return t
         ratio = fmt_ratio(row.ratio) if comp.layers_from == "both" else "—"
-        t.append(f"   A/B {ratio}   gap {fmt_gap(row.gap_us) if comp.layers_from == 'both' else '—'}"
-                 f"   rank {row.rank} of {len(comp.layers)}   phase {comp.phase}")
+        spread = f" ±{fmt_us(row.spread_us)}" if row.spread_us is not None else ""
+        t.append(f"   A/B {ratio}   gap {fmt_gap(row.gap_us) if comp.layers_from == 'both' else '—'}{spread}"
+                 f"   rank {row.rank} of {len(comp.layers)}")
+        if row.noise:
+            t.append(" (≈ typical)", style=DIM)
+        t.append(f"   phase {comp.phase}")
         for key, side, per in (("a", row.a, al.a_kernels_per_pass if al else 0),
                                ("b", row.b, al.b_kernels_per_pass if al else 0)):
             t.append("\n")

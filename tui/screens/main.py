@@ -21,18 +21,18 @@ COMPARE_TABS = (("summary", "Summary"), ("layers", "Layers"), ("operations", "Op
                 ("same_kernels", "Same kernels"), ("warnings", "Warnings"), ("timeline", "Timeline"),
                 ("shapes", "Shapes"))
 
-# the tab keys of the compare and the browse screen (the help lists them once)
+# the tab keys of the compare screen (browse has its own: BROWSE_TAB_BINDINGS)
 TAB_BINDINGS = [
     Binding("0", "show_tab(-1)", "Summary", show=False, tooltip="Summary tab: the wall-clock gap, cause by cause"),
-    Binding("1", "show_tab(0)", "Tab 1", show=False, tooltip="Layers tab (browse: Operations)"),
-    Binding("2", "show_tab(1)", "Tab 2", show=False, tooltip="Operations tab (browse: Layers)"),
-    Binding("3", "show_tab(2)", "Tab 3", show=False, tooltip="Fusion tab (browse: Kernels)"),
-    Binding("4", "show_tab(3)", "Tab 4", show=False, tooltip="Same kernels tab (browse: Steps)"),
+    Binding("1", "show_tab(0)", "Tab 1", show=False, tooltip="Layers tab"),
+    Binding("2", "show_tab(1)", "Tab 2", show=False, tooltip="Operations tab"),
+    Binding("3", "show_tab(2)", "Tab 3", show=False, tooltip="Fusion tab"),
+    Binding("4", "show_tab(3)", "Tab 4", show=False, tooltip="Same kernels tab"),
     Binding("5", "show_tab(4)", "Tab 5", show=False, tooltip="Warnings tab"),
     Binding("6", "show_tab(5)", "Tab 6", show=False, tooltip="Timeline tab: busy/idle per pass"),
     Binding("7", "show_tab(6)", "Tab 7", show=False, tooltip="Shapes tab: GEMM and attention shapes side by side"),
     Binding("L", "open_slowest", "Slowest layer", show=False,
-            tooltip="Open the layer with the largest gap (browse: the busiest)"),
+            tooltip="Open the layer with the largest gap"),
 ]
 
 

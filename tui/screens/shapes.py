@@ -46,8 +46,8 @@ class ShapeKernelsScreen(ExplorerScreen):
     def compose(self) -> ComposeResult:
         yield Breadcrumb(*self.crumbs())
         yield Static(id="shape-summary")
-        yield TablePane("shape_kernels", hint=Text("A's kernels, then B's, longest first · Enter: kernel detail · "
-                                                   "t/n: by time/name", style=DIM),
+        yield TablePane("shape_kernels", hint=Text("A's kernels, then B's, longest first · % row: of the side's time "
+                                                   "in the shape · Enter: detail", style=DIM),
                         empty="no kernel ran this shape in this phase", id="pane-shape-kernels")
         yield FilterInput(placeholder="filter kernels by name (Enter keeps it, Esc clears)", id="filter")
         yield Footer()

@@ -16,7 +16,7 @@ from textual.widgets import Footer, Static
 from kerneldiff.core.ingest.probe import TraceInfo
 
 from ..messages import CancelRequested, OpenRequested, StartShown
-from ..state import FAILED, TraceState
+from ..state import FAILED, LOADED, TraceState
 from ..text import DIM
 from ..widgets.header import Breadcrumb
 from ..widgets.trace_card import TraceCard
@@ -69,6 +69,11 @@ class StartScreen(Screen):
             t = Text("Loading in the background… ")
             t.append("Esc cancels", style="bold")
         elif app.result is not None:
+            t = Text("Loaded. ")
+            t.append("Enter", style="bold")
+            t.append(" opens the explorer.")
+        elif app.traces and all(s.status == LOADED for s in app.traces):
+            # loaded, the comparison on its way (or failed: Enter tries again)
             t = Text("Loaded. ")
             t.append("Enter", style="bold")
             t.append(" opens the explorer.")

@@ -109,9 +109,10 @@ class TraceHeader(Static):
 
     def show(self, ov: TraceOverview, side: str = "a") -> None:
         t = literal(ov.label, f"bold {SIDE_STYLE[side]}")
-        t.append(f"  {fmt_us(ov.gpu_time_us)}  {ov.kernels} kernels")
+        t.append(f"  {fmt_us(ov.gpu_time_us)}  {ov.kernels:,} kernels")
         t.append("\n")
-        t.append(f"{ov.steps_total} steps · {ov.layers_per_step} layers/step · {ov.architecture}", style=DIM)
+        steps = f"{ov.steps_total:,} step{'' if ov.steps_total == 1 else 's'}"
+        t.append(f"{steps} · {ov.layers_per_step} layers/step · {ov.architecture}", style=DIM)
         t.append("\nphase ", style="bold")
         _phase_and_warnings(t, ov.phase, ov.warnings, ov.phases)
         self.update(t)

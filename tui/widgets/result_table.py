@@ -16,6 +16,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual._segment_tools import line_crop
+from textual.actions import SkipAction
 from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.coordinate import Coordinate
@@ -406,15 +407,77 @@ class ResultTable(DataTable):
     def render_line(self, y: int) -> Strip:
         f = self._frame
         if f is None or not f.fast or y < f.header:
-            return super().render_line(y)
+            return self._whole_cells(super().render_line(y))
         x, scroll_y = f.scroll
         index = y - f.header + scroll_y
         if index >= len(f.offsets):
             return Strip.blank(f.width, f.base_style)
         strip = self._row_strip(index, f)
         if strip is None:
-            return self._render_line(y + scroll_y, x, x + f.width, f.base_style)
+            strip = self._render_line(y + scroll_y, x, x + f.width, f.base_style)
+        return self._whole_cells(strip)
+
+    # --- whole cells only -------------------------------------------------------------------
+    # Scrolled sideways, a column half in view showed the end of its numbers ("98µs" for 2.98µs)
+    # or the start ("0.…" at the right edge) and read as another number. A column is drawn whole
+    # or not at all: ← → move by whole columns, and a column that still straddles an edge (the
+    # last scroll position, a narrow window) is blanked, keeping its background (cursor, stripes).
+
+    def _scroll_stops(self) -> list[int]:
+        """The sideways offsets at which a scrolling column starts right after the fixed ones."""
+        widths = [c.get_render_width(self) for c in self.ordered_columns]
+        fixed = min(self.fixed_columns, len(widths))
+        stops, x = [], 0
+        for w in widths[fixed:]:
+            stops.append(x)
+            x += w
+        return stops
+
+    def _whole_cells(self, strip: Strip) -> Strip:
+        columns = self.ordered_columns
+        if not columns:
+            return strip
+        widths = [c.get_render_width(self) for c in columns]
+        fixed = min(self.fixed_columns, len(widths))
+        x1, width = int(self.scroll_offset.x), self.size.width
+        lo, hi = x1 + sum(widths[:fixed]), x1 + width
+        cuts: list[tuple[int, int]] = []
+        start = sum(widths[:fixed])
+        for w in widths[fixed:]:
+            end = start + w
+            if start < hi and end > lo and (start < lo or end > hi):
+                cuts.append((max(start, lo) - x1, min(end, hi) - x1))
+            start = end
+        if not cuts:
+            return strip
+        length = strip.cell_length
+        for a, b in cuts:
+            a, b = min(a, length), min(b, length)
+            if a >= b:
+                continue
+            head, middle, tail = strip.divide([a, b, length]) if b < length else (*strip.divide([a, length]), Strip([]))
+            blank = Strip([Segment(" " * cell_len(seg.text), seg.style) for seg in middle if not seg.control])
+            strip = Strip.join([head, blank, tail])
         return strip
+
+    def action_cursor_right(self) -> None:
+        self._scroll_by_column(+1)
+
+    def action_cursor_left(self) -> None:
+        self._scroll_by_column(-1)
+
+    def _scroll_by_column(self, step: int) -> None:
+        if not self.allow_horizontal_scroll:
+            raise SkipAction()
+        self._set_hover_cursor(False)
+        x = int(self.scroll_target_x)
+        stops = self._scroll_stops()
+        if step > 0:
+            nxt = next((s for s in stops if s > x), None)
+            target = self.max_scroll_x if nxt is None else min(nxt, self.max_scroll_x)
+        else:
+            target = max((s for s in stops if s < x), default=0)
+        self.scroll_to(x=target, animate=False, immediate=True)
 
     def _row_strip(self, index: int, f: _Frame) -> Strip | None:
         """The strip of the row at line `index` of the table (None: DataTable has to draw it)."""

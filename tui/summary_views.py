@@ -61,6 +61,11 @@ def summary_spec(comp: Comparison) -> TableSpec:
     return TableSpec("summary", cols, build, default_sort="gap", sorts=sorts, fixed=1)
 
 
+def _count(x: float) -> str:
+    """A launch count: whole on a total basis, one decimal where a per-pass average is not whole."""
+    return f"{int(x):,}" if float(x).is_integer() else f"{x:,.1f}"
+
+
 def ledger_detail(e: LedgerEntry, comp: Comparison):
     per = " per pass" if comp.basis == "per_pass" else ""
     head = Text()
@@ -71,7 +76,7 @@ def ledger_detail(e: LedgerEntry, comp: Comparison):
         parts.append(literal(e.detail, DIM))
     if e.kind == "kernels":
         t = Text()
-        t.append(f"launches{per}: A {e.a_launches:,.1f}  B {e.b_launches:,.1f}\n")
+        t.append(f"launches{per}: A {_count(e.a_launches)}  B {_count(e.b_launches)}\n")
         t.append(f"more launches {fmt_gap(e.count_gap_us)}   slower kernels {fmt_gap(e.speed_gap_us)}\n", style="bold")
         t.append("Kernels are matched by name, then by launching operator; each matched group's count difference "
                  "is priced at the mean of the two sides' means, its time difference at the mean of their counts. "

@@ -348,7 +348,7 @@ def test_a_cached_load_writes_inside_the_private_cache(tmp_path):
 
 def test_the_hostile_harness_stops_a_run_by_cpu_time(monkeypatch):
     """A run that spins is ended by RLIMIT_CPU (SIGXCPU) and reported as over its CPU budget."""
-    import test_hostile as th
+    import test_corpus as th
 
     monkeypatch.setattr(th, "CPU_LIMIT_S", 1)
 

@@ -97,3 +97,18 @@ def test_core_subpackages_have_no_import_cycles():
             if other in rank and other != me and rank[other] > rank[me]:
                 bad.append(f"{'/'.join(rel)} imports kerneldiff.core.{other}")
     assert not bad, bad
+
+
+def test_every_package_folder_is_listed_for_the_wheel():
+    """A subpackage missing from pyproject's `packages` works in an editable install and is absent
+    from the wheel (core/ranks once was): every folder with an __init__.py is listed, data files too."""
+    import tomllib
+
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(cfg["packages"])
+    found = {"kerneldiff." + ".".join(p.parent.relative_to(ROOT).parts)
+             for top in ("core", "tui", "cli") for p in (ROOT / top).rglob("__init__.py")}
+    assert found <= listed, sorted(found - listed)
+    for data in (ROOT / "core").rglob("*.toml"):
+        pkg = "kerneldiff." + ".".join(data.parent.relative_to(ROOT).parts)
+        assert any(data.match(pat) for pat in cfg["package-data"].get(pkg, [])), data

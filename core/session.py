@@ -61,6 +61,9 @@ class KernelDetail:
     # the operations behind the kernel: its launching operator, the ops an Inductor name lists, or a
     # fused category's operator and registry components (kerneldiff.core.compare.op_fusion.kernel_ops)
     ops: list[str] = field(default_factory=list)
+    cpu_op: str | None = None        # the operator the launch is linked to
+    device: int = -1
+    stream: int = -1
 
 
 def probe_trace(path: str, strict: bool = True) -> TraceInfo:
@@ -278,6 +281,13 @@ class Session:
 
         return summarize(self._model(index))
 
+    def overview(self, index: int, phase: str = "all"):
+        """Trace `index` on its own in one phase, what the explorer browses
+        (`kerneldiff.core.analysis.browse.TraceOverview`)."""
+        from kerneldiff.core.analysis.browse import overview
+
+        return overview(self._model(index), phase)
+
     def phases(self) -> list[str]:
         """Phase filters that select something in every loaded trace ("all" first)."""
         from kerneldiff.core.analysis.cut_work import compared_phases
@@ -342,7 +352,43 @@ class Session:
                             cpu_op_stack(m, row), python_stack(m, row), module_path(m, row),
                             text(dims), text(types), text(k.grid[row]), text(k.block[row]), num(k.regs[row]),
                             num(k.smem[row]), num(k.occupancy[row]),
-                            display_ops(kernel_ops(m, row, self.classifier)))
+                            display_ops(kernel_ops(m, row, self.classifier)), m.cpu_op_name(row),
+                            int(k.device[row]), int(k.stream[row]))
+
+    def kernel_row(self, index: int, name: str) -> int:
+        """The first kernel row of trace `index` with exactly this name (-1: none)."""
+        import numpy as np
+
+        m = self._model(index)
+        sid = m.strings.get(name)
+        if sid is None:
+            return -1
+        rows = np.flatnonzero(m.kernels.name == sid)
+        return int(rows[0]) if len(rows) else -1
+
+    def kernel_name(self, index: int, row: int) -> str:
+        return self._model(index).kernel_name(row)
+
+    def name_durations(self, index: int, row: int):
+        """Durations of every launch of kernel row `row`'s name in trace `index`, whatever the phase
+        (`kerneldiff.core.analysis.browse.Durations`)."""
+        from kerneldiff.core.analysis.pass_lanes import name_durations
+
+        return name_durations(self._model(index), row)
+
+    def layer_kernels(self, index: int, layer: int, phase: str = "all") -> list:
+        """The kernels of one layer of trace `index`, in pass order
+        (`kerneldiff.core.analysis.browse.KernelTotal`s)."""
+        from kerneldiff.core.analysis.browse import layer_kernels
+
+        return layer_kernels(self._model(index), layer, phase)
+
+    def pass_kernels(self, index: int, step: int, phase: str = "all", label: str = ""):
+        """The kernels of pass `step` of trace `index`, one lane per stream
+        (`kerneldiff.core.analysis.pass_lanes.PassKernels`)."""
+        from kerneldiff.core.analysis.pass_lanes import pass_kernels
+
+        return pass_kernels(self._model(index), SIDES[index], label, step, phase)
 
     def _model(self, index: int):
         m = self.models[index]

@@ -523,6 +523,18 @@ class AieCore:
         vals = [i.gmacs for i in self.perf_iterations if i.gmacs is not None]
         return sum(vals) / len(vals) if vals else None
 
+    @property
+    def perf_mean_busy(self) -> float | None:
+        """Mean busy fraction over the perf iterations (None: no perf iteration)."""
+        perf = self.perf_iterations
+        return sum(i.busy_fraction for i in perf) / len(perf) if perf else None
+
+    @property
+    def dropped(self) -> int:
+        """Events the pairing left out: duplicate and orphan starts and ends, outliers."""
+        s = self.stats
+        return s.duplicate_starts + s.duplicate_ends + s.orphan_starts + s.orphan_ends + s.outliers
+
     def to_dict(self, kernels: bool = False) -> dict[str, Any]:
         return {
             "pid": self.pid, "process": self.process, "tile": self.tile,

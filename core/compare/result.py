@@ -330,6 +330,12 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def on_basis(self, side: str, total_us: float) -> float:
+        """Side `side`'s ("a" or "b") time `total_us` on the comparison's basis: per pass (over that
+        side's passes) when basis == "per_pass", as it is otherwise."""
+        passes = max(getattr(self, side).passes, 1) if self.basis == "per_pass" else 1
+        return total_us / passes
+
     def alignment(self, layer: int) -> LayerAlignment | None:
         for al in self.alignments:
             if al.layer == layer:

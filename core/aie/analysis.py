@@ -279,24 +279,6 @@ def parse_aie_events(events: list[Any], path: str = "<events>") -> AieTrace:
                     n_events=len(events), skipped=skipped, notes=notes)
 
 
-def probe_aie(path: str | os.PathLike) -> dict[str, Any]:
-    """What a quick look at an AIE trace finds: its cores and their raw event counts."""
-    path = os.fspath(path)
-    trace = parse_aie_events(load_aie_events(path), path)
-    spans = [t for c in trace.cores for t in (c.starts + c.ends + c.stall_begins + c.stall_ends)]
-    return {
-        "path": path,
-        "kind": "aie",
-        "n_events": trace.n_events,
-        "cores": [{"pid": c.pid, "tile": c.tile, "process": c.process, "kernel_starts": len(c.starts),
-                   "kernel_ends": len(c.ends), "lock_stalls": len(c.stall_begins)} for c in trace.cores],
-        "other_processes": trace.other_processes,
-        "span_cycles": (max(spans) - min(spans)) if spans else 0,
-        "skipped": dict(trace.skipped),
-        "notes": list(trace.notes),
-    }
-
-
 # --------------------------------------------------------------------------------------------
 # per-core analysis
 # --------------------------------------------------------------------------------------------

@@ -322,6 +322,13 @@ class Session:
 
         return pass_numbers(*(pass_steps(self._model(i), phase) for i in (0, 1)))
 
+    def select_passes(self, spec: str, phase: str = "all") -> list[int]:
+        """The pass numbers `--pass` `spec` (`3`, `2-5`) names among those the traces hold in `phase`;
+        ValueError saying what is wrong."""
+        from kerneldiff.core.compare.pass_pairs import parse_passes
+
+        return parse_passes(spec, self.pass_numbers(phase))
+
     def pass_pairs(self, comparison, passes: list[int] | None = None):
         """Both traces' kernels in the chosen passes (by number; None: the whole phase) on one time axis,
         B's passes starting with A's, with the kernel pairs of the comparison's layer alignments

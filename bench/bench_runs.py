@@ -52,7 +52,8 @@ def runs_for(size: int, ranks: int, root: Path) -> tuple[Path, Path]:
 
 
 def child(task: str, a: str, b: str) -> dict:
-    from kerneldiff.core.session import RunSession, Session
+    from kerneldiff.core.ranks.session import RunSession
+    from kerneldiff.core.session import Session
 
     t0 = time.perf_counter()
     if task == "compare":

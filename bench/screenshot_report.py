@@ -53,14 +53,13 @@ def main(argv: list[str] | None = None) -> int:
         from kerneldiff.core.demo import DEMO_A, DEMO_B
 
         a, b = DEMO_A, DEMO_B
-    from kerneldiff.core.compare.pass_pairs import gap_pass
     from kerneldiff.core.report.html import render_html
     from kerneldiff.core.session import Session
 
     session = Session([str(a), str(b)])
     session.load_all()
     cmp = session.compare(args.phase)
-    n = gap_pass(cmp)
+    n = cmp.gap_pass()
     html = render_html(cmp, session.pass_pairs(cmp, [n]) if n is not None else None)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

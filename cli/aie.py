@@ -16,7 +16,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from kerneldiff.core.aie.analysis import AieComparison, AieParams, AieRun, GemmShape, analyze_aie, compare_aie
+from kerneldiff.core.aie.analysis import AieComparison, AieParams, AieRun, GemmShape
+from kerneldiff.core.aie.session import AieSession, AieSettings
 from kerneldiff.cli.args import _clock_mhz, _count, _fraction, _positive_float, _positive_int, add_shape_arguments
 from kerneldiff.core.errors import TraceError, shown_path, visible
 from kerneldiff.core.numbers import json_ready
@@ -101,7 +102,7 @@ def cores_table(run: AieRun) -> Table:
         s = c.stats
         iters = f"{c.detected_iterations}" + (f"/{c.expected_iterations}" if c.expected_iterations is not None else "")
         perf = c.perf_iterations
-        busy = sum(i.busy_fraction for i in perf) / len(perf) if perf else None
+        busy = c.perf_mean_busy
         iters_txt = Text(iters, style="yellow" if c.mismatch else "")
         tbl.add_row(*_cells(Text(visible(c.tile)), Text(str(c.pid)), _num(s.pairs), _num(s.duplicate_starts + s.duplicate_ends),
                             _num(s.orphan_starts + s.orphan_ends), _num(s.outliers),
@@ -209,11 +210,14 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"kerneldiff aie: {e}", file=sys.stderr)
         return 2
-    run_a = analyze_aie(args.trace, shape_a, args.warmup, args.iterations, params)
+    paths = [args.trace] + ([args.trace_b] if args.trace_b else [])
+    session = AieSession(paths, run_settings=[AieSettings(shape, args.warmup, args.iterations, params)
+                                              for shape in (shape_a, shape_b)[:len(paths)]])
+    run_a = session.load(0)
     run_b = cmp = None
     if args.trace_b:
-        run_b = analyze_aie(args.trace_b, shape_b, args.warmup, args.iterations, params)
-        cmp = compare_aie(run_a, run_b)
+        run_b = session.load(1)
+        cmp = session.compare()
 
     if args.json:
         doc = run_a.to_dict() if run_b is None else {"a": run_a.to_dict(), "b": run_b.to_dict(),

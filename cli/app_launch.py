@@ -49,7 +49,7 @@ def _explore_runs(paths: list[str], args) -> int:
     from kerneldiff.core.errors import TraceError
     from kerneldiff.core.ranks.identify import run_files
     from kerneldiff.core.ranks.run import findings, pick
-    from kerneldiff.core.session import RunSession
+    from kerneldiff.core.ranks.session import RunSession
     from kerneldiff.tui.app import _has_terminal, run_app
 
     try:

@@ -171,9 +171,7 @@ def _passes(session, args) -> list[int] | None:
     """The passes --pass names (checked against the traces), None when not given."""
     if not args.passes:
         return None
-    from kerneldiff.core.compare.pass_pairs import parse_passes
-
-    numbers = parse_passes(args.passes, session.pass_numbers(args.phase))
+    numbers = session.select_passes(args.passes, args.phase)
     if args.format == "html" and len(numbers) > 1:
         raise ValueError(f"--pass {args.passes}: the HTML report draws one pass; give one number")
     return numbers
@@ -200,10 +198,9 @@ def _picture(session, cmp, args, passes: list[int] | None) -> int:
                 write_perfetto(pairs, fh)
         print(f"wrote {shown_path(args.output)}", file=sys.stderr)
         return 0
-    from kerneldiff.core.compare.pass_pairs import gap_pass
     from kerneldiff.core.report.html import render_html
 
-    drawn = passes or ([n] if (n := gap_pass(cmp)) is not None else None)
+    drawn = passes or ([n] if (n := cmp.gap_pass()) is not None else None)
     return _emit(render_html(cmp, session.pass_pairs(cmp, drawn) if drawn else None), args.output)
 
 

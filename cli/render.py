@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 from rich.console import Console
 from rich.text import Text
 
@@ -33,13 +31,6 @@ def literal(s: object, max_len: int | None = None) -> Text:
 
 us = fmt.us        # one number formatter for every report and the explorer
 size = fmt.size
-
-
-def isatty_err() -> bool:
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 # --- tables that fit: numbers whole or not at all ---------------------------------------------------

@@ -15,7 +15,7 @@ from .compare import _TRAILING, _emit, _overrides, peak_table, render_text
 def run_runs(args) -> int:
     from kerneldiff.core.report.run_tables import RUN_TABLES, run_document, run_table
     from kerneldiff.core.report.table_names import TABLES
-    from kerneldiff.core.session import RunSession
+    from kerneldiff.core.ranks.session import RunSession
 
     if args.format not in ("text", "json", "csv") or getattr(args, "passes", None):
         print(f"kerneldiff: runs of rank traces report as text, json or csv; for --format {args.format} or --pass, "

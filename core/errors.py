@@ -10,8 +10,8 @@ _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 def visible(s: str) -> str:
     """`s` with every non-printable character (controls, ESC, bidi overrides, line separators)
-    written as a visible escape; the same rule as analysis.names.visible, here
-    because errors sit below every other layer."""
+    written as a visible escape, so a string from a trace or a file name cannot drive a terminal.
+    The one such rule (analysis.names re-exports it): here because errors sit below every layer."""
     if s.isprintable():
         return s
     return "".join(ch if ch.isprintable() else _NAMED.get(ch) or _escape(ord(ch)) for ch in s)

@@ -17,6 +17,7 @@ from typing import Any, Callable, Protocol
 
 from kerneldiff.core.errors import TraceError, shown_path
 from kerneldiff.core.ingest.probe import TraceInfo, probe
+from kerneldiff.core.ingest.probe import json_bytes as _json_bytes
 
 # progress(fraction 0..1, stage, done, total) -> False to cancel
 Progress = Callable[[float, str, int, int], "bool | None"]
@@ -61,6 +62,9 @@ class KernelDetail:
     # the operations behind the kernel: its launching operator, the ops an Inductor name lists, or a
     # fused category's operator and registry components (kerneldiff.core.compare.op_fusion.kernel_ops)
     ops: list[str] = field(default_factory=list)
+    cpu_op: str | None = None        # the operator the launch is linked to
+    device: int = -1
+    stream: int = -1
 
 
 def probe_trace(path: str, strict: bool = True) -> TraceInfo:
@@ -80,20 +84,6 @@ def probe_trace(path: str, strict: bool = True) -> TraceInfo:
             raise
         raise TraceError(path, f"unexpected error while reading the head of the file "
                                f"({type(e).__name__}: {' '.join(str(e).split())[:200]})") from None
-
-
-def _json_bytes(info: TraceInfo) -> int:
-    """The size of the JSON a trace holds: a plain file's size, or what a gzip's trailer says it
-    inflates to (modulo 4 GiB, as the format stores it; ten times the file if unreadable)."""
-    if not info.compressed:
-        return info.size
-    try:
-        with open(info.path, "rb") as f:
-            f.seek(-4, os.SEEK_END)
-            inflated = int.from_bytes(f.read(4), "little")
-    except OSError:
-        return 10 * info.size
-    return inflated if inflated >= info.size else 10 * info.size
 
 
 @dataclass
@@ -278,6 +268,13 @@ class Session:
 
         return summarize(self._model(index))
 
+    def overview(self, index: int, phase: str = "all"):
+        """Trace `index` on its own in one phase, what the explorer browses
+        (`kerneldiff.core.analysis.browse.TraceOverview`)."""
+        from kerneldiff.core.analysis.browse import overview
+
+        return overview(self._model(index), phase)
+
     def phases(self) -> list[str]:
         """Phase filters that select something in every loaded trace ("all" first)."""
         from kerneldiff.core.analysis.cut_work import compared_phases
@@ -312,6 +309,13 @@ class Session:
 
         return pass_numbers(*(pass_steps(self._model(i), phase) for i in (0, 1)))
 
+    def select_passes(self, spec: str, phase: str = "all") -> list[int]:
+        """The pass numbers `--pass` `spec` (`3`, `2-5`) names among those the traces hold in `phase`;
+        ValueError saying what is wrong."""
+        from kerneldiff.core.compare.pass_pairs import parse_passes
+
+        return parse_passes(spec, self.pass_numbers(phase))
+
     def pass_pairs(self, comparison, passes: list[int] | None = None):
         """Both traces' kernels in the chosen passes (by number; None: the whole phase) on one time axis,
         B's passes starting with A's, with the kernel pairs of the comparison's layer alignments
@@ -342,7 +346,43 @@ class Session:
                             cpu_op_stack(m, row), python_stack(m, row), module_path(m, row),
                             text(dims), text(types), text(k.grid[row]), text(k.block[row]), num(k.regs[row]),
                             num(k.smem[row]), num(k.occupancy[row]),
-                            display_ops(kernel_ops(m, row, self.classifier)))
+                            display_ops(kernel_ops(m, row, self.classifier)), m.cpu_op_name(row),
+                            int(k.device[row]), int(k.stream[row]))
+
+    def kernel_row(self, index: int, name: str) -> int:
+        """The first kernel row of trace `index` with exactly this name (-1: none)."""
+        import numpy as np
+
+        m = self._model(index)
+        sid = m.strings.get(name)
+        if sid is None:
+            return -1
+        rows = np.flatnonzero(m.kernels.name == sid)
+        return int(rows[0]) if len(rows) else -1
+
+    def kernel_name(self, index: int, row: int) -> str:
+        return self._model(index).kernel_name(row)
+
+    def name_durations(self, index: int, row: int):
+        """Durations of every launch of kernel row `row`'s name in trace `index`, whatever the phase
+        (`kerneldiff.core.analysis.browse.Durations`)."""
+        from kerneldiff.core.analysis.pass_lanes import name_durations
+
+        return name_durations(self._model(index), row)
+
+    def layer_kernels(self, index: int, layer: int, phase: str = "all") -> list:
+        """The kernels of one layer of trace `index`, in pass order
+        (`kerneldiff.core.analysis.browse.KernelTotal`s)."""
+        from kerneldiff.core.analysis.browse import layer_kernels
+
+        return layer_kernels(self._model(index), layer, phase)
+
+    def pass_kernels(self, index: int, step: int, phase: str = "all", label: str = ""):
+        """The kernels of pass `step` of trace `index`, one lane per stream
+        (`kerneldiff.core.analysis.pass_lanes.PassKernels`)."""
+        from kerneldiff.core.analysis.pass_lanes import pass_kernels
+
+        return pass_kernels(self._model(index), SIDES[index], label, step, phase)
 
     def _model(self, index: int):
         m = self.models[index]
@@ -366,62 +406,3 @@ def open_session(paths: list[str], *, aie: dict[str, Any] | None = None, **kwarg
         a.route_kinds()
         return a
     return s
-
-
-@dataclass
-class RunSession:
-    """Two runs of rank traces (each a directory, a glob or comma-joined files): every rank reduced to
-    its summary (in parallel), the representative rank of each run compared as a pair of traces, and
-    the ranks, collectives and stragglers of both runs (`kerneldiff.core.ranks`)."""
-
-    runs: list[str]
-    registry: str | None = None
-    use_cache: bool = True
-    device: int | None = None
-    rank: int | None = None          # the representative rank (None: each run's slowest)
-    peaks: Any = None
-    fusion_overrides: dict[str, float] = field(default_factory=dict)
-    jobs: int | None = None          # processes loading ranks (None: CPUs and memory decide)
-    sides: list[Any] = field(init=False, default_factory=list)
-    pair: Session | None = field(init=False, default=None)
-
-    def load(self) -> list[Any]:
-        """Identify and summarise every rank of both runs (a bad file is reported before any load)."""
-        from kerneldiff.core.ranks.identify import identify, run_files
-        from kerneldiff.core.ranks.run import Run, load_ranks
-
-        from kerneldiff.core.ranks.identify import RankFile
-
-        listed = []
-        for arg in self.runs:
-            files = run_files(arg)
-            for f in files:
-                info = probe_trace(f)
-                if info.kind == "aie":
-                    raise TraceError(info.path, "this is an AMD AIE (NPU) trace, not a rank of a GPU run")
-            listed.append((arg, files))
-        found = []
-        for arg, files in listed:
-            # ranks are named once every file is read: distributedInfo may follow the events
-            summaries = load_ranks([RankFile(i, f) for i, f in enumerate(files)], self.registry, self.use_cache,
-                                   self.device, self.jobs)
-            ranked, source = identify(files, [getattr(s.info, "distributed", {}) or {} for s in summaries])
-            by_path = {s.file: s for s in summaries}
-            for rf in ranked:
-                by_path[rf.path].rank = rf.rank
-            found.append(Run(arg, ranked, source, [by_path[rf.path] for rf in ranked]))
-        self.sides = found
-        return found
-
-    def compare(self, phase: str = "all"):
-        """(the representative ranks' Comparison, the runs' RunFindings)."""
-        from kerneldiff.core.ranks.run import findings, pick
-
-        if not self.sides:
-            self.load()
-        a, b = self.sides
-        ra, rb = pick(a, self.rank), pick(b, self.rank)
-        self.pair = Session([ra.file, rb.file], registry=self.registry, use_cache=self.use_cache, peaks=self.peaks,
-                            fusion_overrides=self.fusion_overrides, device=self.device, fork_pair=True)
-        self.pair.load_all()
-        return self.pair.compare(phase), findings(a, b, self.rank, self.peaks)

@@ -65,9 +65,7 @@ def explorer_result(session, phase: str, index: int | None):
         return AieView([session.models[index]], session.settings)
     if index is None:
         return session.compare(phase)
-    from kerneldiff.core.analysis.browse import overview
-
-    return overview(session.models[index], phase)
+    return session.overview(index, phase)
 
 
 def load_summary(session, model) -> str:

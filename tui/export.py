@@ -122,7 +122,6 @@ def write_reports(session, comparison, directory: Path | None = None) -> tuple[P
     the Perfetto file of a long run takes seconds."""
     import gzip
 
-    from kerneldiff.core.compare.pass_pairs import gap_pass
     from kerneldiff.core.numbers import safe_text
     from kerneldiff.core.report.html import render_html
     from kerneldiff.core.report.perfetto import write_perfetto
@@ -130,7 +129,7 @@ def write_reports(session, comparison, directory: Path | None = None) -> tuple[P
     d = directory or export_dir()
     d.mkdir(parents=True, exist_ok=True)
     phase = re.sub(r"[^A-Za-z0-9_.-]+", "_", comparison.phase)
-    drawn = gap_pass(comparison)
+    drawn = comparison.gap_pass()
     page = render_html(comparison, session.pass_pairs(comparison, [drawn]) if drawn is not None else None)
     html_path, fd = _create(d / f"kerneldiff-report-{phase}.html")
     with open(fd, "w", encoding="utf-8") as f:

@@ -63,8 +63,7 @@ def side_time(comp: Comparison, side: ShapeSide, key: str) -> float | None:
     """A side's time on the comparison's basis (per pass when the pass counts differ); None: it runs none."""
     if not side.calls:
         return None
-    passes = max(getattr(comp, key).passes, 1) if comp.basis == "per_pass" else 1
-    return side.total_us / passes
+    return comp.on_basis(key, side.total_us)
 
 
 def bound_text(a: ShapeSide, b: ShapeSide) -> str:

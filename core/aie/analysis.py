@@ -279,24 +279,6 @@ def parse_aie_events(events: list[Any], path: str = "<events>") -> AieTrace:
                     n_events=len(events), skipped=skipped, notes=notes)
 
 
-def probe_aie(path: str | os.PathLike) -> dict[str, Any]:
-    """What a quick look at an AIE trace finds: its cores and their raw event counts."""
-    path = os.fspath(path)
-    trace = parse_aie_events(load_aie_events(path), path)
-    spans = [t for c in trace.cores for t in (c.starts + c.ends + c.stall_begins + c.stall_ends)]
-    return {
-        "path": path,
-        "kind": "aie",
-        "n_events": trace.n_events,
-        "cores": [{"pid": c.pid, "tile": c.tile, "process": c.process, "kernel_starts": len(c.starts),
-                   "kernel_ends": len(c.ends), "lock_stalls": len(c.stall_begins)} for c in trace.cores],
-        "other_processes": trace.other_processes,
-        "span_cycles": (max(spans) - min(spans)) if spans else 0,
-        "skipped": dict(trace.skipped),
-        "notes": list(trace.notes),
-    }
-
-
 # --------------------------------------------------------------------------------------------
 # per-core analysis
 # --------------------------------------------------------------------------------------------
@@ -522,6 +504,18 @@ class AieCore:
     def perf_mean_gmacs(self) -> float | None:
         vals = [i.gmacs for i in self.perf_iterations if i.gmacs is not None]
         return sum(vals) / len(vals) if vals else None
+
+    @property
+    def perf_mean_busy(self) -> float | None:
+        """Mean busy fraction over the perf iterations (None: no perf iteration)."""
+        perf = self.perf_iterations
+        return sum(i.busy_fraction for i in perf) / len(perf) if perf else None
+
+    @property
+    def dropped(self) -> int:
+        """Events the pairing left out: duplicate and orphan starts and ends, outliers."""
+        s = self.stats
+        return s.duplicate_starts + s.duplicate_ends + s.orphan_starts + s.orphan_ends + s.outliers
 
     def to_dict(self, kernels: bool = False) -> dict[str, Any]:
         return {

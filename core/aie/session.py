@@ -92,6 +92,8 @@ class AieSession:
     errors: list[str | None] = field(init=False)
     models: list[Any] = field(init=False)
     all_aie: bool = field(init=False, default=True)
+    # per trace, settings the CLI builds itself (all of AieParams, a shape per trace); None: from `options`
+    run_settings: list[AieSettings] | None = None
 
     def __post_init__(self) -> None:
         self.paths = [os.fspath(p) for p in self.paths]
@@ -123,7 +125,7 @@ class AieSession:
             raise TraceError(path, f"this {kind_name(info.kind)} is not an AMD AIE (NPU) trace: open it on its own "
                                    f"(kerneldiff {path})")
         try:
-            settings = self.settings
+            settings = self.run_settings[index] if self.run_settings is not None else self.settings
         except ValueError as e:
             raise TraceError(path, f"AIE options: {e}") from None
         size = getattr(self.infos[index], "size", 0) or 0

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from kerneldiff.core.analysis.signature import strip_signature
+
 
 MAX_DEPTH = 256          # nesting levels (each a few Python frames)
 MAX_OUTPUT = 8_192       # characters of any part of the output (CK's longest kernels: ~2,700)
@@ -982,6 +984,4 @@ def readable(name: str) -> str:
     full = demangle(name)
     if full == name:
         return name
-    from kerneldiff.core.analysis.names import strip_signature
-
     return strip_signature(full)

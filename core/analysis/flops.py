@@ -669,17 +669,6 @@ def _tensor_core_fp32(model: TraceModel, works: list[OpWork], kw: np.ndarray) ->
     return out
 
 
-def short_op(op: str) -> str:
-    """`aten::mm` -> `mm` (other namespaces kept: `vllm::…`, `_C::…`)."""
-    return op[6:] if op.startswith("aten::") else op
-
-
-def gemm_text(w: OpWork) -> str:
-    """`8944×2816×1024` (m×n×k), with the batch in front when there is one: `32 × 559×559×64`."""
-    m, n, k, b = (w.get(x) for x in ("m", "n", "k", "batch"))
-    return (f"{b} × " if b and b > 1 else "") + f"{m}×{n}×{k}"
-
-
 def attention_text(w: OpWork) -> str:
     """`B16 H16/16 S559×559 D64 causal` (heads/kv heads, query×key length)."""
     g = w.get

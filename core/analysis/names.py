@@ -4,66 +4,11 @@ from __future__ import annotations
 
 import re
 
+from kerneldiff.core.analysis.signature import _drop_return_type, _strip_args, strip_signature  # noqa: F401 (strip_signature re-exported)
+from kerneldiff.core.errors import visible  # noqa: F401 - the one rule, re-exported for display code
+
 _NAMESPACES = re.compile(r"(?:at::native::|at::cuda::|c10::|std::|cub::|cutlass::|\(anonymous namespace\)::|"
                          r"pytorch_flash::|void |__hip_|__nv_)")
-
-
-_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-
-
-def _escape(ch: str) -> str:
-    o = ord(ch)
-    return _NAMED.get(ch) or (f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}")
-
-
-def visible(s: str) -> str:
-    """`s` with every non-printable character (C0/C1 controls, ESC, bidi overrides, line
-    separators, …) replaced by a visible escape, so a string from a trace cannot drive a terminal."""
-    if s.isprintable():
-        return s
-    return "".join(ch if ch.isprintable() else _escape(ch) for ch in s)
-
-
-def _strip_args(s: str) -> str:
-    """Drop the trailing parameter list `(...)` of a demangled signature (a name that does not end
-    in one, such as `k<(Enum)0>` or `k<…>::Kargs`, is left alone; so is a ` const` after it)."""
-    s = s.rstrip()
-    if s.endswith(" const"):
-        s = s[:-6].rstrip()
-    if not s.endswith(")"):
-        return s
-    depth = 0
-    for i in range(len(s) - 1, -1, -1):
-        ch = s[i]
-        if ch == ")":
-            depth += 1
-        elif ch == "(":
-            depth -= 1
-            if depth == 0:
-                head = s[:i].rstrip()
-                return head if head else s
-    return s
-
-
-def _drop_return_type(s: str) -> str:
-    """`std::enable_if<…>::type vllm::kernel<…>` -> `vllm::kernel<…>`: the name is the last
-    space-separated token outside template brackets and parentheses (`(anonymous namespace)` and
-    `{lambda(float)#1}` hold spaces that separate nothing)."""
-    depth, cut = 0, -1
-    for i, ch in enumerate(s):
-        if ch in "<({[":
-            depth += 1
-        elif ch in ">)}]":
-            depth = max(depth - 1, 0)
-        elif ch == " " and depth == 0 and i + 1 < len(s) and s[i + 1] not in "<>(&*":
-            cut = i
-    return s[cut + 1:] if cut >= 0 and cut + 1 < len(s) else s
-
-
-def strip_signature(s: str) -> str:
-    """A demangled function without its return type and parameter list:
-    `void aiter::k<float, 256>(float*, int)` -> `aiter::k<float, 256>`."""
-    return _drop_return_type(_strip_args(s.strip()))
 
 
 def _flatten_templates(s: str) -> str:

@@ -92,17 +92,6 @@ def pass_numbers(steps_a: list[int], steps_b: list[int]) -> list[int]:
     return [steps_a[i] if i < len(steps_a) else steps_b[i] for i in range(max(len(steps_a), len(steps_b)))]
 
 
-def gap_pass(cmp) -> int | None:
-    """The pass (number) with the largest wall-clock gap among those both sides hold: the one worth
-    drawing. None when a side has no passes."""
-    pa = (cmp.a.timeline or {}).get("passes", [])
-    pb = (cmp.b.timeline or {}).get("passes", [])
-    n = min(len(pa), len(pb))
-    if n == 0:
-        return None
-    return int(pa[max(range(n), key=lambda i: (abs(pa[i]["span_us"] - pb[i]["span_us"]), -i))]["pass"])
-
-
 def parse_passes(spec: str, numbers: list[int]) -> list[int]:
     """`3` or `2-5` (inclusive) -> the pass numbers among `numbers` it names; ValueError saying what
     is wrong (the numbers the traces hold, when it names none)."""

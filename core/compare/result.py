@@ -330,6 +330,22 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def on_basis(self, side: str, total_us: float) -> float:
+        """Side `side`'s ("a" or "b") time `total_us` on the comparison's basis: per pass (over that
+        side's passes) when basis == "per_pass", as it is otherwise."""
+        passes = max(getattr(self, side).passes, 1) if self.basis == "per_pass" else 1
+        return total_us / passes
+
+    def gap_pass(self) -> int | None:
+        """The pass (number) with the largest wall-clock gap among those both sides hold: the one
+        worth drawing. None when a side has no passes."""
+        pa = (self.a.timeline or {}).get("passes", [])
+        pb = (self.b.timeline or {}).get("passes", [])
+        n = min(len(pa), len(pb))
+        if n == 0:
+            return None
+        return int(pa[max(range(n), key=lambda i: (abs(pa[i]["span_us"] - pb[i]["span_us"]), -i))]["pass"])
+
     def alignment(self, layer: int) -> LayerAlignment | None:
         for al in self.alignments:
             if al.layer == layer:

@@ -444,3 +444,17 @@ def probe(path: str | os.PathLike) -> TraceInfo:
     info.metadata_complete = bool(devs) or info.kind != "kineto"
     info.seconds = time.perf_counter() - t0
     return info
+
+
+def json_bytes(info: TraceInfo) -> int:
+    """The size of the JSON a trace holds: a plain file's size, or what a gzip's trailer says it
+    inflates to (modulo 4 GiB, as the format stores it; ten times the file if unreadable)."""
+    if not info.compressed:
+        return info.size
+    try:
+        with open(info.path, "rb") as f:
+            f.seek(-4, os.SEEK_END)
+            inflated = int.from_bytes(f.read(4), "little")
+    except OSError:
+        return 10 * info.size
+    return inflated if inflated >= info.size else 10 * info.size

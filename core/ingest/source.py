@@ -50,38 +50,6 @@ def read_columns(path: str, progress: Callable[[int, int], None] | None = None,
     return col, reader
 
 
-def inflate_prefix(path: str, limit: int) -> bytes:
-    """Up to `limit` inflated bytes from the start of a gzip file, across members: concatenated
-    members are one stream, so an empty or blank first member is followed into the next.
-    Corrupt data ends the prefix (an error only when nothing could be inflated)."""
-    out = bytearray()
-    d = zlib.decompressobj(wbits=31)
-    try:
-        with open(path, "rb") as f:
-            raw = b""
-            while len(out) < limit:
-                if not raw:
-                    raw = f.read(64 * 1024)
-                    if not raw:
-                        break
-                if d is None:   # between members: another one, or trailing bytes (ignored)
-                    if len(raw) < 2:
-                        raw += f.read(64 * 1024)
-                    if not raw.startswith(GZIP_MAGIC):
-                        break
-                    d = zlib.decompressobj(wbits=31)
-                out += d.decompress(raw, limit - len(out))
-                raw = d.unconsumed_tail
-                if d.eof:
-                    raw, d = d.unused_data, None
-    except zlib.error as e:
-        if not out:
-            raise TraceError(path, f"corrupt gzip data ({e})") from None
-    except OSError as e:
-        raise file_error(path, e) from None
-    return bytes(out)
-
-
 class _Inflater:
     """Inflates a gzip file in a background thread (ISA-L releases the GIL), so decompression
     overlaps with decoding. Concatenated members are legal (`cat a.gz b.gz`); bytes after the

@@ -41,7 +41,7 @@ def _jobs(files: list[RankFile], requested: int | None) -> int:
     if requested is not None:
         return max(1, min(requested, len(files)))
     from kerneldiff.core.ingest.probe import probe
-    from kerneldiff.core.session import _json_bytes
+    from kerneldiff.core.ingest.probe import json_bytes as _json_bytes
 
     biggest = 0
     for f in files:

@@ -17,7 +17,7 @@ from kerneldiff.cli.main import main
 from kerneldiff.core.errors import TraceError
 from kerneldiff.core.ranks.identify import RankFile, identify, is_run, run_files
 from kerneldiff.core.ranks.run import load_ranks
-from kerneldiff.core.session import RunSession
+from kerneldiff.core.ranks.session import RunSession
 from kerneldiff.core.synth.ranks import write_run
 
 

@@ -19,7 +19,6 @@ from kerneldiff.cli.compare import render_text
 from kerneldiff.cli.main import main
 from kerneldiff.core.compare.engine import compare
 from kerneldiff.core.compare.result import Comparability, LedgerEntry
-from kerneldiff.core.compare.pass_pairs import gap_pass
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.core.report import format as fmt
 from kerneldiff.core.report import labels
@@ -53,7 +52,7 @@ def qwen_session():
 
 
 def _page(session, cmp) -> str:
-    n = gap_pass(cmp)
+    n = cmp.gap_pass()
     return render_html(cmp, session.pass_pairs(cmp, [n]) if n is not None else None)
 
 
@@ -138,7 +137,7 @@ def test_demo_page_is_self_contained_and_says_what_the_text_report_says(demo_ses
         for k in f.fused_group + f.component_group:
             assert esc(labels.group_kernel(k), 200) in page
     # the pass drawn is the one with the largest wall-clock gap; its number is said
-    assert f"Pass {gap_pass(cmp)} to scale" in page
+    assert f"Pass {cmp.gap_pass()} to scale" in page
 
 
 def test_real_cross_vendor_pair_numbers_equal_the_text_report(qwen_session):

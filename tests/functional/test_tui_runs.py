@@ -7,7 +7,7 @@ import pytest
 from textual.widgets import DataTable, TabbedContent
 
 from kerneldiff.core.ranks.run import findings
-from kerneldiff.core.session import RunSession
+from kerneldiff.core.ranks.session import RunSession
 from kerneldiff.core.synth.ranks import write_run
 from kerneldiff.tui.runs_app import RunsApp
 

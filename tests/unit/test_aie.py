@@ -21,7 +21,7 @@ from kerneldiff.core.aie.analysis import (
     is_aie_events,
     load_aie_events,
     pair_kernels,
-    probe_aie,
+    parse_aie_events,
 )
 from kerneldiff.core.errors import TraceError
 from kerneldiff.core.aie.synth import AiePlan, make_aie_events, write_aie_trace
@@ -246,10 +246,11 @@ def test_detection_and_probe(tmp_path):
     assert not is_aie_events([{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "python3"}},
                               {"name": "void gemm<float>", "ph": "X", "cat": "kernel", "ts": 1.0}, "junk"])
     write_aie_trace(tmp_path / "t.json", PLAN)
-    info = probe_aie(tmp_path / "t.json")
-    assert sorted(c["tile"] for c in info["cores"]) == sorted(t.tile for t in truth.cores)
-    assert all(c["kernel_starts"] >= PLAN.total_runs * PLAN.kernels_per_iteration for c in info["cores"])
-    assert any(p.startswith("mem_trace") for p in info["other_processes"])
+    path = str(tmp_path / "t.json")
+    trace = parse_aie_events(load_aie_events(path), path)
+    assert sorted(c.tile for c in trace.cores) == sorted(t.tile for t in truth.cores)
+    assert all(len(c.starts) >= PLAN.total_runs * PLAN.kernels_per_iteration for c in trace.cores)
+    assert any(p.startswith("mem_trace") for p in trace.other_processes)
 
 
 @pytest.mark.real

@@ -8,7 +8,8 @@ import json
 
 import hostile_corpus as hc
 from kerneldiff.core.ingest.loader import load
-from kerneldiff.tui.screens.pass_timeline import MAX_LANES, PassTimeline, pass_kernels
+from kerneldiff.core.analysis.pass_lanes import pass_kernels
+from kerneldiff.tui.screens.pass_timeline import MAX_LANES, PassTimeline
 
 
 def _many_streams(tmp_path, n: int):

@@ -135,3 +135,31 @@ def test_phase_cycle_offers_unknown_only_for_passes_whose_phase_is_unknown():
     s.load_all()
     assert "unknown" in s.models[0].phases_present()
     assert s.phases() == ["all", "prefill", "decode"]
+
+
+def test_overview_is_the_browse_reading_of_that_trace(demo_session):
+    from kerneldiff.core.analysis.browse import overview
+
+    for i in (0, 1):
+        for phase in demo_session.phases():
+            assert demo_session.overview(i, phase) == overview(demo_session.models[i], phase)
+    one = Session([DEMO_A], use_cache=False)
+    with pytest.raises(ValueError, match="not loaded"):
+        one.overview(0)
+
+
+def test_aie_session_runs_with_the_settings_given_per_trace(tmp_path):
+    """The CLI's own settings (a shape for each trace) go through AieSession unchanged."""
+    from kerneldiff.core.aie.analysis import AieParams, GemmShape, analyze_aie, compare_aie
+    from kerneldiff.core.aie.session import AieSession, AieSettings
+    from kerneldiff.core.aie.synth import AiePlan, write_aie_trace
+
+    p = tmp_path / "npu.json"
+    write_aie_trace(p, AiePlan())
+    shapes = (GemmShape(512, 512, 512, 4, 4), GemmShape(512, 512, 512, 4, 1))
+    params = AieParams(lock_stall_factor=3.0)
+    s = AieSession([str(p), str(p)], run_settings=[AieSettings(sh, 1, None, params) for sh in shapes])
+    runs = [s.load(0), s.load(1)]
+    want = [analyze_aie(str(p), sh, 1, None, params) for sh in shapes]
+    assert [r.to_dict() for r in runs] == [w.to_dict() for w in want]
+    assert s.compare().to_dict() == compare_aie(*want).to_dict()

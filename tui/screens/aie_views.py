@@ -105,16 +105,6 @@ def perf_window(core) -> str:
     return f"{core.perf_start}–{core.perf_end - 1}" if core.perf_iterations else ABSENT
 
 
-def core_busy(core) -> float | None:
-    perf = core.perf_iterations
-    return sum(i.busy_fraction for i in perf) / len(perf) if perf else None
-
-
-def core_dropped(core) -> int:
-    s = core.stats
-    return s.duplicate_starts + s.duplicate_ends + s.orphan_starts + s.orphan_ends + s.outliers
-
-
 # --- header -----------------------------------------------------------------------------------
 
 def shape_text(settings: AieSettings) -> Text:
@@ -203,14 +193,14 @@ def cores_spec(view: AieView) -> TableSpec:
             for c in run.cores:
                 run_v = (SIDE_LETTER[view.side(i)],) if view.compare else ()
                 run_c = (side_cell(view, i),) if view.compare else ()
-                busy = core_busy(c)
+                busy = c.perf_mean_busy
                 vals = (*run_v, c.tile, c.detected_iterations, perf_window(c) if c.perf_iterations else None,
                         c.stats.pairs, c.median_kernel_cycles, c.perf_mean_span_cycles, c.perf_mean_gmacs, busy,
-                        core_dropped(c))
+                        c.dropped)
                 cells = (*run_c, literal(clip(c.tile, w["tile"])), _iters_text(c), Text(perf_window(c)),
                          _num(f"{c.stats.pairs:,}"), _num(fmt_cycles(c.median_kernel_cycles)),
                          _num(fmt_cycles(c.perf_mean_span_cycles)), _num(fmt_num(c.perf_mean_gmacs)),
-                         _num(fmt_frac(busy)), _num(f"{core_dropped(c):,}"))
+                         _num(fmt_frac(busy)), _num(f"{c.dropped:,}"))
                 search = f"{view.who(i, c.tile)}\n{c.process}".lower()
                 rows.append(Row(f"{i}|{c.tile}", vals, cells, payload=(i, c), search=search))
         return rows

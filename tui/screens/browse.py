@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Footer, Static, TabbedContent
 
-from kerneldiff.core.analysis.browse import KernelTotal, LayerTotal, TraceOverview, layer_kernels
+from kerneldiff.core.analysis.browse import KernelTotal, LayerTotal, TraceOverview
 
 from .. import trace_views as tv
 from .. import views
@@ -163,7 +163,7 @@ class BrowseLayerScreen(ExplorerScreen):
         self.overview = result
         row = next((r for r in result.layers if r.layer == self.layer_index), None)
         self.query_one("#layer-summary", Static).update(tv.layer_summary(row, self.layer_index, result.phase))
-        kernels = layer_kernels(self.session.models[self.index], self.layer_index, result.phase)
+        kernels = self.session.layer_kernels(self.index, self.layer_index, result.phase)
         self.query_one("#pane-layer-kernels", TablePane).show(tv.layer_kernels_spec(self.layer_index, kernels),
                                                               keep_cursor=not first)
 

@@ -42,25 +42,15 @@ class KernelRef:
 
 
 def kernel_ref(session, index: int, label: str, name: str | None, category: str | None, rule: str, stats,
-               row: int) -> KernelRef:
-    """A KernelRef for kernel row `row` of trace `index` (row -1 or name None: no kernel on this side)."""
+               row: int, detail: KernelDetail | None = None) -> KernelRef:
+    """A KernelRef for kernel row `row` of trace `index` (row -1 or name None: no kernel on this side);
+    `detail`: the session's KernelDetail of that row when the caller already holds it."""
     if name is None or row < 0:
         return KernelRef(SIDES[index], label, name, category, rule, stats)
-    detail = session.kernel_detail(index, row)
-    k = session.models[index].kernels
-    return KernelRef(SIDES[index], label, name, category, rule, stats, detail,
-                     session.models[index].cpu_op_name(row), f"{int(k.device[row])} · stream {int(k.stream[row])}")
-
-
-def first_row(model, name: str) -> int:
-    """A kernel row with this exact name (for detail views), -1 if none."""
-    import numpy as np
-
-    sid = model.strings.get(name)
-    if sid is None:
-        return -1
-    rows = np.flatnonzero(model.kernels.name == sid)
-    return int(rows[0]) if len(rows) else -1
+    if detail is None:
+        detail = session.kernel_detail(index, row)
+    return KernelRef(SIDES[index], label, name, category, rule, stats, detail, detail.cpu_op,
+                     f"{detail.device} · stream {detail.stream}")
 
 
 def _short(name: str) -> str:
@@ -225,9 +215,10 @@ def same_kernel_screen(session, comp, k, crumbs: list[str]) -> KernelDetailScree
     """A kernel name both traces run: both sides, each with one of its launches."""
     refs = []
     for i, (label, stats) in enumerate(((comp.a.label, k.a), (comp.b.label, k.b))):
-        model = session.models[i]
-        row = first_row(model, k.name)
-        refs.append(kernel_ref(session, i, label, k.name, k.category, model.rule(row) if row >= 0 else "", stats, row))
+        row = session.kernel_row(i, k.name)
+        detail = session.kernel_detail(i, row) if row >= 0 else None
+        refs.append(kernel_ref(session, i, label, k.name, k.category, detail.rule if detail else "", stats, row,
+                               detail))
     context = span("Same kernel on both sides", "bold")
     context.append(f"   A/B {fmt_ratio(k.ratio)}   gap {fmt_gap(k.gap_us)}")
     return KernelDetailScreen(refs, context, [*crumbs, _short(k.name)])

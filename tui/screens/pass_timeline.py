@@ -2,12 +2,11 @@
 launch calls marked on a line above them. +/- zoom, h/l (or ←/→ with shift) pan, ←/→ walk the
 kernels, ↑/↓ switch side, 0 fits the pass, Enter opens the selected kernel's detail.
 
-Presentation only: the kernels, their streams and launch calls are the trace model's rows.
+Presentation only: the kernels of the pass, by stream, come from the session
+(kerneldiff.core.analysis.pass_lanes).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 from rich.text import Text
@@ -16,58 +15,14 @@ from textual.binding import Binding
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
+from kerneldiff.core.analysis.pass_lanes import PassKernels
+
 from ..text import DIM, SIDE_LETTER, SIDE_STYLE, fmt_us, literal, readable, shorten, span
 from ..widgets.header import Breadcrumb
 from .base import ExplorerScreen
 
 LABEL = 7   # the left margin: "A s7   " (side and stream)
 MAX_LANES = 8    # streams drawn per side, busiest first (real passes use 1-4): 200,000 streams drew a line each
-
-
-@dataclass
-class PassKernels:
-    """One side's kernels in one pass, by start time (µs from the pass's first kernel)."""
-
-    side: str
-    label: str
-    rows: np.ndarray        # kernel rows of the model
-    start: np.ndarray
-    end: np.ndarray
-    stream: np.ndarray      # stream id per kernel
-    launch: np.ndarray      # launch call start, µs from the same origin (nan: unknown)
-    streams: list[int]      # every stream of the pass, by id
-    lanes: dict[int, np.ndarray]   # stream -> its kernels (indexes into rows), by start time
-    busiest: list[int]      # streams by kernel time, most first
-    busy_us: dict[int, float]
-
-    @property
-    def span_us(self) -> float:
-        return float(self.end.max()) if len(self.end) else 0.0
-
-
-def pass_kernels(model, side: str, label: str, step: int, phase: str) -> PassKernels:
-    from kerneldiff.core.model import PHASE_ID
-
-    k = model.kernels
-    sel = k.step == step
-    if phase != "all" and phase in PHASE_ID:
-        sel &= k.phase == PHASE_ID[phase]
-    rows = np.flatnonzero(sel)
-    rows = rows[np.argsort(k.ts[rows], kind="stable")]
-    t0 = float(k.ts[rows].min()) if len(rows) else 0.0
-    start = k.ts[rows] - t0
-    end = start + np.maximum(k.dur[rows], 0.0)
-    li = k.launch[rows].astype(np.int64)
-    launch = np.full(len(rows), np.nan)
-    ok = (li >= 0) & (li < len(model.launches.ts))
-    launch[ok] = model.launches.ts[li[ok]] - t0
-    stream = k.stream[rows].astype(np.int64)
-    order = np.argsort(stream, kind="stable")       # grouped once: one pass over the kernels
-    ids, first = np.unique(stream[order], return_index=True)
-    lanes = dict(zip(ids.tolist(), np.split(order, first[1:]))) if len(order) else {}
-    busy = {s: float((end[g] - start[g]).sum()) for s, g in lanes.items()}
-    busiest = sorted(busy, key=lambda s: (-busy[s], s))
-    return PassKernels(side, label, rows, start, end, stream, launch, ids.tolist(), lanes, busiest, busy)
 
 
 # A cell's glyph says how much of its time the lane is busy, in eighths (▁ to █): at full view a pass
@@ -272,8 +227,7 @@ class PassTimelineScreen(ExplorerScreen):
         self.sides = []
         for i, (side, p) in enumerate(zip(("a", "b"), passes)):
             if p is not None:
-                self.sides.append(pass_kernels(session.models[i], side, getattr(comp, side).label, int(p["pass"]),
-                                               comp.phase))
+                self.sides.append(session.pass_kernels(i, int(p["pass"]), comp.phase, getattr(comp, side).label))
 
     def compose(self) -> ComposeResult:
         yield Breadcrumb(*self.crumbs)
@@ -316,17 +270,14 @@ class PassTimelineScreen(ExplorerScreen):
             t.append("no kernels in this pass", style=DIM)
         else:
             s, i = c
-            model = self.session.models[0 if s.side == "a" else 1]
-            row = int(s.rows[i])
+            name = self.session.kernel_name(0 if s.side == "a" else 1, int(s.rows[i]))
             t.append(f"{SIDE_LETTER[s.side]} #{i + 1} ", style=f"bold {SIDE_STYLE[s.side]}")
-            t.append(literal(shorten(readable(model.kernel_name(row)), max(self.size.width - 12, 20))))
+            t.append(literal(shorten(readable(name), max(self.size.width - 12, 20))))
             t.append(f"\nstart {fmt_us(float(s.start[i]))}  dur {fmt_us(float(s.end[i] - s.start[i]))}  "
                      f"stream {int(s.stream[i])}  ←/→ kernel ↑/↓ side +/- zoom h/l pan 0 fit", style=DIM)
         self.query_one("#selected", Static).update(t)
 
     def action_open_kernel(self) -> None:
-        from kerneldiff.core.analysis.browse import Durations
-
         from .kernel import KernelDetailScreen, _short, kernel_ref
 
         c = self.timeline.selected()
@@ -334,14 +285,11 @@ class PassTimelineScreen(ExplorerScreen):
             return
         s, i = c
         index = 0 if s.side == "a" else 1
-        model = self.session.models[index]
         row = int(s.rows[i])
-        name = model.kernel_name(row)
-        d = model.kernels.dur[model.kernels.name == model.kernels.name[row]]
-        stats = Durations(count=len(d), total_us=float(d.sum()), mean_us=float(d.mean()),
-                          median_us=float(np.median(d)), min_us=float(d.min()), p90_us=float(np.percentile(d, 90)),
-                          p95_us=float(np.percentile(d, 95)), max_us=float(d.max()))
-        ref = kernel_ref(self.session, index, s.label, name, model.category(row), model.rule(row), stats, row)
+        detail = self.session.kernel_detail(index, row)
+        name = detail.name
+        ref = kernel_ref(self.session, index, s.label, name, detail.category, detail.rule,
+                         self.session.name_durations(index, row), row, detail)
         ref.count_note = "launches of this name in the trace"
         context = span(f"Pass {self.number}", "bold")
         context.append(f"   {SIDE_LETTER[s.side]} kernel {i + 1} of {len(s.rows)}, start {fmt_us(float(s.start[i]))}")

@@ -88,9 +88,9 @@ class ShapeKernelsScreen(ExplorerScreen):
 
         key, k = row.payload
         index = SIDES.index(key)
-        model = self.session.models[index]
-        ref = kernel_ref(self.session, index, getattr(self.comparison, key).label, k.name, model.category(k.row),
-                         model.rule(k.row), k, k.row)
+        detail = self.session.kernel_detail(index, k.row)
+        ref = kernel_ref(self.session, index, getattr(self.comparison, key).label, k.name, detail.category,
+                         detail.rule, k, k.row, detail)
         ref.count_note = "launches for this shape"
         context = span(f"{key.upper()} ", f"bold {SIDE_STYLE[key]}")
         context.append(literal(sv.shape_title(self.shape), "bold"))

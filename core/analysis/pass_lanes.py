@@ -1,0 +1,65 @@
+"""One pass's kernels on its own time axis, grouped by stream (the explorer's pass timeline draws
+them), and the launch-duration statistics of one kernel name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kerneldiff.core.analysis.browse import Durations
+from kerneldiff.core.model import PHASE_ID
+
+
+@dataclass
+class PassKernels:
+    """One side's kernels in one pass, by start time (µs from the pass's first kernel)."""
+
+    side: str
+    label: str
+    rows: np.ndarray        # kernel rows of the model
+    start: np.ndarray
+    end: np.ndarray
+    stream: np.ndarray      # stream id per kernel
+    launch: np.ndarray      # launch call start, µs from the same origin (nan: unknown)
+    streams: list[int]      # every stream of the pass, by id
+    lanes: dict[int, np.ndarray]   # stream -> its kernels (indexes into rows), by start time
+    busiest: list[int]      # streams by kernel time, most first
+    busy_us: dict[int, float]
+
+    @property
+    def span_us(self) -> float:
+        return float(self.end.max()) if len(self.end) else 0.0
+
+
+def pass_kernels(model, side: str, label: str, step: int, phase: str) -> PassKernels:
+    """The kernels of pass `step` (those of `phase` only, unless "all"), one lane per stream."""
+    k = model.kernels
+    sel = k.step == step
+    if phase != "all" and phase in PHASE_ID:
+        sel &= k.phase == PHASE_ID[phase]
+    rows = np.flatnonzero(sel)
+    rows = rows[np.argsort(k.ts[rows], kind="stable")]
+    t0 = float(k.ts[rows].min()) if len(rows) else 0.0
+    start = k.ts[rows] - t0
+    end = start + np.maximum(k.dur[rows], 0.0)
+    li = k.launch[rows].astype(np.int64)
+    launch = np.full(len(rows), np.nan)
+    ok = (li >= 0) & (li < len(model.launches.ts))
+    launch[ok] = model.launches.ts[li[ok]] - t0
+    stream = k.stream[rows].astype(np.int64)
+    order = np.argsort(stream, kind="stable")       # grouped once: one pass over the kernels
+    ids, first = np.unique(stream[order], return_index=True)
+    lanes = dict(zip(ids.tolist(), np.split(order, first[1:]))) if len(order) else {}
+    busy = {s: float((end[g] - start[g]).sum()) for s, g in lanes.items()}
+    busiest = sorted(busy, key=lambda s: (-busy[s], s))
+    return PassKernels(side, label, rows, start, end, stream, launch, ids.tolist(), lanes, busiest, busy)
+
+
+def name_durations(model, row: int) -> Durations:
+    """Every launch in the trace of kernel row `row`'s name, whatever the phase (the pass timeline's
+    kernel detail counts them so: "launches of this name in the trace")."""
+    d = model.kernels.dur[model.kernels.name == model.kernels.name[row]]
+    return Durations(count=len(d), total_us=float(d.sum()), mean_us=float(d.mean()),
+                     median_us=float(np.median(d)), min_us=float(d.min()), p90_us=float(np.percentile(d, 90)),
+                     p95_us=float(np.percentile(d, 95)), max_us=float(d.max()))

@@ -1,0 +1,69 @@
+"""Two runs of rank traces behind a session interface, as `Session` is for two traces: the ranks
+load through `Session` (kerneldiff.core.ranks.summary), so this sits above it, not inside it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kerneldiff.core.errors import TraceError
+from kerneldiff.core.session import Session, probe_trace
+
+
+@dataclass
+class RunSession:
+    """Two runs of rank traces (each a directory, a glob or comma-joined files): every rank reduced to
+    its summary (in parallel), the representative rank of each run compared as a pair of traces, and
+    the ranks, collectives and stragglers of both runs (`kerneldiff.core.ranks`)."""
+
+    runs: list[str]
+    registry: str | None = None
+    use_cache: bool = True
+    device: int | None = None
+    rank: int | None = None          # the representative rank (None: each run's slowest)
+    peaks: Any = None
+    fusion_overrides: dict[str, float] = field(default_factory=dict)
+    jobs: int | None = None          # processes loading ranks (None: CPUs and memory decide)
+    sides: list[Any] = field(init=False, default_factory=list)
+    pair: Session | None = field(init=False, default=None)
+
+    def load(self) -> list[Any]:
+        """Identify and summarise every rank of both runs (a bad file is reported before any load)."""
+        from kerneldiff.core.ranks.identify import identify, run_files
+        from kerneldiff.core.ranks.run import Run, load_ranks
+
+        from kerneldiff.core.ranks.identify import RankFile
+
+        listed = []
+        for arg in self.runs:
+            files = run_files(arg)
+            for f in files:
+                info = probe_trace(f)
+                if info.kind == "aie":
+                    raise TraceError(info.path, "this is an AMD AIE (NPU) trace, not a rank of a GPU run")
+            listed.append((arg, files))
+        found = []
+        for arg, files in listed:
+            # ranks are named once every file is read: distributedInfo may follow the events
+            summaries = load_ranks([RankFile(i, f) for i, f in enumerate(files)], self.registry, self.use_cache,
+                                   self.device, self.jobs)
+            ranked, source = identify(files, [getattr(s.info, "distributed", {}) or {} for s in summaries])
+            by_path = {s.file: s for s in summaries}
+            for rf in ranked:
+                by_path[rf.path].rank = rf.rank
+            found.append(Run(arg, ranked, source, [by_path[rf.path] for rf in ranked]))
+        self.sides = found
+        return found
+
+    def compare(self, phase: str = "all"):
+        """(the representative ranks' Comparison, the runs' RunFindings)."""
+        from kerneldiff.core.ranks.run import findings, pick
+
+        if not self.sides:
+            self.load()
+        a, b = self.sides
+        ra, rb = pick(a, self.rank), pick(b, self.rank)
+        self.pair = Session([ra.file, rb.file], registry=self.registry, use_cache=self.use_cache, peaks=self.peaks,
+                            fusion_overrides=self.fusion_overrides, device=self.device, fork_pair=True)
+        self.pair.load_all()
+        return self.pair.compare(phase), findings(a, b, self.rank, self.peaks)

@@ -1,0 +1,282 @@
+"""The import rules, read from the source with `ast` (nothing is imported, lazy imports inside
+functions count, imports under `if TYPE_CHECKING:` do not):
+
+* the front ends (tui/, cli/) reach core only through `Session` and the types it returns, the
+  report and error modules, and the display helpers listed in FRONT_END_MAY_USE;
+* core never imports Textual, Rich or a front end;
+* no import cycle among core's subpackages, nor among the modules inside one.
+
+Today's breaches are listed by name in the *_TODO sets below; fixing one means deleting its line
+(the test fails on a listed breach that is gone, so the lists only shrink).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CORE = "kerneldiff.core"
+
+# What a front end may import from core: a module (all of it) or (module, names).
+FRONT_END_MAY_USE: dict[str, frozenset[str] | None] = {
+    # the one way in
+    "kerneldiff.core": frozenset({"Session", "TraceError", "LoadCancelled", "KernelDetail", "open_session",
+                                  "TraceInfo"}),
+    "kerneldiff.core.session": None,
+    "kerneldiff.core.aie.session": None,
+    "kerneldiff.core.ranks.session": frozenset({"RunSession"}),   # two runs of rank traces            # AieSession: the AIE mode's Session, and its settings type
+    # what Session returns
+    "kerneldiff.core.compare.result": None,
+    "kerneldiff.core.compare.work_result": None,
+    # readings of a Comparison that take nothing but result types (which row of the other side
+    # answers a one-sided row): presentation-level, no model or trace behind them
+    "kerneldiff.core.compare.one_sided": frozenset({"operation_counterpart", "attention_counterparts"}),
+    "kerneldiff.core.aie.analysis": frozenset({"AieComparison", "AieRun", "AieParams", "GemmShape"}),
+    "kerneldiff.core.analysis.browse": frozenset({"TraceOverview", "KernelTotal", "LayerTotal", "OperationTotal",
+                                                  "StepTotal", "Durations"}),
+    "kerneldiff.core.analysis.pass_lanes": frozenset({"PassKernels"}),
+    "kerneldiff.core.ingest.probe": frozenset({"TraceInfo"}),   # what Session.probe returns
+    "kerneldiff.core.errors": None,
+    # writing results out, and the words and numbers every front end shows the same way
+    "kerneldiff.core.report": None,
+    "kerneldiff.core.numbers": None,
+    "kerneldiff.core.phase_names": None,
+    # display names: how a kernel name is shortened or demangled for a column is presentation,
+    # kept in core so the CLI, the explorer and the reports print the same name
+    "kerneldiff.core.analysis.names": frozenset({"short_name", "visible", "distinct_short_names"}),
+    "kerneldiff.core.analysis.demangle": frozenset({"readable", "demangle"}),
+    # option parsers: command-line text into the settings a Session takes, checked before any trace
+    # is read so a bad option is one line (exit 2); they read no trace
+    "kerneldiff.core.analysis.peaks": frozenset({"PeakTable"}),
+    "kerneldiff.core.compare.fusion_model": frozenset({"check_overrides"}),
+    "kerneldiff.core.gate.spec": frozenset({"parse_checks", "parse_limit"}),
+    "kerneldiff.core.ingest.cache": frozenset({"setting_problem"}),
+    "kerneldiff.core.fileio": frozenset({"kind_of"}),    # "a directory", "a FIFO": words for bad-input lines
+    # the bundled demo traces' paths (data, not analysis)
+    "kerneldiff.core.demo": frozenset({"DEMO_A", "DEMO_B"}),
+    # `kerneldiff synth` is the generator's own front end: calling it is its job
+    "kerneldiff.core.synth": None,
+    "kerneldiff.core.aie.synth": frozenset({"AiePlan", "write_aie_trace"}),
+}
+
+# Front-end imports that break the rule today: (file, imported name). Shrink to empty. Left: the
+# launcher telling a rank run from a trace and picking its ranks beside RunSession, the explorer's
+# fork-server start-up, and the test app's stand-in loader.
+FRONT_END_TODO = {
+    ("cli/app_launch.py", "kerneldiff.core.ranks.identify.is_run"),
+    ("cli/app_launch.py", "kerneldiff.core.ranks.identify.run_files"),
+    ("cli/app_launch.py", "kerneldiff.core.ranks.run.findings"),
+    ("cli/app_launch.py", "kerneldiff.core.ranks.run.pick"),
+    ("cli/compare.py", "kerneldiff.core.ranks.identify.is_run"),
+    ("tui/app.py", "kerneldiff.core.ingest.forkserver.big"),
+    ("tui/app.py", "kerneldiff.core.ingest.forkserver.cpus"),
+    ("tui/app.py", "kerneldiff.core.ingest.forkserver.prepare"),
+    ("tui/testing.py", "kerneldiff.core.ingest.loader.load"),
+}
+
+# Module cycles inside core today (each as its sorted members): none left; keep it so.
+CYCLES_TODO: set[tuple[str, ...]] = set()
+# Subpackage cycles inside core today. Shrink to empty.
+PACKAGE_CYCLES_TODO: set[tuple[str, ...]] = {
+    ("aie", "ingest"),          # ingest detects AIE traces; aie reads through ingest
+}
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return "kerneldiff." + ".".join(parts)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or \
+        (isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+
+
+def _imports(path: Path) -> list[tuple[str, str | None]]:
+    """(module, name or None) for every import in the file, relative ones resolved."""
+    me = _module(path)
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    out: list[tuple[str, str | None]] = []
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child):
+                for c in child.orelse:
+                    visit(c)
+                continue
+            if isinstance(child, ast.Import):
+                out.extend((a.name, None) for a in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = package.split(".")[: len(package.split(".")) - child.level + 1]
+                    mod = ".".join(base + ([child.module] if child.module else []))
+                else:
+                    mod = child.module or ""
+                out.extend((mod, a.name) for a in child.names)
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+    return out
+
+
+def _files(folder: str) -> list[Path]:
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+def _core_modules() -> set[str]:
+    return {_module(p) for p in _files("core")}
+
+
+def _target(mod: str, name: str | None, modules: set[str]) -> str:
+    """The core module an import reaches: `from pkg import sub` reaches pkg.sub when it is one."""
+    if name and f"{mod}.{name}" in modules:
+        return f"{mod}.{name}"
+    return mod
+
+
+def _allowed(mod: str, name: str | None, allow: str, names: frozenset[str] | None) -> bool:
+    if names is None:
+        return mod == allow or mod.startswith(allow + ".")
+    return mod == allow and name in names
+
+
+def _front_end_breaches() -> set[tuple[str, str]]:
+    modules = _core_modules()
+    bad = set()
+    for folder in ("tui", "cli"):
+        for path in _files(folder):
+            for mod, name in _imports(path):
+                if not (mod == CORE or mod.startswith(CORE + ".")):
+                    continue
+                target = _target(mod, name, modules)
+                whole = name is None or target != mod      # a module imported, not a name from one
+                label = target if whole else f"{mod}.{name}"
+                if not any(_allowed(target, None if whole else name, allow, names)
+                           for allow, names in FRONT_END_MAY_USE.items()):
+                    bad.add((str(path.relative_to(ROOT)), label))
+    return bad
+
+
+def test_front_ends_reach_core_only_through_session_results_and_display_helpers():
+    bad = _front_end_breaches()
+    new = sorted(bad - FRONT_END_TODO)
+    assert not new, "front end imports core beyond Session and its results:\n" + "\n".join(map(str, new))
+    fixed = sorted(FRONT_END_TODO - bad)
+    assert not fixed, "fixed: delete from FRONT_END_TODO:\n" + "\n".join(map(str, fixed))
+
+
+def test_core_never_imports_the_ui():
+    bad = []
+    for path in _files("core"):
+        for mod, _ in _imports(path):
+            top = mod.split(".")[0]
+            if top in ("textual", "rich") or mod.startswith(("kerneldiff.tui", "kerneldiff.cli")):
+                bad.append(f"{path.relative_to(ROOT)} imports {mod}")
+    assert not bad, bad
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _core_modules()
+    graph: dict[str, set[str]] = defaultdict(set)
+    for path in _files("core"):
+        me = _module(path)
+        graph[me]
+        for mod, name in _imports(path):
+            target = _target(mod, name, modules)
+            if target in modules and target != me:
+                graph[me].add(target)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> set[tuple[str, ...]]:
+    """Strongly connected components of more than one node (Tarjan's, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found = set()
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                    break
+                if child in on:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    comp = []
+                    while True:
+                        n = stack.pop()
+                        on.discard(n)
+                        comp.append(n)
+                        if n == node:
+                            break
+                    if len(comp) > 1:
+                        found.add(tuple(sorted(comp)))
+    return found
+
+
+def _short(cycle: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(m.removeprefix(CORE + ".") for m in cycle)
+
+
+def test_no_import_cycle_between_core_modules():
+    """A package's __init__ re-exporting its modules is not a cycle with them: __init__ files are
+    left out of the module graph (their imports are counted for the package graph below)."""
+    graph = {m: {t for t in ts if not _is_package(t)} for m, ts in _graph().items() if not _is_package(m)}
+    cycles = {_short(c) for c in _cycles(graph)}
+    new = sorted(cycles - CYCLES_TODO)
+    assert not new, new
+    assert not sorted(CYCLES_TODO - cycles), "fixed: delete from CYCLES_TODO"
+
+
+def _is_package(mod: str) -> bool:
+    rel = mod.removeprefix(CORE).lstrip(".").replace(".", "/")
+    return (ROOT / "core" / rel / "__init__.py").exists()
+
+
+def _subpackage(mod: str) -> str:
+    rest = mod.removeprefix(CORE).lstrip(".")
+    return rest.split(".")[0] or "__init__"
+
+
+def test_no_import_cycle_between_core_subpackages():
+    packages: dict[str, set[str]] = defaultdict(set)
+    for me, targets in _graph().items():
+        if me == CORE:      # core/__init__ re-exports Session and friends: above everything
+            continue
+        for t in targets:
+            if t != CORE and _subpackage(t) != _subpackage(me):
+                packages[_subpackage(me)].add(_subpackage(t))
+    cycles = _cycles(packages)
+    new = sorted(cycles - PACKAGE_CYCLES_TODO)
+    assert not new, new
+    assert not sorted(PACKAGE_CYCLES_TODO - cycles), "fixed: delete from PACKAGE_CYCLES_TODO"
+
+
+def test_the_checker_sees_a_planted_cycle_and_a_lazy_import():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == {("a", "b", "c")}
+    src = ROOT / "core" / "session.py"
+    assert any(m.startswith(CORE) for m, _ in _imports(src))

@@ -367,10 +367,17 @@ def pair_kernels(starts: list[int], ends: list[int],
         return [], stats
     # the trace unit sometimes emits an event twice a few cycles apart; real kernels start at
     # least one kernel duration apart, so a fraction of the median duration separates the two
+    # (a duplicate start left in shortens the pair it opens, and with it the median: the gap is
+    # measured again on the cleaned pairs until it stops growing)
     min_gap = max(1, int(params.dup_gap_fraction * median(e - s for s, e in prelim)))
-    clean_s, stats.duplicate_starts = _drop_bursts(starts, min_gap)
-    clean_e, stats.duplicate_ends = _drop_bursts(ends, min_gap)
-    raw, stats.orphan_starts, stats.orphan_ends = _walk_pairs(clean_s, clean_e)
+    for _ in range(4):
+        clean_s, stats.duplicate_starts = _drop_bursts(starts, min_gap)
+        clean_e, stats.duplicate_ends = _drop_bursts(ends, min_gap)
+        raw, stats.orphan_starts, stats.orphan_ends = _walk_pairs(clean_s, clean_e)
+        grown = max(1, int(params.dup_gap_fraction * median(e - s for s, e in raw))) if raw else min_gap
+        if grown <= min_gap:
+            break
+        min_gap = grown
     pairs = [KernelPair(s, e) for s, e in raw]
     if not pairs:
         return [], stats

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import given, settings, example
 from hypothesis import strategies as st
 
 from kerneldiff.cli.main import main
@@ -268,6 +268,9 @@ def test_real_kineto_traces_are_not_aie(name):
 # ---------------------------------------------------------------------------- pairing property
 
 @settings(max_examples=60, deadline=None)
+# found by Hypothesis: the duplicate starts shortened the preliminary pairs and so the median the
+# burst gap is taken of (min gap 20, a duplicate 20 cycles late was kept)
+@example([(100, 21, False, False, 1), (100, 21, True, False, 17), (100, 21, True, False, 20)])
 @given(st.lists(st.tuples(st.integers(100, 250), st.integers(21, 500), st.booleans(), st.booleans(),
                           st.integers(1, 20)), min_size=3, max_size=40))
 def test_pairing_recovers_kernels_despite_duplicate_bursts(spec):

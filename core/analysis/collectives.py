@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from kerneldiff.core.analysis.timeline import merge_intervals
 from kerneldiff.core.model import KIND_KERNEL, TraceModel
 
 # bytes per element, by the dtype names record_shapes writes (Input type) and c10's
@@ -73,23 +74,8 @@ def kind_of_op(name: str) -> str | None:
     return _KIND_WORDS.get(m.group(1).replace("_", "").lower())
 
 
-def _union(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Merged intervals of [s, e), sorted."""
-    if len(s) == 0:
-        return s, e
-    o = np.argsort(s, kind="stable")
-    s, e = s[o], e[o]
-    cm = np.maximum.accumulate(e)
-    new = np.ones(len(s), dtype=bool)
-    new[1:] = s[1:] > cm[:-1]
-    starts = s[new]
-    idx = np.flatnonzero(new)
-    ends = cm[np.append(idx[1:] - 1, len(s) - 1)]
-    return starts, ends
-
-
 def _length(s: np.ndarray, e: np.ndarray) -> float:
-    us, ue = _union(s, e)
+    us, ue = merge_intervals(s, e)
     return float((ue - us).sum())
 
 
@@ -254,7 +240,7 @@ def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = No
     is_comm = np.zeros(len(k), bool)
     is_comm[comm] = True
     compute = np.flatnonzero((k.kind == KIND_KERNEL) & ~is_comm)
-    cs, ce = _union(k.ts[compute], k.ts[compute] + np.maximum(k.dur[compute], 0.0))
+    cs, ce = merge_intervals(k.ts[compute], k.ts[compute] + np.maximum(k.dur[compute], 0.0))
     cum = np.concatenate([[0.0], np.cumsum(ce - cs)])
 
     def compute_until(t: np.ndarray) -> np.ndarray:

@@ -152,7 +152,7 @@ class Timeline:
         return d
 
 
-def _name_mask(model: TraceModel, names: np.ndarray, pattern: re.Pattern) -> np.ndarray:
+def name_mask(model: TraceModel, names: np.ndarray, pattern: re.Pattern) -> np.ndarray:
     """names (string ids) matching a pattern, as a boolean array; one regex test per distinct name."""
     if len(names) == 0:
         return np.zeros(0, dtype=bool)
@@ -161,8 +161,9 @@ def _name_mask(model: TraceModel, names: np.ndarray, pattern: re.Pattern) -> np.
     return hit[inv]
 
 
-def _merge(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The union of intervals as disjoint sorted intervals."""
+def merge_intervals(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The union of intervals [s, e) as disjoint sorted intervals (the one copy: the ledger's host
+    time and the collectives' overlap use it too)."""
     if len(s) == 0:
         return s, e
     o = np.argsort(s, kind="stable")
@@ -195,14 +196,14 @@ class _Scan:
         # launch calls, in the same clock (launch rows are read only through kernels that link to them)
         self.l_s = np.round((L.ts - self.t0) * _NS).astype(np.int64)
         self.l_e = self.l_s + np.round(np.maximum(L.dur, 0.0) * _NS).astype(np.int64)
-        self.l_is_launch = _name_mask(model, L.name, LAUNCH_RE)
-        self.l_is_graph = _name_mask(model, L.name, GRAPH_RE) & self.l_is_launch
-        sync = _name_mask(model, L.name, SYNC_RE)
-        self.sync_s, self.sync_e = _merge(self.l_s[sync], self.l_e[sync])
+        self.l_is_launch = name_mask(model, L.name, LAUNCH_RE)
+        self.l_is_graph = name_mask(model, L.name, GRAPH_RE) & self.l_is_launch
+        sync = name_mask(model, L.name, SYNC_RE)
+        self.sync_s, self.sync_e = merge_intervals(self.l_s[sync], self.l_e[sync])
         self.dtoh = np.zeros(n, dtype=bool)
         cp = np.flatnonzero(k.kind == KIND_MEMCPY)
         if len(cp):
-            self.dtoh[cp] = _name_mask(model, k.name[cp], DTOH_RE)
+            self.dtoh[cp] = name_mask(model, k.name[cp], DTOH_RE)
         # a stream is (device, stream): stream ids restart on every device
         pairs = np.stack([k.device, k.stream], axis=1) if n else np.zeros((0, 2), np.int64)
         _, self.stream_id = np.unique(pairs, axis=0, return_inverse=True) if n else (None, np.zeros(0, np.int64))

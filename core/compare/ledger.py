@@ -24,7 +24,7 @@ import re
 
 import numpy as np
 
-from kerneldiff.core.analysis.timeline import LAUNCH_RE, SYNC_RE, Timeline
+from kerneldiff.core.analysis.timeline import LAUNCH_RE, SYNC_RE, Timeline, merge_intervals, name_mask
 from kerneldiff.core.compare.result import LedgerEntry
 
 _NS = 1000.0
@@ -143,16 +143,8 @@ def build(va, vb, ta: Timeline, tb: Timeline, per_pass: bool) -> list[LedgerEntr
 # --- host time -------------------------------------------------------------------------------------
 
 def _union_len(s: np.ndarray, e: np.ndarray) -> float:
-    if len(s) == 0:
-        return 0.0
-    o = np.argsort(s, kind="stable")
-    s, e = s[o], e[o]
-    cm = np.maximum.accumulate(e)
-    new = np.ones(len(s), dtype=bool)
-    new[1:] = s[1:] > cm[:-1]
-    starts = np.flatnonzero(new)
-    ends = np.append(starts[1:], len(s)) - 1
-    return float((cm[ends] - s[starts]).sum())
+    starts, ends = merge_intervals(s, e)
+    return float((ends - starts).sum())
 
 
 def _clip(s, e, ws, we):
@@ -186,11 +178,7 @@ def host_time(v, per_pass: bool) -> dict:
     L, c = m.launches, m.cpu_ops
 
     def rows_matching(table, pattern):
-        if len(table) == 0:
-            return np.zeros(0, dtype=np.int64)
-        ids, inv = np.unique(table.name, return_inverse=True)
-        hit = np.array([i >= 0 and bool(pattern.search(m.strings[int(i)])) for i in ids.tolist()], dtype=bool)
-        return np.flatnonzero(hit[inv])
+        return np.flatnonzero(name_mask(m, table.name, pattern))
 
     groups = []
     for table, pattern in ((L, LAUNCH_RE), (L, SYNC_RE), (c, GUARD_RE), (c, COMPILED_RE)):

@@ -262,13 +262,11 @@ def _emit(text: str, path: str | None) -> int:
     return 0
 
 
-def csv_text(cmp, name: str) -> str:
+def rows_csv(head, rows) -> str:
+    """A table (header and rows) as RFC 4180 CSV text."""
     import csv
     import io
 
-    from kerneldiff.core.report.tables import table
-
-    head, rows = table(cmp, name)
     buf = io.StringIO()
     w = csv.writer(buf, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
     w.writerow(head)
@@ -276,20 +274,31 @@ def csv_text(cmp, name: str) -> str:
     return buf.getvalue()
 
 
+def csv_text(cmp, name: str) -> str:
+    from kerneldiff.core.report.tables import table
+
+    return rows_csv(*table(cmp, name))
+
+
+def csv_files(output: str | None, names, text_of) -> int:
+    """--table all: one CSV file per table beside -o's stem (out.csv -> out.operations.csv, ...)."""
+    if not output:
+        print("kerneldiff: --table all with CSV needs -o FILE (one file per table)", file=sys.stderr)
+        return 2
+    base = Path(output)
+    stem = base.name[:-4] if base.name.endswith(".csv") else base.name
+    for name in names:
+        p = base.with_name(f"{stem}.{name}.csv")
+        p.write_text(safe_text(text_of(name)), encoding="utf-8")
+        print(f"wrote {shown_path(p)}", file=sys.stderr)
+    return 0
+
+
 def _csv(cmp, args) -> int:
     which = args.table or ("all" if args.output else "operations")
     if which != "all":
         return _emit(csv_text(cmp, which).rstrip("\n"), args.output)
-    if not args.output:
-        print("kerneldiff: --table all with CSV needs -o FILE (one file per table)", file=sys.stderr)
-        return 2
-    base = Path(args.output)
-    stem = base.name[:-4] if base.name.endswith(".csv") else base.name
-    for name in TABLES:
-        p = base.with_name(f"{stem}.{name}.csv")
-        p.write_text(safe_text(csv_text(cmp, name)), encoding="utf-8")
-        print(f"wrote {shown_path(p)}", file=sys.stderr)
-    return 0
+    return csv_files(args.output, TABLES, lambda name: csv_text(cmp, name))
 
 
 def _table_base(base: Path) -> None:

@@ -4,10 +4,9 @@ stragglers of both runs, then the usual report of their representative ranks."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from kerneldiff.core.errors import shown_path
-from kerneldiff.core.numbers import safe_text, strict_json
+from kerneldiff.core.numbers import strict_json
 
 from .compare import _TRAILING, _emit, _overrides, peak_table, render_text
 
@@ -61,36 +60,16 @@ def run_runs(args) -> int:
         return 2
 
 
-def _csv_text(head, rows) -> str:
-    import csv
-    import io
-
-    buf = io.StringIO()
-    w = csv.writer(buf, quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
-    w.writerow(head)
-    w.writerows(rows)
-    return buf.getvalue()
-
-
 def _csv(cmp, found, args, tables, run_tables, run_table) -> int:
-    from .compare import csv_text
+    from .compare import csv_files, csv_text, rows_csv
+
+    def text_of(name: str) -> str:
+        return rows_csv(*run_table(found, name)) if name in run_tables else csv_text(cmp, name)
 
     which = args.table or ("all" if args.output else "ranks")
-    if which in run_tables:
-        return _emit(_csv_text(*run_table(found, which)).rstrip("\n"), args.output)
     if which != "all":
-        return _emit(csv_text(cmp, which).rstrip("\n"), args.output)
-    if not args.output:
-        print("kerneldiff: --table all with CSV needs -o FILE (one file per table)", file=sys.stderr)
-        return 2
-    base = Path(args.output)
-    stem = base.name[:-4] if base.name.endswith(".csv") else base.name
-    for name in (*run_tables, *tables):
-        p = base.with_name(f"{stem}.{name}.csv")
-        text = _csv_text(*run_table(found, name)) if name in run_tables else csv_text(cmp, name)
-        p.write_text(safe_text(text), encoding="utf-8")
-        print(f"wrote {shown_path(p)}", file=sys.stderr)
-    return 0
+        return _emit(text_of(which).rstrip("\n"), args.output)
+    return csv_files(args.output, (*run_tables, *tables), text_of)
 
 
 def _text(cmp, found, args) -> int:

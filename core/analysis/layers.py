@@ -290,12 +290,14 @@ def _softmax_anchors(model: TraceModel, roles: np.ndarray) -> np.ndarray | None:
     if soft.sum() < 2:
         return None
     gemm = roles[k.cat] == "gemm"
-    # a GEMM within the 3 kernels before (scale and mask sit between) and the 3 after (a cast)
+    # a GEMM within the 5 kernels before (scale, mask, an upcast to float32 for the softmax sit
+    # between: HF transformers 5's eager attention has four) and within the 3 after (a cast back)
     before = np.zeros(len(k), bool)
     after = np.zeros(len(k), bool)
-    for d in (1, 2, 3):
+    for d in (1, 2, 3, 4, 5):
         before[d:] |= gemm[:-d]
-        after[:-d] |= gemm[d:]
+        if d <= 3:
+            after[:-d] |= gemm[d:]
     anchor = soft & before & after
     passes = max(len(np.unique(k.step[k.step >= 0])), 1)
     if anchor.sum() < 2 * passes:

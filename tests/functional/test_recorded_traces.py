@@ -1,0 +1,61 @@
+"""Readings of the real traces recorded for this project (tests/data/recorded, always in the clone),
+checked against what the recording did by construction and against the raw events read here with
+plain json, not through the loader."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kerneldiff.core.ingest.loader import load
+
+HERE = Path(__file__).resolve().parents[1] / "data" / "recorded"
+TRUTH = json.loads((HERE / "TRUTH.json").read_text())["traces"]
+
+
+def _raw(name: str) -> list[dict]:
+    with gzip.open(HERE / name) as f:
+        return json.load(f)["traceEvents"]
+
+
+@pytest.mark.parametrize("name", sorted(TRUTH))
+def test_passes_phases_layers(name):
+    want = TRUTH[name]
+    m = load(HERE / name, use_cache=False)
+    steps = np.unique(m.kernels.step[m.kernels.step >= 0])
+    assert len(steps) == want["passes"]
+    assert m.num_layers == want["layers"]
+    # every pass holds exactly `layers` layers, in order
+    per_pass = {}
+    for span in m.layers:
+        per_pass.setdefault(span.step, []).append(span.layer)
+    assert sorted(per_pass) == sorted(int(s) for s in steps)
+    assert all(v == list(range(want["layers"])) for v in per_pass.values())
+
+
+def test_decomposed_attention_layers_hold_one_softmax_each():
+    """HF eager attention (GEMM, scale, mask, upcast, softmax, cast, GEMM): the layers are anchored on
+    the softmax kernels — each layer holds exactly one, as the raw events have one per layer and pass."""
+    name = "h100small_eager_attn.json.gz"
+    raw = [e for e in _raw(name) if e.get("cat") == "kernel" and "softmax" in e["name"]]
+    m = load(HERE / name, use_cache=False)
+    names = np.array([m.strings[int(i)] for i in m.kernels.name])
+    soft = np.char.find(names.astype(str), "softmax") >= 0
+    assert soft.sum() == len(raw) == TRUTH[name]["passes"] * TRUTH[name]["layers"] == len(m.layers)
+    for span in m.layers:
+        assert soft[span.start:span.end].sum() == 1
+
+
+def test_graph_replayed_attention_time_matches_raw():
+    name = "h100small_static_graphs.json.gz"
+    raw = sum(e["dur"] for e in _raw(name) if e.get("cat") == "kernel" and "sdpa" in e["name"]
+              and not e["name"].startswith("triton"))
+    m = load(HERE / name, use_cache=False)
+    att = [i for i, c in enumerate(m.categories) if c.startswith("Attention")]
+    got = float(m.kernels.dur[np.isin(m.kernels.cat, att)].sum())
+    assert got == pytest.approx(raw, rel=1e-9)
+    assert raw == pytest.approx(TRUTH[name]["attention_us"], rel=1e-6)

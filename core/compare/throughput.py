@@ -248,6 +248,18 @@ def _refuse(side) -> None:
     side.beyond_peak = True
 
 
+def _gemm_label(r) -> str:
+    return f"{r.op} {r.m}×{r.n}×{r.k}" + (f" ×{r.batch}" if r.batch > 1 else "")
+
+
+def _attention_label(r) -> str:
+    return f"{r.op} b{r.batch} h{r.heads} q{r.seq_q} k{r.seq_k} d{r.head_dim}"
+
+
+def _category_label(r) -> str:
+    return f"{r.category} (all its kernels)"
+
+
 def _refuse_beyond_peak(cmp, labels) -> None:
     """The last guard: an achieved rate above the GPU's peak is a wrong reading, not a fast kernel
     (the recorded shapes are not what the kernels moved or computed: logits recorded for every
@@ -255,31 +267,21 @@ def _refuse_beyond_peak(cmp, labels) -> None:
     another part's). Such a side's rates are not shown at all (`beyond_peak` says why they are
     missing) and the comparison says so once per side, naming the worst case. The byte and FLOP
     models are meant to keep every real figure under the peak; this only stops what they miss."""
+    rows = ((cmp.gemm_shapes, _gemm_label), (cmp.attention_shapes, _attention_label), (cmp.throughput, _category_label))
     for key, label in zip(("a", "b"), labels):
         peaks = cmp.peaks.get(key)
         top = max(peaks.tflops.values(), default=None) if peaks is not None else None
         over = []
-        for r in cmp.gemm_shapes:
-            side = getattr(r, key)
-            hit = _beyond(side, peaks)
-            if hit:
-                over.append((hit, f"{r.op} {r.m}×{r.n}×{r.k}" + (f" ×{r.batch}" if r.batch > 1 else "")))
-                _refuse(side)
-            for k in side.kernels:
-                if top and k.tflops is not None and k.tflops > top:
-                    k.tflops = None
-        for r in cmp.attention_shapes:
-            side = getattr(r, key)
-            hit = _beyond(side, peaks)
-            if hit:
-                over.append((hit, f"{r.op} b{r.batch} h{r.heads} q{r.seq_q} k{r.seq_k} d{r.head_dim}"))
-                _refuse(side)
-        for r in cmp.throughput:
-            side = getattr(r, key)
-            hit = _beyond(side, peaks)
-            if hit:
-                over.append((hit, f"{r.category} (all its kernels)"))
-                _refuse(side)
+        for table, name in rows:
+            for r in table:
+                side = getattr(r, key)
+                hit = _beyond(side, peaks)
+                if hit:
+                    over.append((hit, name(r)))
+                    _refuse(side)
+                for k in side.kernels if isinstance(side, ShapeSide) else ():   # a kernel's own rate too
+                    if top and k.tflops is not None and k.tflops > top:
+                        k.tflops = None
         if over:
             (pct, what_pct), what = max(over)
             shown = f"{pct:,.0f}%" if pct < 1e6 else f"{pct:.1e}%"     # a nonsense shape can claim 1e30%

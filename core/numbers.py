@@ -181,3 +181,16 @@ def small_unique(values, bound: int):
     index = np.zeros(bound, np.int64)
     index[uniq] = np.arange(len(uniq))
     return uniq, index[values]
+
+
+def equal_runs(eq):
+    """Over a sorted sequence with eq[i] = (row i equals row i + 1): the positions of the rows that
+    share their value with a neighbour, and each one's run (rows of one run share it, runs count up).
+    What a sort needs to re-sort only its ties."""
+    import numpy as np
+
+    tied = np.zeros(len(eq) + 1, bool)
+    t = np.flatnonzero(eq)
+    tied[t] = tied[t + 1] = True
+    pos = np.flatnonzero(tied)
+    return pos, np.cumsum(np.r_[True, ~eq])[pos]

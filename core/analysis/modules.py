@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kerneldiff.core.model import TraceModel
+from kerneldiff.core.numbers import equal_runs
 
 MODULE_PREFIX = "nn.Module: "
 # A call that ends within this of the next call's start has ended before it: ts + dur in floating
@@ -102,12 +103,8 @@ def start_order(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
     calls: 0.125 s -> 0.004 s), then the few runs of equal starts sorted by duration."""
     order = np.argsort(ts, kind="stable")
     s = ts[order]
-    tie = np.flatnonzero(s[1:] == s[:-1])
-    if len(tie):
-        tied = np.zeros(len(order), bool)
-        tied[tie] = tied[tie + 1] = True
-        pos = np.flatnonzero(tied)
-        run = np.cumsum(np.r_[True, s[1:] != s[:-1]])[pos]   # which run of equal starts
+    pos, run = equal_runs(s[1:] == s[:-1])
+    if len(pos):
         sub = order[pos]
         order[pos] = sub[np.lexsort((-dur[sub], run))]
     return order

@@ -13,6 +13,7 @@ from kerneldiff.core.model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_CO
 from kerneldiff.core.ingest.probe import TraceInfo
 from kerneldiff.core.ingest.columns import Columns
 from kerneldiff.core.ingest.longstrings import CUT_MARK, NAME_CAP
+from kerneldiff.core.numbers import equal_runs
 from kerneldiff.core.strings import StringTable
 from kerneldiff.core.ingest.workers import ReadResult
 
@@ -77,12 +78,8 @@ def canonical(table: Table) -> Table:
     ts = cols["ts"]
     order = np.argsort(ts, kind="stable")
     s = ts[order]
-    tie = np.flatnonzero(s[1:] == s[:-1])
-    if len(tie):
-        tied = np.zeros(len(order), bool)
-        tied[tie] = tied[tie + 1] = True
-        pos = np.flatnonzero(tied)
-        run = np.cumsum(np.r_[True, s[1:] != s[:-1]])[pos]   # which run of equal starts
+    pos, run = equal_runs(s[1:] == s[:-1])
+    if len(pos):
         sub = order[pos]
         made = [cols[name][sub] for name in reversed(_CREATION) if name in cols]
         first = (cols["name"][sub], *made, -cols["dur"][sub], run)
@@ -94,10 +91,7 @@ def canonical(table: Table) -> Table:
         for k in key:
             same &= k[1:] == k[:-1]
         if same.any():
-            tied = np.zeros(len(sub), bool)
-            tied[np.flatnonzero(same)] = tied[np.flatnonzero(same) + 1] = True
-            at = np.flatnonzero(tied)
-            group = np.cumsum(np.r_[True, ~same])[at]
+            at, group = equal_runs(same)
             rows = sub[at]
             rest = [cols[name][rows] for name, _, _ in reversed(table._spec)
                     if name not in ("ts", "dur", "name", *_CREATION) and name not in _DERIVED]

@@ -159,6 +159,31 @@ def _clip(s, e, ws, we):
     return cs[keep], ce[keep]
 
 
+_LEAD_GAP_US = 20.0   # a guard check ends a few µs before the compiled region it leads into
+
+
+def _lead_in(m, ws: np.ndarray, we: np.ndarray) -> np.ndarray:
+    """Pass windows moved back to where the host began the pass. A pass read from its kernels'
+    launches (graph-replayed decode, say) starts inside the compiled region that runs it, after
+    that region's guard check: both are this pass's host time (recorded: `TorchDynamo Cache Lookup`
+    ends ~2 µs before `Torch-Compiled Region` starts, which encloses the pass's first launch). A
+    window never reaches back over the previous one."""
+    c = m.cpu_ops
+    rows = np.flatnonzero(name_mask(m, c.name, GUARD_RE) | name_mask(m, c.name, COMPILED_RE))
+    if len(rows) == 0:
+        return ws
+    ts, end = c.ts[rows], c.ts[rows] + np.maximum(c.dur[rows], 0.0)
+    out = ws.copy()
+    for i in range(len(ws)):
+        floor = we[i - 1] if i else -np.inf
+        while True:   # region enclosing the start, then the guard just before it
+            hit = (ts < out[i]) & (ts >= floor) & (end >= out[i] - _LEAD_GAP_US)
+            if not hit.any():
+                break
+            out[i] = float(ts[hit].min())
+    return out
+
+
 def host_time(v, per_pass: bool) -> dict:
     """Each side's host time over the compared passes (per pass when `per_pass`), split by priority
     so the parts never overlap: launch calls, then sync waits, guard checks (TorchDynamo cache
@@ -174,8 +199,9 @@ def host_time(v, per_pass: bool) -> dict:
     we = ws + np.array([max(m.steps[s].dur, 0.0) for s in steps])
     o = np.argsort(ws)
     ws, we = ws[o], we[o]
-    span = float((we - ws).sum())
     L, c = m.launches, m.cpu_ops
+    ws = _lead_in(m, ws, we)
+    span = float((we - ws).sum())
 
     def rows_matching(table, pattern):
         return np.flatnonzero(name_mask(m, table.name, pattern))

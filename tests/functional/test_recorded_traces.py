@@ -59,3 +59,21 @@ def test_graph_replayed_attention_time_matches_raw():
     got = float(m.kernels.dur[np.isin(m.kernels.cat, att)].sum())
     assert got == pytest.approx(raw, rel=1e-9)
     assert raw == pytest.approx(TRUTH[name]["attention_us"], rel=1e-6)
+
+
+def test_guard_checks_of_graph_replayed_passes_count_as_their_host_time():
+    """Each decode pass read from its graph launch starts inside `Torch-Compiled Region`, after the
+    guard check that leads into it: the host time of the passes holds every guard check, whose
+    durations the raw events give (nothing else of higher priority — launches, syncs — runs inside
+    them)."""
+    from kerneldiff.core.compare.engine import compare
+
+    name = "h100small_static_graphs.json.gz"
+    raw = [e for e in _raw(name) if e.get("name") == "TorchDynamo Cache Lookup"]
+    assert len(raw) == TRUTH[name]["phases"]["decode"]
+    m = load(HERE / name, use_cache=False)
+    other = load(HERE / "h100small_eager_attn.json.gz", use_cache=False)
+    for a, b, key in ((other, m, "b"), (m, other, "a")):
+        host = compare(a, b).host[key]
+        assert host["guard_checks_us"] == pytest.approx(sum(e["dur"] for e in raw), rel=1e-6)
+        assert host["compile_ids"] == ["0/0"] and host["recompiles"] == 0

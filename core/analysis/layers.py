@@ -379,7 +379,7 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
         k.layer[rows] = lay
         for li, (a, b) in enumerate(spans):
             model.layers.append(LayerSpan(s, li, int(rows[a]), int(rows[b - 1]) + 1))
-            sizes.append(b - a)
+            sizes.append((model.steps[s].phase, b - a))
     nonzero = [c for c in counts if c]
     if not nonzero:
         model.warnings.append("layers not detected in any step")
@@ -398,5 +398,15 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
         model.layers = [span for span in model.layers if span.layer < model.num_layers]
         model.warnings.append(f"{int(extra.sum())} kernels of layers beyond {model.num_layers} "
                               f"(in steps with more layers) are left outside layers")
-    if sizes and max(sizes) > UNEVEN_RATIO * max(min(sizes), 1):
-        model.warnings.append(f"uneven layer sizes: {min(sizes)} to {max(sizes)} kernels per layer")
+    by_phase: dict[str, list[int]] = {}
+    for phase, n in sizes:
+        by_phase.setdefault(phase, []).append(n)
+    for phase, ns in sorted(by_phase.items()):
+        if max(ns) > UNEVEN_RATIO * max(min(ns), 1):
+            where = f" in {phase}" if len(by_phase) > 1 else ""
+            model.warnings.append(f"uneven layer sizes{where}: {min(ns)} to {max(ns)} kernels per layer")
+    typical = {phase: Counter(ns).most_common(1)[0][0] for phase, ns in by_phase.items()}
+    if len(typical) > 1 and max(typical.values()) > UNEVEN_RATIO * max(min(typical.values()), 1):
+        # not a misreading: the phases ran differently (eager prefill, compiled or graph-replayed decode)
+        model.warnings.append("layers hold " + ", ".join(f"{n} kernels in {p}" for p, n in sorted(typical.items()))
+                           + ": the phases ran differently (eager against compiled or graph-replayed, say)")

@@ -77,3 +77,19 @@ def test_guard_checks_of_graph_replayed_passes_count_as_their_host_time():
         host = compare(a, b).host[key]
         assert host["guard_checks_us"] == pytest.approx(sum(e["dur"] for e in raw), rel=1e-6)
         assert host["compile_ids"] == ["0/0"] and host["recompiles"] == 0
+
+
+def test_layer_sizes_read_per_phase():
+    """Eager prefill (47 kernels per layer) against graph-replayed decode (17): not 'uneven layers'
+    (a misreading) but two phases that ran differently, said with each phase's own size."""
+    from collections import Counter
+
+    m = load(HERE / "h100small_static_graphs.json.gz", use_cache=False)
+    sizes: dict[str, Counter] = {}
+    for span in m.layers:
+        sizes.setdefault(m.steps[span.step].phase, Counter())[span.end - span.start] += 1
+    typical = {p: c.most_common(1)[0][0] for p, c in sizes.items()}
+    assert typical["prefill"] > 2 * typical["decode"]
+    assert not any(w.startswith("uneven layer sizes") for w in m.warnings)
+    said = [w for w in m.warnings if w.startswith("layers hold")]
+    assert said and all(f"{n} kernels in {p}" in said[0] for p, n in typical.items())

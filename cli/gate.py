@@ -1,5 +1,6 @@
 """`kerneldiff gate BASE NEW [--max-slowdown 3%] [--gate METRIC:LIMIT …] [--phase …]
-[--format text|json|markdown] [-o FILE]`: a verdict for CI, as an exit code.
+[--format text|json|markdown] [-o FILE]`: a verdict for CI, as an exit code. BASE and NEW are two
+traces or two runs of rank traces (directories, globs or comma-joined files; `--rank N`, `--jobs N`).
 
 Exit codes: 0 pass or improvement; 1 regression or inconclusive; 2 bad input or flags (one line).
 """
@@ -13,24 +14,30 @@ from kerneldiff.core.errors import shown_path
 from kerneldiff.core.numbers import safe_text, strict_json
 from kerneldiff.core.phase_names import PHASE_FILTERS
 
-from .args import UsageError
+from .args import UsageError, flag_number
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("gate", help="a regression verdict for CI: pass, improvement, regression or inconclusive")
-    p.add_argument("a", metavar="BASE", help="the baseline trace")
-    p.add_argument("b", metavar="NEW", help="the trace of the change")
+    p.add_argument("a", metavar="BASE", help="the baseline trace, or run (a directory, a glob or comma-joined "
+                                             "rank traces)")
+    p.add_argument("b", metavar="NEW", help="the trace (or run) of the change")
     p.add_argument("--max-slowdown", default=None, metavar="LIMIT",
                    help="how much wall clock per pass may grow, and the limit of every --gate without one "
                         "(a share like 3%% or a time like +2ms, 500us; default 3%%)")
     p.add_argument("--gate", action="append", default=[], metavar="METRIC[:ARG][:LIMIT]",
                    help="also check a metric: wall, kernels, idle, comm, op:NAME (an operation, e.g. "
-                        "op:Attention:+5%%), layer:median or layer:N (e.g. layer:median:+500us)")
+                        "op:Attention:+5%%), layer:median or layer:N (e.g. layer:median:+500us); on runs also "
+                        "skew (the ranks' spread of compute per pass), checked by default with wall and comm")
     p.add_argument("--phase", default="all", choices=PHASE_FILTERS)
     p.add_argument("--format", default="text", choices=["text", "json", "markdown"])
     p.add_argument("-o", "--output", help="write the report to this file (the verdict still goes to stderr)")
     p.add_argument("--registry", help="extra classifier rules (TOML), tried before the shipped ones")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
+    p.add_argument("--rank", type=flag_number(integer=True, lo=0, hi=2**62), default=None, metavar="N",
+                   help="runs: gate rank N of each run (default: each run's slowest rank)")
+    p.add_argument("--jobs", type=flag_number(integer=True, lo=1, hi=1024), default=None, metavar="N",
+                   help="runs: processes summarising ranks (default: as the CPUs and memory allow)")
 
 
 def run(args) -> int:
@@ -44,12 +51,23 @@ def run(args) -> int:
             parse_limit(args.max_slowdown)
     except ValueError as e:
         raise UsageError(f"--max-slowdown: {e}") from None
+    from kerneldiff.core.ranks.session import RunSession
+
+    runs = RunSession.names_runs(args.a, args.b)
+    if not runs and args.rank is not None:
+        raise UsageError("--rank picks a rank of runs of rank traces (give a directory, a glob or comma-joined "
+                         "files on each side)")
     try:
-        checks = parse_checks(args.max_slowdown, args.gate)
+        checks = parse_checks(args.max_slowdown, args.gate, runs=runs)
     except ValueError as e:
         raise UsageError(f"--gate: {e}") from None
-    session = Session([args.a, args.b], registry=args.registry, use_cache=not args.no_cache, fork_pair=True)
-    session.load_all()   # a bad or foreign file: TraceError, one line and exit 2 (kerneldiff.cli.main)
+    if runs:
+        run_session = RunSession([args.a, args.b], registry=args.registry, use_cache=not args.no_cache,
+                                 rank=args.rank, jobs=args.jobs)
+        session = run_session.load_pair()   # a bad file in either run: TraceError, one line, exit 2
+    else:
+        session = Session([args.a, args.b], registry=args.registry, use_cache=not args.no_cache, fork_pair=True)
+        session.load_all()   # a bad or foreign file: TraceError, one line and exit 2 (kerneldiff.cli.main)
     from .compare import _absent_phase
 
     absent = _absent_phase(session, args.phase)
@@ -57,7 +75,7 @@ def run(args) -> int:
         print(f"kerneldiff: {absent}", file=sys.stderr)
         return 2
     try:
-        result = session.gate(checks, args.phase, args.max_slowdown or "3%")
+        result = (run_session if runs else session).gate(checks, args.phase, args.max_slowdown or "3%")
     except ValueError as e:
         raise UsageError(str(e)) from None
     from .main import version

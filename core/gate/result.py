@@ -16,6 +16,12 @@
     thresholds    {max_slowdown, checks: {metric: limit}, noise_z, min_repeats}
     tool          {name, version}
     notes         what the reader should know (work left out, per-pass basis, metric caveats)
+    runs          null for two traces; for two runs of rank traces {base, new: {run, ranks, world_size,
+                  rank_source, representative, spread {ranks, wall_min_us, wall_median_us, wall_max_us,
+                  exposed_comm_min_us, exposed_comm_max_us}, skew {slowest_rank, slowest_compute_us,
+                  fastest_rank, fastest_compute_us} | null, files [{rank, path, size, sha256, method}]},
+                  representative: how the ranks were picked}; base/new above are then the
+                  representative ranks' files (kerneldiff.core.gate.runs)
 """
 
 from __future__ import annotations
@@ -72,6 +78,7 @@ class GateResult:
     thresholds: dict[str, Any] = field(default_factory=dict)
     tool: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    runs: dict[str, Any] | None = None
     gate_schema: int = GATE_SCHEMA
 
     def to_dict(self) -> dict[str, Any]:

@@ -6,6 +6,10 @@
     --gate layer:median:500us    a layer's median time per pass; `layer:3:+4%` one layer
     --gate comm:+1ms             exposed communication per pass
     --gate idle:+10%             GPU idle per pass
+    --gate skew:+200us           runs only: the spread of the ranks' compute per pass (slowest − fastest)
+
+On runs (directories of rank traces) `wall`, `skew` and `comm` are checked by default, each at
+--max-slowdown: the representative rank's wall clock and exposed communication, and the ranks' spread.
 
 A limit is a slowdown: a share of the base (`3%`, `+3%`) or a time (`+2ms`, `500us`, `0.1s`). Every
 metric is a time per pass, so lower is better and a growth beyond the limit is the regression.
@@ -24,7 +28,12 @@ METRICS = {
     "layer": "a layer's median time per pass",
     "comm": "exposed communication per pass",
     "idle": "GPU idle per pass",
+    "skew": "the ranks' spread of compute per pass (slowest − fastest rank)",
 }
+# metrics of a run as a whole; the others are read on the run's representative rank
+RUN_METRICS = ("skew",)
+# what a gate on runs checks when not told otherwise (with `wall`)
+RUN_DEFAULTS = ("skew", "comm")
 DEFAULT_LIMIT = "3%"
 _UNITS = {"us": 1.0, "µs": 1.0, "μs": 1.0, "ms": 1e3, "s": 1e6}
 _LIMIT_RE = re.compile(r"^\+?\s*(\d+(?:\.\d*)?|\.\d+)\s*(%|us|µs|μs|ms|s)$")
@@ -53,6 +62,7 @@ class Check:
     metric: str
     arg: str
     limit: Limit
+    default: bool = False      # added by the gate, not asked for (a run of one rank drops `skew`)
 
     @property
     def name(self) -> str:
@@ -109,12 +119,18 @@ def parse_check(text: str, default: Limit) -> Check:
     return Check(metric, arg, limit)
 
 
-def parse_checks(max_slowdown: str | None, gates: list[str]) -> list[Check]:
+def parse_checks(max_slowdown: str | None, gates: list[str], runs: bool = False) -> list[Check]:
     """The checks a gate runs: `wall` at --max-slowdown (3% by default) unless a --gate names wall
-    itself, then every --gate in order (one per metric and argument: the last wins)."""
+    itself (on runs `skew` and `comm` too), then every --gate in order (one per metric and argument:
+    the last wins)."""
     default = parse_limit(max_slowdown if max_slowdown is not None else DEFAULT_LIMIT)
-    checks: dict[str, Check] = {"wall": Check("wall", "", default)}
+    checks: dict[str, Check] = {"wall": Check("wall", "", default, default=True)}
+    if runs:
+        checks.update({m: Check(m, "", default, default=True) for m in RUN_DEFAULTS})
     for g in gates:
         c = parse_check(g, default)
+        if c.metric in RUN_METRICS and not runs:
+            raise ValueError(f"{c.metric} is the spread across the ranks of a run: give runs (a directory, a glob "
+                             f"or comma-joined rank files) on both sides")
         checks[c.name] = c
     return list(checks.values())

@@ -55,15 +55,41 @@ class RunSession:
         self.sides = found
         return found
 
-    def compare(self, phase: str = "all"):
-        """(the representative ranks' Comparison, the runs' RunFindings)."""
-        from kerneldiff.core.ranks.run import findings, pick
+    @staticmethod
+    def names_runs(*args: str) -> bool:
+        """Whether any argument names a run (a directory, a glob, comma-joined files) rather than one trace."""
+        from kerneldiff.core.ranks.identify import is_run
+
+        return any(is_run(a) for a in args)
+
+    def load_pair(self) -> Session:
+        """The representative ranks' two files, loaded as a pair of traces (`self.pair`)."""
+        from kerneldiff.core.ranks.run import pick
 
         if not self.sides:
             self.load()
         a, b = self.sides
         ra, rb = pick(a, self.rank), pick(b, self.rank)
-        self.pair = Session([ra.file, rb.file], registry=self.registry, use_cache=self.use_cache, peaks=self.peaks,
-                            fusion_overrides=self.fusion_overrides, device=self.device, fork_pair=True)
-        self.pair.load_all()
-        return self.pair.compare(phase), findings(a, b, self.rank, self.peaks)
+        if self.pair is None or self.pair.paths != [ra.file, rb.file]:
+            self.pair = Session([ra.file, rb.file], registry=self.registry, use_cache=self.use_cache,
+                                peaks=self.peaks, fusion_overrides=self.fusion_overrides, device=self.device,
+                                fork_pair=True)
+            self.pair.load_all()
+        return self.pair
+
+    def compare(self, phase: str = "all"):
+        """(the representative ranks' Comparison, the runs' RunFindings)."""
+        from kerneldiff.core.ranks.run import findings
+
+        pair = self.load_pair()
+        a, b = self.sides
+        return pair.compare(phase), findings(a, b, self.rank, self.peaks)
+
+    def gate(self, checks: list, phase: str = "all", max_slowdown: str = "3%"):
+        """The regression gate's verdict on run A (the base) against run B (the new run): the
+        representative ranks' checks, the ranks' spread and the runs' own reasons
+        (`kerneldiff.core.gate.runs`); a `kerneldiff.core.gate.result.GateResult`."""
+        from kerneldiff.core.gate.runs import judge_runs
+
+        cmp, found = self.compare(phase)
+        return judge_runs(cmp, self.pair, self.sides, found, checks, phase, max_slowdown)

@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, field
 from functools import cache
 from typing import Any
 
+import numpy as np
+
 from kerneldiff.core.analysis.collectives import RankCollectives
 
 
@@ -29,12 +31,16 @@ class RankSummary:
     backend: str = ""
     tokens: int | None = None       # query tokens over the passes, where the trace records them
     passes: int = 0
+    # compute (union of compute kernels) in each pass of the compared work, and the pass's phase:
+    # the repeats the gate reads the ranks' spread and its noise from (kerneldiff.core.gate.runs)
+    pass_compute_us: list[float] = field(default_factory=list)
+    pass_phases: list[str] = field(default_factory=list)
     collectives: RankCollectives = field(default_factory=RankCollectives)
     info: Any = None                # the probe's TraceInfo (GPU match for the link peak)
 
     def row(self) -> dict[str, Any]:
         """The per-rank table's entry (JSON `ranks`)."""
-        d = {k: v for k, v in asdict(self).items() if k not in ("collectives", "info")}
+        d = {k: v for k, v in asdict(self).items() if k not in ("collectives", "info", "pass_compute_us", "pass_phases")}
         d["collectives"] = len(self.collectives)
         return d
 
@@ -49,13 +55,41 @@ def summarize_model(rank: int, model, classifier) -> RankSummary:
     info = model.info
     dist = getattr(info, "distributed", {}) or {}
     toks = [s.tokens for s in model.steps]
+    per_pass = pass_compute(model, comm)
     return RankSummary(
         rank=rank, file=model.path, wall_us=whole.span_us, busy_us=whole.busy_us, compute_us=ov.compute_us,
         comm_us=ov.comm_us, exposed_comm_us=ov.exposed_comm_us, idle_us=whole.idle_us,
         kernels=int(len(model.kernels)), gpu_time_us=model.gpu_time_us, gpu=model.label, device=model.device,
         world_size=dist.get("world_size"), backend=str(dist.get("backend", "") or ""),
         tokens=sum(toks) if toks and all(t is not None for t in toks) else None, passes=len(model.steps),
+        pass_compute_us=per_pass, pass_phases=[st.phase for st in model.steps],
         collectives=rank_collectives(model, classifier, comm), info=info)
+
+
+def pass_compute(model, comm) -> list[float]:
+    """Each pass's compute: the union of its compute kernels (kernels that are not communication, as
+    `collectives.overlap` counts them) among the work a comparison counts."""
+    from kerneldiff.core.analysis.cut_work import compared_mask
+    from kerneldiff.core.analysis.timeline import merge_intervals
+    from kerneldiff.core.model import KIND_KERNEL
+
+    k = model.kernels
+    n = len(model.steps)
+    if n == 0 or len(k) == 0:
+        return [0.0] * n
+    sel = (k.kind == KIND_KERNEL) & compared_mask(model, "all") & (k.step >= 0)
+    sel[comm] = False
+    rows = np.flatnonzero(sel)
+    step = k.step[rows].astype(np.int64)
+    out = [0.0] * n
+    order = np.argsort(step, kind="stable")
+    rows, step = rows[order], step[order]
+    cuts = np.flatnonzero(np.diff(step)) + 1
+    for grp, st in zip(np.split(rows, cuts), np.split(step, cuts)):
+        if len(grp):
+            s, e = merge_intervals(k.ts[grp], k.ts[grp] + np.maximum(k.dur[grp], 0.0))
+            out[int(st[0])] = float((e - s).sum())
+    return out
 
 
 @cache

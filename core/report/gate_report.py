@@ -78,10 +78,34 @@ def _label(s: dict) -> str:
     return f"{s['label']} ({s['passes']} pass{'es' if s['passes'] != 1 else ''})"
 
 
+def _run_lines(r) -> list[str]:
+    """A line per run (a gate on runs): its ranks, where they came from, the representative rank and
+    the ranks' wall clock and compute spread; [] for two traces."""
+    if not r.runs:
+        return []
+    out = []
+    for key in ("base", "new"):
+        x = r.runs[key]
+        sp = x["spread"]
+        line = (f"{key} run {x['run']}: {x['ranks']} rank{'s' if x['ranks'] != 1 else ''} of {x['world_size']} "
+                f"(ranks from {x['rank_source']}); representative rank {x['representative']}; whole-trace wall "
+                f"{fmt.us(sp['wall_min_us'])} … {fmt.us(sp['wall_max_us'])}")
+        sk = x.get("skew")
+        if sk:
+            line += (f"; compute per pass: rank {sk['slowest_rank']} {fmt.us(sk['slowest_compute_us'])}, "
+                     f"rank {sk['fastest_rank']} {fmt.us(sk['fastest_compute_us'])}")
+        out.append(line)
+    return out
+
+
 def markdown(r) -> str:
     out = [f"### {MARK.get(r.verdict, '')} kerneldiff gate: **{r.verdict}**", "",
            f"{MEANING[r.verdict]}. Base {md_code(_label(r.base))} → new {md_code(_label(r.new))}, phase `{r.phase}`, "
            f"figures per pass."]
+    runs = _run_lines(r)
+    if runs:
+        out += ["", f"Runs of rank traces: the checks but `skew` are the representative ranks' "
+                    f"({md_text(r.runs['representative'])})."] + [f"- {md_text(x)}" for x in runs]
     if r.reasons:
         out += ["", "**Why inconclusive:**"] + [f"- {md_text(x)}" for x in r.reasons]
     out += ["", md_table(["check", "base", "new", "Δ", "Δ%", "limit", "noise", "result"], _check_rows(r, md_code),
@@ -123,6 +147,9 @@ def _cols(rows: list[list[str]], right: set[int]) -> list[str]:
 def text(r) -> str:
     out = [f"gate: {r.verdict.upper()}  ({MEANING[r.verdict]})",
            f"base {_label(r.base)}", f"new  {_label(r.new)}", f"phase {r.phase}; figures per pass; delta = new − base"]
+    runs = _run_lines(r)
+    if runs:
+        out += runs + [f"(checks but skew are the representative ranks': {r.runs['representative']})"]
     for x in r.reasons:
         out.append(f"  why: {x}")
     out.append("")

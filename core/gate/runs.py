@@ -1,0 +1,122 @@
+"""The gate on two runs of rank traces (each a directory, a glob or comma-joined rank files).
+
+A run's verdict covers three things:
+- its **representative rank** (the slowest by wall clock, or `--rank N`): every check of a pair of
+  traces (`wall`, `kernels`, `op`, `layer`, `idle`, `comm`: exposed communication) is judged on the
+  two representative ranks' files, exactly as `gate A B` judges two traces (`verdict.judge`);
+- the **spread across its ranks**, `skew`: in each pass, the slowest rank's compute less the fastest
+  rank's (compute = the union of the rank's compute kernels in that pass). Ranks that meet at every
+  collective end each pass together, so their wall clocks agree and the imbalance shows as compute
+  on one rank and waiting on the others; the per-pass spread is its figure, and the passes are the
+  repeats its noise floor is read from (`noise.floor`, as for every metric);
+- the **pair of runs**: runs of different world sizes give each rank a different share of the work:
+  inconclusive, as two traces of different work are.
+
+`wall`, `skew` and `comm` are checked by default on runs (`spec.RUN_DEFAULTS`); a run of one rank
+has no spread, so the default `skew` is dropped with a note (asked for, it is inconclusive).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from kerneldiff.core.gate.fingerprint import fingerprint
+from kerneldiff.core.gate.result import GateResult
+from kerneldiff.core.gate.series import PassSeries
+from kerneldiff.core.gate.spec import RUN_METRICS, Check
+from kerneldiff.core.gate.verdict import _judge, _pair_reasons, _verdict, judge
+
+ONE_TRACE_COMM = "comm is exposed communication on each trace's own GPU timeline"
+
+
+def skew_series(ranks: list, phase: str = "all") -> PassSeries:
+    """The ranks' spread of compute in each pass of `phase` (slowest − fastest rank), and its mean
+    per pass. Passes are lined up by their order on each rank; None when they cannot be."""
+    if len(ranks) < 2:
+        return PassSeries(None, missing="one rank: no spread across ranks")
+    counts = sorted({len(r.pass_compute_us) for r in ranks})
+    if len(counts) != 1 or counts[0] == 0:
+        return PassSeries(None, missing=f"the ranks hold different numbers of passes ({counts[0]}–{counts[-1]}): "
+                                        f"their passes cannot be lined up" if len(counts) > 1 else "no passes")
+    phases = ranks[0].pass_phases
+    idx = [i for i, p in enumerate(phases) if phase == "all" or p == phase]
+    m = np.array([r.pass_compute_us for r in ranks], dtype=float)[:, idx]
+    keep = m.max(axis=0) > 0          # a pass whose work was all cut (before the profiler's window)
+    if not keep.any():
+        return PassSeries(None, missing=f"no compute in phase {phase}")
+    m = m[:, keep]
+    per = m.max(axis=0) - m.min(axis=0)
+    return PassSeries(float(per.mean()), per, [phases[i] for i, k in zip(idx, keep) if k])
+
+
+def skew_detail(ranks: list) -> dict[str, Any] | None:
+    """Which rank computes longest and which shortest (their compute per pass), for the report."""
+    if len(ranks) < 2:
+        return None
+
+    def per_pass(r) -> float:
+        return r.compute_us / max(r.passes, 1)
+
+    hi = max(ranks, key=lambda r: (per_pass(r), -r.rank))
+    lo = min(ranks, key=lambda r: (per_pass(r), r.rank))
+    return {"slowest_rank": hi.rank, "slowest_compute_us": per_pass(hi), "fastest_rank": lo.rank,
+            "fastest_compute_us": per_pass(lo)}
+
+
+def run_reasons(base, new) -> list[str]:
+    """Why two runs did different work per rank (the gate is then inconclusive)."""
+    if base.world_size != new.world_size:
+        return [f"different work: world sizes differ (base {base.world_size}, new {new.world_size}): each rank "
+                f"runs a different share of the model, so no per-rank figure compares like with like"]
+    return []
+
+
+def _run(run, found, key: str) -> dict[str, Any]:
+    given = len(run.ranks)
+    return {"run": run.arg, "ranks": given, "world_size": run.world_size, "rank_source": run.rank_source,
+            "representative": found.representative[key], "spread": asdict(found.spread[key]),
+            "skew": skew_detail(run.ranks),
+            "files": [{"rank": f.rank, **fingerprint(f.path)} for f in run.files]}
+
+
+def judge_runs(cmp, pair, runs: list, found, checks: list[Check], phase: str = "all",
+               max_slowdown: str = "3%") -> GateResult:
+    """The gate's result for run `runs[0]` (base) against `runs[1]` (new): `cmp` is the comparison of
+    their representative ranks, loaded in `pair` (a `Session`); `found` the runs' findings."""
+    base, new = runs
+    notes: list[str] = []
+    kept = []
+    for c in checks:
+        if c.metric == "skew" and c.default and min(len(base.ranks), len(new.ranks)) < 2:
+            notes.append("skew not checked: a run of one rank has no spread across ranks")
+            continue
+        kept.append(c)
+    result = judge(cmp, pair.models, pair.paths, [c for c in kept if c.metric not in RUN_METRICS],
+                   pair.classifier, phase, max_slowdown)
+    judged = iter(result.checks)
+    checks_out = []
+    for c in kept:
+        if c.metric == "skew":
+            r = _judge(c, skew_series(base.ranks, phase), skew_series(new.ranks, phase))
+            if r.status in ("regression", "improvement"):
+                d = [skew_detail(x.ranks) for x in (base, new)]
+                r.note = "; ".join(f"{k}: rank {x['slowest_rank']} computes longest, rank {x['fastest_rank']} "
+                                   f"shortest" for k, x in zip(("base", "new"), d) if x)
+            checks_out.append(r)
+        else:
+            checks_out.append(next(judged))
+    verdict, reasons = _verdict(_pair_reasons(cmp, pair.models, phase) + run_reasons(base, new), checks_out)
+    rep = found.representative
+    if any(c.metric == "comm" for c in kept):
+        result.notes = [n for n in result.notes if not n.startswith(ONE_TRACE_COMM)]
+        notes.append(f"comm is the representative ranks' exposed communication (base rank {rep['a']}, new rank "
+                     f"{rep['b']}: {rep['how']}); the ranks' spread of it is in `runs`")
+    notes += [n for n in found.notes]
+    result.verdict, result.reasons, result.checks = verdict, reasons, checks_out
+    result.notes = notes + result.notes
+    result.thresholds["checks"] = {x.name: x.limit.text for x in kept}
+    result.runs = {"base": _run(base, found, "a"), "new": _run(new, found, "b"), "representative": rep["how"]}
+    return result

@@ -1,0 +1,137 @@
+"""The gate on runs of rank traces: the representative ranks' checks, the ranks' spread of compute
+per pass (`skew`) and exposed communication, on generated runs with planted stragglers (the figures
+are the planted ones) and on HTA's real two-rank run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import real_trace
+from kerneldiff.cli.main import main
+from kerneldiff.core.gate.runs import skew_series
+from kerneldiff.core.gate.spec import parse_checks
+from kerneldiff.core.ranks.session import RunSession
+from kerneldiff.core.synth.ranks import write_run
+
+LAYERS = 4
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("gate_runs")
+    common = dict(ranks=4, passes=6, layers=LAYERS, jitter_us=5.0)
+    write_run(base / "a", straggler=2, straggle_us=50, transfer_us=80, overlap_us=30, seed=1, **common)
+    write_run(base / "b", straggler=1, straggle_us=120, transfer_us=60, seed=2, naming="vllm", **common)
+    write_run(base / "c", straggler=2, straggle_us=50, transfer_us=80, overlap_us=30, seed=3, **common)
+    write_run(base / "exact", ranks=3, passes=5, layers=LAYERS, straggler=1, straggle_us=50, seed=4)
+    write_run(base / "tp2", ranks=2, passes=6, layers=LAYERS, straggler=1, straggle_us=50, seed=5)
+    return {k: str(base / k) for k in ("a", "b", "c", "exact", "tp2")}
+
+
+def _gate(capsys, *args) -> tuple[int, dict]:
+    code = main(["gate", *args, "--format", "json", "--no-cache"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def _checks(d) -> dict:
+    return {c["metric"]: c for c in d["checks"]}
+
+
+def test_skew_is_the_planted_straggle(runs):
+    s = RunSession([runs["exact"], runs["exact"]], use_cache=False)
+    (run, _) = s.load()
+    got = skew_series(run.ranks)
+    # every pass: the straggler's GEMMs are 50 µs longer in each of the 4 layers, the rest equal
+    assert got.value == pytest.approx(LAYERS * 50, abs=1e-3)
+    assert list(got.per_pass) == pytest.approx([LAYERS * 50] * 5, abs=1e-3)
+    assert skew_series(run.ranks[:1]).value is None
+
+
+def test_runs_regress_one_way_and_improve_the_other(runs, capsys):
+    code, ab = _gate(capsys, runs["a"], runs["b"])
+    assert code == 1 and ab["verdict"] == "regression"
+    code, ba = _gate(capsys, runs["b"], runs["a"])
+    assert code == 0 and ba["verdict"] == "improvement"
+    ca, cb = _checks(ab), _checks(ba)
+    assert list(ca) == ["wall", "skew", "comm"]        # the defaults on runs
+    for m in ca:
+        assert ca[m]["status"] == "regression" and cb[m]["status"] == "improvement"
+        assert ca[m]["base"] == pytest.approx(cb[m]["new"]) and ca[m]["delta"] == pytest.approx(-cb[m]["delta"])
+        assert ca[m]["noise"] == pytest.approx(cb[m]["noise"])
+    # the planted spreads: 4 layers × 50 µs against 4 × 120 µs (plus up to 4 × 5 µs of jitter)
+    assert LAYERS * 50 - 20 <= ca["skew"]["base"] <= LAYERS * 50 + 20
+    assert LAYERS * 120 - 20 <= ca["skew"]["new"] <= LAYERS * 120 + 20
+    assert "rank 2 computes longest" in ca["skew"]["note"] and "rank 1 computes longest" in ca["skew"]["note"]
+    r = ab["runs"]
+    assert r["base"]["ranks"] == 4 and r["base"]["rank_source"] == "distributedInfo"
+    assert r["new"]["rank_source"] == "file names (vLLM)"
+    assert r["base"]["skew"]["slowest_rank"] == 2 and r["new"]["skew"]["slowest_rank"] == 1
+    assert [f["rank"] for f in r["base"]["files"]] == [0, 1, 2, 3]
+    assert all(len(f["sha256"]) == 64 for side in ("base", "new") for f in r[side]["files"])
+    assert ab["thresholds"]["checks"] == {"wall": "3%", "skew": "3%", "comm": "3%"}
+    assert any("representative ranks' exposed communication" in n for n in ab["notes"])
+
+
+def test_the_same_code_passes(runs, capsys):
+    code, d = _gate(capsys, runs["a"], runs["c"])      # the same run, another seed of jitter
+    assert code == 0 and d["verdict"] == "pass", d["checks"]
+    code, d = _gate(capsys, runs["a"], runs["a"])
+    assert code == 0 and d["verdict"] == "pass" and all(c["delta"] == 0 for c in d["checks"])
+
+
+def test_limits_and_rank(runs, capsys):
+    # a skew limit wider than the change lets it through; the other checks still regress
+    code, d = _gate(capsys, runs["a"], runs["b"], "--gate", "skew:+1ms")
+    assert _checks(d)["skew"]["status"] == "pass" and d["verdict"] == "regression"
+    code, d = _gate(capsys, runs["a"], runs["c"], "--rank", "2")
+    assert d["runs"]["base"]["representative"] == 2 and d["base"]["path"].endswith("trace_2.json.gz")
+
+
+def test_world_sizes_that_differ_are_inconclusive(runs, capsys):
+    code, d = _gate(capsys, runs["a"], runs["tp2"])
+    assert code == 1 and d["verdict"] == "inconclusive"
+    assert any("world sizes differ (base 4, new 2)" in r for r in d["reasons"])
+
+
+def test_one_rank_has_no_skew(runs, capsys, tmp_path):
+    one = runs["a"] + "/trace_0.json.gz"
+    code, d = _gate(capsys, runs["a"], one + ",")
+    assert "skew" not in _checks(d) and any("skew not checked" in n for n in d["notes"])
+    code, d = _gate(capsys, runs["a"], one + ",", "--gate", "skew")
+    assert _checks(d)["skew"]["status"] == "inconclusive" and d["verdict"] != "pass"
+
+
+def test_text_and_markdown_name_the_runs(runs, capsys):
+    assert main(["gate", runs["a"], runs["b"], "--no-cache"]) == 1
+    out = capsys.readouterr().out
+    assert "base run " in out and "4 ranks of 4 (ranks from distributedInfo)" in out and "\nskew " in out
+    assert main(["gate", runs["a"], runs["b"], "--no-cache", "--format", "markdown"]) == 1
+    md = capsys.readouterr().out
+    assert "Runs of rank traces" in md and "| `skew` |" in md
+
+
+def test_run_flags_on_traces_are_one_line(capsys):
+    t = str(real_trace("h100_qwen1.5-0.5b_hf.json.gz"))
+    for extra in (["--gate", "skew"], ["--rank", "1"]):
+        assert main(["gate", t, t, "--no-cache", *extra]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and ("runs" in err[0] or "run" in err[0]), err
+
+
+def test_checks_on_runs_default_to_wall_skew_comm():
+    assert [c.name for c in parse_checks(None, [], runs=True)] == ["wall", "skew", "comm"]
+    assert [c.name for c in parse_checks(None, [])] == ["wall"]
+    with pytest.raises(ValueError, match="spread across the ranks"):
+        parse_checks(None, ["skew"])
+
+
+def test_real_two_rank_run_is_never_a_pass_on_two_passes(capsys):
+    hta = real_trace("hta_two_ranks")
+    code, d = _gate(capsys, str(hta), str(hta))
+    # two ProfilerSteps: too few repeats to read a noise floor, so inconclusive, never pass
+    assert code == 1 and d["verdict"] == "inconclusive"
+    c = _checks(d)
+    assert c["skew"]["delta"] == 0 and c["skew"]["base"] > 0
+    assert d["runs"]["base"]["representative"] == 1 and d["runs"]["base"]["skew"]["slowest_rank"] == 1

@@ -16,13 +16,15 @@ def run_runs(args) -> int:
     from kerneldiff.core.report.table_names import TABLES
     from kerneldiff.core.ranks.session import RunSession
 
-    if args.format not in ("text", "json", "csv") or getattr(args, "passes", None):
-        print(f"kerneldiff: runs of rank traces report as text, json or csv; for --format {args.format} or --pass, "
-              f"compare two rank files (the slowest ranks: see the text report, or pick them with --rank)",
-              file=sys.stderr)
+    if getattr(args, "passes", None) and args.format not in ("html", "perfetto"):
+        print("kerneldiff: --pass picks passes for --format perfetto or html", file=sys.stderr)
         return 2
     if args.table and args.format == "text":
         print("kerneldiff: --table picks one table for --format csv or json; the text report shows them all",
+              file=sys.stderr)
+        return 2
+    if args.table and args.format in ("markdown", "html", "perfetto"):
+        print(f"kerneldiff: --table picks one table for --format csv or json; {args.format} shows its own choice",
               file=sys.stderr)
         return 2
     session = RunSession([args.a, args.b], registry=args.registry, use_cache=not args.no_cache,
@@ -37,6 +39,8 @@ def run_runs(args) -> int:
         print(f"kerneldiff: {visible(str(e))}", file=sys.stderr)
         return 2
     try:
+        if args.format in ("markdown", "html", "perfetto"):
+            return _pictures(session, cmp, found, args)
         if args.format == "json":
             if args.table in RUN_TABLES:
                 head, rows = run_table(found, args.table)
@@ -58,6 +62,36 @@ def run_runs(args) -> int:
         print(f"kerneldiff: {shown_path(e.filename or args.output or 'stdout')}: cannot write: {e.strerror or e}",
               file=sys.stderr)
         return 2
+
+
+def _pictures(session, cmp, found, args) -> int:
+    """--format markdown, html or perfetto: the runs' own part, then the representative ranks' report
+    (perfetto: the representative ranks' two traces, each named by its rank)."""
+    from kerneldiff.core.errors import visible
+
+    if args.format == "markdown":
+        from kerneldiff.core.report.markdown import render_markdown
+        from kerneldiff.core.report.run_report import runs_markdown
+
+        return _emit(("\n".join(runs_markdown(found)) + render_markdown(cmp)).rstrip("\n"), args.output)
+    pair = session.pair
+    try:
+        passes = pair.select_passes(args.passes, args.phase) if args.passes else None
+        if args.format == "html" and passes and len(passes) > 1:
+            raise ValueError(f"--pass {args.passes}: the HTML report draws one pass; give one number")
+    except ValueError as e:
+        print(f"kerneldiff: {visible(str(e))}", file=sys.stderr)
+        return 2
+    if args.format == "html":
+        from kerneldiff.core.report.html import render_html
+        from kerneldiff.core.report.run_report import runs_html
+
+        drawn = passes or ([n] if (n := cmp.gap_pass()) is not None else None)
+        return _emit(render_html(cmp, pair.pass_pairs(cmp, drawn) if drawn else None, before=runs_html(found)),
+                     args.output)
+    from .compare import _picture
+
+    return _picture(pair, cmp, args, passes)
 
 
 def _csv(cmp, found, args, tables, run_tables, run_table) -> int:

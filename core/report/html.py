@@ -585,7 +585,7 @@ th.num{text-align:right}th[data-d]::after{content:" ↕";color:var(--muted)}
 td.name{max-width:34em;overflow-wrap:anywhere}td.sub{padding-left:22px}
 td.minibar{width:22%;min-width:90px}td.minibar svg{display:block;width:100%}
 svg rect.a{fill:var(--a)}svg rect.b{fill:var(--b)}svg rect.idle{opacity:var(--pale)}svg rect.axis{fill:var(--muted)}
-svg rect.total{opacity:.85}
+svg rect.total{opacity:.85}svg rect.exposed{fill:#c92a2a;opacity:.9}
 .rows{display:grid;grid-template-columns:minmax(70px,max-content) minmax(120px,1fr) max-content;gap:5px 12px;
 align-items:center}
 .rows .lab{overflow-wrap:anywhere}.rows.ledger{grid-template-columns:minmax(90px,17em) minmax(120px,1fr) max-content}.rows .bar svg{display:block;width:100%}
@@ -625,10 +625,11 @@ def _base(path: str) -> str:
     return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
-def render_html(cmp, pass_pairs=None, generator: str = "kerneldiff") -> str:
+def render_html(cmp, pass_pairs=None, generator: str = "kerneldiff", before=()) -> str:
     """The comparison as one self-contained HTML page. `pass_pairs` (Session.pass_pairs of one pass)
-    is the pass drawn to scale; without it the page has every other part."""
-    sections = [("ledger", "Gap ledger", _ledger(cmp)), ("layers", "Layers", _layers(cmp)),
+    is the pass drawn to scale; without it the page has every other part. `before`: sections,
+    (anchor, title, body), placed ahead of the comparison's (the runs' own, `run_report.runs_html`)."""
+    sections = [*before, ("ledger", "Gap ledger", _ledger(cmp)), ("layers", "Layers", _layers(cmp)),
                 ("operations", "Operations", _operations(cmp)), ("fusion", "Fusion", _fusions(cmp)),
                 ("shapes", "Shapes", _shapes(cmp)), ("timeline", "Timeline", _timeline(cmp, pass_pairs)),
                 ("warnings", "Warnings", _warnings(cmp))]

@@ -28,7 +28,9 @@ def _r(x: float) -> float:
 
 def _process_name(side: SideKernels) -> str:
     gpu = side.gpu.strip()
-    return f"{side.key.upper()}: {side.label}" + (f" ({gpu})" if gpu and gpu != side.label else "")
+    # a label may carry its side already ("A: trace_0.json.gz" when both files share a name)
+    prefix = "" if side.label.startswith(f"{side.key.upper()}: ") else f"{side.key.upper()}: "
+    return f"{prefix}{side.label}" + (f" ({gpu})" if gpu and gpu != side.label else "")
 
 
 def _tids(side: SideKernels) -> dict[int, int]:

@@ -367,8 +367,9 @@ def test_a_directory_named_like_a_trace_is_no_run(tmp_path):
     assert not is_run(str(d)) and is_run(str(tmp_path))
 
 
-def test_runs_refuse_the_pair_only_formats(runs, capsys):
+def test_runs_refuse_pass_outside_the_pictures(runs, capsys):
+    # html, markdown and perfetto of runs: tests/functional/test_runs_reports.py
     pa, _, pb, _ = runs
-    assert main(["compare", pa, pb, "--format", "html", "--no-cache"]) == 2
+    assert main(["compare", pa, pb, "--format", "json", "--pass", "1", "--no-cache"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "text, json or csv" in err[0]
+    assert len(err) == 1 and "--pass picks passes" in err[0]

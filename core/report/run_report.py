@@ -1,0 +1,170 @@
+"""The runs' own part of a report on two runs of rank traces, for Markdown and HTML: where the ranks
+came from and which one represents each run, the per-rank table (slowest first), the collectives
+(kind × message size, A against B) and the stragglers, then the runs' notes. The representative
+ranks' comparison follows it in each format (`markdown.render_markdown`, `html.render_html`).
+
+Pure presentation of `kerneldiff.core.ranks.run.RunFindings`; every figure is written by the text
+report's formatters, so the page, the Markdown and `kerneldiff compare RUN_A RUN_B` agree.
+"""
+
+from __future__ import annotations
+
+from kerneldiff.core.report import format as fmt
+
+TOP_RANKS = 16            # Markdown: ranks listed (a pull-request comment stays short)
+TOP_COLLECTIVES = 8
+RANK_HEAD = ("run", "rank", "wall", "busy", "compute", "comm", "exposed comm", "idle")
+RANK_KEYS = ("wall_us", "busy_us", "compute_us", "comm_us", "exposed_comm_us", "idle_us")
+
+
+def ranks_slowest_first(found) -> list[tuple[str, dict]]:
+    """(run key, rank row) of both runs, slowest first (ties: A before B, lower rank first)."""
+    rows = [(k, r) for k in ("a", "b") for r in found.ranks[k]]
+    rows.sort(key=lambda kr: (-kr[1]["wall_us"], kr[0], kr[1]["rank"]))
+    return rows
+
+
+def size(n: int) -> str:
+    return "?" if n is None or n < 0 else fmt.size(n)
+
+
+def gbps(x: float | None, pct: float | None = None) -> str:
+    if x is None:
+        return fmt.ABSENT
+    return f"{x:,.1f}" + (f" ({pct:.0f}%)" if pct else "")
+
+
+def run_lines(found) -> list[str]:
+    """One line per run, then how the representative ranks were picked."""
+    rep = found.representative
+    out = []
+    for key in ("a", "b"):
+        sp = found.spread[key]
+        out.append(f"{key.upper()} run: {sp.ranks} rank{'s' if sp.ranks != 1 else ''} (ranks from "
+                   f"{found.rank_source[key]}), wall {fmt.us(sp.wall_min_us)} … {fmt.us(sp.wall_max_us)} (median "
+                   f"{fmt.us(sp.wall_median_us)}), exposed communication {fmt.us(sp.exposed_comm_min_us)} … "
+                   f"{fmt.us(sp.exposed_comm_max_us)}; representative rank {rep[key]}")
+    out.append(f"representative rank: {rep['how']}; the comparison below is of these two ranks' traces")
+    return out
+
+
+def straggler_lines(found) -> list[str]:
+    out = []
+    for key, s in found.stragglers.items():
+        if s is None:
+            continue
+        out.append(f"{key.upper()} straggler: rank {s.rank} arrived last at {s.last} of {s.collectives} collectives "
+                   f"({s.share:.0%}), {fmt.us(s.late_us)} after the median rank; its compute before them "
+                   f"{fmt.us(s.compute_before_us)} against {fmt.us(s.others_compute_before_us)} on the other ranks")
+    return out
+
+
+def links_line(found) -> str:
+    links = "; ".join(f"{k.upper()} {v['link']} {v['gbps']:g} GB/s per direction" if v else f"{k.upper()} unknown"
+                      for k, v in found.links.items())
+    return (f"bus bandwidth in GB/s (% of the link's peak: {links}); wait = time beyond the fastest rank's; "
+            f"skew = last rank's start − first's (median); matched by {found.matched_by}")
+
+
+def collective_cells(c) -> list[str]:
+    """kind, size, n A/B, A time, B time, A wait, B wait, A busbw, B busbw, A skew, B skew, gap."""
+    a, b = c.a, c.b
+
+    def opt(side, key) -> str:
+        v = getattr(side, key) if side is not None else None
+        return fmt.ABSENT if v is None else fmt.us(v)
+
+    return [c.kind, size(c.nbytes), f"{a.count if a else 0}/{b.count if b else 0}", opt(a, "total_us"),
+            opt(b, "total_us"), opt(a, "wait_us"), opt(b, "wait_us"),
+            gbps(a.busbw_gbps, a.pct_link_peak) if a else fmt.ABSENT,
+            gbps(b.busbw_gbps, b.pct_link_peak) if b else fmt.ABSENT, opt(a, "skew_p50_us"), opt(b, "skew_p50_us"),
+            fmt.gap(c.gap_us)]
+
+
+COLLECTIVE_HEAD = ("kind", "size", "n A/B", "A time", "B time", "A wait", "B wait", "A busbw", "B busbw", "A skew",
+                   "B skew", "gap")
+
+
+# --- Markdown -----------------------------------------------------------------------------------
+def runs_markdown(found) -> list[str]:
+    from kerneldiff.core.report.markdown import _table, md
+
+    lines = ["### kerneldiff: two runs of rank traces", ""]
+    lines += [md(x, 400) + "  " for x in run_lines(found)]
+    rows = ranks_slowest_first(found)
+    body = [[k.upper(), str(r["rank"]), *(fmt.us(r[x]) for x in RANK_KEYS)] for k, r in rows[:TOP_RANKS]]
+    lines += ["", "#### Ranks (slowest first" + (f", {TOP_RANKS} of {len(rows)})" if len(rows) > TOP_RANKS else ")"),
+              ""] + _table(list(RANK_HEAD), body, right=1)
+    if found.collectives:
+        top = found.collectives[:TOP_COLLECTIVES]
+        body = [[md(x) for x in collective_cells(c)] for c in top]
+        more = len(found.collectives) - len(top)
+        lines += ["", "#### Collectives (kind × message, largest gap first)", ""] + \
+            _table(list(COLLECTIVE_HEAD), body, right=1) + ([f"and {more} more"] if more > 0 else []) + \
+            ["", f"_{md(links_line(found), 600)}_"]
+    strag = straggler_lines(found)
+    if strag:
+        lines += [""] + [md(x, 600) + "  " for x in strag]
+    if found.notes:
+        lines += [""] + [f"- note: {md(n, 600)}" for n in found.notes]
+    return lines + [""]
+
+
+# --- HTML ---------------------------------------------------------------------------------------
+def runs_html(found) -> list[tuple[str, str, str]]:
+    """The runs' sections for `html.render_html(…, before=…)`: (anchor, title, body)."""
+    import html as _html
+
+    from kerneldiff.core.report.html import _bar_svg, _gap, _num, _table, esc
+
+    rows = ranks_slowest_first(found)
+    top = max((r["wall_us"] for _, r in rows), default=0.0) or 1.0
+    chart = []
+    for k, r in rows[:64]:
+        # wall to scale; inside it the rank's compute, then its exposed communication
+        c, x = r["compute_us"] / top, r["exposed_comm_us"] / top
+        bar = _bar_svg([(0, r["wall_us"] / top, f"{k} idle", esc(f"wall {fmt.us(r['wall_us'])}")),
+                        (0, c, k, esc(f"compute {fmt.us(r['compute_us'])}")),
+                        (c, c + x, f"{k} exposed", esc(f"exposed communication {fmt.us(r['exposed_comm_us'])}"))])
+        chart.append(f'<div class="lab">{k.upper()} rank {r["rank"]}</div><div class="bar">{bar}</div>'
+                     f'<div class="num">{fmt.us(r["wall_us"])}</div>')
+    body_rows = [f'<tr><td><span class="key {k}"></span> {k.upper()}</td>{_num(str(r["rank"]), r["rank"])}'
+                 + "".join(_num(fmt.us(r[x]), r[x]) for x in RANK_KEYS)
+                 + f'<td class="name">{esc(r["file"].replace(chr(92), "/").rsplit("/", 1)[-1], 120)}</td></tr>'
+                 for k, r in rows]
+    head = [(h, h not in ("run",)) for h in RANK_HEAD] + [("file", False)]
+    lines = "".join(f"<li>{esc(x, 600)}</li>" for x in run_lines(found))
+    ranks = (f'<section id="ranks"><h2>Ranks</h2><ul class="muted">{lines}</ul>'
+             f'<p class="muted small">Each rank\'s wall clock to scale (pale), its compute (solid) and its exposed '
+             f'communication (red: communication while no compute kernel ran).</p>'
+             f'<div class="rows">{"".join(chart)}</div>'
+             + (f'<p class="muted small">{len(rows) - 64} more ranks in the table.</p>' if len(rows) > 64 else "")
+             + _table("t-ranks", head, body_rows) + "</section>")
+    out = [("ranks", "Ranks", ranks)]
+    if found.collectives:
+        crow = []
+        for c in found.collectives:
+            cells = collective_cells(c)
+            a, b = c.a, c.b
+            vals = [None, c.nbytes, None, a.total_us if a else None, b.total_us if b else None,
+                    a.wait_us if a else None, b.wait_us if b else None, a.busbw_gbps if a else None,
+                    b.busbw_gbps if b else None, a.skew_p50_us if a else None, b.skew_p50_us if b else None]
+            tds = [f"<td>{esc(cells[0])}</td>"] + [_num(t, v) for t, v in zip(cells[1:-1], vals[1:])] + [_gap(c.gap_us)]
+            crow.append(f"<tr>{''.join(tds)}</tr>")
+        chead = [(h, h != "kind") for h in COLLECTIVE_HEAD]
+        out.append(("collectives", "Collectives",
+                    f'<section id="collectives"><h2>Collectives</h2><p class="muted small">{esc(links_line(found), 800)}'
+                    f'</p>{_table("t-collectives", chead, crow)}</section>'))
+    strag = straggler_lines(found)
+    if strag or found.notes:
+        items = "".join(f"<li>{esc(x, 800)}</li>" for x in strag)
+        notes = "".join(f'<li class="warn">note: {esc(n, 800)}</li>' for n in found.notes)
+        out.append(("stragglers", "Stragglers", f'<section id="stragglers"><h2>Stragglers and notes</h2>'
+                                                f'<ul>{items or "<li>no straggler: the ranks arrive together, or their clocks differ</li>"}'
+                                                f'{notes}</ul></section>'))
+    heading = (f'<section id="representative"><h2>The representative ranks compared</h2><p class="muted">'
+               f'{_html.escape(found.representative["how"])}: A rank {found.representative["a"]} against B rank '
+               f'{found.representative["b"]}: the page\'s header and every section from here on read these two '
+               f'traces.</p></section>')
+    out.append(("representative", "Representative ranks", heading))
+    return out

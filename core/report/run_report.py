@@ -130,7 +130,7 @@ def runs_html(found) -> list[tuple[str, str, str]]:
                      f'<div class="num">{fmt.us(r["wall_us"])}</div>')
     body_rows = [f'<tr><td><span class="key {k}"></span> {k.upper()}</td>{_num(str(r["rank"]), r["rank"])}'
                  + "".join(_num(fmt.us(r[x]), r[x]) for x in RANK_KEYS)
-                 + f'<td class="name">{esc(r["file"].replace(chr(92), "/").rsplit("/", 1)[-1], 120)}</td></tr>'
+                 + f'<td style="white-space:nowrap">{esc(r["file"].replace(chr(92), "/").rsplit("/", 1)[-1], 120)}</td></tr>'
                  for k, r in rows]
     head = [(h, h not in ("run",)) for h in RANK_HEAD] + [("file", False)]
     lines = "".join(f"<li>{esc(x, 600)}</li>" for x in run_lines(found))

@@ -47,3 +47,68 @@ async def test_collectives_tab(found):
         assert row[0] == "all_reduce" and row[2] == "4/4"
         await pilot.press("q")
     assert app.return_value is None
+
+
+async def test_filter_and_sort_the_ranks(found):
+    app = RunsApp(found)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        t = app.query_one("#ranks", DataTable)
+        await pilot.press("slash", *"run", "space", "b", "enter")
+        await pilot.pause()
+        assert [str(t.get_row_at(i)[0]) for i in range(t.row_count)] == ["B"] * 3
+        await pilot.press("escape")            # clears the filter
+        await pilot.pause()
+        assert t.row_count == 6
+        await pilot.press("x")                 # most exposed communication first
+        await pilot.pause()
+        exposed = [t.get_row_at(i)[6] for i in range(t.row_count)]
+        keys = [(str(t.get_row_at(i)[0]).lower(), int(str(t.get_row_at(i)[1]))) for i in range(t.row_count)]
+        want = sorted(((k, r["rank"]) for k in "ab" for r in found.ranks[k]),
+                      key=lambda kr: -next(r["exposed_comm_us"] for r in found.ranks[kr[0]] if r["rank"] == kr[1]))
+        assert [w[1] for w in want][:1] == [k[1] for k in keys][:1] and len(exposed) == 6
+        await pilot.press("n")                 # by file name, A to Z
+        await pilot.pause()
+        names = [str(t.get_row_at(i)[-1]) for i in range(t.row_count)]
+        assert names == sorted(names, key=str.lower)
+
+
+async def test_export_writes_the_cli_schema_as_shown(found, tmp_path, monkeypatch):
+    import csv
+    import json
+
+    from kerneldiff.core.report.run_tables import run_table
+
+    monkeypatch.setenv("KERNELDIFF_EXPORT_DIR", str(tmp_path))
+    app = RunsApp(found)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("slash", *"run", "space", "a", "enter", "e")
+        await pilot.pause()
+        await pilot.press("2", "E")
+        await pilot.pause()
+    rows = list(csv.reader(open(tmp_path / "kerneldiff-runs-ranks.csv")))
+    head, want = run_table(found, "ranks")
+    assert rows[0] == head and len(rows) == 4 and {r[0] for r in rows[1:]} == {"a"}
+    # the slowest first, as on screen, with the CLI's rounded figures
+    assert [float(r[3]) for r in rows[1:]] == sorted((float(r[3]) for r in rows[1:]), reverse=True)
+    assert sorted(rows[1:]) == sorted([[str(v) for v in r] for r in want if r[0] == "a"])
+    coll = json.loads((tmp_path / "kerneldiff-runs-collectives.json").read_text())
+    head, want = run_table(found, "collectives")
+    assert len(coll) == 1 and list(coll[0]) == head and coll[0]["kind"] == "all_reduce"
+
+
+async def test_help_lists_the_runs_keys(found):
+    from kerneldiff.tui.runs_app import runs_binding_groups
+
+    app = RunsApp(found)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        groups = dict(runs_binding_groups(app))
+        keys = {k for items in groups.values() for k, _d in items}
+        assert {"/", "s", "e", "1", "2", "x", "q", "?"} <= {x.strip() for k in keys for x in k.split(",")}
+        assert type(app.screen).__name__ == "RunsHelpScreen"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "RunsScreen"

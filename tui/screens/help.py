@@ -39,6 +39,21 @@ def _aie_screen():
     return AieScreen
 
 
+def binding_rows(app, bindings, words=None, only=None) -> list[tuple[str, str]]:
+    """(keys, description) per action among `bindings` (`words` overrides descriptions; `only`
+    keeps those actions), keys of one description joined."""
+    def keys(b: Binding) -> str:
+        return ", ".join(app.get_key_display(Binding(k.strip(), b.action)) for k in b.key.split(","))
+
+    merged: dict[str, list[str]] = {}
+    for b in bindings:
+        if only is not None and b.action not in only:
+            continue
+        desc = (words or {}).get(b.action) or b.tooltip or b.description or b.action
+        merged.setdefault(desc, []).append(keys(b))
+    return [(", ".join(dict.fromkeys(k)), d) for d, k in merged.items()]
+
+
 def binding_groups(app) -> list[tuple[str, list[tuple[str, str]]]]:
     """(context, [(keys, description)]) for every binding the explorer defines."""
     from .base import ExplorerScreen
@@ -48,17 +63,8 @@ def binding_groups(app) -> list[tuple[str, list[tuple[str, str]]]]:
     from .main import MainScreen
     from .start import StartScreen
 
-    def keys(b: Binding) -> str:
-        return ", ".join(app.get_key_display(Binding(k.strip(), b.action)) for k in b.key.split(","))
-
     def rows(bindings, words=None, only=None) -> list[tuple[str, str]]:
-        merged: dict[str, list[str]] = {}
-        for b in bindings:
-            if only is not None and b.action not in only:
-                continue
-            desc = (words or {}).get(b.action) or b.tooltip or b.description or b.action
-            merged.setdefault(desc, []).append(keys(b))
-        return [(", ".join(dict.fromkeys(k)), d) for d, k in merged.items()]
+        return binding_rows(app, bindings, words, only)
 
     table_bindings = [b for b in _bindings(DataTable)] + _bindings(ResultTable)
     groups = [
@@ -93,8 +99,12 @@ class HelpScreen(ModalScreen):
                                   background: $surface; padding: 0 1; }
     """
 
+    def groups(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        """What the screen lists (another app's help, the runs screen's, lists its own)."""
+        return binding_groups(self.app)
+
     def compose(self) -> ComposeResult:
-        groups = binding_groups(self.app)
+        groups = self.groups()
         width = max(len(k) for _t, items in groups for k, _d in items)
         parts = []
         for title, items in groups:

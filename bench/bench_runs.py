@@ -11,6 +11,7 @@ summed PSS of the process and its children (sampled every 50 ms from outside, as
 - `compare`:  `RunSession([A, B]).compare()`: every rank summarised (processes as the CPUs and the
   available memory allow), then the representative ranks loaded again and compared in full;
 - `runs`:     the rank summaries alone (the parallel part);
+- `runs1`:    the same in one process (`--jobs 1`): what the processes add or save;
 - `one by one`: the 2N files loaded in turn in one process (`Session.load` of each, then dropped).
 Not a test: prints a table.
 """
@@ -60,8 +61,8 @@ def child(task: str, a: str, b: str) -> dict:
         s = RunSession([a, b], use_cache=False)
         cmp, found = s.compare()
         n = len(found.ranks["a"]) + len(found.ranks["b"])
-    elif task == "runs":
-        s = RunSession([a, b], use_cache=False)
+    elif task in ("runs", "runs1"):
+        s = RunSession([a, b], use_cache=False, jobs=1 if task == "runs1" else None)
         n = sum(len(r.ranks) for r in s.load())
     else:
         files = sorted(str(p) for d in (a, b) for p in Path(d).glob("rank*_trace.json"))
@@ -111,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| task ({args.ranks} ranks × 2 × {label(size)}) | wall s | CPU s | peak PSS MB |")
     print("|---|---:|---:|---:|")
     for task, name in (("compare", "compare RUN_A RUN_B, end to end"), ("runs", "rank summaries alone"),
+                       ("runs1", "rank summaries alone, one process (--jobs 1)"),
                        ("serial", f"the {2 * args.ranks} files loaded one by one")):
         r = measure(task, a, b)
         print(f"| {name} | {r['wall']:.1f} | {r['cpu']:.1f} | {r['pss_mb']:.0f} |", flush=True)

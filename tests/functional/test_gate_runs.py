@@ -127,11 +127,39 @@ def test_checks_on_runs_default_to_wall_skew_comm():
         parse_checks(None, ["skew"])
 
 
-def test_real_two_rank_run_is_never_a_pass_on_two_passes(capsys):
+def _union(iv) -> float:
+    total, start, end = 0.0, None, None
+    for s, e in sorted(iv):
+        if end is None or s > end:
+            total += (end - start) if end is not None else 0.0
+            start, end = s, e
+        else:
+            end = max(end, e)
+    return total + ((end - start) if end is not None else 0.0)
+
+
+def _raw_pass_compute(path) -> list[float]:
+    """Each ProfilerStep's compute from the raw events: the union of the non-NCCL kernels whose
+    runtime launch lies inside the step's annotation."""
+    import gzip
+
+    with gzip.open(path) as f:
+        ev = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev if e["name"].startswith("ProfilerStep#"))
+    launch = {e["args"]["correlation"]: e["ts"] for e in ev
+              if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    kernels = [e for e in ev if e.get("cat") == "kernel" and not e["name"].startswith("nccl")]
+    return [_union([(e["ts"], e["ts"] + e["dur"]) for e in kernels
+                    if s0 <= launch.get(e["args"].get("correlation"), -1) <= s1]) for s0, s1 in steps]
+
+
+def test_real_two_rank_run_skew_against_raw_events(capsys):
     hta = real_trace("hta_two_ranks")
     code, d = _gate(capsys, str(hta), str(hta))
     # two ProfilerSteps: too few repeats to read a noise floor, so inconclusive, never pass
     assert code == 1 and d["verdict"] == "inconclusive"
+    raw = [_raw_pass_compute(hta / f"sampled_rank-{r}.json.gz") for r in (0, 1)]
+    want = sum(abs(x - y) for x, y in zip(*raw)) / len(raw[0])     # 30,826.5 µs per pass
     c = _checks(d)
-    assert c["skew"]["delta"] == 0 and c["skew"]["base"] > 0
+    assert c["skew"]["base"] == pytest.approx(want) and c["skew"]["delta"] == 0
     assert d["runs"]["base"]["representative"] == 1 and d["runs"]["base"]["skew"]["slowest_rank"] == 1

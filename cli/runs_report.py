@@ -89,9 +89,31 @@ def _pictures(session, cmp, found, args) -> int:
         drawn = passes or ([n] if (n := cmp.gap_pass()) is not None else None)
         return _emit(render_html(cmp, pair.pass_pairs(cmp, drawn) if drawn else None, before=runs_html(found)),
                      args.output)
-    from .compare import _picture
+    return _perfetto(session, cmp, args, passes)
 
-    return _picture(pair, cmp, args, passes)
+
+def _perfetto(session, cmp, args, passes) -> int:
+    """The representative ranks' two traces lined up pass by pass, with every rank's collectives."""
+    from kerneldiff.core.report.perfetto import write_perfetto
+    from kerneldiff.core.report.run_report import RankCollectives
+
+    pairs = session.pair.pass_pairs(cmp, passes)
+    extra = RankCollectives(pairs, session.sides)
+    if not args.output:
+        write_perfetto(pairs, sys.stdout.buffer, extra)
+        sys.stdout.buffer.write(b"\n")
+        sys.stdout.flush()
+        return 0
+    if args.output.endswith(".gz"):   # Perfetto's UI opens .json.gz as it is
+        import gzip
+
+        with gzip.open(args.output, "wb", compresslevel=6) as fh:
+            write_perfetto(pairs, fh, extra)
+    else:
+        with open(args.output, "wb") as fh:
+            write_perfetto(pairs, fh, extra)
+    print(f"wrote {shown_path(args.output)}", file=sys.stderr)
+    return 0
 
 
 def _csv(cmp, found, args, tables, run_tables, run_table) -> int:

@@ -101,15 +101,22 @@ def perfetto_trace(pp: PassPairs) -> dict[str, Any]:
     return {"traceEvents": list(trace_events(pp)), "displayTimeUnit": "ms", "otherData": other_data(pp)}
 
 
-def write_perfetto(pp: PassPairs, out: BinaryIO) -> None:
+def write_perfetto(pp: PassPairs, out: BinaryIO, extra=None) -> None:
     """The document as strict JSON (ASCII, as `strict_json` writes it) into a binary file, an event
-    at a time: memory stays that of the kernels' columns, not of a dict per kernel."""
+    at a time: memory stays that of the kernels' columns, not of a dict per kernel. `extra`: more
+    tracks on the same axis (`run_report.RankCollectives`: every rank's collectives), with events()
+    and other_data()."""
+    from itertools import chain
+
     out.write(b'{"traceEvents":[')
-    for i, e in enumerate(trace_events(pp)):
+    for i, e in enumerate(chain(trace_events(pp), extra.events() if extra is not None else ())):
         if i:
             out.write(b",")
         out.write(strict_json(e, indent=None).encode("ascii"))
-    out.write(b'],"displayTimeUnit":"ms","otherData":' + strict_json(other_data(pp), indent=None).encode("ascii") + b"}")
+    other = other_data(pp)
+    if extra is not None:
+        other.update(extra.other_data())
+    out.write(b'],"displayTimeUnit":"ms","otherData":' + strict_json(other, indent=None).encode("ascii") + b"}")
 
 
 def read_back(doc: dict[str, Any]) -> dict[str, tuple[int, float]]:

@@ -168,3 +168,55 @@ def runs_html(found) -> list[tuple[str, str, str]]:
                f'traces.</p></section>')
     out.append(("representative", "Representative ranks", heading))
     return out
+
+
+# --- Perfetto -----------------------------------------------------------------------------------
+class RankCollectives:
+    """Every rank's collectives as tracks beside the representative ranks' two traces (a process per
+    rank, `A rank 3: collectives`), on the same axis: a collective that starts inside one of its
+    side's drawn passes moves with that pass (each rank's clock is taken to be the representative
+    rank's, as on one host); one outside every drawn pass is left out and counted. A run whose
+    ranks' clocks differ puts its collectives outside the passes: they are left out, not misplaced."""
+
+    PID_BASE = {"a": 1000, "b": 2000}
+
+    def __init__(self, pp, runs) -> None:
+        self.pp, self.runs = pp, runs
+        self.placed = {"a": 0, "b": 0}
+        self.left_out = {"a": 0, "b": 0}
+
+    def events(self):
+        import numpy as np
+
+        for key, side, run in (("a", self.pp.a, self.runs[0]), ("b", self.pp.b, self.runs[1])):
+            if not side.passes:
+                continue
+            starts = np.array([p.start_us for p in side.passes])
+            ends = starts + np.array([p.span_us for p in side.passes])
+            shifts = np.array([p.shift_us for p in side.passes])
+            order = np.argsort(starts, kind="stable")
+            for r in run.ranks:
+                c = r.collectives
+                t = np.asarray(c.start_us, dtype=float)
+                if len(t) == 0:
+                    continue
+                pid = self.PID_BASE[key] + r.rank
+                yield {"ph": "M", "pid": pid, "name": "process_name",
+                       "args": {"name": f"{key.upper()} rank {r.rank}: collectives"}}
+                yield {"ph": "M", "pid": pid, "name": "process_sort_index", "args": {"sort_index": pid}}
+                yield {"ph": "M", "pid": pid, "tid": 1, "name": "thread_name", "args": {"name": "collectives"}}
+                i = np.searchsorted(starts[order], t, side="right") - 1
+                ok = i >= 0
+                idx = np.where(ok, order[np.maximum(i, 0)], 0)
+                ok &= t <= ends[idx]
+                self.left_out[key] += int((~ok).sum())
+                self.placed[key] += int(ok.sum())
+                for j in np.flatnonzero(ok).tolist():
+                    yield {"ph": "X", "pid": pid, "tid": 1, "ts": round(float(t[j] + shifts[idx[j]]), 3),
+                           "dur": round(float(c.dur_us[j]), 3), "name": c.kind[j], "cat": "collective",
+                           "args": {"rank": r.rank, "bytes": c.nbytes[j] if c.nbytes[j] >= 0 else None,
+                                    "algorithm": c.algorithm[j] or None, "dtype": c.dtype[j] or None,
+                                    "trace_ts": round(float(t[j]), 3)}}
+
+    def other_data(self) -> dict:
+        return {"rank_collectives": {"placed": dict(self.placed), "outside_the_drawn_passes": dict(self.left_out)}}

@@ -118,11 +118,25 @@ def test_perfetto_is_the_representative_ranks_read_back(runs, doc, tmp_path):
     ev = ev["traceEvents"] if isinstance(ev, dict) else ev
     kernels = {1: 0, 2: 0}
     for e in ev:
-        if e.get("ph") == "X" and e.get("cat") != "pass":
+        if e.get("ph") == "X" and e.get("cat") != "pass" and e["pid"] in kernels:
             kernels[e["pid"]] += 1
     assert kernels == {1: doc["a"]["kernels"], 2: doc["b"]["kernels"]}
-    names = [e["args"]["name"] for e in ev if e.get("name") == "process_name"]
-    assert not any(n.startswith("A: A:") or n.startswith("B: B:") for n in names)
+    names = {e["pid"]: e["args"]["name"] for e in ev if e.get("name") == "process_name"}
+    assert not any(n.startswith("A: A:") or n.startswith("B: B:") for n in names.values())
+    # every rank's collectives on the same axis: the representative rank's track lies exactly on its
+    # own collective kernels in the pair's process
+    for key, pid, base in (("a", 1, 1000), ("b", 2, 2000)):
+        rep = doc["runs"]["representative"][key]
+        for r in doc["ranks"][key]:
+            assert names[base + r["rank"]] == f"{key.upper()} rank {r['rank']}: collectives"
+            track = [e for e in ev if e.get("ph") == "X" and e["pid"] == base + r["rank"]]
+            assert len(track) == r["collectives"]
+        mine = sorted((e["ts"], e["dur"]) for e in ev if e.get("ph") == "X" and e["pid"] == base + rep)
+        kernels = sorted((e["ts"], e["dur"]) for e in ev if e.get("ph") == "X" and e["pid"] == pid
+                         and e.get("cat") == "All-Reduce")
+        assert mine == kernels
+    other = (json.loads(out.read_text()))["otherData"]["rank_collectives"]
+    assert other["outside_the_drawn_passes"] == {"a": 0, "b": 0} and other["placed"]["a"] == 4 * 12
 
 
 def test_report_flags_on_runs(runs, capsys, tmp_path):

@@ -130,6 +130,8 @@ def markdown(r) -> str:
             f"- new {md_code(fp[1]['path'])} {fp[1]['size']:,} bytes, sha256 `{fp[1]['sha256'][:16]}…` ({fp[1]['method']})",
             f"- limits: " + ", ".join(f"{k} {v}" for k, v in r.thresholds.get("checks", {}).items())
             + f"; noise floor {r.thresholds.get('noise_z')} standard errors of the per-pass figure",
+            *([f"- {k} run {md_code(r.runs[k]['run'])}: {len(r.runs[k]['files'])} rank files, each fingerprinted "
+               f"in the JSON result (`runs.{k}.files`)" for k in ("base", "new")] if r.runs else []),
             f"- {r.tool.get('name', 'kerneldiff')} {r.tool.get('version', '')}", "", "</details>"]
     return _lines(out)
 

@@ -109,7 +109,7 @@ def test_text_and_markdown_name_the_runs(runs, capsys):
     assert "base run " in out and "4 ranks of 4 (ranks from distributedInfo)" in out and "\nskew " in out
     assert main(["gate", runs["a"], runs["b"], "--no-cache", "--format", "markdown"]) == 1
     md = capsys.readouterr().out
-    assert "Runs of rank traces" in md and "| `skew` |" in md
+    assert "Runs of rank traces" in md and "| `skew` |" in md and "4 rank files, each fingerprinted" in md
 
 
 def test_run_flags_on_traces_are_one_line(capsys):
@@ -163,3 +163,14 @@ def test_real_two_rank_run_skew_against_raw_events(capsys):
     c = _checks(d)
     assert c["skew"]["base"] == pytest.approx(want) and c["skew"]["delta"] == 0
     assert d["runs"]["base"]["representative"] == 1 and d["runs"]["base"]["skew"]["slowest_rank"] == 1
+
+
+def test_a_bad_rank_file_is_one_line(runs, tmp_path, capsys):
+    import shutil
+
+    bad = tmp_path / "bad"
+    shutil.copytree(runs["a"], bad)
+    (bad / "trace_3.json.gz").write_bytes(b"\x1f\x8b not gzip")
+    assert main(["gate", runs["a"], str(bad), "--no-cache"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "trace_3.json.gz" in err[0]

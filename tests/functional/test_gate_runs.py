@@ -174,3 +174,25 @@ def test_a_bad_rank_file_is_one_line(runs, tmp_path, capsys):
     assert main(["gate", runs["a"], str(bad), "--no-cache"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "trace_3.json.gz" in err[0]
+
+
+def test_the_readme_recipe_for_an_engine_gives_the_same_findings(runs):
+    """README "Spreading the ranks over an engine's workers", with map() standing in for Ray."""
+    from dataclasses import asdict
+
+    from kerneldiff.core.ranks.identify import identify, run_files
+    from kerneldiff.core.ranks.run import Run, findings
+    from kerneldiff.core.ranks.summary import summarize_rank
+
+    def run(arg):
+        files = run_files(arg)
+        sums = list(map(lambda i_f: summarize_rank(*i_f, use_cache=False), enumerate(files)))
+        ranked, source = identify(files, [getattr(s.info, "distributed", {}) or {} for s in sums])
+        by_path = {s.file: s for s in sums}
+        for rf in ranked:
+            by_path[rf.path].rank = rf.rank
+        return Run(arg, ranked, source, [by_path[rf.path] for rf in ranked])
+
+    got = findings(run(runs["a"]), run(runs["b"]))
+    want = findings(*RunSession([runs["a"], runs["b"]], use_cache=False, jobs=2).load())
+    assert asdict(got) == asdict(want)

@@ -196,3 +196,27 @@ def test_the_readme_recipe_for_an_engine_gives_the_same_findings(runs):
     got = findings(run(runs["a"]), run(runs["b"]))
     want = findings(*RunSession([runs["a"], runs["b"]], use_cache=False, jobs=2).load())
     assert asdict(got) == asdict(want)
+
+
+def test_recorded_gloo_run_skew_is_rank_ones_spin(capsys):
+    """The recorded two-rank Gloo run (tests/data/recorded, in every clone): rank 1 spins 25.26 ms on
+    its GPU after its third step. One pass (the steps are plain `step_N` annotations): the skew is
+    rank 1's compute less rank 0's, from the raw events, and the gate cannot read a floor."""
+    import gzip
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parents[1] / "data" / "recorded"
+    files = [str(here / f"h100_gloo_ws2_rank{r}.json.gz") for r in (0, 1)]
+    compute, spin = [], 0.0
+    for f in files:
+        with gzip.open(f) as fh:
+            ks = [e for e in json.load(fh)["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel"]
+        compute.append(_union([(e["ts"], e["ts"] + e["dur"]) for e in ks]))
+        spin += sum(e["dur"] for e in ks if "spin_kernel" in e["name"])
+    run = ",".join(files)
+    code, d = _gate(capsys, run, run)
+    c = _checks(d)
+    assert c["skew"]["base"] == pytest.approx(compute[1] - compute[0], abs=1e-3)
+    assert c["skew"]["base"] == pytest.approx(spin, abs=1.0)          # 25,259.97 µs against the 25,260.23 µs spin
+    assert d["verdict"] == "inconclusive" and c["skew"]["status"] == "inconclusive"
+    assert d["runs"]["base"]["skew"]["slowest_rank"] == 1

@@ -84,11 +84,11 @@ def _pictures(session, cmp, found, args) -> int:
         return 2
     if args.format == "html":
         from kerneldiff.core.report.html import render_html
-        from kerneldiff.core.report.run_report import runs_html
+        from kerneldiff.core.report.run_report import runs_html, runs_intro
 
         drawn = passes or ([n] if (n := cmp.gap_pass()) is not None else None)
-        return _emit(render_html(cmp, pair.pass_pairs(cmp, drawn) if drawn else None, before=runs_html(found)),
-                     args.output)
+        return _emit(render_html(cmp, pair.pass_pairs(cmp, drawn) if drawn else None, before=runs_html(found),
+                                 intro=runs_intro(found)), args.output)
     return _perfetto(session, cmp, args, passes)
 
 

@@ -121,6 +121,9 @@ SCREENSHOTS = {
     "test_attention_shapes_80x24": "attention-shapes-80x24",
     "test_shape_kernels[80x24]": "shape-kernels-80x24",
     "test_shape_kernels[120x36]": "shape-kernels-120x36",
+    "test_runs_ranks[80x24]": "runs-ranks-80x24",
+    "test_runs_ranks[120x36]": "runs-ranks-120x36",
+    "test_runs_collectives[80x24]": "runs-collectives-80x24",
 }
 
 

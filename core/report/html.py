@@ -625,10 +625,11 @@ def _base(path: str) -> str:
     return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
-def render_html(cmp, pass_pairs=None, generator: str = "kerneldiff", before=()) -> str:
+def render_html(cmp, pass_pairs=None, generator: str = "kerneldiff", before=(), intro: str = "") -> str:
     """The comparison as one self-contained HTML page. `pass_pairs` (Session.pass_pairs of one pass)
     is the pass drawn to scale; without it the page has every other part. `before`: sections,
-    (anchor, title, body), placed ahead of the comparison's (the runs' own, `run_report.runs_html`)."""
+    (anchor, title, body), placed ahead of the comparison's (the runs' own, `run_report.runs_html`);
+    `intro`: HTML above the header (what the page compares, when that is not just two traces)."""
     sections = [*before, ("ledger", "Gap ledger", _ledger(cmp)), ("layers", "Layers", _layers(cmp)),
                 ("operations", "Operations", _operations(cmp)), ("fusion", "Fusion", _fusions(cmp)),
                 ("shapes", "Shapes", _shapes(cmp)), ("timeline", "Timeline", _timeline(cmp, pass_pairs)),
@@ -641,6 +642,6 @@ def render_html(cmp, pass_pairs=None, generator: str = "kerneldiff", before=()) 
             f"gaps A − B (positive: A slower); figures as in <code>kerneldiff compare</code>.</footer>")
     return ("<!doctype html>\n"
             f'<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,'
-            f'initial-scale=1"><title>{title}</title><style>{CSS}</style></head><body><main>{_header(cmp)}'
+            f'initial-scale=1"><title>{title}</title><style>{CSS}</style></head><body><main>{intro}{_header(cmp)}'
             f'<nav>{nav}</nav>{"".join(body for _, _, body in sections)}{foot}</main>'
             f"<script>{SCRIPT}</script></body></html>\n")

@@ -111,6 +111,22 @@ def runs_markdown(found) -> list[str]:
 
 
 # --- HTML ---------------------------------------------------------------------------------------
+def runs_intro(found) -> str:
+    """The line above an HTML report of runs: what its parts read."""
+    rep = found.representative
+    n = {k: len(found.ranks[k]) for k in ("a", "b")}
+    return (f'<p class="verdict partly">Two runs of rank traces (A: {n["a"]} rank{"s" if n["a"] != 1 else ""}, B: '
+            f'{n["b"]} rank{"s" if n["b"] != 1 else ""}). Ranks, Collectives and Stragglers read every rank; the '
+            f'header below and the sections from "The representative ranks compared" on read A rank {rep["a"]} '
+            f'against B rank {rep["b"]} ({_esc(rep["how"])}).</p>')
+
+
+def _esc(s: str) -> str:
+    import html as _html
+
+    return _html.escape(str(s), quote=True)
+
+
 def runs_html(found) -> list[tuple[str, str, str]]:
     """The runs' sections for `html.render_html(…, before=…)`: (anchor, title, body)."""
     import html as _html

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from conftest import real_trace
 from kerneldiff.cli.main import main
@@ -220,3 +221,32 @@ def test_recorded_gloo_run_skew_is_rank_ones_spin(capsys):
     assert c["skew"]["base"] == pytest.approx(spin, abs=1.0)          # 25,259.97 µs against the 25,260.23 µs spin
     assert d["verdict"] == "inconclusive" and c["skew"]["status"] == "inconclusive"
     assert d["runs"]["base"]["skew"]["slowest_rank"] == 1
+
+
+def _ranks_of(matrix, phases):
+    from kerneldiff.core.ranks.summary import RankSummary
+
+    return [RankSummary(rank=i, file=f"r{i}", pass_compute_us=list(row), pass_phases=list(phases))
+            for i, row in enumerate(matrix)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 6).flatmap(lambda n: st.integers(1, 8).flatmap(lambda p: st.tuples(
+    st.lists(st.lists(st.floats(0, 1e6, allow_nan=False), min_size=p, max_size=p), min_size=n, max_size=n),
+    st.lists(st.sampled_from(["prefill", "decode"]), min_size=p, max_size=p), st.randoms()))))
+def test_skew_is_the_mean_spread_whatever_the_rank_order(args):
+    matrix, phases, rnd = args
+    s = skew_series(_ranks_of(matrix, phases))
+    cols = [c for c in zip(*matrix) if max(c) > 0]       # passes with no compute on any rank are cut work
+    if not cols:
+        assert s.value is None
+        return
+    spread = [max(c) - min(c) for c in cols]
+    assert s.value == pytest.approx(sum(spread) / len(spread)) and s.value >= 0
+    shuffled = list(matrix)
+    rnd.shuffle(shuffled)
+    assert skew_series(_ranks_of(shuffled, phases)).value == pytest.approx(s.value)
+    for ph in set(phases):
+        sub = skew_series(_ranks_of(matrix, phases), ph)
+        want = [max(c) - min(c) for c, p in zip(zip(*matrix), phases) if p == ph and max(c) > 0]
+        assert (sub.value is None) if not want else sub.value == pytest.approx(sum(want) / len(want))

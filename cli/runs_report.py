@@ -155,25 +155,12 @@ def _print(cmp, found, out) -> None:
     out.file.flush()
 
 
-def _gbps(x) -> str:
-    return "—" if x is None else f"{x:,.1f}"
-
-
-def _pct(x) -> str:
-    return "—" if x is None else f"{x:.0f}%"
-
-
-def _bytes(n: int) -> str:
-    from kerneldiff.core.report import format as fmt
-
-    return "?" if n < 0 else fmt.size(n)
-
-
 def render_runs(found, out) -> None:
     from rich.table import Table
     from rich.text import Text
 
     from kerneldiff.core.report import format as fmt
+    from kerneldiff.core.report.run_report import gbps, links_line, size, straggler_lines
 
     from .render import literal, us
 
@@ -214,7 +201,7 @@ def render_runs(found, out) -> None:
                   ("kind", "size", "n A/B", "A time", "B time", "A wait", "B wait", "gap"))
         for c in top:
             a, b = c.a, c.b
-            t.add_row(c.kind, _bytes(c.nbytes), f"{a.count if a else 0}/{b.count if b else 0}",
+            t.add_row(c.kind, size(c.nbytes), f"{a.count if a else 0}/{b.count if b else 0}",
                       us(a.total_us) if a else "—", us(b.total_us) if b else "—",
                       us(a.wait_us) if a and a.wait_us is not None else "—",
                       us(b.wait_us) if b and b.wait_us is not None else "—", fmt.gap(c.gap_us))
@@ -224,22 +211,14 @@ def render_runs(found, out) -> None:
         for c in top:
             a, b = c.a, c.b
             algo = " / ".join(x for x in {(a.algorithm if a else ""), (b.algorithm if b else "")} if x)
-            t.add_row(c.kind, _bytes(c.nbytes),
-                      _gbps(a.busbw_gbps if a else None) + (f" ({_pct(a.pct_link_peak)})" if a and a.pct_link_peak else ""),
-                      _gbps(b.busbw_gbps if b else None) + (f" ({_pct(b.pct_link_peak)})" if b and b.pct_link_peak else ""),
+            t.add_row(c.kind, size(c.nbytes), gbps(a.busbw_gbps, a.pct_link_peak) if a else fmt.ABSENT,
+                      gbps(b.busbw_gbps, b.pct_link_peak) if b else fmt.ABSENT,
                       us(a.skew_p50_us) if a and a.skew_p50_us is not None else "—",
                       us(b.skew_p50_us) if b and b.skew_p50_us is not None else "—", algo or "—")
         out.print(t)
-        links = "; ".join(f"{k.upper()} {v['link']} {v['gbps']:g} GB/s per direction" if v else f"{k.upper()} unknown"
-                          for k, v in found.links.items())
-        out.print(Text(f"busbw in GB/s (% of the link's peak: {links}); wait = time beyond the fastest rank's; "
-                       f"skew = last rank's start − first's (median); matched by {found.matched_by}", style="dim"))
-    for key, s in found.stragglers.items():
-        if s is None:
-            continue
-        out.print(Text(f"{key.upper()} straggler: rank {s.rank} arrived last at {s.last} of {s.collectives} collectives "
-                       f"({s.share:.0%}), {us(s.late_us)} after the median rank; its compute before them "
-                       f"{us(s.compute_before_us)} against {us(s.others_compute_before_us)} on the other ranks"))
+        out.print(Text(links_line(found), style="dim"))
+    for line in straggler_lines(found):
+        out.print(Text(line))
     for n in found.notes:
         out.print(Text("note: ", style="yellow") + literal(n))
     out.print()

@@ -16,7 +16,7 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from kerneldiff.core.report import format as fmt
-from kerneldiff.core.report.run_report import ranks_slowest_first, size
+from kerneldiff.core.report.run_report import gbps, ranks_slowest_first, size
 
 from .screens.base import TabbedExplorerScreen
 from .text import DIM, SIDE_LETTER, SIDE_STYLE, literal, span
@@ -33,12 +33,6 @@ def _num(s: str, style: str = "") -> Text:
 
 def _us(x) -> str:
     return fmt.ABSENT if x is None else fmt.us(x)
-
-
-def _gbps(x, pct) -> str:
-    if x is None:
-        return fmt.ABSENT
-    return f"{x:,.1f}" + (f" ({pct:.0f}%)" if pct is not None else "")
 
 
 def rank_rows(found) -> list[tuple[str, dict]]:
@@ -105,7 +99,7 @@ def collectives_spec(found) -> TableSpec:
             side = "a" if c.gap_us > 0 else "b" if c.gap_us < 0 else None
             cells = (literal(fmt_name(c.kind, w.get("kind", 10))), _num(size(c.nbytes)), _num(vals[2]),
                      *(_num(_us(x)) for x in vals[3:7]),
-                     _num(_gbps(vals[7], get(a, "pct_link_peak"))), _num(_gbps(vals[8], get(b, "pct_link_peak"))),
+                     _num(gbps(vals[7], get(a, "pct_link_peak"))), _num(gbps(vals[8], get(b, "pct_link_peak"))),
                      _num(_us(vals[9])), _num(_us(vals[10])),
                      _num(fmt.gap(c.gap_us), f"bold {SIDE_STYLE[side]}" if side else DIM))
             algo = " ".join(x for x in {get(a, "algorithm") or "", get(b, "algorithm") or "",

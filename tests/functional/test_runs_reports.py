@@ -151,6 +151,12 @@ def test_report_flags_on_runs(runs, capsys, tmp_path):
                  str(tmp_path / "x.html")]) == 0
 
 
+def test_a_phase_the_runs_lack_is_one_line(runs, capsys):
+    assert main(["compare", *runs, "--phase", "decode", "--no-cache"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "phase 'decode' is absent" in err[0]
+
+
 def test_real_two_rank_run_in_html_and_markdown(tmp_path, capsys):
     hta = str(real_trace("hta_two_ranks"))
     assert main(["compare", hta, hta, "--format", "markdown", "--no-cache"]) == 0

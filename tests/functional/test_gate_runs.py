@@ -250,3 +250,12 @@ def test_skew_is_the_mean_spread_whatever_the_rank_order(args):
         sub = skew_series(_ranks_of(matrix, phases), ph)
         want = [max(c) - min(c) for c, p in zip(zip(*matrix), phases) if p == ph and max(c) > 0]
         assert (sub.value is None) if not want else sub.value == pytest.approx(sum(want) / len(want))
+
+
+def test_ranks_with_other_pass_counts_have_no_skew():
+    from kerneldiff.core.ranks.summary import RankSummary
+
+    ranks = [RankSummary(rank=0, file="r0", pass_compute_us=[1.0, 2.0, 3.0], pass_phases=["decode"] * 3),
+             RankSummary(rank=1, file="r1", pass_compute_us=[1.0, 2.0], pass_phases=["decode"] * 2)]
+    s = skew_series(ranks)
+    assert s.value is None and "different numbers of passes (2–3)" in s.missing

@@ -19,7 +19,8 @@ from rich.text import Text
 from kerneldiff.core.aie.analysis import AieComparison, AieParams, AieRun, GemmShape
 from kerneldiff.core.aie.session import AieSession, AieSettings
 from kerneldiff.cli.args import _clock_mhz, _count, _fraction, _positive_float, _positive_int, add_shape_arguments
-from kerneldiff.core.errors import TraceError, shown_path, visible
+from kerneldiff.core.errors import TraceError, shown_path
+from kerneldiff.core.names.visible import visible
 from kerneldiff.core.numbers import json_ready
 from kerneldiff.core.report import format as fmt
 

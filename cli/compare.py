@@ -6,7 +6,7 @@ import re
 import sys
 from pathlib import Path
 
-from kerneldiff.core.analysis.names import visible
+from kerneldiff.core.names.visible import visible
 from kerneldiff.core.errors import TraceError, shown_path
 from kerneldiff.core.numbers import safe_text, strict_json
 from kerneldiff.core.phase_names import PHASE_FILTERS
@@ -420,7 +420,7 @@ def render_text(cmp, out) -> None:
         t.add_column("kernel", overflow="ellipsis", no_wrap=True, max_width=max(16, name_w - 12))
         for col in ("A n", "B n", "A mean", "B mean", "A/B", "total gap"):
             t.add_column(col, justify="right", no_wrap=True)
-        from kerneldiff.core.analysis.names import distinct_short_names
+        from kerneldiff.core.names.display import distinct_short_names
 
         shown = cmp.same_kernels[:10]
         short = distinct_short_names([k.name for k in shown], max(16, name_w - 12))   # what tells them apart

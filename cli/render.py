@@ -5,7 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from kerneldiff.core.analysis.names import short_name, visible  # noqa: F401  (short_name re-exported for the reports)
+from kerneldiff.core.names.display import short_name
+from kerneldiff.core.names.visible import visible
 from kerneldiff.core.report import format as fmt
 
 

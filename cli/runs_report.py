@@ -40,7 +40,7 @@ def run_runs(args) -> int:
     try:
         cmp, found = session.compare(args.phase)
     except ValueError as e:
-        from kerneldiff.core.analysis.names import visible
+        from kerneldiff.core.names.visible import visible
 
         print(f"kerneldiff: {visible(str(e))}", file=sys.stderr)
         return 2

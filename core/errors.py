@@ -5,20 +5,8 @@ from __future__ import annotations
 import errno
 import os
 
-_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-
-
-def visible(s: str) -> str:
-    """`s` with every non-printable character (controls, ESC, bidi overrides, line separators)
-    written as a visible escape, so a string from a trace or a file name cannot drive a terminal.
-    The one such rule (analysis.names re-exports it): here because errors sit below every layer."""
-    if s.isprintable():
-        return s
-    return "".join(ch if ch.isprintable() else _NAMED.get(ch) or _escape(ord(ch)) for ch in s)
-
-
-def _escape(o: int) -> str:
-    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
+# (core/ingest/cache.py still imports `visible` from here; its owner moves it to core.names.visible)
+from kerneldiff.core.names.visible import visible
 
 
 def shown_path(path: object) -> str:

@@ -37,7 +37,7 @@ from kerneldiff.core.analysis.flops import kernels_bytes
 from kerneldiff.core.analysis.timeline import dispatch_gap, kernel_floor
 from kerneldiff.core.compare.fusion_model import estimate, params_for, with_measured_dispatch
 from kerneldiff.core.compare.op_fusion import cap_saving, find_op_fusions
-from kerneldiff.core.analysis.names import short_name
+from kerneldiff.core.names.display import short_name
 
 IMBALANCE_RATIO = 1.5       # the threshold; below it launch-count noise dominates
 SEQUENCE_CONSISTENCY = 0.7  # share of a unique kernel's occurrences that must follow one category

@@ -719,7 +719,7 @@ def _finding(key, insts: list[_Instance], sides, labels, classifier, counts, par
                    occurrences=occurrences, memory_bound_us=mb,
                    device_bytes=_bytes_saved(sides, c, rep.components, fused_side, rep.fused))
     cap_saving(est, comp_cost, comp_cost / max(occurrences, 1))
-    from kerneldiff.core.analysis.names import short_name
+    from kerneldiff.core.names.display import short_name
 
     def names(ks: list[GroupKernel], width: int = 48) -> str:
         return ", ".join(short_name(k.name, width) for k in ks[:3]) + (f" +{len(ks) - 3}" if len(ks) > 3 else "")

@@ -6,7 +6,7 @@ then the largest changes: what a reviewer needs to accept or refuse the change w
 
 from __future__ import annotations
 
-from kerneldiff.core.errors import visible
+from kerneldiff.core.names.visible import visible
 from kerneldiff.core.report import format as fmt
 
 MARK = {"pass": "✅", "improvement": "🚀", "regression": "❌", "inconclusive": "⚠️"}

@@ -15,7 +15,8 @@ import math
 
 from functools import lru_cache
 
-from kerneldiff.core.analysis.names import short_name as _short_name, visible
+from kerneldiff.core.names.display import short_name as _short_name
+from kerneldiff.core.names.visible import visible
 from kerneldiff.core.report import format as fmt
 from kerneldiff.core.report import labels
 

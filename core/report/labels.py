@@ -5,7 +5,7 @@ report escapes them its own way."""
 
 from __future__ import annotations
 
-from kerneldiff.core.analysis.names import short_name
+from kerneldiff.core.names.display import short_name
 from kerneldiff.core.report import format as fmt
 
 

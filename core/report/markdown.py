@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from kerneldiff.core.analysis.names import visible
+from kerneldiff.core.names.visible import visible
 from kerneldiff.core.report import format as fmt
 from kerneldiff.core.report import labels
 

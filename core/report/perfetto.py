@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO, Iterator
 
-from kerneldiff.core.analysis.names import short_name
+from kerneldiff.core.names.display import short_name
 from kerneldiff.core.compare.pass_pairs import PassPairs, SideKernels
 from kerneldiff.core.numbers import strict_json
 

@@ -18,8 +18,9 @@ import sys
 import pytest
 
 from kerneldiff.core.analysis import classify as cl
-from kerneldiff.core.analysis.demangle import demangle, readable
-from kerneldiff.core.analysis.names import short_name, strip_signature
+from kerneldiff.core.names.demangle import demangle, readable
+from kerneldiff.core.names.display import short_name
+from kerneldiff.core.names.parts import strip_signature
 from kerneldiff.core.analysis.phases import parse_step
 
 import conftest

@@ -1,5 +1,5 @@
-"""Kernel names people can read: the Itanium demangler (core/analysis/demangle.py) against c++filt,
-on hostile input, and the shortening for narrow table cells (core/analysis/names.py)."""
+"""Kernel names people can read: the Itanium demangler (core/names/demangle.py) against c++filt,
+on hostile input, and the shortening for narrow table cells (core/names/display.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from kerneldiff.core.analysis.demangle import MAX_OUTPUT, demangle, readable
-from kerneldiff.core.analysis.names import short_name
+from kerneldiff.core.names.demangle import MAX_OUTPUT, demangle, readable
+from kerneldiff.core.names.display import short_name
 
 # (mangled, what GNU c++filt 2.40 prints), from g++ 12 objects, libstdc++ and libLLVM-14
 CXXFILT = [
@@ -178,7 +178,7 @@ def test_short_names_read_at_table_widths():
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-from kerneldiff.core.analysis.names import distinct_short_names  # noqa: E402
+from kerneldiff.core.names.display import distinct_short_names  # noqa: E402
 
 NVJET = ["nvjet_sm90_tst_256x8_64x6_2x1_v_bz_TNT", "nvjet_sm90_tst_128x8_64x8_2x1_v_bz_TNT",
          "nvjet_sm90_tst_192x8_64x8_2x1_v_bz_TNT", "nvjet_sm90_tst_64x8_64x16_2x1_v_bz_TNT"]

@@ -1,6 +1,6 @@
-"""A demangled C++ function signature cut down to its name: no return type, no parameter list.
-Its own module so that both the demangler (`readable`) and the display names use it without
-importing each other."""
+"""A kernel name's parts, read without the demangler: a demangled C++ signature cut down to its
+name (no return type, no parameter list). The demangler (`readable`), the display names and the
+classifier's match text all cut names here."""
 
 from __future__ import annotations
 

@@ -1,0 +1,224 @@
+"""Short display names for kernels: enough to tell two kernels apart in a table cell."""
+
+from __future__ import annotations
+
+import re
+
+from kerneldiff.core.names.parts import _drop_return_type, _strip_args, strip_signature
+
+_NAMESPACES = re.compile(r"(?:at::native::|at::cuda::|c10::|std::|cub::|cutlass::|\(anonymous namespace\)::|"
+                         r"pytorch_flash::|void |__hip_|__nv_)")
+
+
+def _flatten_templates(s: str) -> str:
+    """Keep first-level template arguments without their own template arguments; drop numbers."""
+    out, depth, arg = [], 0, []
+    args: list[str] = []
+    for ch in s:
+        if ch == "<":
+            depth += 1
+            if depth == 1:
+                out.append("<")
+                arg = []
+                args = []
+            continue
+        if ch == ">":
+            depth -= 1
+            if depth == 0:
+                args.append("".join(arg).strip())
+                kept = [a for a in args if a and not re.fullmatch(r"[-\d.]+[a-z]*|true|false", a)]
+                out.append(", ".join(kept) + ">")
+            continue
+        if depth == 1 and ch == ",":
+            args.append("".join(arg).strip())
+            arg = []
+            continue
+        if depth == 1:
+            arg.append(ch)
+        elif depth == 0:
+            out.append(ch)
+    if depth > 0:  # unbalanced (a name cut short): show what the first level held
+        args.append("".join(arg).strip())
+        out.append(", ".join(a for a in args if a) + "…>")
+    return "".join(out).replace("<>", "")
+
+
+# PyTorch's generic kernels differ only in their functor: shorten the common stem, keep the functor.
+_STEMS = (("vectorized_elementwise_kernel", "vec_ew"), ("unrolled_elementwise_kernel", "unrolled_ew"),
+          ("elementwise_kernel", "ew"), ("reduce_kernel", "reduce"), ("gpu_kernel_impl_nocast", "impl"))
+
+
+def _unqualified(s: str) -> str:
+    """Drop the namespaces and classes in front of the name (outside template arguments):
+    `at::native::(anonymous namespace)::CatArrayBatchedCopy<T>` -> `CatArrayBatchedCopy<T>`."""
+    depth, cuts = 0, [0]
+    for i, ch in enumerate(s):
+        if ch in "<({[":
+            depth += 1
+        elif ch in ">)}]":
+            depth = max(depth - 1, 0)
+        elif ch == ":" and depth == 0 and s.startswith("::", i) and i + 2 < len(s):
+            cuts.append(i + 2)
+    # a member that says nothing alone (`operator()`, a lambda) keeps its class
+    if len(cuts) > 1 and s.startswith(("operator", "{lambda", "{unnamed"), cuts[-1]):
+        return s[cuts[-2]:]
+    return s[cuts[-1]:]
+
+
+_QUALIFIER = re.compile(r"\b[A-Za-z_]\w*::(?=[A-Za-z_~])")
+_KERNEL_SUFFIX = re.compile(r"(?<=\w{8})(?:_kernel|Kernel)(?=<|$)")   # not `device_kernel` -> `device`
+_IDENT = re.compile(r"[\w.$]+")
+# Shaping walks the name character by character in Python; a longer name (no real kernel's: CK's
+# longest are ~3,000) is only cut, so a 300 MB name costs a slice, not minutes.
+MAX_SHAPED = 16_384
+
+
+def short_name(name: str, width: int = 48) -> str:
+    """`name` in at most `width` cells, keeping what tells kernels apart: a mangled name is demangled
+    (without its parameter list), then, as long as it does not fit, the parameter list, return type and well-known namespaces
+    go, template arguments lose their own arguments and numbers, PyTorch's generic stems shrink,
+    the remaining qualifiers go (`vllm::act_and_mul_kernel<…>` -> `act_and_mul_kernel<…>`, then
+    those of the template arguments), then a trailing `_kernel`; what still does not fit is cut with an ellipsis."""
+    s = name.strip()
+    if len(s) > MAX_SHAPED:
+        keep = max(width - 1, 1)
+        tail = keep * 2 // 5 if width >= 20 else 0
+        return s[:keep - tail] + "…" + (s[len(s) - tail:] if tail else "")
+    if s.startswith("_Z"):
+        # imported here: the demangler (~1,000 lines) only for traces that hold mangled names
+        from kerneldiff.core.names.demangle import readable
+
+        s = readable(s)
+    if len(s) > width:
+        s = _NAMESPACES.sub("", _drop_return_type(_strip_args(s)))
+        s = _flatten_templates(s) if "<" in s else s
+        for stem, short in _STEMS:
+            s = s.replace(stem, short)
+        s = re.sub(r"\s+", " ", s).strip() or name
+    if len(s) > width:
+        s = _unqualified(s)
+    if len(s) > width:   # and inside the template arguments
+        s = _QUALIFIER.sub("", s)
+    if len(s) > width:
+        s = _KERNEL_SUFFIX.sub("", s, count=1) or s
+    if len(s) > width:
+        keep = width - 1
+        if _IDENT.fullmatch(s) and width >= 20:
+            # one plain identifier (`kernel_unified_attention_3d`, `Cijk_…_MT128x128x64_…`): its end
+            # tells it apart from its siblings as often as its start does
+            tail = keep * 2 // 5
+            s = s[:keep - tail] + "…" + s[len(s) - tail:]
+        else:
+            s = s[:keep] + "…"
+    return s
+
+
+# Where a name may be cut between its common part and the part that differs: after a separator, so
+# `nvjet_sm90_tst_` + `128x8_64x8` rather than `nvjet_sm90_tst_1` + `28x8`.
+_SEPARATORS = frozenset("_:<>,() ")
+
+
+def _full_form(name: str) -> str:
+    """The name without what never tells kernels apart: parameter list, return type, well-known
+    namespaces; PyTorch's generic stems shortened as in `short_name`."""
+    s = name.strip()
+    if s.startswith("_Z"):
+        from kerneldiff.core.names.demangle import readable
+
+        s = readable(s)
+    s = _unqualified(_NAMESPACES.sub("", strip_signature(s)) or s)
+    for stem, short in _STEMS:
+        s = s.replace(stem, short)
+    return re.sub(r"\s+", " ", s).strip() or name
+
+
+def _common_prefix(forms: list[str]) -> int:
+    first, n = forms[0], min(len(f) for f in forms)
+    i = 0
+    while i < n and all(f[i] == first[i] for f in forms):
+        i += 1
+    while i > 0 and first[i - 1] not in _SEPARATORS:   # back to just after a separator
+        i -= 1
+    return i
+
+
+def _common_suffix(forms: list[str], prefix: int) -> int:
+    first, n = forms[0], min(len(f) for f in forms) - prefix
+    j = 0
+    while j < n and all(f[-1 - j] == first[-1 - j] for f in forms):
+        j += 1
+    while j > 0 and first[-j] not in _SEPARATORS:   # on to a separator
+        j -= 1
+    return j
+
+
+def _fit_middle(form: str, prefix: int, suffix: int, width: int) -> str:
+    """`form` in `width` cells keeping its middle (form[prefix:-suffix], what differs) whole where
+    it fits; the room left shows the common start (the family: nvjet, cudnn…), then the common
+    end, each elided with '…'."""
+    if len(form) <= width:
+        return form
+    front, mid, back = form[:prefix], form[prefix:len(form) - suffix], form[len(form) - suffix:]
+    lead, trail = ("…" if front else ""), ("…" if back else "")
+    if len(lead) + len(mid) + len(trail) >= width:
+        # the middle does not fit: the family (the common start's first word) and the middle's start
+        fam = next((i for i, ch in enumerate(front) if i and ch in "<(:, "), len(front))
+        fam = min(fam, (width - 2) // 3)
+        if fam >= 2:
+            return front[:fam] + "…" + mid[:width - fam - 2] + "…"
+        return (lead + mid)[:width - 1] + "…"
+    room = width - len(lead) - len(mid) - len(trail)
+    if room < 4:                        # a family cut to a few letters says nothing
+        return lead + mid + trail
+    if room >= len(front):
+        head, room = front, room - len(front) + len(lead)
+    else:
+        head, room = front[:room] + "…", 0
+    if room + len(trail) >= len(back):
+        tail = back
+    elif room >= 3:
+        tail = "…" + back[len(back) - room:]
+    else:
+        tail = trail
+    return head + mid + tail
+
+
+def distinct_short_names(names, width: int) -> dict[str, str]:
+    """Short names for the names of one table (`short_name`), except where different names would
+    read the same: those keep the part that tells them apart — the common start and end among
+    them elided, their distinguishing middle (a tile configuration, a functor) kept whole, so eight
+    `nvjet_sm90_tst_…` read `…_128x8_64x8_2x1…`, `…_256x8_64x6_2x1…`. Names still alike after
+    that are compared again among themselves (their common part is longer, their middles shorter)."""
+    unique = list(dict.fromkeys(n for n in names if n))
+    short = {n: short_name(n, width) for n in unique}
+    if width < 6:
+        return short
+    forms: dict[str, str] = {}
+    for _round in range(3):
+        groups: dict[str, list[str]] = {}
+        for n in unique:
+            groups.setdefault(short[n], []).append(n)
+        alike = [g for g in groups.values() if len(g) > 1]
+        if not alike:
+            break
+        for group in alike:
+            fs = [forms.get(n) or forms.setdefault(n, _full_form(n)) for n in group]
+            if len(set(fs)) < len(fs):   # differ only in the parameter list: read them whole
+                fs = [_full_readable(n) for n in group]
+            if len(set(fs)) < len(fs) or any(len(f) > MAX_SHAPED for f in fs):
+                continue
+            p = _common_prefix(fs)
+            s = _common_suffix(fs, p)
+            for n, f in zip(group, fs):
+                short[n] = _fit_middle(f, p, s, width)
+    return short
+
+
+def _full_readable(name: str) -> str:
+    """The name without its parameter list and qualifiers, its template arguments as written
+    (`__hip_bfloat16` and `__nv_bfloat16` differ here, not in `_full_form`)."""
+    from kerneldiff.core.names.demangle import readable
+
+    s = name.strip()
+    s = readable(s) if s.startswith("_Z") else s
+    return _unqualified(strip_signature(s) or s)

@@ -32,6 +32,7 @@ import ahocorasick
 
 from kerneldiff.core.analysis.linear_regex import UnsafeRegex, compile_linear
 from kerneldiff.core.errors import TraceError
+from kerneldiff.core.names.parts import qualified_prefix, strip_args
 from kerneldiff.core.numbers import small_unique
 
 OTHER = "Other"
@@ -92,79 +93,7 @@ class InductorKernel:
     index: int | None            # the trailing kernel number
 
 
-# --- names ---------------------------------------------------------------------------------
-
-def demangle(name: str) -> str:
-    """Qualified name of an Itanium-mangled symbol ("_ZN5aiter3fooIiEEvv" -> "aiter::foo<...>").
-
-    Only the leading (nested) name is decoded — enough to read and match kernel names without
-    c++filt. Template arguments are shown as "<...>"; anything unparseable is returned as is.
-    """
-    if not name.startswith("_Z"):
-        return name
-    s, i, n = name, 2, len(name)
-    if s.startswith("L", i):                 # internal linkage
-        i += 1
-    nested = s.startswith("N", i)
-    if nested:
-        i += 1
-        while i < n and s[i] in "rVKRO":     # cv / ref qualifiers of a member function
-            i += 1
-    parts: list[str] = []
-    template = False
-    while i < n:
-        if "0" <= s[i] <= "9":               # ASCII only: '²'.isdigit() is True, int('²') fails
-            j = i
-            while j < n and "0" <= s[j] <= "9" and j - i < 7:   # no real identifier is 10 MB long
-                j += 1
-            length = int(s[i:j])
-            ident = s[j:j + length]
-            if len(ident) < length:
-                break
-            parts.append("(anonymous namespace)" if ident.startswith("_GLOBAL__N") else ident)
-            i = j + length
-        elif s.startswith("St", i):
-            parts.append("std")
-            i += 2
-            continue
-        else:
-            break
-        if i < n and s[i] == "I":
-            template = True
-            break
-        if not nested:
-            break
-    if not parts:
-        return name
-    return "::".join(parts) + ("<...>" if template else "")
-
-
-def strip_args(name: str) -> str:
-    """Drop a trailing argument list: "void f<T>(int, T*)" -> "void f<T>".
-
-    Argument types name unrelated libraries (a quantize kernel taking a
-    `flashinfer::QuantizationSFLayout`); template arguments stay because PyTorch names the op
-    only there. Unbalanced (truncated) names are returned unchanged.
-    """
-    s = name.rstrip()
-    if not s.endswith(")"):
-        return name
-    # Walk the brackets from the right. Each kind's next position is searched once from where the
-    # last one was found, so the scan is linear (`k(` + a million `)` must not be quadratic).
-    depth = 0
-    close_at, open_at = len(s) - 1, s.rfind("(")
-    while True:
-        if close_at > open_at:
-            depth += 1
-            close_at = s.rfind(")", 0, close_at)
-        elif open_at < 0:
-            return name
-        else:
-            depth -= 1
-            if depth == 0:
-                return s[:open_at] if open_at > 0 else name
-            open_at = s.rfind("(", 0, open_at)
-
+# --- names ----------------------------------------------------------------------------------
 
 # Rules see at most this many characters of a name (real kernel names, mangled ones included, stay
 # under ~3,000). A user's regex may backtrack quadratically, so its cost must be bounded by a length
@@ -186,7 +115,7 @@ def match_text(name: str) -> str:
         return strip_args(name).lower()
     if name.startswith("_Z"):
         # readable and mangled forms: CK hides the op (Rmsnorm2dFwd) in mangled template args
-        return f"{demangle(name)[:MAX_MATCH_CHARS]} {name}".lower()
+        return f"{qualified_prefix(name)[:MAX_MATCH_CHARS]} {name}".lower()
     return name.lower()
 
 

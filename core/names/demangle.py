@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from kerneldiff.core.names.parts import strip_signature
+from kerneldiff.core.names.parts import qualified_prefix, strip_signature
 
 
 MAX_DEPTH = 256          # nesting levels (each a few Python frames)
@@ -917,47 +917,6 @@ class _Parser:
         return t
 
 
-def _qualified_prefix(name: str) -> str:
-    """The leading qualified name of a mangled symbol (what is left when the rest cannot be read)."""
-    s, i, n = name, 2, len(name)
-    if s.startswith("L", i):
-        i += 1
-    nested = s.startswith("N", i)
-    if nested:
-        i += 1
-        while i < n and s[i] in "rVKRO":
-            i += 1
-    parts: list[str] = []
-    template = False
-    while i < n:
-        if _digit(s[i]):
-            j = i
-            while j < n and _digit(s[j]) and j - i < 7:
-                j += 1
-            length = int(s[i:j])
-            ident = s[j:j + length]
-            if len(ident) < length or length == 0:
-                break
-            parts.append("(anonymous namespace)" if ident.startswith("_GLOBAL__N") else ident)
-            i = j + length
-        elif s.startswith("St", i):
-            parts.append("std")
-            i += 2
-            continue
-        else:
-            break
-        if i < n and s[i] == "I":
-            template = True
-            break
-        if not nested:
-            break
-        if sum(len(p) + 2 for p in parts) > MAX_OUTPUT:
-            break
-    if not parts:
-        return name
-    return "::".join(parts) + ("<…>" if template else "")
-
-
 def is_mangled(name: str) -> bool:
     return name.startswith("_Z") and len(name) > 2
 
@@ -969,11 +928,11 @@ def demangle(name: str) -> str:
     if not is_mangled(name):
         return name
     if len(name) > MAX_INPUT:
-        return _qualified_prefix(name)
+        return qualified_prefix(name)
     try:
         return _Parser(name).mangled()
     except (_Fail, ValueError, IndexError, KeyError, TypeError, RecursionError):
-        return _qualified_prefix(name)
+        return qualified_prefix(name)
 
 
 def readable(name: str) -> str:

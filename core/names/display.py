@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from kerneldiff.core.names.parts import _drop_return_type, _strip_args, strip_signature
+from kerneldiff.core.names.parts import drop_return_type, strip_args, strip_signature
 
 _NAMESPACES = re.compile(r"(?:at::native::|at::cuda::|c10::|std::|cub::|cutlass::|\(anonymous namespace\)::|"
                          r"pytorch_flash::|void |__hip_|__nv_)")
@@ -90,7 +90,7 @@ def short_name(name: str, width: int = 48) -> str:
 
         s = readable(s)
     if len(s) > width:
-        s = _NAMESPACES.sub("", _drop_return_type(_strip_args(s)))
+        s = _NAMESPACES.sub("", drop_return_type(strip_args(s)))
         s = _flatten_templates(s) if "<" in s else s
         for stem, short in _STEMS:
             s = s.replace(stem, short)

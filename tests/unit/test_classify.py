@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kerneldiff.core.analysis.classify import OTHER, ROLES, Classifier, demangle, match_text, strip_args
+from kerneldiff.core.analysis.classify import OTHER, ROLES, Classifier, match_text
+from kerneldiff.core.names.parts import qualified_prefix, strip_args
 from kerneldiff.core.errors import TraceError
 
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
@@ -231,19 +232,30 @@ def test_strip_args_edge_cases():
     assert strip_args("truncated_name)") == "truncated_name)"      # unbalanced: unchanged
     assert strip_args("no_args") == "no_args"
     assert strip_args("(only)") == "(only)"
+    assert strip_args("void f<T>(int) const ") == "void f<T>"        # a const member function
+    assert strip_args("memset (Device)") == "memset"
 
 
-def test_demangle():
-    assert demangle("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256EEEvPT0_") == "aiter::add_rmsnorm_quant_kernel<...>"
-    assert demangle("_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16EEvv") == "sgl_hip::activation::act_and_mul_kernel<...>"
-    assert demangle("_ZN12_GLOBAL__N_113my_kernel_fooEPf") == "(anonymous namespace)::my_kernel_foo"
-    assert demangle("_Z10add_kernelPfS_i") == "add_kernel"
-    assert demangle("_ZNSt6vector4sizeEv") == "std::vector::size"
-    assert demangle("_Zgarbage") == "_Zgarbage"
-    assert demangle("void at::native::foo<int>(int)") == "void at::native::foo<int>(int)"
+def test_the_matcher_and_the_display_cut_names_alike():
+    # one strip_args: what rules see is the display form's name, lowercased
+    from kerneldiff.core.names.parts import strip_signature
+
+    for name in ("void at::native::k<float>(float*) const", "Memcpy HtoD (Pinned -> Device)", "nvjet_x  "):
+        assert strip_signature(name).lower() in match_text(name)
+
+
+def test_qualified_prefix():
+    assert qualified_prefix("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256EEEvPT0_") == "aiter::add_rmsnorm_quant_kernel<…>"
+    assert qualified_prefix("_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16EEvv") == \
+        "sgl_hip::activation::act_and_mul_kernel<…>"
+    assert qualified_prefix("_ZN12_GLOBAL__N_113my_kernel_fooEPf") == "(anonymous namespace)::my_kernel_foo"
+    assert qualified_prefix("_Z10add_kernelPfS_i") == "add_kernel"
+    assert qualified_prefix("_ZNSt6vector4sizeEv") == "std::vector::size"
+    assert qualified_prefix("_Zgarbage") == "_Zgarbage"
+    assert qualified_prefix("_ZN0_3fooEv") == "_ZN0_3fooEv"        # no identifier is empty
     # mangled names match on both the readable and the mangled text
     text = match_text("_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwdIEEEvv")
-    assert text.startswith("ck_tile::kentry<...> ") and "rmsnorm2dfwd" in text
+    assert text.startswith("ck_tile::kentry<…> ") and "rmsnorm2dfwd" in text
 
 
 @settings(max_examples=200, deadline=None)

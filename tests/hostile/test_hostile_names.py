@@ -18,6 +18,8 @@ import sys
 import pytest
 
 from kerneldiff.core.analysis import classify as cl
+from kerneldiff.core.analysis.inductor_names import parse_inductor
+from kerneldiff.core.analysis.rule_matcher import MAX_MATCH_CHARS, match_text
 from kerneldiff.core.names.demangle import demangle, readable
 from kerneldiff.core.names.display import short_name
 from kerneldiff.core.names.parts import qualified_prefix, strip_args, strip_signature
@@ -105,8 +107,8 @@ def _every_rule_on(names: list[str]) -> None:
     operator rule, the Inductor parser and whole classification on every name."""
     c = cl.Classifier.load()
     for name in names:
-        text = cl.match_text(name)
-        assert len(text) <= 2 * cl.MAX_MATCH_CHARS + 1
+        text = match_text(name)
+        assert len(text) <= 2 * MAX_MATCH_CHARS + 1
         for _rule, literals, regexes in c._compiled:
             for lit in literals:
                 _ = lit in text
@@ -118,8 +120,8 @@ def _every_rule_on(names: list[str]) -> None:
         c.classify(name)
         for cat in c.categories:
             c.matches(name, cat)
-        cl.parse_inductor("triton_red_fused_" + name)
-        cl.parse_inductor("triton_poi_fused_" + name[:3000] + "_0")
+        parse_inductor("triton_red_fused_" + name)
+        parse_inductor("triton_poi_fused_" + name[:3000] + "_0")
 
 
 def test_every_registry_rule_runs_in_bounded_time_on_adversarial_names():
@@ -153,7 +155,7 @@ def _user_rules_on(reg: str, names: list[str]) -> None:
     c = cl.Classifier.load(reg)
     for name in names:
         c.classify(name)
-        c.op_rule(name[: cl.MAX_MATCH_CHARS])
+        c.op_rule(name[: MAX_MATCH_CHARS])
 
 
 @pytest.mark.parametrize("rx", BACKTRACKING)
@@ -260,11 +262,11 @@ def test_step_annotations_read_ascii_numbers_only(name, want):
 
 
 def test_inductor_index_is_ascii_and_bounded():
-    assert cl.parse_inductor("triton_poi_fused_add_mul_7").index == 7
-    assert cl.parse_inductor("triton_poi_fused_add_mul_" + "9" * 40).index is None
-    k = cl.parse_inductor("triton_poi_fused_add_²")
+    assert parse_inductor("triton_poi_fused_add_mul_7").index == 7
+    assert parse_inductor("triton_poi_fused_add_mul_" + "9" * 40).index is None
+    k = parse_inductor("triton_poi_fused_add_²")
     assert k is not None and k.index is None and "²" in "".join(k.ops)
-    long = cl.parse_inductor("triton_red_fused_" + "_".join(["mean", "pow"] * 2000) + "_0")
+    long = parse_inductor("triton_red_fused_" + "_".join(["mean", "pow"] * 2000) + "_0")
     assert long.kind == "red" and long.index is None and set(long.ops) == {"mean", "pow"}
 
 

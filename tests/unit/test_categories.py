@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 
 from conftest import SHARED_TRACES, kineto_doc, real_trace, write_trace
 
-from kerneldiff.core.analysis.classify import (KNOWN_OPS, OTHER, Classifier, inductor_ops, op_reason,
-                                               parse_inductor)
+from kerneldiff.core.analysis.classify import Classifier, inductor_ops, op_reason
+from kerneldiff.core.analysis.inductor_names import KNOWN_OPS, parse_inductor
+from kerneldiff.core.analysis.registry import OTHER
 from kerneldiff.core.errors import TraceError
 from kerneldiff.core.ingest.loader import load
 

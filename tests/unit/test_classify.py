@@ -14,7 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kerneldiff.core.analysis.classify import OTHER, ROLES, Classifier, match_text
+from kerneldiff.core.analysis.classify import Classifier
+from kerneldiff.core.analysis.registry import OTHER, ROLES
+from kerneldiff.core.analysis.rule_matcher import match_text
 from kerneldiff.core.names.parts import qualified_prefix, strip_args
 from kerneldiff.core.errors import TraceError
 
@@ -365,8 +367,6 @@ def test_first_rule_matcher_agrees_with_trying_each_rule_in_turn(classifier):
     import random
     import string
 
-    from kerneldiff.core.analysis.classify import match_text
-
     words = sorted({lit for _, lits, _ in classifier._compiled for lit in lits})
     words += ["matmul_ogs_", "moe_gemm", "fused_moe", "silu", "swiglu", "conv", "olution", "upsampl", "sampl", "ing",
               "lambda", "lamb", "argm", "ax", "elu_", "masked_", "fill_kernel", "top_", "k_", "p", "nvjet", "bmm_",
@@ -389,7 +389,7 @@ def test_first_rule_matcher_agrees_with_trying_each_rule_in_turn(classifier):
 def test_required_literal_of_a_regex():
     import re
 
-    from kerneldiff.core.analysis.classify import required_literal
+    from kerneldiff.core.analysis.rule_matcher import required_literal
 
     assert required_literal(re.compile(r"fmoe(?:(?!fmoe)\w)*?(silu|gelu)")) == "fmoe"
     assert required_literal(re.compile(r"ssm(?<![a-z]ssm)")) == "ssm"
@@ -414,7 +414,7 @@ def test_a_name_no_rule_matches_runs_only_ungated_regexes(classifier):
         m._regexes = original
     ungated = len(m._always)
     assert len(ran) == ungated and ungated <= 2, [r.pattern for r in ran]
-    assert hasattr(original[0][1], "search")   # a shipped regex compiles on first use (_LazyPattern)
+    assert hasattr(original[0][1], "search")   # a shipped regex compiles on first use (LazyPattern)
 
 
 class _Counting:

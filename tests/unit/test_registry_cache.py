@@ -1,4 +1,4 @@
-"""The shipped registry is parsed once and kept in the cache dir (classify._shipped): a process
+"""The shipped registry is parsed once and kept in the cache dir (registry._shipped): a process
 that finds it must classify exactly as one that parsed registry.toml, and a cache file that is
 damaged or stale must never change what a name reads as."""
 
@@ -12,6 +12,8 @@ import sys
 import pytest
 
 from kerneldiff.core.analysis import classify as cl
+from kerneldiff.core.analysis import registry as reg_mod
+from kerneldiff.core.analysis import rule_matcher as rm
 
 NAMES = [
     "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>",
@@ -83,18 +85,18 @@ def test_every_cached_gate_is_the_regexs_own(tmp_path, monkeypatch):
     """The required literals stored for the next process are those the parser reads from each
     pattern, under the flags the classifier compiles it with."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    reg = cl._parse(cl._read_toml(cl.SHIPPED, cl.Path(cl.__file__).with_name("registry.toml").read_text()),
-                    cl.SHIPPED, user=False)
+    reg = reg_mod._parse(reg_mod._read_toml(reg_mod.SHIPPED, reg_mod.Path(reg_mod.__file__).with_name("registry.toml").read_text()),
+                    reg_mod.SHIPPED, user=False)
     f = tmp_path / "reg.json"
-    cl._store_doc(f, {"rules": []}, reg)
+    reg_mod._store_doc(f, {"rules": []}, reg)
     gates = json.loads(f.read_text())["gates"]
     assert gates
     for pattern, flags, lit in gates:
         rx = re.compile(pattern, flags & ~re.UNICODE)
         assert rx.flags == flags
-        assert cl.required_literal(rx) == lit
-    names = {(rx, cl._lazy(rx, cl._rule_flags(rx)).flags) for r in reg.rules for rx in r.regex if re.escape(rx) != rx}
-    ops = {(rx, cl._lazy(rx, 0).flags) for r in reg.op_rules for rx in r.regex}
+        assert rm.required_literal(rx) == lit
+    names = {(rx, rm.lazy_pattern(rx, rm.rule_flags(rx)).flags) for r in reg.rules for rx in r.regex if re.escape(rx) != rx}
+    ops = {(rx, rm.lazy_pattern(rx, 0).flags) for r in reg.op_rules for rx in r.regex}
     assert {(p, f) for p, f, _ in gates} == names | ops
 
 
@@ -125,14 +127,14 @@ def test_a_new_version_replaces_the_old_file(tmp_path):
 
 
 def test_key_follows_the_registry_text():
-    assert cl._registry_key("a") != cl._registry_key("b")
-    assert cl._registry_key("a") == cl._registry_key("a")
+    assert reg_mod._registry_key("a") != reg_mod._registry_key("b")
+    assert reg_mod._registry_key("a") == reg_mod._registry_key("a")
 
 
 def test_unwritable_cache_dir_still_loads(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))   # a file where the dir would go
-    reg = cl._parse(cl._read_toml(cl.SHIPPED, cl.Path(cl.__file__).with_name("registry.toml").read_text()),
-                    cl.SHIPPED, user=False)
-    cl._store_doc(cl.registry_cache_dir() / "x.json", {}, reg)   # best effort: no error
+    reg = reg_mod._parse(reg_mod._read_toml(reg_mod.SHIPPED, reg_mod.Path(reg_mod.__file__).with_name("registry.toml").read_text()),
+                    reg_mod.SHIPPED, user=False)
+    reg_mod._store_doc(reg_mod.registry_cache_dir() / "x.json", {}, reg)   # best effort: no error

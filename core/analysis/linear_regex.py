@@ -5,7 +5,7 @@ registry keeps `re` (its patterns are tested linear on adversarial names, and `r
 cheaper per call on short names).
 
 A pattern is first parsed by `re`, so users get Python's syntax errors and the shipped gating
-(`classify.required_literal`) can read it; RE2 then refuses what it cannot run in linear time
+(`rule_matcher.required_literal`) reads it; RE2 then refuses what it cannot run in linear time
 (lookarounds, backreferences, atomic groups, possessive repeats)."""
 
 from __future__ import annotations

@@ -101,7 +101,7 @@ class FirstRule:
     1 KB name: a trace of a million distinct names spent two minutes here. Instead one
     Aho-Corasick pass finds every literal at once (time linear in the text, whatever the number of
     rules), and a regex is run only when the literal it cannot match without (its longest
-    required run of plain characters, read from the parsed pattern) occurs, and only while it
+    required run of plain characters, read from the pattern) occurs, and only while it
     could still beat the earliest literal hit. Same answer as the rule-by-rule loop (tested)."""
 
     def __init__(self, rules: list[tuple[tuple[str, ...], tuple[re.Pattern, ...]]]) -> None:
@@ -159,20 +159,125 @@ def required_literal(rx: re.Pattern) -> str | None:
         if lit is not False:
             return lit
         rx = rx._compiled()
-    if rx.flags & re.IGNORECASE:
+    if rx.flags & (re.IGNORECASE | re.VERBOSE):   # VERBOSE: spaces in the text would not be literal
         return None
-    try:
-        from re import _constants as C, _parser as P
-        items = P.parse(rx.pattern, rx.flags & ~re.UNICODE)
-    except Exception:         # a Python whose re internals differ: no gate, the regex always runs
+    runs = _literal_runs(rx.pattern)
+    if runs is None:
         return None
-    runs, run = [], []
-    for op, av in items:
-        if op is C.LITERAL:
-            run.append(chr(av))
-        else:
-            runs.append("".join(run))
-            run = []
-    runs.append("".join(run))
     best = max(runs, key=len)
     return best or None
+
+
+_NOT_LITERAL = frozenset(".^$")
+_QUANTIFIERS = frozenset("*+?{")
+_REPEAT = r"\{[0-9]*(?:,[0-9]*)?\}"       # compiled (and cached by re) when a gate is first read
+_ESCAPE_WIDTH = {"x": 2, "u": 4, "U": 8}
+
+
+def _literal_runs(pattern: str) -> list[str] | None:
+    """The runs of plain characters in the top-level sequence of a pattern that compiles, in order
+    (None when it is a top-level alternation). Read from the pattern's text with the documented
+    syntax (re's own parser, `re._parser`, is private and changes between Pythons); where that
+    reading is unsure it ends a run rather than extends it, so a run is only ever too short,
+    never wrong: a group, a class, an escape of a letter or digit, `.^$` and a repeated character
+    end one; an escaped punctuation character (`\\.`) is plain."""
+    runs: list[str] = []
+    run: list[str] = []
+    i, n = 0, len(pattern)
+
+    def end() -> None:
+        nonlocal run
+        runs.append("".join(run))
+        run = []
+
+    while i < n:
+        ch = pattern[i]
+        if ch == "|":
+            return None
+        if ch == "\\":
+            nxt = pattern[i + 1:i + 2]
+            if nxt and not (nxt.isascii() and nxt.isalnum()):
+                run.append(nxt)                       # an escaped punctuation character: itself
+                i += 2
+                continue
+            i = _after_escape(pattern, i)
+            end()
+            continue
+        if ch == "[":
+            i = _after_class(pattern, i)
+            end()
+        elif ch == "(":
+            i = _after_group(pattern, i)
+            end()
+        elif ch in _QUANTIFIERS:
+            if run:                                   # the character before repeats: not required
+                run.pop()
+            end()
+            m = re.compile(_REPEAT).match(pattern, i) if ch == "{" else None
+            i = m.end() if m else i + 1
+            if i < n and pattern[i] in "?+":          # lazy or possessive
+                i += 1
+        elif ch in _NOT_LITERAL:
+            end()
+            i += 1
+        else:
+            run.append(ch)
+            i += 1
+    end()
+    return runs
+
+
+def _after_escape(pattern: str, i: int) -> int:
+    """Where the escape of a letter or digit at pattern[i] ends (`\\d`, `\\x41`, `\\N{...}`, `\\12`)."""
+    c = pattern[i + 1:i + 2]
+    if c in _ESCAPE_WIDTH:
+        return i + 2 + _ESCAPE_WIDTH[c]
+    if c == "N" and pattern.startswith("{", i + 2):
+        close = pattern.find("}", i + 3)
+        return close + 1 if close >= 0 else len(pattern)
+    if c.isdigit():                                   # a group reference or an octal escape: all its digits
+        j = i + 1
+        while j < len(pattern) and pattern[j].isdigit():
+            j += 1
+        return j
+    return i + 2
+
+
+def _after_class(pattern: str, i: int) -> int:
+    """Where the character class opening at pattern[i] ends: after its `]` (a `]` first in the
+    class, after `[` or `[^`, is a member)."""
+    j = i + 1
+    if pattern.startswith("^", j):
+        j += 1
+    if pattern.startswith("]", j):
+        j += 1
+    while j < len(pattern):
+        c = pattern[j]
+        if c == "\\":
+            j += 2
+        elif c == "]":
+            return j + 1
+        else:
+            j += 1
+    return len(pattern)
+
+
+def _after_group(pattern: str, i: int) -> int:
+    """Where the group opening at pattern[i] ends: after its `)` (escapes and classes inside skipped)."""
+    depth, j = 0, i
+    while j < len(pattern):
+        c = pattern[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "[":
+            j = _after_class(pattern, j)
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return len(pattern)

@@ -397,6 +397,41 @@ def test_required_literal_of_a_regex():
     assert required_literal(re.compile(r"all_?reduce")) == "reduce"
     assert required_literal(re.compile(r"a|b")) is None               # neither side is required
     assert required_literal(re.compile(r"Gemm", re.I)) is None         # case-folded: no plain literal
+    # read from the pattern's text (no re._parser): where unsure, a shorter run, never a wrong one
+    assert required_literal(re.compile(r"aten::_convolution\w*")) == "aten::_convolution"
+    assert required_literal(re.compile(r"\(paren\)s")) == "(paren)s"   # escaped punctuation is plain
+    assert required_literal(re.compile(r"ab{2,3}cd")) == "cd"          # a repeated character is not
+    assert required_literal(re.compile(r"abc*?de+d")) == "ab"
+    assert required_literal(re.compile(r"foo[]|(]barz")) == "barz"     # `]` first and `|`, `(` in a class
+    assert required_literal(re.compile(r"x(a|b)yz")) == "yz"           # `|` inside a group
+    assert required_literal(re.compile(r"\x41bcd\d\N{EM DASH}e")) == "bcd"
+    assert required_literal(re.compile(r"a b", re.X)) is None          # verbose: spaces are not literal
+
+
+# pieces of patterns: literals, escapes, classes, groups, repeats, anchors, alternation
+_PIECES = ["a", "b", "ab", "k_", "::", r"\.", r"\(", r"\w", r"\d+", r"\x61", "[ab]", "[]a]", "[^(]", "(a|b)",
+           "(?:ab)", "(?!a)", "(?<=b)", ".", "^", "$", "*", "+", "?", "*?", "{2}", "{1,2}", "{,2}", "{", "}", "|", ")"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(st.sampled_from(_PIECES), min_size=1, max_size=8), data=st.data())
+def test_required_literal_is_in_every_match(pieces, data):
+    """Sound whatever the pattern: every text the regex matches holds the literal."""
+    import re
+
+    from kerneldiff.core.analysis.rule_matcher import required_literal
+
+    source = "".join(pieces)
+    try:
+        rx = re.compile(source)
+    except re.error:
+        return
+    lit = required_literal(rx)
+    if lit is None:
+        return
+    for _ in range(5):
+        text = data.draw(st.from_regex(rx, fullmatch=True))
+        assert lit in text, (source, lit, text)
 
 
 def test_a_name_no_rule_matches_runs_only_ungated_regexes(classifier):

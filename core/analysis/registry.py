@@ -292,11 +292,29 @@ def _store_doc(file: Path, doc: dict, reg: _Registry) -> None:
         tmp = file.with_name(f"{file.name}.{os.getpid()}.tmp")
         tmp.write_bytes(blob)
         os.replace(tmp, file)
-        for old in file.parent.glob("shipped-*.json"):   # other versions' files: one is kept
-            if old != file:
-                old.unlink(missing_ok=True)
     except (OSError, TypeError, ValueError):   # TypeError: a TOML value JSON has no form for
-        pass
+        return
+    _drop_old_versions(file.parent)
+
+
+# Files of this many versions are kept: two installs (or worktrees) sharing one cache dir each
+# keep theirs. With only the newest kept, they evicted each other and every process parsed the
+# registry again (seen with 7 checkouts on one machine: ~25 ms instead of ~3 ms per process).
+KEEP_VERSIONS = 8
+
+
+def _drop_old_versions(folder: Path) -> None:
+    dated = []
+    for f in folder.glob("shipped-*.json"):
+        try:
+            dated.append((f.stat().st_mtime_ns, f))
+        except OSError:          # removed by another process meanwhile
+            continue
+    for _, old in sorted(dated, reverse=True)[KEEP_VERSIONS:]:
+        try:
+            old.unlink(missing_ok=True)
+        except OSError:
+            pass
 
 
 @lru_cache(maxsize=1)

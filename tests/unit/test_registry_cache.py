@@ -117,13 +117,20 @@ def test_gated_operator_rules_read_as_every_regex_tried():
         assert c.op_rule(op) == want, op
 
 
-def test_a_new_version_replaces_the_old_file(tmp_path):
+def test_versions_sharing_a_cache_dir_keep_their_files_and_the_oldest_go(tmp_path):
+    import os
+
     _probe(tmp_path)
     (f,) = _files(tmp_path)
-    stale = f.with_name("shipped-0123.json")
-    f.rename(stale)
-    _probe(tmp_path)
-    assert _files(tmp_path) == [f]
+    others = [f.with_name(f"shipped-{i:04}.json") for i in range(reg_mod.KEEP_VERSIONS)]
+    for age, other in enumerate(others):          # others[0] the oldest
+        other.write_bytes(f.read_bytes())
+        os.utime(other, ns=(10**18 + age, 10**18 + age))
+    f.unlink()
+    _probe(tmp_path)                              # parses, writes f and drops the oldest other
+    assert _files(tmp_path) == sorted([f] + others[1:])
+    _probe(tmp_path)                              # found: nothing written, nothing dropped
+    assert _files(tmp_path) == sorted([f] + others[1:])
 
 
 def test_key_follows_the_registry_text():

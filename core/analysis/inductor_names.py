@@ -5,15 +5,14 @@ read into its kind and the ops it was fused from (`parse_inductor`). The classif
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from kerneldiff.core.analysis.rule_matcher import MAX_MATCH_CHARS
 
 INDUCTOR_KINDS = ("poi", "red", "per", "tem", "for")   # pointwise, reduction, persistent reduction, template, foreach
 
 
-@dataclass(frozen=True)
-class InductorKernel:
+class InductorKernel(NamedTuple):
     """What an Inductor kernel's name says: `triton_<kind>_fused_<op>_<op>..._<n>`."""
     kind: str                    # one of INDUCTOR_KINDS
     ops: tuple[str, ...]         # the listed ops (aten overload-packet names), as listed

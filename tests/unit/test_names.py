@@ -93,7 +93,8 @@ AMD = [
      "void aiter::add_rmsnorm_quant_kernel<std::bfloat16_t, std::bfloat16_t, 256, 16, false, false, true, 1>"
      "(std::bfloat16_t*, std::bfloat16_t*, float*, std::bfloat16_t*, std::bfloat16_t*, std::bfloat16_t*, double, "
      "int, int, int, int, int, int, int, bool)"),
-    # C++20 template parameter declaration (Tn): c++filt 2.40 and llvm-cxxfilt 14 give up on it
+    # C++20 template parameter declaration (Tn): c++filt 2.40 and llvm-cxxfilt 14 give up on it (llvm-cxxfilt
+    # also on DF16b, std::bfloat16_t, so on all six mangled kernels of the real traces): README, *Kernel names*
     ("_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16TnPFT_RKS3_EXadL_Z4siluIS2_ES3_S5_EEEEvPS3_PS4_i",
      "void sgl_hip::activation::act_and_mul_kernel<__hip_bfloat16, &silu<__hip_bfloat16> >(__hip_bfloat16*, "
      "__hip_bfloat16 const*, int)"),

@@ -16,6 +16,9 @@ replaces the shipped rule) and its `[categories]` entries add or override metada
 Each name is lowercased once (see `match_text`); `contains` entries and metacharacter-free
 regexes are tested as plain substrings, the rest as precompiled regexes (they should start with
 a literal so `re` can use its fast prefix search). Results are cached per name and per op name.
+
+Beside it: the registry's schema, parsing and cache (`registry.py`), Inductor kernel names
+(`inductor_names.py`), the match text and the rule matcher (`rule_matcher.py`).
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from kerneldiff.core.analysis.inductor_names import KNOWN_OPS, InductorKernel, parse_inductor
-from kerneldiff.core.analysis.registry import (GENERIC, OTHER, SHIPPED, InductorRule, OpRule, Rule, _merge_by_id,
-                                               _parse, _read_toml, _shipped)
+from kerneldiff.core.analysis.registry import (GENERIC, OTHER, SHIPPED, InductorRule, OpRule, Rule, merge_by_id,
+                                               parse_registry, read_toml, shipped_registry)
 from kerneldiff.core.analysis.rule_matcher import (MAX_MATCH_CHARS, FirstRule, compile_rule, compiler,
                                                    is_cut_for_matching, lazy_pattern, match_text, required_literal)
 from kerneldiff.core.errors import TraceError
@@ -91,19 +94,19 @@ class Classifier:
         """The shipped registry, optionally preceded/overridden by the user registry `extra`."""
         if extra is None:
             return _default_classifier()
-        shipped = _shipped()
+        shipped = shipped_registry()
         meta = dict(shipped.meta)
         path = str(extra)
         from kerneldiff.core.fileio import read_config
 
         text = read_config(path, "registry file")
-        user = _parse(_read_toml(path, text), path)
+        user = parse_registry(read_toml(path, text), path)
         for cname, m in user.meta.items():       # key-wise override of shipped metadata
             meta[cname] = {**meta.get(cname, {}), **m}
         # user rules first; a shipped rule the user redefines (same id) is dropped
-        return cls(_merge_by_id(user.rules, shipped.rules), meta, source=path,
-                   op_rules=_merge_by_id(user.op_rules, shipped.op_rules),
-                   inductor_rules=_merge_by_id(user.inductor_rules, shipped.inductor_rules),
+        return cls(merge_by_id(user.rules, shipped.rules), meta, source=path,
+                   op_rules=merge_by_id(user.op_rules, shipped.op_rules),
+                   inductor_rules=merge_by_id(user.inductor_rules, shipped.inductor_rules),
                    inductor_groups={**shipped.groups, **user.groups})
 
     # -- classification --
@@ -300,7 +303,7 @@ class Classifier:
 
 @lru_cache(maxsize=1)
 def _default_classifier() -> Classifier:
-    r = _shipped()
+    r = shipped_registry()
     return Classifier(list(r.rules), dict(r.meta), op_rules=r.op_rules, inductor_rules=r.inductor_rules,
                       inductor_groups=r.groups)
 

@@ -75,7 +75,8 @@ def _str_list(value, what: str, path: str) -> list[str]:
     raise TraceError(path, f"{what} must be a string or a list of strings")
 
 
-class _Registry(NamedTuple):
+class Registry(NamedTuple):
+    """One registry file, parsed and checked."""
     rules: list[Rule]
     meta: dict[str, dict]
     op_rules: list[OpRule]
@@ -92,7 +93,7 @@ def _check_regex(rx: str, flags: int, where: str, path: str, user: bool) -> None
         raise TraceError(path, f"{where}: {e}") from None
 
 
-def _parse(doc: dict, path: str, user: bool = True, checked: bool = False) -> _Registry:
+def parse_registry(doc: dict, path: str, user: bool = True, checked: bool = False) -> Registry:
     """The registry in `doc`; `checked`: its regexes compiled before (a cached shipped registry),
     so they are not compiled again here."""
     extra = set(doc) - _TOP_KEYS
@@ -160,7 +161,7 @@ def _parse(doc: dict, path: str, user: bool = True, checked: bool = False) -> _R
             raise TraceError(path, f"{where}: generic must be true or false")
         rules.append(Rule(rid, cat, tuple(c.lower() for c in contains if c), tuple(regexes), vendor, examples,
                           generic, user))
-    return _Registry(rules, meta, _parse_op_rules(doc, path, user, checked), _parse_inductor_rules(doc, path),
+    return Registry(rules, meta, _parse_op_rules(doc, path, user, checked), _parse_inductor_rules(doc, path),
                      _parse_groups(doc, path))
 
 
@@ -231,7 +232,7 @@ def _parse_groups(doc: dict, path: str) -> dict[str, tuple[str, ...]]:
     return {g: tuple(_str_list(v, f"inductor group {g!r}", path)) for g, v in raw.items()}
 
 
-def _read_toml(path: str, text: str) -> dict:
+def read_toml(path: str, text: str) -> dict:
     import tomllib   # here: a process with the shipped registry cached never imports it
 
     try:
@@ -276,7 +277,7 @@ def _cached_doc(file: Path) -> dict | None:
         return None
 
 
-def _store_doc(file: Path, doc: dict, reg: _Registry) -> None:
+def _store_doc(file: Path, doc: dict, reg: Registry) -> None:
     """Keep the parsed registry and each regex's required literal for the next process (best
     effort: a read-only or full cache dir only costs the next process the parse)."""
     gates = []
@@ -317,23 +318,23 @@ def _drop_old_versions(folder: Path) -> None:
 
 
 @lru_cache(maxsize=1)
-def _shipped() -> _Registry:
+def shipped_registry() -> Registry:
     # beside this module: importlib.resources and its zip readers cost ~4 ms of every start
     text = Path(__file__).with_name("registry.toml").read_text(encoding="utf-8")
     file = registry_cache_dir() / f"shipped-{_registry_key(text)}.json"
     doc = _cached_doc(file)
     if doc is not None:
         try:
-            return _parse(doc, SHIPPED, user=False, checked=True)
+            return parse_registry(doc, SHIPPED, user=False, checked=True)
         except TraceError:   # a cache file that is not what this code wrote: parse the registry
             GATES.clear()
-    doc = _read_toml(SHIPPED, text)
-    reg = _parse(doc, SHIPPED, user=False)
+    doc = read_toml(SHIPPED, text)
+    reg = parse_registry(doc, SHIPPED, user=False)
     _store_doc(file, doc, reg)
     return reg
 
 
-def _merge_by_id(user: list, shipped: list) -> list:
+def merge_by_id(user: list, shipped: list) -> list:
     """User rules first; a shipped rule the user redefines (same id) is dropped."""
     ids = {r.id for r in user}
     return list(user) + [r for r in shipped if r.id not in ids]

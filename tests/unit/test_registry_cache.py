@@ -1,4 +1,4 @@
-"""The shipped registry is parsed once and kept in the cache dir (registry._shipped): a process
+"""The shipped registry is parsed once and kept in the cache dir (registry.shipped_registry): a process
 that finds it must classify exactly as one that parsed registry.toml, and a cache file that is
 damaged or stale must never change what a name reads as."""
 
@@ -85,8 +85,8 @@ def test_every_cached_gate_is_the_regexs_own(tmp_path, monkeypatch):
     """The required literals stored for the next process are those the parser reads from each
     pattern, under the flags the classifier compiles it with."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    reg = reg_mod._parse(reg_mod._read_toml(reg_mod.SHIPPED, reg_mod.Path(reg_mod.__file__).with_name("registry.toml").read_text()),
-                    reg_mod.SHIPPED, user=False)
+    text = reg_mod.Path(reg_mod.__file__).with_name("registry.toml").read_text()
+    reg = reg_mod.parse_registry(reg_mod.read_toml(reg_mod.SHIPPED, text), reg_mod.SHIPPED, user=False)
     f = tmp_path / "reg.json"
     reg_mod._store_doc(f, {"rules": []}, reg)
     gates = json.loads(f.read_text())["gates"]
@@ -142,6 +142,6 @@ def test_unwritable_cache_dir_still_loads(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))   # a file where the dir would go
-    reg = reg_mod._parse(reg_mod._read_toml(reg_mod.SHIPPED, reg_mod.Path(reg_mod.__file__).with_name("registry.toml").read_text()),
-                    reg_mod.SHIPPED, user=False)
+    text = reg_mod.Path(reg_mod.__file__).with_name("registry.toml").read_text()
+    reg = reg_mod.parse_registry(reg_mod.read_toml(reg_mod.SHIPPED, text), reg_mod.SHIPPED, user=False)
     reg_mod._store_doc(reg_mod.registry_cache_dir() / "x.json", {}, reg)   # best effort: no error

@@ -232,3 +232,49 @@ def test_same_kernels_of_the_real_pair_read_apart_at_80_columns():
     assert len(nvjet) >= 4
     short = distinct_short_names(names, 18)
     assert len({short[n] for n in nvjet}) == len(set(nvjet))
+
+
+# --- one owner: a name's parts (core/names/parts.py) ------------------------------------------
+
+def _strip_args_char_by_char(s: str) -> str:
+    """The reference: the bracket walk one character at a time (what display names used before)."""
+    s = s.rstrip()
+    if s.endswith(" const"):
+        s = s[:-6].rstrip()
+    if not s.endswith(")"):
+        return s
+    depth = 0
+    for i in range(len(s) - 1, -1, -1):
+        if s[i] == ")":
+            depth += 1
+        elif s[i] == "(":
+            depth -= 1
+            if depth == 0:
+                return s[:i].rstrip() or s
+    return s
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="ab()<> ,", max_size=40))
+def test_strip_args_walks_brackets_as_one_character_at_a_time_would(name):
+    from kerneldiff.core.names.parts import strip_args
+
+    for s in (name, name + ")", name + " const", "k(" + name + ")"):
+        assert strip_args(s) == _strip_args_char_by_char(s), s
+
+
+def test_the_names_package_imports_nothing_else_of_kerneldiff():
+    """core/names is below everything (core.errors prints file names with `visible`): it may
+    import only itself, so no layer above can make it part of an import cycle."""
+    import ast
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parents[2] / "core" / "names"
+    bad = []
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            mods = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            bad += [f"{path.name}: {m}" for m in mods
+                    if m.startswith("kerneldiff") and not m.startswith("kerneldiff.core.names")]
+    assert not bad, bad

@@ -73,7 +73,7 @@ def run_runs(args) -> int:
 def _pictures(session, cmp, found, args) -> int:
     """--format markdown, html or perfetto: the runs' own part, then the representative ranks' report
     (perfetto: the representative ranks' two traces, each named by its rank)."""
-    from kerneldiff.core.errors import visible
+    from kerneldiff.core.names.visible import visible
 
     if args.format == "markdown":
         from kerneldiff.core.report.markdown import render_markdown

@@ -12,9 +12,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
+from kerneldiff.core.analysis import rule_matcher
 from kerneldiff.core.analysis.inductor_names import INDUCTOR_KINDS
 from kerneldiff.core.analysis.linear_regex import UnsafeRegex
-from kerneldiff.core.analysis import rule_matcher
 from kerneldiff.core.analysis.rule_matcher import GATES, compiler, required_literal, rule_flags
 from kerneldiff.core.errors import TraceError
 
@@ -262,7 +262,7 @@ def _registry_key(text: str) -> str:
 
 
 def _cached_doc(file: Path) -> dict | None:
-    """The cached shipped registry, its gates loaded into _GATES; None when absent or unreadable."""
+    """The cached shipped registry, its gates loaded into rule_matcher.GATES; None when absent or unreadable."""
     try:
         blob = json.loads(file.read_bytes())
         doc, gates = blob["doc"], blob["gates"]

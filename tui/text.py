@@ -11,8 +11,9 @@ import math
 
 from rich.text import Text
 
-from kerneldiff.core.analysis.demangle import readable as _readable
-from kerneldiff.core.analysis.names import distinct_short_names, short_name, visible
+from kerneldiff.core.names.demangle import readable as _readable
+from kerneldiff.core.names.display import distinct_short_names, short_name
+from kerneldiff.core.names.visible import visible
 from kerneldiff.core.report import format as fmt
 
 # Display styles of the two sides. Colour is a help, never the only signal: sides are also
@@ -62,7 +63,7 @@ def shorten(s: str, width: int) -> str:
 
 def shortener(names, width: int):
     """`shorten` for the names of one table column: names that would read the same keep the part
-    that tells them apart from their neighbours (kerneldiff.core.analysis.names.distinct_short_names)."""
+    that tells them apart from their neighbours (kerneldiff.core.names.display.distinct_short_names)."""
     if width <= 1:
         return lambda name: shorten(name, width)
     table = distinct_short_names([clean(n) for n in names if n], width)

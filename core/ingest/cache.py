@@ -35,7 +35,8 @@ import numpy as np
 
 from kerneldiff.core.model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_COLUMNS, LAUNCH_COLUMNS, PYTHON_COLUMNS,
                     LayerSpan, Step, Table, TraceModel)
-from kerneldiff.core.errors import TraceError, visible
+from kerneldiff.core.errors import TraceError
+from kerneldiff.core.names.visible import visible
 from kerneldiff.core.ingest.files import open_regular
 from kerneldiff.core.strings import StringTable
 
@@ -59,7 +60,7 @@ TABLES = {"kernels": KERNEL_COLUMNS, "cpu_ops": CPU_OP_COLUMNS, "launches": LAUN
           "python": PYTHON_COLUMNS, "annotations": ANNOTATION_COLUMNS}
 # the code that decides what a loaded model contains: every module of these packages (a new one
 # is included without being listed: a listed name that moved once made the key ignore its code)
-_SOURCE_PACKAGES = ("ingest", "analysis")
+_SOURCE_PACKAGES = ("ingest", "analysis", "names")   # names: cuts the classifier's match text
 _SOURCE_MODULES = ("model.py", "strings.py", "errors.py")
 _MODEL_FIELDS = {f.name for f in dataclasses.fields(TraceModel)}
 _ARRAY_FIELDS = set(TABLES) | {"strings", "layers", "info", "path", "steps"}
@@ -140,7 +141,7 @@ def code_fingerprint(files: list[Path]) -> str:
 
 def classifier_fingerprint(classifier) -> str:
     """Hash of the effective rules and category metadata (categories decide classes, roles decide
-    layers). Rules are dataclasses: their repr lists every field."""
+    layers). Rules are NamedTuples: their repr lists every field."""
     blob = repr((list(getattr(classifier, "rules", [])), getattr(classifier, "_meta", None),
                  list(getattr(classifier, "categories", [])), list(getattr(classifier, "op_rules", [])),
                  list(getattr(classifier, "inductor_rules", [])), getattr(classifier, "inductor_groups", None)))

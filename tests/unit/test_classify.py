@@ -238,9 +238,6 @@ def test_strip_args_edge_cases():
     assert strip_args("memset (Device)") == "memset"
 
 
-@pytest.mark.xfail(strict=True, reason="core/ingest/cache.py (not the names branch's to edit) hashes the code of "
-                   "ingest/ and analysis/ into a model's cache key; the match text is now cut by core/names/parts.py, "
-                   "so 'names' belongs in its _SOURCE_PACKAGES (then delete this mark)")
 def test_model_cache_key_follows_the_code_that_cuts_names():
     from kerneldiff.core.ingest import cache
 

@@ -48,9 +48,6 @@ FRONT_END_MAY_USE: dict[str, frozenset[str] | None] = {
     "kerneldiff.core.names.display": frozenset({"short_name", "distinct_short_names"}),
     "kerneldiff.core.names.demangle": frozenset({"readable", "demangle"}),
     "kerneldiff.core.names.visible": frozenset({"visible"}),
-    # the names' old homes, re-exporting them for tui/ until it imports kerneldiff.core.names
-    "kerneldiff.core.analysis.names": frozenset({"short_name", "visible", "distinct_short_names"}),
-    "kerneldiff.core.analysis.demangle": frozenset({"readable", "demangle"}),
     # option parsers: command-line text into the settings a Session takes, checked before any trace
     # is read so a bad option is one line (exit 2); they read no trace
     "kerneldiff.core.analysis.peaks": frozenset({"PeakTable"}),

@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.containers import Container, VerticalScroll
 from textual.widgets import Footer, Static
 
-from kerneldiff.core.analysis.demangle import demangle
+from kerneldiff.core.names.demangle import demangle
 from kerneldiff.core.session import KernelDetail
 
 from ..text import DIM, SIDE_STYLE, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal, shorten, span

@@ -4,20 +4,29 @@ One rank (a pure reading of its model):
 - a communication kernel is one whose category has role `comm` in the registry (NCCL, RCCL,
   MSCCL++, NVSHMEM, vLLM's `cross_device_reduce_*`, torch's `multimem_all_reduce`…: registry data,
   no list here);
-- its kind is the registry rule's (`comm.all_gather` → all_gather); a kernel only the generic NCCL
-  rule knows (NCCL runs all-to-all and gathers as SendRecv kernels) takes the kind of the
-  collective operator around its launch (`c10d::alltoall_`, `nccl:all_to_all`);
-- its message is the first input of its launching operator (`record_param_comms`, `c10d::…`,
-  `symm_mem::…`) with record_shapes: elements × the dtype's size. Unrecorded: unknown (-1);
+- it is joined to its launching operator by External id (the loader's kernel → cpu-op join): for
+  NCCL collectives that is `record_param_comms`, whose recorded parameters (newer PyTorch:
+  `Collective name`, `Seq`, `Process Group Name`, `Group size`, `In/Out msg nelems`, `dtype`;
+  analysis/comm_params.py) come first wherever they are readable;
+- its kind is the recorded `Collective name`'s; else the registry rule's (`comm.all_gather` →
+  all_gather); else, for a kernel only the generic NCCL rule knows (NCCL runs all-to-all and
+  gathers as SendRecv kernels), the kind of the collective operator around its launch
+  (`c10d::alltoall_`, `nccl:all_to_all`);
+- its message is the recorded element count (the larger of in and out: the gathered output of an
+  all-gather, the full input of a reduce-scatter) × the dtype's size; else the first input of its
+  launching operator (`record_param_comms`, `c10d::…`, `symm_mem::…`) with record_shapes. Else
+  unknown (-1). Its group is the recorded `Group size`, else the run's world size;
 - compute/communication overlap: unions of intervals on the device. Exposed communication is the
   time communication kernels run while no compute kernel does (copies and memsets are neither).
 
-Across the ranks of a run: the i-th collective of a kind on one rank is the i-th of that kind on
-every other (collectives are issued in the same order on every rank of a group; the process group
-and sequence number of `record_param_comms` are not read by the loader yet). Per instance the
-shortest duration among the ranks is the transfer, the rest of each rank's duration is waiting for
-the last rank to arrive; the rank that starts last is the straggler. Start times are compared on
-the ranks' own clocks (one host's clock for the ranks of one node).
+Across the ranks of a run: a collective whose process group and sequence number are recorded is
+the same collective on every rank that records the same (group, seq, kind); the ranks of a process
+group are the ranks whose traces hold that group. The others are matched by order: the i-th
+unkeyed collective of a kind on one rank is the i-th of that kind on every other (collectives are
+issued in the same order on every rank of a group). Per instance the shortest duration among its
+ranks is the transfer, the rest of each rank's duration is waiting for the last rank to arrive;
+the rank that starts last is the straggler. Start times are compared on the ranks' own clocks
+(one host's clock for the ranks of one node).
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from kerneldiff.core.analysis.comm_params import comm_params
 from kerneldiff.core.analysis.timeline import merge_intervals
 from kerneldiff.core.model import KIND_KERNEL, TraceModel
 
@@ -38,6 +48,10 @@ DTYPE_BYTES = {
     "int": 4, "int32": 4, "short": 2, "int16": 2, "signed char": 1, "unsigned char": 1, "char": 1,
     "int8": 1, "uint8": 1, "bool": 1, "c10::float8_e4m3fn": 1, "c10::float8_e5m2": 1,
     "c10::float8_e4m3fnuz": 1, "c10::float8_e5m2fnuz": 1,
+    # c10's ScalarType names, as record_param_comms' `dtype` writes them (lower-cased)
+    "byte": 1, "complexhalf": 4, "complexfloat": 8, "complexdouble": 16, "float8_e4m3fn": 1, "float8_e5m2": 1,
+    "float8_e4m3fnuz": 1, "float8_e5m2fnuz": 1, "uint16": 2, "uint32": 4, "uint64": 8, "qint8": 1, "quint8": 1,
+    "qint32": 4,
 }
 
 # collective operators around a launch (c10d ops, `nccl:` annotations, record_param_comms' names)
@@ -72,6 +86,30 @@ def kind_of_op(name: str) -> str | None:
     if not m:
         return None
     return _KIND_WORDS.get(m.group(1).replace("_", "").lower())
+
+
+_NAME_TAILS = ("coalesced", "base", "tensor", "intotensor")
+
+
+def kind_of_name(name: str) -> str | None:
+    """The kind of a recorded `Collective name` ("allreduce", "_allgather_base",
+    "reduce_scatter_tensor_coalesced", "all_to_all"…); None for names not known here."""
+    w = name.replace("_", "").lower()
+    for _ in range(3):
+        if w in _KIND_WORDS:
+            return _KIND_WORDS[w]
+        w = next((w[:-len(t)] for t in _NAME_TAILS if w.endswith(t) and len(w) > len(t)), w)
+    return _KIND_WORDS.get(w)
+
+
+def message_of_params(p) -> tuple[str, int]:
+    """(dtype, message bytes) from recorded parameters: the larger element count × the dtype's
+    size; ("", -1) where either is missing or the dtype is unknown."""
+    size = DTYPE_BYTES.get(p.dtype.lower()) if p.dtype else None
+    n = max(x for x in (p.in_nelems, p.out_nelems, -1) if x is not None)
+    if size is None or n < 0:
+        return (p.dtype, -1)
+    return p.dtype, n * size
 
 
 def _length(s: np.ndarray, e: np.ndarray) -> float:
@@ -115,6 +153,9 @@ class RankCollectives:
     start_us: list[float] = field(default_factory=list)  # the rank's trace clock
     dur_us: list[float] = field(default_factory=list)
     compute_before_us: list[float] = field(default_factory=list)  # compute since the previous collective ended
+    group: list[int] = field(default_factory=list)       # ranks in its process group (Group size), -1 unrecorded
+    pg: list[str] = field(default_factory=list)          # its process group's name, "" unrecorded
+    seq: list[int] = field(default_factory=list)         # its sequence number in that group, -1 unrecorded
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -200,8 +241,8 @@ def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = No
     out = RankCollectives()
     if len(comm) == 0:
         return out
-    # the group of a collective is not read yet (record_param_comms' Group size): the world
-    group = int((getattr(model.info, "distributed", None) or {}).get("world_size") or 1)
+    # a collective's group is its recorded Group size; where none is recorded, the world
+    world = int((getattr(model.info, "distributed", None) or {}).get("world_size") or 1)
     # kind and algorithm per distinct (name, rule): a run has a handful of communication kernels
     pairs: dict[tuple[int, int], tuple[str, str]] = {}
     for n, ru in set(zip(k.name[comm].tolist(), k.rule[comm].tolist())):
@@ -220,19 +261,35 @@ def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = No
         if not kd:
             kinds[i] = {"All-Reduce": "all_reduce", "All-Gather": "all_gather",
                         "Reduce-Scatter": "reduce_scatter"}.get(model.category(int(comm[i])), "other")
-    # message per distinct (operator, shapes, kind)
     ops = k.cpu_op[comm]
+    params = comm_params(model, ops)
+    groups, pgs, seqs = [-1] * len(comm), [""] * len(comm), [-1] * len(comm)
+    for i, p in enumerate(params):
+        if p is None:
+            continue
+        kd = kind_of_name(p.name) if p.name else None
+        if kd:
+            kinds[i] = kd   # what the process group ran outranks what the kernel's name suggests
+        groups[i] = p.group if p.group else -1
+        pgs[i], seqs[i] = p.pg, p.seq if p.seq is not None else -1
+    # message per distinct (operator, shapes, kind, group)
     msgs: dict[tuple[int, int, int, int, str], tuple[str, int]] = {}
     dtypes, nbytes = [], []
     c = model.cpu_ops
-    for op, kd in zip(ops.tolist(), kinds):
+    for op, kd, p, g in zip(ops.tolist(), kinds, params, groups):
+        if p is not None:
+            dt, nb = message_of_params(p)
+            if nb >= 0:
+                dtypes.append(dt)
+                nbytes.append(nb)
+                continue
         if op < 0:
             dtypes.append("")
             nbytes.append(-1)
             continue
-        key = (int(c.name[op]), int(c.dims[op]), int(c.types[op]), 0, kd)
+        key = (int(c.name[op]), int(c.dims[op]), int(c.types[op]), g, kd)
         if key not in msgs:
-            msgs[key] = message(model, op, kd, group)
+            msgs[key] = message(model, op, kd, g if g > 0 else world)
         dt, nb = msgs[key]
         dtypes.append(dt)
         nbytes.append(nb)
@@ -259,6 +316,7 @@ def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = No
         np.where(np.isfinite(prev_end), prev_end, 0.0)), 0.0), 0.0)
     out.kind, out.algorithm, out.dtype, out.nbytes = kinds, algos, dtypes, nbytes
     out.start_us, out.dur_us, out.compute_before_us = start.tolist(), dur.tolist(), before.tolist()
+    out.group, out.pg, out.seq = groups, pgs, seqs
     return out
 
 
@@ -266,15 +324,18 @@ def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = No
 
 @dataclass
 class Instance:
-    """One collective as every rank of the run saw it."""
+    """One collective as the ranks of the run that took part in it saw it."""
 
     kind: str
     nbytes: int
     dtype: str
     algorithm: str
-    starts: list[float]          # per rank, in the run's rank order
+    ranks: list[int]             # the ranks that took part, as indexes in the run's rank order
+    starts: list[float]          # per rank of `ranks`
     durs: list[float]
     compute_before: list[float]
+    group: int = -1              # ranks in its process group (recorded), -1 unrecorded
+    by_seq: bool = False         # matched by process group and sequence number (else by order)
 
     @property
     def transfer_us(self) -> float:
@@ -287,39 +348,87 @@ class Instance:
     @property
     def last(self) -> int:
         """Index (in the run's rank order) of the rank that arrived last."""
-        return int(np.argmax(self.starts))
+        return self.ranks[int(np.argmax(self.starts))]
 
 
-def match(ranks: list[RankCollectives]) -> tuple[list[Instance], int]:
-    """The collectives every rank took part in, matched by kind and order; and how many collectives
-    some rank ran that others did not (counts differ: sampled or cut traces)."""
+@dataclass
+class Matching:
+    """The collectives of a run matched across its ranks."""
+
+    instances: list[Instance]
+    unmatched: int               # collectives some rank ran that others of its group did not (sampled or cut traces)
+    by_seq: int                  # instances matched by process group and sequence number
+    by_order: int                # instances matched by kind and order
+
+    @property
+    def how(self) -> str:
+        if self.by_seq and self.by_order:
+            return (f"process group and sequence number ({self.by_seq}), kind and order on the stream where "
+                    f"they are not recorded ({self.by_order})")
+        if self.by_seq:
+            return "process group and sequence number"
+        return "kind and order on the stream (no process group and sequence number recorded)" if self.by_order else ""
+
+
+def _instance(ranks: list[RankCollectives], members: list[int], idx: list[int], kind: str, by_seq: bool) -> Instance:
+    rs = [ranks[r] for r in members]
+    nbytes = next((rc.nbytes[i] for rc, i in zip(rs, idx) if rc.nbytes[i] >= 0), -1)
+    dtype = next((rc.dtype[i] for rc, i in zip(rs, idx) if rc.dtype[i]), "")
+    group = next((rc.group[i] for rc, i in zip(rs, idx) if rc.group and rc.group[i] > 0), -1)
+    algo = next((rc.algorithm[i] for rc, i in zip(rs, idx) if rc.algorithm[i]), "")
+    return Instance(kind, nbytes, dtype, algo, list(members), [rc.start_us[i] for rc, i in zip(rs, idx)],
+                    [rc.dur_us[i] for rc, i in zip(rs, idx)], [rc.compute_before_us[i] for rc, i in zip(rs, idx)],
+                    group, by_seq)
+
+
+def match(ranks: list[RankCollectives]) -> Matching:
+    """The collectives of a run matched across its ranks: by (process group, sequence number, kind)
+    where recorded, among the ranks that hold that process group; the rest by kind and order,
+    among all the ranks. A collective missing on some rank that should hold it is left out and
+    counted (`unmatched`). The result does not depend on the order the ranks are given in, but
+    for the rank indexes it names."""
     if not ranks:
-        return [], 0
-    per_kind: list[dict[str, list[int]]] = []
+        return Matching([], 0, 0, 0)
+    keyed: list[dict[tuple, int]] = []
+    ordered: list[dict[str, list[int]]] = []
     for rc in ranks:
-        d: dict[str, list[int]] = {}
-        for i, kd in enumerate(rc.kind):
-            d.setdefault(kd, []).append(i)
-        per_kind.append(d)
-    kinds = sorted(set().union(*[d.keys() for d in per_kind]))
+        kd: dict[tuple, int] = {}
+        od: dict[str, list[int]] = {}
+        pg = rc.pg or [""] * len(rc)
+        seq = rc.seq or [-1] * len(rc)
+        for i, kind in enumerate(rc.kind):
+            if pg[i] and seq[i] >= 0:
+                key = (pg[i], seq[i], kind)
+                n = 0
+                while key + (n,) in kd:   # one operator, several kernels: their order tells them apart
+                    n += 1
+                kd[key + (n,)] = i
+            else:
+                od.setdefault(kind, []).append(i)
+        keyed.append(kd)
+        ordered.append(od)
     out: list[Instance] = []
     unmatched = 0
-    for kd in kinds:
-        lists = [d.get(kd, []) for d in per_kind]
+    members: dict[str, list[int]] = {}
+    for r, kd in enumerate(keyed):
+        for pg in {k[0] for k in kd}:
+            members.setdefault(pg, []).append(r)
+    for key in sorted(set().union(*[kd.keys() for kd in keyed])):
+        have = [r for r in members[key[0]] if key in keyed[r]]
+        if len(have) < len(members[key[0]]):
+            unmatched += len(have)
+            continue
+        out.append(_instance(ranks, have, [keyed[r][key] for r in have], key[2], True))
+    by_seq = len(out)
+    everyone = list(range(len(ranks)))
+    for kind in sorted(set().union(*[od.keys() for od in ordered])):
+        lists = [od.get(kind, []) for od in ordered]
         n = min(len(x) for x in lists)
         unmatched += sum(len(x) - n for x in lists)
         for j in range(n):
-            idx = [x[j] for x in lists]
-            first = ranks[0]
-            i0 = idx[0]
-            nbytes = next((ranks[r].nbytes[i] for r, i in enumerate(idx) if ranks[r].nbytes[i] >= 0), -1)
-            dtype = next((ranks[r].dtype[i] for r, i in enumerate(idx) if ranks[r].dtype[i]), "")
-            out.append(Instance(kd, nbytes, dtype, first.algorithm[i0],
-                                [ranks[r].start_us[i] for r, i in enumerate(idx)],
-                                [ranks[r].dur_us[i] for r, i in enumerate(idx)],
-                                [ranks[r].compute_before_us[i] for r, i in enumerate(idx)]))
-    out.sort(key=lambda x: min(x.starts))
-    return out, unmatched
+            out.append(_instance(ranks, everyone, [x[j] for x in lists], kind, False))
+    out.sort(key=lambda x: (min(x.starts), x.kind, x.nbytes, x.ranks))
+    return Matching(out, unmatched, by_seq, len(out) - by_seq)
 
 
 def shared_clock(ranks: list[RankCollectives]) -> bool:
@@ -346,7 +455,10 @@ class CollectiveSide:
     skew_max_us: float | None = 0.0    # the ranks' clocks cannot be compared)
     algorithm: str = ""
     dtype: str = ""
-    ranks: int = 0
+    ranks: int = 0                  # ranks that took part (the most among these collectives)
+    group: int = 0                  # ranks in the collective's group: the bus factor's n (recorded Group size,
+                                    # else the world size)
+    bandwidth_note: str = ""        # why no bandwidth is given where the figures would pass the link's peak
 
 
 @dataclass
@@ -364,34 +476,47 @@ def bus_factor(kind: str, n: int) -> float | None:
     return f(n) if f is not None and n >= 1 else None
 
 
-def side_rows(instances: list[Instance], ranks: int, group: int, link_gbps: float | None,
+def side_rows(instances: list[Instance], ranks: int, world: int, link_gbps: float | None,
               clocks: bool = True) -> dict[tuple[str, int], CollectiveSide]:
-    """Instances grouped by kind × size. `group`: ranks in the collective's group (the world size
-    when nothing else is recorded); `link_gbps`: the GPU's link peak (None: unknown); without
-    `clocks` (the ranks' clocks disagree) skews are not given."""
+    """Instances grouped by kind × size. `ranks`: ranks in the run; `world`: the group size where
+    a collective records none; `link_gbps`: the GPU's link peak (None: unknown); without `clocks`
+    (the ranks' clocks disagree) skews are not given. Per instance the time is the mean over the
+    ranks that took part, the wait the mean of their durations beyond the shortest."""
     groups: dict[tuple[str, int], list[Instance]] = {}
     for ins in instances:
         key = (ins.kind, ins.nbytes)
         groups.setdefault(key, []).append(ins)
     out = {}
     for (kind, nbytes), items in groups.items():
-        durs = np.array([x.durs for x in items])          # instances × ranks
-        transfer = durs.min(axis=1)
-        total = float(durs.sum(axis=0).mean())
+        transfer = np.array([min(x.durs) for x in items])
+        mean_dur = np.array([float(np.mean(x.durs)) for x in items])
+        total = float(mean_dur.sum())
+        took = max(len(x.ranks) for x in items)
         skew = np.array([x.skew_us for x in items])
         med = float(np.median(transfer))
         algbw = nbytes / (med * 1e3) if nbytes > 0 and med > 0 else None   # bytes/µs → GB/s: /1e3
-        f = bus_factor(kind, group)
+        sizes = [x.group if x.group > 0 else world for x in items]
+        n = max(sorted(set(sizes)), key=sizes.count)
+        f = bus_factor(kind, n)
         busbw = algbw * f if algbw is not None and f is not None else None
+        note = ""
+        if busbw is not None and link_gbps and busbw > link_gbps:
+            # more than the link carries: the transfer time is not the time these bytes moved (a
+            # rank's kernel that began before the others arrived, in-switch reduction), or the
+            # message was misread; a figure above the hardware's peak is never given
+            note = (f"{kind} of {nbytes:,} bytes in {med:,.1f} µs would be {busbw:,.0f} GB/s on the bus, above "
+                    f"the link's {link_gbps:,.0f} GB/s: not given")
+            algbw = busbw = None
         algos = [x.algorithm for x in items if x.algorithm]
         out[(kind, nbytes)] = CollectiveSide(
             count=len(items), total_us=total, transfer_us=float(transfer.sum()),
-            wait_us=max(total - float(transfer.sum()), 0.0) if ranks > 1 else None, mean_us=total / len(items),
+            wait_us=max(total - float(transfer.sum()), 0.0) if took > 1 else None, mean_us=total / len(items),
             algbw_gbps=algbw, busbw_gbps=busbw,
             pct_link_peak=100.0 * busbw / link_gbps if busbw is not None and link_gbps else None,
-            skew_p50_us=float(np.median(skew)) if clocks and ranks > 1 else None,
-            skew_max_us=float(skew.max()) if clocks and ranks > 1 else None,
-            algorithm=max(set(algos), key=algos.count) if algos else "", dtype=items[0].dtype, ranks=ranks)
+            skew_p50_us=float(np.median(skew)) if clocks and took > 1 else None,
+            skew_max_us=float(skew.max()) if clocks and took > 1 else None,
+            algorithm=max(sorted(set(algos)), key=algos.count) if algos else "", dtype=items[0].dtype, ranks=took,
+            group=n, bandwidth_note=note)
     return out
 
 
@@ -429,16 +554,17 @@ def straggler(instances: list[Instance], rank_ids: list[int]) -> Straggler | Non
     """None with fewer than two ranks (nobody to wait for) or no collective that one rank reached
     more than SKEW_FLOOR_US after another. `collectives` counts every matched one."""
     total = len(instances)
-    instances = [x for x in instances if x.skew_us > SKEW_FLOOR_US]
+    instances = [x for x in instances if len(x.ranks) > 1 and x.skew_us > SKEW_FLOOR_US]
     if len(rank_ids) < 2 or not instances:
         return None
     last = np.array([x.last for x in instances])
     counts = np.bincount(last, minlength=len(rank_ids))
     r = int(np.argmax(counts))
     mine = [x for x in instances if x.last == r]
-    late = [x.starts[r] - float(np.median(x.starts)) for x in mine]
-    own = [x.compute_before[r] for x in mine]
-    others = [float(np.mean([c for j, c in enumerate(x.compute_before) if j != r])) for x in mine]
+    at = [x.ranks.index(r) for x in mine]
+    late = [x.starts[j] - float(np.median(x.starts)) for x, j in zip(mine, at)]
+    own = [x.compute_before[j] for x, j in zip(mine, at)]
+    others = [float(np.mean([c for q, c in enumerate(x.compute_before) if q != j])) for x, j in zip(mine, at)]
     return Straggler(rank=rank_ids[r], last=int(counts[r]), collectives=total,
                      share=float(counts[r]) / total, late_us=float(np.mean(late)),
                      compute_before_us=float(np.mean(own)), others_compute_before_us=float(np.mean(others)),

@@ -28,8 +28,11 @@ typedef uint8_t u8;
 enum { ST_LIMIT = 0, ST_BAIL = 1, ST_ARRAY_END = 2, ST_FULL = 3 };
 /* integer fields, columns of ints (scan.py: PID ... OCC) */
 enum { PID, TID, CORR, EXT, DEVICE, STREAM, PYID, PARENT, REGS, SMEM, OCC, NINTS };
-enum { NRAW = 4 };
-enum { A_DIMS = NINTS, A_TYPES, A_GRID, A_BLOCK };
+enum { NRAW = 5 };
+enum { A_DIMS = NINTS, A_TYPES, A_GRID, A_BLOCK, A_COMM };
+/* arg keys of a collective (record_param_comms): not read here; their presence makes the whole
+ * args object the event's A_COMM text, which Python reads (scan.py, decode.comm_text) */
+#define K_COMM_KEY (-2)
 #define MISSING INT64_MIN
 enum { FLOAT_TS = 0, FLOAT_DUR = 1 };
 
@@ -418,12 +421,26 @@ static inline int arg_key(const u8 *b, i64 s, i64 e) {
     case 10:
         if (KEY_IS(b, s, e, "Input Dims")) return A_DIMS;
         if (KEY_IS(b, s, e, "Input type")) return A_TYPES;
+        if (KEY_IS(b, s, e, "Group size")) return K_COMM_KEY;
+        break;
+    case 3:
+        if (KEY_IS(b, s, e, "Seq")) return K_COMM_KEY;
+        break;
+    case 15:
+        if (KEY_IS(b, s, e, "Collective name")) return K_COMM_KEY;
+        break;
+    case 14:
+        if (KEY_IS(b, s, e, "Out msg nelems")) return K_COMM_KEY;
+        break;
+    case 18:
+        if (KEY_IS(b, s, e, "Process Group Name")) return K_COMM_KEY;
         break;
     case 20:
         if (KEY_IS(b, s, e, "registers per thread")) return REGS;
         break;
     case 13:
         if (KEY_IS(b, s, e, "shared memory")) return SMEM;
+        if (KEY_IS(b, s, e, "In msg nelems")) return K_COMM_KEY;
         break;
     case 25:
         if (KEY_IS(b, s, e, "est. achieved occupancy %")) return OCC;
@@ -433,6 +450,7 @@ static inline int arg_key(const u8 *b, i64 s, i64 e) {
         break;
     case 5:
         if (KEY_IS(b, s, e, "block")) return A_BLOCK;
+        if (KEY_IS(b, s, e, "dtype")) return K_COMM_KEY;
         break;
     }
     return K_OTHER;
@@ -521,6 +539,8 @@ static inline int fail_of(i64 e) { return e == INCOMPLETE ? 1 : 2; }
 /* The "args" object at buf[i]: its integer fields into ints, the byte ranges of the raw texts
  * into raw (and their hashes), the rest skipped. Returns its end or a sentinel. */
 static i64 args_object(const u8 *b, i64 i, i64 n, i64 *ints, i64 *raw, u64 *rhash) {
+    i64 open = i;
+    int comm = 0;
     i = ws(b, i + 1, n);
     if (i < n && b[i] == 125) return i + 1;
     unsigned seen = 0;
@@ -533,7 +553,8 @@ static i64 args_object(const u8 *b, i64 i, i64 n, i64 *ints, i64 *raw, u64 *rhas
         if (key == K_OTHER && escaped(b, i + 1, ke - 1)) return BAILED;
         i = value_start(b, ke, n);
         if (i < 0) return i;
-        if (key == K_OTHER) {
+        if (key == K_OTHER || key == K_COMM_KEY) {
+            comm |= key == K_COMM_KEY;
             i = skip_value(b, i, n);
         } else if (key >= A_DIMS) {
             if (seen & (1u << key)) return BAILED;
@@ -557,7 +578,14 @@ static i64 args_object(const u8 *b, i64 i, i64 n, i64 *ints, i64 *raw, u64 *rhas
         i = ws(b, i, n);
         if (i >= n) return INCOMPLETE;
         if (b[i] == 44) { i = ws(b, i + 1, n); continue; }
-        if (b[i] == 125) return i + 1;
+        if (b[i] == 125) {
+            if (comm) {
+                raw[2 * (A_COMM - A_DIMS)] = open;
+                raw[2 * (A_COMM - A_DIMS) + 1] = i + 1;
+                rhash[A_COMM - A_DIMS] = hash_bytes(b, open, i + 1);
+            }
+            return i + 1;
+        }
         return INVALID;
     }
 }
@@ -574,7 +602,7 @@ static void scan(const u8 *b, i64 n, i64 pos, i64 limit, const Tables *t, i64 *s
     int status = ST_LIMIT;
     i64 i = ws(b, pos, n);
     i64 ev_ints[NINTS], ev_raw[2 * NRAW];
-    u64 ev_hash[NRAW] = {0, 0, 0, 0};
+    u64 ev_hash[NRAW] = {0};
     for (;;) {
         if (i >= limit || i >= n) break;
         if (b[i] == 93) { status = ST_ARRAY_END; break; }

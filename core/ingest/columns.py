@@ -4,14 +4,14 @@ launches, annotations), a field at a time (C-level map + np.fromiter), never an 
 from __future__ import annotations
 
 from itertools import repeat
-from operator import attrgetter, itemgetter
+from operator import attrgetter, is_not, itemgetter
 from typing import Any
 
 import numpy as np
 
 from kerneldiff.core.ingest import scan
 from kerneldiff.core.ingest.longstrings import NAME_CAP, cut_name
-from kerneldiff.core.ingest.decode import shape_text
+from kerneldiff.core.ingest.decode import COMM_FIELDS, comm_text, shape_text
 from kerneldiff.core.ingest.decode import (_EMPTY_ARGS, G_ANNOT, G_CPU, G_GPU_ANNOT, G_KERNEL, G_LAUNCH, G_MEMSET, G_PYTHON, G_UNREADABLE, GROUP_OF, NOT_INTEGER, _int)
 
 CHUNK_EVENTS = 4096   # events columnised at once (see Columns.add)
@@ -26,7 +26,8 @@ SPECS: dict[str, tuple[tuple[str, str], ...]] = {
     "p": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("pyid", "i8"), ("parent", "i8"), ("tid", "i8"),
           ("pid", "i8")),
     "c": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("ext", "i8"), ("tid", "i8"), ("pid", "i8"),
-          ("dims", "i4"), ("types", "i4")),   # record_shapes text, ids into strings (-1: not recorded)
+          ("dims", "i4"), ("types", "i4"),    # record_shapes text, ids into strings (-1: not recorded)
+          ("comm", "i4")),                    # a collective's parameters (decode.comm_text), likewise
     "l": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("corr", "i8"), ("ext", "i8"), ("tid", "i8"),
           ("pid", "i8")),
     "a": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("tid", "i8"), ("pid", "i8"), ("gpu", "i1")),
@@ -239,6 +240,22 @@ class Columns:
         args = [a if a is not None else _EMPTY_ARGS for a in map(_args, sub)]
         return {f: self._raw_ids([getattr(a, attr) for a in args]) for f, attr in zip(_TEXT_COLUMNS[fields], fields)}
 
+    def _comm_ids(self, sub) -> np.ndarray:
+        """String ids of the collective parameters of cpu ops (-1: none). Few operators carry them
+        (record_param_comms): a C-level pass per field finds those, and only they are read."""
+        args = [a if a is not None else _EMPTY_ARGS for a in map(_args, sub)]
+        out = np.full(len(args), -1, np.int32)
+        rows = None
+        for f in COMM_FIELDS:
+            has = np.fromiter(map(is_not, map(attrgetter(f), args), repeat(None)), bool, len(args))
+            rows = has if rows is None else rows | has
+        for r in np.flatnonzero(rows).tolist():
+            a = args[r]
+            text = comm_text([getattr(a, f) for f in COMM_FIELDS])
+            if text is not None:
+                out[r] = self._intern_texts([text])[0]
+        return out
+
     def add(self, evs: list) -> None:
         """Add a decoded slice, a few thousand events at a time: the objects of one chunk stay
         in the CPU cache across the per-field passes (a 16 MB slice decodes to ~40 MB of
@@ -275,6 +292,7 @@ class Columns:
         self.non_integer_ids += _clear_non_integers(ints)
         if g == "c":
             ints.update(self._arg_texts(sub, ("input_dims", "input_type")))
+            ints["comm"] = self._comm_ids(sub)
         elif g == "k":
             ints.update(self._arg_texts(sub, ("grid", "block")))
         self._append(g, ts, dur, name, codes, ints)
@@ -307,7 +325,7 @@ class Columns:
             if g in ("c", "k"):
                 # the scan's distinct raw texts as string ids; the extra last entry maps -1 to -1
                 ids = np.append(self._intern_texts(sc.texts), np.int32(-1))
-                for col, j in (("dims", scan.DIMS), ("types", scan.TYPES)) if g == "c" else \
+                for col, j in (("dims", scan.DIMS), ("types", scan.TYPES), ("comm", scan.COMM)) if g == "c" else \
                         (("grid", scan.GRID), ("block", scan.BLOCK)):
                     ints[col] = ids[sc.shape[idx, j]]
             self._append(g, ts, dur, name, sc.code[idx], ints)

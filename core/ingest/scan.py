@@ -31,9 +31,11 @@ LIMIT, BAIL, ARRAY_END, FULL = 0, 1, 2, 3
 # integer fields, columns of `ints`
 PID, TID, CORR, EXT, DEVICE, STREAM, PYID, PARENT, REGS, SMEM, OCC = range(11)
 NINTS = 11
-# raw value texts kept per row, columns of `shape`: record_shapes dims and dtypes, grid, block
-DIMS, TYPES, GRID, BLOCK = range(4)
-NRAW = 4
+# raw value texts kept per row, columns of `shape`: record_shapes dims and dtypes, grid, block,
+# and the whole args object of an event that carries a collective's parameters (COMM: read by
+# decode.comm_text_of_args into the text the msgspec path makes from the same fields)
+DIMS, TYPES, GRID, BLOCK, COMM = range(5)
+NRAW = 5
 MISSING = np.iinfo(np.int64).min   # field absent or null (the struct path's None)
 FLOAT_TS, FLOAT_DUR = 0, 1
 
@@ -207,7 +209,8 @@ def _cached_ids(buf, cache: NameCache, keys: np.ndarray, starts: np.ndarray, len
     return entry, extra, len(cache.texts)
 
 
-def collect(buf, out: Out, cache: NameCache, shapes: NameCache | None = None) -> Scanned:
+def collect(buf, out: Out, cache: NameCache, shapes: NameCache | None = None,
+            comms: NameCache | None = None) -> Scanned:
     """Copy the rows of the last scan out of `out`, with the numbers left to Python parsed and
     each distinct name (`cache`) and raw text (`shapes`) decoded once: across calls, confirmed
     byte for byte."""
@@ -232,31 +235,42 @@ def collect(buf, out: Out, cache: NameCache, shapes: NameCache | None = None) ->
     if len(has) < rows:
         names.append(None)
     longest = int(nlen.max()) if rows else 0   # raw bytes: never fewer than the decoded characters
-    shape, texts_ = _shapes(buf, out.shape[:rows], out.shash[:rows], NameCache() if shapes is None else shapes)
+    shape, texts_ = _shapes(buf, out.shape[:rows], out.shash[:rows], NameCache() if shapes is None else shapes,
+                            NameCache() if comms is None else comms)
     return Scanned(out.code[:rows].copy(), floats, out.ints[:rows].copy(), name, names, events, shape, texts_,
                    longest)
 
 
-def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray, cache: NameCache) -> tuple[np.ndarray, list]:
-    """Raw value texts of the rows (canonical JSON, as the msgspec path makes them): looked up
-    in `cache` first (by hash and length, then bytes), and each text it lacks is decoded once."""
-    from kerneldiff.core.ingest.decode import shape_text
+def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray, cache: NameCache,
+            comms: NameCache) -> tuple[np.ndarray, list]:
+    """Raw value texts of the rows (canonical JSON, as the msgspec path makes them; for COMM, the
+    collective's parameters read from the args object): looked up in `cache` (`comms`) first (by
+    hash and length, then bytes), and each text it lacks is decoded once."""
+    from kerneldiff.core.ingest.decode import comm_text_of_args, shape_text
 
     shape = np.full((len(ranges), NRAW), -1, np.int32)
     starts = ranges[:, 0::2]
     present = starts >= 0
     if not present.any():
         return shape, []
+    texts_: list = []
+    ids: dict = {}
     r, j = np.nonzero(present)
-    st = starts[r, j]
+    is_comm = j == COMM
+    for sel, store, read in ((~is_comm, cache, shape_text), (is_comm, comms, comm_text_of_args)):
+        if sel.any():
+            _texts_of(buf, r[sel], j[sel], ranges, hashes, store, read, shape, texts_, ids)
+    return shape, texts_
+
+
+def _texts_of(buf, r, j, ranges, hashes, cache: NameCache, read, shape, texts_: list, ids: dict) -> None:
+    st = ranges[r, 2 * j]
     lens = ranges[r, 2 * j + 1] - st
     key = hashes[r, j] ^ (lens.astype(np.uint64) << np.uint64(40))
     slot, extra, n_cached = _cached_ids(buf, cache, key, st, lens,
-                                        lambda r: shape_text(buf[int(st[r]):int(st[r]) + int(lens[r])]))
+                                        lambda q: read(buf[int(st[q]):int(st[q]) + int(lens[q])]))
     uniq, local = small_unique(slot, n_cached + len(extra))
     remap = np.full(len(uniq), -1, np.int32)
-    texts_: list = []
-    ids: dict = {}
     for k, u in enumerate(uniq.tolist()):
         t = cache.texts[u] if u < n_cached else extra[u - n_cached]
         if t is None:   # not a readable value: -1, as the msgspec path reads it
@@ -267,7 +281,6 @@ def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray, cache: NameCache) -> tu
             texts_.append(t)
         remap[k] = v
     shape[r, j] = remap[local]
-    return shape, texts_
 
 
 _kernel = None

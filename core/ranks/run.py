@@ -179,11 +179,15 @@ def findings(a: Run, b: Run, wanted: int | None = None, peaks=None) -> RunFindin
                      f"not summed{per_token}")
     links = {}
     rows = {}
+    matched_by: list[str] = []
     strag = {}
     for key, run in (("a", a), ("b", b)):
         lp = link_peak(rep[key].info, peaks) if rep[key].info is not None else None
         links[key] = lp.to_dict() if lp else None
-        inst, unmatched = match([r.collectives for r in run.ranks])
+        matching = match([r.collectives for r in run.ranks])
+        inst, unmatched = matching.instances, matching.unmatched
+        if matching.how:
+            matched_by.append(f"{key.upper()}: {matching.how}")
         if unmatched:
             notes.append(f"{key.upper()}: {unmatched} collective(s) ran on some ranks and not on others "
                          f"(sampled or cut traces): left out of the collective table")
@@ -196,6 +200,8 @@ def findings(a: Run, b: Run, wanted: int | None = None, peaks=None) -> RunFindin
                          f"hosts, or traces of different runs): no skew and no straggler")
         rows[key] = side_rows(inst, len(run.ranks), run.world_size, lp.gbps if lp else None, clocks)
         strag[key] = straggler(inst, [r.rank for r in run.ranks]) if clocks else None
+        for note in sorted({v.bandwidth_note for v in rows[key].values() if v.bandwidth_note}):
+            notes.append(f"{key.upper()}: {note}")
     how = "slowest rank (largest wall clock)" if wanted is None else f"rank {wanted} (--rank)"
     return RunFindings(
         ranks={"a": [r.row() for r in a.ranks], "b": [r.row() for r in b.ranks]},
@@ -203,7 +209,7 @@ def findings(a: Run, b: Run, wanted: int | None = None, peaks=None) -> RunFindin
         representative={"a": rep["a"].rank, "b": rep["b"].rank, "how": how},
         spread={"a": spread(a), "b": spread(b)},
         collectives=collective_rows(rows["a"], rows["b"]), stragglers=strag, links=links,
-        matched_by="kind and order on each rank (process group and sequence number are not read yet)",
+        matched_by="; ".join(matched_by) or "no collectives",
         notes=notes)
 
 

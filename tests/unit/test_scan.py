@@ -115,7 +115,11 @@ NAMES = st.one_of(st.text(max_size=30), st.sampled_from(["gemm_kernel", "a\"b", 
 CATS = st.sampled_from(["kernel", "gpu_memcpy", "cpu_op", "python_function", "cuda_runtime", "user_annotation",
                         "gpu_user_annotation", "Kernel", "ac2g", "Trace", None, 5])
 PHASES = st.sampled_from(["X", "X", "X", "s", "f", "i", "M", "Q", None, 1])
-ARG_KEYS = ["correlation", "External id", "device", "stream", "Python id", "Python parent id", "kind", "grid"]
+ARG_KEYS = ["correlation", "External id", "device", "stream", "Python id", "Python parent id", "kind", "grid",
+            # a collective's parameters (record_param_comms): counts and names of any type
+            "Seq", "Group size", "In msg nelems", "Out msg nelems", "Collective name", "Process Group Name", "dtype"]
+TEXT_ARGS = {"Collective name", "Process Group Name", "dtype"}
+TEXT_VALUES = st.one_of(NAMES, INT_VALUES, st.sampled_from(["x" * 300, "allreduce", "BFloat16", "", "3"]))
 
 
 @st.composite
@@ -128,7 +132,8 @@ def event(draw):
             if v is not None or draw(st.booleans()):
                 ev[key] = v
     if draw(st.booleans()):
-        args = {k: draw(INT_VALUES) for k in draw(st.lists(st.sampled_from(ARG_KEYS), max_size=6, unique=True))}
+        args = {k: draw(TEXT_VALUES if k in TEXT_ARGS else INT_VALUES)
+                for k in draw(st.lists(st.sampled_from(ARG_KEYS), max_size=6, unique=True))}
         ev["args"] = draw(st.sampled_from([args, args, None, "x", [1]]))
     keys = list(ev)
     random.Random(draw(st.integers(0, 99))).shuffle(keys)

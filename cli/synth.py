@@ -57,6 +57,9 @@ def add_parser(sub) -> None:
                         "all-reduces; run_b: none, and all-reduces half hidden behind compute), with their truth")
     p.add_argument("--straggler", type=flag_number(integer=True, lo=0, hi=63), default=None,
                    help="--ranks: the straggling rank of run_a (default: the last)")
+    p.add_argument("--no-comm-params", action="store_true",
+                   help="--ranks: record_param_comms without the collective's name, sequence number, process group, "
+                        "group size, element counts and dtype (older PyTorch): collectives are then matched by order")
     p.add_argument("--aie-rows", type=_aie_dim, default=2, help="AIE core rows, 1 to 64 (default 2)")
     p.add_argument("--aie-cols", type=_aie_dim, default=2, help="AIE core columns, 1 to 64 (default 2)")
 
@@ -150,9 +153,9 @@ def _runs(args, out_dir: Path) -> int:
         return 2
     try:
         truth = {"a": write_run(out_dir / "run_a", ranks=args.ranks, straggler=straggler, straggle_us=50.0,
-                                transfer_us=80.0, seed=args.seed),
+                                transfer_us=80.0, seed=args.seed, comm_params=not args.no_comm_params),
                  "b": write_run(out_dir / "run_b", ranks=args.ranks, straggler=None, transfer_us=60.0,
-                                overlap_us=30.0, seed=args.seed)}
+                                overlap_us=30.0, seed=args.seed, comm_params=not args.no_comm_params)}
     except OSError as e:
         raise TraceError(str(out_dir), f"cannot write: {e.strerror or e}") from None
     (out_dir / "runs_truth.json").write_text(json.dumps(truth, indent=2) + "\n", encoding="utf-8")

@@ -220,9 +220,9 @@ def _comm_count(v: Any) -> int | None:
     return v
 
 
-def _comm_name(v: Any) -> str | None:
-    """A name: a string (a process group may be named by a number: its decimal text)."""
-    if type(v) is int and not isinstance(v, bool) and -(2**63) <= v < 2**63:
+def _comm_name(v: Any, numbered: bool = False) -> str | None:
+    """A name: a string (with `numbered`, a process group named by a number: its decimal text)."""
+    if numbered and type(v) is int and -(2**63) <= v < 2**63:
         return str(v)
     if isinstance(v, str) and 0 < len(v) <= COMM_TEXT_CAP:
         return v
@@ -236,7 +236,7 @@ def comm_text(values) -> str | None:
     readers call it, so they store the same text."""
     out = {}
     for k, key, v in zip(range(7), _COMM_KEYS, values):
-        x = _comm_name(v) if k in _COMM_STRINGS else _comm_count(v)
+        x = _comm_name(v, key == "pg") if k in _COMM_STRINGS else _comm_count(v)
         if x is not None:
             out[key] = x
     return msgspec.json.encode(out).decode() if out else None

@@ -7,6 +7,17 @@ A rank reaches each all-reduce when its GEMM ends; the all-reduce ends on every 
 arrival plus `transfer_us`, so an early rank's all-reduce kernel lasts its wait plus the transfer.
 The straggler's GEMMs are `straggle_us` longer. With `overlap_us`, a second-stream kernel runs for
 that long from the start of each all-reduce (communication hidden behind compute).
+
+Each `record_param_comms` carries what newer PyTorch records (`Collective name`, `Seq`, `Process
+Group Name`, `Group size`, `In/Out msg nelems`, `dtype`) unless `comm_params=False` (older
+PyTorch: input shapes only). Plants for matching across ranks:
+- `missing`: rank → sequence numbers of process group "0" whose collective that rank's file
+  lacks (a cut or sampled trace);
+- `reorder`: every layer also all-reduces `nbytes // 4` in process group "1" (its own stream,
+  `transfer_us / 2`), issued 2 µs after group "0"'s on every rank but `reorder`, which issues
+  group "1"'s first: the i-th all-reduce on that rank is not the i-th on the others.
+The truth lists every collective: its group, sequence number, bytes, transfer and the ranks that
+ran it.
 """
 
 from __future__ import annotations
@@ -35,7 +46,8 @@ def write_run(out_dir: str | os.PathLike, *, ranks: int = 4, passes: int = 3, la
               gemm_us: float = 200.0, straggler: int | None = 2, straggle_us: float = 50.0,
               transfer_us: float = 80.0, overlap_us: float = 0.0, nbytes: int = 8 << 20,
               gpu: str = "NVIDIA H100 80GB HBM3", naming: str = "distributed", jitter_us: float = 0.0,
-              step_tokens: int = 0, seed: int = 0) -> dict[str, Any]:
+              step_tokens: int = 0, seed: int = 0, comm_params: bool = True,
+              missing: dict[int, list[int]] | None = None, reorder: int | None = None) -> dict[str, Any]:
     """Write one file per rank into `out_dir`; returns the truth: files, per-rank figures (µs),
     the straggler, the collectives and their transfer time."""
     import random
@@ -44,6 +56,9 @@ def write_run(out_dir: str | os.PathLike, *, ranks: int = 4, passes: int = 3, la
         raise ValueError(f"naming must be one of {', '.join(NAMINGS)}")
     if not 0 <= overlap_us <= transfer_us:
         raise ValueError("overlap_us must lie in [0, transfer_us]: the overlap is hidden inside every rank's all-reduce")
+    if reorder is not None and (overlap_us or not 0 <= reorder < ranks):
+        raise ValueError("reorder: a rank of the run, without overlap_us")
+    missing = {r: set(v) for r, v in (missing or {}).items()}
     rnd = random.Random(seed)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -54,7 +69,15 @@ def write_run(out_dir: str | os.PathLike, *, ranks: int = 4, passes: int = 3, la
     clock = t0
     truth_ranks = [{"compute_us": 0.0, "comm_us": 0.0, "exposed_comm_us": 0.0, "last": 0, "first": None,
                     "wait_us": 0.0, "end": 0.0} for _ in range(ranks)]
-    seq = 0
+    seq = seq1 = 0
+    collectives: list[dict[str, Any]] = []
+
+    def all_reduce(r: int, start: float, d: float, n: int, pg: str, sq: int, stream: int) -> None:
+        params = ({"Collective name": "allreduce", "dtype": "BFloat16", "In msg nelems": n, "Out msg nelems": n,
+                   "Group size": ranks, "Process Group Name": pg, "Seq": sq, "Rank": r} if comm_params else None)
+        _kernel(events[r], ids, r, ALL_REDUCE, start, d, stream=stream, cpu_name="record_param_comms",
+                dims=[[n], [], []], types=["c10::BFloat16", "", ""], extra=params)
+
     for p in range(passes):
         pass_start = clock
         for layer in range(layers):
@@ -65,23 +88,38 @@ def write_run(out_dir: str | os.PathLike, *, ranks: int = 4, passes: int = 3, la
                         dims=[[4096, 4096], [4096, 4096]], types=["c10::BFloat16", "c10::BFloat16"])
                 truth_ranks[r]["compute_us"] += g
                 arrive.append(clock + g)
-            end = max(arrive) + transfer_us
-            for r in range(ranks):
-                d = end - arrive[r]
-                _kernel(events[r], ids, r, ALL_REDUCE, arrive[r], d, stream=13, cpu_name="record_param_comms",
-                        dims=[[elems], [], []], types=["c10::BFloat16", "", ""],
-                        extra={"Collective name": "allreduce", "dtype": "BFloat16", "In msg nelems": elems,
-                               "Out msg nelems": elems, "Group size": ranks, "Process Group Name": "0",
-                               "Seq": seq, "Rank": r})
-                truth_ranks[r]["comm_us"] += d
+            there = [r for r in range(ranks) if seq not in missing.get(r, ())]
+            # with a second group, one rank issues it first: its group "0" collective comes 2 µs later
+            start = [a + (2.0 if r == reorder else 0.0) for r, a in enumerate(arrive)]
+            end = max(start) + transfer_us
+            comm_iv: list[list[tuple[float, float]]] = [[(start[r], end)] for r in range(ranks)]
+            for r in there:
+                d = end - start[r]
+                all_reduce(r, start[r], d, elems, "0", seq, 13)
                 truth_ranks[r]["wait_us"] += d - transfer_us
-                hidden = min(overlap_us, d)
                 if overlap_us > 0:
-                    _kernel(events[r], ids, r, SIDE, arrive[r], overlap_us, stream=20, cpu_name="aten::fill_",
+                    _kernel(events[r], ids, r, SIDE, start[r], overlap_us, stream=20, cpu_name="aten::fill_",
                             dims=[[1024]], types=["float"])
                     truth_ranks[r]["compute_us"] += overlap_us
-                truth_ranks[r]["exposed_comm_us"] += d - hidden
-            last = max(range(ranks), key=lambda r: arrive[r])
+            collectives.append({"pg": "0", "seq": seq, "nbytes": nbytes, "transfer_us": transfer_us, "ranks": there,
+                                "starts": [start[r] for r in there], "end": end})
+            if reorder is not None:
+                start1 = [a + (0.0 if r == reorder else 2.0) for r, a in enumerate(arrive)]
+                end1 = max(start1) + transfer_us / 2
+                for r in range(ranks):
+                    all_reduce(r, start1[r], end1 - start1[r], elems // 4, "1", seq1, 14)
+                    comm_iv[r].append((start1[r], end1))
+                collectives.append({"pg": "1", "seq": seq1, "nbytes": (elems // 4) * 2, "transfer_us": transfer_us / 2,
+                                    "ranks": list(range(ranks)), "starts": start1, "end": end1})
+                seq1 += 1
+                end = max(end, end1)
+            for r in range(ranks):
+                if r not in there:
+                    comm_iv[r] = comm_iv[r][1:]
+                busy = _union(comm_iv[r])
+                truth_ranks[r]["comm_us"] += busy
+                truth_ranks[r]["exposed_comm_us"] += busy - (min(overlap_us, end - start[r]) if r in there else 0.0)
+            last = max(there, key=lambda r: start[r])
             truth_ranks[last]["last"] += 1
             seq += 1
             clock = end
@@ -111,7 +149,16 @@ def write_run(out_dir: str | os.PathLike, *, ranks: int = 4, passes: int = 3, la
         truth_ranks[r]["wall_us"] = max(e["ts"] + e["dur"] for e in ks) - min(e["ts"] for e in ks)
         del truth_ranks[r]["first"], truth_ranks[r]["end"]
     return {"files": files, "ranks": truth_ranks, "straggler": straggler, "collectives": seq,
-            "transfer_us": transfer_us, "nbytes": nbytes, "world_size": ranks}
+            "transfer_us": transfer_us, "nbytes": nbytes, "world_size": ranks, "instances": collectives}
+
+
+def _union(iv: list[tuple[float, float]]) -> float:
+    total, reach = 0.0, float("-inf")
+    for s, e in sorted(iv):
+        if e > reach:
+            total += e - max(s, reach)
+            reach = e
+    return total
 
 
 def _kernel(ev: list, ids: list[int], rank: int, name: str, start: float, dur: float, *, stream: int,

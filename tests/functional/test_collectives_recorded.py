@@ -1,0 +1,304 @@
+"""Collectives from what the trace records (record_param_comms' parameters), checked against the
+raw events of the real traces (read here with json, not through the loader) and against generated
+runs with planted missing and reordered collectives, with and without the parameters."""
+
+from __future__ import annotations
+
+import collections
+import gzip
+import json
+import random
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from conftest import real_trace
+from kerneldiff.core.analysis.collectives import (Instance, RankCollectives, kind_of_name, match, rank_collectives,
+                                                  side_rows, straggler)
+from kerneldiff.core.analysis.comm_params import comm_params
+from kerneldiff.core.ranks.run import Run, findings, load_ranks
+from kerneldiff.core.ranks.identify import RankFile
+from kerneldiff.core.session import Session
+from kerneldiff.core.synth.ranks import write_run
+
+# --- the raw events, read independently -----------------------------------------------------------
+
+_WORDS = {"allreduce": "all_reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
+          "alltoall": "all_to_all", "broadcast": "broadcast", "send": "send_recv", "recv": "send_recv"}
+_BYTES = {"BFloat16": 2, "Float": 4, "Half": 2}
+
+
+def _word(name: str) -> str | None:
+    w = re.sub(r"^(c10d::|nccl:)", "", name).replace("_", "").lower()
+    for tail in ("base", "coalesced", "intotensor", "tensor"):
+        if w.endswith(tail):
+            w = w[: -len(tail)]
+    return _WORDS.get(w)
+
+
+def raw_collectives(path) -> list[dict]:
+    """Every communication kernel in time order with its kind: the recorded Collective name of the
+    record_param_comms sharing its External id; else the kernel's name; else (SendRecv) the
+    innermost nccl:/c10d:: operator around its launch on the launching thread."""
+    with gzip.open(path) as f:
+        ev = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    launches = {e["args"]["correlation"]: e for e in ev
+                if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in (e.get("args") or {})}
+    rpc = {e["args"]["External id"]: e["args"] for e in ev if e.get("name") == "record_param_comms"}
+    around = collections.defaultdict(list)
+    for e in ev:
+        if (e.get("cat") == "user_annotation" and e["name"].startswith("nccl:")) or \
+                (e.get("cat") == "cpu_op" and e["name"].startswith("c10d::")):
+            if _word(e["name"]):
+                around[e["tid"]].append(e)
+    out = []
+    for k in sorted((e for e in ev if e.get("cat") == "kernel"), key=lambda e: e["ts"]):
+        n = k["name"]
+        if not (n.startswith("nccl") or "multimem_all_reduce" in n or "cross_device_reduce" in n):
+            continue
+        a = k.get("args") or {}
+        p = rpc.get(a.get("External id"))
+        kind = _word(p["Collective name"]) if p and "Collective name" in p else None
+        for key, v in (("AllReduce", "all_reduce"), ("AllGather", "all_gather"), ("ReduceScatter", "reduce_scatter"),
+                       ("multimem_all_reduce", "all_reduce"), ("cross_device_reduce", "all_reduce")):
+            if kind is None and key in n:
+                kind = v
+        if kind is None:
+            launch = launches.get(a.get("correlation"))
+            inner = [e for e in around[launch["tid"]] if e["ts"] <= launch["ts"] <= e["ts"] + e["dur"]] if launch else []
+            kind = _word(max(inner, key=lambda e: e["ts"])["name"]) if inner else None
+        out.append({"kind": kind or "send_recv", "ts": float(k["ts"]), "dur": float(k["dur"]), "params": p})
+    return out
+
+
+def _per_kind(items, kinds, durs):
+    agg = collections.defaultdict(lambda: [0, 0.0])
+    for k, d in zip(kinds, durs):
+        agg[k][0] += 1
+        agg[k][1] += d
+    return {k: (n, pytest.approx(t)) for k, (n, t) in agg.items()}
+
+
+def _load(path):
+    s = Session([str(path)], use_cache=False)
+    m = s.load(0)
+    return m, rank_collectives(m, s.classifier)
+
+
+REAL = ["b200_vllm_eager.json.gz", "a100_control.json.gz", "v100_test.json.gz",
+        "hta_two_ranks/sampled_rank-0.json.gz", "hta_two_ranks/sampled_rank-1.json.gz"]
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_real_collectives_against_raw_events(name):
+    """Counts, kinds and time per kind as the raw events give them; the recorded parameters
+    (b200's one all-gather) read as written, the older traces' none."""
+    path = real_trace(name)
+    raw = raw_collectives(path)
+    m, rc = _load(path)
+    assert len(rc) == len(raw) > 0
+    assert _per_kind(rc, rc.kind, rc.dur_us) == _per_kind(raw, [x["kind"] for x in raw], [x["dur"] for x in raw])
+    assert rc.start_us == pytest.approx([x["ts"] for x in raw])
+    recorded = [x for x in raw if x["params"] and "Collective name" in x["params"]]
+    assert (np.asarray(m.cpu_ops.comm) >= 0).sum() == len(recorded)     # none invented in older traces
+    mine = [i for i, p in enumerate(rc.pg) if p]
+    assert len(mine) == len(recorded)
+    for i, x in zip(mine, recorded):
+        p = x["params"]
+        assert (rc.pg[i], rc.group[i]) == (p["Process Group Name"], p["Group size"])
+        assert rc.nbytes[i] == max(p["In msg nelems"], p["Out msg nelems"]) * _BYTES[p["dtype"]]
+        assert rc.seq[i] == p.get("Seq", -1)
+
+
+def test_b200_all_gather_parameters():
+    m, rc = _load(real_trace("b200_vllm_eager.json.gz"))
+    (i,) = [i for i, p in enumerate(rc.pg) if p]
+    assert (rc.kind[i], rc.nbytes[i], rc.dtype[i], rc.group[i], rc.pg[i], rc.seq[i]) == (
+        "all_gather", 201088 * 2, "BFloat16", 8, "3", -1)   # this PyTorch wrote no Seq
+    ops = np.flatnonzero(m.cpu_ops.comm >= 0)
+    (p,) = comm_params(m, ops)
+    assert (p.name, p.in_nelems, p.out_nelems) == ("_allgather_base", 25136, 201088)
+
+
+# --- HTA's two ranks: matching and stragglers from the raw events ----------------------------------
+
+def test_hta_matching_and_straggler_against_raw_events():
+    files = [str(real_trace(f"hta_two_ranks/sampled_rank-{r}.json.gz")) for r in (0, 1)]
+    raw = [raw_collectives(f) for f in files]
+    summaries = load_ranks([RankFile(r, f) for r, f in enumerate(files)], use_cache=False, jobs=1)
+    m = match([s.collectives for s in summaries])
+    assert (m.by_seq, m.unmatched, m.by_order) == (0, 0, 10)    # no Seq recorded: by order
+    # expected: per kind, the i-th on rank 0 with the i-th on rank 1
+    want = []
+    for kind in {x["kind"] for x in raw[0]}:
+        pairs = zip(*[[x for x in r if x["kind"] == kind] for r in raw])
+        want += [(kind, min(a["ts"], b["ts"]), min(a["dur"], b["dur"]), b["ts"] - a["ts"]) for a, b in pairs]
+    want.sort(key=lambda w: w[1])
+    assert [(x.kind, min(x.starts), x.transfer_us, x.starts[1] - x.starts[0]) for x in m.instances] == \
+        [pytest.approx(w) for w in want]
+    late = [1 if d > 1 else 0 for *_, d in want if abs(d) > 1]
+    st_ = straggler(m.instances, [0, 1])
+    assert (st_.rank, st_.last, st_.collectives) == (1, sum(late), len(want))
+    rows = side_rows(m.instances, 2, 128, None)
+    assert sum(v.transfer_us for v in rows.values()) == pytest.approx(sum(w[2] for w in want))
+    assert {v.group for v in rows.values()} == {128}            # the world: no Group size recorded
+
+
+# --- generated runs: planted missing and reordered collectives ------------------------------------
+
+def _run(tmp_path, name, **kw):
+    truth = write_run(tmp_path / name, ranks=4, passes=2, layers=3, **kw)
+    summaries = load_ranks([RankFile(r, f) for r, f in enumerate(truth["files"])], use_cache=False, jobs=1)
+    return truth, summaries
+
+
+def _by_truth(truth):
+    return sorted((c["pg"], c["seq"]) for c in truth["instances"])
+
+
+def test_recorded_parameters_match_by_group_and_sequence(tmp_path):
+    truth, ranks = _run(tmp_path, "p", straggler=2, missing={1: [2]}, reorder=3)
+    m = match([r.collectives for r in ranks])
+    assert m.by_order == 0 and m.by_seq == len(truth["instances"]) - 1 and m.unmatched == 3
+    got = {(x.nbytes, round(min(x.starts), 3)): x for x in m.instances}
+    for c in truth["instances"]:
+        if c["pg"] == "0" and c["seq"] == 2:      # rank 1 lacks it: left out, counted
+            continue
+        x = got[(c["nbytes"], round(min(c["starts"]), 3))]
+        assert x.ranks == c["ranks"] and x.group == 4
+        assert x.transfer_us == pytest.approx(c["transfer_us"])
+        assert x.starts == pytest.approx(c["starts"])
+    assert {(x.kind, x.dtype) for x in m.instances} == {("all_reduce", "BFloat16")}
+
+
+def test_without_parameters_order_decides_and_the_report_says_so(tmp_path):
+    truth, ranks = _run(tmp_path, "o", straggler=2, comm_params=False)
+    m = match([r.collectives for r in ranks])
+    assert (m.by_seq, m.by_order, m.unmatched) == (0, truth["collectives"], 0)
+    assert m.how.startswith("kind and order")
+    assert [x.transfer_us for x in m.instances] == pytest.approx([truth["transfer_us"]] * truth["collectives"])
+    assert straggler(m.instances, [0, 1, 2, 3]).rank == 2
+    assert {x.group for x in m.instances} == {-1}      # the world size stands in
+
+
+def test_order_matching_is_fooled_by_a_reorder_the_sequence_numbers_are_not(tmp_path):
+    with_p, rp = _run(tmp_path, "p", reorder=1, straggler=None)
+    without, ro = _run(tmp_path, "o", reorder=1, straggler=None, comm_params=False)
+    good = side_rows(match([r.collectives for r in rp]).instances, 4, 4, None)
+    bad = side_rows(match([r.collectives for r in ro]).instances, 4, 4, None)
+    big, small = with_p["nbytes"], with_p["nbytes"] // 4
+    assert good[("all_reduce", big)].transfer_us == pytest.approx(6 * with_p["transfer_us"])
+    assert good[("all_reduce", small)].transfer_us == pytest.approx(6 * with_p["transfer_us"] / 2)
+    # by order, rank 1's first all-reduce (group "1") is paired with the others' group "0" one
+    assert bad[("all_reduce", big)].transfer_us != pytest.approx(6 * without["transfer_us"])
+
+
+def test_missing_collective_without_parameters_is_counted(tmp_path):
+    truth, ranks = _run(tmp_path, "m", straggler=None, missing={2: [0, 4]}, comm_params=False)
+    m = match([r.collectives for r in ranks])
+    assert m.unmatched == 3 * 2 and len(m.instances) == truth["collectives"] - 2
+
+
+def test_synth_cli_writes_runs_without_parameters(tmp_path, capsys):
+    from kerneldiff.cli.main import main
+
+    assert main(["synth", str(tmp_path), "--ranks", "2", "--no-comm-params"]) == 0
+    s = Session([str(next((tmp_path / "run_a").iterdir()))], use_cache=False)
+    m = s.load(0)
+    assert (m.cpu_ops.comm >= 0).sum() == 0 and rank_collectives(m, s.classifier).kind
+    assert main(["synth", str(tmp_path / "p"), "--ranks", "2"]) == 0
+    s = Session([str(next((tmp_path / "p" / "run_a").iterdir()))], use_cache=False)
+    assert set(rank_collectives(s.load(0), s.classifier).pg) == {"0"}
+
+
+# --- group size, the physics guard and the invariants ----------------------------------------------
+
+def _inst(durs, starts, group=-1, nbytes=8 << 20, kind="all_reduce"):
+    return Instance(kind, nbytes, "BFloat16", "", list(range(len(durs))), starts, durs, [0.0] * len(durs), group)
+
+
+def test_bus_bandwidth_uses_the_collectives_group_and_never_passes_the_link_peak():
+    items = [_inst([100.0, 120.0], [0.0, 5.0], group=2)]
+    (row,) = side_rows(items, 2, 8, None).values()
+    assert row.group == 2 and row.busbw_gbps == pytest.approx(row.algbw_gbps * 2 * (2 - 1) / 2)
+    (row,) = side_rows([_inst([100.0, 120.0], [0.0, 5.0])], 2, 8, None).values()
+    assert row.group == 8 and row.busbw_gbps == pytest.approx(row.algbw_gbps * 2 * 7 / 8)
+    (row,) = side_rows(items, 2, 8, 50.0).values()          # 8 MB in 100 µs: 84 GB/s on a 50 GB/s link
+    assert row.busbw_gbps is None and row.algbw_gbps is None and row.pct_link_peak is None
+    assert "above the link's 50 GB/s" in row.bandwidth_note
+    (row,) = side_rows(items, 2, 8, 900.0).values()
+    assert row.pct_link_peak == pytest.approx(100 * row.busbw_gbps / 900.0) and row.pct_link_peak <= 100
+
+
+@pytest.mark.parametrize("name, kind", [("allreduce", "all_reduce"), ("_allgather_base", "all_gather"),
+                                        ("allgather_into_tensor_coalesced", "all_gather"),
+                                        ("reduce_scatter_tensor", "reduce_scatter"), ("_reduce_scatter_base", "reduce_scatter"),
+                                        ("all_to_all", "all_to_all"), ("alltoall_base", "all_to_all"),
+                                        ("broadcast", "broadcast"), ("send", "send_recv"), ("gibberish", None)])
+def test_collective_names(name, kind):
+    assert kind_of_name(name) == kind
+
+
+def _rank(kinds, starts, durs, pg=None, seq=None, nbytes=1024):
+    n = len(kinds)
+    return RankCollectives(kind=list(kinds), algorithm=[""] * n, dtype=["Float"] * n, nbytes=[nbytes] * n,
+                           start_us=list(starts), dur_us=list(durs), compute_before_us=[10.0] * n,
+                           group=[-1] * n, pg=pg or [""] * n, seq=seq or [-1] * n)
+
+
+@st.composite
+def _ranks(draw):
+    n_ranks, n = draw(st.integers(2, 5)), draw(st.integers(1, 8))
+    keyed = draw(st.booleans())
+    out = []
+    for r in range(n_ranks):
+        drop = draw(st.sets(st.integers(0, n - 1), max_size=1)) if draw(st.booleans()) else set()
+        idx = [i for i in range(n) if i not in drop]
+        starts = [i * 1000.0 + draw(st.floats(0, 50)) for i in idx]
+        durs = [draw(st.floats(1, 200)) for _ in idx]
+        out.append(_rank(["all_reduce"] * len(idx), starts, durs, ["0"] * len(idx) if keyed else None,
+                         idx if keyed else None))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(_ranks(), st.randoms(use_true_random=False))
+def test_ranks_in_any_order_give_the_same_result(ranks, rnd):
+    ids = list(range(len(ranks)))
+    order = ids[:]
+    rnd.shuffle(order)
+    m1, m2 = match(ranks), match([ranks[i] for i in order])
+    assert (m1.unmatched, m1.by_seq, m1.by_order) == (m2.unmatched, m2.by_seq, m2.by_order)
+
+    def canon(m, names):
+        return sorted((round(min(x.starts), 6), tuple(sorted(zip([names[r] for r in x.ranks], x.durs))))
+                      for x in m.instances)
+
+    assert canon(m1, ids) == canon(m2, order)
+    r1, r2 = side_rows(m1.instances, len(ranks), 4, 100.0), side_rows(m2.instances, len(ranks), 4, 100.0)
+    assert r1.keys() == r2.keys()
+    for k in r1:
+        assert r1[k].total_us == pytest.approx(r2[k].total_us) and r1[k].wait_us == pytest.approx(r2[k].wait_us)
+        assert r1[k].transfer_us == pytest.approx(r2[k].transfer_us)
+    s1, s2 = straggler(m1.instances, ids), straggler(m2.instances, order)
+    assert (s1 is None) == (s2 is None)
+    if s1 is not None:
+        assert s1.per_rank_last == s2.per_rank_last and s1.last == s2.last
+
+
+def test_swapping_runs_mirrors(tmp_path):
+    ta, ra = _run(tmp_path, "a", straggler=2, reorder=1)
+    tb, rb = _run(tmp_path, "b", straggler=None, comm_params=False)
+    a, b = Run("a", [], "distributedInfo", ra), Run("b", [], "distributedInfo", rb)
+    ab, ba = findings(a, b), findings(b, a)
+    assert (ab.stragglers["a"], ab.stragglers["b"]) == (ba.stragglers["b"], ba.stragglers["a"])
+    fwd = {(c.kind, c.nbytes): c for c in ab.collectives}
+    back = {(c.kind, c.nbytes): c for c in ba.collectives}
+    assert fwd.keys() == back.keys()
+    for k, c in fwd.items():
+        assert (c.a, c.b, c.gap_us) == (back[k].b, back[k].a, pytest.approx(-back[k].gap_us))
+    assert ab.matched_by.split("; ") == ["A: " + ba.matched_by.split("; ")[1][3:], "B: " + ba.matched_by.split("; ")[0][3:]]
+    assert "process group and sequence number" in ab.matched_by.split("; ")[0]
+    assert "kind and order" in ab.matched_by.split("; ")[1]

@@ -1,0 +1,79 @@
+"""record_param_comms' parameters through both readers (the compiled scanner and msgspec): the same
+text on every input, hostile values (junk types, huge strings, escaped keys, duplicates) read as
+not recorded, never a crash."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import kineto_doc, write_trace
+from kerneldiff.core.analysis.comm_params import comm_params
+from kerneldiff.core.ingest import cut, scan
+from kerneldiff.core.ingest.decode import comm_text
+from kerneldiff.core.session import Session
+from scan_diff import differences
+
+GOOD = {"Collective name": "allreduce", "Seq": 7, "Process Group Name": "0", "Group size": 8,
+        "In msg nelems": 1024, "Out msg nelems": 1024, "dtype": "BFloat16"}
+CASES = [
+    (GOOD, dict(name="allreduce", seq=7, pg="0", group=8, in_nelems=1024, out_nelems=1024, dtype="BFloat16")),
+    # numbers as strings (the vLLM MI300X and B200 traces write ids so), a numeric group name
+    ({**GOOD, "Seq": "7", "Group size": "8", "In msg nelems": "1024", "Process Group Name": 3},
+     dict(seq=7, group=8, in_nelems=1024, pg="3")),
+    # junk: bools, floats, lists, objects, negative, huge, non-JSON numbers
+    ({**GOOD, "Seq": True, "Group size": 8.0, "In msg nelems": [1], "Out msg nelems": {"a": 1}, "dtype": 5},
+     dict(seq=None, group=None, in_nelems=None, out_nelems=None, dtype="")),
+    ({**GOOD, "Seq": -1, "Group size": 2**70, "In msg nelems": "1e3", "Out msg nelems": " 12"},
+     dict(seq=None, group=None, in_nelems=None, out_nelems=None)),
+    ({**GOOD, "Collective name": "x" * 1_000_000, "Process Group Name": "", "dtype": None},
+     dict(name="", pg="", dtype="")),
+    ({"Collective name": "\u00e9\u2028\"\\", "Seq": 1}, dict(name="\u00e9\u2028\"\\", seq=1, pg="", group=None)),
+    ({"Rank": 3, "In split size": "[]"}, None),     # other parameters only: nothing recorded
+]
+
+
+def _events(cases, copies):
+    ev = []
+    for i in range(copies):
+        for j, (args, _) in enumerate(cases):
+            ext = 1000 * i + j
+            ev.append({"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1,
+                       "ts": 10.0 * ext, "dur": 5, "args": {"External id": ext, **args}})
+    return ev
+
+
+@pytest.fixture
+def small_buffers(monkeypatch):
+    monkeypatch.setattr(cut, "SLICE", 4096)
+    monkeypatch.setattr(cut, "WINDOW", 512)
+
+
+@pytest.mark.skipif(not scan.available(), reason="the compiled scanner was not built")
+def test_both_readers_store_the_same_parameters(tmp_path, small_buffers):
+    path = write_trace(tmp_path / "t.json", kineto_doc(_events(CASES, 3)))
+    assert differences(path) == []
+    # an escaped key, a duplicate key: the scanner leaves them to msgspec, the texts still agree
+    raw = json.dumps(kineto_doc(_events(CASES[:1], 40))).replace('"Seq"', '"S\\u0065q"', 3)
+    raw = raw.replace('"Group size": 8', '"Group size": 8, "Group size": 4', 3)
+    (tmp_path / "odd.json").write_text(raw)
+    assert differences(tmp_path / "odd.json") == []
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_parameters_read_as_written_and_junk_as_absent(tmp_path, fast, monkeypatch):
+    if not fast:
+        monkeypatch.setenv("KERNELDIFF_NO_SCANNER", "1")
+        monkeypatch.setattr(scan, "_kernel", None)
+    path = write_trace(tmp_path / "t.json", kineto_doc(_events(CASES, 1)))
+    m = Session([str(path)], use_cache=False).load(0)
+    got = comm_params(m, list(range(len(m.cpu_ops))))
+    by_ts = sorted(zip(m.cpu_ops.ts.tolist(), got))
+    for (_, p), (_, want) in zip(by_ts, CASES):
+        if want is None:
+            assert p is None
+            continue
+        for k, v in want.items():
+            assert getattr(p, k) == v, (k, p)
+    assert comm_text([None] * 7) is None

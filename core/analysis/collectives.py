@@ -367,7 +367,7 @@ class Matching:
                     f"they are not recorded ({self.by_order})")
         if self.by_seq:
             return "process group and sequence number"
-        return "kind and order on the stream (no process group and sequence number recorded)" if self.by_order else ""
+        return "kind and order on the stream (no sequence numbers recorded)" if self.by_order else ""
 
 
 def _instance(ranks: list[RankCollectives], members: list[int], idx: list[int], kind: str, by_seq: bool) -> Instance:

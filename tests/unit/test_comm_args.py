@@ -77,3 +77,24 @@ def test_parameters_read_as_written_and_junk_as_absent(tmp_path, fast, monkeypat
         for k, v in want.items():
             assert getattr(p, k) == v, (k, p)
     assert comm_text([None] * 7) is None
+
+
+def _texts(m):
+    return sorted((round(t, 3), m.strings[int(c)]) for t, c in zip(m.cpu_ops.ts.tolist(), m.cpu_ops.comm.tolist()) if c >= 0)
+
+
+@pytest.mark.slow
+def test_worker_processes_and_the_cache_keep_the_parameters(tmp_path):
+    """A file cut between worker processes, and the same model read back from the disk cache."""
+    pad = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1e6 + i, "dur": 1,
+            "args": {"External id": 10**6 + i, "Input Dims": [[4096, 4096]] * 4, "Input type": ["float"] * 4}}
+           for i in range(40_000)]
+    path = write_trace(tmp_path / "big.json", kineto_doc(_events(CASES, 200) + pad))
+    assert path.stat().st_size > 6 * 2**20       # several runs for the workers (MIN_RUN: 2 MB)
+    one = Session([str(path)], use_cache=False, workers=1).load(0)
+    two = Session([str(path)], use_cache=False, workers=2).load(0)
+    want = _texts(one)
+    assert len(want) == 200 * (len(CASES) - 1) and _texts(two) == want
+    Session([str(path)], use_cache=True).load(0)
+    cached = Session([str(path)], use_cache=True).load(0)
+    assert _texts(cached) == want

@@ -302,3 +302,23 @@ def test_swapping_runs_mirrors(tmp_path):
     assert ab.matched_by.split("; ") == ["A: " + ba.matched_by.split("; ")[1][3:], "B: " + ba.matched_by.split("; ")[0][3:]]
     assert "process group and sequence number" in ab.matched_by.split("; ")[0]
     assert "kind and order" in ab.matched_by.split("; ")[1]
+
+
+def test_recorded_h100_nccl_parameters_against_raw_events():
+    """PyTorch 2.11's record_param_comms (tests/data/recorded, in every clone): every operator's
+    parameters as written; one rank, so NCCL launched no kernel (its copies are memcpys)."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "data" / "recorded" / "h100_nccl_ws1_rank0.json.gz"
+    with gzip.open(path) as f:
+        raw = sorted((e["ts"], e["args"]) for e in json.load(f)["traceEvents"] if e.get("name") == "record_param_comms")
+    m, rc = _load(path)
+    ops = np.flatnonzero(m.cpu_ops.comm >= 0)
+    assert len(ops) == len(raw) == 20 and len(rc) == 0
+    got = sorted(zip(m.cpu_ops.ts[ops].tolist(), comm_params(m, ops)), key=lambda x: x[0])
+    for (ts, p), (rts, a) in zip(got, raw):
+        assert ts == pytest.approx(rts)
+        assert (p.name, p.pg, p.group, p.in_nelems, p.out_nelems, p.dtype, p.seq) == (
+            a["Collective name"], a["Process Group Name"], a["Group size"], a["In msg nelems"], a["Out msg nelems"],
+            a["dtype"], None)
+    assert {kind_of_name(p.name) for _, p in got} == {"all_reduce", "all_gather", "reduce_scatter", "broadcast"}

@@ -235,7 +235,13 @@ def collect(buf, out: Out, cache: NameCache, shapes: NameCache | None = None,
     if len(has) < rows:
         names.append(None)
     longest = int(nlen.max()) if rows else 0   # raw bytes: never fewer than the decoded characters
-    shape, texts_ = _shapes(buf, out.shape[:rows], out.shash[:rows], NameCache() if shapes is None else shapes,
+    ranges = out.shape[:rows]
+    comm = ranges[:, 2 * COMM] >= 0
+    if comm.any():   # only an operator's collective parameters are read: the others' are not decoded
+        from kerneldiff.core.ingest.decode import G_CPU
+
+        ranges[comm & (out.code[:rows] != G_CPU), 2 * COMM] = -1
+    shape, texts_ = _shapes(buf, ranges, out.shash[:rows], NameCache() if shapes is None else shapes,
                             NameCache() if comms is None else comms)
     return Scanned(out.code[:rows].copy(), floats, out.ints[:rows].copy(), name, names, events, shape, texts_,
                    longest)

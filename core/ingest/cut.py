@@ -240,7 +240,6 @@ class Scanner:
         self.out = scan.Out(self.ROWS)
         self.names = scan.NameCache()
         self.shapes = scan.NameCache()   # raw texts (record_shapes, launch grids) by hash
-        self.comms = scan.NameCache()    # args objects with a collective's parameters, by hash
         self.last_events = 1
 
     def take(self, buf, first: int, n: int) -> tuple[list[scan.Scanned], int, int]:
@@ -252,7 +251,7 @@ class Scanner:
             scan.scan(arr, first, n, out, _SCAN_TABLES)
             stop, status = int(out.state[3]), int(out.state[4])
             if out.state[1]:
-                got.append(scan.collect(arr, out, self.names, self.shapes, self.comms))
+                got.append(scan.collect(arr, out, self.names, self.shapes))
             self.last_events = int(out.state[1])
             first = stop
             if status != scan.FULL:

@@ -5,6 +5,7 @@ and the Failure that tells the cutter where a slice stopped being JSON."""
 from __future__ import annotations
 
 import re
+from operator import attrgetter
 from typing import Any, ClassVar, Union
 
 import msgspec
@@ -190,8 +191,6 @@ def shape_text(raw) -> str | None:
 # --- a collective's parameters --------------------------------------------------------------
 
 COMM_TEXT_CAP = 256   # characters of a collective, group or dtype name; longer ones are junk, not read
-_COMM_KEYS = ("name", "seq", "pg", "group", "in", "out", "dtype")
-_COMM_STRINGS = {0, 2, 6}   # positions of name, pg, dtype: the rest are counts
 
 
 class _CommArgs(msgspec.Struct):
@@ -209,46 +208,83 @@ class _CommArgs(msgspec.Struct):
 _comm_args = msgspec.json.Decoder(_CommArgs)
 
 
-def _comm_count(v: Any) -> int | None:
+_quoted_cache: dict[str, str] = {}
+
+
+def _quoted(v: str) -> str:
+    """A string as JSON text (names repeat: each is encoded once; bounded)."""
+    q = _quoted_cache.get(v)
+    if q is None:
+        q = msgspec.json.encode(v).decode()
+        if len(_quoted_cache) < 100_000:
+            _quoted_cache[v] = q
+    return q
+
+
+def _count_text(v: Any) -> str | None:
     """A count or sequence number: a JSON integer or an integer in a string, 0 <= v < 2**62."""
-    if isinstance(v, str):
+    if type(v) is str:
         if len(v) > 20 or not _JSON_INTEGER.match(v):
             return None
         v = int(v)
     if type(v) is not int or not 0 <= v < 2**62:
         return None
-    return v
+    return str(v)
 
 
-def _comm_name(v: Any, numbered: bool = False) -> str | None:
+def _name_text(v: Any, numbered: bool = False) -> str | None:
     """A name: a string (with `numbered`, a process group named by a number: its decimal text)."""
+    if type(v) is str:
+        return _quoted(v) if 0 < len(v) <= COMM_TEXT_CAP else None
     if numbered and type(v) is int and -(2**63) <= v < 2**63:
-        return str(v)
-    if isinstance(v, str) and 0 < len(v) <= COMM_TEXT_CAP:
-        return v
+        return _quoted(str(v))
     return None
 
 
+_NAMES, _COUNTS = (str, type(None)), (int, type(None))
+_comm_parts: dict[tuple, tuple[list[str], list[str]]] = {}
+
+
+def _parts(name, pg, group, n_in, n_out, dtype) -> tuple[list[str], list[str]]:
+    head = [] if (t := _name_text(name)) is None else [f'"name":{t}']
+    tail = [f'"{key}":{t}' for key, t in (("pg", _name_text(pg, True)), ("group", _count_text(group)),
+                                          ("in", _count_text(n_in)), ("out", _count_text(n_out)),
+                                          ("dtype", _name_text(dtype))) if t is not None]
+    return head, tail
+
+
 def comm_text(values) -> str | None:
-    """A collective's parameters as one compact JSON object (`{"name": "allreduce", "seq": 12,
-    "pg": "0", "group": 8, "in": 1024, "out": 1024, "dtype": "BFloat16"}`, the fields that are
-    readable; None when none is), in COMM_FIELDS order. The one reading of those fields: both
-    readers call it, so they store the same text."""
-    out = {}
-    for k, key, v in zip(range(7), _COMM_KEYS, values):
-        x = _comm_name(v, key == "pg") if k in _COMM_STRINGS else _comm_count(v)
-        if x is not None:
-            out[key] = x
-    return msgspec.json.encode(out).decode() if out else None
+    """A collective's parameters as one compact JSON object (`{"name":"allreduce","seq":12,"pg":"0",
+    "group":8,"in":1024,"out":1024,"dtype":"BFloat16"}`: the fields that are readable, in this
+    order; None when none is), from the values of COMM_FIELDS. The one reading of those fields:
+    both readers call it, so they store the same text. A trace may hold many thousands, which
+    differ in their sequence number only: the rest is read once per distinct set of plain values."""
+    name, seq, pg, group, n_in, n_out, dtype = values
+    key = (name, pg, group, n_in, n_out, dtype)
+    # only exact types make a key: True == 1 and 1.0 == 1 would share another value's entry
+    plain = (type(name) in _NAMES and type(pg) in _NAMES and type(dtype) in _NAMES and type(group) in _COUNTS
+             and type(n_in) in _COUNTS and type(n_out) in _COUNTS)
+    parts = _comm_parts.get(key) if plain else None
+    if parts is None:
+        parts = _parts(*key)
+        if plain and len(_comm_parts) < 100_000:
+            _comm_parts[key] = parts
+    head, tail = parts
+    s = _count_text(seq)
+    items = head + [f'"seq":{s}'] + tail if s is not None else head + tail
+    return "{" + ",".join(items) + "}" if items else None
+
+
+_comm_values = attrgetter(*COMM_FIELDS)
 
 
 def comm_text_of_args(raw) -> str | None:
     """comm_text of a raw args object (the compiled scanner's A_COMM range)."""
     try:
-        a = _comm_args.decode(bytes(raw))
+        a = _comm_args.decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
         return None
-    return comm_text([getattr(a, f) for f in COMM_FIELDS])
+    return comm_text(_comm_values(a))
 
 
 def _normalize(e: _LooseEvent) -> XEvent:

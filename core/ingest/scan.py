@@ -209,8 +209,7 @@ def _cached_ids(buf, cache: NameCache, keys: np.ndarray, starts: np.ndarray, len
     return entry, extra, len(cache.texts)
 
 
-def collect(buf, out: Out, cache: NameCache, shapes: NameCache | None = None,
-            comms: NameCache | None = None) -> Scanned:
+def collect(buf, out: Out, cache: NameCache, shapes: NameCache | None = None) -> Scanned:
     """Copy the rows of the last scan out of `out`, with the numbers left to Python parsed and
     each distinct name (`cache`) and raw text (`shapes`) decoded once: across calls, confirmed
     byte for byte."""
@@ -236,22 +235,20 @@ def collect(buf, out: Out, cache: NameCache, shapes: NameCache | None = None,
         names.append(None)
     longest = int(nlen.max()) if rows else 0   # raw bytes: never fewer than the decoded characters
     ranges = out.shape[:rows]
-    comm = ranges[:, 2 * COMM] >= 0
+    comm = ranges[:, 2 * COMM] >= 0   # args objects with a collective's parameters
     if comm.any():   # only an operator's collective parameters are read: the others' are not decoded
         from kerneldiff.core.ingest.decode import G_CPU
 
         ranges[comm & (out.code[:rows] != G_CPU), 2 * COMM] = -1
-    shape, texts_ = _shapes(buf, ranges, out.shash[:rows], NameCache() if shapes is None else shapes,
-                            NameCache() if comms is None else comms)
+    shape, texts_ = _shapes(buf, ranges, out.shash[:rows], NameCache() if shapes is None else shapes)
     return Scanned(out.code[:rows].copy(), floats, out.ints[:rows].copy(), name, names, events, shape, texts_,
                    longest)
 
 
-def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray, cache: NameCache,
-            comms: NameCache) -> tuple[np.ndarray, list]:
+def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray, cache: NameCache) -> tuple[np.ndarray, list]:
     """Raw value texts of the rows (canonical JSON, as the msgspec path makes them; for COMM, the
-    collective's parameters read from the args object): looked up in `cache` (`comms`) first (by
-    hash and length, then bytes), and each text it lacks is decoded once."""
+    collective's parameters read from the args object): looked up in `cache` first (by hash and
+    length, then bytes), and each text it lacks is decoded once."""
     from kerneldiff.core.ingest.decode import comm_text_of_args, shape_text
 
     shape = np.full((len(ranges), NRAW), -1, np.int32)
@@ -263,9 +260,23 @@ def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray, cache: NameCache,
     ids: dict = {}
     r, j = np.nonzero(present)
     is_comm = j == COMM
-    for sel, store, read in ((~is_comm, cache, shape_text), (is_comm, comms, comm_text_of_args)):
-        if sel.any():
-            _texts_of(buf, r[sel], j[sel], ranges, hashes, store, read, shape, texts_, ids)
+    if (~is_comm).any():
+        _texts_of(buf, r[~is_comm], j[~is_comm], ranges, hashes, cache, shape_text, shape, texts_, ids)
+    # an operator's args object holds its own External id: each is new, so none is cached (the
+    # arena would only fill up); comm_text reads what repeats in them once
+    rows = r[is_comm]
+    col = np.empty(len(rows), np.int32)
+    for k, (a, b) in enumerate(zip(ranges[rows, 2 * COMM].tolist(), ranges[rows, 2 * COMM + 1].tolist())):
+        t = comm_text_of_args(buf[a:b])
+        if t is None:
+            col[k] = -1
+            continue
+        v = ids.get(t)
+        if v is None:
+            v = ids[t] = len(texts_)
+            texts_.append(t)
+        col[k] = v
+    shape[rows, COMM] = col
     return shape, texts_
 
 

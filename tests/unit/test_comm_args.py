@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from conftest import kineto_doc, write_trace
 from kerneldiff.core.analysis.comm_params import comm_params
@@ -98,3 +99,35 @@ def test_worker_processes_and_the_cache_keep_the_parameters(tmp_path):
     Session([str(path)], use_cache=True).load(0)
     cached = Session([str(path)], use_cache=True).load(0)
     assert _texts(cached) == want
+
+
+_ANY = st.one_of(st.none(), st.booleans(), st.integers(-5, 2**63), st.floats(allow_nan=False),
+                 st.sampled_from(["allreduce", "0", "12", "-3", "1e3", "", "x" * 300, "BFloat16"]), st.text(max_size=5),
+                 st.lists(st.integers(), max_size=2))
+
+
+def _reference(values):
+    """comm_text written plainly: what each field reads as, without the caches."""
+    import re
+
+    out = {}
+    for key, v in zip(("name", "seq", "pg", "group", "in", "out", "dtype"), values):
+        if key in ("name", "pg", "dtype"):
+            if key == "pg" and type(v) is int and -(2**63) <= v < 2**63:
+                v = str(v)
+            if type(v) is str and 0 < len(v) <= 256:
+                out[key] = v
+        else:
+            if type(v) is str and len(v) <= 20 and re.fullmatch(r"-?(?:0|[1-9][0-9]*)", v):
+                v = int(v)
+            if type(v) is int and 0 <= v < 2**62:
+                out[key] = v
+    return json.dumps(out, separators=(",", ":"), ensure_ascii=False) if out else None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(*[_ANY] * 7), min_size=1, max_size=6))
+def test_comm_text_reads_each_value_by_its_own_type(rows):
+    """The cache behind comm_text never lets 1 stand for True or 1.0, nor one row for another."""
+    for values in rows + rows:
+        assert comm_text(values) == _reference(values)

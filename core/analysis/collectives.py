@@ -4,7 +4,7 @@ One rank (a pure reading of its model):
 - a communication kernel is one whose category has role `comm` in the registry (NCCL, RCCL,
   MSCCL++, NVSHMEM, vLLM's `cross_device_reduce_*`, torch's `multimem_all_reduce`…: registry data,
   no list here);
-- it is joined to its launching operator by External id (the loader's kernel → cpu-op join): for
+- it is joined to its launching operator by the loader's join (correlation, then External id): for
   NCCL collectives that is `record_param_comms`, whose recorded parameters (newer PyTorch:
   `Collective name`, `Seq`, `Process Group Name`, `Group size`, `In/Out msg nelems`, `dtype`;
   analysis/comm_params.py) come first wherever they are readable;

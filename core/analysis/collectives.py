@@ -156,6 +156,7 @@ class RankCollectives:
     group: list[int] = field(default_factory=list)       # ranks in its process group (Group size), -1 unrecorded
     pg: list[str] = field(default_factory=list)          # its process group's name, "" unrecorded
     seq: list[int] = field(default_factory=list)         # its sequence number in that group, -1 unrecorded
+    pg_ranks: dict[str, tuple[int, ...]] = field(default_factory=dict)  # each group's global ranks, where recorded
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -272,6 +273,8 @@ def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = No
             kinds[i] = kd   # what the process group ran outranks what the kernel's name suggests
         groups[i] = p.group if p.group else -1
         pgs[i], seqs[i] = p.pg, p.seq if p.seq is not None else -1
+        if p.pg and p.ranks:
+            out.pg_ranks.setdefault(p.pg, p.ranks)
     # message per distinct (operator, shapes, kind, group)
     msgs: dict[tuple[int, int, int, int, str], tuple[str, int]] = {}
     dtypes, nbytes = [], []
@@ -381,12 +384,13 @@ def _instance(ranks: list[RankCollectives], members: list[int], idx: list[int], 
                     group, by_seq)
 
 
-def match(ranks: list[RankCollectives]) -> Matching:
+def match(ranks: list[RankCollectives], rank_ids: list[int] | None = None) -> Matching:
     """The collectives of a run matched across its ranks: by (process group, sequence number, kind)
-    where recorded, among the ranks that hold that process group; the rest by kind and order,
-    among all the ranks. A collective missing on some rank that should hold it is left out and
-    counted (`unmatched`). The result does not depend on the order the ranks are given in, but
-    for the rank indexes it names."""
+    where recorded, among the ranks of that process group (those its recorded `Process Group
+    Ranks` name among `rank_ids`, the ranks' global ranks; else the ranks whose traces hold it);
+    the rest by kind and order, among all the ranks. A collective missing on some rank that should
+    hold it is left out and counted (`unmatched`). The result does not depend on the order the
+    ranks are given in, but for the rank indexes it names."""
     if not ranks:
         return Matching([], 0, 0, 0)
     keyed: list[dict[tuple, int]] = []
@@ -413,6 +417,12 @@ def match(ranks: list[RankCollectives]) -> Matching:
     for r, kd in enumerate(keyed):
         for pg in {k[0] for k in kd}:
             members.setdefault(pg, []).append(r)
+    if rank_ids is not None:
+        index = {g: r for r, g in enumerate(rank_ids)}
+        for pg in members:
+            listed = next((rc.pg_ranks[pg] for rc in ranks if pg in rc.pg_ranks), None)
+            if listed:   # a traced rank of the group that holds none of its collectives lacks them all
+                members[pg] = sorted(set(members[pg]) | {index[g] for g in listed if g in index})
     for key in sorted(set().union(*[kd.keys() for kd in keyed])):
         have = [r for r in members[key[0]] if key in keyed[r]]
         if len(have) < len(members[key[0]]):

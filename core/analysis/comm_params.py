@@ -1,6 +1,6 @@
 """A collective's parameters as its `record_param_comms` operator recorded them (newer PyTorch):
 `Collective name`, `Seq`, `Process Group Name`, `Group size`, `In msg nelems`, `Out msg nelems`,
-`dtype`. The loader keeps them per cpu op as one compact JSON text (`cpu_ops.comm`, written by
+`dtype`, `Process Group Ranks`. The loader keeps them per cpu op as one compact JSON text (`cpu_ops.comm`, written by
 `ingest.decode.comm_text`, which already dropped unreadable values); this reads it back.
 Older traces (HTA's, a100_control, v100_test) record none of them: every field is then absent."""
 
@@ -23,6 +23,7 @@ class CommParams:
     in_nelems: int | None = None    # elements in, elements out (per rank)
     out_nelems: int | None = None
     dtype: str = ""                 # c10's name ("BFloat16", "Float")
+    ranks: tuple[int, ...] = ()     # the process group's global ranks (empty: not recorded)
 
 
 def _parse(text: str) -> CommParams | None:
@@ -41,8 +42,10 @@ def _parse(text: str) -> CommParams | None:
         v = d.get(k)
         return v if isinstance(v, str) else ""
 
+    ranks = d.get("ranks")
+    ranks = tuple(ranks) if isinstance(ranks, list) and all(type(x) is int for x in ranks) else ()
     return CommParams(name=name("name"), seq=count("seq"), pg=name("pg"), group=count("group"),
-                      in_nelems=count("in"), out_nelems=count("out"), dtype=name("dtype"))
+                      in_nelems=count("in"), out_nelems=count("out"), dtype=name("dtype"), ranks=ranks)
 
 
 def comm_params(model: TraceModel, ops: np.ndarray) -> list[CommParams | None]:

@@ -435,6 +435,9 @@ static inline int arg_key(const u8 *b, i64 s, i64 e) {
     case 18:
         if (KEY_IS(b, s, e, "Process Group Name")) return K_COMM_KEY;
         break;
+    case 19:
+        if (KEY_IS(b, s, e, "Process Group Ranks")) return K_COMM_KEY;
+        break;
     case 20:
         if (KEY_IS(b, s, e, "registers per thread")) return REGS;
         break;

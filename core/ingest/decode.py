@@ -42,9 +42,10 @@ class FastArgs(msgspec.Struct, gc=False):
     in_nelems: Any = msgspec.field(default=None, name="In msg nelems")
     out_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
     dtype: Any = None
+    pg_ranks: Any = msgspec.field(default=None, name="Process Group Ranks")
 
 
-COMM_FIELDS = ("coll_name", "seq", "pg_name", "group_size", "in_nelems", "out_nelems", "dtype")
+COMM_FIELDS = ("coll_name", "seq", "pg_name", "group_size", "in_nelems", "out_nelems", "dtype", "pg_ranks")
 
 
 class XEvent(msgspec.Struct, tag_field="ph", tag="X", gc=False):
@@ -99,6 +100,7 @@ class _LooseArgs(msgspec.Struct):
     in_nelems: Any = msgspec.field(default=None, name="In msg nelems")
     out_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
     dtype: Any = None
+    pg_ranks: Any = msgspec.field(default=None, name="Process Group Ranks")
 
 
 class _LooseEvent(msgspec.Struct):
@@ -203,6 +205,7 @@ class _CommArgs(msgspec.Struct):
     in_nelems: Any = msgspec.field(default=None, name="In msg nelems")
     out_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
     dtype: Any = None
+    pg_ranks: Any = msgspec.field(default=None, name="Process Group Ranks")
 
 
 _comm_args = msgspec.json.Decoder(_CommArgs)
@@ -245,25 +248,45 @@ _NAMES, _COUNTS = (str, type(None)), (int, type(None))
 _comm_parts: dict[tuple, tuple[list[str], list[str]]] = {}
 
 
-def _parts(name, pg, group, n_in, n_out, dtype) -> tuple[list[str], list[str]]:
+MAX_GROUP_RANKS = 1 << 16   # a process group's listed ranks beyond this: junk, not read
+
+
+def _ranks_text(v: Any) -> str | None:
+    """A process group's global ranks: a JSON list of integers, or such a list written as a string
+    ("[0, 1, 2, 3]", as PyTorch writes it); an empty list says nothing."""
+    if type(v) is str:
+        if len(v) > 16 * MAX_GROUP_RANKS:
+            return None
+        try:
+            v = msgspec.json.decode(v)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+    if type(v) is not list or not 0 < len(v) <= MAX_GROUP_RANKS or \
+            not all(type(x) is int and 0 <= x < 2**31 for x in v):
+        return None
+    return "[" + ",".join(map(str, v)) + "]"
+
+
+def _parts(name, pg, group, n_in, n_out, dtype, ranks) -> tuple[list[str], list[str]]:
     head = [] if (t := _name_text(name)) is None else [f'"name":{t}']
     tail = [f'"{key}":{t}' for key, t in (("pg", _name_text(pg, True)), ("group", _count_text(group)),
                                           ("in", _count_text(n_in)), ("out", _count_text(n_out)),
-                                          ("dtype", _name_text(dtype))) if t is not None]
+                                          ("dtype", _name_text(dtype)), ("ranks", _ranks_text(ranks)))
+            if t is not None]
     return head, tail
 
 
 def comm_text(values) -> str | None:
     """A collective's parameters as one compact JSON object (`{"name":"allreduce","seq":12,"pg":"0",
-    "group":8,"in":1024,"out":1024,"dtype":"BFloat16"}`: the fields that are readable, in this
+    "group":8,"in":1024,"out":1024,"dtype":"BFloat16","ranks":[0,1]}`: the fields that are readable, in this
     order; None when none is), from the values of COMM_FIELDS. The one reading of those fields:
     both readers call it, so they store the same text. A trace may hold many thousands, which
     differ in their sequence number only: the rest is read once per distinct set of plain values."""
-    name, seq, pg, group, n_in, n_out, dtype = values
-    key = (name, pg, group, n_in, n_out, dtype)
+    name, seq, pg, group, n_in, n_out, dtype, ranks = values
+    key = (name, pg, group, n_in, n_out, dtype, ranks)
     # only exact types make a key: True == 1 and 1.0 == 1 would share another value's entry
     plain = (type(name) in _NAMES and type(pg) in _NAMES and type(dtype) in _NAMES and type(group) in _COUNTS
-             and type(n_in) in _COUNTS and type(n_out) in _COUNTS)
+             and type(n_in) in _COUNTS and type(n_out) in _COUNTS and type(ranks) in _NAMES)
     parts = _comm_parts.get(key) if plain else None
     if parts is None:
         parts = _parts(*key)

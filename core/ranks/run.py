@@ -184,7 +184,7 @@ def findings(a: Run, b: Run, wanted: int | None = None, peaks=None) -> RunFindin
     for key, run in (("a", a), ("b", b)):
         lp = link_peak(rep[key].info, peaks) if rep[key].info is not None else None
         links[key] = lp.to_dict() if lp else None
-        matching = match([r.collectives for r in run.ranks])
+        matching = match([r.collectives for r in run.ranks], [r.rank for r in run.ranks])
         inst, unmatched = matching.instances, matching.unmatched
         if matching.how:
             matched_by.append(f"{key.upper()}: {matching.how}")

@@ -74,7 +74,8 @@ def write_run(out_dir: str | os.PathLike, *, ranks: int = 4, passes: int = 3, la
 
     def all_reduce(r: int, start: float, d: float, n: int, pg: str, sq: int, stream: int) -> None:
         params = ({"Collective name": "allreduce", "dtype": "BFloat16", "In msg nelems": n, "Out msg nelems": n,
-                   "Group size": ranks, "Process Group Name": pg, "Seq": sq, "Rank": r} if comm_params else None)
+                   "Group size": ranks, "Process Group Name": pg, "Seq": sq, "Rank": r,
+                   "Process Group Ranks": str(list(range(ranks)))} if comm_params else None)
         _kernel(events[r], ids, r, ALL_REDUCE, start, d, stream=stream, cpu_name="record_param_comms",
                 dims=[[n], [], []], types=["c10::BFloat16", "", ""], extra=params)
 

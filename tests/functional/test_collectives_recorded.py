@@ -119,7 +119,8 @@ def test_b200_all_gather_parameters():
         "all_gather", 201088 * 2, "BFloat16", 8, "3", -1)   # this PyTorch wrote no Seq
     ops = np.flatnonzero(m.cpu_ops.comm >= 0)
     (p,) = comm_params(m, ops)
-    assert (p.name, p.in_nelems, p.out_nelems) == ("_allgather_base", 25136, 201088)
+    assert (p.name, p.in_nelems, p.out_nelems, p.ranks) == ("_allgather_base", 25136, 201088, tuple(range(8)))
+    assert rc.pg_ranks == {"3": tuple(range(8))}
 
 
 # --- HTA's two ranks: matching and stragglers from the raw events ----------------------------------
@@ -193,6 +194,24 @@ def test_order_matching_is_fooled_by_a_reorder_the_sequence_numbers_are_not(tmp_
     assert good[("all_reduce", small)].transfer_us == pytest.approx(6 * with_p["transfer_us"] / 2)
     # by order, rank 1's first all-reduce (group "1") is paired with the others' group "0" one
     assert bad[("all_reduce", big)].transfer_us != pytest.approx(6 * without["transfer_us"])
+
+
+def test_a_traced_member_lacking_a_whole_group_is_known_from_its_listed_ranks():
+    """Rank 2's trace holds none of group "1"'s collectives (cut before them): with the group's
+    ranks recorded they are left out and counted; without, group "1" looks like ranks 0 and 1 only."""
+    def rank(with_g1):
+        n = 3 if with_g1 else 2
+        rc = _rank(["all_reduce"] * n, [0.0, 1000.0, 2000.0][:n], [10.0] * n, ["0", "0", "1"][:n], [0, 1, 0][:n])
+        rc.pg_ranks = {"0": (0, 1, 2), "1": (0, 1, 2)}
+        return rc
+
+    ranks = [rank(True), rank(True), rank(False)]
+    m = match(ranks, [0, 1, 2])
+    assert (m.by_seq, m.unmatched) == (2, 2)
+    for rc in ranks:
+        rc.pg_ranks = {}
+    m = match(ranks, [0, 1, 2])
+    assert (m.by_seq, m.unmatched) == (3, 0) and m.instances[-1].ranks == [0, 1]
 
 
 def test_missing_collective_without_parameters_is_counted(tmp_path):
@@ -318,7 +337,7 @@ def test_recorded_h100_nccl_parameters_against_raw_events():
     got = sorted(zip(m.cpu_ops.ts[ops].tolist(), comm_params(m, ops)), key=lambda x: x[0])
     for (ts, p), (rts, a) in zip(got, raw):
         assert ts == pytest.approx(rts)
-        assert (p.name, p.pg, p.group, p.in_nelems, p.out_nelems, p.dtype, p.seq) == (
+        assert (p.name, p.pg, p.group, p.in_nelems, p.out_nelems, p.dtype, p.seq, p.ranks) == (
             a["Collective name"], a["Process Group Name"], a["Group size"], a["In msg nelems"], a["Out msg nelems"],
-            a["dtype"], None)
+            a["dtype"], None, tuple(json.loads(a["Process Group Ranks"])))
     assert {kind_of_name(p.name) for _, p in got} == {"all_reduce", "all_gather", "reduce_scatter", "broadcast"}

@@ -32,6 +32,11 @@ CASES = [
      dict(name="", pg="", dtype="")),
     ({"Collective name": "\u00e9\u2028\"\\", "Seq": 1}, dict(name="\u00e9\u2028\"\\", seq=1, pg="", group=None)),
     ({"Rank": 3, "In split size": "[]"}, None),     # other parameters only: nothing recorded
+    # the group's ranks: a list written as a string (PyTorch), a list, junk, empty
+    ({"Process Group Ranks": "[0, 1, 2, 3]"}, dict(ranks=(0, 1, 2, 3))),
+    ({"Process Group Ranks": [4, 5]}, dict(ranks=(4, 5))),
+    ({"Process Group Ranks": "[0, true]", "Seq": 2}, dict(ranks=(), seq=2)),
+    ({"Process Group Ranks": "[]", "Seq": 3}, dict(ranks=(), seq=3)),
 ]
 
 
@@ -77,7 +82,7 @@ def test_parameters_read_as_written_and_junk_as_absent(tmp_path, fast, monkeypat
             continue
         for k, v in want.items():
             assert getattr(p, k) == v, (k, p)
-    assert comm_text([None] * 7) is None
+    assert comm_text([None] * 8) is None
 
 
 def _texts(m):
@@ -102,7 +107,8 @@ def test_worker_processes_and_the_cache_keep_the_parameters(tmp_path):
 
 
 _ANY = st.one_of(st.none(), st.booleans(), st.integers(-5, 2**63), st.floats(allow_nan=False),
-                 st.sampled_from(["allreduce", "0", "12", "-3", "1e3", "", "x" * 300, "BFloat16"]), st.text(max_size=5),
+                 st.sampled_from(["allreduce", "0", "12", "-3", "1e3", "", "x" * 300, "BFloat16", "[0, 1]", "[]",
+                                  "[1.5]", "[-1]", "[[1]]", "[0,"]), st.text(max_size=5),
                  st.lists(st.integers(), max_size=2))
 
 
@@ -111,8 +117,16 @@ def _reference(values):
     import re
 
     out = {}
-    for key, v in zip(("name", "seq", "pg", "group", "in", "out", "dtype"), values):
-        if key in ("name", "pg", "dtype"):
+    for key, v in zip(("name", "seq", "pg", "group", "in", "out", "dtype", "ranks"), values):
+        if key == "ranks":
+            if type(v) is str:
+                try:
+                    v = json.loads(v)
+                except ValueError:
+                    continue
+            if type(v) is list and v and all(type(x) is int and 0 <= x < 2**31 for x in v):
+                out[key] = v
+        elif key in ("name", "pg", "dtype"):
             if key == "pg" and type(v) is int and -(2**63) <= v < 2**63:
                 v = str(v)
             if type(v) is str and 0 < len(v) <= 256:
@@ -126,7 +140,7 @@ def _reference(values):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(*[_ANY] * 7), min_size=1, max_size=6))
+@given(st.lists(st.tuples(*[_ANY] * 8), min_size=1, max_size=6))
 def test_comm_text_reads_each_value_by_its_own_type(rows):
     """The cache behind comm_text never lets 1 stand for True or 1.0, nor one row for another."""
     for values in rows + rows:

@@ -117,9 +117,11 @@ CATS = st.sampled_from(["kernel", "gpu_memcpy", "cpu_op", "python_function", "cu
 PHASES = st.sampled_from(["X", "X", "X", "s", "f", "i", "M", "Q", None, 1])
 ARG_KEYS = ["correlation", "External id", "device", "stream", "Python id", "Python parent id", "kind", "grid",
             # a collective's parameters (record_param_comms): counts and names of any type
-            "Seq", "Group size", "In msg nelems", "Out msg nelems", "Collective name", "Process Group Name", "dtype"]
-TEXT_ARGS = {"Collective name", "Process Group Name", "dtype"}
-TEXT_VALUES = st.one_of(NAMES, INT_VALUES, st.sampled_from(["x" * 300, "allreduce", "BFloat16", "", "3"]))
+            "Seq", "Group size", "In msg nelems", "Out msg nelems", "Collective name", "Process Group Name", "dtype",
+            "Process Group Ranks"]
+TEXT_ARGS = {"Collective name", "Process Group Name", "dtype", "Process Group Ranks"}
+TEXT_VALUES = st.one_of(NAMES, INT_VALUES, st.sampled_from(["x" * 300, "allreduce", "BFloat16", "", "3", "[0, 1]", "[]"]),
+                        st.lists(st.integers(-1, 3), max_size=3))
 
 
 @st.composite

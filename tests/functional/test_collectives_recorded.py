@@ -7,7 +7,6 @@ from __future__ import annotations
 import collections
 import gzip
 import json
-import random
 import re
 
 import numpy as np

@@ -350,8 +350,11 @@ class Instance:
 
     @property
     def last(self) -> int:
-        """Index (in the run's rank order) of the rank that arrived last."""
-        return self.ranks[int(np.argmax(self.starts))]
+        """Index (in the run's rank order) of the rank that arrived last; -1 when several arrived
+        last together (naming one would depend on the order the ranks were given in)."""
+        latest = max(self.starts)
+        at = [r for r, t in zip(self.ranks, self.starts) if t == latest]
+        return at[0] if len(at) == 1 else -1
 
 
 @dataclass
@@ -564,12 +567,13 @@ def straggler(instances: list[Instance], rank_ids: list[int]) -> Straggler | Non
     """None with fewer than two ranks (nobody to wait for) or no collective that one rank reached
     more than SKEW_FLOOR_US after another. `collectives` counts every matched one."""
     total = len(instances)
-    instances = [x for x in instances if len(x.ranks) > 1 and x.skew_us > SKEW_FLOOR_US]
+    instances = [x for x in instances if len(x.ranks) > 1 and x.skew_us > SKEW_FLOOR_US and x.last >= 0]
     if len(rank_ids) < 2 or not instances:
         return None
     last = np.array([x.last for x in instances])
     counts = np.bincount(last, minlength=len(rank_ids))
-    r = int(np.argmax(counts))
+    # ranks last equally often: the lowest rank id, whatever order the ranks came in
+    r = min(np.flatnonzero(counts == counts.max()).tolist(), key=lambda i: rank_ids[i])
     mine = [x for x in instances if x.last == r]
     at = [x.ranks.index(r) for x in mine]
     late = [x.starts[j] - float(np.median(x.starts)) for x, j in zip(mine, at)]

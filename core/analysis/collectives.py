@@ -365,15 +365,17 @@ class Matching:
     unmatched: int               # collectives some rank ran that others of its group did not (sampled or cut traces)
     by_seq: int                  # instances matched by process group and sequence number
     by_order: int                # instances matched by kind and order
+    by_group: int = 0            # matched by process group, kind and order within the group (no Seq recorded)
 
     @property
     def how(self) -> str:
-        if self.by_seq and self.by_order:
-            return (f"process group and sequence number ({self.by_seq}), kind and order on the stream where "
-                    f"they are not recorded ({self.by_order})")
-        if self.by_seq:
-            return "process group and sequence number"
-        return "kind and order on the stream (no sequence numbers recorded)" if self.by_order else ""
+        ways = [(self.by_seq, "process group and sequence number"),
+                (self.by_group, "process group, kind and order within the group (no sequence numbers recorded)"),
+                (self.by_order, "kind and order on the stream (no process group recorded)")]
+        used = [(n, text) for n, text in ways if n]
+        if len(used) == 1:
+            return used[0][1]
+        return ", ".join(f"{text} ({n})" for n, text in used)
 
 
 def _instance(ranks: list[RankCollectives], members: list[int], idx: list[int], kind: str, by_seq: bool) -> Instance:
@@ -404,8 +406,10 @@ def match(ranks: list[RankCollectives], rank_ids: list[int] | None = None) -> Ma
         pg = rc.pg or [""] * len(rc)
         seq = rc.seq or [-1] * len(rc)
         for i, kind in enumerate(rc.kind):
-            if pg[i] and seq[i] >= 0:
-                key = (pg[i], seq[i], kind)
+            if pg[i]:
+                # no Seq (PyTorch 2.11 writes none): a group issues its collectives in one order on
+                # every member, so the order within (group, kind) stands in for it
+                key = (pg[i], seq[i] if seq[i] >= 0 else -1, kind)
                 n = 0
                 while key + (n,) in kd:   # one operator, several kernels: their order tells them apart
                     n += 1
@@ -431,8 +435,9 @@ def match(ranks: list[RankCollectives], rank_ids: list[int] | None = None) -> Ma
         if len(have) < len(members[key[0]]):
             unmatched += len(have)
             continue
-        out.append(_instance(ranks, have, [keyed[r][key] for r in have], key[2], True))
-    by_seq = len(out)
+        out.append(_instance(ranks, have, [keyed[r][key] for r in have], key[2], key[1] >= 0))
+    by_seq = sum(1 for x in out if x.by_seq)
+    by_group = len(out) - by_seq
     everyone = list(range(len(ranks)))
     for kind in sorted(set().union(*[od.keys() for od in ordered])):
         lists = [od.get(kind, []) for od in ordered]
@@ -441,7 +446,7 @@ def match(ranks: list[RankCollectives], rank_ids: list[int] | None = None) -> Ma
         for j in range(n):
             out.append(_instance(ranks, everyone, [x[j] for x in lists], kind, False))
     out.sort(key=lambda x: (min(x.starts), x.kind, x.nbytes, x.ranks))
-    return Matching(out, unmatched, by_seq, len(out) - by_seq)
+    return Matching(out, unmatched, by_seq, len(out) - by_seq - by_group, by_group)
 
 
 def shared_clock(ranks: list[RankCollectives]) -> bool:

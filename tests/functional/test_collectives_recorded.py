@@ -195,6 +195,30 @@ def test_order_matching_is_fooled_by_a_reorder_the_sequence_numbers_are_not(tmp_
     assert bad[("all_reduce", big)].transfer_us != pytest.approx(6 * without["transfer_us"])
 
 
+def test_without_sequence_numbers_the_order_within_each_group_decides(tmp_path):
+    """PyTorch 2.11 writes the process group but no Seq (tests/data/recorded/h100_nccl_ws1): the
+    order within (group, kind) stands in for it, so a rank that issues group "1" first is not
+    fooled the way order across all groups is."""
+    import orjson
+
+    with_p, rp = _run(tmp_path, "p", reorder=1, straggler=None)
+    for f in with_p["files"]:
+        opener = gzip.open if str(f).endswith(".gz") else open
+        with opener(f, "rb") as fh:
+            doc = orjson.loads(fh.read())
+        for e in doc["traceEvents"]:
+            (e.get("args") or {}).pop("Seq", None)
+        with opener(f, "wb") as fh:
+            fh.write(orjson.dumps(doc))
+    ns = load_ranks([RankFile(r, f) for r, f in enumerate(with_p["files"])], use_cache=False, jobs=1)
+    m = match([r.collectives for r in ns])
+    assert (m.by_seq, m.by_order, m.by_group, m.unmatched) == (0, 0, len(with_p["instances"]), 0)
+    assert m.how.startswith("process group, kind and order within the group")
+    good = side_rows(match([r.collectives for r in rp]).instances, 4, 4, None)
+    got = side_rows(m.instances, 4, 4, None)
+    assert {k: v.transfer_us for k, v in got.items()} == pytest.approx({k: v.transfer_us for k, v in good.items()})
+
+
 def test_a_traced_member_lacking_a_whole_group_is_known_from_its_listed_ranks():
     """Rank 2's trace holds none of group "1"'s collectives (cut before them): with the group's
     ranks recorded they are left out and counted; without, group "1" looks like ranks 0 and 1 only."""

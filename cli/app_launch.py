@@ -32,9 +32,9 @@ def launch(argv: list[str]) -> int:
         paths = [str(DEMO_A), str(DEMO_B)]
     aie = {k: getattr(args, k) for k in ("M", "K", "N", "rows", "cols", "warmup", "iterations", "clock_mhz")}
     aie = {k: val for k, val in aie.items() if val is not None} or None
-    from kerneldiff.core.ranks.identify import is_run
+    from kerneldiff.core.ranks.session import RunSession
 
-    if len(paths) == 2 and any(is_run(x) for x in paths):   # one directory alone: refused as before
+    if len(paths) == 2 and RunSession.names_runs(*paths):   # one directory alone: refused as before
         return _explore_runs(paths, args)
     from kerneldiff.tui.app import run_app
 
@@ -47,25 +47,21 @@ def _explore_runs(paths: list[str], args) -> int:
     (against the same rank of the other run, else that run's slowest) and quitting it comes back.
     With --rank N: that rank of each run, straight away."""
     from kerneldiff.core.errors import TraceError
-    from kerneldiff.core.ranks.identify import run_files
-    from kerneldiff.core.ranks.run import findings, pick
     from kerneldiff.core.ranks.session import RunSession
     from kerneldiff.tui.app import _has_terminal, run_app
 
+    s = RunSession(paths, registry=args.registry, use_cache=not args.no_cache, rank=args.rank)
     try:
-        for x in paths:
-            run_files(x)
+        s.files()
         if not _has_terminal():
             print("kerneldiff: the explorer needs a terminal; for a report on runs of rank traces use "
                   "`kerneldiff compare RUN_A RUN_B`", file=sys.stderr)
             return 2
         print(f"kerneldiff: summarising the ranks of {len(paths)} runs…", file=sys.stderr)
-        s = RunSession(paths, registry=args.registry, use_cache=not args.no_cache, rank=args.rank)
-        a, b = s.load()
-        found = findings(a, b, args.rank)
+        s.load()
+        found = s.findings()
         if args.rank is not None:
-            pair = [pick(a, args.rank).file, pick(b, args.rank).file]
-            return run_app(pair, phase=args.phase, registry=args.registry, use_cache=not args.no_cache)
+            return run_app(s.rank_files(), phase=args.phase, registry=args.registry, use_cache=not args.no_cache)
     except TraceError as e:
         print(f"kerneldiff: {e}", file=sys.stderr)
         return 2
@@ -76,9 +72,6 @@ def _explore_runs(paths: list[str], args) -> int:
         if not choice:
             return 0
         key, rank = choice
-        mine, other = (a, b) if key == "a" else (b, a)
-        chosen, against = mine.rank(rank), other.rank(rank) or other.slowest()
-        pair = [chosen.file, against.file] if key == "a" else [against.file, chosen.file]
-        rc = run_app(pair, phase=args.phase, registry=args.registry, use_cache=not args.no_cache)
+        rc = run_app(s.rank_files(key, rank), phase=args.phase, registry=args.registry, use_cache=not args.no_cache)
         if rc not in (0, None):
             return rc

@@ -91,12 +91,12 @@ def peak_table(args):
 
 
 def run(args) -> int:
-    from kerneldiff.core.ranks.identify import is_run
+    from kerneldiff.core.ranks.session import RunSession
 
     if args.format is None:   # --table asks for a table: CSV unless told otherwise
         args.format = "csv" if args.table else "text"
 
-    if is_run(args.a) or is_run(args.b):
+    if RunSession.names_runs(args.a, args.b):
         from .runs_report import run_runs
 
         return run_runs(args)

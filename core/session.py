@@ -37,6 +37,7 @@ class TraceSession(Protocol):
     @property
     def single(self) -> bool: ...
     def load(self, index: int, progress: Progress | None = None, cancel: threading.Event | None = None) -> Any: ...
+    def warm_up(self) -> None: ...
     def compare(self, phase: str = "all") -> Any: ...
 
 
@@ -96,7 +97,9 @@ class Session:
     workers: int | None = None
     fusion_overrides: dict[str, float] = field(default_factory=dict)
     peaks: Any = None        # a kerneldiff.core.analysis.peaks.PeakTable (None: the shipped table)
-    loader: Callable[..., Any] | None = None   # tests inject a slow or failing loader
+    # tests inject a slow or failing loader, or one handing out models loaded before (returning
+    # None: this file is read as usual)
+    loader: Callable[..., Any] | None = None
     fork_pair: bool = False  # load B in a forked child beside A (the CLI: main thread, no progress)
     kind: str = "kineto"
     device: int | None = None   # a file holding several devices is read on this one (None: the first)
@@ -152,9 +155,10 @@ class Session:
             info = self.infos[index] = probe_trace(self.paths[index])
         self.errors[index] = None
         kwargs: dict[str, Any] = dict(progress=progress, cancel=cancel, info=info)
+        model = None
         if self.loader is not None:
             model = self.loader(self.paths[index], registry=self.registry, use_cache=self.use_cache, **kwargs)
-        else:
+        if model is None:
             from kerneldiff.core.ingest.loader import load
 
             model = load(self.paths[index], classifier=self.classifier, use_cache=self.use_cache,
@@ -162,6 +166,16 @@ class Session:
         model = self._one_device(model)
         self.models[index] = model
         return model
+
+    def warm_up(self) -> None:
+        """Traces big enough for worker processes are decoded by them: start their fork server now,
+        in a background thread, so that the first load does not pay its ~0.3 s start-up (a UI calls
+        this before its first frame; its threads make plain fork unsafe). Decided from the probes: a
+        pair that loads in one process each starts nothing."""
+        from kerneldiff.core.ingest.forkserver import big, cpus, prepare
+
+        if cpus() > 1 and any(i is not None and big(i.size, i.compressed) for i in self.infos):
+            threading.Thread(target=prepare, name="kerneldiff-prepare", daemon=True).start()
 
     def _one_device(self, model):
         """A file whose GPU events name several devices is never summed as one GPU: the model of

@@ -384,16 +384,6 @@ class KernelDiffApp(App):
         self.exit(self.exit_code)
 
 
-def _warm_up_workers(infos) -> None:
-    """Traces big enough for worker processes are decoded by them; start their fork server early,
-    so the first load does not pay its ~0.3 s start-up. Decided from the probes (`infos`): a pair
-    that loads in one process each starts nothing."""
-    from kerneldiff.core.ingest.forkserver import big, cpus, prepare
-
-    if cpus() > 1 and any(i is not None and big(i.size, i.compressed) for i in infos):
-        threading.Thread(target=prepare, name="kerneldiff-prepare", daemon=True).start()
-
-
 def _has_terminal() -> bool:
     try:
         return sys.stdin.isatty() and sys.stdout.isatty()
@@ -435,6 +425,6 @@ def run_app(paths: list[str], phase: str = "all", registry: str | None = None, u
               "`kerneldiff info A`", file=sys.stderr)
         return 2
     app = KernelDiffApp(paths, phase=phase, registry=registry, use_cache=use_cache, aie=aie)
-    _warm_up_workers(app.session.infos)
+    app.session.warm_up()
     result = app.run()
     return int(result) if isinstance(result, int) else app.exit_code

@@ -1,6 +1,6 @@
 """Helpers for driving the explorer headless (tests, snapshots, screenshots).
 
-`PreloadedLoader` stands in for kerneldiff.core.ingest.loader.load with models loaded once, so each test app starts
+`PreloadedLoader` stands in for the session's loader with models loaded once, so each test app starts
 in milliseconds and progress is deterministic; `screen_text` is what a user would read on screen.
 """
 
@@ -15,7 +15,8 @@ from rich.console import Console
 
 
 class PreloadedLoader:
-    """A `load` replacement that hands out already-loaded models by path."""
+    """A session `loader` that hands out already-loaded models by path (None for any other path:
+    the session reads that file itself)."""
 
     def __init__(self, models: dict[str, Any]) -> None:
         self.models = {os.path.abspath(p): m for p, m in models.items()}
@@ -23,13 +24,12 @@ class PreloadedLoader:
 
     def __call__(self, path, *, progress=None, cancel=None, **_kw) -> Any:
         from kerneldiff.core.errors import LoadCancelled
-        from kerneldiff.core.ingest.loader import load
 
         self.calls += 1
         key = os.path.abspath(os.fspath(path))
         model = self.models.get(key)
-        if model is None:  # not preloaded (e.g. a broken file under test): the real loader decides
-            return load(path, progress=progress, cancel=cancel, **_kw)
+        if model is None:  # not preloaded (e.g. a broken file under test): the session reads it
+            return None
         size = getattr(model.info, "size", 0)
         if progress is not None and progress(1.0, "done", size, size) is False:
             raise LoadCancelled(path)

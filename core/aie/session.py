@@ -139,6 +139,9 @@ class AieSession:
         self.models[index] = run
         return run
 
+    def warm_up(self) -> None:
+        """Nothing to start: AIE traces are analysed in this process."""
+
     def compare(self, phase: str = "all"):
         """AIE runs have no phases; two runs give their AieComparison."""
         from kerneldiff.core.aie.analysis import compare_aie

@@ -27,12 +27,17 @@ class RunSession:
     sides: list[Any] = field(init=False, default_factory=list)
     pair: Session | None = field(init=False, default=None)
 
+    def files(self) -> list[list[str]]:
+        """Each run's trace files, read from the file system only (no trace is opened): a TraceError
+        for an argument that names none, before anything is loaded."""
+        from kerneldiff.core.ranks.identify import run_files
+
+        return [run_files(arg) for arg in self.runs]
+
     def load(self) -> list[Any]:
         """Identify and summarise every rank of both runs (a bad file is reported before any load)."""
-        from kerneldiff.core.ranks.identify import identify, run_files
+        from kerneldiff.core.ranks.identify import RankFile, identify, run_files
         from kerneldiff.core.ranks.run import Run, load_ranks
-
-        from kerneldiff.core.ranks.identify import RankFile
 
         listed = []
         for arg in self.runs:
@@ -62,16 +67,39 @@ class RunSession:
 
         return any(is_run(a) for a in args)
 
-    def load_pair(self) -> Session:
-        """The representative ranks' two files, loaded as a pair of traces (`self.pair`)."""
+    def findings(self):
+        """What the pair of runs adds to the comparison of their representative ranks: ranks,
+        collectives, stragglers (`kerneldiff.core.ranks.run.RunFindings`; loads first if needed)."""
+        from kerneldiff.core.ranks.run import findings
+
+        if not self.sides:
+            self.load()
+        return findings(*self.sides, self.rank, self.peaks)
+
+    def rank_files(self, side: str | None = None, rank: int | None = None) -> list[str]:
+        """The trace files (A's, B's) of the ranks to compare. Without `side`: each run's representative
+        (`self.rank`, else its slowest; a TraceError when a run lacks that rank). With `side` ("a" or
+        "b") and `rank`: that rank of that run, against the same rank of the other run, else the
+        other run's slowest."""
         from kerneldiff.core.ranks.run import pick
 
         if not self.sides:
             self.load()
         a, b = self.sides
-        ra, rb = pick(a, self.rank), pick(b, self.rank)
-        if self.pair is None or self.pair.paths != [ra.file, rb.file]:
-            self.pair = Session([ra.file, rb.file], registry=self.registry, use_cache=self.use_cache,
+        if side is None:
+            return [pick(a, self.rank).file, pick(b, self.rank).file]
+        mine, other = (a, b) if side == "a" else (b, a)
+        chosen = mine.rank(rank)
+        if chosen is None:
+            raise TraceError(mine.arg, f"has no rank {rank}")
+        against = other.rank(rank) or other.slowest()
+        return [chosen.file, against.file] if side == "a" else [against.file, chosen.file]
+
+    def load_pair(self) -> Session:
+        """The representative ranks' two files, loaded as a pair of traces (`self.pair`)."""
+        pair = self.rank_files()
+        if self.pair is None or self.pair.paths != pair:
+            self.pair = Session(pair, registry=self.registry, use_cache=self.use_cache,
                                 peaks=self.peaks, fusion_overrides=self.fusion_overrides, device=self.device,
                                 fork_pair=True)
             self.pair.load_all()
@@ -79,11 +107,8 @@ class RunSession:
 
     def compare(self, phase: str = "all"):
         """(the representative ranks' Comparison, the runs' RunFindings)."""
-        from kerneldiff.core.ranks.run import findings
-
         pair = self.load_pair()
-        a, b = self.sides
-        return pair.compare(phase), findings(a, b, self.rank, self.peaks)
+        return pair.compare(phase), self.findings()
 
     def gate(self, checks: list, phase: str = "all", max_slowdown: str = "3%"):
         """The regression gate's verdict on run A (the base) against run B (the new run): the

@@ -219,32 +219,3 @@ async def test_load_bar_fills_in_proportion_and_turns_complete():
             full = "load-bar--complete" if pct >= 100 else "load-bar--done"
             style = bar.get_component_rich_style(full)
             assert sum(s.end - s.start for s in text.spans if s.style == style) == filled
-
-
-def test_the_fork_server_starts_only_for_traces_that_use_workers(monkeypatch):
-    """Starting the fork server costs the first frame ~10-20 ms: only a pair with a trace big
-    enough for worker processes (by the probes: size and compression) pays it."""
-    import threading
-    from types import SimpleNamespace
-
-    from kerneldiff.core.ingest import forkserver
-    from kerneldiff.tui import app as app_module
-
-    started = []
-    monkeypatch.setattr(forkserver, "prepare", lambda: started.append(threading.current_thread().name))
-    monkeypatch.setattr(forkserver, "cpus", lambda: 2)
-
-    def run(*infos):
-        started.clear()
-        app_module._warm_up_workers(list(infos))
-        for t in threading.enumerate():
-            if t.name == "kerneldiff-prepare":
-                t.join(10)
-        return len(started)
-
-    plain = SimpleNamespace(size=forkserver.PARALLEL_MIN_PLAIN - 1, compressed=False)
-    assert run(plain, plain, None) == 0                      # 60 MB plain files: one process each
-    assert run(plain, SimpleNamespace(size=forkserver.PARALLEL_MIN_GZIP, compressed=True)) == 1
-    assert run(SimpleNamespace(size=forkserver.PARALLEL_MIN_PLAIN, compressed=False)) == 1
-    monkeypatch.setattr(forkserver, "cpus", lambda: 1)
-    assert run(SimpleNamespace(size=10 * forkserver.PARALLEL_MIN_PLAIN, compressed=False)) == 0   # one core: no workers

@@ -163,3 +163,34 @@ def test_aie_session_runs_with_the_settings_given_per_trace(tmp_path):
     want = [analyze_aie(str(p), sh, 1, None, params) for sh in shapes]
     assert [r.to_dict() for r in runs] == [w.to_dict() for w in want]
     assert s.compare().to_dict() == compare_aie(*want).to_dict()
+
+
+def test_the_fork_server_starts_only_for_traces_that_use_workers(monkeypatch):
+    """Session.warm_up, called before the explorer's first frame: starting the fork server costs that
+    frame ~10-20 ms, so only a pair with a trace big enough for worker processes (by the probes: size
+    and compression) pays it."""
+    import threading
+    from types import SimpleNamespace
+
+    from kerneldiff.core.ingest import forkserver
+
+    started = []
+    monkeypatch.setattr(forkserver, "prepare", lambda: started.append(threading.current_thread().name))
+    monkeypatch.setattr(forkserver, "cpus", lambda: 2)
+
+    def run(*infos):
+        started.clear()
+        s = Session(["a", "b"])
+        s.infos = list(infos)     # as the probes read them
+        s.warm_up()
+        for t in threading.enumerate():
+            if t.name == "kerneldiff-prepare":
+                t.join(10)
+        return len(started)
+
+    plain = SimpleNamespace(size=forkserver.PARALLEL_MIN_PLAIN - 1, compressed=False)
+    assert run(plain, plain, None) == 0                      # 60 MB plain files: one process each
+    assert run(plain, SimpleNamespace(size=forkserver.PARALLEL_MIN_GZIP, compressed=True)) == 1
+    assert run(SimpleNamespace(size=forkserver.PARALLEL_MIN_PLAIN, compressed=False)) == 1
+    monkeypatch.setattr(forkserver, "cpus", lambda: 1)
+    assert run(SimpleNamespace(size=10 * forkserver.PARALLEL_MIN_PLAIN, compressed=False)) == 0   # one core: no workers

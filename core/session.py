@@ -407,16 +407,26 @@ class Session:
 
 def open_session(paths: list[str], *, aie: dict[str, Any] | None = None, **kwargs) -> TraceSession:
     """Probe the paths and return the session for their kind: AIE traces get an AieSession (with the
-    launcher's AIE options), everything else a Session. Probe errors stay in `errors`."""
-    s = Session(list(paths), **kwargs)
-    s.probe(strict=False)
-    kinds = [i.kind if i is not None else None for i in s.infos]
-    if "aie" in kinds:
-        from kerneldiff.core.aie.session import AieSession
+    launcher's AIE options), everything else a Session (with `kwargs`). An AIE trace beside a trace of
+    another kind cannot be compared: a Session, where the AIE trace carries that error and the other
+    stays loadable (to browse it). Probe errors stay in `errors`."""
+    paths = [os.fspath(p) for p in paths]
+    infos: list[TraceInfo | None] = []
+    errors: list[str | None] = []
+    for path in paths:
+        try:
+            infos.append(probe_trace(path, strict=False))
+            errors.append(None)
+        except TraceError as e:
+            infos.append(None)
+            errors.append(str(e))
+    session: Any
+    if any(i is not None and i.kind == "aie" for i in infos):
+        from kerneldiff.core.aie.session import AieSession, mixed_kind_errors
 
-        a = AieSession(list(paths), options=aie)
-        a.infos = list(s.infos)
-        a.errors = [e if (i is None or i.kind != "aie") else None for i, e in zip(s.infos, s.errors)]
-        a.route_kinds()
-        return a
-    return s
+        all_aie, errors = mixed_kind_errors(paths, infos, errors)
+        session = AieSession(paths, options=aie) if all_aie else Session(paths, **kwargs)
+    else:
+        session = Session(paths, **kwargs)
+    session.infos, session.errors = infos, errors
+    return session

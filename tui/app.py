@@ -40,18 +40,11 @@ PROGRESS_INTERVAL = 0.1
 
 def explorer_session(paths: list[str], *, aie: dict[str, Any] | None = None, registry: str | None = None,
                      use_cache: bool = True, loader: Callable[..., Any] | None = None):
-    """The session behind the explorer (probing now: milliseconds). An AIE trace beside a GPU trace
-    cannot be compared: it keeps the AIE session's error, and the GPU trace stays loadable (to
-    browse it) through a Kineto session."""
-    from kerneldiff.core.session import Session, open_session
+    """The session behind the explorer (probing now: milliseconds); an AIE trace beside a GPU trace
+    keeps its error and the GPU trace stays loadable, to browse it (`open_session`)."""
+    from kerneldiff.core.session import open_session
 
-    kwargs: dict[str, Any] = dict(registry=registry, use_cache=use_cache, loader=loader)
-    session = open_session(paths, aie=aie, **kwargs)
-    if session.kind == AIE and not session.all_aie:
-        kineto = Session(list(paths), **kwargs)
-        kineto.infos, kineto.errors = list(session.infos), list(session.errors)
-        return kineto
-    return session
+    return open_session(paths, aie=aie, registry=registry, use_cache=use_cache, loader=loader)
 
 
 def explorer_result(session, phase: str, index: int | None):

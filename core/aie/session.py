@@ -91,7 +91,6 @@ class AieSession:
     infos: list[Any] = field(init=False)
     errors: list[str | None] = field(init=False)
     models: list[Any] = field(init=False)
-    all_aie: bool = field(init=False, default=True)
     # per trace, settings the CLI builds itself (all of AieParams, a shape per trace); None: from `options`
     run_settings: list[AieSettings] | None = None
 
@@ -107,10 +106,6 @@ class AieSession:
     @property
     def settings(self) -> AieSettings:
         return aie_settings(self.options)
-
-    def route_kinds(self) -> None:
-        """Mark an AIE trace beside a GPU trace as not comparable (see mixed_kind_errors)."""
-        self.all_aie, self.errors = mixed_kind_errors(self.paths, self.infos, self.errors)
 
     def load(self, index: int, progress: Callable[..., Any] | None = None,
              cancel: threading.Event | None = None):

@@ -6,28 +6,9 @@ from typing import Any
 
 import numpy as np
 
+from kerneldiff.core.analysis.browse import operations
 from kerneldiff.core.analysis.devices import device_totals
 from kerneldiff.core.model import PHASES, TraceModel
-
-
-def operation_totals(model: TraceModel, phase: str | None = None) -> list[dict[str, Any]]:
-    """Per category: count, total µs, share of GPU time; largest first."""
-    k = model.kernels
-    mask = model.phase_mask(phase)
-    cats = k.cat[mask]
-    durs = k.dur[mask]
-    total = float(durs.sum()) or 1.0
-    out = []
-    if len(cats) == 0:
-        return out
-    ids = np.unique(cats)
-    for c in ids.tolist():
-        sel = cats == c
-        t = float(durs[sel].sum())
-        out.append({"category": model.categories[c] if c >= 0 else "Other", "count": int(sel.sum()),
-                    "total_us": t, "share": t / total})
-    out.sort(key=lambda r: -r["total_us"])
-    return out
 
 
 def summarize(model: TraceModel) -> dict[str, Any]:
@@ -56,7 +37,9 @@ def summarize(model: TraceModel) -> dict[str, Any]:
         "python_frames": int(len(model.python)),
         "dropped_events": model.dropped_events,
         "load_seconds": model.load_seconds,
-        "operations": operation_totals(model),
+        # per category, largest first: the browse view's Operations (one owner of the grouping)
+        "operations": [{"category": o.category, "count": o.stats.count, "total_us": o.stats.total_us,
+                        "share": o.stats.share} for o in operations(model)],
         "warnings": list(model.warnings),
         # every device of the file (one entry per GPU); the figures above are `device`'s alone
         "device": model.device,

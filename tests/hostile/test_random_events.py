@@ -26,7 +26,7 @@ from kerneldiff.core.compare.engine import compare
 from kerneldiff.core.errors import TraceError
 from kerneldiff.core.ingest.loader import load
 from kerneldiff.core.model import PHASE_ID
-from kerneldiff.core.analysis.summary import operation_totals, summarize
+from kerneldiff.core.analysis.summary import summarize
 from hostile_corpus import LAYER_KERNELS, MARKUP, STEP_NAMES, good_doc, good_events
 
 pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
@@ -72,7 +72,7 @@ def check_model(m, clf) -> None:
         assert (k.layer < m.num_layers).all(), "a layer id beyond layers per step"
     assert ((k.step >= -1) & (k.step < max(len(m.steps), 1))).all()
     # per-category totals add up to the kernel total
-    ops = operation_totals(m)
+    ops = summarize(m)["operations"]
     assert sum(o["count"] for o in ops) == len(k)
     assert math.isclose(sum(o["total_us"] for o in ops), m.gpu_time_us, rel_tol=1e-9, abs_tol=1e-6)
     # Python stacks terminate (parent ids may form cycles)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from kerneldiff.core.analysis import browse
-from kerneldiff.core.analysis.summary import operation_totals
+from kerneldiff.core.analysis.summary import summarize
 from kerneldiff.core.compare.engine import compare
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 
@@ -23,8 +23,9 @@ def test_operations_match_info_and_numpy(model):
     ov = browse.overview(model)
     k = model.kernels
     assert ov.gpu_time_us == pytest.approx(float(k.dur.sum())) and ov.kernels == len(k)
-    info = {r["category"]: r for r in operation_totals(model)}
-    assert [o.category for o in ov.operations] == [r["category"] for r in operation_totals(model)]
+    totals = summarize(model)["operations"]
+    info = {r["category"]: r for r in totals}
+    assert [o.category for o in ov.operations] == [r["category"] for r in totals]
     for o in ov.operations:
         assert o.stats.count == info[o.category]["count"]
         assert o.stats.total_us == info[o.category]["total_us"]  # the same sum, to the last digit

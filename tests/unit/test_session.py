@@ -84,8 +84,10 @@ def test_open_session_routes_aie_traces(tmp_path):
     assert s.kind == "aie"
     run = s.load(0)
     assert run.cores and s.models[0] is run
-    k = open_session([str(DEMO_A), str(p)])
-    assert k.kind == "aie" and k.errors[1] and "cannot be compared" in k.errors[1]
+    # beside a GPU trace: a Kineto session (the GPU trace stays loadable), the AIE trace refused
+    k = open_session([str(DEMO_A), str(p)], use_cache=False)
+    assert k.kind == "kineto" and k.errors[0] is None and "cannot be compared" in k.errors[1]
+    assert k.infos[1].kind == "aie" and k.load(0).kernels is not None
 
 
 def test_kernel_detail_joins_kernel_to_module_and_shapes():
@@ -117,7 +119,11 @@ def test_aie_session_refuses_a_gpu_trace(tmp_path):
 
     p = tmp_path / "npu.json"
     write_aie_trace(p, AiePlan())
-    s = open_session([str(DEMO_A), str(p)])
+    from kerneldiff.core import probe
+    from kerneldiff.core.aie.session import AieSession
+
+    s = AieSession([str(DEMO_A), str(p)])
+    s.infos = [probe(str(DEMO_A)), probe(str(p))]
     with pytest.raises(TraceError) as e:
         s.load(0)
     assert "not an AMD AIE" in str(e.value)

@@ -377,12 +377,12 @@ class Session:
     def kernel_name(self, index: int, row: int) -> str:
         return self._model(index).kernel_name(row)
 
-    def name_durations(self, index: int, row: int):
-        """Durations of every launch of kernel row `row`'s name in trace `index`, whatever the phase
-        (`kerneldiff.core.analysis.browse.Durations`)."""
+    def name_durations(self, index: int, row: int, phase: str = "all"):
+        """Durations of every launch of kernel row `row`'s name in trace `index` in `phase` ("all": the
+        whole trace) (`kerneldiff.core.analysis.browse.Durations`)."""
         from kerneldiff.core.analysis.pass_lanes import name_durations
 
-        return name_durations(self._model(index), row)
+        return name_durations(self._model(index), row, phase)
 
     def layer_kernels(self, index: int, layer: int, phase: str = "all") -> list:
         """The kernels of one layer of trace `index`, in pass order

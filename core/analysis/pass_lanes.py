@@ -31,6 +31,11 @@ class PassKernels:
     def span_us(self) -> float:
         return float(self.end.max()) if len(self.end) else 0.0
 
+    def share_outside(self, streams) -> float:
+        """The fraction of the pass's kernel time on streams other than `streams` (those not drawn)."""
+        total = sum(self.busy_us.values()) or 1.0
+        return 1.0 - sum(self.busy_us[x] for x in streams if x in self.busy_us) / total
+
 
 def pass_kernels(model, side: str, label: str, step: int, phase: str) -> PassKernels:
     """The kernels of pass `step` (those of `phase` only, unless "all"), one lane per stream."""
@@ -56,10 +61,13 @@ def pass_kernels(model, side: str, label: str, step: int, phase: str) -> PassKer
     return PassKernels(side, label, rows, start, end, stream, launch, ids.tolist(), lanes, busiest, busy)
 
 
-def name_durations(model, row: int) -> Durations:
-    """Every launch in the trace of kernel row `row`'s name, whatever the phase (the pass timeline's
-    kernel detail counts them so: "launches of this name in the trace")."""
-    d = model.kernels.dur[model.kernels.name == model.kernels.name[row]]
+def name_durations(model, row: int, phase: str = "all") -> Durations:
+    """Every launch of kernel row `row`'s name in `phase` ("all": the whole trace), as the rest of the
+    explorer's figures for that phase are counted."""
+    k = model.kernels
+    d = k.dur[(k.name == k.name[row]) & model.phase_mask(phase)]
+    if len(d) == 0:     # the row itself lies outside the phase: it is still one launch of its name
+        d = k.dur[row:row + 1]
     return Durations(count=len(d), total_us=float(d.sum()), mean_us=float(d.mean()),
                      median_us=float(np.median(d)), min_us=float(d.min()), p90_us=float(np.percentile(d, 90)),
                      p95_us=float(np.percentile(d, 95)), max_us=float(d.max()))

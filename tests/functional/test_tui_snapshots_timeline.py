@@ -126,6 +126,32 @@ async def test_pass_timeline_blocks_zoom_and_kernel_detail(demo_models):
         await wait_until(pilot, lambda: isinstance(app.screen, PassTimelineScreen))
 
 
+async def test_pass_timeline_kernel_detail_counts_the_phase_shown(demo_models):
+    """In a phase, the kernel detail of the pass timeline counts the launches of the name in that
+    phase (Session.name_durations), as the rest of the screen does."""
+    from kerneldiff.tui.screens.kernel import KernelDetailScreen
+    from kerneldiff.tui.screens.pass_timeline import PassTimeline, PassTimelineScreen
+
+    app = demo_app(demo_models, phase="decode")
+    async with app.run_test(size=SMALL) as pilot:
+        await wait_for_main(pilot)
+        assert app.result.phase == "decode"
+        await pilot.press("6")
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, PassTimelineScreen))
+        side, i = app.screen.query_one(PassTimeline).selected()
+        row = int(side.rows[i])
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, KernelDetailScreen))
+        ref = app.screen.refs[0]
+        m = app.session.models[0]
+        k = m.kernels
+        in_decode = int(((k.name == k.name[row]) & m.phase_mask("decode")).sum())
+        assert ref.stats.count == in_decode < int((k.name == k.name[row]).sum())
+        assert ref.count_note == "launches of this name in the decode phase"
+
+
 def test_pass_timeline_80x24(snap_compare, demo_models):
     assert snap_compare(demo_app(demo_models), press=["6", "enter", "right", "right"], terminal_size=SMALL,
                         run_before=wait_for_main)

@@ -200,3 +200,24 @@ def test_the_fork_server_starts_only_for_traces_that_use_workers(monkeypatch):
     assert run(SimpleNamespace(size=forkserver.PARALLEL_MIN_PLAIN, compressed=False)) == 1
     monkeypatch.setattr(forkserver, "cpus", lambda: 1)
     assert run(SimpleNamespace(size=10 * forkserver.PARALLEL_MIN_PLAIN, compressed=False)) == 0   # one core: no workers
+
+
+def test_name_durations_honour_the_phase(demo_session):
+    """The launches of a kernel's name are counted in the phase shown, as every other figure of the
+    explorer is (the pass timeline's kernel detail counted the whole trace in any phase)."""
+    import numpy as np
+
+    s = demo_session
+    k = s.models[0].kernels
+    names, counts = np.unique(k.name, return_counts=True)
+    row = int(np.flatnonzero(k.name == names[counts.argmax()])[0])
+    same = k.name == k.name[row]
+    whole = s.name_durations(0, row)
+    assert whole.count == int(same.sum()) and whole.total_us == pytest.approx(float(k.dur[same].sum()))
+    parts = [s.name_durations(0, row, phase) for phase in s.phases() if phase != "all"]
+    assert len(parts) == 2 and all(0 < p.count < whole.count for p in parts)
+    assert sum(p.count for p in parts) == whole.count
+    assert sum(p.total_us for p in parts) == pytest.approx(whole.total_us)
+    for phase, p in zip(("prefill", "decode"), parts):
+        d = k.dur[same & s.models[0].phase_mask(phase)]
+        assert (p.min_us, p.max_us, p.median_us) == (float(d.min()), float(d.max()), float(np.median(d)))

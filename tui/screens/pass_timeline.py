@@ -174,9 +174,8 @@ class PassTimeline(Widget, can_focus=True):
                 out.append(row)
             hidden = len(s.streams) - len(shown)
             if hidden > 0:
-                total = sum(s.busy_us.values()) or 1.0
-                share = 1.0 - sum(s.busy_us[x] for x in shown) / total
-                out.append(Text(f"{'':{LABEL}}… {hidden:,} more streams not drawn ({share:.0%} of the kernel time)",
+                out.append(Text(f"{'':{LABEL}}… {hidden:,} more streams not drawn "
+                                f"({s.share_outside(shown):.0%} of the kernel time)",
                                 style=DIM))
             if si + 1 < len(self.sides):
                 out.append(Text(""))
@@ -288,9 +287,11 @@ class PassTimelineScreen(ExplorerScreen):
         row = int(s.rows[i])
         detail = self.session.kernel_detail(index, row)
         name = detail.name
+        phase = self.comp.phase
         ref = kernel_ref(self.session, index, s.label, name, detail.category, detail.rule,
-                         self.session.name_durations(index, row), row, detail)
-        ref.count_note = "launches of this name in the trace"
+                         self.session.name_durations(index, row, phase), row, detail)
+        ref.count_note = "launches of this name in the trace" if phase == "all" else \
+            f"launches of this name in the {phase} phase"
         context = span(f"Pass {self.number}", "bold")
         context.append(f"   {SIDE_LETTER[s.side]} kernel {i + 1} of {len(s.rows)}, start {fmt_us(float(s.start[i]))}")
         self.app.push_screen(KernelDetailScreen([ref], context, [*self.crumbs, _short(name)]))

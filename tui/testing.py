@@ -75,6 +75,13 @@ async def wait_until(pilot, condition, timeout: float = 30.0, step: float = 0.02
     await pilot.pause()
 
 
+async def wait_for_screen(pilot, kind: type, timeout: float = 30.0) -> None:
+    """Until a screen of `kind` is on top and shows what its workers read (screens that read from
+    the session in a worker say so with `ready`)."""
+    app = pilot.app
+    await wait_until(pilot, lambda: isinstance(app.screen, kind) and getattr(app.screen, "ready", True), timeout)
+
+
 async def wait_for_main(pilot, timeout: float = 40.0) -> None:
     """Until the comparison (or browse) screen is up and no worker is running."""
     from .screens.browse import BrowseScreen

@@ -15,7 +15,7 @@ from kerneldiff.core.demo import DEMO_B
 from kerneldiff.tui.screens.browse import BrowseLayerScreen, BrowseScreen
 from kerneldiff.tui.screens.kernel import KernelDetailScreen
 from kerneldiff.tui.screens.main import MainScreen
-from kerneldiff.tui.testing import all_text, demo_app, screen_text, wait_for_main, wait_until
+from kerneldiff.tui.testing import all_text, demo_app, screen_text, wait_for_main, wait_for_screen, wait_until
 from kerneldiff.tui.text import fmt_pct, fmt_us
 from kerneldiff.tui.widgets.result_table import ResultTable
 
@@ -130,7 +130,7 @@ async def test_enter_opens_a_kernel_and_a_layer_of_that_trace(demo_models, model
 
         # L opens the busiest layer: its kernels in pass order; Enter opens one of them
         await pilot.press("L")
-        await wait_until(pilot, lambda: isinstance(app.screen, BrowseLayerScreen))
+        await wait_for_screen(pilot, BrowseLayerScreen)
         k = model.kernels
         busy = max(np.unique(k.layer[k.layer >= 0]).tolist(), key=lambda l: float(k.dur[k.layer == l].sum()))
         layer_screen = app.screen
@@ -169,7 +169,7 @@ async def test_phase_cycle_in_browse(demo_models, model):
                   "Open busiest layer", "Cycle phase", "Export table as CSV"):
             assert t in titles
         titles["Open busiest layer"]()
-        await wait_until(pilot, lambda: isinstance(app.screen, BrowseLayerScreen))
+        await wait_for_screen(pilot, BrowseLayerScreen)
 
 
 async def test_browse_fits_80x24(demo_models, monkeypatch):

@@ -15,7 +15,7 @@ from kerneldiff.tui.screens.drill import SideKernelsScreen
 from kerneldiff.tui.screens.kernel import KernelDetailScreen
 from kerneldiff.tui.screens.layer import LayerScreen
 from kerneldiff.tui.screens.main import MainScreen
-from kerneldiff.tui.testing import all_text, demo_app, screen_text, wait_for_main, wait_until
+from kerneldiff.tui.testing import all_text, demo_app, screen_text, wait_for_main, wait_for_screen, wait_until
 from kerneldiff.tui.widgets.result_table import ResultTable
 
 from model_edits import without_layers
@@ -89,7 +89,7 @@ async def test_layers_slowest_first_with_the_outside_row_that_drills_down(demo_m
         await pilot.press("G")
         assert layers.current_row().key == "outside"
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, SideKernelsScreen))
+        await wait_for_screen(pilot, SideKernelsScreen)
         screen = app.screen
         rows = screen.query_one("#side_kernels", ResultTable).rows_all
         for side in ("a", "b"):
@@ -175,7 +175,7 @@ async def test_enter_on_an_operation_lists_its_kernels_on_each_side(demo_models,
         for _ in range(target):
             await pilot.press("j")
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, SideKernelsScreen))
+        await wait_for_screen(pilot, SideKernelsScreen)
         table = app.screen.query_one("#side_kernels", ResultTable)
         op = next(o for o in comp.operations if o.category == "Attention")
         for side, stats in (("a", op.a), ("b", op.b)):

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from kerneldiff.core.demo import DEMO_A, DEMO_B
-from kerneldiff.tui.testing import demo_app, wait_for_main
+from kerneldiff.tui.screens.drill import SideKernelsScreen
+from kerneldiff.tui.testing import demo_app, wait_for_main, wait_for_screen
 
 from model_edits import without_layers
 
@@ -27,8 +28,13 @@ def one_sided(demo_models):
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x36"])
 def test_operation_kernels(snap_compare, demo_models, size):
-    # Operations tab, second row (Attention), Enter: its kernels on A, then on B
-    assert snap_compare(demo_app(demo_models), press=["2", "j", "enter"], terminal_size=size, run_before=wait_for_main)
+    # Operations tab, second row (Attention), Enter: its kernels on A, then on B (read in a worker)
+    async def run_before(pilot):
+        await wait_for_main(pilot)
+        await pilot.press("2", "j", "enter")
+        await wait_for_screen(pilot, SideKernelsScreen)
+
+    assert snap_compare(demo_app(demo_models), terminal_size=size, run_before=run_before)
 
 
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x36"])

@@ -2,14 +2,18 @@
 
 Nothing is compared: the tables are the trace's overview (kerneldiff.core.analysis.browse), which
 the app computes for the current phase and keeps in `result`; these screens watch it. Enter on a
-layer lists that layer's kernels, Enter on a kernel opens its detail.
+layer lists that layer's kernels (read from the session in a thread worker), Enter on a kernel
+opens its detail.
 """
 
 from __future__ import annotations
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
+from textual.message import Message
 from textual.widgets import Footer, Static, TabbedContent
+from textual.worker import get_current_worker
 
 from kerneldiff.core.analysis.browse import KernelTotal, LayerTotal, TraceOverview
 
@@ -139,10 +143,16 @@ class BrowseLayerScreen(ExplorerScreen):
         self.session = session
         self.index = index
         self.layer_index = layer
-        self.overview: TraceOverview | None = None
+        self.overview: TraceOverview | None = None     # the one shown (None until its kernels are read)
+        self._wanted: TraceOverview | None = None      # the one whose kernels are being read
 
     def crumbs(self) -> list[str]:
         return ["browse", "Layers", f"Layer {self.layer_index}"]
+
+    @property
+    def ready(self) -> bool:
+        """Showing the layer's kernels in the overview's phase (none being read)."""
+        return self._wanted is not None and self.overview is self._wanted
 
     def compose(self) -> ComposeResult:
         yield Breadcrumb(*self.crumbs())
@@ -156,15 +166,38 @@ class BrowseLayerScreen(ExplorerScreen):
         self.watch(self.app, "result", self._show_result)
         self.query_one("#layer_kernels", ResultTable).focus()
 
+    class KernelsRead(Message):
+        """The layer's kernels in `overview`'s phase, read by the worker."""
+
+        def __init__(self, overview: TraceOverview, kernels: list[KernelTotal]) -> None:
+            super().__init__()
+            self.overview = overview
+            self.kernels = kernels
+
     def _show_result(self, result) -> None:
-        if not isinstance(result, TraceOverview):
+        if isinstance(result, TraceOverview):
+            self._wanted = result
+            self._read_kernels(result)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="layer-kernels", name="layer kernels")
+    def _read_kernels(self, ov: TraceOverview) -> None:
+        try:
+            kernels = self.session.layer_kernels(self.index, self.layer_index, ov.phase)
+        except Exception as e:     # said on screen, never a traceback
+            self.app.notify(f"layer {self.layer_index}: could not read its kernels ({type(e).__name__}: {e})",
+                            severity="error", markup=False)
+            return
+        if not get_current_worker().is_cancelled:
+            self.post_message(self.KernelsRead(ov, kernels))
+
+    def on_browse_layer_screen_kernels_read(self, m: KernelsRead) -> None:
+        if m.overview is not self._wanted:     # a newer phase was asked for meanwhile
             return
         first = self.overview is None
-        self.overview = result
-        row = next((r for r in result.layers if r.layer == self.layer_index), None)
-        self.query_one("#layer-summary", Static).update(tv.layer_summary(row, self.layer_index, result.phase))
-        kernels = self.session.layer_kernels(self.index, self.layer_index, result.phase)
-        self.query_one("#pane-layer-kernels", TablePane).show(tv.layer_kernels_spec(self.layer_index, kernels),
+        self.overview = m.overview
+        row = next((r for r in m.overview.layers if r.layer == self.layer_index), None)
+        self.query_one("#layer-summary", Static).update(tv.layer_summary(row, self.layer_index, m.overview.phase))
+        self.query_one("#pane-layer-kernels", TablePane).show(tv.layer_kernels_spec(self.layer_index, m.kernels),
                                                               keep_cursor=not first)
 
     def export_name(self, table: ResultTable) -> str:

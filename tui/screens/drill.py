@@ -3,8 +3,8 @@ Operations tab) or of the time outside every layer (Enter on the Layers tab's `o
 
 One table holds A's kernels, then B's (each largest first; `t`, `n` re-sort them); Enter opens a
 kernel's detail on its own trace. The figures come from the session
-(`Session.operation_kernels`, `Session.outside_layer_kernels`) for the comparison's phase, and follow
-the phase when `p` changes it.
+(`Session.operation_kernels`, `Session.outside_layer_kernels`) for the comparison's phase, read in a
+thread worker (the UI never waits on them), and follow the phase when `p` changes it.
 """
 
 from __future__ import annotations
@@ -12,8 +12,11 @@ from __future__ import annotations
 from typing import Callable
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
+from textual.message import Message
 from textual.widgets import Footer, Static
+from textual.worker import get_current_worker
 
 from kerneldiff.core.compare.result import Comparison, OperationRow
 
@@ -47,10 +50,16 @@ class SideKernelsScreen(ExplorerScreen):
         self.figures = figures
         self.crumb_parts = crumbs
         self.table_name = name
-        self.comparison: Comparison | None = None
+        self.comparison: Comparison | None = None     # the one shown (None until its kernels are read)
+        self._wanted: Comparison | None = None        # the one whose kernels are being read
 
     def crumbs(self) -> list[str]:
         return [*self.crumb_parts, self.title_text]
+
+    @property
+    def ready(self) -> bool:
+        """Showing the kernels of the comparison on screen (none being read)."""
+        return self._wanted is not None and self.comparison is self._wanted
 
     def compose(self) -> ComposeResult:
         yield Breadcrumb(*self.crumbs())
@@ -66,14 +75,37 @@ class SideKernelsScreen(ExplorerScreen):
         self.watch(self.app, "result", self._show_result)
         self.query_one("#side_kernels", ResultTable).focus()
 
+    class KernelsRead(Message):
+        """Both sides' kernels for `comparison`'s phase, read by the worker."""
+
+        def __init__(self, comparison: Comparison, sides: dict[str, list]) -> None:
+            super().__init__()
+            self.comparison = comparison
+            self.sides = sides
+
     def _show_result(self, result) -> None:
         if isinstance(result, Comparison):
-            self.show_comparison(result)
+            self._wanted = result
+            self._read_kernels(result)
 
-    def show_comparison(self, comp: Comparison) -> None:
+    @work(thread=True, exclusive=True, exit_on_error=False, group="side-kernels", name="side kernels")
+    def _read_kernels(self, comp: Comparison) -> None:
+        try:
+            sides = {side: self.kernels(i, comp.phase) for i, side in enumerate(SIDES)}
+        except Exception as e:     # said on screen, never a traceback
+            self.app.notify(f"{self.title_text}: could not read the kernels ({type(e).__name__}: {e})",
+                            severity="error", markup=False)
+            return
+        if not get_current_worker().is_cancelled:
+            self.post_message(self.KernelsRead(comp, sides))
+
+    def on_side_kernels_screen_kernels_read(self, m: KernelsRead) -> None:
+        if m.comparison is self._wanted:      # else a newer phase was asked for meanwhile
+            self.show_comparison(m.comparison, m.sides)
+
+    def show_comparison(self, comp: Comparison, sides: dict[str, list]) -> None:
         first = self.comparison is None
         self.comparison = comp
-        sides = {side: self.kernels(i, comp.phase) for i, side in enumerate(SIDES)}
         totals = {side: sum(k.stats.total_us for k in ks) for side, ks in sides.items()}
         self.query_one("#drill-summary", Static).update(self._summary(comp, sides, totals))
         self.query_one("#pane-side-kernels", TablePane).show(

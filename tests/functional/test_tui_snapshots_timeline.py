@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kerneldiff.tui.testing import demo_app, screen_text, wait_for_main, wait_until
+from kerneldiff.tui.testing import demo_app, screen_text, wait_for_main, wait_for_screen, wait_until
 from kerneldiff.tui.views import timeline_passes
 from kerneldiff.tui.widgets.result_table import ResultTable
 from kerneldiff.core.report import format as fmt
@@ -95,8 +95,7 @@ async def test_pass_timeline_blocks_zoom_and_kernel_detail(demo_models):
         table = app.screen.query_one("#timeline", ResultTable)
         row = table.rows_shown[table.cursor_row]
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, PassTimelineScreen))
-        await pilot.pause()
+        await wait_for_screen(pilot, PassTimelineScreen)
         view = app.screen.query_one(PassTimeline)
         a, b = row.payload
         # the kernels drawn are the pass's: as many, over the same span, as the timeline counts
@@ -139,7 +138,7 @@ async def test_pass_timeline_kernel_detail_counts_the_phase_shown(demo_models):
         await pilot.press("6")
         await pilot.pause()
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, PassTimelineScreen))
+        await wait_for_screen(pilot, PassTimelineScreen)
         side, i = app.screen.query_one(PassTimeline).selected()
         row = int(side.rows[i])
         await pilot.press("enter")
@@ -153,5 +152,11 @@ async def test_pass_timeline_kernel_detail_counts_the_phase_shown(demo_models):
 
 
 def test_pass_timeline_80x24(snap_compare, demo_models):
-    assert snap_compare(demo_app(demo_models), press=["6", "enter", "right", "right"], terminal_size=SMALL,
-                        run_before=wait_for_main)
+    from kerneldiff.tui.screens.pass_timeline import PassTimelineScreen
+
+    async def run_before(pilot):      # the pass's kernels are read in a worker: drawn before → →
+        await wait_for_main(pilot)
+        await pilot.press("6", "enter")
+        await wait_for_screen(pilot, PassTimelineScreen)
+
+    assert snap_compare(demo_app(demo_models), press=["right", "right"], terminal_size=SMALL, run_before=run_before)

@@ -112,3 +112,25 @@ async def test_a_layers_kernels_are_read_in_a_worker(demo_models):
         k = demo_models[B].kernels
         rows = screen.query_one("#layer_kernels", ResultTable).rows_all
         assert sum(r.payload.stats.count for r in rows) == int((k.layer == screen.layer_index).sum())
+
+
+async def test_a_pass_timeline_reads_its_kernels_in_a_worker(demo_models):
+    from kerneldiff.tui.screens.pass_timeline import PassTimeline, PassTimelineScreen
+
+    app = demo_app(demo_models)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for_main(pilot)
+        go, calls = _held(app.session, "pass_kernels")
+        await pilot.press("6")
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, PassTimelineScreen) and calls)
+        screen = app.screen
+        assert not screen.ready and "reading the pass's kernels…" in screen_text(app)
+        await pilot.press("right", "down", "plus", "0", "enter")    # keys before the kernels: nothing breaks
+        assert app.screen is screen and not screen.ready
+        go.set()
+        await wait_for_screen(pilot, PassTimelineScreen)
+        view = screen.query_one(PassTimeline)
+        assert len(view.sides) == 2 and view.cursor == (0, 0) and all(len(s.rows) for s in view.sides)
+        assert "█" in screen_text(app) and "reading" not in screen_text(app)

@@ -3,15 +3,17 @@ launch calls marked on a line above them. +/- zoom, h/l (or ←/→ with shift) 
 kernels, ↑/↓ switch side, 0 fits the pass, Enter opens the selected kernel's detail.
 
 Presentation only: the kernels of the pass, by stream, come from the session
-(kerneldiff.core.analysis.pass_lanes).
+(kerneldiff.core.analysis.pass_lanes), read in a thread worker once the screen is up.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
@@ -76,6 +78,16 @@ class PassTimeline(Widget, can_focus=True):
     def cells(self) -> int:
         return max(self.size.width - LABEL, 1)
 
+    def show(self, sides: list[PassKernels]) -> None:
+        """Draw these sides (read after the widget was mounted), fitted to the width."""
+        self.sides = sides
+        self.cursor = (0, 0)
+        if self.size.width > LABEL:
+            self._fitted = True
+            self.fit()
+        else:
+            self.refresh()
+
     def fit(self) -> None:
         longest = max((s.span_us for s in self.sides), default=0.0)
         self.us_per_cell = max(longest / self.cells, 1e-3)
@@ -115,6 +127,8 @@ class PassTimeline(Widget, can_focus=True):
         self.refresh()
 
     def switch_side(self, d: int) -> None:
+        if not self.sides:
+            return
         s, i = self.cursor
         t = min(max(s + d, 0), len(self.sides) - 1)
         if t != s and len(self.sides[t].rows):
@@ -222,21 +236,46 @@ class PassTimelineScreen(ExplorerScreen):
         self.session = session
         self.comp = comp
         self.number = number
+        self.passes = passes
         self.crumbs = crumbs
-        self.sides = []
-        for i, (side, p) in enumerate(zip(("a", "b"), passes)):
-            if p is not None:
-                self.sides.append(session.pass_kernels(i, int(p["pass"]), comp.phase, getattr(comp, side).label))
+        self.ready = False       # the pass's kernels are read and drawn
+
+    class SidesRead(Message):
+        """Both sides' kernels of the pass, read by the worker."""
+
+        def __init__(self, sides: list[PassKernels]) -> None:
+            super().__init__()
+            self.sides = sides
 
     def compose(self) -> ComposeResult:
         yield Breadcrumb(*self.crumbs)
-        yield PassTimeline(self.sides, id="pass-timeline")
-        yield Static(id="selected")
+        yield PassTimeline([], id="pass-timeline")
+        yield Static(Text("reading the pass's kernels…", style=DIM), id="selected")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one(PassTimeline).focus()
+        self._read_sides()
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="pass-kernels", name="pass kernels")
+    def _read_sides(self) -> None:
+        try:
+            sides = [self.session.pass_kernels(i, int(p["pass"]), self.comp.phase, getattr(self.comp, side).label)
+                     for i, (side, p) in enumerate(zip(("a", "b"), self.passes)) if p is not None]
+        except Exception as e:     # said on screen, never a traceback
+            self.app.notify(f"pass {self.number}: could not read its kernels ({type(e).__name__}: {e})",
+                            severity="error", markup=False)
+            return
+        self.post_message(self.SidesRead(sides))
+
+    def on_pass_timeline_screen_sides_read(self, m: SidesRead) -> None:
+        self.timeline.show(m.sides)
+        self.ready = True
         self._show_selected()
+
+    @property
+    def sides(self) -> list[PassKernels]:
+        return self.timeline.sides
 
     def current_table(self):
         return None
@@ -263,6 +302,8 @@ class PassTimelineScreen(ExplorerScreen):
         self.timeline.fit()
 
     def _show_selected(self) -> None:
+        if not self.ready:
+            return
         c = self.timeline.selected()
         t = Text()
         if c is None:

@@ -127,7 +127,7 @@ def run(args) -> int:
     if args.format == "csv" and args.output and (args.table or "all") == "all":
         _table_base(Path(args.output))   # before minutes of loading
     session.load_all()   # probes both first: a bad or foreign B is reported before A is loaded
-    absent = _absent_phase(session, args.phase)
+    absent = session.absent_phase(args.phase)
     if absent:
         print(f"kerneldiff: {absent}", file=sys.stderr)
         return 2
@@ -151,20 +151,6 @@ def run(args) -> int:
         print(f"kerneldiff: {shown_path(e.filename or args.output or 'stdout')}: cannot write: {e.strerror or e}",
               file=sys.stderr)
         return 2
-
-
-def _absent_phase(session, phase: str) -> str:
-    """Why `phase` cannot be compared (a trace has no kernels in it, naming the phases each has), or ""."""
-    if phase == "all":
-        return ""
-    have = [m.phases_present() for m in session.models]
-    missing = [k for k, ph in zip("AB", have) if phase not in ph]
-    if not missing:
-        return ""
-    where = " and ".join(missing)
-    listed = "; ".join(f"{k} has {', '.join(ph) or 'none'}" for k, ph in zip("AB", have))
-    return (f"phase '{phase}' is absent from {where} ({listed}); choose --phase from: "
-            f"{', '.join(session.phases())}")
 
 
 def _passes(session, args) -> list[int] | None:

@@ -68,9 +68,7 @@ def run(args) -> int:
     else:
         session = Session([args.a, args.b], registry=args.registry, use_cache=not args.no_cache, fork_pair=True)
         session.load_all()   # a bad or foreign file: TraceError, one line and exit 2 (kerneldiff.cli.main)
-    from .compare import _absent_phase
-
-    absent = _absent_phase(session, args.phase)
+    absent = session.absent_phase(args.phase)
     if absent:
         print(f"kerneldiff: {absent}", file=sys.stderr)
         return 2

@@ -31,9 +31,7 @@ def run_runs(args) -> int:
                          device=args.device, rank=args.rank, peaks=peak_table(args),
                          fusion_overrides=_overrides(args.fusion_param), jobs=args.jobs)
     session.load()
-    from .compare import _absent_phase
-
-    absent = _absent_phase(session.load_pair(), args.phase)   # the representative ranks, as for two traces
+    absent = session.load_pair().absent_phase(args.phase)   # the representative ranks, as for two traces
     if absent:
         print(f"kerneldiff: {absent}", file=sys.stderr)
         return 2

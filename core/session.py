@@ -38,6 +38,7 @@ class TraceSession(Protocol):
     def single(self) -> bool: ...
     def load(self, index: int, progress: Progress | None = None, cancel: threading.Event | None = None) -> Any: ...
     def warm_up(self) -> None: ...
+    def label(self, index: int) -> str: ...
     def compare(self, phase: str = "all") -> Any: ...
 
 
@@ -66,6 +67,17 @@ class KernelDetail:
     cpu_op: str | None = None        # the operator the launch is linked to
     device: int = -1
     stream: int = -1
+
+
+@dataclass
+class LoadedTrace:
+    """A loaded trace in a few words (the explorer's start screen and error screen say them)."""
+
+    label: str          # the GPU, as the model names it
+    kernels: int
+    steps: int
+    layers_per_step: int
+    warnings: int
 
 
 def probe_trace(path: str, strict: bool = True) -> TraceInfo:
@@ -288,6 +300,28 @@ class Session:
         from kerneldiff.core.analysis.browse import overview
 
         return overview(self._model(index), phase)
+
+    def loaded(self, index: int) -> LoadedTrace:
+        m = self._model(index)
+        return LoadedTrace(m.label, len(m.kernels), len(m.steps), m.num_layers, len(m.warnings))
+
+    def label(self, index: int) -> str:
+        """The loaded trace's GPU, as its model names it."""
+        return self._model(index).label
+
+    def absent_phase(self, phase: str) -> str:
+        """Why `phase` cannot be compared (a trace has no kernels in it, naming the phases each has),
+        or "" when it can."""
+        if phase == "all":
+            return ""
+        have = [self._model(i).phases_present() for i in range(len(self.paths))]
+        missing = [k for k, ph in zip("AB", have) if phase not in ph]
+        if not missing:
+            return ""
+        where = " and ".join(missing)
+        listed = "; ".join(f"{k} has {', '.join(ph) or 'none'}" for k, ph in zip("AB", have))
+        return (f"phase '{phase}' is absent from {where} ({listed}); choose --phase from: "
+                f"{', '.join(self.phases())}")
 
     def phases(self) -> list[str]:
         """Phase filters that select something in every loaded trace ("all" first)."""

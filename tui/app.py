@@ -54,24 +54,24 @@ def explorer_result(session, phase: str, index: int | None):
         from .screens.aie_views import AieView
 
         if index is None:
-            return AieView(list(session.models), session.settings, session.compare())
-        return AieView([session.models[index]], session.settings)
+            return AieView([session.run(i) for i in range(len(session.paths))], session.settings, session.compare())
+        return AieView([session.run(index)], session.settings)
     if index is None:
         return session.compare(phase)
     return session.overview(index, phase)
 
 
-def load_summary(session, model) -> str:
-    """The start screen's one line for a loaded trace."""
+def load_summary(session, index: int) -> str:
+    """The start screen's one line for loaded trace `index`."""
     if session.kind == AIE:
         from .screens.aie_views import card_summary
 
-        return card_summary(model)
-    steps = len(model.steps)
-    s = f"loaded: {len(model.kernels):,} kernels · {steps:,} step{'' if steps == 1 else 's'} · {model.num_layers} layers/step"
-    if model.warnings:
-        n = len(model.warnings)
-        s += f" · {n:,} warning{'' if n == 1 else 's'}"
+        return card_summary(session.run(index))
+    t = session.loaded(index)
+    s = (f"loaded: {t.kernels:,} kernels · {t.steps:,} step{'' if t.steps == 1 else 's'} · "
+         f"{t.layers_per_step} layers/step")
+    if t.warnings:
+        s += f" · {t.warnings:,} warning{'' if t.warnings == 1 else 's'}"
     return s
 
 
@@ -193,8 +193,8 @@ class KernelDiffApp(App):
             return True
 
         try:
-            model = self.session.load(index, progress, cancel)
-            summary = load_summary(self.session, model)
+            self.session.load(index, progress, cancel)
+            summary = load_summary(self.session, index)
         except LoadCancelled:
             self.post_message(TraceCancelled(index))
         except TraceError as e:
@@ -249,7 +249,7 @@ class KernelDiffApp(App):
         failures = [Failure(i, path, s.message) for i, (path, s) in enumerate(zip(self.session.paths, self.traces))
                     if s.status == FAILED]
         ok = next((i for i, s in enumerate(self.traces) if s.status == LOADED), None)
-        self.push_screen(ErrorScreen(failures, None if ok is None else (ok, self.session.models[ok].label)))
+        self.push_screen(ErrorScreen(failures, None if ok is None else (ok, self.session.label(ok))))
 
     def on_open_requested(self, _m: OpenRequested) -> None:
         """Enter on the start screen: open what is loaded, show errors, or (re)load."""

@@ -137,6 +137,15 @@ class AieSession:
     def warm_up(self) -> None:
         """Nothing to start: AIE traces are analysed in this process."""
 
+    def run(self, index: int):
+        """The analysed run of trace `index` (`kerneldiff.core.aie.analysis.AieRun`)."""
+        if self.models[index] is None:
+            raise ValueError(f"trace {self.paths[index]} is not loaded")
+        return self.models[index]
+
+    def label(self, index: int) -> str:
+        return self.run(index).label
+
     def compare(self, phase: str = "all"):
         """AIE runs have no phases; two runs give their AieComparison."""
         from kerneldiff.core.aie.analysis import compare_aie

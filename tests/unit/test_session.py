@@ -221,3 +221,17 @@ def test_name_durations_honour_the_phase(demo_session):
     for phase, p in zip(("prefill", "decode"), parts):
         d = k.dur[same & s.models[0].phase_mask(phase)]
         assert (p.min_us, p.max_us, p.median_us) == (float(d.min()), float(d.max()), float(np.median(d)))
+
+
+def test_loaded_label_and_absent_phase_read_the_models(demo_session):
+    s = demo_session
+    for i, m in enumerate(s.models):
+        t = s.loaded(i)
+        assert (t.label, t.kernels, t.steps, t.layers_per_step, t.warnings) == \
+            (m.label, len(m.kernels), len(m.steps), m.num_layers, len(m.warnings))
+        assert s.label(i) == m.label
+    assert s.absent_phase("all") == "" and s.absent_phase("decode") == ""
+    why = s.absent_phase("mixed")
+    assert why.startswith("phase 'mixed' is absent from A and B (A has prefill, decode; B has prefill, decode)")
+    with pytest.raises(ValueError, match="not loaded"):
+        Session([DEMO_A]).loaded(0)

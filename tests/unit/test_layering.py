@@ -269,3 +269,26 @@ def test_the_checker_sees_a_planted_cycle_and_a_lazy_import():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == {("a", "b", "c")}
     src = ROOT / "core" / "session.py"
     assert any(m.startswith(CORE) for m, _ in _imports(src))
+
+
+def _reads_session_models(path: Path) -> list[int]:
+    """Lines where `<…>session.models` is read (a front end reaching past the session into a model)."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Attribute) and node.attr == "models":
+            v = node.value
+            name = v.attr if isinstance(v, ast.Attribute) else v.id if isinstance(v, ast.Name) else ""
+            if name.endswith("session"):
+                out.append(node.lineno)
+    return out
+
+
+def test_front_ends_read_no_model_through_the_session(tmp_path):
+    """The explorer and the CLI ask the session (overview, loaded, label, run, absent_phase…), never
+    its models."""
+    bad = [f"{p.relative_to(ROOT)}:{n}" for folder in ("tui", "cli") for p in _files(folder)
+           for n in _reads_session_models(p)]
+    assert not bad, bad
+    planted = tmp_path / "planted.py"
+    planted.write_text("m = self.session.models[0]\nn = session.models\nk = self.models\n")
+    assert sorted(_reads_session_models(planted)) == [1, 2]

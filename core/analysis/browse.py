@@ -161,17 +161,43 @@ def _category_name(model: TraceModel, cat: int) -> str:
 
 # --- the tables ---------------------------------------------------------------------------
 
+@dataclass
+class CategoryTotal:
+    category: str
+    count: int
+    total_us: float
+    share: float        # of the phase's GPU time
+
+
+def category_totals(model: TraceModel, phase: str = "all") -> list[CategoryTotal]:
+    """Per category: launches, time and share of the phase's GPU time, in `operations`' order and to
+    its last digit (each sum in time order), without the percentiles, heaviest kernels and cpu_ops
+    that cost `operations` its sorts: `info` prints these (2M random kernels in 25 categories: 0.5 s,
+    against 1.5 s for the grouping `operations` sorts for)."""
+    k = model.kernels
+    mask = model.phase_mask(phase)
+    cats = k.cat[mask].astype(np.int64)
+    dur = k.dur[mask]
+    total = float(dur.sum())
+    out = []
+    for c in np.unique(cats).tolist():
+        sel = cats == c
+        t = float(dur[sel].sum())
+        out.append(CategoryTotal(_category_name(model, c), int(sel.sum()), t, t / total if total > 0 else 0.0))
+    out.sort(key=lambda o: (-o.total_us, o.category))
+    return out
+
+
 def operations(model: TraceModel, phase: str = "all") -> list[OperationTotal]:
     """Per category: count, durations and share, its heaviest kernels and cpu_ops; largest first."""
     k = model.kernels
     rows = np.flatnonzero(model.phase_mask(phase))
     dur = k.dur[rows]
-    total = float(dur.sum())
     cats = k.cat[rows].astype(np.int64)
+    ids, stats, _first = _groups(cats, dur, float(dur.sum()))
     names = k.name[rows]
     ops_of = k.cpu_op[rows]
     out = []
-    ids, stats, _first = _groups(cats, dur, total)
     for c, s in zip(ids.tolist(), stats):
         sel = cats == c
         ops = ops_of[sel]

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from kerneldiff.core.analysis.browse import operations
+from kerneldiff.core.analysis.browse import category_totals
 from kerneldiff.core.analysis.devices import device_totals
 from kerneldiff.core.model import PHASES, TraceModel
 
@@ -37,9 +37,9 @@ def summarize(model: TraceModel) -> dict[str, Any]:
         "python_frames": int(len(model.python)),
         "dropped_events": model.dropped_events,
         "load_seconds": model.load_seconds,
-        # per category, largest first: the browse view's Operations (one owner of the grouping)
-        "operations": [{"category": o.category, "count": o.stats.count, "total_us": o.stats.total_us,
-                        "share": o.stats.share} for o in operations(model)],
+        # per category, largest first: the browse view's Operations without their details
+        "operations": [{"category": c.category, "count": c.count, "total_us": c.total_us, "share": c.share}
+                       for c in category_totals(model)],
         "warnings": list(model.warnings),
         # every device of the file (one entry per GPU); the figures above are `device`'s alone
         "device": model.device,

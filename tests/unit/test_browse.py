@@ -19,6 +19,16 @@ def model(request, demo_models):
     return demo_models[str(DEMO_A if request.param == "a" else DEMO_B)]
 
 
+def test_category_totals_are_the_operations_to_the_last_digit(model):
+    """`info`'s per-category totals (category_totals) and the browse view's Operations: one grouping,
+    in the same order, with the same sums and shares, in every phase."""
+    for phase in ["all", *model.phases_present()]:
+        ops = browse.operations(model, phase)
+        cats = browse.category_totals(model, phase)
+        assert [(c.category, c.count, c.total_us, c.share) for c in cats] == \
+            [(o.category, o.stats.count, o.stats.total_us, o.stats.share) for o in ops]
+
+
 def test_operations_match_info_and_numpy(model):
     ov = browse.overview(model)
     k = model.kernels

@@ -301,7 +301,7 @@ class Session:
 
         return overview(self._model(index), phase)
 
-    def loaded(self, index: int) -> LoadedTrace:
+    def loaded_trace(self, index: int) -> LoadedTrace:
         m = self._model(index)
         return LoadedTrace(m.label, len(m.kernels), len(m.steps), m.num_layers, len(m.warnings))
 

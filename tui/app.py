@@ -67,7 +67,7 @@ def load_summary(session, index: int) -> str:
         from .screens.aie_views import card_summary
 
         return card_summary(session.run(index))
-    t = session.loaded(index)
+    t = session.loaded_trace(index)
     s = (f"loaded: {t.kernels:,} kernels · {t.steps:,} step{'' if t.steps == 1 else 's'} · "
          f"{t.layers_per_step} layers/step")
     if t.warnings:

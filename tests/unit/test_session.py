@@ -226,7 +226,7 @@ def test_name_durations_honour_the_phase(demo_session):
 def test_loaded_label_and_absent_phase_read_the_models(demo_session):
     s = demo_session
     for i, m in enumerate(s.models):
-        t = s.loaded(i)
+        t = s.loaded_trace(i)
         assert (t.label, t.kernels, t.steps, t.layers_per_step, t.warnings) == \
             (m.label, len(m.kernels), len(m.steps), m.num_layers, len(m.warnings))
         assert s.label(i) == m.label
@@ -234,4 +234,8 @@ def test_loaded_label_and_absent_phase_read_the_models(demo_session):
     why = s.absent_phase("mixed")
     assert why.startswith("phase 'mixed' is absent from A and B (A has prefill, decode; B has prefill, decode)")
     with pytest.raises(ValueError, match="not loaded"):
-        Session([DEMO_A]).loaded(0)
+        Session([DEMO_A]).loaded_trace(0)
+    fresh = Session([DEMO_A, DEMO_B])
+    assert fresh.loaded is False and s.loaded is True          # the property beside loaded_trace
+    with pytest.raises(ValueError, match="load both traces"):
+        fresh.compare()

@@ -78,11 +78,12 @@ def launch_time(model: TraceModel) -> np.ndarray:
     return t
 
 
-def enclosing(ts: np.ndarray, dur: np.ndarray, t: float, rows: np.ndarray | None = None) -> np.ndarray:
-    """Rows whose [ts, ts+dur] contains t, outermost first."""
-    sel = np.nonzero((ts <= t) & (ts + dur >= t))[0]
-    if rows is not None:
-        sel = np.intersect1d(sel, rows)
+def enclosing(ts: np.ndarray, dur: np.ndarray, t: float, among: np.ndarray | None = None) -> np.ndarray:
+    """Rows whose [ts, ts+dur] contains t (and `among`, a boolean mask, holds), outermost first. A
+    mask, not a row list: intersecting row lists hashed every event of the thread, 45 ms a call
+    on the 35k-kernel Llama trace (the explorer's kernel detail took 110 ms a row, now 2.3)."""
+    inside = (ts <= t) & (ts + dur >= t)
+    sel = np.nonzero(inside if among is None else inside & among)[0]
     return sel[np.lexsort((-dur[sel], ts[sel]))] if len(sel) else sel
 
 
@@ -95,8 +96,7 @@ def cpu_op_stack(model: TraceModel, row: int) -> list[str]:
         return [model.strings[int(model.cpu_ops.name[i])]] if i >= 0 else []
     t = float(model.launches.ts[li])
     c = model.cpu_ops
-    same = np.nonzero(c.tid == model.launches.tid[li])[0]
-    rows = enclosing(c.ts, c.dur, t, same)
+    rows = enclosing(c.ts, c.dur, t, c.tid == model.launches.tid[li])
     return [model.strings[int(c.name[r])] for r in rows]
 
 
@@ -114,7 +114,7 @@ def python_stack(model: TraceModel, row: int, limit: int = 64) -> list[str]:
         if i < 0:
             return []
         t, tid = float(model.cpu_ops.ts[i]), int(model.cpu_ops.tid[i])
-    rows = enclosing(p.ts, p.dur, t, np.nonzero(p.tid == tid)[0])
+    rows = enclosing(p.ts, p.dur, t, p.tid == tid)
     if len(rows) == 0:  # some writers put Python events on their own pid/tid
         rows = enclosing(p.ts, p.dur, t)
     if len(rows) == 0:

@@ -302,6 +302,7 @@ class Session:
         return overview(self._model(index), phase)
 
     def loaded_trace(self, index: int) -> LoadedTrace:
+        """Loaded trace `index` in a few words: its GPU and how many kernels, steps, layers, warnings."""
         m = self._model(index)
         return LoadedTrace(m.label, len(m.kernels), len(m.steps), m.num_layers, len(m.warnings))
 

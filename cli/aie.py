@@ -101,13 +101,12 @@ def cores_table(run: AieRun) -> Table:
         tbl.add_column(col, justify=just, no_wrap=True, min_width=8 if col == "tile" else None)
     for c in run.cores:
         s = c.stats
-        iters = f"{c.detected_iterations}" + (f"/{c.expected_iterations}" if c.expected_iterations is not None else "")
-        perf = c.perf_iterations
+        iters = fmt.iterations(c.detected_iterations, c.expected_iterations)
         busy = c.perf_mean_busy
         iters_txt = Text(iters, style="yellow" if c.mismatch else "")
         tbl.add_row(*_cells(Text(visible(c.tile)), Text(str(c.pid)), _num(s.pairs), _num(s.duplicate_starts + s.duplicate_ends),
                             _num(s.orphan_starts + s.orphan_ends), _num(s.outliers),
-                            _num(c.median_kernel_cycles), iters_txt, f"{c.perf_start}–{c.perf_end - 1}" if perf else fmt.ABSENT,
+                            _num(c.median_kernel_cycles), iters_txt, fmt.perf_window(c),
                             _num(c.perf_mean_span_cycles), _num(c.perf_mean_gmacs, 2), _pct(busy)))
     return tbl
 

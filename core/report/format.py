@@ -85,3 +85,13 @@ def rate(v: float | None) -> str:
 def percent(v: float | None) -> str:
     """A percentage already in percent (46.7 -> 46.7%), as the throughput figures give them."""
     return ABSENT if _missing(v) else (f"{v:.1f}%" if abs(v) < 100 else f"{v:.0f}%")
+
+
+def iterations(detected: int, expected: int | None) -> str:
+    """An AIE core's iterations: detected, over the expected count when one was given ("12/10")."""
+    return f"{detected}" + (f"/{expected}" if expected is not None else "")
+
+
+def perf_window(core) -> str:
+    """An AIE core's perf iterations as an index range ("2–11"), or ABSENT when it has none."""
+    return f"{core.perf_start}–{core.perf_end - 1}" if core.perf_iterations else ABSENT

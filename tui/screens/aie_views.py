@@ -93,16 +93,13 @@ def _run_col(view: AieView) -> list[Column]:
 
 def _iters_text(core) -> Text:
     """detected/expected; a "!" marks a mismatch so it reads without colour too."""
-    s = str(core.detected_iterations)
-    if core.expected_iterations is not None:
-        s += f"/{core.expected_iterations}"
+    s = fmt.iterations(core.detected_iterations, core.expected_iterations)
     if core.mismatch:
         return span(s + "!", NOTE_STYLE, "right")
     return _num(s)
 
 
-def perf_window(core) -> str:
-    return f"{core.perf_start}–{core.perf_end - 1}" if core.perf_iterations else ABSENT
+perf_window = fmt.perf_window
 
 
 # --- header -----------------------------------------------------------------------------------

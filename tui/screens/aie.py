@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Static, TabbedContent
+from textual.widgets import Footer, Static, TabbedContent
 
 from ..widgets.header import Breadcrumb
 from ..widgets.result_table import ResultTable
@@ -138,6 +138,6 @@ class AieCoreScreen(ExplorerScreen):
     def export_name(self, table: ResultTable) -> str:
         return f"aie-{table.spec.name}"
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_result_table_row_selected(self, event: ResultTable.RowSelected) -> None:
         if self.query_one("#iterations", ResultTable).current_row() is not None:
             self.query_one(DetailScroll).focus()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, TabbedContent, TabPane
+from textual.widgets import Footer, Input, TabbedContent, TabPane
 from textual.widget import Widget
 
 from ..export import table_export, write_table
@@ -234,8 +234,8 @@ class TabbedExplorerScreen(ExplorerScreen):
             return focused
         return self.query_one(f"#pane-{self._active_key()}", TablePane).table
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        table = event.data_table
+    def on_result_table_row_selected(self, event: ResultTable.RowSelected) -> None:
+        table = event.table
         if not isinstance(table, ResultTable):
             return
         row = table.current_row()

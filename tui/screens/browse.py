@@ -203,7 +203,7 @@ class BrowseLayerScreen(ExplorerScreen):
     def export_name(self, table: ResultTable) -> str:
         return f"{table.spec.name}-{self.overview.phase}"
 
-    def on_data_table_row_selected(self, event) -> None:
+    def on_result_table_row_selected(self, event) -> None:
         row = self.query_one("#layer_kernels", ResultTable).current_row()
         if row is not None and isinstance(row.payload, KernelTotal):
             context = span(f"Layer {self.layer_index}", "bold")

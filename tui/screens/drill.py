@@ -128,7 +128,7 @@ class SideKernelsScreen(ExplorerScreen):
     def export_name(self, table: ResultTable) -> str:
         return f"{self.table_name}-{self.comparison.phase if self.comparison else 'all'}"
 
-    def on_data_table_row_selected(self, event) -> None:
+    def on_result_table_row_selected(self, event) -> None:
         row = self.query_one("#side_kernels", ResultTable).current_row()
         if row is None or self.comparison is None:
             return

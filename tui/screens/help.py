@@ -9,12 +9,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from ..widgets.result_table import ResultTable
 from ..widgets.table_pane import DetailScroll
 
-# DataTable keys worth listing (the rest are mouse-only or duplicates)
+# Table keys worth listing (the rest are mouse-only or duplicates)
 _TABLE_ACTIONS = {"cursor_up", "cursor_down", "page_up", "page_down", "scroll_top", "scroll_bottom", "select_cursor",
                   "cursor_left", "cursor_right"}
 _TABLE_WORDS = {"cursor_up": "Up", "cursor_down": "Down", "page_up": "Page up", "page_down": "Page down",
@@ -66,7 +66,7 @@ def binding_groups(app) -> list[tuple[str, list[tuple[str, str]]]]:
     def rows(bindings, words=None, only=None) -> list[tuple[str, str]]:
         return binding_rows(app, bindings, words, only)
 
-    table_bindings = [b for b in _bindings(DataTable)] + _bindings(ResultTable)
+    table_bindings = _bindings(ResultTable)
     groups = [
         ("Everywhere", rows(_bindings(type(app))) + [(app.get_key_display(Binding("ctrl+p", "")), "Command palette")]),
         ("Tables", rows(table_bindings, _TABLE_WORDS, _TABLE_ACTIONS | {b.action for b in _bindings(ResultTable)})),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import Footer, Static
 
 from kerneldiff.core.compare.result import Comparison, KernelPair
 
@@ -107,7 +107,7 @@ class LayerScreen(ExplorerScreen):
             t.append(pairs_basis(al, row), style=DIM)
         return t
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+    def on_result_table_row_highlighted(self, event: ResultTable.RowHighlighted) -> None:
         self._update_status()
 
     def after_filter(self, table: ResultTable) -> None:
@@ -125,7 +125,7 @@ class LayerScreen(ExplorerScreen):
         t.append("Enter: kernel detail   Note 1-9: op fusion group   F: fusion note   =: same kernel on both sides", style=DIM)
         status.update(t)
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_result_table_row_selected(self, event: ResultTable.RowSelected) -> None:
         row = self.query_one("#pairs", ResultTable).current_row()
         if row is not None and isinstance(row.payload, KernelPair):
             from .kernel import pair_screen

@@ -80,7 +80,7 @@ class ShapeKernelsScreen(ExplorerScreen):
     def export_name(self, table: ResultTable) -> str:
         return f"shape_kernels-{self.comparison.phase if self.comparison else 'all'}"
 
-    def on_data_table_row_selected(self, event) -> None:
+    def on_result_table_row_selected(self, event) -> None:
         row = self.query_one("#shape_kernels", ResultTable).current_row()
         if row is None or self.comparison is None:
             return

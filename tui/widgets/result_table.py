@@ -1,170 +1,195 @@
-"""A DataTable of result rows that knows how to filter, sort and export itself.
+"""The explorer's result table: rows a view built, `/` filtered, `s` sorted, exported as shown.
 
-Rows carry their raw values (for sorting and export, names in full) next to the rendered cells
-(Text, names shortened to the column). The table is rebuilt from `rows` on every filter/sort
-change, which stays cheap because result tables are small (layers, operations, kernel pairs).
-Drawing is independent of the row count and draws rows itself (see "fast rendering").
+A `ScrollView` that draws only the lines in view (`render_line`), on Textual's public API, as
+toolong's log view does: the rows stay as the view built them and the table shows a list of
+indices into them (table_rows.RowOrder: a filter is a subset, a sort a permutation), so a refill
+of 100,000 rows costs a sort over ints, and a frame costs the rows in view whatever the row count.
+Lines look exactly as Textual's DataTable drew them (its CSS, component classes, keys, mouse
+meta and messages' names), which the snapshots hold it to (table_lines.py says how).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable
+import bisect
+from itertools import accumulate
+from typing import Any, ClassVar
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual._segment_tools import line_crop
+from textual import events
 from textual.actions import SkipAction
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
-from textual.coordinate import Coordinate
-from textual.geometry import Region, Size
+from textual.geometry import Region, Size, Spacing
+from textual.message import Message
+from textual.render import measure
+from textual.scroll_view import ScrollView
 from textual.strip import Strip
-from textual.widgets import DataTable
-from textual.widgets._data_table import RowKey
+
+from .table_lines import StyleSums, one_line_runs, rich_cell_lines, whole_columns
+from .table_rows import (NUMERIC, Column, Row, RowOrder, ShownRows, Sort, TableSpec, column_title,
+                         flexible_widths, sort_words)
+
+__all__ = ["NUMERIC", "Column", "ResultTable", "Row", "Sort", "TableSpec", "column_title", "flexible_widths",
+           "sort_words"]
+
+_PAD = 1   # cells of padding each side of a cell, as DataTable's default
 
 
-@dataclass
-class _Frame:
-    """What drawing a line of the table needs, read once a frame."""
-    fast: bool
-    base_style: Style
-    widths: list[int]
-    keys: list
-    width: int
-    header: int
-    offsets: list
-    scroll: Any
-    cursor_row: int
-    hover_row: int
-    show_cursor: bool
-    show_hover: bool
-    css_fg: bool
-    css_bg: bool
-    fixed: int = 0        # fixed columns (drawn in place, the rest scrolls under them)
-    state: tuple = ()     # everything above a drawn row depends on (strip cache key)
-
-
-NUMERIC = ("num", "us", "gap", "ratio", "pct", "int")
-
-
-@dataclass
-class Column:
-    key: str
-    label: str
-    kind: str = "text"           # text | name | int | num | us | gap | ratio | pct | bar
-    width: int | None = None     # fixed width; None: fit content; "name" columns share what is left
-    min_width: int = 12          # for flexible columns ("name", and "bar" without a width)
-    max_width: int = 96          # a name column never grows past its longest value (views set it)
-
-
-@dataclass
-class Row:
-    key: str
-    values: tuple                # raw values, one per column (None = absent)
-    cells: tuple                 # renderables, one per column
-    payload: Any = None          # the result object the row shows (for drill-down)
-    style: str = ""              # whole-row style (e.g. the slower side's colour)
-    search: str = ""             # lowercase text matched by the filter (name and category)
-    height: int | None = 1       # lines; None: as many as its cells wrap to
-
-
-@dataclass
-class Sort:
-    """A named order of a table's rows (the `s`, `t`, `n` keys): `key(row)` gives the value (None
-    sorts last), `columns` the column keys whose headers show the arrow."""
-
-    label: str                   # "gap", "time", "name" as the notification says it
-    key: Callable[[Row], Any]
-    columns: tuple[str, ...] = ()
-    reverse: bool = True         # the first press: largest first (names: A to Z)
-    words: str = ""              # what the order means ("largest |gap| first")
-
-
-@dataclass
-class TableSpec:
-    name: str                    # used for export file names
-    columns: list[Column]
-    build: Callable[[dict[str, int]], list[Row]]   # name-column widths -> rows
-    select: str | None = None    # row key to put the cursor on first
-    default_sort: tuple[int, bool] | str | None = None   # (column index, reverse) or a name in `sorts`
-    sorts: dict[str, Sort] = field(default_factory=dict)   # "gap" | "time" | "name" -> Sort
-    fixed: int = 0               # leading columns that stay in view when the table scrolls sideways
-
-
-def flexible_widths(cols: list[Column], total: int) -> dict[str, int]:
-    """Widths of the flexible columns (names, and bars without a fixed width) in a table `total` cells wide."""
-    flex = [c for c in cols if c.width is None and c.kind in ("name", "bar")]
-    fixed = sum((c.width or len(c.label)) + 2 for c in cols if c not in flex)
-    # 2 cells per column for padding, 2 for the vertical scrollbar
-    left = total - fixed - 2 * len(flex) - 2
-    names = [c for c in flex if c.kind == "name"]
-    bars = [c for c in flex if c.kind == "bar"]
-    out: dict[str, int] = {}
-    for c in names:
-        out[c.key] = max(c.min_width, min(left // len(names), c.max_width))
-    for c in bars:  # a bar grows into what names leave, but not so far that it turns into a line
-        out[c.key] = c.min_width if names else max(c.min_width, min(left // len(bars), 48))
-    return out
-
-
-def column_title(col: Column) -> str:
-    """A column's name in words (its label; the key for a column without one)."""
-    return col.label.strip() or col.key.replace("_", " ")
-
-
-def sort_words(sort: Sort, reverse: bool) -> str:
-    if reverse == sort.reverse:
-        return f"sorted by {sort.label}: {sort.words}" if sort.words else f"sorted by {sort.label}"
-    return f"sorted by {sort.label}, reversed"
-
-
-def _sort_key(v: Any, kind: str):
-    # None (a side with no data) always sorts after real values
-    if v is None:
-        return (1, 0)
-    if kind in NUMERIC:
-        try:
-            return (0, float(v))
-        except (TypeError, ValueError):
-            return (1, 0)
-    return (0, str(v).lower())
-
-
-class ResultTable(DataTable):
+class ResultTable(ScrollView, can_focus=True):
     """Rows of one result table with `/` filtering, `s` sorting and export."""
 
-    BINDINGS = [
+    ALLOW_SELECT = False
+
+    # DataTable's keys (the help screen lists them from here), then ours
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "select_cursor", "Select", show=False),
+        Binding("up", "cursor_up", "Cursor up", show=False),
+        Binding("down", "cursor_down", "Cursor down", show=False),
+        Binding("right", "cursor_right", "Cursor right", show=False),
+        Binding("left", "cursor_left", "Cursor left", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("ctrl+home", "scroll_top", "Top", show=False),
+        Binding("ctrl+end", "scroll_bottom", "Bottom", show=False),
+        Binding("home", "scroll_home", "Home", show=False),
+        Binding("end", "scroll_end", "End", show=False),
         Binding("j", "cursor_down", "Down", show=False),
         Binding("k", "cursor_up", "Up", show=False),
         Binding("g", "scroll_top", "First row", show=False),
         Binding("G", "scroll_bottom", "Last row", show=False),
     ]
 
+    # DataTable's component classes and CSS, so the theme and the app's .tcss style it as before
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "datatable--cursor", "datatable--hover", "datatable--fixed", "datatable--fixed-cursor",
+        "datatable--header", "datatable--header-cursor", "datatable--header-hover",
+        "datatable--odd-row", "datatable--even-row",
+    }
+
     DEFAULT_CSS = """
-    ResultTable { height: 1fr; }
+    ResultTable {
+        background: $surface;
+        color: $foreground;
+        height: 1fr;
+        max-height: 100%;
+        &.datatable--fixed-cursor {
+            background: $block-cursor-blurred-background;
+        }
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .datatable--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+            & > .datatable--header {
+                background-tint: $foreground 5%;
+            }
+            & > .datatable--fixed-cursor {
+                color: $block-cursor-foreground;
+                background: $block-cursor-background;
+            }
+        }
+        &:dark {
+            & > .datatable--even-row {
+                background: $surface-darken-1 40%;
+            }
+        }
+        & > .datatable--header {
+            text-style: bold;
+            background: $panel;
+            color: $foreground;
+        }
+        &:ansi > .datatable--header {
+            background: ansi_bright_blue;
+            color: ansi_default;
+        }
+        & > .datatable--fixed {
+            background: $secondary-muted;
+            color: $foreground;
+        }
+        & > .datatable--even-row {
+            background: $surface-lighten-1 50%;
+        }
+        & > .datatable--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+        & > .datatable--fixed-cursor {
+            background: $block-cursor-blurred-background;
+            color: $foreground;
+        }
+        & > .datatable--header-cursor {
+            background: $accent-darken-1;
+            color: $foreground;
+        }
+        & > .datatable--header-hover {
+            background: $accent 30%;
+        }
+        & > .datatable--hover {
+            background: $block-hover-background;
+        }
+    }
     """
 
+    class RowHighlighted(Message):
+        """The cursor came onto a row (also after every refill with rows)."""
+
+        def __init__(self, table: ResultTable, cursor_row: int, row_key: str) -> None:
+            super().__init__()
+            self.table, self.cursor_row, self.row_key = table, cursor_row, row_key
+
+        @property
+        def control(self) -> ResultTable:
+            return self.table
+
+    class RowSelected(Message):
+        """Enter on a row, or a click on the row under the cursor."""
+
+        def __init__(self, table: ResultTable, cursor_row: int, row_key: str) -> None:
+            super().__init__()
+            self.table, self.cursor_row, self.row_key = table, cursor_row, row_key
+
+        @property
+        def control(self) -> ResultTable:
+            return self.table
+
+    header_height = 1
+    show_header = True
+    show_cursor = True
+
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
-        # drawing (see 'fast rendering'); set first: DataTable's constructor may clear caches
-        self._component_style_cache: dict[tuple, Style] = {}
-        self._combined_style_cache: dict[tuple, Style] = {}
-        self._row_cells_cache: LRUCache[tuple, list[list[tuple[str, Style]]]] = LRUCache(4096)
-        self._strip_cache: LRUCache[tuple, Strip] = LRUCache(1024)
-        self._frame: _Frame | None = None   # set while drawing
-        self._prefetched = None              # scroll offset the pages around were drawn for
-        super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=True)
+        super().__init__(id=id, classes=classes)
         self.spec: TableSpec | None = None
         self.rows_all: list[Row] = []
-        self.rows_shown: list[Row] = []
+        self.rows_shown: ShownRows = ShownRows([], [])
         self.filter_text = ""
         self.sort_column: int | None = None
         self.sort_name: str | None = None   # a named order (spec.sorts) instead of a column
         self.sort_reverse = False
+        self.fixed_columns = 0
         self._built_width = 0
         self._widths: dict[str, int] = {}
+        self._order = RowOrder([], [], {})
+        self._positions: dict[str, int] | None = None   # row key -> index in rows_all
+        # what is drawn
+        self._labels: list[Text] = []       # header cells
+        self._col_widths: list[int] = []    # render widths, padding included
+        self._heights: list[int] | None = None   # per shown row; None: every row is one line
+        self._tops: list[int] = []          # first line of each shown row (when heights vary)
+        self._cursor = 0
+        self._hover = 0                     # row under the mouse (-1: the header)
+        self._show_hover = False
+        self._generation = 0                # bumped on every refill: cached lines are stale
+        self._runs: LRUCache[tuple, list] = LRUCache(4096)    # (generation, row) -> cells laid out
+        self._strips: LRUCache[tuple, Strip] = LRUCache(1024)  # one per drawn row state
+        self._sums = StyleSums()
+        self._component: dict[tuple, tuple[Style, Style]] = {}
+        self._frame: tuple | None = None    # what every line of a frame depends on
 
     # --- data in --------------------------------------------------------------------------
     def show(self, spec: TableSpec, keep_cursor: bool = False) -> None:
@@ -185,6 +210,22 @@ class ResultTable(DataTable):
         select = current.key if (keep_cursor and current is not None) else spec.select
         self._refill(select)
 
+    def clear(self, columns: bool = False) -> None:
+        """No rows (and, with `columns`, no columns either)."""
+        self.rows_all = []
+        self._order = RowOrder(self.spec.columns if self.spec and not columns else [], [], {})
+        self.rows_shown = ShownRows([], [])
+        self._positions = None
+        if columns:
+            self._labels, self._col_widths = [], []
+        self._heights, self._tops = None, []
+        self._cursor = 0
+        self._generation += 1
+        self._strips.clear()
+        self.virtual_size = Size(sum(self._col_widths), self.header_height)
+        self.scroll_to(0, 0, animate=False, immediate=True)
+        self.refresh()
+
     def _name_widths(self) -> dict[str, int]:
         """Widths of the flexible columns (names, and bars without a fixed width) for this table's width."""
         assert self.spec is not None
@@ -196,6 +237,8 @@ class ResultTable(DataTable):
         assert self.spec is not None
         self._widths = self._name_widths()
         self.rows_all = self.spec.build(self._widths)
+        self._order = RowOrder(self.spec.columns, self.rows_all, self.spec.sorts)
+        self._positions = None
 
     def on_resize(self) -> None:
         # names were shortened for the old width: rebuild when it changes noticeably
@@ -250,221 +293,234 @@ class ResultTable(DataTable):
         self._refill(cur.key if cur else None)
         return sort_words(sort, reverse)
 
-    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
-        event.stop()
-        col = event.column_index
+    def _header_clicked(self, col: int) -> None:
+        if self.spec is None or not 0 <= col < len(self.spec.columns):
+            return
         if self.sort_column == col:
             self.sort_by(col, not self.sort_reverse)
         else:
             self.sort_by(col, self.spec.columns[col].kind in NUMERIC)
 
-    def _visible(self) -> list[Row]:
-        rows = self.rows_all
-        if self.filter_text:
-            rows = [r for r in rows if self.filter_text in r.search]
-        if self.sort_name is not None:
-            sort = self.spec.sorts[self.sort_name]
-            keyed = [(sort.key(r), r) for r in rows]
-            present = [(k, r) for k, r in keyed if k is not None]
-            absent = [r for k, r in keyed if k is None]
-            present.sort(key=lambda kr: kr[0], reverse=self.sort_reverse)
-            rows = [r for _k, r in present] + absent
-        elif self.sort_column is not None:
-            kind = self.spec.columns[self.sort_column].kind
-            i = self.sort_column
-            present = [r for r in rows if r.values[i] is not None]
-            absent = [r for r in rows if r.values[i] is None]
-            present.sort(key=lambda r: _sort_key(r.values[i], kind), reverse=self.sort_reverse)
-            rows = present + absent
-        return rows
-
     def _refill(self, select: str | None) -> None:
         assert self.spec is not None
-        self.clear(columns=True)
-        arrow = "▼" if self.sort_reverse else "▲"
-        named = self.spec.sorts[self.sort_name].columns if self.sort_name is not None else ()
-        for i, c in enumerate(self.spec.columns):
-            label = c.label
-            if i == self.sort_column or c.key in named:
-                label += arrow
-            justify = "right" if c.kind in NUMERIC else "left"
-            width = c.width
-            if c.key in self._widths:
-                width = self._widths[c.key]
-            self.add_column(Text(label, justify=justify), width=width, key=c.key)
-        self.rows_shown = self._visible()
-        for r in self.rows_shown:
-            cells = r.cells
-            if r.style:  # bars keep their own side colours
-                cells = tuple(c if col.kind == "bar" else self._styled(c, r.style)
-                              for c, col in zip(cells, self.spec.columns))
-            self.add_row(*cells, key=r.key, height=r.height)
-        if select is not None:
-            for idx, r in enumerate(self.rows_shown):
-                if r.key == select:
-                    self.move_cursor(row=idx, animate=False, scroll=True)
-                    break
+        sort = self.sort_name if self.sort_name is not None else self.sort_column
+        order = self._order.order(self.filter_text, sort, self.sort_reverse)
+        self.rows_shown = ShownRows(self.rows_all, order)
+        self._generation += 1
+        self._strips.clear()
+        self._layout_columns()
+        self._layout_rows()
+        self.virtual_size = Size(sum(self._col_widths), self._total_height() + self.header_height)
+        # as DataTable's clear(): cursor on the first row, scrolled home; then onto `select`
+        self._cursor = 0
+        self.scroll_x = self.scroll_y = 0
+        self.scroll_target_x = self.scroll_target_y = 0
+        position = self._position_of(select) if select is not None else None
+        if position is not None:
+            self._cursor = position
+            self.call_after_refresh(self._scroll_cursor_into_view)
+        self.refresh()
+        if order:
+            self.post_message(self.RowHighlighted(self, self._cursor, self.rows_shown[self._cursor].key))
 
-    @staticmethod
-    def _styled(cell, style: str):
-        if isinstance(cell, Text):
-            c = cell.copy()
-            c.stylize_before(style)
-            return c
-        return cell
-
-    # --- fast rendering -------------------------------------------------------------------
-    # DataTable renders every cell through Rich (Styled(Padding(cell)) -> console.render_lines) and
-    # reads the widget's and the row's CSS styles and a dozen reactive attributes on every line: a
-    # page of rows never drawn before (page down) cost 20 ms of CPU at 80x24 and 60 ms at 200x60,
-    # and scrolling by one line redrew every row. For the rows this table holds (one line high,
-    # Text cells that fit their column, row cursor) `render_line` draws the same strip DataTable
-    # would, from (1) each row's cells laid out once, unstyled (`_row_cells`), (2) styles combined
-    # once per (row style, cursor/hover, cell style) and (3) the row/column meta the mouse handling
-    # reads; strips are cached per row, so a scroll by one line draws the rows that changed, and
-    # the pages above and below are drawn once a frame is out (`_prefetch`). Everything else (the
-    # header, other renderables, overlong, centred or multi-line cells) takes DataTable's own path;
-    # tests/test_tui_table.py compares both drawings cell by cell.
-
-    def _update_dimensions(self, new_rows) -> None:
-        """Every column here has its width and every row its height, so DataTable's measuring of
-        each new cell with Rich (only needed for auto-sized columns) is skipped: it cost ~30 s
-        for a table of 200,000 rows, on the UI thread. Only the virtual size changes."""
-        if self._labelled_row_exists or any(c.auto_width for c in self.columns.values()) or \
-                any(r.auto_height for r in self.rows.values()):
-            super()._update_dimensions(new_rows)
-            return
-        width = sum(c.get_render_width(self) for c in self.columns.values()) + self._row_label_column_width
-        self.virtual_size = Size(width, self._total_row_height + (self.header_height if self.show_header else 0))
-
-    def _clear_caches(self) -> None:  # DataTable's, on new data, a new cursor type, ...
-        super()._clear_caches()
-        self._row_cells_cache.clear()
-        self._strip_cache.clear()
-        self._prefetched = None
-
-    def notify_style_update(self) -> None:  # new CSS, theme, focus
-        self._component_style_cache.clear()
-        self._combined_style_cache.clear()
-        self._strip_cache.clear()
-        super().notify_style_update()
-
-    def _component_style(self, name: str) -> Style:
-        key = (name, self._pseudo_class_state)
-        style = self._component_style_cache.get(key)
-        if style is None:
-            style = self._component_style_cache[key] = self.get_component_styles(name).rich_style
-        return style
-
-    def _get_row_style(self, row_index: int, base_style: Style) -> Style:
-        # DataTable's, with the component styles looked up once per focus state, not once per line
-        if row_index == -1:
-            return self._component_style("datatable--header")
-        if row_index < self.fixed_rows:
-            return self._component_style("datatable--fixed")
-        if self.zebra_stripes:
-            return self._component_style("datatable--odd-row" if row_index % 2 else "datatable--even-row")
-        return base_style
-
-    def _make_frame(self) -> _Frame:
-        """What every line needs, read once a frame (reactive attributes are slow to read)."""
-        columns = self.ordered_columns
-        f = _Frame(
-            fast=(self.cursor_type == "row" and not self.fixed_rows and not self._should_render_row_labels),
-            base_style=self.rich_style, widths=[c.get_render_width(self) for c in columns],
-            keys=[c.key for c in columns], width=self.size.width,
-            header=self.header_height if self.show_header else 0, offsets=self._y_offsets,
-            scroll=self.scroll_offset, cursor_row=self.cursor_coordinate.row, hover_row=self.hover_coordinate.row,
-            show_cursor=self.show_cursor, show_hover=self._show_hover_cursor,
-            css_fg=self.cursor_foreground_priority == "css", css_bg=self.cursor_background_priority == "css",
-            fixed=min(self.fixed_columns, len(columns)))
-        f.state = (f.base_style, f.width, tuple(f.widths), f.show_cursor, f.show_hover, f.css_fg, f.css_bg,
-                   f.fixed, self.get_pseudo_class_state(), self._update_count)
-        return f
-
-    def render_lines(self, crop):
-        self._frame = f = self._make_frame()
+    def _position_of(self, key: str) -> int | None:
+        """Where the row with `key` is shown (None: filtered out, or no such row)."""
+        if self._positions is None:
+            self._positions = {r.key: i for i, r in enumerate(self.rows_all)}
+        index = self._positions.get(key)
+        if index is None:
+            return None
         try:
-            lines = super().render_lines(crop)
-        finally:
-            self._frame = None
-        if f.fast and f.scroll != self._prefetched:
-            # once the frame is out, draw the pages above and below, so that the next page
-            # up/down (or a scroll into them) finds its rows drawn
-            self._prefetched = f.scroll
-            self.call_later(self._prefetch)
-        return lines
+            return self.rows_shown.order.index(index)
+        except ValueError:
+            return None
 
-    def _prefetch(self) -> None:
-        f = self._make_frame()
-        if not f.fast:
+    def _layout_columns(self) -> None:
+        """Header cells (the sort arrow on the sorted columns) and each column's width: fixed,
+        flexible (names, shortened to it) or, without either, its widest cell shown."""
+        spec = self.spec
+        arrow = "▼" if self.sort_reverse else "▲"
+        named = spec.sorts[self.sort_name].columns if self.sort_name is not None else ()
+        console = self.app.console
+        self._labels, self._col_widths = [], []
+        for i, c in enumerate(spec.columns):
+            label = c.label + arrow if (i == self.sort_column or c.key in named) else c.label
+            text = Text(label, justify="right" if c.kind in NUMERIC else "left")
+            self._labels.append(text)
+            width = self._widths.get(c.key, c.width)
+            if width is None:
+                width = measure(console, text, 1)
+                for r in self.rows_shown:
+                    cell = r.cells[i]
+                    if isinstance(cell, Text):
+                        plain = cell.plain
+                        w = max(map(cell_len, plain.splitlines())) if "\n" in plain else cell_len(plain)
+                    else:
+                        w = measure(console, cell, 1)
+                    width = max(width, w)
+            self._col_widths.append(width + 2 * _PAD)
+
+    def _layout_rows(self) -> None:
+        """Line heights of the shown rows: one each, unless a row asks for more (or for as many as
+        its cells wrap to, as warnings do)."""
+        if all(r.height == 1 for r in self.rows_all):
+            self._heights, self._tops = None, []
             return
-        self._pseudo_class_state = f.state[-2]  # as DataTable.render_lines sets it for the row styles
-        top, page = f.scroll.y, max(self.scrollable_content_region.height - f.header, 1)
-        for index in (*range(top + page, min(top + 2 * page, len(f.offsets))), *range(max(top - page, 0), top)):
-            self._row_strip(index, f)
-
-    def render_line(self, y: int) -> Strip:
-        f = self._frame
-        if f is None or not f.fast or y < f.header:
-            return self._whole_cells(super().render_line(y))
-        x, scroll_y = f.scroll
-        index = y - f.header + scroll_y
-        if index >= len(f.offsets):
-            return Strip.blank(f.width, f.base_style)
-        strip = self._row_strip(index, f)
-        if strip is None:
-            strip = self._render_line(y + scroll_y, x, x + f.width, f.base_style)
-        return self._whole_cells(strip)
-
-    # --- whole cells only -------------------------------------------------------------------
-    # Scrolled sideways, a column half in view showed the end of its numbers ("98µs" for 2.98µs)
-    # or the start ("0.…" at the right edge) and read as another number. A column is drawn whole
-    # or not at all: ← → move by whole columns, and a column that still straddles an edge (the
-    # last scroll position, a narrow window) is blanked, keeping its background (cursor, stripes).
-
-    def _scroll_stops(self) -> list[int]:
-        """The sideways offsets at which a scrolling column starts right after the fixed ones."""
-        widths = [c.get_render_width(self) for c in self.ordered_columns]
-        fixed = min(self.fixed_columns, len(widths))
-        stops, x = [], 0
-        for w in widths[fixed:]:
-            stops.append(x)
-            x += w
-        return stops
-
-    def _whole_cells(self, strip: Strip) -> Strip:
-        columns = self.ordered_columns
-        if not columns:
-            return strip
-        widths = [c.get_render_width(self) for c in columns]
-        fixed = min(self.fixed_columns, len(widths))
-        x1, width = int(self.scroll_offset.x), self.size.width
-        lo, hi = x1 + sum(widths[:fixed]), x1 + width
-        cuts: list[tuple[int, int]] = []
-        start = sum(widths[:fixed])
-        for w in widths[fixed:]:
-            end = start + w
-            if start < hi and end > lo and (start < lo or end > hi):
-                cuts.append((max(start, lo) - x1, min(end, hi) - x1))
-            start = end
-        if not cuts:
-            return strip
-        length = strip.cell_length
-        for a, b in cuts:
-            a, b = min(a, length), min(b, length)
-            if a >= b:
+        console, options = self.app.console, self.app.console_options
+        heights = []
+        for r in self.rows_shown:
+            if r.height is not None:
+                heights.append(r.height)
                 continue
-            head, middle, tail = strip.divide([a, b, length]) if b < length else (*strip.divide([a, length]), Strip([]))
-            blank = Strip([Segment(" " * cell_len(seg.text), seg.style) for seg in middle if not seg.control])
-            strip = Strip.join([head, blank, tail])
-        return strip
+            h = 0
+            for cell, width in zip(r.cells, self._col_widths):
+                h = max(h, len(rich_cell_lines(console, options, _cell(cell), width, 0, _PAD, Style(), Style())))
+            heights.append(h)
+        self._heights = heights
+        self._tops = [0, *accumulate(heights)][:-1]
 
+    def _total_height(self) -> int:
+        return len(self.rows_shown) if self._heights is None else sum(self._heights)
+
+    def _row_top(self, pos: int) -> int:
+        return pos if self._heights is None else self._tops[pos]
+
+    def _row_height(self, pos: int) -> int:
+        return 1 if self._heights is None else self._heights[pos]
+
+    def _row_at(self, line: int) -> tuple[int, int]:
+        """The shown row at content line `line` and the line within it."""
+        if self._heights is None:
+            return line, 0
+        pos = bisect.bisect_right(self._tops, line) - 1
+        return pos, line - self._tops[pos]
+
+    # --- cursor -----------------------------------------------------------------------------
+    @property
+    def row_count(self) -> int:
+        return len(self.rows_shown)
+
+    @property
+    def cursor_row(self) -> int:
+        return self._cursor
+
+    def move_cursor(self, *, row: int | None = None, animate: bool = False, scroll: bool = True) -> None:
+        if row is None:
+            return
+        row = max(0, min(row, self.row_count - 1))
+        old, self._cursor = self._cursor, row
+        if old != row:
+            self._refresh_row(old)
+            self._refresh_row(row)
+            if row < self.row_count:
+                self.post_message(self.RowHighlighted(self, row, self.rows_shown[row].key))
+        if scroll:
+            self._scroll_cursor_into_view(animate=animate)
+
+    def _refresh_row(self, pos: int) -> None:
+        if pos == -1:
+            self.refresh(Region(0, 0, self.size.width, self.header_height))
+        elif 0 <= pos < self.row_count:
+            self.refresh_lines(self.header_height + self._row_top(pos), self._row_height(pos))
+
+    def _scroll_cursor_into_view(self, animate: bool = False) -> None:
+        """As DataTable scrolls its row cursor into view (below the header, right of the fixed columns)."""
+        if not self.row_count:
+            return
+        left = sum(self._col_widths[:self.fixed_columns])
+        top = self.header_height
+        width = max(self.size.width, sum(self._col_widths))
+        region = Region(int(self.scroll_x) + left, top + self._row_top(self._cursor), width - left,
+                        self._row_height(self._cursor))
+        self.scroll_to_region(region, animate=animate, spacing=Spacing(top, 0, 0, left), force=True)
+
+    def _set_hover_cursor(self, active: bool) -> None:
+        self._show_hover = active
+        self._refresh_row(self._hover)
+
+    def _set_hover(self, pos: int) -> None:
+        if pos != self._hover:
+            old, self._hover = self._hover, pos
+            self._refresh_row(old)
+            self._refresh_row(pos)
+
+    def action_cursor_up(self) -> None:
+        self._set_hover_cursor(False)
+        self.move_cursor(row=self._cursor - 1)
+
+    def action_cursor_down(self) -> None:
+        self._set_hover_cursor(False)
+        self.move_cursor(row=self._cursor + 1)
+
+    def _page_height(self) -> int:
+        return self.scrollable_content_region.height - self.header_height
+
+    def action_page_down(self) -> None:
+        # DataTable's: scroll a page, then the cursor onto the row a page below (rows counted by height)
+        self._set_hover_cursor(False)
+        height, offset, rows = self._page_height(), 0, 0
+        for pos in range(self._cursor, self.row_count):
+            offset += self._row_height(pos)
+            rows += 1
+            if offset > height:
+                break
+        self.scroll_relative(y=height, animate=False, force=True)
+        self.move_cursor(row=self._cursor + rows - 1, scroll=False)
+
+    def action_page_up(self) -> None:
+        self._set_hover_cursor(False)
+        height, offset, rows = self._page_height(), 0, 0
+        for pos in range(0, self._cursor + 1):   # DataTable counts from the top row
+            offset += self._row_height(pos)
+            rows += 1
+            if offset > height:
+                break
+        self.scroll_relative(y=-height, animate=False)
+        self.move_cursor(row=self._cursor - rows + 1, scroll=False)
+
+    def action_page_left(self) -> None:
+        self._set_hover_cursor(False)
+        super().action_page_left()
+
+    def action_page_right(self) -> None:
+        self._set_hover_cursor(False)
+        super().action_page_right()
+
+    def action_scroll_top(self) -> None:
+        self._set_hover_cursor(False)
+        self.move_cursor(row=0)
+
+    def action_scroll_bottom(self) -> None:
+        self._set_hover_cursor(False)
+        self.move_cursor(row=self.row_count - 1)
+
+    def action_scroll_home(self) -> None:
+        self._set_hover_cursor(False)
+        self.scroll_x = 0
+
+    def action_scroll_end(self) -> None:
+        self._set_hover_cursor(False)
+        self.scroll_x = self.max_scroll_x
+
+    def action_select_cursor(self) -> None:
+        self._set_hover_cursor(False)
+        if self.row_count:
+            self.post_message(self.RowSelected(self, self._cursor, self.rows_shown[self._cursor].key))
+
+    # ← → move by whole columns (a column is drawn whole or not at all; the fixed ones stay)
     def action_cursor_right(self) -> None:
         self._scroll_by_column(+1)
 
     def action_cursor_left(self) -> None:
         self._scroll_by_column(-1)
+
+    def _scroll_stops(self) -> list[int]:
+        """The sideways offsets at which a scrolling column starts right after the fixed ones."""
+        stops, x = [], 0
+        for w in self._col_widths[min(self.fixed_columns, len(self._col_widths)):]:
+            stops.append(x)
+            x += w
+        return stops
 
     def _scroll_by_column(self, step: int) -> None:
         if not self.allow_horizontal_scroll:
@@ -479,158 +535,198 @@ class ResultTable(DataTable):
             target = max((s for s in stops if s < x), default=0)
         self.scroll_to(x=target, animate=False, immediate=True)
 
-    def _row_strip(self, index: int, f: _Frame) -> Strip | None:
-        """The strip of the row at line `index` of the table (None: DataTable has to draw it)."""
-        row_key, _ = f.offsets[index]
-        row_index = self._row_locations.get(row_key)
-        # a row's strip changes with its position (zebra stripe, meta), the cursor or the mouse
-        # coming onto it or leaving it, and the frame's state: not when the table scrolls by a line
-        key = (row_key, row_index, row_index == f.cursor_row, row_index == f.hover_row, f.scroll.x, f.state)
-        strip = self._strip_cache.get(key)
+    # --- mouse ------------------------------------------------------------------------------
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        self._set_hover_cursor(True)
+        meta = event.style.meta
+        if not meta:
+            self._set_hover_cursor(False)
+            return
+        if "row" in meta:
+            self._set_hover(meta["row"])
+
+    def on_leave(self, event: events.Leave) -> None:
+        self._set_hover_cursor(False)
+
+    def on_click(self, event: events.Click) -> None:
+        self._set_hover_cursor(True)
+        meta = event.style.meta
+        if "row" not in meta or "column" not in meta:
+            return
+        row = meta["row"]
+        if row == -1:   # a header: sort by its column (again: reversed)
+            self._header_clicked(meta["column"])
+            return
+        again = row == self._cursor
+        self.move_cursor(row=row)
+        if again:
+            self.action_select_cursor()
+        self._scroll_cursor_into_view(animate=True)
+        event.stop()
+
+    # --- drawing ----------------------------------------------------------------------------
+    def notify_style_update(self) -> None:   # new CSS, theme, focus
+        super().notify_style_update()
+        self._component.clear()
+        self._sums.clear()
+        self._strips.clear()
+        self.refresh()
+
+    def _styles(self, header: bool, fixed: bool, hover: bool, cursor: bool, state) -> tuple[Style, Style]:
+        """The component style over a cell and the post-style after it (the cursor's colours win
+        over the cell's own), as DataTable's `_get_styles_to_render_cell` (CSS colour priority)."""
+        key = (header, fixed, hover, cursor, state)
+        got = self._component.get(key)
+        if got is None:
+            get = self.get_component_rich_style
+            component = Style()
+            if hover:
+                component += get("datatable--hover")
+                if header:
+                    component += get("datatable--header-hover")
+            if cursor:
+                component += get("datatable--cursor")
+                if header:
+                    component += get("datatable--header-cursor")
+                elif fixed:
+                    component += get("datatable--fixed-cursor")
+            post = Style.from_color(color=component.color) + Style.from_color(bgcolor=component.bgcolor)
+            got = self._component[key] = (component, post)
+        return got
+
+    def _row_style(self, pos: int, state) -> Style:
+        name = "datatable--header" if pos == -1 else ("datatable--odd-row" if pos % 2 else "datatable--even-row")
+        return self._styles_of(name, state)
+
+    def _styles_of(self, name: str, state) -> Style:
+        key = (name, state)
+        got = self._component.get(key)
+        if got is None:
+            got = self._component[key] = self.get_component_rich_style(name)
+        return got
+
+    def _make_frame(self) -> tuple:
+        """What every line of a frame depends on (reading reactives per line is slow)."""
+        return (self.get_pseudo_class_state(), self.rich_style, self.size.width, tuple(self._col_widths),
+                self._show_hover, self._generation, min(self.fixed_columns, len(self._col_widths)))
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        self._frame = self._make_frame()
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame = None
+
+    def render_line(self, y: int) -> Strip:
+        frame = self._frame or self._make_frame()   # on its own (tests): as render_lines reads it
+        state, base, width, widths, show_hover, generation, fixed = frame
+        scroll_x, scroll_y = self.scroll_offset
+        if not widths:
+            return Strip.blank(width, base)
+        if y < self.header_height:
+            pos, line = -1, y
+        else:
+            content = y - self.header_height + scroll_y
+            if content >= self._total_height():
+                return Strip.blank(width, base)
+            pos, line = self._row_at(content)
+        hover = show_hover and pos == self._hover
+        cursor = pos == self._cursor and pos != -1
+        key = (pos, line, hover, cursor, scroll_x, frame)
+        strip = self._strips.get(key)
         if strip is None:
-            cells = None if row_index is None else self._row_cells(row_key, f.widths, f.keys)
-            if cells is None:
-                return None
-            strip = self._strip_cache[key] = self._draw_row(row_index, cells, f.scroll.x, f)
+            strip = self._strips[key] = whole_columns(self._draw_line(frame, pos, line, hover, cursor, scroll_x),
+                                                      list(widths), fixed, scroll_x, width)
         return strip
 
-    # DataTable finds a row's y by summing the heights of all rows above it, on every cursor move
-    # (twice: old and new row) and scroll: O(rows). Rows here are one line high, so y is the index.
-    def _one_line_rows(self) -> bool:
-        return self._total_row_height == self.row_count
-
-    def _get_row_region(self, row_index: int) -> Region:
-        if not self._one_line_rows() or not self.is_valid_row_index(row_index):
-            return super()._get_row_region(row_index)
-        width = sum(c.get_render_width(self) for c in self.columns.values()) + self._row_label_column_width
-        y = row_index + (self.header_height if self.show_header else 0)
-        return Region(0, y, max(self.size.width, width), 1)
-
-    def _get_cell_region(self, coordinate: Coordinate) -> Region:
-        if not self._one_line_rows() or not self.is_valid_coordinate(coordinate):
-            return super()._get_cell_region(coordinate)
-        region = super()._get_cell_region(Coordinate(0, coordinate.column))  # no rows above row 0 to sum
-        return region._replace(y=region.y + coordinate.row)
-
-    def _cell_segments(self, cell: object, width: int) -> list[Segment] | None:
-        """The unstyled line of a one-line Text cell padded to `width`, as DataTable lays it out
-        through Rich; None when the cell needs Rich (not Text, several lines, tabs, wider than
-        the column, centred or fully justified)."""
-        if not isinstance(cell, Text):
-            return None
-        pad = self.cell_padding
-        inner = width - 2 * pad
-        plain = cell.plain
-        if inner <= 0 or "\n" in plain or "\t" in plain:
-            return None
-        used = cell_len(plain)
-        justify = cell.justify or "default"
-        if used > inner or justify not in ("default", "left", "right"):
-            return None
-        if justify == "right" and plain != plain.rstrip():
-            return None  # Rich strips trailing spaces before right-justifying
-        console = self.app.console
-        base = console.get_style(cell.style) if cell.style else None
-        if cell.spans:
-            segments = list(cell.render(console))
-        else:
-            segments = [Segment(plain, base)] if plain else []
-        if used < inner:
-            fill = " " * (inner - used)
-            if justify == "right":
-                segments.insert(0, Segment(fill, base))
-            else:  # "left" pads inside the text (its base style), "default" outside it
-                segments.append(Segment(fill, base if justify == "left" else None))
-        if pad:
-            edge = Segment(" " * pad)
-            segments = [edge, *segments, edge]
-        return segments
-
-    def _row_cells(self, row_key: RowKey, widths: list[int], columns: list) -> list[list[tuple[str, Style]]] | None:
-        """Each cell of the row as (text, style) runs, consecutive runs of one style merged."""
-        key = (row_key, self._update_count, *widths)
-        cells = self._row_cells_cache.get(key)
-        if cells is None:
-            row, data = self.rows.get(row_key), self._data.get(row_key)
-            if row is None or data is None or row.height != 1:
-                return None
-            cells = []
-            for column_key, width in zip(columns, widths):
-                segments = self._cell_segments(data.get(column_key), width)
-                if segments is None:
-                    return None
-                runs: list[tuple[str, Style]] = []
-                for text, style, _ in segments:
-                    if runs and runs[-1][1] == style:
-                        runs[-1] = (runs[-1][0] + text, style)
-                    else:
-                        runs.append((text, style))
-                cells.append(runs)
-            self._row_cells_cache[key] = cells
+    def _cells_of(self, pos: int) -> list:
+        """The renderables of a row (-1: the header); a whole-row style goes under each cell's own,
+        bars keeping their side colours."""
+        if pos == -1:
+            return self._labels
+        row = self.rows_shown[pos]
+        cells = [_cell(c) for c in row.cells]
+        if row.style:
+            kinds = [c.kind for c in self.spec.columns]
+            cells = [_under(c, row.style) if kind != "bar" else c for c, kind in zip(cells, kinds)]
         return cells
 
-    def _draw_row(self, row_index: int, cells: list[list[tuple[str, Style]]], x1: int, f: _Frame) -> Strip:
-        """The strip DataTable would draw for this row (same segments, styles and meta), from its cached cells."""
-        # DataTable's styles for a cell: row style + cursor/hover component, then the cell's own
-        # style, the CSS colour priority as post style, and the (row, column) meta
-        cursor = row_index == f.cursor_row
-        hover = row_index == f.hover_row
-        component, post = self._get_styles_to_render_cell(
-            False, False, False, hover, cursor, f.show_cursor, f.show_hover, f.css_fg, f.css_bg)
-        row_style = self._get_row_style(row_index, f.base_style)
-        combined = self._combined_style_cache
+    def _laid_out(self, pos: int) -> list | None:
+        """Each cell of a one-line row as unstyled runs (None: a cell needs Rich)."""
+        index = -1 if pos == -1 else self.rows_shown.order[pos]
+        key = (self._generation, index)
+        runs = self._runs.get(key, False)
+        if runs is False:
+            if pos != -1 and self._row_height(pos) != 1:
+                runs = None
+            else:
+                console = self.app.console
+                runs = []
+                for cell, width in zip(self._cells_of(pos), self._col_widths):
+                    r = one_line_runs(console, cell, width, _PAD)
+                    if r is None:
+                        runs = None
+                        break
+                    runs.append(r)
+            self._runs[key] = runs
+        return runs
 
-        def draw(pre: Style, post: Style, columns) -> list[Segment]:
-            segments: list[Segment] = []
-            append = segments.append
-            for column_index in columns:
-                meta = Style.from_meta({"row": row_index, "column": column_index})
-                last = None
-                for text, style in cells[column_index]:
-                    key = (pre, style, post)
-                    final = combined.get(key)
-                    if final is None:
-                        final = pre + style
-                        final = combined[key] = final + post if post else final
-                    if final == last:  # what Strip.simplify would merge
-                        segments[-1] = Segment(segments[-1].text + text, segments[-1].style)
-                    else:
-                        append(Segment(text, final + meta))
-                    last = final
-            return segments
+    def _draw_cells(self, pos: int, line: int, columns: range, pre: Style, post: Style, out: list[Segment],
+                    runs: list | None) -> None:
+        """Append the cells `columns` of line `line` of the row at `pos`, styled, to `out`."""
+        cells = None if runs is not None else self._cells_of(pos)
+        height = self.header_height if pos == -1 else self._row_height(pos)
+        auto = pos != -1 and self.rows_shown[pos].height is None
+        for c in columns:
+            meta = Style.from_meta({"row": pos, "column": c})
+            if runs is not None:
+                self._sums.styled(runs[c], pre, post, meta, out)
+                continue
+            width = self._col_widths[c]
+            lines = rich_cell_lines(self.app.console, self.app.console_options, cells[c], width,
+                                    0 if auto else height, _PAD, pre + meta, post)
+            if line < len(lines):
+                out.extend(lines[line])
+            else:   # a shorter cell of a row sized to its tallest one, as DataTable pads it
+                out.append(Segment(" " * width, lines[0][0].style if lines and lines[0] else None))
 
-        segments = draw(row_style + component, post, range(len(cells)))
-        # the rest of the line, as DataTable extends it
-        extend, _ = self._get_styles_to_render_cell(False, False, False, hover, cursor, f.show_cursor, f.show_hover,
-                                                   False, False)
-        width = f.width
-        table_width = sum(f.widths[f.fixed:]) + self._row_label_column_width
-        remaining = max(0, width - table_width)
+    def _draw_line(self, frame: tuple, pos: int, line: int, hover: bool, cursor: bool, x1: int) -> Strip:
+        """The line DataTable draws for line `line` of the row at `pos` (-1: the header), cropped to the view."""
+        state, base, width, widths, _show_hover, _generation, fixed = frame
+        header = pos == -1
+        row_style = self._row_style(pos, state)
+        component, post = self._styles(header, False, hover, cursor, state)
+        runs = self._laid_out(pos) if line == 0 else None
+        segments: list[Segment] = []
+        self._draw_cells(pos, line, range(len(widths)), row_style + component, post, segments, runs)
+        # the rest of the line, in the row's style
+        extend, _ = self._styles(header, False, hover, cursor, state)
+        remaining = max(0, width - sum(widths[fixed:]))
         segments.append(Segment(" " * remaining, row_style + extend
-                                + Style.from_meta({"row": row_index, "column": 0, "out_of_bounds": True})))
-        total = sum(f.widths) + self._row_label_column_width + remaining
-        if f.fixed:
-            # DataTable draws the fixed cells in their own style, then the whole row cropped past them
-            fixed_width = sum(f.widths[:f.fixed])
-            fixed_style = self._component_style("datatable--fixed") + Style.from_meta({"fixed": True})
-            fcomp, fpost = self._get_styles_to_render_cell(
-                False, False, True, hover, cursor, f.show_cursor, f.show_hover, f.css_fg, f.css_bg)
-            head = draw(fixed_style + fcomp, fpost, range(f.fixed))
-            tail = line_crop(segments, x1 + fixed_width, x1 + width, total)
-            strip = Strip(head + tail)
-            return strip if strip.cell_length == width else strip.adjust_cell_length(width, f.base_style)
-        x2 = x1 + width
-        if x1 or x2 < total:
-            segments = line_crop(segments, x1, x2, total)
-            strip = Strip(segments, max(0, min(x2, total) - x1))
-            return strip if strip.cell_length == width else strip.adjust_cell_length(width, f.base_style)
-        return Strip(segments, total)
+                                + Style.from_meta({"row": pos, "column": 0, "out_of_bounds": True})))
+        scrolling = Strip(segments)
+        if fixed:
+            # the fixed cells in their own style, then the whole row cropped past them
+            fixed_width = sum(widths[:fixed])
+            if header:
+                fixed_style = row_style
+            else:
+                fixed_style = self._styles_of("datatable--fixed", state) + Style.from_meta({"fixed": True})
+            fcomp, fpost = self._styles(header, True, hover, cursor, state)
+            head: list[Segment] = []
+            self._draw_cells(pos, line, range(fixed), fixed_style + fcomp, fpost, head, runs)
+            strip = Strip(head + list(scrolling.crop(x1 + fixed_width, x1 + width)))
+        else:
+            strip = scrolling.crop(x1, x1 + width)
+        if strip.cell_length != width:
+            strip = strip.adjust_cell_length(width, base)
+        return strip.simplify()
 
     # --- data out ---------------------------------------------------------------------------
     def current_row(self) -> Row | None:
-        if not self.rows_shown or self.cursor_row < 0 or self.cursor_row >= len(self.rows_shown):
+        if not self.rows_shown or self._cursor < 0 or self._cursor >= len(self.rows_shown):
             return None
-        return self.rows_shown[self.cursor_row]
+        return self.rows_shown[self._cursor]
 
     def export_records(self) -> tuple[list[str], list[list[Any]]]:
         """Column keys (µs columns suffixed _us) and raw values of the rows as shown (filter and sort applied, names in full)."""
@@ -643,3 +739,24 @@ class ResultTable(DataTable):
             header.append(c.key + unit)
         return header, [[r.values[i] for i in idx] for r in self.rows_shown]
 
+
+def _under(cell, style: str):
+    if isinstance(cell, Text):
+        cell = cell.copy()
+        cell.stylize_before(style)
+    return cell
+
+
+_EMPTY = Text()
+
+
+def _cell(cell: object):
+    """What a cell shows: renderables as they are, absent as nothing, anything else as its text,
+    literally (never parsed as markup)."""
+    if cell is None:
+        return _EMPTY
+    if isinstance(cell, str):
+        return Text(cell, end="")
+    if hasattr(cell, "__rich_console__") or hasattr(cell, "__rich__"):
+        return cell
+    return Text(str(cell), end="")

@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from ..text import DIM
 from .result_table import ResultTable, Row, TableSpec
@@ -73,7 +73,7 @@ class TablePane(Vertical):
             s.update(hint)
             s.display = bool(str(hint))   # an empty hint takes no line
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+    def on_result_table_row_highlighted(self, event: ResultTable.RowHighlighted) -> None:
         self.update_detail()
 
     def update_detail(self) -> None:

@@ -69,7 +69,7 @@ def binding_groups(app) -> list[tuple[str, list[tuple[str, str]]]]:
     table_bindings = _bindings(ResultTable)
     groups = [
         ("Everywhere", rows(_bindings(type(app))) + [(app.get_key_display(Binding("ctrl+p", "")), "Command palette")]),
-        ("Tables", rows(table_bindings, _TABLE_WORDS, _TABLE_ACTIONS | {b.action for b in _bindings(ResultTable)})),
+        ("Tables", rows(table_bindings, _TABLE_WORDS, _TABLE_ACTIONS)),
         ("Explorer screens", rows(_bindings(ExplorerScreen))),
         ("Main screen (tabs)", rows(_bindings(MainScreen))
          + [("←, →", "Switch tab (when the tab bar has focus)"),

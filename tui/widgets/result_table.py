@@ -602,7 +602,9 @@ class ResultTable(ScrollView, can_focus=True):
         key = (name, state)
         got = self._component.get(key)
         if got is None:
-            got = self._component[key] = self.get_component_rich_style(name)
+            # as DataTable reads row, header and fixed styles (not through the widget's style
+            # cache, which a focus change clears later than it restyles the header)
+            got = self._component[key] = self.get_component_styles(name).rich_style
         return got
 
     def _make_frame(self) -> tuple:

@@ -145,9 +145,11 @@ def kernels_spec(ov: TraceOverview) -> TableSpec:
 
     def build(w: dict[str, int]) -> list[Row]:
         short = shortener([k.name for k in items], w["name"])
+        # cells made when a row is first drawn: a trace can hold 100,000 distinct kernels
         return [Row(k.name, (k.name, k.category, k.stats.count, k.stats.total_us, k.stats.mean_us, k.stats.share),
-                    (literal(short(k.name)), literal(cut(k.category, 12)), _num(f"{k.stats.count:,}"),
-                     _num(fmt_us(k.stats.total_us)), _num(fmt_us(k.stats.mean_us)), _num(fmt_pct(k.stats.share))),
+                    lambda k=k: (literal(short(k.name)), literal(cut(k.category, 12)), _num(f"{k.stats.count:,}"),
+                                 _num(fmt_us(k.stats.total_us)), _num(fmt_us(k.stats.mean_us)),
+                                 _num(fmt_pct(k.stats.share))),
                     payload=k, search=searchable(k.name, k.category))
                 for k in items]
 

@@ -25,15 +25,34 @@ class Column:
     max_width: int = 96          # a name column never grows past its longest value (views set it)
 
 
-@dataclass
 class Row:
-    key: str
-    values: tuple                # raw values, one per column (None = absent)
-    cells: tuple                 # renderables, one per column
-    payload: Any = None          # the result object the row shows (for drill-down)
-    style: str = ""              # whole-row style (e.g. the slower side's colour)
-    search: str = ""             # lowercase text matched by the filter (name and category)
-    height: int | None = 1       # lines; None: as many as its cells wrap to
+    """One row: raw values (for sorting and export, names in full) and the cells shown.
+
+    `cells` may be given as a function that makes them (a view of 100,000 rows passes one): it is
+    called when the row is first drawn or measured, so a table builds the cells of the rows it
+    shows on screen, not of all of them; read, `row.cells` is always the tuple."""
+
+    __slots__ = ("key", "values", "_cells", "payload", "style", "search", "height")
+
+    def __init__(self, key: str, values: tuple, cells: tuple | Callable[[], tuple], payload: Any = None,
+                 style: str = "", search: str = "", height: int | None = 1) -> None:
+        self.key = key
+        self.values = values          # raw values, one per column (None = absent)
+        self._cells = cells           # renderables, one per column (or what makes them)
+        self.payload = payload        # the result object the row shows (for drill-down)
+        self.style = style            # whole-row style (e.g. the slower side's colour)
+        self.search = search          # lowercase text matched by the filter (name and category)
+        self.height = height          # lines; None: as many as its cells wrap to
+
+    @property
+    def cells(self) -> tuple:
+        cells = self._cells
+        if callable(cells):
+            cells = self._cells = tuple(cells())
+        return cells
+
+    def __repr__(self) -> str:
+        return f"Row({self.key!r}, {self.values!r})"
 
 
 @dataclass

@@ -190,6 +190,7 @@ class ResultTable(ScrollView, can_focus=True):
         self._sums = StyleSums()
         self._component: dict[tuple, tuple[Style, Style]] = {}
         self._frame: tuple | None = None    # what every line of a frame depends on
+        self._prefetched = None             # the scroll offset the pages around were drawn for
 
     # --- data in --------------------------------------------------------------------------
     def show(self, spec: TableSpec, keep_cursor: bool = False) -> None:
@@ -222,6 +223,7 @@ class ResultTable(ScrollView, can_focus=True):
         self._cursor = 0
         self._generation += 1
         self._strips.clear()
+        self._prefetched = None
         self.virtual_size = Size(sum(self._col_widths), self.header_height)
         self.scroll_to(0, 0, animate=False, immediate=True)
         self.refresh()
@@ -308,6 +310,7 @@ class ResultTable(ScrollView, can_focus=True):
         self.rows_shown = ShownRows(self.rows_all, order)
         self._generation += 1
         self._strips.clear()
+        self._prefetched = None
         self._layout_columns()
         self._layout_rows()
         self.virtual_size = Size(sum(self._col_widths), self._total_height() + self.header_height)
@@ -570,6 +573,7 @@ class ResultTable(ScrollView, can_focus=True):
         self._component.clear()
         self._sums.clear()
         self._strips.clear()
+        self._prefetched = None
         self.refresh()
 
     def _styles(self, header: bool, fixed: bool, hover: bool, cursor: bool, state) -> tuple[Style, Style]:
@@ -615,25 +619,44 @@ class ResultTable(ScrollView, can_focus=True):
     def render_lines(self, crop: Region) -> list[Strip]:
         self._frame = self._make_frame()
         try:
-            return super().render_lines(crop)
+            lines = super().render_lines(crop)
         finally:
             self._frame = None
+        if self.scroll_offset != self._prefetched:
+            # once the frame is out, draw the pages above and below, so that the next Page
+            # Up/Down (or a scroll into them) finds its rows drawn
+            self._prefetched = self.scroll_offset
+            self.call_later(self._prefetch)
+        return lines
+
+    def _prefetch(self) -> None:
+        frame = self._make_frame()
+        if not frame[3]:
+            return
+        top, page = int(self.scroll_offset.y), max(self._page_height(), 1)
+        total = self._total_height()
+        for content in (*range(top + page, min(top + 2 * page, total)), *range(max(top - page, 0), top)):
+            self._content_strip(frame, *self._row_at(content))
 
     def render_line(self, y: int) -> Strip:
         frame = self._frame or self._make_frame()   # on its own (tests): as render_lines reads it
-        state, base, width, widths, show_hover, generation, fixed = frame
-        scroll_x, scroll_y = self.scroll_offset
-        if not widths:
-            return Strip.blank(width, base)
+        if not frame[3]:
+            return Strip.blank(frame[2], frame[1])
         if y < self.header_height:
-            pos, line = -1, y
-        else:
-            content = y - self.header_height + scroll_y
-            if content >= self._total_height():
-                return Strip.blank(width, base)
-            pos, line = self._row_at(content)
+            return self._content_strip(frame, -1, y)
+        content = y - self.header_height + int(self.scroll_offset.y)
+        if content >= self._total_height():
+            return Strip.blank(frame[2], frame[1])
+        return self._content_strip(frame, *self._row_at(content))
+
+    def _content_strip(self, frame: tuple, pos: int, line: int) -> Strip:
+        """Line `line` of the row at `pos` (-1: the header) as the view shows it, drawn once per state."""
+        _state, _base, width, widths, show_hover, _generation, fixed = frame
+        scroll_x = int(self.scroll_offset.x)
         hover = show_hover and pos == self._hover
         cursor = pos == self._cursor and pos != -1
+        # a row's strip changes with its place (zebra stripe, meta), the cursor or the mouse coming
+        # onto it or leaving it, and the frame: not when the table scrolls by a line
         key = (pos, line, hover, cursor, scroll_x, frame)
         strip = self._strips.get(key)
         if strip is None:

@@ -182,7 +182,9 @@ async def test_mouse_hover_is_what_datatable_draws():
             assert table._hover == offset[1] - 1 == twin.hover_row
             theirs = [whole_columns(twin.render_line(y), table._col_widths, 0, 0, table.size.width)
                       for y in range(table.size.height)]
-            assert [cells_of(s) for s in mine][1:] == [cells_of(s) for s in theirs][1:] or offset[1] == 0
+            # on the header, DataTable redraws its hovered header only when something else refreshes it
+            start = 1 if offset[1] == 0 else 0
+            assert [cells_of(s) for s in mine][start:] == [cells_of(s) for s in theirs][start:]
 
 
 # a DataTable the explorer's stylesheet styles as it styles ResultTable (rules select by class name)

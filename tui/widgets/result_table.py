@@ -180,6 +180,7 @@ class ResultTable(ScrollView, can_focus=True):
         self._labels: list[Text] = []       # header cells
         self._col_widths: list[int] = []    # render widths, padding included
         self._heights: list[int] | None = None   # per shown row; None: every row is one line
+        self._one_line = True               # every row built is one line high
         self._tops: list[int] = []          # first line of each shown row (when heights vary)
         self._cursor = 0
         self._hover = 0                     # row under the mouse (-1: the header)
@@ -241,6 +242,7 @@ class ResultTable(ScrollView, can_focus=True):
         self.rows_all = self.spec.build(self._widths)
         self._order = RowOrder(self.spec.columns, self.rows_all, self.spec.sorts)
         self._positions = None
+        self._one_line = all(r.height == 1 for r in self.rows_all)
 
     def on_resize(self) -> None:
         # names were shortened for the old width: rebuild when it changes noticeably
@@ -366,7 +368,7 @@ class ResultTable(ScrollView, can_focus=True):
     def _layout_rows(self) -> None:
         """Line heights of the shown rows: one each, unless a row asks for more (or for as many as
         its cells wrap to, as warnings do)."""
-        if all(r.height == 1 for r in self.rows_all):
+        if self._one_line:
             self._heights, self._tops = None, []
             return
         console, options = self.app.console, self.app.console_options

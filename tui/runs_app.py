@@ -247,17 +247,15 @@ class RunsApp(App):
 
 def runs_binding_groups(app) -> list[tuple[str, list[tuple[str, str]]]]:
     """(context, [(keys, description)]) of the runs screen's keys."""
-    from textual.widgets import DataTable
-
     from .screens.base import ExplorerScreen
     from .screens.help import _TABLE_ACTIONS, _TABLE_WORDS, HelpScreen, _bindings, binding_rows
     from .widgets.result_table import ResultTable
 
-    table_bindings = _bindings(DataTable) + _bindings(ResultTable)
+    table_bindings = _bindings(ResultTable)
     words = dict(_TABLE_WORDS, select_cursor="Ranks: compare that rank with the other run's in the usual explorer")
     return [
         ("Everywhere", binding_rows(app, _bindings(RunsApp))),
-        ("Tables", binding_rows(app, table_bindings, words, _TABLE_ACTIONS | {b.action for b in _bindings(ResultTable)})),
+        ("Tables", binding_rows(app, table_bindings, words, _TABLE_ACTIONS)),
         ("Filter, sort, export", binding_rows(app, _bindings(ExplorerScreen))),
         ("Runs", binding_rows(app, _bindings(RunsScreen)) + [("tab", "Move focus: tab bar → table")]),
         ("Help", binding_rows(app, _bindings(HelpScreen))),

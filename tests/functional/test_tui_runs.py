@@ -4,12 +4,13 @@ and Enter on a rank ending it with that rank chosen."""
 from __future__ import annotations
 
 import pytest
-from textual.widgets import DataTable, TabbedContent
+from textual.widgets import TabbedContent
 
 from kerneldiff.core.ranks.run import findings
 from kerneldiff.core.ranks.session import RunSession
 from kerneldiff.core.synth.ranks import write_run
 from kerneldiff.tui.runs_app import RunsApp
+from kerneldiff.tui.widgets.result_table import ResultTable
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +26,7 @@ async def test_ranks_slowest_first_and_enter_picks_one(found):
     app = RunsApp(found)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
-        t = app.query_one("#ranks", DataTable)
+        t = app.query_one("#ranks", ResultTable)
         assert t.row_count == 6
         walls = [r["wall_us"] for _, r in app.rows]
         assert walls == sorted(walls, reverse=True)
@@ -41,7 +42,7 @@ async def test_collectives_tab(found):
         await pilot.press("2")
         await pilot.pause()
         assert app.query_one(TabbedContent).active == "tab-collectives"
-        c = app.query_one("#collectives", DataTable)
+        c = app.query_one("#collectives", ResultTable)
         assert c.row_count == 1
         row = [str(x) for x in c.get_row_at(0)]
         assert row[0] == "all_reduce" and row[2] == "4/4"
@@ -53,7 +54,7 @@ async def test_filter_and_sort_the_ranks(found):
     app = RunsApp(found)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
-        t = app.query_one("#ranks", DataTable)
+        t = app.query_one("#ranks", ResultTable)
         await pilot.press("slash", *"run", "space", "b", "enter")
         await pilot.pause()
         assert [str(t.get_row_at(i)[0]) for i in range(t.row_count)] == ["B"] * 3

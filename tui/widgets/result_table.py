@@ -755,6 +755,10 @@ class ResultTable(ScrollView, can_focus=True):
             return None
         return self.rows_shown[self._cursor]
 
+    def get_row_at(self, row_index: int) -> list:
+        """The cells of the row shown at `row_index` (as DataTable's method of that name)."""
+        return list(self.rows_shown[row_index].cells)
+
     def export_records(self) -> tuple[list[str], list[list[Any]]]:
         """Column keys (µs columns suffixed _us) and raw values of the rows as shown (filter and sort applied, names in full)."""
         assert self.spec is not None

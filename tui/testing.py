@@ -90,6 +90,9 @@ async def wait_for_main(pilot, timeout: float = 40.0) -> None:
     app = pilot.app
     await wait_until(pilot, lambda: isinstance(app.screen, (MainScreen, BrowseScreen)) and app.screen.is_mounted
                      and not any(w.is_running for w in app.workers), timeout)
+    # the first table takes the focus once the result is shown; its tab pane then tells the tabs
+    # (TabPane.Focused): a tab key pressed before that message is handled is undone by it
+    await wait_until(pilot, lambda: app.screen.focused is not None, timeout)
     await pilot.pause()
 
 

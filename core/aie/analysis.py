@@ -27,7 +27,8 @@ from typing import Any
 import orjson
 
 from kerneldiff.core.errors import TraceError, file_error
-from kerneldiff.core.ingest.files import inflate, open_regular
+from kerneldiff.core.fileio import open_regular
+from kerneldiff.core.gzip_stream import inflate
 from kerneldiff.core.aie.detect import (AIE_EVENT_NAMES as _AIE_EVENT_NAMES, KERNEL_END, KERNEL_START,  # noqa: F401
                                         LOCK_STALL, TILE_PROCESS as _TILE_PROCESS, is_aie_events)
 

@@ -37,7 +37,7 @@ from kerneldiff.core.model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_CO
                     LayerSpan, Step, Table, TraceModel)
 from kerneldiff.core.errors import TraceError
 from kerneldiff.core.names.visible import visible
-from kerneldiff.core.ingest.files import open_regular
+from kerneldiff.core.fileio import open_regular
 from kerneldiff.core.strings import StringTable
 
 try:  # ISA-L's CRC32 is several times faster than zlib's
@@ -61,7 +61,7 @@ TABLES = {"kernels": KERNEL_COLUMNS, "cpu_ops": CPU_OP_COLUMNS, "launches": LAUN
 # the code that decides what a loaded model contains: every module of these packages (a new one
 # is included without being listed: a listed name that moved once made the key ignore its code)
 _SOURCE_PACKAGES = ("ingest", "analysis", "names")   # names: cuts the classifier's match text
-_SOURCE_MODULES = ("model.py", "strings.py", "errors.py")
+_SOURCE_MODULES = ("model.py", "strings.py", "errors.py", "gzip_stream.py")
 _MODEL_FIELDS = {f.name for f in dataclasses.fields(TraceModel)}
 _ARRAY_FIELDS = set(TABLES) | {"strings", "layers", "info", "path", "steps"}
 

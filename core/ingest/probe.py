@@ -20,7 +20,8 @@ import ijson
 
 from kerneldiff.core.errors import TraceError, file_error
 from kerneldiff.core.ingest import toplevel
-from kerneldiff.core.ingest.files import inflate, open_regular
+from kerneldiff.core.fileio import open_regular
+from kerneldiff.core.gzip_stream import inflate
 
 HEAD_BYTES = 256 * 1024
 TAIL_BYTES = 256 * 1024
@@ -141,7 +142,7 @@ def clean_distributed(dist: dict) -> dict[str, Any]:
 
 def read_head(path: str, limit: int = HEAD_BYTES) -> tuple[bytes, bool, int]:
     """Return (decompressed head bytes, compressed?, size on disk). Only a regular file is read
-    (kerneldiff.core.ingest.files); gzip members are one stream, so a blank first member does not
+    (kerneldiff.core.fileio); gzip members are one stream, so a blank first member does not
     hide the trace behind it."""
     f, st = open_regular(path)
     try:

@@ -14,7 +14,8 @@ from typing import Any
 import msgspec
 
 from kerneldiff.core.errors import TraceError
-from kerneldiff.core.ingest.files import GZIP_MAGIC, bare_member, open_regular
+from kerneldiff.core.fileio import open_regular
+from kerneldiff.core.gzip_stream import GZIP_MAGIC, bare_member
 from kerneldiff.core.ingest import scan
 from kerneldiff.core.ingest.columns import Columns
 from kerneldiff.core.ingest import cut as cutting   # SLICE, WINDOW, MAX_EVENT read at call time (tests shrink them)

@@ -168,7 +168,7 @@ def test_code_fingerprint_covers_every_module_that_shapes_a_model():
     (the fingerprint once listed module names and silently missed the compiled scanner)."""
     names = {p.name for p in cache._sources()}
     assert {"scan.py", "source.py", "cut.py", "decode.py", "columns.py", "workers.py", "build.py", "loader.py", "phases.py", "layers.py", "classify.py",
-            "model.py"} <= names
+            "model.py", "gzip_stream.py"} <= names
     assert all(p.exists() for p in cache._sources())
 
 

@@ -67,10 +67,8 @@ FRONT_END_TODO: set[tuple[str, str]] = set()
 
 # Module cycles inside core today (each as its sorted members): none left; keep it so.
 CYCLES_TODO: set[tuple[str, ...]] = set()
-# Subpackage cycles inside core today. Shrink to empty.
-PACKAGE_CYCLES_TODO: set[tuple[str, ...]] = {
-    ("aie", "ingest"),          # ingest detects AIE traces; aie reads through ingest
-}
+# Subpackage cycles inside core today: none left; keep it so.
+PACKAGE_CYCLES_TODO: set[tuple[str, ...]] = set()
 
 
 def _module(path: Path) -> str:

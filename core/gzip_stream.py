@@ -1,5 +1,5 @@
-"""Reading trace files: regular files only (kerneldiff.core.fileio), gzip inflated in bounded
-steps with headers of any length."""
+"""gzip files inflated in bounded steps, members joined, headers of any length: the trace reader,
+the probe and the AIE reader read gzip through here (below ingest and aie, which both use it)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ except ImportError:  # pragma: no cover
     _zlib = zlib
 
 from kerneldiff.core.errors import TraceError
-from kerneldiff.core.fileio import open_regular, stat_regular  # noqa: F401 - the readers' entry points
 
 GZIP_MAGIC = b"\x1f\x8b"
 BLOCK = 256 * 1024

@@ -28,7 +28,7 @@ import orjson
 
 from kerneldiff.core.errors import TraceError, file_error
 from kerneldiff.core.fileio import open_regular
-from kerneldiff.core.gzip_stream import inflate
+from kerneldiff.core.gzip_stream import GZIP_MAGIC, inflate
 from kerneldiff.core.aie.detect import (AIE_EVENT_NAMES as _AIE_EVENT_NAMES, KERNEL_END, KERNEL_START,  # noqa: F401
                                         LOCK_STALL, TILE_PROCESS as _TILE_PROCESS, is_aie_events)
 
@@ -114,7 +114,7 @@ def load_aie_events(path: str | os.PathLike) -> list[Any]:
                                f"(they are read whole)")
     try:
         with f:
-            if f.read(2) == b"\x1f\x8b":
+            if f.read(2) == GZIP_MAGIC:
                 f.seek(0)
                 raw = bytearray()
                 for piece in inflate(f, path, MAX_AIE_BYTES + 1, st.st_size + 1, strict=True):

@@ -21,7 +21,7 @@ import ijson
 from kerneldiff.core.errors import TraceError, file_error
 from kerneldiff.core.ingest import toplevel
 from kerneldiff.core.fileio import open_regular
-from kerneldiff.core.gzip_stream import inflate
+from kerneldiff.core.gzip_stream import GZIP_MAGIC, inflate
 
 HEAD_BYTES = 256 * 1024
 TAIL_BYTES = 256 * 1024
@@ -34,7 +34,6 @@ HEAD_INPUT = 16 * 1024 * 1024      # compressed bytes read at most for the head 
 MAX_DEPTH = 64
 META_KEYS = ("deviceProperties", "distributedInfo", "with_stack", "record_shapes", "schemaVersion") + (
     "roctracer_version", "hip_runtime_version", "cupti_version", "cuda_runtime_version")
-GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
 
 AMD_KEYS = ("roctracer_version", "hip_runtime_version", "hip_driver_version")

@@ -7,7 +7,6 @@ import os
 import queue
 import re
 import threading
-import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,18 +14,13 @@ import msgspec
 
 from kerneldiff.core.errors import TraceError
 from kerneldiff.core.fileio import open_regular
-from kerneldiff.core.gzip_stream import GZIP_MAGIC, bare_member
+from kerneldiff.core.gzip_stream import GZIP_MAGIC, TRUNCATED, GzipStream
 from kerneldiff.core.ingest import scan
 from kerneldiff.core.ingest.columns import Columns
 from kerneldiff.core.ingest import cut as cutting   # SLICE, WINDOW, MAX_EVENT read at call time (tests shrink them)
 from kerneldiff.core.ingest import longstrings, toplevel
 from kerneldiff.core.ingest.cut import CUT_TRIES, _LBRACKET, ArrayEnd, Scanner, _Slicer, decode_array, last_match
 from kerneldiff.core.ingest.decode import _ODD_ERRORS, Failure
-
-try:  # ISA-L inflates 2-3x faster than zlib with the same API, and releases the GIL
-    from isal import isal_zlib as _zlib
-except ImportError:  # pragma: no cover
-    _zlib = zlib
 
 GZ_BLOCK = 1024 * 1024       # compressed bytes read per step by the gzip thread
 GZ_OUT = 8 * 1024 * 1024     # at most this much inflated output per step (bounds memory)
@@ -53,8 +47,8 @@ def read_columns(path: str, progress: Callable[[int, int], None] | None = None,
 
 class _Inflater:
     """Inflates a gzip file in a background thread (ISA-L releases the GIL), so decompression
-    overlaps with decoding. Concatenated members are legal (`cat a.gz b.gz`); bytes after the
-    last member that are not another member are ignored, as gzip(1) does."""
+    overlaps with decoding; the members are read by the one gzip loop (core/gzip_stream.py). A
+    stream cut short keeps what was inflated (a killed writer's trace), unless that is nothing."""
 
     def __init__(self, path: str, f) -> None:
         self.path = path
@@ -63,8 +57,6 @@ class _Inflater:
         self._stop = False
         self._pending = memoryview(b"")
         self.consumed = 0
-        self.produced = 0
-        self.truncated = False      # the stream ended before its end marker
         self._t = threading.Thread(target=self._run, name="kerneldiff-inflate", daemon=True)
         self._t.start()
 
@@ -74,38 +66,16 @@ class _Inflater:
         return raw
 
     def _run(self) -> None:
-        d = None
-        members = 0
-        trailing = False
+        stream = GzipStream(self._read, piece=GZ_OUT)
         try:
-            while not self._stop and not trailing:
-                raw = self._read()
-                if not raw:
-                    if d is not None or not members:  # a killed writer: what was inflated is all there is
-                        if not self.produced:
-                            raise TraceError(self.path, "gzip stream is truncated (unexpected end of file)")
-                        self.truncated = True
+            for out in stream:
+                if self._stop:
                     break
-                while raw and not self._stop:
-                    if d is None:  # a member starts: the first, or another
-                        if members and not raw.startswith(GZIP_MAGIC):
-                            trailing = True  # bytes after the last member: ignored
-                            break
-                        if raw.startswith(GZIP_MAGIC):
-                            raw = bare_member(raw, self._read)
-                        d = _zlib.decompressobj(wbits=31)
-                        members += 1
-                    try:
-                        out = d.decompress(raw, GZ_OUT)
-                    except (zlib.error, _zlib.error) as e:
-                        raise TraceError(self.path, f"corrupt gzip data at byte {self.consumed} ({e})") from None
-                    if out:
-                        self.produced += len(out)
-                        self._put(out)
-                    if d.eof:
-                        raw, d = d.unused_data, None
-                    else:
-                        raw = d.unconsumed_tail
+                self._put(out)
+            if stream.error is not None:
+                raise TraceError(self.path, f"corrupt gzip data at byte {self.consumed} ({stream.error})")
+            if stream.cut and not stream.produced:
+                raise TraceError(self.path, TRUNCATED)
             self._put(None)
         except BaseException as e:  # handed to the reading thread
             self._put(e)

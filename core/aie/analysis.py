@@ -29,8 +29,8 @@ import orjson
 from kerneldiff.core.errors import TraceError, file_error
 from kerneldiff.core.fileio import open_regular
 from kerneldiff.core.gzip_stream import GZIP_MAGIC, inflate
-from kerneldiff.core.aie.detect import (AIE_EVENT_NAMES as _AIE_EVENT_NAMES, KERNEL_END, KERNEL_START,  # noqa: F401
-                                        LOCK_STALL, TILE_PROCESS as _TILE_PROCESS, is_aie_events)
+from kerneldiff.core.aie.detect import AIE_EVENT_NAMES as _AIE_EVENT_NAMES, KERNEL_END, KERNEL_START
+from kerneldiff.core.aie.detect import TILE_PROCESS as _TILE_PROCESS
 
 MAX_AIE_BYTES = 256 << 20        # JSON read whole: parsed events take ~5x this in memory
 

@@ -27,8 +27,8 @@ from kerneldiff.core.model import TraceModel
 from kerneldiff.core.ingest.probe import TraceInfo, _gpu_name, _truthy, _vendor, clean_device, clean_distributed, probe
 from kerneldiff.core.ingest.source import read_columns
 from kerneldiff.core.ingest.build import build_model
-from kerneldiff.core.ingest.workers import (ParallelFallback, ReadResult, prepare, read_parallel, scan_worth,  # noqa: F401
-                                            slot_size, worker_count)  # prepare: front ends start the workers early
+from kerneldiff.core.ingest.workers import (ParallelFallback, ReadResult, read_parallel, scan_worth, slot_size,
+                                            worker_count)
 
 if TYPE_CHECKING:
     from kerneldiff.core.analysis.classify import Classifier

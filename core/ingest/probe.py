@@ -11,8 +11,6 @@ import io
 import math
 import os
 import re
-import zlib
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -32,8 +30,6 @@ HEAD_INPUT = 16 * 1024 * 1024      # compressed bytes read at most for the head 
 # Metadata and the first events are read to this depth; a value nested deeper is skipped (not
 # built): args nested 10^6 deep would otherwise cost gigabytes.
 MAX_DEPTH = 64
-META_KEYS = ("deviceProperties", "distributedInfo", "with_stack", "record_shapes", "schemaVersion") + (
-    "roctracer_version", "hip_runtime_version", "cupti_version", "cuda_runtime_version")
 UTF8_BOM = b"\xef\xbb\xbf"
 
 AMD_KEYS = ("roctracer_version", "hip_runtime_version", "hip_driver_version")

@@ -19,8 +19,8 @@ import numpy as np
 from kerneldiff.core.ingest.probe import TraceInfo
 from kerneldiff.core.ingest.columns import Columns
 from kerneldiff.core.ingest.cut import RUN, decode_run
-# when workers pay off and how they start (prepare: re-exported for the front ends)
-from kerneldiff.core.ingest.forkserver import big, cpus, mp_context, prepare  # noqa: F401
+# when workers pay off and how they start
+from kerneldiff.core.ingest.forkserver import big, cpus, mp_context
 from kerneldiff.core.ingest.source import EventReader
 
 Progress = Callable[[float, str, int, int], Any]

@@ -18,11 +18,11 @@ from kerneldiff.core.aie.analysis import (
     GemmShape,
     analyze_aie,
     compare_aie,
-    is_aie_events,
     load_aie_events,
     pair_kernels,
     parse_aie_events,
 )
+from kerneldiff.core.aie.detect import is_aie_events
 from kerneldiff.core.errors import TraceError
 from kerneldiff.core.aie.synth import AiePlan, make_aie_events, write_aie_trace
 

@@ -228,7 +228,7 @@ class Session:
     def _pair_beside(self) -> bool:
         """Load one trace here and the other in a forked child at once, when each load would use one
         core only. False when that does not apply (the caller loads them in turn)."""
-        from kerneldiff.core.ingest.beside import Beside, can_fork
+        from kerneldiff.core.ingest.child_load import Beside, can_fork
         from kerneldiff.core.ingest.workers import worker_count
 
         if not (self.fork_pair and len(self.paths) == 2 and self.loader is None and all(m is None for m in self.models)

@@ -1,7 +1,7 @@
 """Load a trace into a TraceModel: read → columns → join → classify → phases → layers.
 
 The pipeline: the cache first; then the file is read into columns in this process (source.py,
-cut.py, decode.py, columns.py) or, for big files, by worker processes (workers.py); the columns
+slices.py, decode.py, columns.py) or, for big files, by worker processes (workers.py); the columns
 become a TraceModel (build.py), then the analysis readings (phases, layers, quality warnings).
 A parallel read that meets a cut inside a string starts again in this process, whose reader
 backs off boundary by boundary.

@@ -17,7 +17,7 @@ from typing import Any
 import ijson
 
 from kerneldiff.core.errors import TraceError, file_error
-from kerneldiff.core.ingest import toplevel
+from kerneldiff.core.ingest import document
 from kerneldiff.core.fileio import open_regular
 from kerneldiff.core.gzip_stream import GZIP_MAGIC, inflate
 
@@ -337,15 +337,15 @@ _ARRAY_CLOSE = re.compile(rb"\][ \t\r\n]*+(?=[,}])")
 def _tail_metadata(path: str, compressed: bool, size: int) -> dict[str, Any]:
     """Metadata keys Kineto sometimes writes after traceEvents (e.g. HF traces). The tail is read
     by structure, not by a byte search for key names: the events array ends at the first ']' after
-    which the rest of the tail is the top-level object's last members and its end (toplevel.py), so
+    which the rest of the tail is the top-level object's last members and its end (document.py), so
     a key written with escapes (`"\\u0064eviceProperties"`) still counts and a key of the same name
     nested in another member does not."""
     tail = read_tail(path, compressed, size)
     n = len(tail)
     for m in _ARRAY_CLOSE.finditer(tail):
         try:
-            end = toplevel.document_end(tail, m.end(), n, in_object=True, eof=True)
-        except (toplevel.Incomplete, toplevel.Malformed, toplevel.DuplicateEvents):
+            end = document.document_end(tail, m.end(), n, in_object=True, eof=True)
+        except (document.Incomplete, document.Malformed, document.DuplicateEvents):
             continue
         if end.trailing:
             continue   # a ']' inside an event: its object closes before the document does

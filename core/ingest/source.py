@@ -17,9 +17,9 @@ from kerneldiff.core.fileio import open_regular
 from kerneldiff.core.gzip_stream import GZIP_MAGIC, TRUNCATED, GzipStream
 from kerneldiff.core.ingest import scan
 from kerneldiff.core.ingest.columns import Columns
-from kerneldiff.core.ingest import cut as cutting   # SLICE, WINDOW, MAX_EVENT read at call time (tests shrink them)
-from kerneldiff.core.ingest import longstrings, toplevel
-from kerneldiff.core.ingest.cut import CUT_TRIES, _LBRACKET, ArrayEnd, Scanner, _Slicer, decode_array, last_match
+from kerneldiff.core.ingest import slices   # SLICE, WINDOW, MAX_EVENT read at call time (tests shrink them)
+from kerneldiff.core.ingest import document, longstrings
+from kerneldiff.core.ingest.slices import CUT_TRIES, _LBRACKET, ArrayEnd, Scanner, _Slicer, decode_array, last_match
 from kerneldiff.core.ingest.decode import _ODD_ERRORS, Failure
 
 GZ_BLOCK = 1024 * 1024       # compressed bytes read per step by the gzip thread
@@ -226,7 +226,7 @@ class EventReader:
         self._progress = progress
         # the scanner's work per call (grouping names, building columns) is partly per batch:
         # reads of 4 slices amortise it (60 MB, one process: ~0.13 -> ~0.12 s)
-        self._buf = _Buffer(cutting.SLICE * (4 if fast and scan.available() else 1))
+        self._buf = _Buffer(slices.SLICE * (4 if fast and scan.available() else 1))
         self.events_offset = -1   # (decompressed) byte offset of the first event
 
     def close(self) -> None:
@@ -281,15 +281,15 @@ class EventReader:
         return self._notes + cut
 
     def _find_events(self, b: _Buffer, start: int) -> tuple[int, int] | None:
-        """The top-level traceEvents key and its array, by the document's structure (toplevel.py);
+        """The top-level traceEvents key and its array, by the document's structure (document.py);
         None while more bytes are needed."""
         try:
-            found = toplevel.find_events(b.buf, start, b.n)
-        except toplevel.Incomplete:
+            found = document.find_events(b.buf, start, b.n)
+        except document.Incomplete:
             return None
-        except toplevel.DuplicateEvents:
+        except document.DuplicateEvents:
             raise self._duplicate() from None
-        except toplevel.Malformed:
+        except document.Malformed:
             raise self._fail("invalid JSON before the 'traceEvents' array (not a Chrome/Kineto trace)") from None
         if found is None:
             raise self._fail("JSON object has no 'traceEvents' array: not a Chrome/Kineto trace")
@@ -319,7 +319,7 @@ class EventReader:
                 break
             slicer, first, got = _Slicer(b.buf), 1, []
             try:
-                while b.n - first > cutting.WINDOW:  # usually once; more when bad events cut slices short
+                while b.n - first > slices.WINDOW:  # usually once; more when bad events cut slices short
                     hi = b.n
                     if scanner is not None:
                         items, first, status = scanner.take(b.buf, first, b.n)
@@ -351,7 +351,7 @@ class EventReader:
                 if cut is None:  # no real boundary yet (a giant event): keep reading
                     if len(b.buf) >= GIANT and self._shorten(b):
                         continue
-                    if b.n > cutting.MAX_EVENT:
+                    if b.n > slices.MAX_EVENT:
                         raise self._fail("invalid JSON inside traceEvents (no decodable run of events)")
                     b.grow()
                     continue
@@ -412,7 +412,7 @@ class EventReader:
             n += k
         m = None
         for pattern, window in CUT_TRIES:
-            m = last_match(pattern, dst, max(1, n - cutting.WINDOW) if window else 1, n)
+            m = last_match(pattern, dst, max(1, n - slices.WINDOW) if window else 1, n)
             if m is not None:
                 break
         if m is None:
@@ -449,7 +449,7 @@ class EventReader:
             return None
         m = None
         for pattern, window in CUT_TRIES:
-            base = at + size - cutting.WINDOW if window else at
+            base = at + size - slices.WINDOW if window else at
             m = last_match(pattern, _pread_all(fd, at + size - base, base, self))
             if m is not None:
                 break
@@ -494,7 +494,7 @@ class EventReader:
             yield got
             try:
                 self._end_of_document(data, close + 1, stop, eof=True)
-            except toplevel.Incomplete:   # cut short in the metadata after the events
+            except document.Incomplete:   # cut short in the metadata after the events
                 self.truncated_at = base + len(buf)
             return
         yield got
@@ -507,18 +507,18 @@ class EventReader:
         """Index of the events array's ']' after the events from `first`, by structure; None when
         the bytes end first (a truncated file) or are no array of values."""
         try:
-            return toplevel.events_end(data, first, stop)
-        except (toplevel.Incomplete, toplevel.Malformed):
+            return document.events_end(data, first, stop)
+        except (document.Incomplete, document.Malformed):
             return None
 
     def _end_of_document(self, buf, i: int, n: int, eof: bool) -> None:
         """After the events array's ']': the rest of the top-level object (its metadata) and
-        what follows the document. Raises toplevel.Incomplete when more bytes are needed."""
+        what follows the document. Raises document.Incomplete when more bytes are needed."""
         try:
-            end = toplevel.document_end(buf, i, n, self.top == "object", eof)
-        except toplevel.DuplicateEvents:
+            end = document.document_end(buf, i, n, self.top == "object", eof)
+        except document.DuplicateEvents:
             raise self._duplicate() from None
-        except toplevel.Malformed:
+        except document.Malformed:
             end = None
         if end is None:   # the document does not close properly after its events
             self._notes.append("the JSON after the events array is malformed; ignored")
@@ -543,7 +543,7 @@ class EventReader:
             try:
                 self._end_of_document(rest, 0, len(rest), eof=k == 0)
                 return
-            except toplevel.Incomplete:
+            except document.Incomplete:
                 if k == 0:
                     self._notes.append("the file ends inside the metadata after the events array")
                     return

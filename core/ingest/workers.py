@@ -18,7 +18,7 @@ import numpy as np
 
 from kerneldiff.core.ingest.probe import TraceInfo
 from kerneldiff.core.ingest.columns import Columns
-from kerneldiff.core.ingest.cut import RUN, decode_run
+from kerneldiff.core.ingest.slices import RUN, decode_run
 # when workers pay off and how they start
 from kerneldiff.core.ingest.forkserver import big, cpus, mp_context
 from kerneldiff.core.ingest.source import EventReader

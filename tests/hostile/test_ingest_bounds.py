@@ -124,13 +124,13 @@ def test_garbage_after_the_document_is_a_warning(tmp_path):
 
 def test_the_walk_is_linear_on_hostile_nesting():
     """Unterminated strings full of escaped quotes, deep brackets: one pass, no backtracking."""
-    from kerneldiff.core.ingest import toplevel
+    from kerneldiff.core.ingest import document
 
     evil = b'{"a": "' + b'\\"' * 2_000_000
-    with pytest.raises(toplevel.Incomplete):
-        toplevel.find_events(evil, 0, len(evil))
+    with pytest.raises(document.Incomplete):
+        document.find_events(evil, 0, len(evil))
     deep = b'{"a": ' + b"[" * 1_000_000 + b"]" * 1_000_000 + b', "traceEvents": [{}]}'
-    assert toplevel.find_events(deep, 0, len(deep))[1] == deep.index(b"[{}]") + 1
+    assert document.find_events(deep, 0, len(deep))[1] == deep.index(b"[{}]") + 1
 
 
 # --- numbers and ids --------------------------------------------------------------------------

@@ -143,10 +143,10 @@ def _changing(path, data: bytes, how: str, at: int):
 @pytest.mark.parametrize("gz", [False, True])
 def test_a_file_changing_while_it_is_read_is_refused_or_loaded_with_a_warning(tmp_path, small, classifier, how,
                                                                                workers, gz, monkeypatch):
-    from kerneldiff.core.ingest import cut as cutting
+    from kerneldiff.core.ingest import slices
     from kerneldiff.core.ingest import loader
 
-    monkeypatch.setattr(cutting, "SLICE", 4096)   # many reads, so the change lands mid-file
+    monkeypatch.setattr(slices, "SLICE", 4096)   # many reads, so the change lands mid-file
     monkeypatch.setattr(loader, "slot_size", lambda info: 1 << 14)   # many runs for the workers too
     data, ends, _ = small
     raw = gzip.compress(data) if gz else data

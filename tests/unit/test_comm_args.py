@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 from conftest import kineto_doc, write_trace
 from kerneldiff.core.analysis.comm_params import comm_params
-from kerneldiff.core.ingest import cut, scan
+from kerneldiff.core.ingest import scan, slices
 from kerneldiff.core.ingest.decode import comm_text
 from kerneldiff.core.session import Session
 from scan_diff import differences
@@ -52,8 +52,8 @@ def _events(cases, copies):
 
 @pytest.fixture
 def small_buffers(monkeypatch):
-    monkeypatch.setattr(cut, "SLICE", 4096)
-    monkeypatch.setattr(cut, "WINDOW", 512)
+    monkeypatch.setattr(slices, "SLICE", 4096)
+    monkeypatch.setattr(slices, "WINDOW", 512)
 
 
 @pytest.mark.skipif(not scan.available(), reason="the compiled scanner was not built")

@@ -13,7 +13,7 @@ import pytest
 
 import kerneldiff.core.ingest.loader as loader
 import kerneldiff.core.ingest.workers as workers
-import kerneldiff.core.ingest.cut as cut
+import kerneldiff.core.ingest.slices as slices
 from conftest import kineto_doc, real_trace, write_trace
 from kerneldiff.core import LoadCancelled
 from kerneldiff.core.ingest.loader import load
@@ -25,8 +25,8 @@ NASTY = ["a},{b", '"},{"ph": "X", "cat": "kernel"', "} , {", "x}\n,\n{y", "ünï
 @pytest.fixture
 def small_runs(monkeypatch):
     """Runs of 32 KB decoded in 4 KB slices, so a small file is cut into many of each."""
-    monkeypatch.setattr(cut, "SLICE", 4096)
-    monkeypatch.setattr(cut, "WINDOW", 512)
+    monkeypatch.setattr(slices, "SLICE", 4096)
+    monkeypatch.setattr(slices, "WINDOW", 512)
     monkeypatch.setattr(workers, "SLOT", 32 * 1024 + 2)
 
 
@@ -79,7 +79,7 @@ def test_workers_give_the_same_model(tmp_path, classifier, small_runs, sequentia
 
 def test_workers_on_a_real_trace(classifier, small_runs, sequential_calls, monkeypatch):
     p = real_trace("b200_vllm_eager.json.gz")
-    monkeypatch.setattr(cut, "SLICE", 256 * 1024)
+    monkeypatch.setattr(slices, "SLICE", 256 * 1024)
     monkeypatch.setattr(workers, "SLOT", 256 * 1024 + 2)
     assert_same(load(p, classifier=classifier, workers=1), load(p, classifier=classifier, workers=2))
     assert sequential_calls == [1]
@@ -153,18 +153,18 @@ def test_a_false_boundary_inside_a_run_is_survived(monkeypatch):
     """A key ending in '},{' followed by a value starting with ':' looks like an event boundary
     even to the strict pattern; the slice cut there does not decode, and the rest is decoded
     at once."""
-    monkeypatch.setattr(cut, "SLICE", 64)
+    monkeypatch.setattr(slices, "SLICE", 64)
     trick = {"ph": "X", "cat": "kernel", "name": "k0", "ts": 0, "dur": 1,
              "args": {"pad": "x" * 100, "a},{": ":tricky"}}
     evs = [trick] + [{"ph": "X", "cat": "kernel", "name": f"k{i}", "ts": i, "dur": 1} for i in range(1, 40)]
     body = json.dumps(evs, separators=(",", ":")).encode()
-    assert cut._STRONG_BOUNDARY.search(body, 64).start() < body.index(b'"k1"')  # a false match first
+    assert slices._STRONG_BOUNDARY.search(body, 64).start() < body.index(b'"k1"')  # a false match first
     buf = bytearray(body[:-1] + b"..")       # '[' + events + two bytes of room
-    got = [e for batch in cut.decode_run(memoryview(buf), 0, len(buf) - 2, fast=False) for e in batch]
+    got = [e for batch in slices.decode_run(memoryview(buf), 0, len(buf) - 2, fast=False) for e in batch]
     assert [e.name for e in got] == [f"k{i}" for i in range(40)]
     cut_in_a_string = bytearray(b'[{"ph":"X","name":"a}..')   # the run "ends" inside a string
     with pytest.raises(ValueError):
-        list(cut.decode_run(memoryview(cut_in_a_string), 0, len(cut_in_a_string) - 2))
+        list(slices.decode_run(memoryview(cut_in_a_string), 0, len(cut_in_a_string) - 2))
 
 
 def test_workers_of_a_killed_load_exit(tmp_path):

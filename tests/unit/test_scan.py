@@ -17,11 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import real_trace
-from kerneldiff.core.ingest import cut, decode, scan
+from kerneldiff.core.ingest import decode, scan, slices
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.core.errors import TraceError
 from kerneldiff.core.ingest.columns import Columns
-from kerneldiff.core.ingest.cut import decode_run
+from kerneldiff.core.ingest.slices import decode_run
 from kerneldiff.core.ingest.source import EventReader
 from hostile_corpus import build
 from scan_diff import differences, read_columns
@@ -31,8 +31,8 @@ pytestmark = pytest.mark.skipif(not scan.available(), reason="the compiled scann
 
 @pytest.fixture
 def small_buffers(monkeypatch):
-    monkeypatch.setattr(cut, "SLICE", 4096)
-    monkeypatch.setattr(cut, "WINDOW", 512)
+    monkeypatch.setattr(slices, "SLICE", 4096)
+    monkeypatch.setattr(slices, "WINDOW", 512)
 
 
 def _outcome(path):
@@ -88,8 +88,8 @@ def corpus(tmp_path_factory):
 
 @pytest.mark.slow
 def test_hostile_corpus_reads_identically(corpus, monkeypatch):
-    monkeypatch.setattr(cut, "SLICE", 4096)
-    monkeypatch.setattr(cut, "WINDOW", 512)
+    monkeypatch.setattr(slices, "SLICE", 4096)
+    monkeypatch.setattr(slices, "WINDOW", 512)
     bad = {}
     for case in corpus:
         if not case.path.is_file() or case.path.stat().st_size > 40_000_000:   # FIFOs, devices, links: not JSON

@@ -53,10 +53,10 @@ def test_recorded_shapes_are_kept_as_canonical_text(tmp_path, spaced):
 
 @pytest.mark.parametrize("spaced", [False, True])
 def test_both_readers_keep_the_same_shapes(tmp_path, monkeypatch, spaced):
-    import kerneldiff.core.ingest.cut as cut
+    import kerneldiff.core.ingest.slices as slices
 
-    monkeypatch.setattr(cut, "SLICE", 4096)
-    monkeypatch.setattr(cut, "WINDOW", 512)
+    monkeypatch.setattr(slices, "SLICE", 4096)
+    monkeypatch.setattr(slices, "WINDOW", 512)
     assert differences(_raw_trace(tmp_path, spaced)) == []
 
 
@@ -73,7 +73,7 @@ def test_real_trace_embedding_shapes_tell_prefill_from_decode():
 def test_kernel_launch_configuration_is_kept(tmp_path, monkeypatch):
     """grid, block, registers, shared memory and occupancy of every kernel (CUPTI args), the same
     through both readers; absent (ROCm) reads as -1."""
-    import kerneldiff.core.ingest.cut as cut
+    import kerneldiff.core.ingest.slices as slices
 
     k = {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 10, "dur": 3, "pid": 0, "tid": 7,
          "args": {"correlation": 1, "stream": 7, "device": 0, "registers per thread": 90,
@@ -89,8 +89,8 @@ def test_kernel_launch_configuration_is_kept(tmp_path, monkeypatch):
     assert (m.strings[int(kk.grid[r])], m.strings[int(kk.block[r])]) == ("[64,1,1]", "[128,1,1]")
     o = 1 - r
     assert (int(kk.regs[o]), int(kk.grid[o]), int(kk.block[o])) == (-1, -1, -1)
-    monkeypatch.setattr(cut, "SLICE", 4096)
-    monkeypatch.setattr(cut, "WINDOW", 512)
+    monkeypatch.setattr(slices, "SLICE", 4096)
+    monkeypatch.setattr(slices, "WINDOW", 512)
     assert differences(path) == []
 
 

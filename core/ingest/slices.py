@@ -25,7 +25,7 @@ from itertools import islice
 
 import numpy as np
 
-from kerneldiff.core.ingest import scan, toplevel
+from kerneldiff.core.ingest import document, scan
 from kerneldiff.core.ingest.columns import _SCAN_TABLES, CHUNK_EVENTS
 from kerneldiff.core.ingest.decode import _BAD_EVENT, Failure, try_decode
 
@@ -132,13 +132,13 @@ class _Slicer:
         """The event at `first` is unreadable: skip it by its structure (strings and brackets),
         counted as one event. Raises ArrayEnd when the array's ']' follows it."""
         try:
-            end = toplevel.ws(self.buf, toplevel.skip_value(self.buf, first, hi), hi)
-        except (toplevel.Incomplete, toplevel.Malformed):
+            end = document.ws(self.buf, document.skip_value(self.buf, first, hi), hi)
+        except (document.Incomplete, document.Malformed):
             return None
         if end < hi and self.buf[end] == _RBRACKET:
             raise ArrayEnd([_BAD_EVENT], end + 1)
         if end < hi and self.buf[end] == ord(","):
-            nxt = toplevel.ws(self.buf, end + 1, hi)
+            nxt = document.ws(self.buf, end + 1, hi)
             if nxt < hi and self.buf[nxt] == ord("{"):
                 return [_BAD_EVENT], nxt
         return None

@@ -79,26 +79,6 @@ def test_explorer_without_terminal_refuses_instead_of_hanging():
     assert "needs a terminal" in p.stderr and p.stderr.count("\n") == 1
 
 
-def test_core_subpackages_have_no_import_cycles():
-    """The layers of core import downwards only: model/strings/errors <- ingest, analysis <- compare
-    <- report; aie and synth stand beside. Read from the source, lazy imports included."""
-    import re
-
-    core = ROOT / "core"
-    rank = {"errors": 0, "strings": 0, "fileio": 0, "numbers": 0, "model": 1, "analysis": 2, "ingest": 3, "compare": 4, "report": 5,
-            "session": 6}
-    bad = []
-    for path in core.rglob("*.py"):
-        rel = path.relative_to(core).parts
-        me = rel[0].removesuffix(".py") if len(rel) > 1 or rel[0] != "__init__.py" else "__init__"
-        if me not in rank:
-            continue
-        for other in re.findall(r"kerneldiff\.core\.(\w+)", path.read_text(encoding="utf-8")):
-            if other in rank and other != me and rank[other] > rank[me]:
-                bad.append(f"{'/'.join(rel)} imports kerneldiff.core.{other}")
-    assert not bad, bad
-
-
 def test_every_package_folder_is_listed_for_the_wheel():
     """A subpackage missing from pyproject's `packages` works in an editable install and is absent
     from the wheel (core/ranks once was): every folder with an __init__.py is listed, data files too."""

@@ -2,9 +2,16 @@
 functions count, imports under `if TYPE_CHECKING:` do not):
 
 * the front ends (tui/, cli/) reach core only through `Session` and the types it returns, the
-  report and error modules, and the display helpers listed in FRONT_END_MAY_USE;
+  report and error modules, and the display helpers listed in FRONT_END_MAY_USE (each entry with
+  its reason);
 * core never imports Textual, Rich or a front end;
-* no import cycle among core's subpackages, nor among the modules inside one.
+* core is layered (LAYERS): every subpackage and top-level module of core has a layer, and imports
+  only from lower layers; packages on one layer stand side by side and import none of each other;
+* inside a package the modules have an order (PACKAGE_ORDER, lowest first, the order to read
+  them in): a module imports only modules listed before it;
+* no import cycle among core's subpackages, nor among its modules.
+
+A new package or module fails the test until it is placed in LAYERS or PACKAGE_ORDER.
 
 Today's breaches are listed by name in the *_TODO sets below; fixing one means deleting its line
 (the test fails on a listed breach that is gone, so the lists only shrink).
@@ -69,6 +76,84 @@ FRONT_END_TODO: set[tuple[str, str]] = set()
 CYCLES_TODO: set[tuple[str, ...]] = set()
 # Subpackage cycles inside core today: none left; keep it so.
 PACKAGE_CYCLES_TODO: set[tuple[str, ...]] = set()
+
+# Core's layers, lowest first: each subpackage or top-level module of core (`__init__` is the
+# package kerneldiff.core itself) imports only from the layers below its own.
+LAYERS: list[set[str]] = [
+    # import nothing of core: kernel names (demangled, shortened, made safe to print), interned
+    # strings, number formats, phase names, the demo traces' paths
+    {"names", "strings", "numbers", "phase_names", "demo"},
+    {"errors"},           # the one error type (its messages show paths through names.visible)
+    {"fileio", "gzip_stream", "model"},    # files opened safely, gzip inflated; the columnar trace model
+    {"aie", "synth"},     # AIE (NPU) traces, read and analysed on their own; the synthetic trace generator
+    {"ingest"},           # a trace file into a model (its probe asks aie.detect whether a trace is AIE's)
+    {"analysis"},         # readings of one model: names, classes, passes, phases, layers, timeline, work
+    {"compare"},          # two models side by side: the Comparison
+    {"report"},           # a Comparison (and a run's tables) written out: CSV tables, Markdown, HTML, Perfetto
+    {"gate"},             # the CI gate's verdict over series of runs, with its report
+    {"session"},          # Session: the one way in for the front ends
+    {"ranks"},            # runs of many ranks: RunSession loads each rank through Session
+    {"__init__"},         # kerneldiff.core re-exports Session and friends
+]
+
+# Imports against LAYERS today, as (module, imported module) below kerneldiff.core. Shrink to empty.
+# The loader runs analyses and writes their readings into the model it returns (classification
+# while reading, passes, phases, layers, kernel-launch attribution): analysis is above ingest by
+# what each does, and these imports are the load's side effects to move up (into Session's load).
+LAYER_TODO = {
+    ("ingest.build", "analysis.attribution"),
+    ("ingest.loader", "analysis.attribution"),
+    ("ingest.loader", "analysis.classify"),
+    ("ingest.loader", "analysis.layers"),
+    ("ingest.loader", "analysis.phases"),
+}
+
+# Inside each package, its modules lowest first (a nested package's modules as `sub.module`): a
+# module imports only modules listed before it, so the list is also the order to read them in.
+# __init__ files are left out (a package's __init__ re-exporting its modules is not a layer).
+PACKAGE_ORDER: dict[str, list[str]] = {
+    "ingest": [
+        "longstrings",      # strings too long to hold, cut while reading
+        "document",         # the document's top level walked as JSON: where traceEvents is, what follows
+        "probe",            # instant metadata from the head and tail
+        "decode", "scan",   # a slice of events decoded: msgspec; the compiled scanner
+        "columns",          # decoded events into numpy columns
+        "slices",           # the events array cut into slices at event boundaries
+        "source",           # the bytes of a trace (gzip inflated in a thread), slice after slice
+        "forkserver", "workers",   # worker processes for big files
+        "build",            # columns into one model
+        "cache",            # loaded models kept on disk
+        "child_load",       # a pair's second trace loaded in a forked child
+        "loader",           # the load: probe, read, build, the cache, progress and cancellation
+    ],
+    "analysis": [
+        "linear_regex", "rule_matcher",          # the registry's regex engine and rule matcher
+        "inductor_names", "registry", "classify",   # Inductor kernel names, the registry, the classifier
+        "peaks", "links",                        # hardware peaks; links between devices
+        "modules",                               # nn.Module calls: the model's own structure
+        "cut_work", "attribution",               # kernel -> launch -> cpu_op joins
+        "passes", "phases", "layers",            # forward passes, their phases, the layers in them
+        "devices", "summary",                    # per-device and per-trace summaries
+        "browse", "pass_lanes",                  # one trace's totals; one pass on its own time axis
+        "timeline", "comm_params", "collectives",   # busy and idle time, streams; collectives
+        "flops", "side_readings",                # work (FLOPs, bytes) per kernel; one side's readings
+    ],
+    "compare": [
+        "work_result", "result",                 # the JSON-ready result types
+        "align",                                 # kernel alignment inside a layer
+        "op_fusion", "swap", "fusion_model", "fusion",   # fusion findings and their savings
+        "ledger", "throughput", "comparability",  # the gap ledger, throughput, like with like
+        "engine",                                # compare(a, b) -> Comparison
+        "one_sided", "drill", "pass_pairs",      # readings beside the comparison
+    ],
+    "report": ["format", "labels", "headline", "table_names", "work_tables", "tables", "run_tables",
+               "markdown", "html", "run_report", "perfetto", "gate_report"],
+    "gate": ["spec", "fingerprint", "series", "noise", "result", "verdict", "runs"],
+    "names": ["visible", "parts", "demangle", "display"],
+    "ranks": ["identify", "summary", "run", "session"],
+    "synth": ["names", "trace", "pair", "ranks"],
+    "aie": ["detect", "analysis", "session", "synth"],
+}
 
 
 def _module(path: Path) -> str:
@@ -290,3 +375,88 @@ def test_front_ends_read_no_model_through_the_session(tmp_path):
     planted = tmp_path / "planted.py"
     planted.write_text("m = self.session.models[0]\nn = session.models\nk = self.models\n")
     assert sorted(_reads_session_models(planted)) == [1, 2]
+
+
+def _layer_of() -> dict[str, int]:
+    return {name: i for i, names in enumerate(LAYERS) for name in names}
+
+
+def _rel(mod: str) -> str:
+    return mod.removeprefix(CORE + ".")
+
+
+def test_every_package_and_top_level_module_of_core_has_a_layer():
+    found = {_subpackage(m) for m in _core_modules()}
+    placed = set(_layer_of())
+    assert sum(map(len, LAYERS)) == len(placed), "a name is on two layers"
+    assert not sorted(found - placed), f"place these in LAYERS: {sorted(found - placed)}"
+    assert not sorted(placed - found), f"gone: delete from LAYERS: {sorted(placed - found)}"
+
+
+def _layer_breaches(graph: dict[str, set[str]], layer: dict[str, int]) -> set[tuple[str, str]]:
+    """(module, imported module) pairs where a package imports from its own layer or above."""
+    bad = set()
+    for me, targets in graph.items():
+        for t in targets:
+            a, b = _subpackage(me), _subpackage(t)
+            if a != b and b != "__init__" and layer.get(a, -1) <= layer.get(b, -1):
+                bad.add((_rel(me), _rel(t)))
+    return bad
+
+
+def test_core_imports_only_from_lower_layers():
+    bad = _layer_breaches(_graph(), _layer_of())
+    new = sorted(bad - LAYER_TODO)
+    assert not new, "imports from the same layer or above (see LAYERS):\n" + "\n".join(map(str, new))
+    assert not sorted(LAYER_TODO - bad), "fixed: delete from LAYER_TODO:\n" + "\n".join(map(str, sorted(LAYER_TODO - bad)))
+
+
+def _inner(mod: str) -> str:
+    """A module's name inside its top package: `kerneldiff.core.ingest.probe` -> `probe`."""
+    return _rel(mod).partition(".")[2]
+
+
+def _order_breaches(graph: dict[str, set[str]], order: dict[str, list[str]]) -> list[str]:
+    """Imports inside a package of a module not listed before the importer, and modules not listed."""
+    bad = []
+    for me, targets in sorted(graph.items()):
+        package = _subpackage(me)
+        if _is_package(me) or package not in order:
+            continue
+        names = order[package]
+        if _inner(me) not in names:
+            bad.append(f"{_rel(me)}: place it in PACKAGE_ORDER[{package!r}]")
+            continue
+        for t in sorted(targets):
+            if _subpackage(t) != package or _is_package(t):
+                continue
+            if _inner(t) not in names or names.index(_inner(t)) > names.index(_inner(me)):
+                bad.append(f"{_rel(me)} imports {_rel(t)}, listed after it in PACKAGE_ORDER[{package!r}]")
+    return bad
+
+
+def test_modules_inside_a_package_import_only_those_listed_before_them():
+    graph = _graph()
+    modules_of: dict[str, set[str]] = defaultdict(set)
+    for m in graph:
+        if not _is_package(m) and "." in _rel(m):
+            modules_of[_subpackage(m)].add(_inner(m))
+    several = {p for p, ms in modules_of.items() if len(ms) > 1}
+    assert not sorted(several - set(PACKAGE_ORDER)), f"give these packages a PACKAGE_ORDER: {sorted(several - set(PACKAGE_ORDER))}"
+    for package, names in PACKAGE_ORDER.items():
+        assert len(set(names)) == len(names), f"PACKAGE_ORDER[{package!r}] lists a module twice"
+        gone = sorted(set(names) - modules_of[package])
+        assert not gone, f"gone: delete from PACKAGE_ORDER[{package!r}]: {gone}"
+    bad = _order_breaches(graph, PACKAGE_ORDER)
+    assert not bad, "\n".join(bad)
+
+
+def test_the_layer_checks_see_a_planted_breach():
+    core = CORE + "."
+    graph = {core + "model": {core + "analysis.passes"}, core + "analysis.passes": {core + "model"},
+             core + "ingest.probe": {core + "ingest.loader", core + "errors"}, core + "ingest.loader": set()}
+    layer = {"errors": 0, "model": 1, "ingest": 2, "analysis": 3}
+    assert _layer_breaches(graph, layer) == {("model", "analysis.passes")}
+    assert _order_breaches(graph, {"ingest": ["probe", "loader"]}) == \
+        ["ingest.probe imports ingest.loader, listed after it in PACKAGE_ORDER['ingest']"]
+    assert _order_breaches(graph, {"ingest": ["loader"]}) == ["ingest.probe: place it in PACKAGE_ORDER['ingest']"]

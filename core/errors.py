@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 import os
 
-# (core/ingest/cache.py still imports `visible` from here; its owner moves it to core.names.visible)
 from kerneldiff.core.names.visible import visible
 
 

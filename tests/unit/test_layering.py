@@ -133,8 +133,8 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "modules",                               # nn.Module calls: the model's own structure
         "cut_work", "attribution",               # kernel -> launch -> cpu_op joins
         "passes", "phases", "layers",            # forward passes, their phases, the layers in them
-        "devices", "summary",                    # per-device and per-trace summaries
         "browse", "pass_lanes",                  # one trace's totals; one pass on its own time axis
+        "devices", "summary",                    # per-device and per-trace summaries
         "timeline", "comm_params", "collectives",   # busy and idle time, streams; collectives
         "flops", "side_readings",                # work (FLOPs, bytes) per kernel; one side's readings
     ],

@@ -39,7 +39,7 @@ a time (kerneldiff.core.analysis.devices), and streams are told apart by (device
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from typing import Any
 
@@ -47,6 +47,7 @@ import numpy as np
 
 from kerneldiff.core.analysis.cut_work import cut_mask
 from kerneldiff.core.model import KIND_KERNEL, KIND_MEMCPY, PHASE_ID, PHASES, TraceModel
+from kerneldiff.core.numbers import small_unique, stable_argsort
 
 LAUNCH_TOLERANCE_US = 10.0
 
@@ -176,6 +177,23 @@ def merge_intervals(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return s[starts], cm[ends]
 
 
+def _streams(device: np.ndarray, stream: np.ndarray) -> tuple[np.ndarray, int]:
+    """(each row's stream id, the number of devices). A stream is (device, stream): stream ids
+    restart on every device. Ids number the pairs in sorted order, as np.unique(axis=0) does, but
+    from one integer per pair (an O(n) table when the pairs span little: the 2-D unique sorted
+    structured rows, ~0.14 s for 257k kernels)."""
+    if len(device) == 0:
+        return np.zeros(0, np.int64), 0
+    d, s = device.astype(np.int64), stream.astype(np.int64)
+    d0, s0 = int(d.min()), int(s.min())
+    dw, sw = int(d.max()) - d0 + 1, int(s.max()) - s0 + 1
+    if dw * sw >= 1 << 62:
+        uniq, inv = np.unique(np.stack([d, s], axis=1), axis=0, return_inverse=True)
+        return inv.reshape(-1).astype(np.int64), int(len(np.unique(uniq[:, 0])))
+    uniq, inv = small_unique((d - d0) * sw + (s - s0), dw * sw)
+    return inv, int(len(np.unique(uniq // sw)))
+
+
 class _Scan:
     """One model's activities as integer ns, with what the gap classification needs."""
 
@@ -204,13 +222,8 @@ class _Scan:
         cp = np.flatnonzero(k.kind == KIND_MEMCPY)
         if len(cp):
             self.dtoh[cp] = name_mask(model, k.name[cp], DTOH_RE)
-        # a stream is (device, stream): stream ids restart on every device
-        pairs = np.stack([k.device, k.stream], axis=1) if n else np.zeros((0, 2), np.int64)
-        _, self.stream_id = np.unique(pairs, axis=0, return_inverse=True) if n else (None, np.zeros(0, np.int64))
-        self.stream_id = self.stream_id.reshape(-1)
-        self.stream_id = self.stream_id.astype(np.int64)
+        self.stream_id, self.devices = _streams(k.device, k.stream)
         self.streams = int(self.stream_id.max()) + 1 if n else 0
-        self.devices = int(len(np.unique(k.device))) if n else 0
 
     # --- the one primitive ----------------------------------------------------------------------
     def scan(self, rows: np.ndarray, key: np.ndarray, classify: bool = True) -> dict[str, np.ndarray]:
@@ -223,7 +236,7 @@ class _Scan:
             return {"key": z, "span": z, "idle": z, "launch": z, "sync": z, "other": z, "gaps": z,
                     "first": z, "count": z}
         if len(key) > 1 and not bool(np.all(key[1:] >= key[:-1])):
-            o = np.argsort(key, kind="stable")   # stable: time order inside each window
+            o = stable_argsort(key)   # stable: time order inside each window
             rows, key = rows[o], key[o]
         first = np.ones(len(rows), dtype=bool)
         first[1:] = key[1:] != key[:-1]
@@ -369,7 +382,11 @@ def _timeline(model: TraceModel, phase: str, tolerance_us: float, keep_cut: bool
         return tl
     _, (whole,) = sc.windows(rows, np.zeros(len(rows), dtype=np.int64))
     tl.phases["all"] = whole
-    keys, wins = sc.windows(rows, k.phase[rows].astype(np.int64))
+    ph = k.phase[rows]
+    if ph.min() == ph.max():   # one phase: its window is the whole trace's (the same rows)
+        keys, wins = ph[:1].astype(np.int64), [replace(whole)]
+    else:
+        keys, wins = sc.windows(rows, ph.astype(np.int64))
     for p, w in zip(keys.tolist(), wins):
         tl.phases[PHASES[p]] = w
     sel = rows if phase == "all" else rows[k.phase[rows] == PHASE_ID[phase]]

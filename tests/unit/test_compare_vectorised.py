@@ -29,6 +29,15 @@ def test_column_stats_equal_stats_of_each_column(rng):
         assert _column_stats(mat) == [stats_of(mat[:, i]) for i in range(cols)]
 
 
+def test_column_stats_of_many_matrices_equal_one_at_a_time(rng):
+    from kerneldiff.core.compare.engine import _column_stats_many
+
+    shapes = [(284, 14), (284, 9), (1, 0), (3, 5), (284, 1), (0, 4), (1, 7), (3, 2)]
+    mats = [np.round(rng.exponential(10.0, s), 3) for s in shapes]
+    assert _column_stats_many(mats) == [_column_stats(m) for m in mats]
+    assert _column_stats_many([]) == []
+
+
 def test_segment_sums_equal_one_dimensional_sums(rng):
     start, length = _segments(rng, 500, 300)
     values = rng.lognormal(2.0, 2.0, int(length.sum()))

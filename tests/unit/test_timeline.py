@@ -611,3 +611,34 @@ def test_one_phase_is_the_whole_window(phase_id):
     assert keys.tolist() == [phase_id] and list(tl.phases) == ["all", tlmod.PHASES[phase_id]]
     assert tl.phases[tlmod.PHASES[phase_id]] == wins[0] == tl.phases["all"]
     assert tl.phases[tlmod.PHASES[phase_id]] is not tl.phases["all"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_serial_streams_need_no_scan_per_stream(seed):
+    """When no two activities of a stream overlap, each window's per-stream busy time is read from
+    the summed durations: the same windows as the scan per stream gives, figure for figure."""
+    from kerneldiff.core.analysis import timeline as tlmod
+
+    rng = np.random.default_rng(seed)
+    n = 400
+    stream = rng.integers(0, 3, n)
+    dur_ns = rng.integers(0, 800, n)
+    ts_ns = np.zeros(n, np.int64)
+    for s in range(3):   # each stream back to back or with gaps, never overlapping itself
+        rows = np.flatnonzero(stream == s)
+        ts_ns[rows] = np.cumsum(np.r_[0, dur_ns[rows][:-1]] + rng.integers(0, 300, len(rows)) * (seed % 2))
+    o = np.argsort(ts_ns, kind="stable")
+    ts_ns, dur_ns, stream = ts_ns[o], dur_ns[o], stream[o]
+    step = np.sort(rng.integers(0, 4, n))
+    m = _model(1.6e12 + ts_ns / 1000, dur_ns / 1000, stream, step, rng.integers(-1, 3, n),
+               1.6e12 + (ts_ns - rng.integers(-200, 3_000, n)) / 1000, rng.integers(1, 2_000, n) / 1000)
+    sc = tlmod._Scan(m, LAUNCH_TOLERANCE_US)
+    assert sc.serial
+    for key in (np.zeros(n, np.int64), m.kernels.step[sc.order].astype(np.int64)):
+        fast = sc.windows(sc.order, key)
+        sc.serial = False
+        slow = sc.windows(sc.order, key)
+        sc.serial = True
+        assert np.array_equal(fast[0], slow[0]) and fast[1] == slow[1]
+    m.kernels.ts[1] = m.kernels.ts[0]   # two activities of a stream at once, or not
+    assert tlmod._Scan(m, LAUNCH_TOLERANCE_US).serial == (stream[0] != stream[1] or dur_ns[0] == 0)

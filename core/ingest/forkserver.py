@@ -9,13 +9,14 @@ import threading
 
 # From this many bytes on disk, worker processes pay off: measured on 2 cores, a 64 MB trace
 # loads in ~0.33 s either way, 100 MB in 0.38 s with workers and 0.53 s without. gzip files are
-# ~10x smaller than the JSON inside, hence their lower threshold. Checked again on real and
-# event-dense shapes (issue 31; CPU of one process against the parent's plus the workers'):
-# a dense 60 MB decode trace (4,400 events/MB) 319 ms in one process against 197 + 220 ms, about
-# even on two cores; dense 30 MB 145 against 103 + 116 (one process wins); the real 111 and
-# 140 MB Llama traces 277 / 337 against 83 + 305 / 88 + 373 (workers win by ~15%). The serial
-# part after the read (model, attribution, layers) grows with events, not bytes, so a denser
-# trace does not move the break-even down.
+# ~10x smaller than the JSON inside, hence their lower threshold. Measured again on real and
+# event-dense shapes (issue 31, bench/bench_workers.py: whole-process CPU of one process against
+# this process's + the workers', and from it the wall time on two free cores): the real 112/140 MB
+# Llama traces 0.47/0.54 s against 0.25 + 0.30 / 0.28 + 0.39 s (workers win, ~0.27-0.48 s), their
+# 8/10 MB gzip likewise; dense 100 MB 0.71 against 0.51 + 0.35 (workers); dense 30 MB 0.34 against
+# 0.28 + 0.12 (even); dense 60 MB 0.50 against 0.37 + 0.22 (workers win by 4-26% alone, but a pair
+# of them compares in 1.16 s of CPU side by side in one process each, 1.92 s each with workers in
+# turn). The serial part after the read (model, attribution, layers) grows with events, not bytes.
 PARALLEL_MIN_PLAIN = 64 * 1024 * 1024
 PARALLEL_MIN_GZIP = 8 * 1024 * 1024
 

@@ -157,9 +157,14 @@ def name_mask(model: TraceModel, names: np.ndarray, pattern: re.Pattern) -> np.n
     """names (string ids) matching a pattern, as a boolean array; one regex test per distinct name."""
     if len(names) == 0:
         return np.zeros(0, dtype=bool)
-    ids, inv = np.unique(names, return_inverse=True)
-    hit = np.array([i >= 0 and bool(pattern.search(model.strings[int(i)])) for i in ids.tolist()], dtype=bool)
-    return hit[inv]
+    if int(names.min()) < -1 or int(names.max()) >= len(model.strings):
+        ids, inv = np.unique(names, return_inverse=True)
+        ids = ids.tolist()
+    else:   # ids from -1 (no name) up: told apart by a table the size of the string table, not a sort
+        shifted, inv = small_unique(names.astype(np.int64) + 1, len(model.strings) + 1)
+        ids = (shifted - 1).tolist()
+    hit = np.array([i >= 0 and bool(pattern.search(model.strings[int(i)])) for i in ids], dtype=bool)
+    return hit[inv.reshape(-1)]
 
 
 def merge_intervals(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

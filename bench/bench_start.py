@@ -89,6 +89,7 @@ def time_to(argv: list[str], marker: bytes, timeout: float = 30.0, env: dict | N
 def comparison(paths: list[str], repeat: int) -> None:
     """Start to comparison, cold (no model cache) and cached, alternated run by run."""
     kd = [sys.executable, "-m", "kerneldiff.cli", *paths]
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)   # else every run recompiles what it imports
     with tempfile.TemporaryDirectory() as cache:
         env = {"XDG_CACHE_HOME": cache}
         models = Path(cache) / "kerneldiff" / "models"

@@ -15,8 +15,9 @@ import threading
 # gain from workers on two free cores, yet in wall time, at a quiet hour (load ~2), one process won
 # everywhere: 140 MB plain 0.48 against 0.72 s, 10.5 MB gzip 0.74 against 1.21 s, dense 100 MB
 # 0.79 against 1.19 s, and pairs, whose sides then load side by side in one process each, the
-# H100/H200 gzip pair 0.81 against 1.20 s. The break-even between 140 MB and the 1 GB traces
-# (which gain: 653 MB/s) is not measured yet.
+# H100/H200 gzip pair 0.81 against 1.20 s; dense 200/300 MB 1.82/2.25 against 2.29/3.00 s. No
+# second core was free on that shared machine; the break-even on two idle cores (the 1 GB traces
+# gain: 653 MB/s) is not measured yet.
 PARALLEL_MIN_PLAIN = 64 * 1024 * 1024
 PARALLEL_MIN_GZIP = 8 * 1024 * 1024
 

@@ -1,13 +1,21 @@
-"""The explorer's first frame from process start, as a user sees it, in a real pseudo-terminal.
+"""The explorer's first frame, and its comparison, from process start, as a user sees them, in a
+real pseudo-terminal.
 
     python bench/bench_start.py [--repeat 5] [A B]
+    python bench/bench_start.py --comparison [--repeat 5] [A B]   # default pair: the real H100/H200 eager
 
 Starts `kerneldiff A B` (default: the bundled demo pair) in a pty of 120x36 and times from just
 before the exec to the moment the terminal has received the first screen that names side A's
 GPU (the metadata screen or the comparison, whichever comes first), then kills the app. Baseline in
 the same run: `python -c "import textual.app"` alone (what any Textual app pays before drawing),
 and a bare Textual app drawing one line. Warm install: one run first fills the bytecode caches.
-It prints figures; it is not a test.
+
+With --comparison it times to the comparison's header (`wall A/B`) instead, in two rows: *cold*,
+each run with an empty model cache (the traces read from their JSON), and *cached*, each run
+after one that stored both models (`$XDG_CACHE_HOME/kerneldiff/models`). Both use a private
+XDG_CACHE_HOME that keeps what kerneldiff keeps across runs by design (the compiled classifier
+registry). It prints figures, wall clock and the process's CPU (user + system, its workers
+included); it is not a test.
 """
 
 from __future__ import annotations
@@ -17,12 +25,15 @@ import fcntl
 import os
 import pty
 import select
+import shutil
 import signal
 import statistics
 import struct
 import sys
+import tempfile
 import termios
 import time
+from pathlib import Path
 
 BARE_APP = """
 from textual.app import App
@@ -34,12 +45,19 @@ A().run()
 """
 
 
-def time_to(argv: list[str], marker: bytes, timeout: float = 30.0) -> float:
-    """Seconds from fork to `marker` appearing in the pty's output."""
+REAL_PAIR = ("h100_llama_eager_sdpa", "h200_llama_eager_sdpa")
+TRACES = Path(__file__).resolve().parent.parent.parent / "shared" / "traces"
+COMPARISON = b"A/B "     # the comparison header's ratio label (`wall A/B `, `wall/pass A/B `)
+
+
+def time_to(argv: list[str], marker: bytes, timeout: float = 30.0, env: dict | None = None,
+            cpu: list | None = None) -> float:
+    """Seconds from fork to `marker` appearing in the pty's output (`cpu`: gets the process's CPU
+    seconds up to its kill, the workers it reaped included)."""
     t0 = time.perf_counter()
     pid, fd = pty.fork()
     if pid == 0:
-        os.environ.update(TERM="xterm-256color", COLUMNS="120", LINES="36")
+        os.environ.update(TERM="xterm-256color", COLUMNS="120", LINES="36", **(env or {}))
         os.execvp(argv[0], argv)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 36, 120, 0, 0))
     seen = b""
@@ -61,16 +79,45 @@ def time_to(argv: list[str], marker: bytes, timeout: float = 30.0) -> float:
                 break
     finally:
         os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+        _, _, use = os.wait4(pid, 0)
         os.close(fd)
+        if cpu is not None:
+            cpu.append(use.ru_utime + use.ru_stime)
     return took
+
+
+def comparison(paths: list[str], repeat: int) -> None:
+    """Start to comparison, cold (no model cache) and cached, alternated run by run."""
+    kd = [sys.executable, "-m", "kerneldiff.cli", *paths]
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)   # else every run recompiles what it imports
+    with tempfile.TemporaryDirectory() as cache:
+        env = {"XDG_CACHE_HOME": cache}
+        models = Path(cache) / "kerneldiff" / "models"
+        time_to(kd, COMPARISON, env=env)   # warm: bytecode, page cache, the classifier registry
+        rows: dict[str, tuple[list, list]] = {"cold (no model cache)": ([], []), "cached (both models)": ([], [])}
+        for _ in range(repeat):
+            for name, (wall, cpu) in rows.items():
+                if name.startswith("cold"):
+                    shutil.rmtree(models, ignore_errors=True)
+                else:
+                    time_to(kd, COMPARISON, env=env)   # stores the models if the cold run was killed first
+                wall.append(time_to(kd, COMPARISON, env=env, cpu=cpu))
+    print(f"start to comparison shown, pty 120x36, {' vs '.join(Path(p).name for p in paths)}; "
+          f"median / min / max of {repeat}")
+    for name, (wall, cpu) in rows.items():
+        print(f"{name:24} wall {statistics.median(wall):5.2f} / {min(wall):5.2f} / {max(wall):5.2f} s   "
+              f"cpu {statistics.median(cpu):5.2f} / {min(cpu):5.2f} / {max(cpu):5.2f} s", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--comparison", action="store_true", help="time to the comparison shown, cold and cached")
     ap.add_argument("paths", nargs="*")
     args = ap.parse_args(argv)
+    if args.comparison:
+        comparison(args.paths or [str(TRACES / f"{n}.json.gz") for n in REAL_PAIR], args.repeat)
+        return 0
     from kerneldiff.core.demo import DEMO_A, DEMO_B
     from kerneldiff.core.ingest.probe import probe
 

@@ -182,12 +182,31 @@ class Session:
     def warm_up(self) -> None:
         """Traces big enough for worker processes are decoded by them: start their fork server now,
         in a background thread, so that the first load does not pay its ~0.3 s start-up (a UI calls
-        this before its first frame; its threads make plain fork unsafe). Decided from the probes: a
-        pair that loads in one process each starts nothing."""
-        from kerneldiff.core.ingest.forkserver import big, cpus, prepare
+        this before its first frame; its threads make plain fork unsafe). Decided in that thread
+        (`needs_workers`): a pair that loads in one process each, or whose big traces are in the
+        model cache, starts nothing."""
+        from kerneldiff.core.ingest.forkserver import prepare
 
-        if cpus() > 1 and any(i is not None and big(i.size, i.compressed) for i in self.infos):
-            threading.Thread(target=prepare, name="kerneldiff-prepare", daemon=True).start()
+        def warm() -> None:
+            if self.needs_workers():
+                prepare()
+
+        threading.Thread(target=warm, name="kerneldiff-prepare", daemon=True).start()
+
+    def needs_workers(self) -> bool:
+        """Will loading read, from its JSON, a probed trace big enough for worker processes? Not
+        when every such trace is in the model cache: the explorer then starts no fork server
+        (~0.3 s of CPU beside its first frames, for nothing)."""
+        from kerneldiff.core.ingest.forkserver import big, cpus
+
+        if cpus() < 2:
+            return False
+        wanted = [i for i, info in enumerate(self.infos) if info is not None and big(info.size, info.compressed)]
+        if not wanted or not self.use_cache or self.loader is not None:
+            return bool(wanted)
+        from kerneldiff.core.ingest import cache
+
+        return not all(cache.has(self.paths[i], self.classifier) for i in wanted)
 
     def _one_device(self, model):
         """A file whose GPU events name several devices is never summed as one GPU: the model of

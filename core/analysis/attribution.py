@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from kerneldiff.core.model import TraceModel
+from kerneldiff.core.numbers import small_unique, stable_argsort
 
 
 def _lookup(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
@@ -38,7 +39,9 @@ def link(model: TraceModel) -> None:
     k.cpu_op = _lookup(model.cpu_ops.ext, ext)
     todo = np.nonzero((k.cpu_op < 0) & has_launch)[0]
     if len(todo) and len(model.cpu_ops):
-        k.cpu_op[todo] = _enclosing_ops(model, k.launch[todo])
+        # once per launch call: a graph launch's kernels (thousands) share one
+        calls, each = small_unique(k.launch[todo], len(model.launches))
+        k.cpu_op[todo] = _enclosing_ops(model, calls)[each]
 
 
 ENCLOSING_LOOKBACK = 8  # nested ops start after their parents: the innermost is among the last few
@@ -153,15 +156,17 @@ TS_RESOLUTION = 0.5
 def _stream_overlap(k) -> float:
     """µs of kernel time that overlaps earlier kernels of the same device and stream."""
     key = k.device.astype(np.int64) * (1 << 32) + (k.stream.astype(np.int64) & 0xFFFFFFFF)
-    order = np.lexsort((k.ts, key))
-    key, ts, end = key[order], k.ts[order], (k.ts + k.dur)[order]
+    # kernel rows come in time order: then a stable sort by key alone is the same order (a radix
+    # sort where the keys span little)
+    order = stable_argsort(key) if bool((k.ts[1:] >= k.ts[:-1]).all()) else np.lexsort((k.ts, key))
+    key, ts, end, dur = key[order], k.ts[order], (k.ts + k.dur)[order], k.dur[order]
     cuts = np.flatnonzero(key[1:] != key[:-1]) + 1
     over = 0.0
     for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(key)]):
         if hi - lo < 2:
             continue
         reach = np.maximum.accumulate(end[lo:hi - 1])        # how far the earlier kernels ran
-        over += float(np.clip(reach - ts[lo + 1:hi], 0.0, k.dur[order][lo + 1:hi]).sum())
+        over += float(np.clip(reach - ts[lo + 1:hi], 0.0, dur[lo + 1:hi]).sum())
     return over
 
 

@@ -209,10 +209,19 @@ def _dims(model: TraceModel, row: int):
         return None
 
 
-def _first_op_in(model: TraceModel, op_ids: np.ndarray, step: Step) -> int:
-    c = model.cpu_ops
-    rows = np.flatnonzero(np.isin(c.name, op_ids) & (c.ts >= step.ts) & (c.ts <= step.ts + step.dur))
-    return int(rows[np.argmin(c.ts[rows])]) if len(rows) else -1
+def _rows_named(model: TraceModel, op_ids: np.ndarray) -> np.ndarray:
+    """The cpu_op rows whose name is one of `op_ids`, in row order (found once, not once per pass:
+    a real trace's 48 passes each searched all its cpu_ops)."""
+    if len(op_ids) == 0:
+        return np.zeros(0, np.int64)
+    return np.flatnonzero(np.isin(model.cpu_ops.name, op_ids))
+
+
+def _first_op_in(model: TraceModel, rows: np.ndarray, step: Step) -> int:
+    """The earliest of `rows` (the first in row order on a tie) that starts inside the step; -1 if none."""
+    ts = model.cpu_ops.ts[rows]
+    rows = rows[(ts >= step.ts) & (ts <= step.ts + step.dur)]
+    return int(rows[np.argmin(model.cpu_ops.ts[rows])]) if len(rows) else -1
 
 
 def phases_from_shapes(model: TraceModel) -> tuple[list[str], str] | None:
@@ -220,10 +229,10 @@ def phases_from_shapes(model: TraceModel) -> tuple[list[str], str] | None:
     c = model.cpu_ops
     if len(c) == 0 or not (c.dims >= 0).any():
         return None
-    emb_ids = _strings_matching(model, c.name, lambda s: s in EMBEDDING_OPS)
+    emb_rows = _rows_named(model, _strings_matching(model, c.name, lambda s: s in EMBEDDING_OPS))
     phases: list[str | None] = []
     for s in model.steps:
-        r = _first_op_in(model, emb_ids, s) if len(emb_ids) else -1
+        r = _first_op_in(model, emb_rows, s) if len(emb_rows) else -1
         dims = _dims(model, r) if r >= 0 else None
         idx = dims[1] if isinstance(dims, list) and len(dims) > 1 else None
         if isinstance(idx, list) and len(idx) == 2 and all(isinstance(x, int) for x in idx):
@@ -233,10 +242,10 @@ def phases_from_shapes(model: TraceModel) -> tuple[list[str], str] | None:
     if all(p is not None for p in phases):
         return phases, "embedding input dims"   # type: ignore[return-value]
     # token counts of each pass's first GEMM: the prompt's passes have many more
-    gemm_ids = _strings_matching(model, c.name, lambda s: s in GEMM_OPS)
+    gemm_rows = _rows_named(model, _strings_matching(model, c.name, lambda s: s in GEMM_OPS))
     tokens = []
     for s, p in zip(model.steps, phases):
-        r = _first_op_in(model, gemm_ids, s) if len(gemm_ids) else -1
+        r = _first_op_in(model, gemm_rows, s) if len(gemm_rows) else -1
         dims = _dims(model, r) if r >= 0 else None
         x = dims[0] if isinstance(dims, list) and dims else None
         tokens.append(int(np.prod(x[:-1])) if isinstance(x, list) and len(x) >= 2
@@ -366,12 +375,13 @@ def pass_tokens(model: TraceModel) -> list[int | None]:
     def make() -> list[int | None]:
         c = model.cpu_ops
         emb_ids = _strings_matching(model, c.name, lambda s: s in EMBEDDING_OPS) if len(c) else np.zeros(0, np.int64)
+        emb_rows = _rows_named(model, emb_ids)
         out: list[int | None] = []
         for s in model.steps:
             if s.tokens is not None:
                 out.append(s.tokens)
                 continue
-            r = _first_op_in(model, emb_ids, s) if len(emb_ids) else -1
+            r = _first_op_in(model, emb_rows, s) if len(emb_rows) else -1
             dims = _dims(model, r) if r >= 0 else None
             idx = dims[1] if isinstance(dims, list) and len(dims) > 1 else None
             ok = isinstance(idx, list) and idx and all(isinstance(x, int) and x >= 0 for x in idx)

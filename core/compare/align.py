@@ -25,10 +25,22 @@ BAND_CELLS = 32_000_000  # the banded table: one byte of traceback per cell
 BAND_MIN = 64
 
 
+try:   # difflib's count of matched characters in C (setup.py builds it where a compiler is at hand)
+    from kerneldiff.core.compare._similarity import matches as _matches
+except ImportError:
+    _matches = None
+
+
 def _similarity(a: str, b: str) -> float:
+    """SequenceMatcher(None, a[:96], b[:96], autojunk=False).ratio(): 2 M / T, M counted in C
+    where built (~1 µs against ~35 µs), the same integer, so the same float."""
     if a == b:
         return 1.0
-    return SequenceMatcher(None, a[:96], b[:96], autojunk=False).ratio()
+    a, b = a[:96], b[:96]
+    if _matches is None:
+        return SequenceMatcher(None, a, b, autojunk=False).ratio()
+    total = len(a) + len(b)
+    return 2.0 * _matches(a, b) / total if total else 1.0
 
 
 def align(a_cats: list[str], a_names: list[str], b_cats: list[str], b_names: list[str],

@@ -288,6 +288,12 @@ class _Corrupt(Exception):
     pass
 
 
+def has(path: str | os.PathLike, classifier) -> bool:
+    """Is there an entry for this trace file as it is now (whether it reads back is get's to say)?"""
+    key = key_for(path, classifier)
+    return key is not None and entry_path(key).is_file()
+
+
 def get(key: str) -> TraceModel | None:
     """The cached model for `key`, or None (absent, stale format, or damaged: then deleted). A
     cache is optional: whatever is wrong with an entry (a symlink, a FIFO, a header that lies)

@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from kerneldiff.core.compare.engine import (_column_stats, _LayerGroups, _row_ids, _segment_sums, _stable_argsort, _top_ids,
+from kerneldiff.core.compare.engine import (_column_stats, _LayerGroups, _row_ids, _segment_sums, _top_ids,
                           _View, stats_of)
 
 
@@ -27,6 +27,15 @@ def test_column_stats_equal_stats_of_each_column(rng):
     for rows, cols in ((1, 1), (1, 5), (7, 3), (300, 17), (1386, 14)):
         mat = np.round(rng.exponential(10.0, (rows, cols)), 3)  # rounded: ties in the percentiles
         assert _column_stats(mat) == [stats_of(mat[:, i]) for i in range(cols)]
+
+
+def test_column_stats_of_many_matrices_equal_one_at_a_time(rng):
+    from kerneldiff.core.compare.engine import _column_stats_many
+
+    shapes = [(284, 14), (284, 9), (1, 0), (3, 5), (284, 1), (0, 4), (1, 7), (3, 2)]
+    mats = [np.round(rng.exponential(10.0, s), 3) for s in shapes]
+    assert _column_stats_many(mats) == [_column_stats(m) for m in mats]
+    assert _column_stats_many([]) == []
 
 
 def test_segment_sums_equal_one_dimensional_sums(rng):
@@ -57,9 +66,15 @@ def test_top_ids_match_unique_then_bincount(rng, low):
 
 
 def test_stable_argsort(rng):
-    for hi in (30, 70_000):
-        ids = rng.integers(0, hi, 5000).astype(np.int32)
-        assert np.array_equal(_stable_argsort(ids), np.argsort(ids, kind="stable"))
+    from kerneldiff.core.numbers import stable_argsort
+
+    for lo, hi in ((0, 30), (-5, 250), (1_000_000, 1_000_300), (-40_000, 20_000), (0, 70_000), (-2**62, 2**62)):
+        for dtype in (np.int32, np.int64):
+            if hi > np.iinfo(dtype).max or lo < np.iinfo(dtype).min:
+                continue
+            ids = rng.integers(lo, hi, 5000).astype(dtype)
+            assert np.array_equal(stable_argsort(ids), np.argsort(ids, kind="stable"))
+    assert len(stable_argsort(np.zeros(0, np.int64))) == 0
 
 
 def test_layer_groups_match_a_per_group_walk(demo_models, classifier, rng):

@@ -171,10 +171,10 @@ def test_aie_session_runs_with_the_settings_given_per_trace(tmp_path):
     assert s.compare().to_dict() == compare_aie(*want).to_dict()
 
 
-def test_the_fork_server_starts_only_for_traces_that_use_workers(monkeypatch):
+def test_the_fork_server_starts_only_for_traces_that_use_workers(monkeypatch, tmp_path):
     """Session.warm_up, called before the explorer's first frame: starting the fork server costs that
-    frame ~10-20 ms, so only a pair with a trace big enough for worker processes (by the probes: size
-    and compression) pays it."""
+    frame ~10-20 ms and ~0.3 s of CPU, so only a pair with a trace big enough for worker processes
+    (by the probes: size and compression) that is not in the model cache pays it."""
     import threading
     from types import SimpleNamespace
 
@@ -183,23 +183,42 @@ def test_the_fork_server_starts_only_for_traces_that_use_workers(monkeypatch):
     started = []
     monkeypatch.setattr(forkserver, "prepare", lambda: started.append(threading.current_thread().name))
     monkeypatch.setattr(forkserver, "cpus", lambda: 2)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
-    def run(*infos):
+    def run(*infos, session=None):
         started.clear()
-        s = Session(["a", "b"])
-        s.infos = list(infos)     # as the probes read them
-        s.warm_up()
+        if session is None:
+            session = Session(["a", "b"][:len(infos)], use_cache=False)
+            session.infos = list(infos)
+        session.warm_up()
         for t in threading.enumerate():
             if t.name == "kerneldiff-prepare":
                 t.join(10)
         return len(started)
 
     plain = SimpleNamespace(size=forkserver.PARALLEL_MIN_PLAIN - 1, compressed=False)
-    assert run(plain, plain, None) == 0                      # 60 MB plain files: one process each
+    assert run(plain, plain) == 0                      # 60 MB plain files: one process each
+    assert run(plain, None) == 0
     assert run(plain, SimpleNamespace(size=forkserver.PARALLEL_MIN_GZIP, compressed=True)) == 1
     assert run(SimpleNamespace(size=forkserver.PARALLEL_MIN_PLAIN, compressed=False)) == 1
+    # a big trace in the model cache is not read again: nothing to start
+    from kerneldiff.core.demo import DEMO_A, DEMO_B
+
+    monkeypatch.setattr(forkserver, "PARALLEL_MIN_PLAIN", 0)
+    monkeypatch.setattr(forkserver, "PARALLEL_MIN_GZIP", 0)
+    cached = Session([str(DEMO_A), str(DEMO_B)])
+    cached.probe()
+    assert run(session=cached) == 1
+    cached.load(0)
+    assert run(session=cached) == 1                    # B is not cached yet
+    cached.load(1)
+    assert run(session=cached) == 0
+    assert run(session=Session([str(DEMO_A), str(DEMO_B)], use_cache=False)) == 0   # nothing probed
+    fresh = Session([str(DEMO_A), str(DEMO_B)], use_cache=False)
+    fresh.probe()
+    assert run(session=fresh) == 1
     monkeypatch.setattr(forkserver, "cpus", lambda: 1)
-    assert run(SimpleNamespace(size=10 * forkserver.PARALLEL_MIN_PLAIN, compressed=False)) == 0   # one core: no workers
+    assert run(session=fresh) == 0                     # one core: no workers
 
 
 def test_name_durations_honour_the_phase(demo_session):

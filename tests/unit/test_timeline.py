@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import kineto_doc, write_trace
 from kerneldiff.core.analysis.timeline import LAUNCH_TOLERANCE_US, timeline
@@ -569,3 +571,74 @@ def test_no_share_of_a_gap_that_is_about_zero(tmp_path, classifier):
     d = compare(far, b, classifier=classifier)
     assert d.wall.idle_share == pytest.approx(d.wall.idle_gap_us / d.wall.wall_gap_us)
     assert d.wall.launch_bound_share == pytest.approx(d.wall.launch_bound_gap_us / d.wall.idle_gap_us)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(-3, 3), st.integers(-2, 40)), min_size=1, max_size=60),
+       st.sampled_from([0, 1, 2**40, 2**61, -2**62]))
+def test_stream_ids_number_pairs_as_a_2d_unique(pairs, spread):
+    """Streams are (device, stream) pairs numbered in sorted order: from one integer per pair, the
+    same ids as np.unique(axis=0) gives (and the 2-D unique itself when the pairs span too much)."""
+    from kerneldiff.core.analysis.timeline import _streams
+
+    a = np.array(pairs, dtype=np.int64)
+    a[:, 1] *= max(spread, 1) if spread > 0 else 1
+    if spread < 0:
+        a[0, 1] = spread
+    ids, devices = _streams(a[:, 0], a[:, 1])
+    _, want = np.unique(a, axis=0, return_inverse=True)
+    assert ids.dtype == np.int64 and np.array_equal(ids, want.reshape(-1))
+    assert devices == len(np.unique(a[:, 0]))
+
+
+@pytest.mark.parametrize("phase_id", [0, 2])
+def test_one_phase_is_the_whole_window(phase_id):
+    """A trace whose kernels are all in one phase: that phase's window is the whole trace's,
+    figure for figure, as a scan of its own gives it."""
+    from kerneldiff.core.analysis import timeline as tlmod
+
+    rng = np.random.default_rng(3)
+    n = 300
+    ts_ns = np.sort(rng.integers(0, 50_000, n))
+    step = np.sort(rng.integers(0, 4, n))
+    m = _model(1.6e12 + ts_ns / 1000, rng.integers(0, 800, n) / 1000, rng.integers(0, 3, n), step,
+               rng.integers(-1, 3, n), 1.6e12 + (ts_ns - rng.integers(-200, 3_000, n)) / 1000,
+               rng.integers(1, 2_000, n) / 1000)
+    m.kernels.phase[:] = phase_id
+    tl = timeline(m)
+    sc = tlmod._Scan(m, LAUNCH_TOLERANCE_US)
+    keys, wins = sc.windows(sc.order, m.kernels.phase[sc.order].astype(np.int64))
+    assert keys.tolist() == [phase_id] and list(tl.phases) == ["all", tlmod.PHASES[phase_id]]
+    assert tl.phases[tlmod.PHASES[phase_id]] == wins[0] == tl.phases["all"]
+    assert tl.phases[tlmod.PHASES[phase_id]] is not tl.phases["all"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_serial_streams_need_no_scan_per_stream(seed):
+    """When no two activities of a stream overlap, each window's per-stream busy time is read from
+    the summed durations: the same windows as the scan per stream gives, figure for figure."""
+    from kerneldiff.core.analysis import timeline as tlmod
+
+    rng = np.random.default_rng(seed)
+    n = 400
+    stream = rng.integers(0, 3, n)
+    dur_ns = rng.integers(0, 800, n)
+    ts_ns = np.zeros(n, np.int64)
+    for s in range(3):   # each stream back to back or with gaps, never overlapping itself
+        rows = np.flatnonzero(stream == s)
+        ts_ns[rows] = np.cumsum(np.r_[0, dur_ns[rows][:-1]] + rng.integers(0, 300, len(rows)) * (seed % 2))
+    o = np.argsort(ts_ns, kind="stable")
+    ts_ns, dur_ns, stream = ts_ns[o], dur_ns[o], stream[o]
+    step = np.sort(rng.integers(0, 4, n))
+    m = _model(1.6e12 + ts_ns / 1000, dur_ns / 1000, stream, step, rng.integers(-1, 3, n),
+               1.6e12 + (ts_ns - rng.integers(-200, 3_000, n)) / 1000, rng.integers(1, 2_000, n) / 1000)
+    sc = tlmod._Scan(m, LAUNCH_TOLERANCE_US)
+    assert sc.serial
+    for key in (np.zeros(n, np.int64), m.kernels.step[sc.order].astype(np.int64)):
+        fast = sc.windows(sc.order, key)
+        sc.serial = False
+        slow = sc.windows(sc.order, key)
+        sc.serial = True
+        assert np.array_equal(fast[0], slow[0]) and fast[1] == slow[1]
+    m.kernels.ts[1] = m.kernels.ts[0]   # two activities of a stream at once, or not
+    assert tlmod._Scan(m, LAUNCH_TOLERANCE_US).serial == (stream[0] != stream[1] or dur_ns[0] == 0)

@@ -202,13 +202,14 @@ def render_runs(found, out) -> None:
 
         top = found.collectives[:15]
         t = table("Collectives: time per rank (kind × message, largest gap first)",
-                  ("kind", "size", "n A/B", "A time", "B time", "A wait", "B wait", "gap"))
+                  ("kind", "size", "n A/B", "A time", "B time", "A wait", "B wait", "A exposed", "B exposed", "gap"))
         for c in top:
             a, b = c.a, c.b
             t.add_row(c.kind, size(c.nbytes), f"{a.count if a else 0}/{b.count if b else 0}",
                       us(a.total_us) if a else "—", us(b.total_us) if b else "—",
                       us(a.wait_us) if a and a.wait_us is not None else "—",
-                      us(b.wait_us) if b and b.wait_us is not None else "—", fmt.gap(c.gap_us))
+                      us(b.wait_us) if b and b.wait_us is not None else "—",
+                      us(a.exposed_us) if a else "—", us(b.exposed_us) if b else "—", fmt.gap(c.gap_us))
         out.print(t)
         t = table("Collectives: bus bandwidth (GB/s, % of the link's peak) and start skew",
                   ("kind", "size", "A busbw", "B busbw", "A skew", "B skew", "algorithm"))

@@ -83,6 +83,7 @@ def collectives_spec(found) -> TableSpec:
             Column("size", "size", "num", 9), Column("n", "n A/B", "text", 9),
             Column("a_total", "A time", "us", 9), Column("b_total", "B time", "us", 9),
             Column("a_wait", "A wait", "us", 9), Column("b_wait", "B wait", "us", 9),
+            Column("a_exposed", "A exposed", "us", 9), Column("b_exposed", "B exposed", "us", 9),
             Column("a_busbw", "A busbw", "num", 12), Column("b_busbw", "B busbw", "num", 12),
             Column("a_skew", "A skew", "us", 9), Column("b_skew", "B skew", "us", 9), Column("gap", "gap", "gap", 10)]
 
@@ -95,19 +96,20 @@ def collectives_spec(found) -> TableSpec:
             a, b = c.a, c.b
             vals = (c.kind, c.nbytes if c.nbytes >= 0 else None, f"{a.count if a else 0}/{b.count if b else 0}",
                     get(a, "total_us"), get(b, "total_us"), get(a, "wait_us"), get(b, "wait_us"),
+                    get(a, "exposed_us"), get(b, "exposed_us"),
                     get(a, "busbw_gbps"), get(b, "busbw_gbps"), get(a, "skew_p50_us"), get(b, "skew_p50_us"), c.gap_us)
             side = "a" if c.gap_us > 0 else "b" if c.gap_us < 0 else None
             cells = (literal(fmt_name(c.kind, w.get("kind", 10))), _num(size(c.nbytes)), _num(vals[2]),
-                     *(_num(_us(x)) for x in vals[3:7]),
-                     _num(gbps(vals[7], get(a, "pct_link_peak"))), _num(gbps(vals[8], get(b, "pct_link_peak"))),
-                     _num(_us(vals[9])), _num(_us(vals[10])),
+                     *(_num(_us(x)) for x in vals[3:9]),
+                     _num(gbps(vals[9], get(a, "pct_link_peak"))), _num(gbps(vals[10], get(b, "pct_link_peak"))),
+                     _num(_us(vals[11])), _num(_us(vals[12])),
                      _num(fmt.gap(c.gap_us), f"bold {SIDE_STYLE[side]}" if side else DIM))
             algo = " ".join(x for x in {get(a, "algorithm") or "", get(b, "algorithm") or "",
                                         get(a, "dtype") or "", get(b, "dtype") or ""} if x)
             out.append(Row(f"c{i}", vals, cells, payload=c, search=searchable(c.kind, algo)))
         return out
 
-    sorts = {"gap": gap_sort(11), "time": time_sort((3, 4), ("a_total", "b_total")), "name": name_sort(0, "kind")}
+    sorts = {"gap": gap_sort(13), "time": time_sort((3, 4), ("a_total", "b_total")), "name": name_sort(0, "kind")}
     return TableSpec("collectives", cols, build, default_sort="gap", sorts=sorts, fixed=1)
 
 

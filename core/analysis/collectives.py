@@ -153,6 +153,7 @@ class RankCollectives:
     start_us: list[float] = field(default_factory=list)  # the rank's trace clock
     dur_us: list[float] = field(default_factory=list)
     compute_before_us: list[float] = field(default_factory=list)  # compute since the previous collective ended
+    exposed_us: list[float] = field(default_factory=list)  # its time while no compute kernel ran on the device
     group: list[int] = field(default_factory=list)       # ranks in its process group (Group size), -1 unrecorded
     pg: list[str] = field(default_factory=list)          # its process group's name, "" unrecorded
     seq: list[int] = field(default_factory=list)         # its sequence number in that group, -1 unrecorded
@@ -319,6 +320,8 @@ def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = No
         np.where(np.isfinite(prev_end), prev_end, 0.0)), 0.0), 0.0)
     out.kind, out.algorithm, out.dtype, out.nbytes = kinds, algos, dtypes, nbytes
     out.start_us, out.dur_us, out.compute_before_us = start.tolist(), dur.tolist(), before.tolist()
+    # exposed: the kernel's span less the compute that ran during it
+    out.exposed_us = np.maximum(dur - (compute_until(start + dur) - compute_until(start)), 0.0).tolist()
     out.group, out.pg, out.seq = groups, pgs, seqs
     return out
 
@@ -339,6 +342,7 @@ class Instance:
     compute_before: list[float]
     group: int = -1              # ranks in its process group (recorded), -1 unrecorded
     by_seq: bool = False         # matched by process group and sequence number (else by order)
+    exposed: list[float] = field(default_factory=list)   # per rank of `ranks`: its time with no compute running
 
     @property
     def transfer_us(self) -> float:
@@ -386,7 +390,7 @@ def _instance(ranks: list[RankCollectives], members: list[int], idx: list[int], 
     algo = next((rc.algorithm[i] for rc, i in zip(rs, idx) if rc.algorithm[i]), "")
     return Instance(kind, nbytes, dtype, algo, list(members), [rc.start_us[i] for rc, i in zip(rs, idx)],
                     [rc.dur_us[i] for rc, i in zip(rs, idx)], [rc.compute_before_us[i] for rc, i in zip(rs, idx)],
-                    group, by_seq)
+                    group, by_seq, [rc.exposed_us[i] if rc.exposed_us else 0.0 for rc, i in zip(rs, idx)])
 
 
 def match(ranks: list[RankCollectives], rank_ids: list[int] | None = None) -> Matching:
@@ -466,6 +470,7 @@ class CollectiveSide:
     wait_us: float | None = 0.0     # total − transfer: waiting for the last rank (per rank, mean);
                                     # None with one rank (its time holds waits for ranks not traced)
     mean_us: float = 0.0            # total / count
+    exposed_us: float = 0.0         # per rank: the part of total_us no compute kernel overlapped, the mean over ranks
     algbw_gbps: float | None = None     # bytes / median transfer time
     busbw_gbps: float | None = None     # algbw × the kind's bus factor for the group size
     pct_link_peak: float | None = None  # busbw against the GPU's link peak, %
@@ -509,6 +514,7 @@ def side_rows(instances: list[Instance], ranks: int, world: int, link_gbps: floa
         transfer = np.array([min(x.durs) for x in items])
         mean_dur = np.array([float(np.mean(x.durs)) for x in items])
         total = float(mean_dur.sum())
+        exposed = float(sum(float(np.mean(x.exposed)) if x.exposed else 0.0 for x in items))
         took = max(len(x.ranks) for x in items)
         skew = np.array([x.skew_us for x in items])
         med = float(np.median(transfer))
@@ -529,6 +535,7 @@ def side_rows(instances: list[Instance], ranks: int, world: int, link_gbps: floa
         out[(kind, nbytes)] = CollectiveSide(
             count=len(items), total_us=total, transfer_us=float(transfer.sum()),
             wait_us=max(total - float(transfer.sum()), 0.0) if took > 1 else None, mean_us=total / len(items),
+            exposed_us=min(exposed, total),
             algbw_gbps=algbw, busbw_gbps=busbw,
             pct_link_peak=100.0 * busbw / link_gbps if busbw is not None and link_gbps else None,
             skew_p50_us=float(np.median(skew)) if clocks and took > 1 else None,

@@ -67,7 +67,7 @@ def links_line(found) -> str:
 
 
 def collective_cells(c) -> list[str]:
-    """kind, size, n A/B, A time, B time, A wait, B wait, A busbw, B busbw, A skew, B skew, gap."""
+    """kind, size, n A/B, A time, B time, A wait, B wait, A exposed, B exposed, A busbw, B busbw, A skew, B skew, gap."""
     a, b = c.a, c.b
 
     def opt(side, key) -> str:
@@ -75,14 +75,14 @@ def collective_cells(c) -> list[str]:
         return fmt.ABSENT if v is None else fmt.us(v)
 
     return [c.kind, size(c.nbytes), f"{a.count if a else 0}/{b.count if b else 0}", opt(a, "total_us"),
-            opt(b, "total_us"), opt(a, "wait_us"), opt(b, "wait_us"),
+            opt(b, "total_us"), opt(a, "wait_us"), opt(b, "wait_us"), opt(a, "exposed_us"), opt(b, "exposed_us"),
             gbps(a.busbw_gbps, a.pct_link_peak) if a else fmt.ABSENT,
             gbps(b.busbw_gbps, b.pct_link_peak) if b else fmt.ABSENT, opt(a, "skew_p50_us"), opt(b, "skew_p50_us"),
             fmt.gap(c.gap_us)]
 
 
-COLLECTIVE_HEAD = ("kind", "size", "n A/B", "A time", "B time", "A wait", "B wait", "A busbw", "B busbw", "A skew",
-                   "B skew", "gap")
+COLLECTIVE_HEAD = ("kind", "size", "n A/B", "A time", "B time", "A wait", "B wait", "A exposed", "B exposed",
+                   "A busbw", "B busbw", "A skew", "B skew", "gap")
 
 
 # --- Markdown -----------------------------------------------------------------------------------
@@ -163,7 +163,8 @@ def runs_html(found) -> list[tuple[str, str, str]]:
             cells = collective_cells(c)
             a, b = c.a, c.b
             vals = [None, c.nbytes, None, a.total_us if a else None, b.total_us if b else None,
-                    a.wait_us if a else None, b.wait_us if b else None, a.busbw_gbps if a else None,
+                    a.wait_us if a else None, b.wait_us if b else None, a.exposed_us if a else None,
+                    b.exposed_us if b else None, a.busbw_gbps if a else None,
                     b.busbw_gbps if b else None, a.skew_p50_us if a else None, b.skew_p50_us if b else None]
             tds = [f"<td>{esc(cells[0])}</td>"] + [_num(t, v) for t, v in zip(cells[1:-1], vals[1:])] + [_gap(c.gap_us)]
             crow.append(f"<tr>{''.join(tds)}</tr>")

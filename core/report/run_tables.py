@@ -10,8 +10,8 @@ RUN_TABLES = ("ranks", "collectives", "stragglers")
 
 RANK_FIELDS = ("rank", "file", "wall_us", "busy_us", "compute_us", "comm_us", "exposed_comm_us", "idle_us",
                "kernels", "gpu_time_us", "collectives", "world_size", "device", "tokens")
-SIDE_FIELDS = ("count", "total_us", "transfer_us", "wait_us", "mean_us", "algbw_gbps", "busbw_gbps", "pct_link_peak",
-               "skew_p50_us", "skew_max_us", "algorithm", "dtype")
+SIDE_FIELDS = ("count", "total_us", "transfer_us", "wait_us", "exposed_us", "mean_us", "algbw_gbps", "busbw_gbps",
+               "pct_link_peak", "skew_p50_us", "skew_max_us", "algorithm", "dtype", "group", "bandwidth_note")
 STRAGGLER_FIELDS = ("rank", "last", "collectives", "share", "late_us", "compute_before_us", "others_compute_before_us")
 
 

@@ -364,3 +364,50 @@ def test_recorded_h100_nccl_parameters_against_raw_events():
             a["Collective name"], a["Process Group Name"], a["Group size"], a["In msg nelems"], a["Out msg nelems"],
             a["dtype"], None, tuple(json.loads(a["Process Group Ranks"])))
     assert {kind_of_name(p.name) for _, p in got} == {"all_reduce", "all_gather", "reduce_scatter", "broadcast"}
+
+
+# --- exposed communication per collective -------------------------------------------------------
+
+def _raw_exposed(path) -> list[float]:
+    """Each communication kernel's time during which no other (compute) kernel ran, from the raw
+    events: its span less its overlap with the union of the compute kernels, by a plain sweep."""
+    with gzip.open(path) as f:
+        ev = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel"]
+    comm_ts = {x["ts"] for x in raw_collectives(path)}
+    compute = sorted((float(e["ts"]), float(e["ts"]) + max(float(e["dur"]), 0.0)) for e in ev
+                     if float(e["ts"]) not in comm_ts)
+    union: list[list[float]] = []
+    for s, e in compute:
+        if union and s <= union[-1][1]:
+            union[-1][1] = max(union[-1][1], e)
+        else:
+            union.append([s, e])
+    out = []
+    for x in raw_collectives(path):
+        s, e = x["ts"], x["ts"] + x["dur"]
+        covered = sum(max(0.0, min(e, b) - max(s, a)) for a, b in union if a < e and b > s)
+        out.append(max(x["dur"] - covered, 0.0))
+    return out
+
+
+@pytest.mark.parametrize("name", ["a100_control.json.gz", "hta_two_ranks/sampled_rank-0.json.gz",
+                                  "b200_vllm_eager.json.gz"])
+def test_exposed_time_per_collective_against_raw_events(name):
+    path = real_trace(name)
+    m, rc = _load(path)
+    want = _raw_exposed(path)
+    assert rc.exposed_us == pytest.approx(want, abs=1e-3)
+    assert all(0.0 <= x <= d + 1e-9 for x, d in zip(rc.exposed_us, rc.dur_us))
+
+
+def test_generated_overlap_shows_as_exposed_per_collective(tmp_path):
+    """Planted overlap: every all-reduce has overlap_us of compute beside it, so its exposed time
+    is its duration less that; the collectives table's exposed column sums what the ranks say."""
+    truth = write_run(tmp_path / "r", ranks=4, passes=2, layers=3, overlap_us=30.0, straggler=None)
+    ranks = load_ranks([RankFile(r, f) for r, f in enumerate(truth["files"])], use_cache=False, jobs=1)
+    m = match([r.collectives for r in ranks])
+    rows = side_rows(m.instances, 4, 4, None)
+    exposed = sum(v.exposed_us for v in rows.values())
+    assert exposed == pytest.approx(float(np.mean([r["exposed_comm_us"] for r in truth["ranks"]])), rel=1e-6)
+    for v in rows.values():
+        assert 0.0 < v.exposed_us < v.total_us

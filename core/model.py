@@ -115,7 +115,7 @@ class Step:
     phase: str          # one of PHASES
     ts: float
     dur: float
-    source: str         # "vllm", "sglang", "profiler_step", "inferred", "whole-trace"
+    source: str         # "vllm", "sglang", "profiler_step", "user_step", "inferred", "whole-trace"
     batch: int | None = None      # requests in the step, when the annotation says
     tokens: int | None = None     # query tokens in the step, when the annotation or shapes say
     kv_tokens: int | None = None  # KV-cache tokens attended to, when the annotation says

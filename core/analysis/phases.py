@@ -27,6 +27,9 @@ _VLLM_ANY = re.compile(r"^execute_(?>.*?context_([0-9]+))(?>.*?generation_([0-9]
 # SGLang: step[DECODE bs=32], step[EXTEND bs=15 toks=15360], step[MIXED …]
 _SGLANG = re.compile(r"^step\[(DECODE|EXTEND|PREFILL|MIXED|IDLE)\b([^\]]*)\]", re.I | re.A)
 _PROFILER_STEP = re.compile(r"^ProfilerStep#([0-9]+)$", re.A)
+# a user's own loop annotated with record_function("step_3") (or iter 3, iteration#3, batch-3):
+# the passes of a trace that records no other evidence of them
+_USER_STEP = re.compile(r"^(?:step|iter|iteration|batch)[ _#:.-]?([0-9]+)$", re.I | re.A)
 _KV = re.compile(r"(bs|toks)=([0-9]+)", re.A)
 # The patterns above are linear (anchored, lazy runs up to a fixed literal, atomic groups), so a
 # long annotation costs time in proportion; past this length a name is not an engine's annotation.
@@ -87,6 +90,8 @@ def parse_step(name: str) -> tuple[str, str, int | None, int | None, int | None]
         return phase, "sglang", bs, kv.get("toks", bs if phase == "decode" else None), None
     if _PROFILER_STEP.match(name):
         return "unknown", "profiler_step", None, None, None
+    if _USER_STEP.match(name):
+        return "unknown", "user_step", None, None, None
     return None
 
 
@@ -176,6 +181,12 @@ def assign(model: TraceModel, classifier=None) -> None:
     if containers:
         model.pass_source = "ProfilerStep annotations"
         _assign_annotated(model, containers, False)
+        set_phases(model)
+        return
+    user, on_gpu = _annotated(model, ("user_step",))
+    if len(user) >= 2:
+        model.pass_source = "the user's step annotations (step_N, iter N …)"
+        _assign_annotated(model, user, on_gpu)
         set_phases(model)
         return
     model.steps = [Step(0, "whole trace", "unknown", float(k.ts.min()) if len(k) else 0.0,

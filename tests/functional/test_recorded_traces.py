@@ -93,3 +93,18 @@ def test_layer_sizes_read_per_phase():
     assert not any(w.startswith("uneven layer sizes") for w in m.warnings)
     said = [w for w in m.warnings if w.startswith("layers hold")]
     assert said and all(f"{n} kernels in {p}" in said[0] for p, n in typical.items())
+
+
+def test_user_step_annotations_are_passes_when_nothing_else_says():
+    """A user's own loop, `record_function("step_N")`, in a trace without engine steps, module calls,
+    embeddings or graph launches: each annotation is a pass (the recorded Gloo ranks hold four)."""
+    from kerneldiff.core.analysis.phases import parse_step
+
+    assert parse_step("step_3")[1] == parse_step("iter 12")[1] == parse_step("Iteration#0")[1] == "user_step"
+    assert parse_step("step[DECODE bs=4]")[1] == "sglang"
+    assert parse_step("stepper_3") is None and parse_step("step_") is None and parse_step("step_3x") is None
+    name = "h100_gloo_ws2_rank0.json.gz"
+    raw = sorted(e["ts"] for e in _raw(name) if e.get("cat") == "user_annotation" and e["name"].startswith("step_"))
+    m = load(HERE / name, use_cache=False)
+    assert [s.ts for s in m.steps] == pytest.approx(raw) and len(raw) == 4
+    assert m.pass_source.startswith("the user's step annotations")

@@ -9,7 +9,7 @@ A pass is, in order of evidence:
    whole forward (many kernels); overlapping entries are one pass;
 4. kernel-pattern inference (layers.py), which says so.
 `ProfilerStep#N` is a container (one `generate()` call holds many passes), a pass only when
-nothing inside it says otherwise.
+nothing inside it says otherwise; after it, a user's own step annotations (`step_N`: phases.py).
 
 A pass's phase comes from its annotation; else from its shapes: the tokens per sequence the
 embedding received (`Input Dims` of its indices: [batch, tokens]: > 1 prefill, 1 decode), or

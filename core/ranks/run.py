@@ -170,6 +170,12 @@ def findings(a: Run, b: Run, wanted: int | None = None, peaks=None) -> RunFindin
         if ws and max(ws) > len(run.ranks):
             notes.append(f"{key.upper()}: {len(run.ranks)} of {max(ws)} ranks' traces given: the figures are "
                          f"over these ranks only")
+    for key, run in (("a", a), ("b", b)):
+        backends = {str((getattr(r.info, "distributed", None) or {}).get("backend") or "") for r in run.ranks}
+        if "gloo" in backends and not any(len(r.collectives) for r in run.ranks):
+            # Gloo reduces on the host: the GPU sees only the copies to and from it
+            notes.append(f"{key.upper()}: the process group's backend is Gloo, which runs collectives on the host: "
+                         f"their GPU side is memory copies, so communication reads 0 here")
     if a.world_size != b.world_size:
         ta, tb = rep["a"].tokens, rep["b"].tokens
         per_token = (f"; per query token, the representative ranks' wall clocks are A {rep['a'].wall_us / ta:,.1f} µs "

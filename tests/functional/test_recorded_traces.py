@@ -108,3 +108,19 @@ def test_user_step_annotations_are_passes_when_nothing_else_says():
     m = load(HERE / name, use_cache=False)
     assert [s.ts for s in m.steps] == pytest.approx(raw) and len(raw) == 4
     assert m.pass_source.startswith("the user's step annotations")
+
+
+def test_a_gloo_run_says_why_it_shows_no_communication():
+    """The recorded Gloo ranks: distributedInfo's backend is gloo and no communication kernel ran (the
+    raw events hold `gloo:*` annotations and memcpys only), so the run says why communication is 0."""
+    from kerneldiff.core.ranks.session import RunSession
+
+    files = [str(HERE / f"h100_gloo_ws2_rank{r}.json.gz") for r in (0, 1)]
+    raw = _raw(files[0])
+    assert any(e.get("name", "").startswith("gloo:") for e in raw)
+    assert not any(e.get("cat") == "kernel" and "nccl" in e["name"].lower() for e in raw)
+    run = ",".join(files)
+    found = RunSession([run, run], use_cache=False, jobs=1).findings()
+    said = [n for n in found.notes if "Gloo" in n]
+    assert len(said) == 2 and all("communication reads 0" in n for n in said)
+    assert all(r["comm_us"] == 0 for side in found.ranks.values() for r in side)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from kerneldiff.core.ingest import scan
+from kerneldiff.core.ingest import scan, schema
 from kerneldiff.core.ingest.longstrings import NAME_CAP, cut_name
 from kerneldiff.core.ingest.decode import COMM_FIELDS, comm_text, shape_text
 from kerneldiff.core.ingest.decode import (_EMPTY_ARGS, G_ANNOT, G_CPU, G_GPU_ANNOT, G_KERNEL, G_LAUNCH, G_MEMSET, G_PYTHON, G_UNREADABLE, GROUP_OF, NOT_INTEGER, _int)
@@ -33,18 +33,22 @@ SPECS: dict[str, tuple[tuple[str, str], ...]] = {
     "a": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("tid", "i8"), ("pid", "i8"), ("gpu", "i1")),
 }
 _SCAN_TABLES = scan.tables(GROUP_OF)
-# raw-text args -> their columns
-_TEXT_COLUMNS = {("input_dims", "input_type"): ("dims", "types"), ("grid", "block"): ("grid", "block")}
 _GROUP_CODES = {"k": (G_KERNEL, G_MEMSET), "p": (G_PYTHON, G_PYTHON), "c": (G_CPU, G_CPU),
                 "l": (G_LAUNCH, G_LAUNCH), "a": (G_ANNOT, G_GPU_ANNOT)}
 MAX_TS, MAX_DUR = 1e18, 1e15   # beyond these a timestamp / duration is garbage, not data
 
 _cat, _name, _ts, _dur, _pid, _tid, _args = (attrgetter(f) for f in ("cat", "name", "ts", "dur", "pid", "tid", "args"))
-# args fields each table reads; the first one also detects events without args
-_ARG_FIELDS = {"k": ("correlation", "external_id", "stream", "device", "registers", "shared_memory", "occupancy"), "p": ("python_id", "python_parent"),
-               "c": ("external_id",), "l": ("correlation", "external_id")}
+# the fields each table reads (kerneldiff.core.ingest.schema): integer args (the first one also
+# detects events without args), integer event fields, raw-text args; each field's column
+_ARG_FIELDS = {g: schema.read_by(g) for g in SPECS}
+_EVENT_INTS = {g: schema.read_by(g, schema.EVENT_FIELDS) for g in SPECS}
+_TEXT_FIELDS = {g: schema.read_by(g, loose=("text",)) for g in SPECS}
+_COLUMN = {f.attr: f.column for f in schema.EVENT_FIELDS + schema.ARG_FIELDS}
 _ON_EVENT = {g: tuple(attrgetter("args." + f) for f in fs) for g, fs in _ARG_FIELDS.items()}
 _ON_ARGS = {g: tuple(attrgetter(f) for f in fs) for g, fs in _ARG_FIELDS.items()}
+_ON_ITSELF = {g: tuple(attrgetter(f) for f in fs) for g, fs in _EVENT_INTS.items()}
+# a kernel without a stream / device arg takes its tid / pid
+_FALLBACK = {"stream": "tid", "device": "pid"}
 
 
 def _pick(seq, idx: np.ndarray):
@@ -99,25 +103,20 @@ def _ints_or(seq, get, fallback_seq, fallback_get) -> np.ndarray:
 def _struct_ints(g: str, sub) -> dict[str, np.ndarray]:
     """The integer columns of group `g` from decoded events (see SPECS)."""
     cols: dict[str, np.ndarray] = {}
-    if g != "a":
+    fields = _ARG_FIELDS[g]
+    if fields:
         src, get = sub, _ON_EVENT[g]
         try:
             first = _ints(src, get[0])
         except AttributeError:  # some events have no args: read those as empty args
             src, get = [x if x is not None else _EMPTY_ARGS for x in map(_args, sub)], _ON_ARGS[g]
             first = _ints(src, get[0])
-        if g == "k":
-            return {"corr": first, "ext": _ints(src, get[1]), "stream": _ints_or(src, get[2], sub, _tid),
-                    "device": _ints_or(src, get[3], sub, _pid), "regs": _ints(src, get[4]),
-                    "smem": _ints(src, get[5]), "occupancy": _ints(src, get[6])}
-        if g == "p":
-            cols = {"pyid": first, "parent": _ints(src, get[1])}
-        elif g == "c":
-            cols = {"ext": first}
-        else:
-            cols = {"corr": first, "ext": _ints(src, get[1])}
-    cols["tid"] = _ints(sub, _tid)
-    cols["pid"] = _ints(sub, _pid)
+        cols[_COLUMN[fields[0]]] = first
+        for f, getter in zip(fields[1:], get[1:]):
+            other = _FALLBACK.get(f)
+            cols[_COLUMN[f]] = _ints(src, getter) if other is None else _ints_or(src, getter, sub, attrgetter(other))
+    for f, getter in zip(_EVENT_INTS[g], _ON_ITSELF[g]):
+        cols[_COLUMN[f]] = _ints(sub, getter)
     return cols
 
 
@@ -139,8 +138,12 @@ def _clear_non_integers(ints: dict[str, np.ndarray]) -> int:
 
 
 # integer columns of each group, as fields of the scanner's rows (kerneldiff.core.ingest.scan)
-_SCANNED_FIELDS = {"k": {"corr": scan.CORR, "ext": scan.EXT}, "p": {"pyid": scan.PYID, "parent": scan.PARENT},
-                   "c": {"ext": scan.EXT}, "l": {"corr": scan.CORR, "ext": scan.EXT}, "a": {}}
+_SCAN_OF = {f.attr: f.scan for f in schema.EVENT_FIELDS + schema.ARG_FIELDS}
+_SCANNED_FIELDS = {g: {_COLUMN[f]: getattr(scan, _SCAN_OF[f]) for f in _ARG_FIELDS[g] + _EVENT_INTS[g]} for g in SPECS}
+# raw-text columns of each group, as columns of the scanner's `shape` (a collective's args: COMM)
+_SCANNED_TEXTS = {g: tuple((_COLUMN[f], getattr(scan, _SCAN_OF[f])) for f in _TEXT_FIELDS[g])
+                  + ((("comm", scan.COMM),) if "comm" in dict(SPECS[g]) else ()) for g in SPECS}
+_SCANNED_FALLBACK = {c: getattr(scan, other.upper()) for c, other in _FALLBACK.items()}
 
 
 def _scanned_ints(g: str, ints: np.ndarray, idx: np.ndarray) -> dict[str, np.ndarray]:
@@ -152,20 +155,19 @@ def _scanned_ints(g: str, ints: np.ndarray, idx: np.ndarray) -> dict[str, np.nda
         v[v == scan.MISSING] = -1
         return v
 
-    cols = {c: field(f) for c, f in _SCANNED_FIELDS[g].items()}
-    if g == "k":
-        for c, f, other in (("stream", scan.STREAM, scan.TID), ("device", scan.DEVICE, scan.PID)):
+    cols = {}
+    for c, f in _SCANNED_FIELDS[g].items():
+        other = _SCANNED_FALLBACK.get(c)
+        if other is None:
+            cols[c] = field(f)
+        else:
             v = ints[idx, f]
             absent = v == scan.MISSING
             if absent.any():
                 v[absent] = field(other)[absent]
             cols[c] = v
-        cols["regs"] = field(scan.REGS).astype(np.int32)
-        cols["smem"] = field(scan.SMEM)
-        cols["occupancy"] = field(scan.OCC).astype(np.int16)
-    else:
-        cols["tid"] = field(scan.TID)
-        cols["pid"] = field(scan.PID)
+        if c in _NARROW:
+            cols[c] = cols[c].astype(_NARROW[c])
     return cols
 
 
@@ -236,9 +238,10 @@ class Columns:
             cache[key] = -1 if text is None else int(self._intern_texts([text])[0])
         return np.fromiter(map(cache.__getitem__, keys), np.int32, len(keys))
 
-    def _arg_texts(self, sub, fields: tuple[str, str]) -> dict[str, np.ndarray]:
+    def _arg_texts(self, g: str, sub) -> dict[str, np.ndarray]:
+        """The raw-text args group `g` reads (shapes, grid, block) as string ids."""
         args = [a if a is not None else _EMPTY_ARGS for a in map(_args, sub)]
-        return {f: self._raw_ids([getattr(a, attr) for a in args]) for f, attr in zip(_TEXT_COLUMNS[fields], fields)}
+        return {_COLUMN[f]: self._raw_ids([getattr(a, f) for a in args]) for f in _TEXT_FIELDS[g]}
 
     def _comm_ids(self, sub) -> np.ndarray:
         """String ids of the collective parameters of cpu ops (-1: none). Few operators carry them
@@ -290,11 +293,10 @@ class Columns:
             sub, codes, ts, dur, name = _pick(sub, keep), codes[keep], ts[keep], dur[keep], name[keep]
         ints = _struct_ints(g, sub)
         self.non_integer_ids += _clear_non_integers(ints)
+        if _TEXT_FIELDS[g]:
+            ints.update(self._arg_texts(g, sub))
         if g == "c":
-            ints.update(self._arg_texts(sub, ("input_dims", "input_type")))
             ints["comm"] = self._comm_ids(sub)
-        elif g == "k":
-            ints.update(self._arg_texts(sub, ("grid", "block")))
         self._append(g, ts, dur, name, codes, ints)
 
     def _add_scanned(self, sc: scan.Scanned) -> None:
@@ -325,8 +327,7 @@ class Columns:
             if g in ("c", "k"):
                 # the scan's distinct raw texts as string ids; the extra last entry maps -1 to -1
                 ids = np.append(self._intern_texts(sc.texts), np.int32(-1))
-                for col, j in (("dims", scan.DIMS), ("types", scan.TYPES), ("comm", scan.COMM)) if g == "c" else \
-                        (("grid", scan.GRID), ("block", scan.BLOCK)):
+                for col, j in _SCANNED_TEXTS[g]:
                     ints[col] = ids[sc.shape[idx, j]]
             self._append(g, ts, dur, name, sc.code[idx], ints)
 

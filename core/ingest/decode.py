@@ -10,110 +10,40 @@ from typing import Any, ClassVar, Union
 
 import msgspec
 
-
-# --- decoded event shapes -------------------------------------------------------------------
-
-class FastArgs(msgspec.Struct, gc=False):
-    correlation: int | None = None
-    external_id: int | None = msgspec.field(default=None, name="External id")
-    # ROCm runtime events write their stream as a pointer ("stream": "0x0"): keep such strings
-    # (they read as -1) rather than send every slice down the lenient path
-    device: int | str | None = None
-    stream: int | str | None = None
-    python_id: int | None = msgspec.field(default=None, name="Python id")
-    python_parent: int | None = msgspec.field(default=None, name="Python parent id")
-    # record_shapes: an operator's input dimensions and dtypes, kept as raw JSON text (interned
-    # later; most operators repeat a handful of shapes) and parsed only where a reading needs them
-    # (msgspec.Raw cannot be in a union with None: an absent value is the empty Raw)
-    input_dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
-    input_type: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input type")
-    # a kernel's launch configuration (CUPTI; ROCm traces often lack it)
-    registers: int | None = msgspec.field(default=None, name="registers per thread")
-    shared_memory: int | None = msgspec.field(default=None, name="shared memory")
-    occupancy: int | None = msgspec.field(default=None, name="est. achieved occupancy %")
-    grid: msgspec.Raw = msgspec.Raw()
-    block: msgspec.Raw = msgspec.Raw()
-    # a collective's parameters (record_param_comms, newer PyTorch): any JSON type, judged by
-    # comm_text (a junk type must not send the slice down the lenient path)
-    coll_name: Any = msgspec.field(default=None, name="Collective name")
-    seq: Any = msgspec.field(default=None, name="Seq")
-    pg_name: Any = msgspec.field(default=None, name="Process Group Name")
-    group_size: Any = msgspec.field(default=None, name="Group size")
-    in_nelems: Any = msgspec.field(default=None, name="In msg nelems")
-    out_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
-    dtype: Any = None
-    pg_ranks: Any = msgspec.field(default=None, name="Process Group Ranks")
+from kerneldiff.core.ingest import schema
 
 
-COMM_FIELDS = ("coll_name", "seq", "pg_name", "group_size", "in_nelems", "out_nelems", "dtype", "pg_ranks")
+# --- decoded event shapes (fields from kerneldiff.core.ingest.schema) -------------------------
+
+FastArgs = schema.struct("FastArgs", schema.ARG_FIELDS, gc=False)
+COMM_FIELDS = schema.COMM_FIELDS
+
+# A complete event ("ph": "X") with the fields kerneldiff uses. Decoded with strict=False:
+# numbers written as strings ("correlation": "505113") and integer timestamps are converted by
+# the C decoder.
+XEvent = schema.struct("XEvent", schema.EVENT_FIELDS, extra=((schema.ARGS_KEY, FastArgs | None, None),),
+                       tag_field=schema.PHASE_KEY, tag=schema.COMPLETE, gc=False)
 
 
-class XEvent(msgspec.Struct, tag_field="ph", tag="X", gc=False):
-    """A complete event ("ph": "X") with the fields kerneldiff uses. Decoded with strict=False:
-    numbers written as strings ("correlation": "505113") and integer timestamps are converted
-    by the C decoder."""
-
-    cat: str | None = None
-    name: str | None = None
-    ts: float | None = None
-    dur: float | None = None
-    pid: int | str | None = None
-    tid: int | str | None = None
-    args: FastArgs | None = None
-
-
-class Skipped(msgspec.Struct, tag_field="ph", gc=False):
+class Skipped(msgspec.Struct, tag_field=schema.PHASE_KEY, gc=False):
     """Any other phase (flows, instants, counters, metadata): decoded to an empty object — the
     phase is the union's tag, so none of its fields are even read."""
 
     cat: ClassVar[None] = None
 
 
-# Every other phase the Chrome trace format defines. An unknown or missing "ph" makes the slice
-# take the lenient path.
-_OTHER_PHASES = ("B", "E", "i", "I", "C", "b", "n", "e", "s", "t", "f", "P", "O", "N", "D", "M", "V",
-                 "v", "R", "c", "(", ")", "T", "S", "F", "p")
-_SKIP_TYPES = tuple(msgspec.defstruct(f"Skipped_{i}", [], bases=(Skipped,), tag=ph, tag_field="ph", gc=False)
-                    for i, ph in enumerate(_OTHER_PHASES))
+_SKIP_TYPES = tuple(msgspec.defstruct(f"Skipped_{i}", [], bases=(Skipped,), tag=ph, tag_field=schema.PHASE_KEY, gc=False)
+                    for i, ph in enumerate(schema.OTHER_PHASES))
 _SKIP = _SKIP_TYPES[0]()
 Event = Union[(XEvent, *_SKIP_TYPES)]  # noqa: UP007 - a runtime union of many types
 
 
-class _LooseArgs(msgspec.Struct):
-    correlation: Any = None
-    external_id: Any = msgspec.field(default=None, name="External id")
-    device: Any = None
-    stream: Any = None
-    python_id: Any = msgspec.field(default=None, name="Python id")
-    python_parent: Any = msgspec.field(default=None, name="Python parent id")
-    input_dims: Any = msgspec.field(default=None, name="Input Dims")
-    input_type: Any = msgspec.field(default=None, name="Input type")
-    registers: Any = msgspec.field(default=None, name="registers per thread")
-    shared_memory: Any = msgspec.field(default=None, name="shared memory")
-    occupancy: Any = msgspec.field(default=None, name="est. achieved occupancy %")
-    grid: Any = None
-    block: Any = None
-    coll_name: Any = msgspec.field(default=None, name="Collective name")
-    seq: Any = msgspec.field(default=None, name="Seq")
-    pg_name: Any = msgspec.field(default=None, name="Process Group Name")
-    group_size: Any = msgspec.field(default=None, name="Group size")
-    in_nelems: Any = msgspec.field(default=None, name="In msg nelems")
-    out_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
-    dtype: Any = None
-    pg_ranks: Any = msgspec.field(default=None, name="Process Group Ranks")
+_LooseArgs = schema.struct("_LooseArgs", schema.ARG_FIELDS, loose=True)
+_LooseEvent = schema.struct("_LooseEvent", schema.EVENT_FIELDS, loose=True,
+                            extra=((schema.ARGS_KEY, _LooseArgs | None, None),))
 
 
-class _LooseEvent(msgspec.Struct):
-    cat: Any = None
-    name: Any = None
-    ts: Any = None
-    dur: Any = None
-    pid: Any = None
-    tid: Any = None
-    args: _LooseArgs | None = None
-
-
-class _LooseX(_LooseEvent, tag_field="ph", tag="X"):
+class _LooseX(_LooseEvent, tag_field=schema.PHASE_KEY, tag=schema.COMPLETE):
     """A complete event read without type expectations (the second try for a slice)."""
 
 
@@ -195,17 +125,8 @@ def shape_text(raw) -> str | None:
 COMM_TEXT_CAP = 256   # characters of a collective, group or dtype name; longer ones are junk, not read
 
 
-class _CommArgs(msgspec.Struct):
-    """The collective fields of an args object (the compiled scanner hands over the whole object)."""
-
-    coll_name: Any = msgspec.field(default=None, name="Collective name")
-    seq: Any = msgspec.field(default=None, name="Seq")
-    pg_name: Any = msgspec.field(default=None, name="Process Group Name")
-    group_size: Any = msgspec.field(default=None, name="Group size")
-    in_nelems: Any = msgspec.field(default=None, name="In msg nelems")
-    out_nelems: Any = msgspec.field(default=None, name="Out msg nelems")
-    dtype: Any = None
-    pg_ranks: Any = msgspec.field(default=None, name="Process Group Ranks")
+# the collective fields of an args object (the compiled scanner hands over the whole object)
+_CommArgs = schema.struct("_CommArgs", tuple(f for f in schema.ARG_FIELDS if f.attr in COMM_FIELDS), loose=True)
 
 
 _comm_args = msgspec.json.Decoder(_CommArgs)
@@ -310,17 +231,30 @@ def comm_text_of_args(raw) -> str | None:
     return comm_text(_comm_values(a))
 
 
+def _text_or_none(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def _num_or_none(v: Any) -> float | None:
+    return _num(v, None)
+
+
+def _same(v: Any) -> Any:
+    return v
+
+
+# the lenient path's conversion of each kind of field (schema.Field.loose)
+_LOOSE = {"str": _text_or_none, "num": _num_or_none, "id": _int, "opt_int": _opt_int, "text": _reencode, "any": _same}
+_EVENT_LOOSE = tuple((f.attr, _LOOSE[f.loose]) for f in schema.EVENT_FIELDS)
+_ARGS_LOOSE = tuple((f.attr, _LOOSE[f.loose]) for f in schema.ARG_FIELDS)
+_EVENT_KEYS = tuple(f.key for f in schema.EVENT_FIELDS)
+
+
 def _normalize(e: _LooseEvent) -> XEvent:
     """A complete event whose fields had unexpected types, read with the loose rules of `_num`."""
     a = e.args
-    args = None
-    if a is not None:
-        args = FastArgs(_int(a.correlation), _int(a.external_id), _opt_int(a.device), _opt_int(a.stream),
-                        _int(a.python_id), _int(a.python_parent), _reencode(a.input_dims), _reencode(a.input_type),
-                        _opt_int(a.registers), _opt_int(a.shared_memory), _opt_int(a.occupancy),
-                        _reencode(a.grid), _reencode(a.block), *(getattr(a, f) for f in COMM_FIELDS))
-    return XEvent(e.cat if isinstance(e.cat, str) else None, e.name if isinstance(e.name, str) else None,
-                  _num(e.ts, None), _num(e.dur, None), _int(e.pid), _int(e.tid), args)
+    args = None if a is None else FastArgs(*[conv(getattr(a, attr)) for attr, conv in _ARGS_LOOSE])
+    return XEvent(*[conv(getattr(e, attr)) for attr, conv in _EVENT_LOOSE], args)
 
 
 _UNREADABLE = object()   # the category of items that are not events at all (counted as dropped)
@@ -346,7 +280,7 @@ def _lenient(raw: list[Any]) -> list[XEvent | Skipped]:
             try:
                 loose = msgspec.convert(item, _LooseEvent, strict=False)
             except (msgspec.ValidationError, TypeError):  # "args" is not an object
-                loose = _LooseEvent(*(item.get(k) for k in ("cat", "name", "ts", "dur", "pid", "tid")))
+                loose = _LooseEvent(*(item.get(k) for k in _EVENT_KEYS))
             out.append(_normalize(loose))
     return out
 

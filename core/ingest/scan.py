@@ -24,22 +24,22 @@ import os
 import msgspec
 import numpy as np
 
+from kerneldiff.core.ingest import schema
 from kerneldiff.core.numbers import small_unique
 
 # how scan stopped
 LIMIT, BAIL, ARRAY_END, FULL = 0, 1, 2, 3
-# integer fields, columns of `ints`
-PID, TID, CORR, EXT, DEVICE, STREAM, PYID, PARENT, REGS, SMEM, OCC = range(11)
-NINTS = 11
+# integer fields, columns of `ints`, in the order of schema.SCAN_INTS (tests/unit/test_schema.py
+# holds these names and the C enum to it)
+NINTS = len(schema.SCAN_INTS)
+PID, TID, CORR, EXT, DEVICE, STREAM, PYID, PARENT, REGS, SMEM, OCC = range(NINTS)
 # raw value texts kept per row, columns of `shape`: record_shapes dims and dtypes, grid, block,
 # and the whole args object of an event that carries a collective's parameters (COMM: read by
 # decode.comm_text_of_args into the text the msgspec path makes from the same fields)
-DIMS, TYPES, GRID, BLOCK, COMM = range(5)
-NRAW = 5
+NRAW = len(schema.SCAN_TEXTS)
+DIMS, TYPES, GRID, BLOCK, COMM = range(NRAW)
 MISSING = np.iinfo(np.int64).min   # field absent or null (the struct path's None)
 FLOAT_TS, FLOAT_DUR = 0, 1
-
-_SKIP_PHASES = "BEiICbnestfPONDMVvRc()TSFp"   # every phase but X (see decode._OTHER_PHASES)
 
 
 def tables(group_of: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -49,9 +49,9 @@ def tables(group_of: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     ends = np.cumsum([len(c) for c, _ in cats]).astype(np.int64)
     codes = np.array([v for _, v in cats], np.int8)
     phase = np.zeros(128, np.int8)
-    for ch in _SKIP_PHASES:
+    for ch in schema.OTHER_PHASES:
         phase[ord(ch)] = 1
-    phase[ord("X")] = 2
+    phase[ord(schema.COMPLETE)] = 2
     return blob, ends, codes, phase
 
 

@@ -43,6 +43,7 @@ _cat, _name, _ts, _dur, _pid, _tid, _args = (attrgetter(f) for f in ("cat", "nam
 _ARG_FIELDS = {g: schema.read_by(g) for g in SPECS}
 _EVENT_INTS = {g: schema.read_by(g, schema.EVENT_FIELDS) for g in SPECS}
 _TEXT_FIELDS = {g: schema.read_by(g, loose=("text",)) for g in SPECS}
+_COMM_READ = {g: bool(schema.read_by(g, loose=("any",))) for g in SPECS}   # a collective's fields: one column
 _COLUMN = {f.attr: f.column for f in schema.EVENT_FIELDS + schema.ARG_FIELDS}
 _ON_EVENT = {g: tuple(attrgetter("args." + f) for f in fs) for g, fs in _ARG_FIELDS.items()}
 _ON_ARGS = {g: tuple(attrgetter(f) for f in fs) for g, fs in _ARG_FIELDS.items()}
@@ -142,8 +143,8 @@ _SCAN_OF = {f.attr: f.scan for f in schema.EVENT_FIELDS + schema.ARG_FIELDS}
 _SCANNED_FIELDS = {g: {_COLUMN[f]: getattr(scan, _SCAN_OF[f]) for f in _ARG_FIELDS[g] + _EVENT_INTS[g]} for g in SPECS}
 # raw-text columns of each group, as columns of the scanner's `shape` (a collective's args: COMM)
 _SCANNED_TEXTS = {g: tuple((_COLUMN[f], getattr(scan, _SCAN_OF[f])) for f in _TEXT_FIELDS[g])
-                  + ((("comm", scan.COMM),) if "comm" in dict(SPECS[g]) else ()) for g in SPECS}
-_SCANNED_FALLBACK = {c: getattr(scan, other.upper()) for c, other in _FALLBACK.items()}
+                  + ((("comm", scan.COMM),) if _COMM_READ[g] else ()) for g in SPECS}
+_SCANNED_FALLBACK = {c: getattr(scan, _SCAN_OF[other]) for c, other in _FALLBACK.items()}
 
 
 def _scanned_ints(g: str, ints: np.ndarray, idx: np.ndarray) -> dict[str, np.ndarray]:
@@ -295,7 +296,7 @@ class Columns:
         self.non_integer_ids += _clear_non_integers(ints)
         if _TEXT_FIELDS[g]:
             ints.update(self._arg_texts(g, sub))
-        if g == "c":
+        if _COMM_READ[g]:
             ints["comm"] = self._comm_ids(sub)
         self._append(g, ts, dur, name, codes, ints)
 
@@ -324,7 +325,7 @@ class Columns:
                     continue
                 idx, ts, dur, name = idx[keep], ts[keep], dur[keep], name[keep]
             ints = _scanned_ints(g, sc.ints, idx)
-            if g in ("c", "k"):
+            if _SCANNED_TEXTS[g]:
                 # the scan's distinct raw texts as string ids; the extra last entry maps -1 to -1
                 ids = np.append(self._intern_texts(sc.texts), np.int32(-1))
                 for col, j in _SCANNED_TEXTS[g]:

@@ -19,7 +19,7 @@ class Field(NamedTuple):
     loose: str          # how the lenient path converts it (decode._LOOSE): str, num, id, opt_int, text, any
     scan: str | None    # the scanner's column: an int column (scan.py PID..OCC), a raw text column
     #                     (DIMS..BLOCK; C: A_DIMS..), "COMM" (C: K_COMM_KEY) or None (not a column)
-    column: str | None  # its column in the tables (columns.SPECS; None: not stored as read)
+    column: str | None  # its column in those tables (columns.SPECS; None: none, it picks the table)
     tables: str         # the tables that read it (columns.SPECS: k kernels, p python, c cpu_ops,
     #                     l launches, a annotations)
 
@@ -37,9 +37,9 @@ _RAW = msgspec.Raw   # kept as JSON text (absent: the empty Raw, which cannot be
 # (a kernel stores no pid / tid: they stand in for a missing device / stream, columns.py)
 EVENT_FIELDS: tuple[Field, ...] = (
     Field("cat", "cat", str | None, "str", None, None, "kplca"),    # the group (decode.GROUP_OF)
-    Field("name", "name", str | None, "str", None, None, "kplca"),
-    Field("ts", "ts", float | None, "num", None, None, "kplca"),
-    Field("dur", "dur", float | None, "num", None, None, "kplca"),
+    Field("name", "name", str | None, "str", None, "name", "kplca"),
+    Field("ts", "ts", float | None, "num", None, "ts", "kplca"),
+    Field("dur", "dur", float | None, "num", None, "dur", "kplca"),
     Field("pid", "pid", int | str | None, "id", "PID", "pid", "plca"),
     Field("tid", "tid", int | str | None, "id", "TID", "tid", "plca"),
 )
@@ -81,7 +81,6 @@ ARG_FIELDS: tuple[Field, ...] = (
 SCAN_INTS: tuple[str, ...] = tuple(f.scan for f in EVENT_FIELDS + ARG_FIELDS if f.loose in ("id", "opt_int"))
 SCAN_TEXTS: tuple[str, ...] = tuple(f.scan for f in ARG_FIELDS if f.loose == "text") + ("COMM",)
 COMM_FIELDS: tuple[str, ...] = tuple(f.attr for f in ARG_FIELDS if f.scan == "COMM")
-TEXT_FIELDS: tuple[str, ...] = tuple(f.attr for f in ARG_FIELDS if f.loose == "text")
 
 
 def read_by(table: str, fields: tuple[Field, ...] = ARG_FIELDS, loose: tuple[str, ...] = ("id", "opt_int")) -> tuple[str, ...]:

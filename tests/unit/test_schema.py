@@ -11,6 +11,7 @@ import msgspec
 import pytest
 
 from kerneldiff.core.ingest import decode, scan, schema
+from kerneldiff.core.ingest.columns import SPECS
 
 C_TEXT = Path(schema.__file__).with_name("_fastscan.c").read_text()
 
@@ -122,6 +123,14 @@ def test_structs_are_the_schema(struct, fields, loose):
     if not loose:
         hints = msgspec.structs.fields(struct)
         assert [h.type for h in hints[:len(fields)]] == [f.fast for f in fields]
+
+
+def test_each_field_has_its_column_in_the_tables_that_read_it():
+    for f in schema.EVENT_FIELDS + schema.ARG_FIELDS:
+        for g in f.tables:
+            assert f.column is None or f.column in dict(SPECS[g]), (f.key, g)
+    assert len({f.key for f in schema.EVENT_FIELDS + schema.ARG_FIELDS} | {schema.PHASE_KEY, schema.ARGS_KEY}) == \
+        len(schema.EVENT_FIELDS) + len(schema.ARG_FIELDS) + 2   # every key once
 
 
 def test_every_field_decodes_by_its_key_on_both_paths():

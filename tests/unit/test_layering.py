@@ -116,6 +116,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "longstrings",      # strings too long to hold, cut while reading
         "document",         # the document's top level walked as JSON: where traceEvents is, what follows
         "probe",            # instant metadata from the head and tail
+        "schema",           # the event fields read, written once (the decoders' structs and lists)
         "decode", "scan",   # a slice of events decoded: msgspec; the compiled scanner
         "columns",          # decoded events into numpy columns
         "slices",           # the events array cut into slices at event boundaries

@@ -390,6 +390,7 @@ def _raw_exposed(path) -> list[float]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["a100_control.json.gz", "hta_two_ranks/sampled_rank-0.json.gz",
                                   "b200_vllm_eager.json.gz"])
 def test_exposed_time_per_collective_against_raw_events(name):

@@ -203,6 +203,7 @@ async def test_mismatched_counts_explained_in_notes(traces):
         assert "6 iterations (7 expected)" in screen_text(app)
 
 
+@pytest.mark.slow
 async def test_two_runs_side_by_side(traces):
     (pa, ta), (pb, tb) = traces["a"], traces["b"]
     app = KernelDiffApp([pa, pb], use_cache=False, aie={**SHAPE, **COUNTS})

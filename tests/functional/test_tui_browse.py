@@ -172,6 +172,7 @@ async def test_phase_cycle_in_browse(demo_models, model):
         await wait_for_screen(pilot, BrowseLayerScreen)
 
 
+@pytest.mark.slow
 async def test_browse_fits_80x24(demo_models, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     app = demo_app(demo_models, paths=[str(DEMO_B)])

@@ -55,6 +55,7 @@ class SlowLoader:
         return self.real(path, progress=progress, cancel=cancel, **kw)
 
 
+@pytest.mark.slow
 async def test_loading_shows_throttled_progress_and_esc_cancels(demo_models, monkeypatch):
     updates = []
     original = TraceCard.set_progress

@@ -146,6 +146,7 @@ async def check_states(pilot, table: ResultTable, twin: DataTable) -> None:
         compare_lines(table, twin)   # scrolled sideways: cropped, and half-shown columns blanked, alike
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fixed", [0, 1], ids=["scrolling", "fixed-first-column"])
 async def test_lines_are_what_datatable_draws(fixed):
     app = Twins(awkward_spec(fixed=fixed))
@@ -191,6 +192,7 @@ async def test_mouse_hover_is_what_datatable_draws():
 ExplorerTwin = type("ResultTable", (DataTable,), {})
 
 
+@pytest.mark.slow
 async def test_explorer_tables_draw_as_datatable_does(demo_models):
     app = demo_app(demo_models)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -241,6 +243,7 @@ def screen_lines(table: ResultTable) -> list[str]:
     return ["".join(t for t, _s, _c in table.render_line(y)) for y in range(table.size.height)]
 
 
+@pytest.mark.slow
 async def test_sideways_scroll_shows_numbers_whole_or_not_at_all():
     for width in (44, 57, 80):
         app = Numbers()

@@ -193,6 +193,7 @@ def test_real_names_map_to_expected_category(clf, trace_names):
 
 
 @pytest.mark.real
+@pytest.mark.slow
 def test_other_share_of_kernel_time(clf, trace_names):
     shares = {}
     for trace, durs in trace_names.items():

@@ -121,7 +121,8 @@ def test_unknown_device_is_one_line(pair, capsys):
     assert len(err) == 1 and "no device 3" in err[0] and "devices: 0, 1" in err[0]
 
 
-@pytest.mark.parametrize("name", ["b200_vllm_eager.json.gz", "mi300x_sglang_qwen3-8b_decode.json.gz"])
+@pytest.mark.parametrize("name", [pytest.param("b200_vllm_eager.json.gz", marks=pytest.mark.slow),
+                                  "mi300x_sglang_qwen3-8b_decode.json.gz"])
 def test_other_vendors_and_engines_split_alike(tmp_path, capsys, name):
     """The B200 vLLM trace (ids as JSON strings) and the MI300X SGLang one (device 9): each device
     of the doubled file compares equal with the original."""

@@ -136,27 +136,22 @@ class ResultTable(ScrollView, can_focus=True):
     }
     """
 
-    class RowHighlighted(Message):
+    class _RowMessage(Message):
+        """A row of the table: which table, the cursor's row and that row's key."""
+
+        def __init__(self, table: ResultTable, cursor_row: int, row_key: str) -> None:
+            super().__init__()
+            self.table, self.cursor_row, self.row_key = table, cursor_row, row_key
+
+        @property
+        def control(self) -> ResultTable:
+            return self.table
+
+    class RowHighlighted(_RowMessage):
         """The cursor came onto a row (also after every refill with rows)."""
 
-        def __init__(self, table: ResultTable, cursor_row: int, row_key: str) -> None:
-            super().__init__()
-            self.table, self.cursor_row, self.row_key = table, cursor_row, row_key
-
-        @property
-        def control(self) -> ResultTable:
-            return self.table
-
-    class RowSelected(Message):
+    class RowSelected(_RowMessage):
         """Enter on a row, or a click on the row under the cursor."""
-
-        def __init__(self, table: ResultTable, cursor_row: int, row_key: str) -> None:
-            super().__init__()
-            self.table, self.cursor_row, self.row_key = table, cursor_row, row_key
-
-        @property
-        def control(self) -> ResultTable:
-            return self.table
 
     header_height = 1
     show_header = True

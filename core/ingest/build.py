@@ -97,6 +97,8 @@ def canonical(table: Table) -> Table:
                     if name not in ("ts", "dur", "name", *_CREATION) and name not in _DERIVED]
             sub[at] = rows[np.lexsort((*rest, group))]
         order[pos] = sub
+    if bool((order[1:] > order[:-1]).all()):   # already in that order (the file's kernels often are)
+        return table
     return table.take(order)
 
 

@@ -14,6 +14,10 @@ alike and the ratio is from one run):
     kernels without launches of their own, 24 streams; written independently of core.synth):
     the same, and a pair of them (`compare --format json --no-cache`) against wafer-core's
     `analyze_traces` + `format_json`;
+  * real event-dense decode traces recorded on a GPU by bench/gpu/record_dense.py (8-layer Llama,
+    512 new tokens: CUDA-graph replay on an H100 and an H200, 143 MB each, and torch.compile on the
+    H100, 249 MB), when present in --recorded: `info` of each, and `compare` of the H100/H200 pair
+    against wafer-core;
   * a one-kernel real trace (a100_triton_example): `info`, the fixed cost;
   * in load rows, two more contenders: *floor*, a process that imports numpy and reads the file's
     bytes (gzip: inflated by ISA-L) without parsing them, so naive/floor is the largest ratio any
@@ -108,7 +112,9 @@ def dense(d: Path, seed: int, strings: bool) -> Path:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--only", default="real,dense,pair,tiny")
+    ap.add_argument("--only", default="real,dense,pair,recorded,tiny")
+    ap.add_argument("--recorded", default="/tmp/kerneldiff_bench_real/recorded",
+                    help="where bench/gpu/record_dense.py's traces are (rows skipped when absent)")
     ap.add_argument("--dir", default="/tmp/kerneldiff_bench_real", help="inflated and generated traces")
     ap.add_argument("--wafer-python", default=os.environ.get("WAFER_PYTHON", "/tmp/wcv/bin/python"))
     ap.add_argument("--kerneldiff", default=str(Path(sys.executable).parent / "kerneldiff"))
@@ -152,6 +158,20 @@ def main(argv: list[str] | None = None) -> int:
         if has_wafer:
             c["wafer-core"] = [str(wafer), "-c", WAFER, str(a), str(b)]
         rows.append(("dense 2x60 MB compare", (a.stat().st_size + b.stat().st_size) / 1e6, c))
+    rec = Path(args.recorded)
+    if "recorded" in only and (rec / "h100_dense_graphs.json.gz").exists():
+        # real decode traces recorded on an H100 and an H200 (bench/gpu/record_dense.py): too big for
+        # the repository (25 MB of gzip), so they are read from --recorded when someone has recorded them
+        g100, g200, comp = (rec / f"{n}.json.gz" for n in ("h100_dense_graphs", "h200_dense_graphs", "h100_dense_compiled"))
+        for label, p in (("recorded H100 graphs (gzip)", g100), ("recorded H100 graphs (plain)", plain_copy(g100, d)),
+                         ("recorded H100 compiled (plain)", plain_copy(comp, d))):
+            rows.append((label, p.stat().st_size / 1e6, loads(p)))
+        if g200.exists():   # plain JSON: wafer-core reads no gzip
+            a, b = plain_copy(g100, d), plain_copy(g200, d)
+            c = kds("compare", str(a), str(b), "--format", "json", "--no-cache")
+            if has_wafer:
+                c["wafer-core"] = [str(wafer), "-c", WAFER, str(a), str(b)]
+            rows.append(("recorded H100 vs H200 graphs compare", (a.stat().st_size + b.stat().st_size) / 1e6, c))
     if "tiny" in only and TRACES.is_dir():
         p = TRACES / "a100_triton_example.json.gz"
         rows.append(("1-kernel trace info", p.stat().st_size / 1e6, kds("info", str(p), "--json", "--no-cache")))

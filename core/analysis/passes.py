@@ -267,18 +267,24 @@ def _pass_names(model: TraceModel) -> list[np.ndarray]:
     """Each pass's distinct kernel names (sorted ids)."""
     k = model.kernels
     ok = k.step >= 0
-    rows = np.flatnonzero(ok)
-    order = rows[np.argsort(k.step[rows], kind="stable")]
-    cuts = np.searchsorted(k.step[order], np.arange(len(model.steps) + 1))
-    return [np.unique(k.name[order[cuts[s]:cuts[s + 1]]]) for s in range(len(model.steps))]
+    # every distinct (pass, name) pair in one sort, rather than one np.unique per pass (512 passes
+    # of a decode run: ~1,000 calls between the two callers)
+    names = k.name[ok].astype(np.int64)
+    lo = min(int(names.min()), 0) if len(names) else 0     # -1: a kernel without a name
+    width = (int(names.max()) - lo + 1) if len(names) else 1
+    pairs = np.unique(k.step[ok].astype(np.int64) * width + (names - lo))
+    step, name = pairs // width, (pairs % width + lo).astype(k.name.dtype)
+    cuts = np.searchsorted(step, np.arange(len(model.steps) + 1))
+    return [name[cuts[s]:cuts[s + 1]] for s in range(len(model.steps))]
 
 
-def _pass_profile(model: TraceModel) -> tuple[np.ndarray, list[int]]:
-    """Each pass's GPU time and a signature of the set of kernel names it runs."""
+def _pass_profile(model: TraceModel, names: list[np.ndarray] | None = None) -> tuple[np.ndarray, list[int]]:
+    """Each pass's GPU time and a signature of the set of kernel names it runs (`names`: the
+    passes' names, when the caller has them)."""
     k = model.kernels
     ok = k.step >= 0
     per = np.bincount(k.step[ok], weights=k.dur[ok], minlength=len(model.steps))
-    return per, [hash(n.tobytes()) for n in _pass_names(model)]
+    return per, [hash(n.tobytes()) for n in (_pass_names(model) if names is None else names)]
 
 
 # an unknown pass takes the phase of the known pass whose kernel-name set it shares this much of
@@ -297,23 +303,26 @@ def fill_unknown(model: TraceModel, phases: list[str]) -> tuple[list[str], int]:
     known = [i for i, p in enumerate(phases) if p != "unknown"]
     if not unknown or not known:
         return phases, 0
-    per, sig = _pass_profile(model)
     names = _pass_names(model)
+    per, sig = _pass_profile(model, names)
     by_sig = {sig[i]: phases[i] for i in known}
     out, filled = list(phases), 0
     known_phases = {phases[i] for i in known}
     shortest_prefill = min((per[i] for i in known if phases[i] == "prefill"), default=0.0)
+    alike: dict[bytes, str | None] = {}   # name set -> the phase its most similar known pass gives
     for i in unknown:
         guess = by_sig.get(sig[i])
         if guess is None and len(names[i]):
-            best, best_j = 0.0, -1
-            for j in known:
-                inter = len(np.intersect1d(names[i], names[j], assume_unique=True))
-                sim = inter / (len(names[i]) + len(names[j]) - inter)
-                if sim > best:
-                    best, best_j = sim, j
-            if best >= SIMILAR_PASS:
-                guess = phases[best_j]
+            key = names[i].tobytes()    # replays of one graph run one name set: searched once
+            if key not in alike:
+                best, best_j = 0.0, -1
+                for j in known:
+                    inter = len(np.intersect1d(names[i], names[j], assume_unique=True))
+                    sim = inter / (len(names[i]) + len(names[j]) - inter)
+                    if sim > best:
+                        best, best_j = sim, j
+                alike[key] = phases[best_j] if best >= SIMILAR_PASS else None
+            guess = alike[key]
         if (guess is None and "prefill" in known_phases and known_phases <= {"prefill", "decode"}
                 and per[i] * PREFILL_ODD_FACTOR < shortest_prefill):
             guess = "decode"

@@ -900,6 +900,63 @@ done:
     return ret;
 }
 
+/* Each row's entry in the name cache: its hash looked up in the cache's open-addressing table
+ * (tkeys/tentry, a power of two in size, -1 marks an empty slot; linear probing), then kept only
+ * when the row's bytes are that entry's bytes. ids[k]: the entry or -1; known[k]: the hash is in
+ * the table at all (a known hash with other bytes is never cached a second time). */
+static PyObject *py_find(PyObject *self, PyObject *args) {
+    PyObject *o[11];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
+                          &o[9], &o[10]))
+        return NULL;
+    Buf bf[11];
+    memset(bf, 0, sizeof bf);
+    PyObject *ret = NULL;
+    if (get(o[0], &bf[0], 0, 0, "buf") < 0 || get(o[1], &bf[1], 0, 0, "hashes") < 0 ||
+        get(o[2], &bf[2], 0, bf[1].v.len, "starts") < 0 || get(o[3], &bf[3], 0, bf[1].v.len, "lens") < 0 ||
+        get(o[4], &bf[4], 0, 0, "tkeys") < 0 || get(o[5], &bf[5], 0, bf[4].v.len, "tentry") < 0 ||
+        get(o[6], &bf[6], 0, 0, "arena") < 0 || get(o[7], &bf[7], 0, 0, "offs") < 0 ||
+        get(o[8], &bf[8], 0, bf[7].v.len, "alens") < 0 || get(o[9], &bf[9], 1, bf[1].v.len, "ids") < 0 ||
+        get(o[10], &bf[10], 1, bf[1].v.len / 8, "known") < 0)
+        goto done;
+    {
+        const u8 *b = bf[0].v.buf, *arena = bf[6].v.buf;
+        i64 n = bf[0].v.len, an = bf[6].v.len, rows = bf[1].v.len / 8, size = bf[4].v.len / 8;
+        i64 entries = bf[7].v.len / 8;
+        const u64 *hashes = bf[1].v.buf, *tkeys = bf[4].v.buf;
+        const i64 *starts = bf[2].v.buf, *lens = bf[3].v.buf, *tentry = bf[5].v.buf;
+        const i64 *offs = bf[7].v.buf, *alens = bf[8].v.buf;
+        i64 *ids = bf[9].v.buf;
+        u8 *known = bf[10].v.buf;
+        if (size == 0 || (size & (size - 1)) != 0) {
+            PyErr_SetString(PyExc_ValueError, "the table's size must be a power of two");
+            goto done;
+        }
+        u64 mask = (u64)size - 1;
+        for (i64 k = 0; k < rows; k++) {
+            u64 h = hashes[k];
+            i64 e = -1;
+            for (u64 slot = h & mask, probes = 0; probes < (u64)size; slot = (slot + 1) & mask, probes++) {
+                i64 t = tentry[slot];
+                if (t < 0) break;
+                if (tkeys[slot] == h) { e = t; break; }
+            }
+            known[k] = e >= 0;
+            i64 len = lens[k];
+            if (e >= 0 && (e >= entries || len != alens[e] || len < 0 || starts[k] < 0 || starts[k] + len > n ||
+                           offs[e] < 0 || offs[e] + len > an ||
+                           memcmp(b + starts[k], arena + offs[e], (size_t)len) != 0))
+                e = -1;
+            ids[k] = e;
+        }
+        ret = Py_None;
+        Py_INCREF(ret);
+    }
+done:
+    release(bf, 11);
+    return ret;
+}
+
 /* The name hash of bytes (the same as the scan's), for tests that build colliding names. */
 static PyObject *py_name_hash(PyObject *self, PyObject *arg) {
     Buf bf = {0};
@@ -918,6 +975,8 @@ static PyMethodDef methods[] = {
      "shape, shash, state): see kerneldiff.core.ingest.scan"},
     {"first_mismatch", py_first_mismatch, METH_VARARGS, "first_mismatch(buf, starts, lens, rep) -> row or -1"},
     {"confirm", py_confirm, METH_VARARGS, "confirm(buf, starts, lens, arena, offs, alens, ids): in place"},
+    {"find", py_find, METH_VARARGS,
+     "find(buf, hashes, starts, lens, tkeys, tentry, arena, offs, alens, ids, known): the name cache's lookup, in place"},
     {"name_hash", py_name_hash, METH_O, "name_hash(bytes) -> the scan's 64-bit hash of a name"},
     {NULL, NULL, 0, NULL},
 };

@@ -127,15 +127,17 @@ def _name_text(raw: bytes, esc: bool) -> str:
 class NameCache:
     """Names decoded by earlier scan calls of one reader, found by hash, then confirmed against
     their raw bytes (kept in an arena): a name whose hash and length match an entry but whose
-    bytes differ is decoded, never taken for that entry. Lookups are vectorised; Python touches
-    only names not seen before. The arena is bounded: past ARENA bytes, new names are decoded in
-    every batch they appear in instead of cached."""
+    bytes differ is decoded, never taken for that entry. Lookups are one compiled pass (an
+    open-addressing table of the hashes, then the bytes compared); Python touches only names not
+    seen before. The arena is bounded: past ARENA bytes, new names are decoded in every batch they
+    appear in instead of cached."""
 
     ARENA = 256 << 20
+    MIN_TABLE = 1024
 
     def __init__(self) -> None:
-        self.keys = np.empty(0, np.uint64)     # hashes, sorted
-        self.entry = np.empty(0, np.int64)     # entry of each key
+        self.tkeys = np.zeros(self.MIN_TABLE, np.uint64)      # hash of each slot's entry
+        self.tentry = np.full(self.MIN_TABLE, -1, np.int64)   # entry in the slot, -1: empty
         self.texts: list[str] = []
         self.offs = np.empty(0, np.int64)      # each entry's bytes in the arena
         self.lens = np.empty(0, np.int64)
@@ -143,18 +145,19 @@ class NameCache:
 
     def lookup(self, buf, hashes: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(entry per row or -1, whether the row's hash is known at all)."""
-        if not len(self.keys):
+        if not self.texts:
             return np.full(len(hashes), -1, np.int64), np.zeros(len(hashes), bool)
-        pos = np.minimum(np.searchsorted(self.keys, hashes), len(self.keys) - 1)
-        known = self.keys[pos] == hashes
-        ids = np.where(known, self.entry[pos], -1)
-        if known.any():
-            arena = np.frombuffer(self.arena, np.uint8)
-            _load().confirm(buf, starts, lens, arena, self.offs, self.lens, ids)
-            del arena   # the arena may grow again
+        ids = np.empty(len(hashes), np.int64)
+        known = np.empty(len(hashes), bool)
+        arena = np.frombuffer(self.arena, np.uint8)
+        _load().find(buf, np.ascontiguousarray(hashes, np.uint64), np.ascontiguousarray(starts, np.int64),
+                     np.ascontiguousarray(lens, np.int64), self.tkeys, self.tentry, arena, self.offs, self.lens,
+                     ids, known)
+        del arena   # the arena may grow again
         return ids, known
 
     def add(self, buf, hashes: list[int], starts: list[int], lens: list[int], texts: list[str]) -> None:
+        """Entries for texts whose hashes the cache does not hold (each hash at most once)."""
         new_keys, offs, sizes = [], [], []
         for h, s, n, t in zip(hashes, starts, lens, texts):
             if len(self.arena) + n > self.ARENA:
@@ -169,10 +172,24 @@ class NameCache:
         first = len(self.offs)
         self.offs = np.concatenate([self.offs, np.array(offs, np.int64)])
         self.lens = np.concatenate([self.lens, np.array(sizes, np.int64)])
-        keys = np.concatenate([self.keys, np.array(new_keys, np.uint64)])
-        entry = np.concatenate([self.entry, np.arange(first, first + len(new_keys), dtype=np.int64)])
-        order = np.argsort(keys, kind="stable")
-        self.keys, self.entry = keys[order], entry[order]
+        if 2 * len(self.offs) > len(self.tkeys):   # at most half full: probes stay short
+            size = len(self.tkeys)
+            while 2 * len(self.offs) > size:
+                size *= 2
+            keys, entries = self.tkeys[self.tentry >= 0], self.tentry[self.tentry >= 0]
+            self.tkeys, self.tentry = np.zeros(size, np.uint64), np.full(size, -1, np.int64)
+            self._insert(keys.tolist(), entries.tolist())
+        self._insert(new_keys, range(first, first + len(new_keys)))
+
+    def _insert(self, keys, entries) -> None:
+        mask = len(self.tkeys) - 1
+        tkeys, tentry = self.tkeys, self.tentry
+        for h, e in zip(keys, entries):
+            slot = h & mask
+            while tentry[slot] >= 0:
+                slot = (slot + 1) & mask
+            tkeys[slot] = h
+            tentry[slot] = e
 
 
 def _cached_ids(buf, cache: NameCache, keys: np.ndarray, starts: np.ndarray, lens: np.ndarray,
@@ -190,11 +207,11 @@ def _cached_ids(buf, cache: NameCache, keys: np.ndarray, starts: np.ndarray, len
         rep = miss[first]
         _, known = cache.lookup(buf, keys[rep], starts[rep], lens[rep])
         texts = [decode(r) for r in rep.tolist()]
-        fresh = [k for k in range(len(rep)) if not known[k]]   # known hash, other bytes: not cached
+        fresh = np.flatnonzero(~known).tolist()   # known hash, other bytes: not cached
         base = len(cache.texts)
         if fresh:
-            cache.add(buf, [int(keys[rep[k]]) for k in fresh], [int(starts[rep[k]]) for k in fresh],
-                      [int(lens[rep[k]]) for k in fresh], [texts[k] for k in fresh])
+            at = rep[fresh]
+            cache.add(buf, keys[at].tolist(), starts[at].tolist(), lens[at].tolist(), [texts[k] for k in fresh])
         stored = {k: base + m for m, k in enumerate(fresh) if base + m < len(cache.texts)}
         n_cached = len(cache.texts)
         group = np.empty(len(rep), np.int64)

@@ -66,3 +66,66 @@ def test_canonical_equals_taking_its_order(rows):
     assert bool(np.all(dur[1:][same_ts] <= dur[:-1][same_ts]))   # longer first at equal starts
     assert sorted(zip(ts.tolist(), dur.tolist(), out.columns["name"].tolist())) == sorted(
         (float(a), float(b), c) for a, b, c in rows)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 3000), st.integers(0, 40)), min_size=1, max_size=80),
+                min_size=1, max_size=12))
+def test_name_cache_finds_what_a_dict_of_bytes_finds(batches):
+    """Batches of rows (a text, and a hash that is the text's own or, for a few texts, another's:
+    colliding hashes) against a dict keyed by the bytes: a row's entry is the one holding its bytes,
+    never another text with its hash; the table grows past its first size (1,024 slots)."""
+    from kerneldiff.core.ingest.scan import NameCache
+
+    cache = NameCache()
+    ref: dict[bytes, int] = {}          # bytes -> entry, as the cache should hold them
+    hash_of = lambda t: t % 37 if t % 5 == 0 else t * 0x9E3779B97F4A7C15 % (1 << 64)   # noqa: E731
+    for batch in batches:
+        texts = [f"name{t}".encode() + b"x" * pad for t, pad in batch]
+        buf = np.frombuffer(b"".join(texts), np.uint8)
+        starts = np.cumsum([0] + [len(t) for t in texts[:-1]]).astype(np.int64)
+        lens = np.array([len(t) for t in texts], np.int64)
+        hashes = np.array([hash_of(t * 64 + pad) for t, pad in batch], np.uint64)
+        ids, known = cache.lookup(buf, hashes, starts, lens)
+        held = {int(h) for h in cache.tkeys[cache.tentry >= 0].tolist()}
+        for k, text in enumerate(texts):
+            assert ids[k] == ref.get(text, -1)
+            assert bool(known[k]) == (int(hashes[k]) in held)
+        # what _cached_ids adds: each new text once, when its hash is not held yet
+        fresh, seen = [], set()
+        for k, text in enumerate(texts):
+            if ids[k] < 0 and not known[k] and text not in seen and int(hashes[k]) not in seen:
+                seen.update((text, int(hashes[k])))
+                fresh.append(k)
+        base = len(cache.texts)
+        cache.add(buf, [int(hashes[k]) for k in fresh], [int(starts[k]) for k in fresh],
+                  [int(lens[k]) for k in fresh], [texts[k].decode() for k in fresh])
+        for m, k in enumerate(fresh):
+            ref[texts[k]] = base + m
+    ids, _ = cache.lookup(buf, hashes, starts, lens)
+    assert [cache.texts[i].encode() if i >= 0 else None for i in ids.tolist()] == [
+        t if t in ref else None for t in texts]
+
+
+def test_name_cache_grows_and_keeps_every_entry():
+    from kerneldiff.core.ingest.scan import NameCache
+
+    cache = NameCache()
+    texts = [f"kernel_{i}".encode() for i in range(5000)]
+    buf = np.frombuffer(b"".join(texts), np.uint8)
+    starts = np.cumsum([0] + [len(t) for t in texts[:-1]]).astype(np.int64)
+    lens = np.array([len(t) for t in texts], np.int64)
+    hashes = np.array([i % 700 for i in range(5000)], np.uint64)   # 7 texts per hash: long probe runs
+    first = {}
+    for i in range(5000):
+        first.setdefault(i % 700, i)
+    keep = sorted(first.values())          # one text per hash, as _cached_ids adds them
+    for lo in range(0, len(keep), 97):
+        part = keep[lo:lo + 97]
+        cache.add(buf, [int(hashes[k]) for k in part], [int(starts[k]) for k in part],
+                  [int(lens[k]) for k in part], [texts[k].decode() for k in part])
+    assert len(cache.tkeys) == 2048 and int((cache.tentry >= 0).sum()) == 700
+    ids, known = cache.lookup(buf, hashes, starts, lens)
+    assert known.all()
+    assert [cache.texts[e] if e >= 0 else None for e in ids.tolist()] == [
+        texts[i].decode() if first[i % 700] == i else None for i in range(5000)]

@@ -866,40 +866,6 @@ done:
     return ret;
 }
 
-/* ids[k] >= 0: row k's hash found entry ids[k] of the name cache; keep it only when the row's
- * bytes are that entry's bytes (set -1 otherwise). */
-static PyObject *py_confirm(PyObject *self, PyObject *args) {
-    PyObject *o[7];
-    if (!PyArg_ParseTuple(args, "OOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6])) return NULL;
-    Buf bf[7];
-    memset(bf, 0, sizeof bf);
-    PyObject *ret = NULL;
-    if (get(o[0], &bf[0], 0, 0, "buf") < 0 || get(o[1], &bf[1], 0, 0, "starts") < 0 ||
-        get(o[2], &bf[2], 0, bf[1].v.len, "lens") < 0 || get(o[3], &bf[3], 0, 0, "arena") < 0 ||
-        get(o[4], &bf[4], 0, 0, "offs") < 0 || get(o[5], &bf[5], 0, bf[4].v.len, "alens") < 0 ||
-        get(o[6], &bf[6], 1, bf[1].v.len, "ids") < 0)
-        goto done;
-    {
-        const u8 *b = bf[0].v.buf, *arena = bf[3].v.buf;
-        i64 n = bf[0].v.len, an = bf[3].v.len, rows = bf[1].v.len / 8, entries = bf[4].v.len / 8;
-        const i64 *starts = bf[1].v.buf, *lens = bf[2].v.buf, *offs = bf[4].v.buf, *alens = bf[5].v.buf;
-        i64 *ids = bf[6].v.buf;
-        for (i64 k = 0; k < rows; k++) {
-            i64 e = ids[k];
-            if (e < 0) continue;
-            i64 len = lens[k];
-            if (e >= entries || len != alens[e] || len < 0 || starts[k] < 0 || starts[k] + len > n ||
-                offs[e] < 0 || offs[e] + len > an || memcmp(b + starts[k], arena + offs[e], (size_t)len) != 0)
-                ids[k] = -1;
-        }
-        ret = Py_None;
-        Py_INCREF(ret);
-    }
-done:
-    release(bf, 7);
-    return ret;
-}
-
 /* Each row's entry in the name cache: its hash looked up in the cache's open-addressing table
  * (tkeys/tentry, a power of two in size, -1 marks an empty slot; linear probing), then kept only
  * when the row's bytes are that entry's bytes. ids[k]: the entry or -1; known[k]: the hash is in
@@ -974,7 +940,6 @@ static PyMethodDef methods[] = {
      "scan(buf, pos, limit, blob, ends, codes, phase, code, floats, ints, nhash, nstart, nlen, nesc, fix, "
      "shape, shash, state): see kerneldiff.core.ingest.scan"},
     {"first_mismatch", py_first_mismatch, METH_VARARGS, "first_mismatch(buf, starts, lens, rep) -> row or -1"},
-    {"confirm", py_confirm, METH_VARARGS, "confirm(buf, starts, lens, arena, offs, alens, ids): in place"},
     {"find", py_find, METH_VARARGS,
      "find(buf, hashes, starts, lens, tkeys, tentry, arena, offs, alens, ids, known): the name cache's lookup, in place"},
     {"name_hash", py_name_hash, METH_O, "name_hash(bytes) -> the scan's 64-bit hash of a name"},

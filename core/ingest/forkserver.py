@@ -33,7 +33,7 @@ def big(size: int, compressed: bool) -> bool:
 
 # what the fork server imports once, so that each worker it forks starts ready
 PRELOAD = ["kerneldiff.core.ingest.source", "kerneldiff.core.ingest.workers", "kerneldiff.core.ingest.loader",
-           "multiprocessing.connection", "multiprocessing.shared_memory"]
+           "multiprocessing.connection", "kerneldiff.core.ingest.shm"]
 
 
 def mp_context():

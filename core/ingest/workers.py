@@ -22,18 +22,18 @@ from kerneldiff.core.ingest.slices import RUN, decode_run
 # when workers pay off and how they start
 from kerneldiff.core.ingest.forkserver import big, cpus, mp_context
 from kerneldiff.core.ingest.source import EventReader
+from kerneldiff.core.ingest.shm import Segment
 
 Progress = Callable[[float, str, int, int], Any]
 
 
-def _multiprocessing():
-    """multiprocessing's connection and shared memory modules (~15 ms to import), imported by the
-    parent when it starts workers, not by every load: a trace small enough for one process never
-    needs them. Forked workers find them imported; the fork server preloads them."""
+def _connection():
+    """multiprocessing's connection module, imported by the parent when it starts workers, not by
+    every load: a trace small enough for one process never needs it. Forked workers find it
+    imported; the fork server preloads it."""
     import multiprocessing.connection as mpc
-    from multiprocessing import shared_memory
 
-    return mpc, shared_memory
+    return mpc
 
 
 SLOTS_PER_WORKER = 2
@@ -178,8 +178,7 @@ def _worker_main(shm_name: str, slot_size: int, cmd, res, parent: int, inherited
     for conn in inherited:  # a forked worker holds copies of the parent's pipe ends: drop them,
         conn.close()        # or it would never see the parent go away
     gc.disable()
-    _, shared_memory = _multiprocessing()
-    shm = shared_memory.SharedMemory(name=shm_name)
+    shm = Segment(shm_name)
     col = Columns()
     sent = 0
     mapped: _Mapped | None = None
@@ -278,7 +277,6 @@ class _Pool:
 
     def __init__(self, n: int, slot: int = SLOT, fast: bool = True) -> None:
         _sweep_stale_segments()
-        _, shared_memory = _multiprocessing()
         ctx = mp_context()
         self.slot = slot
         self.shms, self.procs, self.cmds, self.res = [], [], [], []
@@ -288,7 +286,7 @@ class _Pool:
         self.counts: list[tuple[int, int, int, int, int] | None] = []
         try:
             for _ in range(n):
-                shm = shared_memory.SharedMemory(
+                shm = Segment(
                     name=f"{SHM_PREFIX}{os.getpid()}-{os.urandom(4).hex()}", create=True,
                     size=SLOTS_PER_WORKER * slot)
                 self.shms.append(shm)
@@ -315,7 +313,7 @@ class _Pool:
     def poll(self, timeout: float | None) -> None:
         """Handle worker messages; raises ParallelFallback when a run failed or a worker died."""
         waiting = [c for c, n in zip(self.res, self.counts) if n is None]
-        for conn in _multiprocessing()[0].wait(waiting, timeout):
+        for conn in _connection().wait(waiting, timeout):
             w = self.res.index(conn)
             try:
                 kind, value = conn.recv()

@@ -121,6 +121,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "columns",          # decoded events into numpy columns
         "slices",           # the events array cut into slices at event boundaries
         "source",           # the bytes of a trace (gzip inflated in a thread), slice after slice
+        "shm",              # shared-memory segments for the workers, untracked
         "forkserver", "workers",   # worker processes for big files
         "build",            # columns into one model
         "cache",            # loaded models kept on disk

@@ -1,11 +1,14 @@
-"""The compiled parts: the trace scanner (core/ingest/_fastscan.c) and the alignment's name
-similarity (core/compare/_similarity.c). Both are optional: where no C compiler is at hand the
-install still succeeds and kerneldiff runs without them (the msgspec reader, difflib: slower,
-same results). Everything else is declared in pyproject.toml."""
+"""The compiled parts: the trace scanner (core/ingest/_fastscan.c), the alignment's name
+similarity (core/compare/_similarity.c) and the timeline's gap scan (core/analysis/_gapscan.c). All
+are optional: where no C compiler is at hand the install still succeeds and kerneldiff runs without
+them (the msgspec reader, difflib, numpy: slower, same results). Everything else is declared in
+pyproject.toml."""
 
 from setuptools import Extension, setup
 
 setup(ext_modules=[Extension("kerneldiff.core.ingest._fastscan", ["core/ingest/_fastscan.c"],
                              extra_compile_args=["-O2", "-fno-strict-aliasing"], optional=True),
                    Extension("kerneldiff.core.compare._similarity", ["core/compare/_similarity.c"],
+                             extra_compile_args=["-O2"], optional=True),
+                   Extension("kerneldiff.core.analysis._gapscan", ["core/analysis/_gapscan.c"],
                              extra_compile_args=["-O2"], optional=True)])

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, fields, replace
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
@@ -48,6 +48,11 @@ import numpy as np
 from kerneldiff.core.analysis.cut_work import cut_mask
 from kerneldiff.core.model import KIND_KERNEL, KIND_MEMCPY, PHASE_ID, PHASES, TraceModel
 from kerneldiff.core.numbers import small_unique, stable_argsort
+
+try:   # the gap scan in C (setup.py builds it where a compiler is at hand); numpy otherwise, same figures
+    from kerneldiff.core.analysis import _gapscan
+except ImportError:
+    _gapscan = None
 
 LAUNCH_TOLERANCE_US = 10.0
 
@@ -59,6 +64,8 @@ SYNC_RE = re.compile(r"^(cuda|cu|hip)\w*Synchronize|^(cuda|cu|hip)Memcpy(?!\w*As
 DTOH_RE = re.compile(r"DtoH|D2H|Device\s*->\s*(Host|Pinned|Pageable)", re.IGNORECASE)
 
 CAT_LAUNCH, CAT_SYNC, CAT_OTHER = 0, 1, 2
+# what a scan returns per window, in the order of _gapscan.c's output rows
+_C_FIELDS = ("key", "first", "count", "span", "idle", "launch", "sync", "other", "gaps", "summed", "stream_busy")
 _NS = 1000.0
 
 
@@ -230,24 +237,48 @@ class _Scan:
             self.dtoh[cp] = name_mask(model, k.name[cp], DTOH_RE)
         self.stream_id, self.devices = _streams(k.device, k.stream)
         self.streams = int(self.stream_id.max()) + 1 if n else 0
-        # no two activities of one stream overlap (a stream runs its work in turn): then any
-        # window's busy time per stream is its activities' summed durations, and `windows` needs
-        # no scan per stream. In (stream, start) order, each must start at or after the one
-        # before it ends (ends never precede starts, so that one's end is the running maximum).
-        by_stream = self.order[stable_argsort(self.stream_id[self.order])] if n else self.order
+
+    @cached_property
+    def serial(self) -> bool:
+        """No two activities of one stream overlap (a stream runs its work in turn): then any
+        window's busy time per stream is its activities' summed durations, and the numpy scan needs
+        no second scan per stream. In (stream, start) order, each must start at or after the one
+        before it ends (ends never precede starts, so that one's end is the running maximum)."""
+        by_stream = self.order[stable_argsort(self.stream_id[self.order])] if len(self.order) else self.order
         same = self.stream_id[by_stream[1:]] == self.stream_id[by_stream[:-1]]
-        self.serial = not bool((same & (self.s[by_stream[1:]] < self.e[by_stream[:-1]])).any())
+        return not bool((same & (self.s[by_stream[1:]] < self.e[by_stream[:-1]])).any())
 
     # --- the one primitive ----------------------------------------------------------------------
-    def scan(self, rows: np.ndarray, key: np.ndarray, classify: bool = True) -> dict[str, np.ndarray]:
+    use_c = _gapscan is not None   # False: the numpy scan (the reference; tests set it per instance)
+
+    def scan(self, rows: np.ndarray, key: np.ndarray, classify: bool = True,
+             streams: bool = False) -> dict[str, np.ndarray]:
         """Windows over `rows` (kernel rows in time order) grouped by `key` (one int per row).
 
-        Returns, per window in ascending key order: key, first (ns), span, idle, and with `classify`
-        the idle split into launch-bound, sync and other, plus the gap count."""
+        Returns, per window in ascending key order: key, first (ns), count, span, idle, and with
+        `classify` the idle split into launch-bound, sync and other, plus the gap count; with
+        `streams` also summed (the activities' durations) and stream_busy (each stream's busy time,
+        summed over the streams). int64 ns throughout."""
+        if self.use_c:
+            return self._scan_c(rows, key, classify, streams)
+        return self._scan_numpy(rows, key, classify, streams)
+
+    def _scan_c(self, rows, key, classify, streams) -> dict[str, np.ndarray]:
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        key = np.ascontiguousarray(key, dtype=np.int64)
+        out = np.empty((len(_C_FIELDS), len(rows)), dtype=np.int64)
+        tables = (self.s, self.e, self.stream_id, self.launch, self.l_s, self.l_e, self.dtoh, self.sync_s, self.sync_e)
+        n = _gapscan.scan(rows, key, *tables, out, self.tol, self.streams, classify, streams)
+        if n < 0:   # keys not ascending: stable, so time order stays inside each window
+            o = stable_argsort(key)
+            n = _gapscan.scan(rows[o], key[o], *tables, out, self.tol, self.streams, classify, streams)
+        return {name: out[i, :n] for i, name in enumerate(_C_FIELDS)
+                if streams or name not in ("summed", "stream_busy")}
+
+    def _scan_numpy(self, rows, key, classify, streams) -> dict[str, np.ndarray]:
         if len(rows) == 0:
             z = np.zeros(0, dtype=np.int64)
-            return {"key": z, "span": z, "idle": z, "launch": z, "sync": z, "other": z, "gaps": z,
-                    "first": z, "count": z}
+            return {name: z for name in _C_FIELDS if streams or name not in ("summed", "stream_busy")}
         if len(key) > 1 and not bool(np.all(key[1:] >= key[:-1])):
             o = stable_argsort(key)   # stable: time order inside each window
             rows, key = rows[o], key[o]
@@ -267,8 +298,19 @@ class _Scan:
             c1 = min(n_win, c0 + per_chunk)
             a, b = int(bounds[c0]), int(bounds[c1])
             self._chunk(rows[a:b], s[a:b], e[a:b], dense[a:b] - c0, first[a:b], width, out, c0, classify)
-        count = np.diff(bounds)
-        return {"key": key[starts], "first": s[starts], "count": count, **out}
+        r = {"key": key[starts], "first": s[starts], "count": np.diff(bounds), **out}
+        if streams:
+            # float sums of integers, exact below 2**53 ns (104 days)
+            r["summed"] = np.bincount(dense, weights=e - s, minlength=n_win).astype(np.int64)
+            if self.serial:   # each stream's busy time is its summed durations
+                r["stream_busy"] = r["summed"]
+            else:             # the same windows split by stream, without classification
+                nst = max(self.streams, 1)
+                sub = self._scan_numpy(rows, key.astype(np.int64) * nst + self.stream_id[rows], False, False)
+                pos = np.searchsorted(r["key"], sub["key"] // nst)
+                r["stream_busy"] = np.bincount(pos, weights=sub["span"] - sub["idle"],
+                                               minlength=n_win).astype(np.int64)
+        return r
 
     def _chunk(self, rows, s, e, w, first, width, out, w0, classify) -> None:
         shift = w.astype(np.int64) * width
@@ -330,28 +372,16 @@ class _Scan:
 
     def windows(self, rows: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, list[Window]]:
         """(keys, Window per key) for rows grouped by key, overlap and summed durations included."""
-        r = self.scan(rows, key)
-        if len(r["key"]) == 0:
-            return r["key"], []
-        summed = np.bincount(np.searchsorted(r["key"], key), weights=(self.e - self.s)[rows],
-                             minlength=len(r["key"]))
-        if self.serial:   # each stream's busy time is its summed durations (integers: exact sums)
-            per_stream_busy = summed
-        else:             # the same windows split by stream, without classification
-            nst = max(self.streams, 1)
-            sub = self.scan(rows, key.astype(np.int64) * nst + self.stream_id[rows], classify=False)
-            pos = np.searchsorted(r["key"], sub["key"] // nst)
-            per_stream_busy = np.bincount(pos, weights=sub["span"] - sub["idle"], minlength=len(r["key"]))
+        r = self.scan(rows, key, streams=True)
         wins = []
-        for i in range(len(r["key"])):
-            span, idle = int(r["span"][i]), int(r["idle"][i])
+        for span, idle, lb, sync, other, stream_busy, summed, count, gaps in zip(
+                *(r[name].tolist() for name in ("span", "idle", "launch", "sync", "other", "stream_busy",
+                                                "summed", "count", "gaps"))):
             busy = span - idle
             wins.append(Window(span_us=span / _NS, busy_us=busy / _NS, idle_us=idle / _NS,
-                               launch_bound_us=int(r["launch"][i]) / _NS, sync_us=int(r["sync"][i]) / _NS,
-                               other_us=int(r["other"][i]) / _NS,
-                               overlap_us=max(int(round(per_stream_busy[i])) - busy, 0) / _NS,
-                               kernel_us=float(summed[i]) / _NS, kernels=int(r["count"][i]),
-                               gaps=int(r["gaps"][i])))
+                               launch_bound_us=lb / _NS, sync_us=sync / _NS, other_us=other / _NS,
+                               overlap_us=max(stream_busy - busy, 0) / _NS, kernel_us=summed / _NS,
+                               kernels=count, gaps=gaps))
         return r["key"], wins
 
     def launch_stats(self, rows: np.ndarray) -> LaunchStats:

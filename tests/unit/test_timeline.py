@@ -465,16 +465,21 @@ def test_random_models_against_a_walk(seed):
         assert round(lay.idle_us * 1000) == want
 
 
-def test_windows_split_when_shifted_times_would_overflow():
-    """Windows far apart in time (a long trace, many passes): the int64 shift is done in chunks."""
+@pytest.mark.parametrize("use_c", [False, True])
+def test_windows_split_when_shifted_times_would_overflow(use_c):
+    """Windows far apart in time (a long trace, many passes): the numpy scan's int64 shift is done
+    in chunks; the C scan (where built) needs no shift."""
     from kerneldiff.core.analysis import timeline as tlmod
 
+    if use_c and tlmod._gapscan is None:
+        pytest.skip("the C gap scan is not built here")
     n = 40
     ts = np.arange(n) * 5e12                     # 58 days apart: 40 windows * the trace's width > 2**62 ns
     dur = np.full(n, 5.0)
     step = np.arange(n)
     m = _model(ts, dur, np.zeros(n), step, np.full(n, -1), ts - 10, np.full(n, 2.0))
     sc = tlmod._Scan(m, LAUNCH_TOLERANCE_US)
+    sc.use_c = use_c
     r = sc.scan(sc.order, step.astype(np.int64))
     assert (r["span"] == 5000).all() and (r["idle"] == 0).all() and len(r["key"]) == n
 
@@ -615,8 +620,9 @@ def test_one_phase_is_the_whole_window(phase_id):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_serial_streams_need_no_scan_per_stream(seed):
-    """When no two activities of a stream overlap, each window's per-stream busy time is read from
-    the summed durations: the same windows as the scan per stream gives, figure for figure."""
+    """When no two activities of a stream overlap, the numpy scan reads each window's per-stream
+    busy time from the summed durations: the same windows as its scan per stream gives, figure for
+    figure (the C scan follows each stream in its one pass)."""
     from kerneldiff.core.analysis import timeline as tlmod
 
     rng = np.random.default_rng(seed)
@@ -633,6 +639,7 @@ def test_serial_streams_need_no_scan_per_stream(seed):
     m = _model(1.6e12 + ts_ns / 1000, dur_ns / 1000, stream, step, rng.integers(-1, 3, n),
                1.6e12 + (ts_ns - rng.integers(-200, 3_000, n)) / 1000, rng.integers(1, 2_000, n) / 1000)
     sc = tlmod._Scan(m, LAUNCH_TOLERANCE_US)
+    sc.use_c = False
     assert sc.serial
     for key in (np.zeros(n, np.int64), m.kernels.step[sc.order].astype(np.int64)):
         fast = sc.windows(sc.order, key)

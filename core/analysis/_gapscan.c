@@ -4,7 +4,7 @@
  * reference; tests hold the two equal figure for figure. Sums are exact int64 (numpy's bincounts
  * add float64, exact below 2**53 ns: 104 days).
  *
- * Rows come grouped by key (ascending; -1 back when they are not, and the caller sorts), each
+ * Rows come grouped by key (ascending; None back when they are not, and the caller sorts), each
  * window's rows in time order. Per window, with cm the running maximum of the ends:
  *   span = cm after the last row - start of the first row;
  *   a gap = a row's start beyond cm, idle = the gaps summed;
@@ -23,7 +23,8 @@
 
 typedef int64_t i64;
 
-/* the rows of `out`, one per figure, each n long: window w's figure at out[f * n + w] */
+/* the rows of the result, one per figure, each as long as there are windows: window w's figure at
+ * out[f * n_win + w] */
 enum { O_KEY, O_FIRST, O_COUNT, O_SPAN, O_IDLE, O_LAUNCH, O_SYNC, O_OTHER, O_GAPS, O_SUMMED, O_STREAM_BUSY, N_OUT };
 
 typedef struct {
@@ -31,7 +32,7 @@ typedef struct {
     const uint8_t *dtoh;
     i64 n, n_kern, n_launch, n_sync, n_streams, tol;
     int classify, per_stream;
-    i64 *out;
+    i64 *out, n_win;
 } Args;
 
 /* the last synchronising interval starting before t: -1 if none (searchsorted(sync_s, t) - 1) */
@@ -45,9 +46,9 @@ static i64 sync_before(const i64 *sync_s, i64 n_sync, i64 t) {
     return lo - 1;
 }
 
-/* >= 0: the number of windows; -1: keys not ascending; -2: an index out of range */
+/* >= 0: the number of windows; -2: an index out of range */
 static i64 scan(const Args *a, i64 *st_cm, i64 *st_seen) {
-    const i64 n = a->n;
+    const i64 n = a->n, nw = a->n_win;
     i64 *o = a->out;
     i64 w = -1, cm = 0, first = 0, start = 0, idle = 0, lb = 0, sy = 0, ot = 0, gaps = 0, summed = 0, sbusy = 0;
     int d2h = 0;   /* a D2H copy holds the running maximum at its current value */
@@ -60,27 +61,24 @@ static i64 scan(const Args *a, i64 *st_cm, i64 *st_seen) {
             if (r < 0 || r >= a->n_kern) return -2;
             si = a->s[r];
             ei = a->e[r];
-            if (i == 0 || k != a->key[i - 1]) {
-                if (i && k < a->key[i - 1]) return -1;
-                fresh = 1;
-            }
+            fresh = i == 0 || k != a->key[i - 1];
         }
         if (fresh && w >= 0) {   /* close window w */
-            o[O_COUNT * n + w] = i - start;
-            o[O_SPAN * n + w] = cm - first;
-            o[O_IDLE * n + w] = idle;
-            o[O_LAUNCH * n + w] = lb;
-            o[O_SYNC * n + w] = sy;
-            o[O_OTHER * n + w] = ot;
-            o[O_GAPS * n + w] = gaps;
-            o[O_SUMMED * n + w] = summed;
-            o[O_STREAM_BUSY * n + w] = sbusy;
+            o[O_COUNT * nw + w] = i - start;
+            o[O_SPAN * nw + w] = cm - first;
+            o[O_IDLE * nw + w] = idle;
+            o[O_LAUNCH * nw + w] = lb;
+            o[O_SYNC * nw + w] = sy;
+            o[O_OTHER * nw + w] = ot;
+            o[O_GAPS * nw + w] = gaps;
+            o[O_SUMMED * nw + w] = summed;
+            o[O_STREAM_BUSY * nw + w] = sbusy;
         }
         if (i == n) break;
         if (fresh) {
             w++;
-            o[O_KEY * n + w] = k;
-            o[O_FIRST * n + w] = si;
+            o[O_KEY * nw + w] = k;
+            o[O_FIRST * nw + w] = si;
             start = i;
             first = si;
             cm = ei;
@@ -160,20 +158,30 @@ static int get(PyObject *o, Buf *b, int writable, Py_ssize_t itemsize, Py_ssize_
     return 0;
 }
 
-#define NBUF 12
+#define NBUF 11
+
+/* the number of windows in keys, -1 when they are not ascending */
+static i64 count_windows(const i64 *key, i64 n) {
+    i64 w = n > 0;
+    for (i64 i = 1; i < n; i++) {
+        if (key[i] < key[i - 1]) return -1;
+        w += key[i] != key[i - 1];
+    }
+    return w;
+}
 
 static PyObject *py_scan(PyObject *self, PyObject *args) {
     PyObject *o[NBUF];
     long long tol, n_streams;
     int classify, per_stream;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOLLpp", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
-                          &o[9], &o[10], &o[11], &tol, &n_streams, &classify, &per_stream))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOLLpp", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
+                          &o[9], &o[10], &tol, &n_streams, &classify, &per_stream))
         return NULL;
     Buf bf[NBUF];
     memset(bf, 0, sizeof bf);
-    PyObject *ret = NULL;
+    PyObject *ret = NULL, *res = NULL;
     i64 *scratch = NULL;
-    /* rows, key, s, e, stream, launch, l_s, l_e, dtoh, sync_s, sync_e, out */
+    /* rows, key, s, e, stream, launch, l_s, l_e, dtoh, sync_s, sync_e */
     if (get(o[0], &bf[0], 0, 8, 0, "rows") < 0 || get(o[2], &bf[2], 0, 8, 0, "s") < 0 ||
         get(o[9], &bf[9], 0, 8, 0, "sync_s") < 0 || get(o[6], &bf[6], 0, 8, 0, "l_s") < 0)
         goto done;
@@ -182,16 +190,25 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
         if (get(o[1], &bf[1], 0, 8, n, "key") < 0 || get(o[3], &bf[3], 0, 8, nk, "e") < 0 ||
             get(o[4], &bf[4], 0, 8, per_stream ? nk : 0, "stream") < 0 ||
             get(o[5], &bf[5], 0, 8, classify ? nk : 0, "launch") < 0 || get(o[7], &bf[7], 0, 8, nl, "l_e") < 0 ||
-            get(o[8], &bf[8], 0, 1, nk, "dtoh") < 0 || get(o[10], &bf[10], 0, 8, nsync, "sync_e") < 0 ||
-            get(o[11], &bf[11], 1, 8, N_OUT * n, "out") < 0)
+            get(o[8], &bf[8], 0, 1, nk, "dtoh") < 0 || get(o[10], &bf[10], 0, 8, nsync, "sync_e") < 0)
             goto done;
         if (n_streams < 0 || (per_stream && n_streams > nk + 1)) {
             PyErr_SetString(PyExc_ValueError, "n_streams out of range");
             goto done;
         }
+        i64 n_win = count_windows(bf[1].v.buf, n);
+        if (n_win < 0) {   /* the caller sorts the rows by key and asks again */
+            ret = Py_None;
+            Py_INCREF(ret);
+            goto done;
+        }
+        /* sized to the windows: a buffer of the rows' size would be mostly untouched, but a
+         * transparent huge page is zeroed whole on its first write */
+        res = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)(N_OUT * n_win * 8));
+        if (res == NULL) goto done;
         Args a = {bf[0].v.buf, bf[1].v.buf, bf[2].v.buf, bf[3].v.buf, bf[4].v.buf, bf[5].v.buf, bf[6].v.buf,
                   bf[7].v.buf, bf[9].v.buf, bf[10].v.buf, bf[8].v.buf, n, nk, nl, nsync, n_streams, tol,
-                  classify, per_stream, bf[11].v.buf};
+                  classify, per_stream, (i64 *)PyByteArray_AS_STRING(res), n_win};
         if (per_stream && n_streams) {
             scratch = PyMem_Malloc(sizeof(i64) * 2 * (size_t)n_streams);
             if (scratch == NULL) {
@@ -208,19 +225,74 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_IndexError, "a row, launch or stream index out of range");
             goto done;
         }
-        ret = PyLong_FromLongLong(got);
+        ret = res;
+        res = NULL;
     }
 done:
+    Py_XDECREF(res);
     PyMem_Free(scratch);
     for (int k = 0; k < NBUF; k++)
         if (bf[k].held) PyBuffer_Release(&bf[k].v);
     return ret;
 }
 
+/* Per kernel row: the gap (ns) after the previous kernel on its stream when its launch call had
+ * returned before that kernel ended (it was queued), else -1 (timeline.py `_queued_gaps`). `order`:
+ * the kernel rows in (stream, start) order; `plain`: per launch row, a non-graph launch call. */
+static PyObject *py_queued_gaps(PyObject *self, PyObject *args) {
+    PyObject *o[8];
+    if (!PyArg_ParseTuple(args, "OOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7])) return NULL;
+    Buf bf[8];
+    memset(bf, 0, sizeof bf);
+    PyObject *ret = NULL;
+    /* order, stream, launch, s, e, l_e, plain, out */
+    if (get(o[0], &bf[0], 0, 8, 0, "order") < 0 || get(o[3], &bf[3], 0, 8, 0, "s") < 0 ||
+        get(o[5], &bf[5], 0, 8, 0, "l_e") < 0)
+        goto done;
+    {
+        i64 m = bf[0].v.len / 8, nk = bf[3].v.len / 8, nl = bf[5].v.len / 8;
+        if (get(o[1], &bf[1], 0, 8, nk, "stream") < 0 || get(o[2], &bf[2], 0, 8, nk, "launch") < 0 ||
+            get(o[4], &bf[4], 0, 8, nk, "e") < 0 || get(o[6], &bf[6], 0, 1, nl, "plain") < 0 ||
+            get(o[7], &bf[7], 1, 4, nk, "out") < 0)
+            goto done;
+        const i64 *order = bf[0].v.buf, *stream = bf[1].v.buf, *launch = bf[2].v.buf, *s = bf[3].v.buf,
+                  *e = bf[4].v.buf, *l_e = bf[5].v.buf;
+        const uint8_t *plain = bf[6].v.buf;
+        int32_t *out = bf[7].v.buf;
+        int bad = 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (i64 i = 0; i < m && !bad; i++) {
+            i64 cur = order[i];
+            if (cur < 0 || cur >= nk) { bad = 1; break; }
+            if (i == 0) continue;
+            i64 prev = order[i - 1], li = launch[cur];
+            if (stream[cur] != stream[prev] || li < 0) continue;
+            if (li >= nl) { bad = 1; break; }
+            if (!plain[li] || l_e[li] > e[prev]) continue;
+            i64 gap = s[cur] - e[prev];
+            out[cur] = gap < 0 ? 0 : gap > INT32_MAX ? INT32_MAX : (int32_t)gap;
+        }
+        Py_END_ALLOW_THREADS
+        if (bad) {
+            PyErr_SetString(PyExc_IndexError, "a row or launch index out of range");
+            goto done;
+        }
+        ret = Py_None;
+        Py_INCREF(ret);
+    }
+done:
+    for (int k = 0; k < 8; k++)
+        if (bf[k].held) PyBuffer_Release(&bf[k].v);
+    return ret;
+}
+
 static PyMethodDef methods[] = {
     {"scan", py_scan, METH_VARARGS,
-     "scan(rows, key, s, e, stream, launch, l_s, l_e, dtoh, sync_s, sync_e, out, tol, n_streams, classify, "
-     "per_stream) -> windows, or -1 when key is not ascending: see kerneldiff.core.analysis.timeline"},
+     "scan(rows, key, s, e, stream, launch, l_s, l_e, dtoh, sync_s, sync_e, tol, n_streams, classify, "
+     "per_stream) -> bytearray of int64 (figure, window), or None when key is not ascending: see "
+     "kerneldiff.core.analysis.timeline"},
+    {"queued_gaps", py_queued_gaps, METH_VARARGS,
+     "queued_gaps(order, stream, launch, s, e, l_e, plain, out): in place, see timeline._queued_gaps"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -266,14 +266,13 @@ class _Scan:
     def _scan_c(self, rows, key, classify, streams) -> dict[str, np.ndarray]:
         rows = np.ascontiguousarray(rows, dtype=np.int64)
         key = np.ascontiguousarray(key, dtype=np.int64)
-        out = np.empty((len(_C_FIELDS), len(rows)), dtype=np.int64)
         tables = (self.s, self.e, self.stream_id, self.launch, self.l_s, self.l_e, self.dtoh, self.sync_s, self.sync_e)
-        n = _gapscan.scan(rows, key, *tables, out, self.tol, self.streams, classify, streams)
-        if n < 0:   # keys not ascending: stable, so time order stays inside each window
+        out = _gapscan.scan(rows, key, *tables, self.tol, self.streams, classify, streams)
+        if out is None:   # keys not ascending: stable, so time order stays inside each window
             o = stable_argsort(key)
-            n = _gapscan.scan(rows[o], key[o], *tables, out, self.tol, self.streams, classify, streams)
-        return {name: out[i, :n] for i, name in enumerate(_C_FIELDS)
-                if streams or name not in ("summed", "stream_busy")}
+            out = _gapscan.scan(rows[o], key[o], *tables, self.tol, self.streams, classify, streams)
+        out = np.frombuffer(out, dtype=np.int64).reshape(len(_C_FIELDS), -1)
+        return {name: out[i] for i, name in enumerate(_C_FIELDS) if streams or name not in ("summed", "stream_busy")}
 
     def _scan_numpy(self, rows, key, classify, streams) -> dict[str, np.ndarray]:
         if len(rows) == 0:
@@ -370,38 +369,42 @@ class _Scan:
             out[name][w0:w0 + n_win] = np.bincount(wg[m], weights=gg[m], minlength=n_win).astype(np.int64)
         out["gaps"][w0:w0 + n_win] = np.bincount(wg, minlength=n_win)
 
-    def windows(self, rows: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, list[Window]]:
-        """(keys, Window per key) for rows grouped by key, overlap and summed durations included."""
+    def windows(self, rows: np.ndarray, key: np.ndarray, cls: type = Window) -> tuple[np.ndarray, list]:
+        """(keys, a `cls` (Window or a subclass) per key) for rows grouped by key, overlap and summed
+        durations included."""
         r = self.scan(rows, key, streams=True)
         wins = []
         for span, idle, lb, sync, other, stream_busy, summed, count, gaps in zip(
                 *(r[name].tolist() for name in ("span", "idle", "launch", "sync", "other", "stream_busy",
                                                 "summed", "count", "gaps"))):
             busy = span - idle
-            wins.append(Window(span_us=span / _NS, busy_us=busy / _NS, idle_us=idle / _NS,
-                               launch_bound_us=lb / _NS, sync_us=sync / _NS, other_us=other / _NS,
-                               overlap_us=max(stream_busy - busy, 0) / _NS, kernel_us=summed / _NS,
-                               kernels=count, gaps=gaps))
+            wins.append(cls(span_us=span / _NS, busy_us=busy / _NS, idle_us=idle / _NS,
+                            launch_bound_us=lb / _NS, sync_us=sync / _NS, other_us=other / _NS,
+                            overlap_us=max(stream_busy - busy, 0) / _NS, kernel_us=summed / _NS,
+                            kernels=count, gaps=gaps))
         return r["key"], wins
 
     def launch_stats(self, rows: np.ndarray) -> LaunchStats:
         k = self.model.kernels
-        rows = rows[(k.kind[rows] == KIND_KERNEL) & (self.launch[rows] >= 0)]
-        rows = rows[self.l_is_launch[self.launch[rows]]]
+        li = self.launch[rows]
+        ok = (k.kind[rows] == KIND_KERNEL) & (li >= 0)
+        ok[ok] = self.l_is_launch[li[ok]]
+        rows, li = rows[ok], li[ok]
         if len(rows) == 0:
             return LaunchStats()
-        li = self.launch[rows]
-        calls, inv = np.unique(li, return_inverse=True)
+        calls, inv = small_unique(li, len(self.l_s))   # launch rows: a table, not a sort
         first = np.full(len(calls), np.iinfo(np.int64).max, dtype=np.int64)
         np.minimum.at(first, inv, self.s[rows])
-        api = (self.l_e[calls] - self.l_s[calls]) / _NS
+        call_dur = self.l_e - self.l_s
+        api = call_dur[calls] / _NS
         delay = np.maximum(first - self.l_e[calls], 0) / _NS
         plain = ~self.l_is_graph[li]
-        shorter = int(np.count_nonzero(((self.e - self.s)[rows] < (self.l_e[li] - self.l_s[li])) & plain))
+        pr = rows[plain]
+        shorter = int(np.count_nonzero(self.e[pr] - self.s[pr] < call_dur[li[plain]]))
         qa, qd = np.percentile(api, [50, 95]), np.percentile(delay, [50, 95])
         return LaunchStats(launches=int(len(calls)), api_p50_us=float(qa[0]), api_p95_us=float(qa[1]),
                            delay_p50_us=float(qd[0]), delay_p95_us=float(qd[1]),
-                           kernels_launched=int(np.count_nonzero(plain)), kernels_shorter_than_launch=shorter)
+                           kernels_launched=int(len(pr)), kernels_shorter_than_launch=shorter)
 
 
 def timeline(model: TraceModel, phase: str = "all", tolerance_us: float = LAUNCH_TOLERANCE_US,
@@ -439,26 +442,42 @@ def _timeline(model: TraceModel, phase: str, tolerance_us: float, keep_cut: bool
     tl.launch = sc.launch_stats(sel)
     # passes
     in_pass = sel[k.step[sel] >= 0]
-    keys, wins = sc.windows(in_pass, k.step[in_pass].astype(np.int64))
+    steps = model.steps
+    keys, wins = sc.windows(in_pass, k.step[in_pass].astype(np.int64), PassWindow)
     for s, w in zip(keys.tolist(), wins):
-        st = model.steps[s] if s < len(model.steps) else None
-        tl.passes.append(PassWindow(**_flat(w), index=int(s), name=st.name if st else "",
-                                    phase=st.phase if st else "unknown"))
+        w.index = s
+        if s < len(steps):
+            w.name, w.phase = steps[s].name, steps[s].phase
+    tl.passes = wins
     # layers: each (pass, layer) on its own, then summed per layer
     in_layer = in_pass[k.layer[in_pass] >= 0]
     if len(in_layer):
         width = int(k.layer[in_layer].max()) + 1
         r = sc.scan(in_layer, k.step[in_layer].astype(np.int64) * width + k.layer[in_layer])
-        lay = r["key"] % width
-        for l in np.unique(lay).tolist():
-            m = lay == l
-            idle = r["idle"][m] / _NS
-            tl.layers.append(LayerIdle(
-                layer=int(l), passes=int(m.sum()), span_us=float(r["span"][m].sum()) / _NS,
-                busy_us=float((r["span"][m] - r["idle"][m]).sum()) / _NS, idle_us=float(r["idle"][m].sum()) / _NS,
-                launch_bound_us=float(r["launch"][m].sum()) / _NS, sync_us=float(r["sync"][m].sum()) / _NS,
-                idle_median_us=float(np.median(idle)), idle_max_us=float(idle.max())))
+        tl.layers = _layers(r, width)
     return tl
+
+
+def _layers(r: dict[str, np.ndarray], width: int) -> list[LayerIdle]:
+    """Each layer's (pass, layer) windows of a scan summed, all layers at once: windows ordered by
+    layer, then by idle, so each layer's median is read at the middle of its run."""
+    lay = r["key"] % width
+    o = np.lexsort((r["idle"], lay))
+    lay, idle = lay[o], r["idle"][o]
+    starts = np.flatnonzero(np.r_[True, lay[1:] != lay[:-1]])
+    ends = np.r_[starts[1:], len(lay)]
+    sums = {name: np.add.reduceat(r[name][o], starts).tolist() for name in ("span", "idle", "launch", "sync")}
+    busy = np.add.reduceat(r["span"][o] - r["idle"][o], starts).tolist()
+    idle_us = idle / _NS
+    mid = starts + (ends - starts) // 2
+    # np.median's: the middle value, or the mean of the two middle ones
+    med = np.where((ends - starts) % 2 == 1, idle_us[mid], (idle_us[mid - 1] + idle_us[mid]) / 2)
+    return [LayerIdle(layer=l, passes=n, span_us=float(span) / _NS, busy_us=float(b) / _NS,
+                      idle_us=float(i) / _NS, launch_bound_us=float(lb) / _NS, sync_us=float(sy) / _NS,
+                      idle_median_us=float(md), idle_max_us=float(mx))
+            for l, n, span, b, i, lb, sy, md, mx in zip(
+                lay[starts].tolist(), (ends - starts).tolist(), sums["span"], busy, sums["idle"], sums["launch"],
+                sums["sync"], med.tolist(), idle_us[ends - 1].tolist())]
 
 
 # A median over fewer queued kernels than this is not a measurement (the fusion model then keeps
@@ -508,8 +527,11 @@ def _queued_gaps(sc: _Scan) -> np.ndarray:
     out = np.full(n, -1, dtype=np.int32)
     if n < 2:
         return out
-    kern = np.flatnonzero(k.kind == KIND_KERNEL)
-    o = kern[np.lexsort((sc.s[kern], sc.stream_id[kern]))]
+    kern = sc.order[k.kind[sc.order] == KIND_KERNEL]
+    o = kern[stable_argsort(sc.stream_id[kern])]   # by stream, then start (then row: ties stay in file order)
+    if sc.use_c:
+        _gapscan.queued_gaps(o, sc.stream_id, sc.launch, sc.s, sc.e, sc.l_e, sc.l_is_launch & ~sc.l_is_graph, out)
+        return out
     cur, prev = o[1:], o[:-1]
     li = sc.launch[cur]
     ok = (sc.stream_id[cur] == sc.stream_id[prev]) & (li >= 0)

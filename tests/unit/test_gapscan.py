@@ -116,6 +116,41 @@ def test_scan_c_is_the_numpy_scan_in_chunks(drawn, classify):
         _both(sc, rows, key, classify, True)
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(activities())
+def test_queued_gaps_c_is_numpy(drawn):
+    model, _, tolerance_us = drawn
+    sc = tlmod._Scan(model, tolerance_us)
+    fast = tlmod._queued_gaps(sc)
+    sc.use_c = False
+    assert fast.tolist() == tlmod._queued_gaps(sc).tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3), st.integers(0, 10**6), st.integers(0, 10**6),
+                          st.integers(0, 10**6), st.integers(0, 10**6)), min_size=1, max_size=40, unique_by=lambda x: x[:2]))
+def test_layer_sums_are_a_loop_per_layer(windows):
+    """`_layers` sums a scan's (pass, layer) windows per layer at once: the same figures as a loop
+    over the layers with np.median and max per layer (how they were computed before)."""
+    width = 4
+    windows = sorted(windows)
+    r = {"key": np.array([p * width + l for p, l, *_ in windows], np.int64)}
+    for i, name in enumerate(("idle", "launch", "sync")):
+        r[name] = np.array([w[2 + i] for w in windows], np.int64)
+    r["span"] = r["idle"] + np.array([w[5] for w in windows], np.int64)
+    want = []
+    lay = r["key"] % width
+    for l in np.unique(lay).tolist():
+        m = lay == l
+        idle = r["idle"][m] / 1000.0
+        want.append(tlmod.LayerIdle(
+            layer=int(l), passes=int(m.sum()), span_us=float(r["span"][m].sum()) / 1000.0,
+            busy_us=float((r["span"][m] - r["idle"][m]).sum()) / 1000.0, idle_us=float(r["idle"][m].sum()) / 1000.0,
+            launch_bound_us=float(r["launch"][m].sum()) / 1000.0, sync_us=float(r["sync"][m].sum()) / 1000.0,
+            idle_median_us=float(np.median(idle)), idle_max_us=float(idle.max())))
+    assert tlmod._layers(r, width) == want
+
+
 @contextmanager
 def numpy_scan():
     was = tlmod._Scan.use_c
@@ -161,19 +196,26 @@ def test_real_traces_same_timeline(path):
     _assert_same_timelines(model)
 
 
-def test_bad_indices_are_an_error_not_a_crash():
+def test_bad_input_is_an_error_not_a_crash():
     s = np.arange(4, dtype=np.int64)
     z = np.zeros(0, np.int64)
-    out = np.empty((len(tlmod._C_FIELDS), 2), np.int64)
-    args = (s, s + 1, np.zeros(4, np.int64), np.full(4, -1, np.int64), z, z, np.zeros(4, bool), z, z, out, 0, 1)
-    assert _gapscan.scan(np.array([0, 3]), np.zeros(2, np.int64), *args, True, True) == 1
+    args = (s, s + 1, np.zeros(4, np.int64), np.full(4, -1, np.int64), z, z, np.zeros(4, bool), z, z, 0, 1)
+    out = np.frombuffer(_gapscan.scan(np.array([0, 3]), np.zeros(2, np.int64), *args, True, True), np.int64)
+    assert out.reshape(len(tlmod._C_FIELDS), -1)[:, 0].tolist() == [0, 0, 2, 4, 2, 0, 0, 2, 1, 2, 2]
     with pytest.raises(IndexError):
         _gapscan.scan(np.array([0, 4]), np.zeros(2, np.int64), *args, True, True)
     with pytest.raises(IndexError):   # a launch row past the launch table
         _gapscan.scan(np.array([0, 3]), np.zeros(2, np.int64), s, s + 1, np.zeros(4, np.int64),
-                      np.full(4, 2, np.int64), z, z, np.zeros(4, bool), z, z, out, 0, 1, True, True)
+                      np.full(4, 2, np.int64), z, z, np.zeros(4, bool), z, z, 0, 1, True, True)
+    with pytest.raises(IndexError):   # a stream past the count of streams
+        _gapscan.scan(np.array([0, 3]), np.zeros(2, np.int64), s, s + 1, np.full(4, 1, np.int64), *args[3:],
+                      True, True)
     with pytest.raises(ValueError):   # int32 where int64 is read
         _gapscan.scan(np.array([0, 3], np.int32), np.zeros(2, np.int64), *args, True, True)
-    with pytest.raises(ValueError):   # no room for the figures
-        _gapscan.scan(np.array([0, 3]), np.zeros(2, np.int64), *args[:-3], out[:, :1].copy(), 0, 1, True, True)
-    assert _gapscan.scan(np.array([3, 0]), np.array([1, 0]), *args, True, True) == -1   # keys descending
+    with pytest.raises(ValueError):   # fewer keys than rows
+        _gapscan.scan(np.array([0, 3]), np.zeros(1, np.int64), *args, True, True)
+    assert _gapscan.scan(np.array([3, 0]), np.array([1, 0]), *args, True, True) is None   # keys descending
+    gaps = np.full(4, -1, np.int32)
+    with pytest.raises(IndexError):
+        _gapscan.queued_gaps(np.array([0, 5]), np.zeros(4, np.int64), np.zeros(4, np.int64), s, s + 1, z,
+                             np.zeros(0, bool), gaps)

@@ -238,35 +238,55 @@ done:
 
 /* Per kernel row: the gap (ns) after the previous kernel on its stream when its launch call had
  * returned before that kernel ended (it was queued), else -1 (timeline.py `_queued_gaps`). `order`:
- * the kernel rows in (stream, start) order; `plain`: per launch row, a non-graph launch call. */
+ * the rows in time order; each kernel's predecessor on its stream is the last kernel of that stream
+ * met before it (the (stream, start) order's neighbour, without sorting by stream). `plain`: per
+ * launch row, a non-graph launch call. */
 static PyObject *py_queued_gaps(PyObject *self, PyObject *args) {
-    PyObject *o[8];
-    if (!PyArg_ParseTuple(args, "OOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7])) return NULL;
-    Buf bf[8];
+    PyObject *o[9];
+    long long n_streams, kernel_kind;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOLL", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
+                          &n_streams, &kernel_kind))
+        return NULL;
+    Buf bf[9];
     memset(bf, 0, sizeof bf);
     PyObject *ret = NULL;
-    /* order, stream, launch, s, e, l_e, plain, out */
-    if (get(o[0], &bf[0], 0, 8, 0, "order") < 0 || get(o[3], &bf[3], 0, 8, 0, "s") < 0 ||
-        get(o[5], &bf[5], 0, 8, 0, "l_e") < 0)
+    i64 *last = NULL;
+    /* order, kind, stream, launch, s, e, l_e, plain, out */
+    if (get(o[0], &bf[0], 0, 8, 0, "order") < 0 || get(o[4], &bf[4], 0, 8, 0, "s") < 0 ||
+        get(o[6], &bf[6], 0, 8, 0, "l_e") < 0)
         goto done;
     {
-        i64 m = bf[0].v.len / 8, nk = bf[3].v.len / 8, nl = bf[5].v.len / 8;
-        if (get(o[1], &bf[1], 0, 8, nk, "stream") < 0 || get(o[2], &bf[2], 0, 8, nk, "launch") < 0 ||
-            get(o[4], &bf[4], 0, 8, nk, "e") < 0 || get(o[6], &bf[6], 0, 1, nl, "plain") < 0 ||
-            get(o[7], &bf[7], 1, 4, nk, "out") < 0)
+        i64 m = bf[0].v.len / 8, nk = bf[4].v.len / 8, nl = bf[6].v.len / 8;
+        if (get(o[1], &bf[1], 0, 1, nk, "kind") < 0 || get(o[2], &bf[2], 0, 8, nk, "stream") < 0 ||
+            get(o[3], &bf[3], 0, 8, nk, "launch") < 0 || get(o[5], &bf[5], 0, 8, nk, "e") < 0 ||
+            get(o[7], &bf[7], 0, 1, nl, "plain") < 0 || get(o[8], &bf[8], 1, 4, nk, "out") < 0)
             goto done;
-        const i64 *order = bf[0].v.buf, *stream = bf[1].v.buf, *launch = bf[2].v.buf, *s = bf[3].v.buf,
-                  *e = bf[4].v.buf, *l_e = bf[5].v.buf;
-        const uint8_t *plain = bf[6].v.buf;
-        int32_t *out = bf[7].v.buf;
+        if (n_streams < 0 || n_streams > nk + 1) {
+            PyErr_SetString(PyExc_ValueError, "n_streams out of range");
+            goto done;
+        }
+        last = PyMem_Malloc(sizeof(i64) * (size_t)(n_streams ? n_streams : 1));
+        if (last == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (i64 k = 0; k < n_streams; k++) last[k] = -1;
+        const i64 *order = bf[0].v.buf, *stream = bf[2].v.buf, *launch = bf[3].v.buf, *s = bf[4].v.buf,
+                  *e = bf[5].v.buf, *l_e = bf[6].v.buf;
+        const int8_t *kind = bf[1].v.buf;
+        const uint8_t *plain = bf[7].v.buf;
+        int32_t *out = bf[8].v.buf;
         int bad = 0;
         Py_BEGIN_ALLOW_THREADS
-        for (i64 i = 0; i < m && !bad; i++) {
+        for (i64 i = 0; i < m; i++) {
             i64 cur = order[i];
             if (cur < 0 || cur >= nk) { bad = 1; break; }
-            if (i == 0) continue;
-            i64 prev = order[i - 1], li = launch[cur];
-            if (stream[cur] != stream[prev] || li < 0) continue;
+            if (kind[cur] != kernel_kind) continue;
+            i64 st = stream[cur];
+            if (st < 0 || st >= n_streams) { bad = 1; break; }
+            i64 prev = last[st], li = launch[cur];
+            last[st] = cur;
+            if (prev < 0 || li < 0) continue;
             if (li >= nl) { bad = 1; break; }
             if (!plain[li] || l_e[li] > e[prev]) continue;
             i64 gap = s[cur] - e[prev];
@@ -274,14 +294,72 @@ static PyObject *py_queued_gaps(PyObject *self, PyObject *args) {
         }
         Py_END_ALLOW_THREADS
         if (bad) {
-            PyErr_SetString(PyExc_IndexError, "a row or launch index out of range");
+            PyErr_SetString(PyExc_IndexError, "a row, stream or launch index out of range");
             goto done;
         }
         ret = Py_None;
         Py_INCREF(ret);
     }
 done:
-    for (int k = 0; k < 8; k++)
+    PyMem_Free(last);
+    for (int k = 0; k < 9; k++)
+        if (bf[k].held) PyBuffer_Release(&bf[k].v);
+    return ret;
+}
+
+/* The launch statistics' one pass over kernel rows in time order (timeline.py `launch_stats`):
+ * per launch row, the start of the first kernel it launched (first[], left as it is for calls that
+ * launched none); back: (kernels launched by a plain call, those that ran shorter than their call).
+ * Rows that are not kernels, have no call or whose call is no launch call are passed over. */
+static PyObject *py_launch_firsts(PyObject *self, PyObject *args) {
+    PyObject *o[9];
+    long long kernel_kind;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOL", &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8],
+                          &kernel_kind))
+        return NULL;
+    Buf bf[9];
+    memset(bf, 0, sizeof bf);
+    PyObject *ret = NULL;
+    /* rows, kind, launch, s, e, is_launch, is_graph, call_dur, first */
+    if (get(o[0], &bf[0], 0, 8, 0, "rows") < 0 || get(o[3], &bf[3], 0, 8, 0, "s") < 0 ||
+        get(o[7], &bf[7], 0, 8, 0, "call_dur") < 0)
+        goto done;
+    {
+        i64 m = bf[0].v.len / 8, nk = bf[3].v.len / 8, nl = bf[7].v.len / 8;
+        if (get(o[1], &bf[1], 0, 1, nk, "kind") < 0 || get(o[2], &bf[2], 0, 8, nk, "launch") < 0 ||
+            get(o[4], &bf[4], 0, 8, nk, "e") < 0 || get(o[5], &bf[5], 0, 1, nl, "is_launch") < 0 ||
+            get(o[6], &bf[6], 0, 1, nl, "is_graph") < 0 || get(o[8], &bf[8], 1, 8, nl, "first") < 0)
+            goto done;
+        const i64 *rows = bf[0].v.buf, *launch = bf[2].v.buf, *s = bf[3].v.buf, *e = bf[4].v.buf,
+                  *call_dur = bf[7].v.buf;
+        const int8_t *kind = bf[1].v.buf;
+        const uint8_t *is_launch = bf[5].v.buf, *is_graph = bf[6].v.buf;
+        i64 *first = bf[8].v.buf;
+        i64 plain = 0, shorter = 0;
+        int bad = 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (i64 i = 0; i < m; i++) {
+            i64 r = rows[i];
+            if (r < 0 || r >= nk) { bad = 1; break; }
+            i64 li = launch[r];
+            if (kind[r] != kernel_kind || li < 0) continue;
+            if (li >= nl) { bad = 1; break; }
+            if (!is_launch[li]) continue;
+            if (s[r] < first[li]) first[li] = s[r];
+            if (!is_graph[li]) {
+                plain++;
+                shorter += e[r] - s[r] < call_dur[li];
+            }
+        }
+        Py_END_ALLOW_THREADS
+        if (bad) {
+            PyErr_SetString(PyExc_IndexError, "a row or launch index out of range");
+            goto done;
+        }
+        ret = Py_BuildValue("LL", (long long)plain, (long long)shorter);
+    }
+done:
+    for (int k = 0; k < 9; k++)
         if (bf[k].held) PyBuffer_Release(&bf[k].v);
     return ret;
 }
@@ -292,7 +370,11 @@ static PyMethodDef methods[] = {
      "per_stream) -> bytearray of int64 (figure, window), or None when key is not ascending: see "
      "kerneldiff.core.analysis.timeline"},
     {"queued_gaps", py_queued_gaps, METH_VARARGS,
-     "queued_gaps(order, stream, launch, s, e, l_e, plain, out): in place, see timeline._queued_gaps"},
+     "queued_gaps(order, kind, stream, launch, s, e, l_e, plain, out, n_streams, kernel_kind): in place, see "
+     "timeline._queued_gaps"},
+    {"launch_firsts", py_launch_firsts, METH_VARARGS,
+     "launch_firsts(rows, kind, launch, s, e, is_launch, is_graph, call_dur, first, kernel_kind) -> "
+     "(plain, shorter); first in place: see timeline._Scan.launch_stats"},
     {NULL, NULL, 0, NULL},
 };
 

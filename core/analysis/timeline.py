@@ -64,6 +64,7 @@ SYNC_RE = re.compile(r"^(cuda|cu|hip)\w*Synchronize|^(cuda|cu|hip)Memcpy(?!\w*As
 DTOH_RE = re.compile(r"DtoH|D2H|Device\s*->\s*(Host|Pinned|Pageable)", re.IGNORECASE)
 
 CAT_LAUNCH, CAT_SYNC, CAT_OTHER = 0, 1, 2
+_NONE = np.iinfo(np.int64).max   # no kernel (yet): the first start of a launch call's kernels
 # what a scan returns per window, in the order of _gapscan.c's output rows
 _C_FIELDS = ("key", "first", "count", "span", "idle", "launch", "sync", "other", "gaps", "summed", "stream_busy")
 _NS = 1000.0
@@ -197,14 +198,35 @@ def _streams(device: np.ndarray, stream: np.ndarray) -> tuple[np.ndarray, int]:
     structured rows, ~0.14 s for 257k kernels)."""
     if len(device) == 0:
         return np.zeros(0, np.int64), 0
-    d, s = device.astype(np.int64), stream.astype(np.int64)
+    d, s = np.asarray(device, dtype=np.int64), np.asarray(stream, dtype=np.int64)
     d0, s0 = int(d.min()), int(s.min())
     dw, sw = int(d.max()) - d0 + 1, int(s.max()) - s0 + 1
     if dw * sw >= 1 << 62:
         uniq, inv = np.unique(np.stack([d, s], axis=1), axis=0, return_inverse=True)
         return inv.reshape(-1).astype(np.int64), int(len(np.unique(uniq[:, 0])))
-    uniq, inv = small_unique((d - d0) * sw + (s - s0), dw * sw)
+    # (d - d0) * sw + (s - s0), one new array (one device, the usual case: s - s0)
+    pair = np.subtract(s, s0)
+    if dw > 1:
+        pair += (d - d0) * sw
+    uniq, inv = small_unique(pair, dw * sw)
     return inv, int(len(np.unique(uniq // sw)))
+
+
+def _ns(ts: np.ndarray, dur: np.ndarray, t0: float) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end as integer ns from t0: round((ts - t0) * 1000) and the start plus
+    round(max(dur, 0) * 1000) (np.round is rint), in place: two new arrays where the plain
+    expressions made nine, each a fresh buffer whose pages fault in on first touch (~0.4 ms apiece
+    at 257k rows)."""
+    x = np.subtract(ts, t0, dtype=np.float64)
+    x *= _NS
+    np.rint(x, out=x)
+    s = x.astype(np.int64)
+    np.maximum(dur, 0.0, out=x)
+    x *= _NS
+    np.rint(x, out=x)
+    e = x.astype(np.int64)
+    e += s
+    return s, e
 
 
 class _Scan:
@@ -216,8 +238,7 @@ class _Scan:
         n = len(k)
         ts = k.ts
         self.t0 = float(ts.min()) if n else 0.0
-        self.s = np.round((ts - self.t0) * _NS).astype(np.int64)
-        self.e = self.s + np.round(np.maximum(k.dur, 0.0) * _NS).astype(np.int64)
+        self.s, self.e = _ns(ts, k.dur, self.t0)
         if n > 1 and not bool(np.all(self.s[1:] >= self.s[:-1])):
             self.order = np.argsort(self.s, kind="stable")
         else:
@@ -225,8 +246,7 @@ class _Scan:
         self.tol = int(round(tolerance_us * _NS))
         self.launch = k.launch.astype(np.int64)
         # launch calls, in the same clock (launch rows are read only through kernels that link to them)
-        self.l_s = np.round((L.ts - self.t0) * _NS).astype(np.int64)
-        self.l_e = self.l_s + np.round(np.maximum(L.dur, 0.0) * _NS).astype(np.int64)
+        self.l_s, self.l_e = _ns(L.ts, L.dur, self.t0)
         self.l_is_launch = name_mask(model, L.name, LAUNCH_RE)
         self.l_is_graph = name_mask(model, L.name, GRAPH_RE) & self.l_is_launch
         sync = name_mask(model, L.name, SYNC_RE)
@@ -386,25 +406,33 @@ class _Scan:
 
     def launch_stats(self, rows: np.ndarray) -> LaunchStats:
         k = self.model.kernels
-        li = self.launch[rows]
-        ok = (k.kind[rows] == KIND_KERNEL) & (li >= 0)
-        ok[ok] = self.l_is_launch[li[ok]]
-        rows, li = rows[ok], li[ok]
-        if len(rows) == 0:
-            return LaunchStats()
-        calls, inv = small_unique(li, len(self.l_s))   # launch rows: a table, not a sort
-        first = np.full(len(calls), np.iinfo(np.int64).max, dtype=np.int64)
-        np.minimum.at(first, inv, self.s[rows])
         call_dur = self.l_e - self.l_s
+        if self.use_c:   # one pass, a first start per launch row
+            first = np.full(len(call_dur), _NONE, dtype=np.int64)
+            plain, shorter = _gapscan.launch_firsts(np.ascontiguousarray(rows, dtype=np.int64), k.kind, self.launch,
+                                                    self.s, self.e, self.l_is_launch, self.l_is_graph, call_dur,
+                                                    first, KIND_KERNEL)
+            calls = np.flatnonzero(first != _NONE)
+            first = first[calls]
+        else:
+            li = self.launch[rows]
+            ok = (k.kind[rows] == KIND_KERNEL) & (li >= 0)
+            ok[ok] = self.l_is_launch[li[ok]]
+            rows, li = rows[ok], li[ok]
+            calls, inv = small_unique(li, len(self.l_s))   # launch rows: a table, not a sort
+            first = np.full(len(calls), _NONE, dtype=np.int64)
+            np.minimum.at(first, inv, self.s[rows])
+            pr = rows[~self.l_is_graph[li]]
+            plain = len(pr)
+            shorter = int(np.count_nonzero(self.e[pr] - self.s[pr] < call_dur[li[~self.l_is_graph[li]]]))
+        if len(calls) == 0:
+            return LaunchStats()
         api = call_dur[calls] / _NS
         delay = np.maximum(first - self.l_e[calls], 0) / _NS
-        plain = ~self.l_is_graph[li]
-        pr = rows[plain]
-        shorter = int(np.count_nonzero(self.e[pr] - self.s[pr] < call_dur[li[plain]]))
         qa, qd = np.percentile(api, [50, 95]), np.percentile(delay, [50, 95])
         return LaunchStats(launches=int(len(calls)), api_p50_us=float(qa[0]), api_p95_us=float(qa[1]),
                            delay_p50_us=float(qd[0]), delay_p95_us=float(qd[1]),
-                           kernels_launched=int(len(pr)), kernels_shorter_than_launch=shorter)
+                           kernels_launched=int(plain), kernels_shorter_than_launch=int(shorter))
 
 
 def timeline(model: TraceModel, phase: str = "all", tolerance_us: float = LAUNCH_TOLERANCE_US,
@@ -527,11 +555,12 @@ def _queued_gaps(sc: _Scan) -> np.ndarray:
     out = np.full(n, -1, dtype=np.int32)
     if n < 2:
         return out
+    if sc.use_c:
+        _gapscan.queued_gaps(sc.order, k.kind, sc.stream_id, sc.launch, sc.s, sc.e, sc.l_e,
+                             sc.l_is_launch & ~sc.l_is_graph, out, sc.streams, KIND_KERNEL)
+        return out
     kern = sc.order[k.kind[sc.order] == KIND_KERNEL]
     o = kern[stable_argsort(sc.stream_id[kern])]   # by stream, then start (then row: ties stay in file order)
-    if sc.use_c:
-        _gapscan.queued_gaps(o, sc.stream_id, sc.launch, sc.s, sc.e, sc.l_e, sc.l_is_launch & ~sc.l_is_graph, out)
-        return out
     cur, prev = o[1:], o[:-1]
     li = sc.launch[cur]
     ok = (sc.stream_id[cur] == sc.stream_id[prev]) & (li >= 0)

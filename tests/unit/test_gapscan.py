@@ -217,5 +217,11 @@ def test_bad_input_is_an_error_not_a_crash():
     assert _gapscan.scan(np.array([3, 0]), np.array([1, 0]), *args, True, True) is None   # keys descending
     gaps = np.full(4, -1, np.int32)
     with pytest.raises(IndexError):
-        _gapscan.queued_gaps(np.array([0, 5]), np.zeros(4, np.int64), np.zeros(4, np.int64), s, s + 1, z,
-                             np.zeros(0, bool), gaps)
+        _gapscan.queued_gaps(np.array([0, 5]), np.zeros(4, np.int8), np.zeros(4, np.int64), np.zeros(4, np.int64),
+                             s, s + 1, z, np.zeros(0, bool), gaps, 1, 0)
+    with pytest.raises(IndexError):   # a launch row past the launch table
+        _gapscan.launch_firsts(np.array([0, 1]), np.zeros(4, np.int8), np.full(4, 1, np.int64), s, s + 1,
+                               np.ones(1, bool), np.zeros(1, bool), np.ones(1, np.int64), np.zeros(1, np.int64), 0)
+    with pytest.raises(IndexError):   # a stream past the count of streams
+        _gapscan.queued_gaps(np.array([0, 1]), np.zeros(4, np.int8), np.full(4, 3, np.int64),
+                             np.zeros(4, np.int64), s, s + 1, z, np.zeros(0, bool), gaps, 1, 0)

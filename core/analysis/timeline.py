@@ -66,8 +66,8 @@ DTOH_RE = re.compile(r"DtoH|D2H|Device\s*->\s*(Host|Pinned|Pageable)", re.IGNORE
 
 CAT_LAUNCH, CAT_SYNC, CAT_OTHER = 0, 1, 2
 _NONE = np.iinfo(np.int64).max   # no kernel (yet): the first start of a launch call's kernels
-# what a scan returns per window, in the order of _gapscan.c's output rows
-_C_FIELDS = ("key", "first", "count", "span", "idle", "launch", "sync", "other", "gaps", "summed", "stream_busy")
+# what a scan returns per window, in the order of _gapscan.c's output rows; the last two with `streams`
+_SCAN_FIELDS = ("key", "first", "count", "span", "idle", "launch", "sync", "other", "gaps", "summed", "stream_busy")
 _NS = 1000.0
 
 
@@ -246,6 +246,7 @@ class _Scan:
             self.order = np.arange(n)
         self.tol = int(round(tolerance_us * _NS))
         self.launch = k.launch.astype(np.int64)
+        self.kind = np.ascontiguousarray(k.kind, dtype=np.int8)   # as the C reads it (a view may be strided)
         # launch calls, in the same clock (launch rows are read only through kernels that link to them)
         self.l_s, self.l_e = _ns(L.ts, L.dur, self.t0)
         self.l_is_launch = name_mask(model, L.name, LAUNCH_RE)
@@ -292,13 +293,13 @@ class _Scan:
         if out is None:   # keys not ascending: stable, so time order stays inside each window
             o = stable_argsort(key)
             out = _gapscan.scan(rows[o], key[o], *tables, self.tol, self.streams, classify, streams)
-        out = np.frombuffer(out, dtype=np.int64).reshape(len(_C_FIELDS), -1)
-        return {name: out[i] for i, name in enumerate(_C_FIELDS) if streams or name not in ("summed", "stream_busy")}
+        out = np.frombuffer(out, dtype=np.int64).reshape(len(_SCAN_FIELDS), -1)
+        return {name: out[i] for i, name in enumerate(_SCAN_FIELDS[:None if streams else -2])}
 
     def _scan_numpy(self, rows, key, classify, streams) -> dict[str, np.ndarray]:
         if len(rows) == 0:
             z = np.zeros(0, dtype=np.int64)
-            return {name: z for name in _C_FIELDS if streams or name not in ("summed", "stream_busy")}
+            return {name: z for name in _SCAN_FIELDS[:None if streams else -2]}
         if len(key) > 1 and not bool(np.all(key[1:] >= key[:-1])):
             o = stable_argsort(key)   # stable: time order inside each window
             rows, key = rows[o], key[o]
@@ -410,7 +411,7 @@ class _Scan:
         call_dur = self.l_e - self.l_s
         if self.use_c:   # one pass, a first start per launch row
             first = np.full(len(call_dur), _NONE, dtype=np.int64)
-            plain, shorter = _gapscan.launch_firsts(np.ascontiguousarray(rows, dtype=np.int64), k.kind, self.launch,
+            plain, shorter = _gapscan.launch_firsts(np.ascontiguousarray(rows, dtype=np.int64), self.kind, self.launch,
                                                     self.s, self.e, self.l_is_launch, self.l_is_graph, call_dur,
                                                     first, KIND_KERNEL)
             calls = np.flatnonzero(first != _NONE)
@@ -423,9 +424,10 @@ class _Scan:
             calls, inv = small_unique(li, len(self.l_s))   # launch rows: a table, not a sort
             first = np.full(len(calls), _NONE, dtype=np.int64)
             np.minimum.at(first, inv, self.s[rows])
-            pr = rows[~self.l_is_graph[li]]
+            by_plain = ~self.l_is_graph[li]
+            pr = rows[by_plain]
             plain = len(pr)
-            shorter = int(np.count_nonzero(self.e[pr] - self.s[pr] < call_dur[li[~self.l_is_graph[li]]]))
+            shorter = int(np.count_nonzero(self.e[pr] - self.s[pr] < call_dur[li[by_plain]]))
         if len(calls) == 0:
             return LaunchStats()
         api = call_dur[calls] / _NS
@@ -557,7 +559,7 @@ def _queued_gaps(sc: _Scan) -> np.ndarray:
     if n < 2:
         return out
     if sc.use_c:
-        _gapscan.queued_gaps(sc.order, k.kind, sc.stream_id, sc.launch, sc.s, sc.e, sc.l_e,
+        _gapscan.queued_gaps(sc.order, sc.kind, sc.stream_id, sc.launch, sc.s, sc.e, sc.l_e,
                              sc.l_is_launch & ~sc.l_is_graph, out, sc.streams, KIND_KERNEL)
         return out
     kern = sc.order[k.kind[sc.order] == KIND_KERNEL]

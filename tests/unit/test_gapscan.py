@@ -127,8 +127,8 @@ def test_queued_gaps_c_is_numpy(drawn):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3), st.integers(0, 10**6), st.integers(0, 10**6),
-                          st.integers(0, 10**6), st.integers(0, 10**6)), min_size=1, max_size=40, unique_by=lambda x: x[:2]))
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3), *[st.integers(0, 10**6)] * 4),
+                min_size=1, max_size=40, unique_by=lambda x: x[:2]))
 def test_layer_sums_are_a_loop_per_layer(windows):
     """`_layers` sums a scan's (pass, layer) windows per layer at once: the same figures as a loop
     over the layers with np.median and max per layer (how they were computed before)."""
@@ -201,7 +201,7 @@ def test_bad_input_is_an_error_not_a_crash():
     z = np.zeros(0, np.int64)
     args = (s, s + 1, np.zeros(4, np.int64), np.full(4, -1, np.int64), z, z, np.zeros(4, bool), z, z, 0, 1)
     out = np.frombuffer(_gapscan.scan(np.array([0, 3]), np.zeros(2, np.int64), *args, True, True), np.int64)
-    assert out.reshape(len(tlmod._C_FIELDS), -1)[:, 0].tolist() == [0, 0, 2, 4, 2, 0, 0, 2, 1, 2, 2]
+    assert out.reshape(len(tlmod._SCAN_FIELDS), -1)[:, 0].tolist() == [0, 0, 2, 4, 2, 0, 0, 2, 1, 2, 2]
     with pytest.raises(IndexError):
         _gapscan.scan(np.array([0, 4]), np.zeros(2, np.int64), *args, True, True)
     with pytest.raises(IndexError):   # a launch row past the launch table

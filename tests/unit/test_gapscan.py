@@ -126,31 +126,6 @@ def test_queued_gaps_c_is_numpy(drawn):
     assert fast.tolist() == tlmod._queued_gaps(sc).tolist()
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3), *[st.integers(0, 10**6)] * 4),
-                min_size=1, max_size=40, unique_by=lambda x: x[:2]))
-def test_layer_sums_are_a_loop_per_layer(windows):
-    """`_layers` sums a scan's (pass, layer) windows per layer at once: the same figures as a loop
-    over the layers with np.median and max per layer (how they were computed before)."""
-    width = 4
-    windows = sorted(windows)
-    r = {"key": np.array([p * width + l for p, l, *_ in windows], np.int64)}
-    for i, name in enumerate(("idle", "launch", "sync")):
-        r[name] = np.array([w[2 + i] for w in windows], np.int64)
-    r["span"] = r["idle"] + np.array([w[5] for w in windows], np.int64)
-    want = []
-    lay = r["key"] % width
-    for l in np.unique(lay).tolist():
-        m = lay == l
-        idle = r["idle"][m] / 1000.0
-        want.append(tlmod.LayerIdle(
-            layer=int(l), passes=int(m.sum()), span_us=float(r["span"][m].sum()) / 1000.0,
-            busy_us=float((r["span"][m] - r["idle"][m]).sum()) / 1000.0, idle_us=float(r["idle"][m].sum()) / 1000.0,
-            launch_bound_us=float(r["launch"][m].sum()) / 1000.0, sync_us=float(r["sync"][m].sum()) / 1000.0,
-            idle_median_us=float(np.median(idle)), idle_max_us=float(idle.max())))
-    assert tlmod._layers(r, width) == want
-
-
 @contextmanager
 def numpy_scan():
     was = tlmod._Scan.use_c

@@ -25,7 +25,7 @@ from kerneldiff.core.compare.ledger import build as build_ledger, exposed_commun
 from kerneldiff.core.compare.op_fusion import gemm_op_keys
 from kerneldiff.core.compare.throughput import attach as attach_throughput
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
-from kerneldiff.core.numbers import ratio, stable_argsort
+from kerneldiff.core.numbers import median, percentile, ratio, stable_argsort
 
 PHASE_CHOICES = PHASE_FILTERS
 TOP_N = 3
@@ -257,15 +257,34 @@ class _LayerGroups:
         cuts = np.flatnonzero(np.diff(self.layer)) + 1
         bounds = np.concatenate(([0], cuts, [len(self.layer)])).tolist()
         self.ranges = {int(self.layer[a]): (a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a}
+        self._sides: dict[int, LayerSide] | None = None
 
     def side(self, l: int) -> LayerSide:
         if l not in self.ranges:
             return LayerSide()
-        a, b = self.ranges[l]
-        per_pass = self.total[a:b]
-        return LayerSide(total_us=float(per_pass.sum()), kernels=int(self.length[a:b].sum()),
-                         passes=b - a, median_us=float(np.median(per_pass)),
-                         p90_us=float(np.percentile(per_pass, 90)), spread_us=_spread(per_pass))
+        if self._sides is None:
+            self._sides = self._all_sides()
+        return self._sides[l]
+
+    def _all_sides(self) -> dict[int, LayerSide]:
+        """Every layer's LayerSide, the layers with as many passes taken as the rows of one matrix:
+        one numpy call per statistic and pass count, not per layer (numpy sums, medians and
+        percentiles of a contiguous matrix's rows are those of each row on its own, bit for bit)."""
+        by_passes: dict[int, list[int]] = {}
+        for l, (a, b) in self.ranges.items():
+            by_passes.setdefault(b - a, []).append(l)
+        out = {}
+        for n, ls in by_passes.items():
+            mat = np.stack([self.total[slice(*self.ranges[l])] for l in ls])
+            tot, med = mat.sum(axis=1).tolist(), np.median(mat, axis=1)
+            p90 = np.percentile(mat, 90, axis=1).tolist()
+            spread = (1.4826 * np.median(np.abs(mat - med[:, None]), axis=1)).tolist() \
+                if n >= MIN_SPREAD_PASSES else [None] * len(ls)
+            for i, l in enumerate(ls):
+                a, b = self.ranges[l]
+                out[l] = LayerSide(total_us=tot[i], kernels=int(self.length[a:b].sum()), passes=n,
+                                   median_us=float(med[i]), p90_us=p90[i], spread_us=spread[i])
+        return out
 
     def modal(self, l: int) -> tuple[tuple, np.ndarray, np.ndarray] | None:
         """The most common kernel-name sequence of a layer (the earliest on a tie), the duration
@@ -293,7 +312,7 @@ def _spread(per_pass: np.ndarray) -> float | None:
     pass among 47 decode passes is a different workload, not spread."""
     if len(per_pass) < MIN_SPREAD_PASSES:
         return None
-    return float(1.4826 * np.median(np.abs(per_pass - np.median(per_pass))))
+    return float(1.4826 * median(np.abs(per_pass - median(per_pass))))
 
 
 def _gap_spread(a: LayerSide, b: LayerSide) -> float | None:
@@ -309,7 +328,7 @@ def _mark_noise(rows: list[LayerRow]) -> None:
     spreads = [r.spread_us for r in rows]
     if not rows or any(s is None for s in spreads):
         return
-    typical = float(np.median([r.gap_us for r in rows]))
+    typical = median([r.gap_us for r in rows])
     for r in rows:
         r.noise = abs(r.gap_us - typical) <= r.spread_us
 
@@ -324,8 +343,8 @@ def _outside(v: _View) -> LayerSide:
     ok = steps >= 0
     per = np.bincount(steps[ok], weights=d[ok])[np.bincount(steps[ok]) > 0] if ok.any() else np.zeros(0)
     return LayerSide(total_us=float(d.sum()), kernels=int(len(pos)), passes=int(len(per)),
-                     median_us=float(np.median(per)) if len(per) else 0.0,
-                     p90_us=float(np.percentile(per, 90)) if len(per) else 0.0, spread_us=_spread(per))
+                     median_us=median(per) if len(per) else 0.0,
+                     p90_us=percentile(per, 90) if len(per) else 0.0, spread_us=_spread(per))
 
 
 def _layers(ga: _LayerGroups, gb: _LayerGroups, compared: bool = True) -> list[LayerRow]:

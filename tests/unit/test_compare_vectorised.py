@@ -7,6 +7,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kerneldiff.core.compare.engine import (_column_stats, _LayerGroups, _row_ids, _segment_sums, _top_ids,
                           _View, stats_of)
@@ -100,6 +102,9 @@ def test_layer_groups_match_a_per_group_walk(demo_models, classifier, rng):
             assert (side.passes, side.kernels) == (len(passes), sum(map(len, passes)))
             assert side.total_us == float(np.array(totals).sum())
             assert side.median_us == float(np.median(totals))
+            assert side.p90_us == float(np.percentile(totals, 90))
+            t = np.array(totals)
+            assert side.spread_us == (float(1.4826 * np.median(np.abs(t - np.median(t)))) if len(t) >= 3 else None)
             sigs = [tuple(v.name[p].tolist()) for p in passes]
             sig, _ = Counter(sigs).most_common(1)[0]
             same = [p for p, s in zip(passes, sigs) if s == sig]
@@ -122,3 +127,41 @@ def test_grouped_stats_equal_stats_of_each_group_bit_for_bit(rng):
     groups = [g for g in np.split(order, cuts[cuts < len(d)]) if len(g)]
     got = _grouped_stats(d, groups, float(d.sum()))
     assert got == [stats_of(d[g], float(d.sum())) for g in groups]
+
+
+def _same_float(x: float, y: float) -> bool:
+    return (x != x and y != y) or (x == y and np.copysign(1.0, x) == np.copysign(1.0, y))
+
+
+_FLOATS = st.lists(st.one_of(st.floats(width=64), st.sampled_from([0.0, -0.0, 1.0, np.inf, -np.inf, 5e-324, 1e308])),
+                   min_size=1, max_size=300)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_FLOATS, st.sampled_from([0, 1, 5, 25, 50, 75, 90, 95, 99, 99.9, 100]))
+def test_small_median_and_percentile_are_numpys(values, q):
+    """core.numbers.median/percentile (a Python sort below SMALL values) against numpy's own, bit
+    for bit, infinities, ±0 and NaN included."""
+    from kerneldiff.core.numbers import median, percentile
+
+    a = np.array(values, dtype=float)
+    with np.errstate(all="ignore"):
+        assert _same_float(percentile(a, q), float(np.percentile(a, q)))
+        assert _same_float(median(a), float(np.median(a)))
+        assert _same_float(median(values), float(np.median(a)))
+
+
+def test_shape_positions_equal_isin(demo_models, classifier, rng):
+    """The throughput side's kernel positions per work id, grouped once, against np.isin per shape."""
+    from kerneldiff.core.compare.throughput import _Side
+
+    for m in demo_models.values():
+        side = _Side(_View("a", m, "all", classifier), None)
+        at = side._positions_by_work()
+        works = sorted({int(w) for w in side.kw.tolist() if w >= 0})
+        assert sorted(at) == works
+        for _ in range(20):
+            wids = rng.choice(works, min(len(works), int(rng.integers(1, 4))), replace=False).tolist() if works else []
+            parts = [at[i] for i in wids]
+            got = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.intp)
+            assert np.array_equal(got, np.flatnonzero(np.isin(side.kw, wids)))

@@ -165,3 +165,48 @@ def test_shape_positions_equal_isin(demo_models, classifier, rng):
             parts = [at[i] for i in wids]
             got = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.intp)
             assert np.array_equal(got, np.flatnonzero(np.isin(side.kw, wids)))
+
+
+_SPANS = st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 3_000)), max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_SPANS, _SPANS)
+def test_exposed_length_is_the_two_unions_difference(compute, comm):
+    """The ledger's exposed communication, |compute ∪ comm| − |compute| taken from one merge of the
+    compute kernels, against the two unions it replaces (integer ns: equal exactly)."""
+    from kerneldiff.core.analysis.timeline import merge_intervals
+    from kerneldiff.core.compare.ledger import _covered
+
+    def union(spans):
+        s = np.array([a for a, _ in spans], dtype=np.int64)
+        e = np.array([a + d for a, d in spans], dtype=np.int64)
+        return merge_intervals(s, e)
+
+    def length(spans) -> int:
+        s, e = union(spans)
+        return int((e - s).sum())
+
+    ms, me = union(comm)
+    cs, ce = union(compute)
+    assert int((me - ms).sum()) - _covered(ms, me, cs, ce) == length(compute + comm) - length(compute)
+
+
+def test_ledger_groups_equal_one_key_per_row(demo_models, classifier):
+    """The ledger's (family, name, operator) groups, keyed by ranks, against np.unique of a key per row."""
+    from kerneldiff.core.compare.ledger import _groups, _ns
+
+    for m in demo_models.values():
+        v = _View("a", m, "all", classifier)
+        op = v._take(m.kernels.cpu_op)
+        op_name = np.where(op >= 0, m.cpu_ops.name[np.maximum(op, 0)], -1).astype(np.int64)
+        rows = list(zip(v.gcat.tolist(), v.name.tolist(), op_name.tolist()))
+        expected: dict = {}
+        for (g, n, o), d in zip(rows, _ns(v.dur).tolist()):
+            key = (v.groups[g], m.strings[n], m.strings[o] if o >= 0 else "")
+            c, t = expected.get(key, (0, 0))
+            expected[key] = (c + 1, t + d)
+        got = _groups(v)
+        assert got == expected
+        # in the order of the integer keys (family id, name id, operator id)
+        assert list(got) == [(v.groups[g], m.strings[n], m.strings[o] if o >= 0 else "") for g, n, o in sorted(set(rows))]

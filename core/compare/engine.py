@@ -25,7 +25,7 @@ from kerneldiff.core.compare.ledger import build as build_ledger, exposed_commun
 from kerneldiff.core.compare.op_fusion import gemm_op_keys
 from kerneldiff.core.compare.throughput import attach as attach_throughput
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
-from kerneldiff.core.numbers import median, percentile, ratio, stable_argsort
+from kerneldiff.core.numbers import median, percentile, ratio, row_percentiles, stable_argsort
 
 PHASE_CHOICES = PHASE_FILTERS
 TOP_N = 3
@@ -79,6 +79,7 @@ class _View:
         gmap = np.array([self.gindex[g] for g in families] + [self.gindex["Other"]], dtype=np.int32)
         self.gcat = gmap[self._take(k.cat)]  # category id -1 (unclassified) indexes the trailing "Other"
         self._cpu_op: np.ndarray | None = None
+        self._by_category: dict[str, np.ndarray] | None = None
         steps = self._take(k.step)
         steps = steps[steps >= 0]
         self.passes = max(int(np.count_nonzero(np.bincount(steps))) if len(steps) else 0, 1)
@@ -97,12 +98,16 @@ class _View:
         return np.nonzero(self.gcat == g)[0] if g is not None else np.array([], dtype=np.int64)
 
     def by_category(self) -> dict[str, np.ndarray]:
-        """category family -> positions (into self.rows) of its kernels."""
-        if len(self.gcat) == 0:
-            return {}
-        order = stable_argsort(self.gcat)
-        cuts = np.flatnonzero(np.diff(self.gcat[order])) + 1
-        return {self.groups[int(self.gcat[grp[0]])]: grp for grp in np.split(order, cuts)}
+        """category family -> positions (into self.rows) of its kernels (computed once: the
+        operations and the throughput both read it; read-only)."""
+        if self._by_category is None:
+            self._by_category = {}
+            if len(self.gcat):
+                order = stable_argsort(self.gcat)
+                order.flags.writeable = False
+                cuts = np.flatnonzero(np.diff(self.gcat[order])) + 1
+                self._by_category = {self.groups[int(self.gcat[grp[0]])]: grp for grp in np.split(order, cuts)}
+        return self._by_category
 
     def top_names(self, pos: np.ndarray, n: int = TOP_N) -> list[str]:
         if len(pos) == 0:
@@ -168,7 +173,7 @@ def _column_stats(mat: np.ndarray) -> list[Stats]:
         return [Stats() for _ in range(cols)]
     rows = np.ascontiguousarray(mat.T)
     tot = rows.sum(axis=1).tolist()
-    q = np.percentile(rows, [50, 90, 95], axis=1).tolist()
+    q = row_percentiles(rows, [50, 90, 95])
     lo, hi = rows.min(axis=1).tolist(), rows.max(axis=1).tolist()
     return [Stats(count=n, total_us=tot[i], mean_us=tot[i] / n, median_us=q[0][i], min_us=lo[i],
                   p90_us=q[1][i], p95_us=q[2][i], max_us=hi[i]) for i in range(cols)]

@@ -100,7 +100,7 @@ def _residual(v, claimed: np.ndarray):
     keep = ~claimed
     r = copy.copy(v)
     r.rows, r.dur, r.name, r.gcat = v.rows[keep], v.dur[keep], v.name[keep], v.gcat[keep]
-    r.all_rows, r._cpu_op = False, None
+    r.all_rows, r._cpu_op, r._by_category = False, None, None
     r.total = float(r.dur.sum())
     return r
 

@@ -210,3 +210,22 @@ def test_ledger_groups_equal_one_key_per_row(demo_models, classifier):
         assert got == expected
         # in the order of the integer keys (family id, name id, operator id)
         assert list(got) == [(v.groups[g], m.strings[n], m.strings[o] if o >= 0 else "") for g, n, o in sorted(set(rows))]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 12), st.integers(1, 40), st.data())
+def test_row_percentiles_are_numpys(n_rows, n_cols, data):
+    """core.numbers.row_percentiles (one sort of the rows) against np.percentile(axis=1), bit for bit:
+    ties, infinities, NaN and ±0 included."""
+    from kerneldiff.core.numbers import row_percentiles
+
+    cells = data.draw(st.lists(st.one_of(st.floats(width=64), st.sampled_from([0.0, -0.0, 1.0, 2.0, np.inf, -np.inf])),
+                               min_size=n_rows * n_cols, max_size=n_rows * n_cols))
+    rows = np.array(cells, dtype=float).reshape(n_rows, n_cols)
+    qs = [50, 90, 95, 0, 100, 33.3]
+    with np.errstate(all="ignore"):
+        got = row_percentiles(rows, qs)
+        want = np.percentile(rows, qs, axis=1).tolist()
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert all(_same_float(x, y) for x, y in zip(g, w)), (g, w)

@@ -65,6 +65,7 @@ class _View:
     def __init__(self, key: str, model: TraceModel, phase: str, classifier) -> None:
         self.key = key
         self.m = model
+        self.phase = phase
         k = model.kernels
         mask = compared_mask(model, phase)   # like with like: work cut by the profiler's window left out
         self.rows = np.nonzero(mask)[0]

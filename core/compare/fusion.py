@@ -34,7 +34,7 @@ import numpy as np
 from kerneldiff.core.compare import swap
 from kerneldiff.core.compare.result import FusionFinding, LayerAlignment
 from kerneldiff.core.analysis.flops import kernels_bytes
-from kerneldiff.core.analysis.timeline import dispatch_gap, kernel_floor
+from kerneldiff.core.analysis.side_readings import launch_costs
 from kerneldiff.core.compare.fusion_model import estimate, params_for, with_measured_dispatch
 from kerneldiff.core.compare.op_fusion import cap_saving, find_op_fusions
 from kerneldiff.core.names.display import short_name
@@ -130,9 +130,10 @@ def _find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[
     lab = {"a": labels[0], "b": labels[1]}
     other = {"a": "b", "b": "a"}
     # each side's launches priced at what a launch costs its GPU in this trace (see fusion_model)
-    params = {s: with_measured_dispatch(params_for(v.m.info.gpu, overrides), *dispatch_gap(v.m, v.rows),
-                                        kernel_floor(v.m, v.rows))
-              for s, v in full.items()}
+    params = {}
+    for s, v in full.items():
+        (gap, queued), floor = launch_costs(v.m, v.phase)   # read from this side alone: see side_readings
+        params[s] = with_measured_dispatch(params_for(v.m.info.gpu, overrides), gap, queued, floor)
     full_counts = {"a": _counts(va), "b": _counts(vb)}
     op_findings, claimed = find_op_fusions(full, lab, classifier, alignments, full_counts, params, estimate)
     # the category-level detectors read what no op-level finding explains

@@ -164,16 +164,22 @@ class Timeline:
 
 def name_mask(model: TraceModel, names: np.ndarray, pattern: re.Pattern) -> np.ndarray:
     """names (string ids) matching a pattern, as a boolean array; one regex test per distinct name."""
+    return name_masks(model, names, [pattern])[0]
+
+
+def name_masks(model: TraceModel, names: np.ndarray, patterns: list[re.Pattern]) -> list[np.ndarray]:
+    """[name_mask(model, names, p) for p in patterns], the distinct names found once."""
     if len(names) == 0:
-        return np.zeros(0, dtype=bool)
+        return [np.zeros(0, dtype=bool) for _ in patterns]
     if int(names.min()) < -1 or int(names.max()) >= len(model.strings):
         ids, inv = np.unique(names, return_inverse=True)
         ids = ids.tolist()
     else:   # ids from -1 (no name) up: told apart by a table the size of the string table, not a sort
         shifted, inv = small_unique(names.astype(np.int64) + 1, len(model.strings) + 1)
         ids = (shifted - 1).tolist()
-    hit = np.array([i >= 0 and bool(pattern.search(model.strings[int(i)])) for i in ids], dtype=bool)
-    return hit[inv.reshape(-1)]
+    inv = inv.reshape(-1)
+    text = [model.strings[int(i)] if i >= 0 else None for i in ids]
+    return [np.array([t is not None and bool(p.search(t)) for t in text], dtype=bool)[inv] for p in patterns]
 
 
 def merge_intervals(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -24,7 +24,7 @@ import re
 
 import numpy as np
 
-from kerneldiff.core.analysis.timeline import LAUNCH_RE, SYNC_RE, Timeline, merge_intervals, name_mask
+from kerneldiff.core.analysis.timeline import LAUNCH_RE, SYNC_RE, Timeline, merge_intervals, name_masks
 from kerneldiff.core.compare.result import LedgerEntry
 from kerneldiff.core.numbers import small_unique
 
@@ -167,14 +167,14 @@ def _clip(s, e, ws, we):
 _LEAD_GAP_US = 20.0   # a guard check ends a few µs before the compiled region it leads into
 
 
-def _lead_in(m, ws: np.ndarray, we: np.ndarray) -> np.ndarray:
+def _lead_in(m, ws: np.ndarray, we: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Pass windows moved back to where the host began the pass. A pass read from its kernels'
     launches (graph-replayed decode, say) starts inside the compiled region that runs it, after
     that region's guard check: both are this pass's host time (recorded: `TorchDynamo Cache Lookup`
     ends ~2 µs before `Torch-Compiled Region` starts, which encloses the pass's first launch). A
-    window never reaches back over the previous one."""
+    window never reaches back over the previous one. `rows`: the cpu_ops of guard checks and
+    compiled regions."""
     c = m.cpu_ops
-    rows = np.flatnonzero(name_mask(m, c.name, GUARD_RE) | name_mask(m, c.name, COMPILED_RE))
     if len(rows) == 0:
         return ws
     ts, end = c.ts[rows], c.ts[rows] + np.maximum(c.dur[rows], 0.0)
@@ -205,15 +205,15 @@ def host_time(v, per_pass: bool) -> dict:
     o = np.argsort(ws)
     ws, we = ws[o], we[o]
     L, c = m.launches, m.cpu_ops
-    ws = _lead_in(m, ws, we)
+    # each table's distinct names found once for all its patterns
+    launch, sync = name_masks(m, L.name, [LAUNCH_RE, SYNC_RE])
+    guard, compiled, compile_id = name_masks(m, c.name, [GUARD_RE, COMPILED_RE, COMPILE_ID_RE])
+    ws = _lead_in(m, ws, we, np.flatnonzero(guard | compiled))
     span = float((we - ws).sum())
 
-    def rows_matching(table, pattern):
-        return np.flatnonzero(name_mask(m, table.name, pattern))
-
     groups = []
-    for table, pattern in ((L, LAUNCH_RE), (L, SYNC_RE), (c, GUARD_RE), (c, COMPILED_RE)):
-        r = rows_matching(table, pattern)
+    for table, mask in ((L, launch), (L, sync), (c, guard), (c, compiled)):
+        r = np.flatnonzero(mask)
         groups.append(_clip(table.ts[r], table.ts[r] + np.maximum(table.dur[r], 0.0), ws, we))
     parts, acc_s, acc_e, before = [], np.zeros(0), np.zeros(0), 0.0
     for gs, ge in groups:
@@ -223,7 +223,7 @@ def host_time(v, per_pass: bool) -> dict:
         before = covered
     div = len(steps) if per_pass else 1
     compile_ids = sorted({mt.group(0).removeprefix("Torch-Compiled Region: ")
-                          for r in rows_matching(c, COMPILE_ID_RE).tolist()
+                          for r in np.flatnonzero(compile_id).tolist()
                           if (mt := COMPILE_ID_RE.match(m.strings[int(c.name[r])]))})
     frames: dict[str, int] = {}
     for cid in compile_ids:

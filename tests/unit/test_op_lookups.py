@@ -10,7 +10,7 @@ import pytest
 
 from conftest import real_trace
 from kerneldiff.core.analysis import passes
-from kerneldiff.core.analysis.timeline import name_mask
+from kerneldiff.core.analysis.timeline import name_mask, name_masks
 from kerneldiff.core.ingest.loader import load
 
 
@@ -34,3 +34,6 @@ def test_first_op_of_each_pass_and_name_masks(name, classifier):
             ids, inv = np.unique(names, return_inverse=True)
             want = np.array([i >= 0 and bool(pattern.search(m.strings[int(i)])) for i in ids.tolist()], bool)[inv]
             assert np.array_equal(name_mask(m, names, pattern), want)
+        pats = [re.compile(r"^(cuda|hip)"), re.compile(r"mm|gemm", re.I), re.compile("Torch-Compiled")]
+        assert all(np.array_equal(got, name_mask(m, table.name, p))
+                   for got, p in zip(name_masks(m, table.name, pats), pats))   # several patterns, one look

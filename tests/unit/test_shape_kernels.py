@@ -117,3 +117,46 @@ def test_qwen_pair_shape_kernels_add_up_and_point_at_their_shape():
                     dims = json.loads(d.input_dims)
                     first = dims[1] if shape.op == "aten::addmm" else dims[0]
                     assert first[-2:] == [shape.m, shape.k]
+
+
+def test_shapes_kernels_grouped_at_once_equal_one_shape_at_a_time(classifier):
+    """`_Side.kernels` groups every shape's kernels at once, by (shape, kernel name): each shape's
+    list equals the one grouping it alone gives, figure for figure (real H100 Llama trace, whose
+    shapes share kernel names; and overlapping, random sets of positions)."""
+    import numpy as np
+
+    from kerneldiff.core.compare.engine import _View
+    from kerneldiff.core.compare.throughput import _Side
+    from kerneldiff.core.ingest.loader import load
+
+    m = load(str(real_trace("h100_llama_eager_sdpa.json.gz")), classifier=classifier, use_cache=False)
+    side = _Side(_View("a", m, "all", classifier), None)
+    shapes = [p for p in side._positions_by_work().values()][:60]
+    rng = np.random.default_rng(3)
+    shapes += [np.sort(rng.choice(len(side.kw), int(rng.integers(1, 400)), replace=False)) for _ in range(20)]
+    together = side.kernels(shapes)
+    assert together == [_one_shape(side, p) for p in shapes]
+    assert any(len(k) > 1 for k in together)
+
+
+def _one_shape(side, pos):
+    """The kernels of one shape, grouped on their own (the form `_Side.kernels` had per shape)."""
+    import numpy as np
+
+    from kerneldiff.core.analysis.browse import _groups
+    from kerneldiff.core.compare.throughput import _DURATIONS, KernelShare
+    from kerneldiff.core.numbers import ratio
+
+    names = side.v.name[pos]
+    uniq, stats, first = _groups(names, side.v.dur[pos], side.v.total)
+    inv = np.searchsorted(uniq, names)
+    flops = np.bincount(inv, weights=side.flops[pos], minlength=len(uniq))
+    math = np.bincount(inv, weights=side.share[pos], minlength=len(uniq)) > 0
+    tot = np.array([s.total_us for s in stats])
+    out = []
+    for i in np.lexsort((uniq, -tot))[:TOP_KERNELS].tolist():
+        s = stats[i]
+        fps = ratio(float(flops[i]), s.total_us * 1e-6) if math[i] else None
+        out.append(KernelShare(side.m.strings[int(uniq[i])], tflops=fps / 1e12 if fps is not None else None,
+                               row=int(side.v.rows[pos[first[i]]]), **{f: getattr(s, f) for f in _DURATIONS}))
+    return out

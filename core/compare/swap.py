@@ -8,6 +8,7 @@ the sides swapped, by construction.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 
 from kerneldiff.core.compare.op_fusion import group_note
@@ -32,9 +33,13 @@ def _full_key(v) -> tuple:
 
 
 def pair(p: KernelPair) -> KernelPair:
-    return replace(p, a_name=p.b_name, b_name=p.a_name, a_category=p.b_category, b_category=p.a_category,
-                   a=p.b, b=p.a, ratio=(1.0 / p.ratio) if p.ratio else None, gap_us=-p.gap_us,
-                   a_row=p.b_row, b_row=p.a_row, a_rule=p.b_rule, b_rule=p.a_rule)
+    # a copy with the sides' fields exchanged: what dataclasses.replace gives, without its per-call
+    # field walk (a layer's every pair is mirrored: ~1,400 pairs on the dense pair)
+    q = copy.copy(p)
+    q.a_name, q.b_name, q.a_category, q.b_category = p.b_name, p.a_name, p.b_category, p.a_category
+    q.a, q.b, q.ratio, q.gap_us = p.b, p.a, (1.0 / p.ratio) if p.ratio else None, -p.gap_us
+    q.a_row, q.b_row, q.a_rule, q.b_rule = p.b_row, p.a_row, p.b_rule, p.a_rule
+    return q
 
 
 def group(g: PairGroup) -> PairGroup:

@@ -229,3 +229,19 @@ def test_row_percentiles_are_numpys(n_rows, n_cols, data):
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert all(_same_float(x, y) for x, y in zip(g, w)), (g, w)
+
+
+def test_mirrored_pair_is_replace_with_the_sides_exchanged():
+    """swap.pair copies the pair with its sides' fields exchanged: what dataclasses.replace gives."""
+    from dataclasses import fields, replace
+
+    from kerneldiff.core.compare.result import KernelPair, Stats
+    from kerneldiff.core.compare.swap import pair
+
+    p = KernelPair(3, "ka", None, "GEMM", None, Stats(count=2, total_us=4.0), Stats(), 2.0, 1.5, False,
+                   fusion_note="note", fusion_kind="only_on", a_row=7, b_row=-1, a_rule="r", b_rule="", group=2)
+    want = replace(p, a_name=p.b_name, b_name=p.a_name, a_category=p.b_category, b_category=p.a_category,
+                   a=p.b, b=p.a, ratio=0.5, gap_us=-1.5, a_row=p.b_row, b_row=p.a_row, a_rule=p.b_rule, b_rule=p.a_rule)
+    got = pair(p)
+    assert got == want and got is not p and p.a_name == "ka"
+    assert [f.name for f in fields(got)] == [f.name for f in fields(p)]

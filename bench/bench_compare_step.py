@@ -1,6 +1,6 @@
 """CPU time of the comparison step (`Session.compare`), stage by stage, on loaded pairs.
 
-    python bench/bench_compare_step.py                      # the real pairs and the dense 2x60 MB pair
+    python bench/bench_compare_step.py                      # the real pairs, the dense 2x60 MB pair, recorded pairs
     python bench/bench_compare_step.py --repeat 9 --profile # + cProfile of one call per pair
 
 Each pair is loaded once and each side's own readings (work, timeline) computed first, as the CLI's
@@ -32,6 +32,9 @@ PAIRS = {
     "eager/compiled": (TRACES / "h100_llama_eager_sdpa.json.gz", TRACES / "h100_llama_compiled.json.gz"),
     "mi300x/h100 qwen": (TRACES / "mi300x_qwen1.5-0.5b_hf.json.gz", TRACES / "h100_qwen1.5-0.5b_hf.json.gz"),
     "dense 2x60MB": (DENSE / "dense_60MB_1.json", DENSE / "dense_60MB_2.json"),
+    # decode runs recorded on a GPU (bench/gpu/record_dense.py), when someone has recorded them
+    "recorded h100/h200 graphs": (DENSE / "recorded" / "h100_dense_graphs.json", DENSE / "recorded" / "h200_dense_graphs.json"),
+    "recorded graphs/compiled": (DENSE / "recorded" / "h100_dense_graphs.json", DENSE / "recorded" / "h100_dense_compiled.json"),
 }
 # engine.compare's stages, as the names it calls them by
 STAGES = ["_View", "_operations", "_LayerGroups", "_layers", "timeline", "_outside", "_alignments", "find_fusions",

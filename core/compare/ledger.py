@@ -20,7 +20,9 @@ compiled-region calls and the rest (Python and dispatch): what stands behind lau
 
 from __future__ import annotations
 
+import math
 import re
+from bisect import bisect_left
 
 import numpy as np
 
@@ -178,15 +180,21 @@ def _lead_in(m, ws: np.ndarray, we: np.ndarray, rows: np.ndarray) -> np.ndarray:
     if len(rows) == 0:
         return ws
     ts, end = c.ts[rows], c.ts[rows] + np.maximum(c.dur[rows], 0.0)
-    out = ws.copy()
-    for i in range(len(ws)):
-        floor = we[i - 1] if i else -np.inf
+    # in start order, a window's candidates [floor, start) are one run, found by bisection, and the
+    # earliest hit is the first one in it (a scan of every call per pass: ~10 ms over 512 passes)
+    order = np.argsort(ts, kind="stable")
+    ts, end = ts[order].tolist(), end[order].tolist()
+    out = ws.tolist()
+    floors = [-math.inf] + we.tolist()[:-1]
+    for i in range(len(out)):
+        lo = bisect_left(ts, floors[i])
         while True:   # region enclosing the start, then the guard just before it
-            hit = (ts < out[i]) & (ts >= floor) & (end >= out[i] - _LEAD_GAP_US)
-            if not hit.any():
+            hi, reach = bisect_left(ts, out[i], lo), out[i] - _LEAD_GAP_US
+            j = next((j for j in range(lo, hi) if end[j] >= reach), None)
+            if j is None:
                 break
-            out[i] = float(ts[hit].min())
-    return out
+            out[i] = ts[j]
+    return np.array(out, dtype=ws.dtype)
 
 
 def host_time(v, per_pass: bool) -> dict:

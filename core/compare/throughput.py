@@ -30,12 +30,17 @@ TOP_KERNELS = 4
 _DURATIONS = [f.name for f in fields(Durations)]   # a kernel's figures, copied into its KernelShare
 
 
-def _distinct(ids: np.ndarray) -> int:
-    """len(np.unique(ids)), from a sort: np.unique's hashing costs ~40 µs a call, ~240 calls a pair."""
+def _distinct(ids: np.ndarray, group: np.ndarray, groups: int) -> list[int]:
+    """[len(np.unique(ids[group == g])) for g in range(groups)], from one sort of (group, id)."""
     if len(ids) == 0:
-        return 0
-    s = np.sort(ids)
-    return int(np.count_nonzero(s[1:] != s[:-1])) + 1
+        return [0] * groups
+    ids = ids.astype(np.int64)
+    lo = int(ids.min())
+    width = int(ids.max()) - lo + 1
+    key = np.sort(group * width + (ids - lo))
+    first = np.ones(len(key), dtype=bool)
+    first[1:] = key[1:] != key[:-1]
+    return np.bincount(key[first] // width, minlength=groups).tolist()
 
 
 def _pct(x: float | None, of: float | None) -> float | None:
@@ -77,17 +82,28 @@ class _Side:
         self.op = v.m.kernels.cpu_op[rows]
         pk = np.array([(peaks.flops(x.peak) if peaks is not None else None) or np.nan for x in w.works] + [np.nan])
         self.peak = pk[np.where(self.kw >= 0, self.kw, len(w.works))]   # FLOP/s per kernel, NaN unknown
-        self._by_work: dict[int, np.ndarray] | None = None
 
-    def _positions_by_work(self) -> dict[int, np.ndarray]:
-        """work id -> positions of its kernels (ascending), computed once for both kinds."""
-        if self._by_work is None:
-            order = stable_argsort(self.kw)
-            ids = self.kw[order]
-            cuts = np.flatnonzero(ids[1:] != ids[:-1]) + 1
-            self._by_work = {int(self.kw[g[0]]): g for g in np.split(order, cuts) if self.kw[g[0]] >= 0} \
-                if len(order) else {}
-        return self._by_work
+    def shape_positions(self, kind: str) -> list[tuple[tuple, list[int], np.ndarray]]:
+        """(shape key, its work ids, the positions of its kernels, ascending) for every shape of one
+        kind that has kernels in the view, in the order of the works: what
+        np.flatnonzero(np.isin(self.kw, wids)) gives per shape, from one sort by shape (a pass over
+        every kernel per shape cost ~10 ms on a trace of ~100 shapes)."""
+        works = self.work.works
+        groups: dict[tuple, list[int]] = {}
+        for i, x in enumerate(works):
+            if x.kind == kind:
+                groups.setdefault(_key(x), []).append(i)
+        if not groups:
+            return []
+        shape_of = np.full(len(works) + 1, -1, dtype=np.int64)     # the last: kernels without work
+        for g, wids in enumerate(groups.values()):
+            shape_of[wids] = g
+        shape = shape_of[self.kw]
+        mine = np.flatnonzero(shape >= 0)
+        order = mine[stable_argsort(shape[mine])]
+        counts = np.bincount(shape[mine], minlength=len(groups))
+        parts = np.split(order, np.cumsum(counts)[:-1])
+        return [(key, wids, pos) for (key, wids), pos in zip(groups.items(), parts) if len(pos)]
 
     def kernels(self, shapes: list[np.ndarray]) -> list[list[KernelShare]]:
         """For the kernels at each array of positions (one shape's): its kernels by name, longest
@@ -123,29 +139,20 @@ class _Side:
     def shapes(self, kind: str) -> dict[tuple, tuple[OpWork, ShapeSide]]:
         """Shape key -> (a representative work, this side's figures), for the works of one kind."""
         works = self.work.works
-        ids = [i for i, x in enumerate(works) if x.kind == kind]
-        if not ids:
-            return {}
-        groups: dict[tuple, list[int]] = {}
-        for i in ids:
-            groups.setdefault(_key(works[i]), []).append(i)
-        at = self._positions_by_work()
-        found = []
-        for key, wids in groups.items():
-            parts = [at[i] for i in wids if i in at]
-            # the positions np.flatnonzero(np.isin(self.kw, wids)) gives, without a pass over every
-            # kernel per shape (a trace of ~100 shapes spent ~10 ms there)
-            pos = np.sort(np.concatenate(parts)) if len(parts) > 1 else parts[0] if parts else np.zeros(0, dtype=np.intp)
-            if len(pos):
-                found.append((key, wids, pos))
+        found = self.shape_positions(kind)
         out = {}
-        for (key, wids, pos), kernels in zip(found, self.kernels([pos for _, _, pos in found])):
+        if not found:
+            return out
+        every = np.concatenate([pos for _, _, pos in found])
+        shape = np.repeat(np.arange(len(found)), [len(pos) for _, _, pos in found])
+        calls = _distinct(self.op[every], shape, len(found))
+        names = _distinct(self.v.name[every], shape, len(found))
+        kernels = self.kernels([pos for _, _, pos in found])
+        for (key, wids, pos), n, n_names, ks in zip(found, calls, names, kernels):
             total = float(self.v.dur[pos].sum())
             w0 = works[wids[0]]
-            n = _distinct(self.op[pos])
             side = ShapeSide(calls=n, total_us=total, mean_us=total / n,
-                             ops=sorted({works[i].op for i in wids}), kernels=kernels,
-                             kernel_names=_distinct(self.v.name[pos]))
+                             ops=sorted({works[i].op for i in wids}), kernels=ks, kernel_names=n_names)
             for f, val in _roof(n * w0.flops, n * w0.bytes, total * 1e-6, self.peaks, w0.peak).items():
                 setattr(side, f, val)
             out[key] = (w0, side)

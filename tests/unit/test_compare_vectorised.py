@@ -151,20 +151,28 @@ def test_small_median_and_percentile_are_numpys(values, q):
         assert _same_float(median(values), float(np.median(a)))
 
 
-def test_shape_positions_equal_isin(demo_models, classifier, rng):
-    """The throughput side's kernel positions per work id, grouped once, against np.isin per shape."""
-    from kerneldiff.core.compare.throughput import _Side
+def test_shape_positions_equal_isin(demo_models, classifier):
+    """The throughput side's kernel positions per shape, from one sort by shape, against np.isin of
+    the shape's work ids; and the distinct operators and names per shape against np.unique."""
+    from kerneldiff.core.compare.throughput import GEMM, ATTENTION, _distinct, _key, _Side
 
     for m in demo_models.values():
         side = _Side(_View("a", m, "all", classifier), None)
-        at = side._positions_by_work()
-        works = sorted({int(w) for w in side.kw.tolist() if w >= 0})
-        assert sorted(at) == works
-        for _ in range(20):
-            wids = rng.choice(works, min(len(works), int(rng.integers(1, 4))), replace=False).tolist() if works else []
-            parts = [at[i] for i in wids]
-            got = np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.intp)
-            assert np.array_equal(got, np.flatnonzero(np.isin(side.kw, wids)))
+        for kind in (GEMM, ATTENTION):
+            found = side.shape_positions(kind)
+            want = {}
+            for i, w in enumerate(side.work.works):
+                if w.kind == kind:
+                    want.setdefault(_key(w), []).append(i)
+            want = [(k, wids, np.flatnonzero(np.isin(side.kw, wids))) for k, wids in want.items()]
+            want = [x for x in want if len(x[2])]
+            assert [(k, w) for k, w, _ in found] == [(k, w) for k, w, _ in want]
+            assert all(np.array_equal(p, q) for (_, _, p), (_, _, q) in zip(found, want))
+            if found:
+                every = np.concatenate([p for _, _, p in found])
+                shape = np.repeat(np.arange(len(found)), [len(p) for _, _, p in found])
+                for values in (side.op, side.v.name):
+                    assert _distinct(values[every], shape, len(found)) == [len(np.unique(values[p])) for _, _, p in found]
 
 
 _SPANS = st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 3_000)), max_size=60)
@@ -245,3 +253,32 @@ def test_mirrored_pair_is_replace_with_the_sides_exchanged():
     got = pair(p)
     assert got == want and got is not p and p.a_name == "ka"
     assert [f.name for f in fields(got)] == [f.name for f in fields(p)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2_000), st.integers(0, 300)), max_size=40),
+       st.lists(st.tuples(st.integers(0, 2_000), st.integers(0, 400)), min_size=1, max_size=12))
+def test_lead_in_equals_a_scan_of_every_call(calls, windows):
+    """host_time's pass windows moved back over the guard checks and compiled regions that lead into
+    them, by bisection over the calls in start order, against the scan of every call per window."""
+    from types import SimpleNamespace
+
+    from kerneldiff.core.compare.ledger import _LEAD_GAP_US, _lead_in
+
+    ts = np.array([float(a) for a, _ in calls])
+    dur = np.array([float(d) for _, d in calls])
+    ws = np.sort(np.array([float(a) for a, _ in windows]))
+    we = ws + np.array([float(d) for _, d in windows])
+    m = SimpleNamespace(cpu_ops=SimpleNamespace(ts=ts, dur=dur))
+    rows = np.arange(len(calls))
+    want = ws.copy()
+    end = ts + np.maximum(dur, 0.0)
+    for i in range(len(ws)):
+        floor = we[i - 1] if i else -np.inf
+        while True:
+            hit = (ts < want[i]) & (ts >= floor) & (end >= want[i] - _LEAD_GAP_US)
+            if not hit.any():
+                break
+            want[i] = float(ts[hit].min())
+    got = _lead_in(m, ws, we, rows)
+    assert got.dtype == ws.dtype and got.tolist() == want.tolist()

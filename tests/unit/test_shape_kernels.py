@@ -131,7 +131,7 @@ def test_shapes_kernels_grouped_at_once_equal_one_shape_at_a_time(classifier):
 
     m = load(str(real_trace("h100_llama_eager_sdpa.json.gz")), classifier=classifier, use_cache=False)
     side = _Side(_View("a", m, "all", classifier), None)
-    shapes = [p for p in side._positions_by_work().values()][:60]
+    shapes = [p for _, _, p in side.shape_positions("gemm") + side.shape_positions("attention")]
     rng = np.random.default_rng(3)
     shapes += [np.sort(rng.choice(len(side.kw), int(rng.integers(1, 400)), replace=False)) for _ in range(20)]
     together = side.kernels(shapes)

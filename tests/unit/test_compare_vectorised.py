@@ -263,7 +263,7 @@ def test_lead_in_equals_a_scan_of_every_call(calls, windows):
     them, by bisection over the calls in start order, against the scan of every call per window."""
     from types import SimpleNamespace
 
-    from kerneldiff.core.compare.ledger import _LEAD_GAP_US, _lead_in
+    from kerneldiff.core.analysis.host_time import _LEAD_GAP_US, _lead_in
 
     ts = np.array([float(a) for a, _ in calls])
     dur = np.array([float(d) for _, d in calls])

@@ -138,6 +138,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "browse", "pass_lanes",                  # one trace's totals; one pass on its own time axis
         "devices", "summary",                    # per-device and per-trace summaries
         "timeline", "comm_params", "collectives",   # busy and idle time, streams; collectives
+        "host_time",                             # host time behind launch-bound idle
         "flops", "side_readings",                # work (FLOPs, bytes) per kernel; one side's readings
     ],
     "compare": [

@@ -1,16 +1,17 @@
 """What a comparison reads from one side alone (each kernel's work, the timeline, the fusion
-model's launch costs, the tokens per pass), apart from the engine: a side loaded in a forked child
-computes these there, in parallel with the other."""
+model's launch costs, the tokens per pass, the host time), apart from the engine: a side loaded in
+a forked child computes these there, in parallel with the other."""
 
 from __future__ import annotations
 
 
 def prepare_side(model, phase: str = "all") -> None:
     """Compute the readings a comparison needs from one side alone (each kernel's work, the
-    timeline of `phase`, its launch costs, the tokens per pass), memoised on the model. A side
-    loaded in a forked child does this there, while this process does the other side: ~40% of a
-    comparison's time, run on both cores."""
+    timeline of `phase`, its launch costs, the tokens per pass, the host time), memoised on the
+    model. A side loaded in a forked child does this there, while this process does the other
+    side: ~40% of a comparison's time, run on both cores."""
     from kerneldiff.core.analysis.flops import work_of
+    from kerneldiff.core.analysis.host_time import host_time
     from kerneldiff.core.analysis.passes import pass_tokens
     from kerneldiff.core.analysis.timeline import timeline
 
@@ -18,6 +19,7 @@ def prepare_side(model, phase: str = "all") -> None:
     timeline(model, phase, keep_cut=False)
     launch_costs(model, phase)
     pass_tokens(model)
+    host_time(model, phase)
 
 
 def launch_costs(model, phase: str = "all") -> tuple[tuple[float | None, int], float | None]:

@@ -46,21 +46,27 @@ def _groups(v) -> dict[tuple[str, str, str], tuple[int, int]]:
     # one int64 key per row (np.unique on rows, axis=0, took ~1 s on a 214k-kernel trace), from the
     # names' and operators' ranks among those present: a key space small enough for a table, not a
     # sort (~10 ms a side at 250k kernels), and in the same (family, name, operator) order
-    bound = len(v.m.strings) + 1
-    un, ni = small_unique(v.name.astype(np.int64) + 1, bound)
-    uo, oi = small_unique(op_name + 1, bound)
+    un, ni = _ranks(v.name)
+    uo, oi = _ranks(op_name)
     wn, wo = len(un), len(uo)
     uniq, inv = small_unique((v.gcat.astype(np.int64) * wn + ni) * wo + oi, len(v.groups) * wn * wo)
     n = np.bincount(inv, minlength=len(uniq))
     t = np.bincount(inv, weights=_ns(v.dur), minlength=len(uniq))
     text = v.m.strings
-    un, uo = (un - 1).tolist(), (uo - 1).tolist()
+    un, uo = un.tolist(), uo.tolist()
     for u, c, tt in zip(uniq.tolist(), n.tolist(), t.tolist()):
         rest, o = divmod(u, wo)
         g, name = divmod(rest, wn)
         o, name = uo[o], un[name]
         out[(v.groups[g], text[name] if name >= 0 else "", text[o] if o >= 0 else "")] = (c, int(tt))
     return out
+
+
+def _ranks(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct ids, ascending; each id's rank among them) of a non-empty integer array."""
+    lo = int(ids.min())
+    uniq, rank = small_unique(ids.astype(np.int64) - lo, int(ids.max()) - lo + 1)
+    return uniq + lo, rank
 
 
 def _parts(ca: float, ta: float, cb: float, tb: float) -> tuple[float, float]:

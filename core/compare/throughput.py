@@ -115,14 +115,16 @@ class _Side:
             return []
         pos = np.concatenate(shapes)
         shape = np.repeat(np.arange(len(shapes)), [len(p) for p in shapes])
-        width = len(self.m.strings) + 1                     # name ids from -1 up
-        ids = shape * width + (self.v.name[pos].astype(np.int64) + 1)
+        name = self.v.name[pos].astype(np.int64)
+        lo = int(name.min())
+        width = int(name.max()) - lo + 1
+        ids = shape * width + (name - lo)                  # (shape, name) as one integer, in that order
         uniq, stats, first = _groups(ids, self.v.dur[pos], self.v.total)
         inv = np.searchsorted(uniq, ids)
         flops = np.bincount(inv, weights=self.flops[pos], minlength=len(uniq))
         math = np.bincount(inv, weights=self.share[pos], minlength=len(uniq)) > 0
         tot = np.array([s.total_us for s in stats])
-        names = uniq % width - 1
+        names = uniq % width + lo
         bounds = np.searchsorted(uniq // width, np.arange(len(shapes) + 1)).tolist()
         out = []
         for a, b in zip(bounds[:-1], bounds[1:]):

@@ -391,22 +391,17 @@ def _alignments(ga: _LayerGroups, gb: _LayerGroups, labels: tuple[str, str], cla
             names_b = [vb.m.strings[i] for i in sig_b]
             memo[key] = align(cats_a, names_a, cats_b, names_b, components,
                               gemm_op_keys(va, g_a, cats_a, classifier), gemm_op_keys(vb, g_b, cats_b, classifier))
-        st_a, st_b = stats[2 * n], stats[2 * n + 1]
+        # each side's kernels of the layer as lists: (stats, name, category, row, rule) by index
+        side_a = list(zip(stats[2 * n], *_kernel_fields(va, sig_a, g_a), cats_a))
+        side_b = list(zip(stats[2 * n + 1], *_kernel_fields(vb, sig_b, g_b), cats_b))
         pairs = []
         for p, (i, j) in enumerate(memo[key]):
-            sa = st_a[i] if i is not None else Stats()
-            sb = st_b[j] if j is not None else Stats()
-            ra = int(va.rows[g_a[i]]) if i is not None else -1
-            rb = int(vb.rows[g_b[j]]) if j is not None else -1
-            na = va.m.strings[sig_a[i]] if i is not None else None
-            nb = vb.m.strings[sig_b[j]] if j is not None else None
+            sa, na, ra, rla, ca = side_a[i] if i is not None else (Stats(), None, -1, "", None)
+            sb, nb, rb, rlb, cb = side_b[j] if j is not None else (Stats(), None, -1, "", None)
             pairs.append(KernelPair(
-                position=p, a_name=na, b_name=nb,
-                a_category=cats_a[i] if i is not None else None,
-                b_category=cats_b[j] if j is not None else None,
+                position=p, a_name=na, b_name=nb, a_category=ca, b_category=cb,
                 a=sa, b=sb, ratio=_ratio(sa.mean_us, sb.mean_us), gap_us=sa.mean_us - sb.mean_us,
-                same_kernel=na is not None and na == nb, a_row=ra, b_row=rb,
-                a_rule=va.m.rule(ra) if ra >= 0 else "", b_rule=vb.m.rule(rb) if rb >= 0 else ""))
+                same_kernel=na is not None and na == nb, a_row=ra, b_row=rb, a_rule=rla, b_rule=rlb))
         _annotate_pairs(pairs, labels, components)
         out.append(LayerAlignment(layer=l, pairs=pairs, a_kernels_per_pass=len(sig_a), b_kernels_per_pass=len(sig_b),
                                   a_passes=len(dur_a) if sig_a else 0, b_passes=len(dur_b) if sig_b else 0))
@@ -416,6 +411,14 @@ def _alignments(ga: _LayerGroups, gb: _LayerGroups, labels: tuple[str, str], cla
                      f"{m:,} × {n:,} kernels): their kernel pairs are matched by category and name in a band "
                      "around the diagonal, without name similarity")
     return out
+
+
+def _kernel_fields(v: _View, sig: tuple, pos: np.ndarray) -> tuple[list[str], list[int], list[str]]:
+    """(names, kernel rows, classification rules) of a layer's kernels at positions `pos`."""
+    m = v.m
+    rows = v.rows[pos]
+    return ([m.strings[i] for i in sig], rows.tolist(),
+            [m.rules[r] if r >= 0 else "" for r in m.kernels.rule[rows].tolist()])
 
 
 def _annotate_pairs(pairs: list[KernelPair], labels: tuple[str, str], components: dict[str, list[str]]) -> None:

@@ -11,6 +11,7 @@ activity that takes GPU time: kernels, memcpy and memset (their `kind` column te
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -131,6 +132,23 @@ class LayerSpan:
     end: int
 
 
+def layers_array(layers: list[LayerSpan]) -> np.ndarray:
+    """Layer spans as rows (step, layer, start, end) of one int64 array: how the model cache and
+    a pickled model hold them (a dense decode trace has ~21,000: pickled one object at a time they
+    cost ~20 ms each way)."""
+    n = len(layers)
+    out = np.empty((n, 4), np.int64)
+    for j, name in enumerate(("step", "layer", "start", "end")):
+        out[:, j] = np.fromiter(map(attrgetter(name), layers), np.int64, n)
+    return out
+
+
+def layers_from_array(rows: np.ndarray) -> list[LayerSpan]:
+    """The inverse of layers_array."""
+    rows = np.asarray(rows, np.int64).reshape(-1, 4)
+    return list(map(LayerSpan, *(rows[:, j].tolist() for j in range(4))))
+
+
 @dataclass
 class TraceModel:
     path: str
@@ -157,6 +175,18 @@ class TraceModel:
     # the device read, and the file's per-device totals [{device, kernels, gpu_time_us}]
     device: int | None = None
     devices: list = field(default_factory=list)
+
+    def __getstate__(self) -> dict:
+        # the layer spans as one array (a forked child's model comes back pickled: core.ingest.child_load)
+        state = self.__dict__.copy()
+        state["layers"] = layers_array(self.layers)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state = dict(state)
+        if isinstance(state.get("layers"), np.ndarray):
+            state["layers"] = layers_from_array(state["layers"])
+        self.__dict__.update(state)
 
     # --- small conveniences; heavy analysis lives in other modules ---------------------------
     def memo(self, key: tuple, make):

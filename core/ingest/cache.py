@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from kerneldiff.core.model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_COLUMNS, LAUNCH_COLUMNS, PYTHON_COLUMNS,
-                    LayerSpan, Step, Table, TraceModel)
+                    Step, Table, TraceModel, layers_array, layers_from_array)
 from kerneldiff.core.errors import TraceError
 from kerneldiff.core.names.visible import visible
 from kerneldiff.core.fileio import open_regular
@@ -220,8 +220,7 @@ def put(key: str, model: TraceModel) -> bool:
             for table in TABLES:
                 for col, arr in getattr(model, table).columns.items():
                     arrays[f"{table}.{col}"] = _write_array(f, arr)
-            spans = np.array([[s.step, s.layer, s.start, s.end] for s in model.layers], dtype=np.int64).reshape(-1, 4)
-            arrays["layers"] = _write_array(f, spans)
+            arrays["layers"] = _write_array(f, layers_array(model.layers))
             header = {
                 "format": FORMAT_VERSION, "key": key, "arrays": arrays,
                 "strings": model.strings.strings,
@@ -388,7 +387,7 @@ def _read(f, key: str, size: int) -> TraceModel:
                        strings=StringTable(header["strings"]), **tables,
                        categories=fields.pop("categories"), rules=fields.pop("rules"))
     model.steps = [Step(**s) for s in header["steps"]]
-    model.layers = [LayerSpan(*map(int, row)) for row in arrays["layers"].tolist()]
+    model.layers = layers_from_array(arrays["layers"])
     for name, value in fields.items():
         if name in _MODEL_FIELDS:
             setattr(model, name, value)

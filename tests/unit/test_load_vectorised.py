@@ -129,3 +129,27 @@ def test_name_cache_grows_and_keeps_every_entry():
     assert known.all()
     assert [cache.texts[e] if e >= 0 else None for e in ids.tolist()] == [
         texts[i].decode() if first[i % 700] == i else None for i in range(5000)]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(*[st.integers(-1, 2**40)] * 4), max_size=50))
+def test_layer_spans_through_one_array_and_back(rows):
+    from kerneldiff.core.model import LayerSpan, layers_array, layers_from_array
+
+    spans = [LayerSpan(*r) for r in rows]
+    back = layers_from_array(layers_array(spans))
+    assert back == spans and all(type(getattr(s, f)) is int for s in back for f in ("step", "layer", "start", "end"))
+
+
+def test_a_pickled_model_keeps_its_layers_and_readings(demo_models):
+    """A forked child's model comes back pickled (its layer spans packed into one array)."""
+    import pickle
+
+    from kerneldiff.core.analysis.side_readings import prepare_side
+
+    for model in demo_models.values():
+        prepare_side(model)
+        back = pickle.loads(pickle.dumps(model, protocol=5))
+        assert back.layers == model.layers and len(back.layers) > 0
+        assert back.__dict__.keys() == model.__dict__.keys()
+        assert back.__dict__["_memo"].keys() == model.__dict__["_memo"].keys()   # the readings came along

@@ -35,9 +35,9 @@ import numpy as np
 
 from kerneldiff.core.model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_COLUMNS, LAUNCH_COLUMNS, PYTHON_COLUMNS,
                     Step, Table, TraceModel, layers_array, layers_from_array)
-from kerneldiff.core.errors import TraceError
 from kerneldiff.core.names.visible import visible
-from kerneldiff.core.fileio import open_regular
+from kerneldiff.core.cache_keys import (FINGERPRINT_BLOCK, FINGERPRINT_EDGE, FINGERPRINT_SAMPLES,  # noqa: F401
+                                        cache_dir, code_fingerprint, content_fingerprint, file_identity)
 from kerneldiff.core.strings import StringTable
 
 try:  # ISA-L's CRC32 is several times faster than zlib's
@@ -53,9 +53,6 @@ DEFAULT_MAX = 4 * 10**9
 # 1 KB names would cost gigabytes to encode (and decode on every reopen). Reading such a trace
 # again is cheaper than that; it is not cached. Real traces hold a few MB of names.
 MAX_NAME_CHARS = 128 << 20
-FINGERPRINT_EDGE = 64 * 1024      # head and tail bytes hashed into the key
-FINGERPRINT_BLOCK = 4 * 1024      # ... and this many bytes at each of the samples between
-FINGERPRINT_SAMPLES = 16
 TABLES = {"kernels": KERNEL_COLUMNS, "cpu_ops": CPU_OP_COLUMNS, "launches": LAUNCH_COLUMNS,
           "python": PYTHON_COLUMNS, "annotations": ANNOTATION_COLUMNS}
 # the code that decides what a loaded model contains: every module of these packages (a new one
@@ -64,11 +61,6 @@ _SOURCE_PACKAGES = ("ingest", "analysis", "names")   # names: cuts the classifie
 _SOURCE_MODULES = ("model.py", "strings.py", "errors.py", "gzip_stream.py")
 _MODEL_FIELDS = {f.name for f in dataclasses.fields(TraceModel)}
 _ARRAY_FIELDS = set(TABLES) | {"strings", "layers", "info", "path", "steps"}
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kerneldiff" / "models"
 
 
 _SIZE = re.compile(r"([0-9]{1,15}(?:\.[0-9]{0,6})?)\s*(B|K|KB|M|MB|G|GB|T|TB)?", re.ASCII | re.IGNORECASE)
@@ -128,17 +120,6 @@ def _sources() -> list[Path]:
     return files
 
 
-def code_fingerprint(files: list[Path]) -> str:
-    h = hashlib.sha256()
-    for f in files:
-        h.update(f.name.encode() + b"\0")
-        try:
-            h.update(f.read_bytes())
-        except OSError:
-            h.update(b"missing")
-    return h.hexdigest()
-
-
 def classifier_fingerprint(classifier) -> str:
     """Hash of the effective rules and category metadata (categories decide classes, roles decide
     layers). Rules are NamedTuples: their repr lists every field."""
@@ -149,42 +130,13 @@ def classifier_fingerprint(classifier) -> str:
 
 
 def key_for(path: str | os.PathLike, classifier) -> str | None:
-    """The entry key for a trace file, or None when it cannot be opened as a regular file.
-
-    Size and mtime alone miss an edit in place that restores them (`touch -r`, a tool that
-    preserves times); the key also holds the inode, the ctime (which no user call can set back)
-    and a fingerprint of the content (`content_fingerprint`), for file systems whose ctime
-    cannot be trusted."""
-    try:
-        real = os.path.realpath(path)
-        f, st = open_regular(real)
-    except (OSError, TraceError):
+    """The entry key for a trace file, or None when it cannot be opened as a regular file: the
+    file as it is now (`file_identity`), the code that builds a model and the classifier's rules."""
+    identity = file_identity(path)
+    if identity is None:
         return None
-    try:
-        with f:
-            sample = content_fingerprint(f.fileno(), st.st_size)
-    except OSError:
-        return None
-    parts = [FORMAT_VERSION, _code_fingerprint(), real, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
-             st.st_ctime_ns, sample, classifier_fingerprint(classifier)]
+    parts = [FORMAT_VERSION, _code_fingerprint(), *identity, classifier_fingerprint(classifier)]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:40]
-
-
-def content_fingerprint(fd: int, size: int) -> str:
-    """A hash of the first and last FINGERPRINT_EDGE bytes and FINGERPRINT_SAMPLES blocks spread
-    evenly between them: ~200 KB read whatever the size (a few ms cold, well under 1 ms cached),
-    where hashing a 1 GB file would take a second. It sees any change to the head (metadata),
-    the tail (a rewritten or appended end), or a sampled block."""
-    h = hashlib.blake2b(digest_size=16)
-    offsets = [0, max(0, size - FINGERPRINT_EDGE)]
-    inner = size - 2 * FINGERPRINT_EDGE
-    if inner > 0:
-        offsets[1:1] = [FINGERPRINT_EDGE + inner * i // (FINGERPRINT_SAMPLES + 1)
-                        for i in range(1, FINGERPRINT_SAMPLES + 1)]
-    for i, off in enumerate(offsets):
-        n = FINGERPRINT_EDGE if i in (0, len(offsets) - 1) else FINGERPRINT_BLOCK
-        h.update(os.pread(fd, n, off))
-    return h.hexdigest()
 
 
 def entry_path(key: str) -> Path:

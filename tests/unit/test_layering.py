@@ -85,6 +85,7 @@ LAYERS: list[set[str]] = [
     {"names", "strings", "numbers", "phase_names", "demo"},
     {"errors"},           # the one error type (its messages show paths through names.visible)
     {"fileio", "gzip_stream", "model"},    # files opened safely, gzip inflated; the columnar trace model
+    {"cache_keys"},       # where caches live, and their keys: a file as it is now, the code
     {"aie", "synth"},     # AIE (NPU) traces, read and analysed on their own; the synthetic trace generator
     {"ingest"},           # a trace file into a model (its probe asks aie.detect whether a trace is AIE's)
     {"analysis"},         # readings of one model: names, classes, passes, phases, layers, timeline, work

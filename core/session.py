@@ -115,6 +115,9 @@ class Session:
     fork_pair: bool = False  # load B in a forked child beside A (the CLI: main thread, no progress)
     kind: str = "kineto"
     device: int | None = None   # a file holding several devices is read on this one (None: the first)
+    # comparisons kept in the cache beside the models and read back from it (the explorer:
+    # kerneldiff.core.comparison_cache); only with use_cache, the real loader and the shipped peaks
+    keep_comparisons: bool = False
     infos: list[TraceInfo | None] = field(init=False)
     errors: list[str | None] = field(init=False)
     models: list[Any] = field(init=False)
@@ -125,6 +128,8 @@ class Session:
             raise ValueError("a session holds one trace (browse) or two (compare)")
         n = len(self.paths)
         self.infos, self.errors, self.models = [None] * n, [None] * n, [None] * n
+        self._identities: list[Any] = [None] * n   # each file as it was loaded (comparison_cache)
+        self._stored_phases: list[str] | None = None   # those of a stored comparison read before the loads
         self._classifier = None
         self._lock = threading.Lock()
 
@@ -166,6 +171,7 @@ class Session:
                 raise TraceError(self.paths[index], self.errors[index].removeprefix(shown_path(self.paths[index]) + ": "))
             info = self.infos[index] = probe_trace(self.paths[index])
         self.errors[index] = None
+        identity = self._identity(index)
         kwargs: dict[str, Any] = dict(progress=progress, cancel=cancel, info=info)
         model = None
         if self.loader is not None:
@@ -176,8 +182,19 @@ class Session:
             model = load(self.paths[index], classifier=self.classifier, use_cache=self.use_cache,
                          workers=self.workers, **kwargs)
         model = self._one_device(model)
+        if identity is not None and self._identity(index) != identity:
+            identity = None   # changed while it was read: its comparison is not stored
+        self._identities[index] = identity
         self.models[index] = model
         return model
+
+    def _identity(self, index: int):
+        """The file as it is now, where comparisons are kept (comparison_cache's key names it)."""
+        if self._comparison_key_parts() is None:
+            return None
+        from kerneldiff.core.cache_keys import file_identity
+
+        return file_identity(self.paths[index])
 
     def warm_up(self) -> None:
         """Traces big enough for worker processes are decoded by them: start their fork server now,
@@ -290,15 +307,62 @@ class Session:
         return all(m is not None for m in self.models)
 
     def compare(self, phase: str = "all"):
-        """The comparison of A and B in one phase (`kerneldiff.core.compare.result.Comparison`)."""
+        """The comparison of A and B in one phase (`kerneldiff.core.compare.result.Comparison`);
+        with keep_comparisons, the stored one when this pair was compared so before, and stored
+        when it was not."""
         if self.single:
             raise ValueError("a one-trace session has nothing to compare: use summary()")
         if not self.loaded:
             raise ValueError("load both traces before comparing")
+        key = self._comparison_key(phase, loaded=True)
+        if key is not None:
+            from kerneldiff.core import comparison_cache
+
+            stored = comparison_cache.get(key)
+            if stored is not None:
+                return stored[0]
         from kerneldiff.core.compare.engine import compare
 
-        return compare(self.models[0], self.models[1], phase=phase, classifier=self.classifier,
-                       fusion_overrides=self.fusion_overrides, peaks=self.peaks)
+        comparison = compare(self.models[0], self.models[1], phase=phase, classifier=self.classifier,
+                             fusion_overrides=self.fusion_overrides, peaks=self.peaks)
+        if key is not None:
+            comparison_cache.put(key, comparison, self.phases())
+        return comparison
+
+    def stored_comparison(self, phase: str = "all"):
+        """The comparison of A and B in `phase` as it was stored when this pair (as the files are now,
+        with these options) was last compared, read without loading either trace (milliseconds, no
+        numpy); None when there is none or keep_comparisons is off. Until the traces are loaded,
+        `phases()` answers from it."""
+        key = self._comparison_key(phase)
+        if key is None:
+            return None
+        from kerneldiff.core import comparison_cache
+
+        stored = comparison_cache.get(key)
+        if stored is None:
+            return None
+        comparison, self._stored_phases = stored
+        return comparison
+
+    def _comparison_key_parts(self) -> dict[str, Any] | None:
+        """What a stored comparison's key names besides the files and phase; None where none is kept:
+        without keep_comparisons or the cache, with a stand-in loader (tests) or a peaks table other
+        than the shipped one, or for one trace."""
+        if not (self.keep_comparisons and self.use_cache) or self.loader is not None or self.peaks is not None \
+                or self.single:
+            return None
+        return dict(registry=self.registry, device=self.device, fusion_overrides=self.fusion_overrides)
+
+    def _comparison_key(self, phase: str, loaded: bool = False) -> str | None:
+        """The key of the comparison in `phase`: of the files as they are now, or (`loaded`) as they
+        were when loaded (None if either changed while it was read)."""
+        parts = self._comparison_key_parts()
+        if parts is None or (loaded and any(i is None for i in self._identities)):
+            return None
+        from kerneldiff.core import comparison_cache
+
+        return comparison_cache.key_for(self.paths, phase, identities=self._identities if loaded else None, **parts)
 
     def gate(self, checks: list, phase: str = "all", max_slowdown: str = "3%"):
         """The regression gate's verdict on A (the base) against B (the new trace), for `checks`
@@ -345,6 +409,8 @@ class Session:
 
     def phases(self) -> list[str]:
         """Phase filters that select something in every loaded trace ("all" first)."""
+        if not self.loaded and self._stored_phases is not None:
+            return list(self._stored_phases)
         from kerneldiff.core.analysis.cut_work import compared_phases
         from kerneldiff.core.model import PHASE_FILTERS
 

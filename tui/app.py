@@ -41,10 +41,20 @@ PROGRESS_INTERVAL = 0.1
 def explorer_session(paths: list[str], *, aie: dict[str, Any] | None = None, registry: str | None = None,
                      use_cache: bool = True, loader: Callable[..., Any] | None = None):
     """The session behind the explorer (probing now: milliseconds); an AIE trace beside a GPU trace
-    keeps its error and the GPU trace stays loadable, to browse it (`open_session`)."""
+    keeps its error and the GPU trace stays loadable, to browse it (`open_session`). Comparisons
+    are kept beside the models, so a pair compared before opens on its comparison at once."""
     from kerneldiff.core.session import open_session
 
-    return open_session(paths, aie=aie, registry=registry, use_cache=use_cache, loader=loader)
+    return open_session(paths, aie=aie, registry=registry, use_cache=use_cache, loader=loader,
+                        keep_comparisons=True)
+
+
+def stored_result(session, phase: str):
+    """The comparison of the session's two traces as stored when they were last compared in `phase`
+    (read before either is loaded), or None: no pair, a trace the probe refused, nothing stored."""
+    if session.kind == AIE or session.single or any(session.errors):
+        return None
+    return session.stored_comparison(phase)
 
 
 def explorer_result(session, phase: str, index: int | None):
@@ -119,6 +129,8 @@ class KernelDiffApp(App):
         self.set_reactive(KernelDiffApp.phase, phase)
         self.set_reactive(KernelDiffApp.traces, initial_states(self.session.errors))
         self.set_reactive(KernelDiffApp.browsing, 0 if self.session.single else None)
+        # a pair compared before: its stored comparison is the first screen, the traces load behind it
+        self.stored = stored_result(self.session, phase) if autoload else None
 
     # --- notifications that go stale ------------------------------------------------------------
     # A notice about a state ("phase decode: recomputing…", "loading cancelled", a filter's row
@@ -154,10 +166,17 @@ class KernelDiffApp(App):
     def get_default_screen(self) -> StartScreen:
         return StartScreen(self.session.paths, self.session.infos)
 
+    def on_mount(self) -> None:
+        if self.stored is not None:   # a pair compared before: its comparison, the traces loading behind it
+            self.phases = tuple(self.session.phases())
+            self.result = self.stored
+            self._open_result()   # over the start screen, which is never drawn
+            self.call_after_refresh(self.start_loading)   # once the comparison is on the screen
+
     def on_start_shown(self, _m: StartShown) -> None:
         if self.first_frame_seconds is None:
             self.first_frame_seconds = time.perf_counter() - self.started
-            if self.autoload:
+            if self.autoload and self.result is None:
                 self.start_loading()
                 if not self.loading:  # every probe failed: say so on the error screen right away
                     self._after_loads()
@@ -238,7 +257,7 @@ class KernelDiffApp(App):
                 self.exit_code = 2
                 self._show_errors()
             return
-        if all(s.status == LOADED for s in states):
+        if all(s.status == LOADED for s in states) and self.result is None:   # (not shown from the cache)
             self.start_result(self.phase)
 
     def _show_errors(self) -> None:
@@ -315,6 +334,12 @@ class KernelDiffApp(App):
         self.notify(m.message, title="Comparison failed", severity="error", markup=False, timeout=10)
 
     def _result_screen(self) -> type:
+        from kerneldiff.core.compare.result import Comparison
+
+        if isinstance(self.result, Comparison):   # asked first: it needs neither numpy nor the other screens
+            from .screens.main import MainScreen
+
+            return MainScreen
         from kerneldiff.core.analysis.browse import TraceOverview
 
         from .screens.aie import AieScreen
@@ -331,18 +356,17 @@ class KernelDiffApp(App):
         return any(isinstance(s, kind) for s in self.screen_stack)
 
     def _open_result(self) -> None:
-        from .screens.aie import AieScreen
-        from .screens.browse import BrowseScreen
-
         kind = self._result_screen()
         if isinstance(self.screen, kind):
             return
-        if kind is AieScreen:
-            self.push_screen(AieScreen(self.result))
-        elif kind is BrowseScreen:
-            self.push_screen(BrowseScreen(self.session, self.browsing))
-        else:
-            self.push_screen(kind(self.session))
+        from .screens.main import MainScreen
+
+        if kind is MainScreen:
+            self.push_screen(MainScreen(self.session))
+            return
+        from .screens.aie import AieScreen
+
+        self.push_screen(AieScreen(self.result) if kind is AieScreen else kind(self.session, self.browsing))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cycle_phase":
@@ -418,6 +442,7 @@ def run_app(paths: list[str], phase: str = "all", registry: str | None = None, u
               "`kerneldiff info A`", file=sys.stderr)
         return 2
     app = KernelDiffApp(paths, phase=phase, registry=registry, use_cache=use_cache, aie=aie)
-    app.session.warm_up()
+    if app.stored is None:   # a stored comparison: its traces are in the cache, and the first frame comes first
+        app.session.warm_up()
     result = app.run()
     return int(result) if isinstance(result, int) else app.exit_code

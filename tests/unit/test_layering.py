@@ -92,6 +92,7 @@ LAYERS: list[set[str]] = [
     {"compare"},          # two models side by side: the Comparison
     {"report"},           # a Comparison (and a run's tables) written out: CSV tables, Markdown, HTML, Perfetto
     {"gate"},             # the CI gate's verdict over series of runs, with its report
+    {"comparison_cache"},   # comparisons kept on disk beside the models, read back without them
     {"session"},          # Session: the one way in for the front ends
     {"ranks"},            # runs of many ranks: RunSession loads each rank through Session
     {"__init__"},         # kerneldiff.core re-exports Session and friends

@@ -20,6 +20,7 @@ from textual.app import App
 from textual.notifications import Notification, Notify
 from textual.binding import Binding
 from textual.reactive import reactive
+from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from kerneldiff.core.aie.session import AIE
@@ -125,12 +126,17 @@ class KernelDiffApp(App):
         self.exit_code = 0
         self._cancel: dict[int, threading.Event] = {}
         self._generation = 0
+        self._next_phase: str | None = None   # asked for before the traces were loaded
         self._topics: dict[str, Notification] = {}   # the notification on screen for each topic
         self.set_reactive(KernelDiffApp.phase, phase)
         self.set_reactive(KernelDiffApp.traces, initial_states(self.session.errors))
         self.set_reactive(KernelDiffApp.browsing, 0 if self.session.single else None)
-        # a pair compared before: its stored comparison is the first screen, the traces load behind it
+        # a pair compared before: its stored comparison is the first screen (the start screen is never
+        # made), and the traces load behind it, for what reads them (drill-downs, another phase)
         self.stored = stored_result(self.session, phase) if autoload else None
+        if self.stored is not None:
+            self.set_reactive(KernelDiffApp.phases, tuple(self.session.phases()))
+            self.set_reactive(KernelDiffApp.result, self.stored)
 
     # --- notifications that go stale ------------------------------------------------------------
     # A notice about a state ("phase decode: recomputing…", "loading cancelled", a filter's row
@@ -163,15 +169,22 @@ class KernelDiffApp(App):
         self.traces = tuple(states)
 
     # --- start ----------------------------------------------------------------------------------
-    def get_default_screen(self) -> StartScreen:
+    def get_default_screen(self) -> Screen:
+        if self.stored is not None:
+            from .screens.main import MainScreen
+
+            return MainScreen(self.session)
         return StartScreen(self.session.paths, self.session.infos)
 
     def on_mount(self) -> None:
-        if self.stored is not None:   # a pair compared before: its comparison, the traces loading behind it
-            self.phases = tuple(self.session.phases())
-            self.result = self.stored
-            self._open_result()   # over the start screen, which is never drawn
-            self.call_after_refresh(self.start_loading)   # once the comparison is on the screen
+        if self.stored is not None:
+            self.call_after_refresh(self._stored_shown)
+
+    def _stored_shown(self) -> None:
+        """The stored comparison is on the screen: now load the traces behind it."""
+        if self.first_frame_seconds is None:
+            self.first_frame_seconds = time.perf_counter() - self.started
+            self.start_loading()
 
     def on_start_shown(self, _m: StartShown) -> None:
         if self.first_frame_seconds is None:
@@ -257,8 +270,13 @@ class KernelDiffApp(App):
                 self.exit_code = 2
                 self._show_errors()
             return
-        if all(s.status == LOADED for s in states) and self.result is None:   # (not shown from the cache)
-            self.start_result(self.phase)
+        if all(s.status == LOADED for s in states):
+            if self.result is None:
+                self.start_result(self.phase)
+            elif self._next_phase is not None:   # asked for while a stored comparison's traces loaded
+                phase, self._next_phase = self._next_phase, None
+                self.notify_about("result", f"phase {phase}: recomputing…", timeout=4)
+                self.start_result(phase)
 
     def _show_errors(self) -> None:
         from .screens.error import ErrorScreen, Failure
@@ -382,8 +400,18 @@ class KernelDiffApp(App):
             self.notify("no prefill/decode annotations: only 'all'", timeout=3)
             return
         nxt = choices[(choices.index(self.phase) + 1) % len(choices)] if self.phase in choices else choices[0]
+        if not self.traces_ready:   # a stored comparison, its traces still loading: compared once they are
+            self._next_phase = nxt
+            self.notify_about("result", f"phase {nxt}: once the traces are loaded…", timeout=4)
+            return
         self.notify_about("result", f"phase {nxt}: recomputing…", timeout=4)
         self.start_result(nxt)
+
+    @property
+    def traces_ready(self) -> bool:
+        """Can what reads the traces run? Not while a stored comparison is shown before its traces
+        are loaded (they load behind it; a failed load shows the error screen)."""
+        return self.stored is None or all(s.status == LOADED for s in self.traces)
 
     def on_exported(self, m: Exported) -> None:
         self.last_export = m.path

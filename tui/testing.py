@@ -84,6 +84,8 @@ async def wait_for_screen(pilot, kind: type, timeout: float = 30.0) -> None:
 
 async def wait_for_main(pilot, timeout: float = 40.0) -> None:
     """Until the comparison (or browse) screen is up and no worker is running."""
+    from textual.lazy import Lazy
+
     from .screens.browse import BrowseScreen
     from .screens.main import MainScreen
 
@@ -93,6 +95,9 @@ async def wait_for_main(pilot, timeout: float = 40.0) -> None:
     # the first table takes the focus once the result is shown; its tab pane then tells the tabs
     # (TabPane.Focused): a tab key pressed before that message is handled is undone by it
     await wait_until(pilot, lambda: app.screen.focused is not None, timeout)
+    # the hidden tabs' panes are mounted after the first frame (TabbedExplorerScreen.lazy_panes):
+    # a tab opened before its pane is there lays out again when the pane comes
+    await wait_until(pilot, lambda: not app.screen.query(Lazy), timeout)
     await pilot.pause()
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.lazy import Lazy
 from textual.screen import Screen
 from textual.widgets import Footer, Input, TabbedContent, TabPane
 from textual.widget import Widget
@@ -186,14 +187,18 @@ class TabbedExplorerScreen(ExplorerScreen):
     tabs: tuple[tuple[str, str], ...] = ()
     crumb_root = ""
     top_level = True
+    # the hidden tabs' panes are mounted after the first frame (textual.lazy.Lazy): the first frame
+    # waits for one table instead of all of them. A screen that sets this fills each pane when it
+    # posts TablePane.Ready, and meanwhile finds no pane for a tab not mounted yet (`pane`)
+    lazy_panes = False
 
     def compose(self) -> ComposeResult:
         yield Breadcrumb(*self._crumbs())
         yield self._header()
         with TabbedContent(id="tabs"):
-            for key, title in self.tabs:
+            for i, (key, title) in enumerate(self.tabs):
                 with TabPane(title, id=f"tab-{key}"):
-                    yield self._pane(key)
+                    yield Lazy(self._pane(key)) if self.lazy_panes and i else self._pane(key)
         yield FilterInput(placeholder="filter by name or category (Enter keeps it, Esc clears)", id="filter")
         yield Footer()
 
@@ -223,16 +228,28 @@ class TabbedExplorerScreen(ExplorerScreen):
         self.query_one(Breadcrumb).set_parts(*self._crumbs())
         self.call_after_refresh(self.focus_active_table)
 
+    def pane(self, key: str) -> TablePane | None:
+        """The pane of tab `key`; None while a lazily mounted one is not yet (`lazy_panes`)."""
+        found = self.query(f"#pane-{key}")
+        return found.first(TablePane) if found else None
+
     def focus_active_table(self) -> None:
         """Focus the table of the tab active *now*: a deferred focus decided earlier could land on a
         tab the user has already left (a key pressed while the first frame was still drawing)."""
-        self.query_one(f"#pane-{self._active_key()}", TablePane).table.focus()
+        pane = self.pane(self._active_key())
+        if pane is not None:   # (else it is focused when it is mounted: `on_table_pane_ready`)
+            pane.table.focus()
+
+    def on_table_pane_ready(self, event: TablePane.Ready) -> None:
+        if self.lazy_panes and event.pane.id == f"pane-{self._active_key()}":
+            self.call_after_refresh(self.focus_active_table)   # (its tab may have been opened before it was there)
 
     def current_table(self) -> ResultTable | None:
         focused = self.focused
         if isinstance(focused, ResultTable):
             return focused
-        return self.query_one(f"#pane-{self._active_key()}", TablePane).table
+        pane = self.pane(self._active_key())
+        return pane.table if pane is not None else None
 
     def on_result_table_row_selected(self, event: ResultTable.RowSelected) -> None:
         table = event.table

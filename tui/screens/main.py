@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import Callable
 
 from textual.binding import Binding
 from textual.widgets import TabbedContent
@@ -46,6 +47,7 @@ class MainScreen(TabbedExplorerScreen):
                         tooltip="Write the HTML report and the Perfetto file (both traces, passes lined up) of this "
                                 "comparison and phase (current dir or $KERNELDIFF_EXPORT_DIR)")]
     tabs = COMPARE_TABS
+    lazy_panes = True
     tab_offset = 1      # keys 1–7 keep naming Layers … Shapes; 0 is the Summary before them
     crumb_root = "compare"
 
@@ -95,20 +97,10 @@ class MainScreen(TabbedExplorerScreen):
         first = self.comparison is None
         self.comparison = comp
         self.query_one("#header", ComparisonHeader).show(comp, list(self.app.phases))
-        self.query_one("#pane-layers", TablePane).set_hint(views.layers_hint(comp))
-        self.query_one("#pane-operations", TablePane).set_hint(views.operations_hint(comp))
-        keep = not first
-        self.query_one("#pane-summary", TablePane).set_hint(summary_views.summary_hint(comp))
-        self.query_one("#pane-summary", TablePane).show(summary_views.summary_spec(comp), keep_cursor=keep)
-        self.query_one("#pane-layers", TablePane).show(views.layers_spec(comp), keep_cursor=False)
-        self.query_one("#pane-operations", TablePane).show(views.operations_spec(comp), keep_cursor=keep)
-        self.query_one("#pane-fusion", TablePane).show(views.fusion_spec(comp), keep_cursor=keep)
-        self.query_one("#pane-same_kernels", TablePane).show(views.same_kernels_spec(comp), keep_cursor=keep)
-        self.query_one("#pane-warnings", TablePane).show(views.warnings_spec(comp.warnings), keep_cursor=keep)
-        self.query_one("#pane-warnings", TablePane).set_hint("" if comp.warnings else "no warnings")
-        self.query_one("#pane-timeline", TablePane).set_hint(views.timeline_hint(comp))
-        self.query_one("#pane-timeline", TablePane).show(views.timeline_spec(comp), keep_cursor=keep)
-        self._show_shapes(keep)
+        for key, _ in self.tabs:
+            pane = self.pane(key)
+            if pane is not None:   # (a pane mounted later is filled then: on_table_pane_ready)
+                self._fill(key, pane, keep=not first)
         counts = {"fusion": len(comp.fusions), "warnings": len(comp.warnings)}
         for key, title in self.tabs:
             label = f"{title} {counts[key]}" if key in counts else title
@@ -116,9 +108,41 @@ class MainScreen(TabbedExplorerScreen):
         if first:
             self.focus_active_table()
 
+    def on_table_pane_ready(self, event: TablePane.Ready) -> None:
+        key = (event.pane.id or "").removeprefix("pane-")
+        if self.comparison is not None and key in dict(self.tabs):
+            self._fill(key, event.pane, keep=False)
+
+    def _fill(self, key: str, pane: TablePane, keep: bool) -> None:
+        """Show the comparison in tab `key`'s pane (`keep`: the cursor stays on its row, by name)."""
+        comp = self.comparison
+        if key == "summary":
+            pane.set_hint(summary_views.summary_hint(comp))
+            pane.show(summary_views.summary_spec(comp), keep_cursor=keep)
+        elif key == "layers":
+            pane.set_hint(views.layers_hint(comp))
+            pane.show(views.layers_spec(comp), keep_cursor=False)
+        elif key == "operations":
+            pane.set_hint(views.operations_hint(comp))
+            pane.show(views.operations_spec(comp), keep_cursor=keep)
+        elif key == "fusion":
+            pane.show(views.fusion_spec(comp), keep_cursor=keep)
+        elif key == "same_kernels":
+            pane.show(views.same_kernels_spec(comp), keep_cursor=keep)
+        elif key == "warnings":
+            pane.show(views.warnings_spec(comp.warnings), keep_cursor=keep)
+            pane.set_hint("" if comp.warnings else "no warnings")
+        elif key == "timeline":
+            pane.set_hint(views.timeline_hint(comp))
+            pane.show(views.timeline_spec(comp), keep_cursor=keep)
+        elif key == "shapes":
+            self._show_shapes(keep)
+
     def _show_shapes(self, keep: bool) -> None:
         comp = self.comparison
-        pane = self.query_one("#pane-shapes", TablePane)
+        pane = self.pane("shapes")
+        if pane is None:
+            return
         pane.set_hint(shape_views.shapes_hint(comp, self.shape_kind))
         pane.show(shape_views.shapes_spec(comp, self.shape_kind), keep_cursor=keep)
 
@@ -134,8 +158,16 @@ class MainScreen(TabbedExplorerScreen):
         self._show_shapes(keep=False)   # the hint line says which kind is shown
 
     # --- reports ----------------------------------------------------------------------------------
+    def traces_ready(self) -> bool:
+        """A stored comparison is shown before its traces are loaded (kerneldiff.tui.app): what reads
+        them says so, for the moment they take."""
+        if getattr(self.app, "traces_ready", True):
+            return True
+        self.notify("the traces behind this comparison are still loading: a moment", timeout=3)
+        return False
+
     def action_write_report(self) -> None:
-        if self.comparison is None:
+        if self.comparison is None or not self.traces_ready():
             return
         self.notify("writing the HTML report and the Perfetto file…", timeout=3)
         self.run_worker(partial(self._write_report, self.comparison), thread=True, exclusive=True, group="report",
@@ -162,30 +194,38 @@ class MainScreen(TabbedExplorerScreen):
         return f"{table.spec.name}-{self.comparison.phase}"
 
     def open_row(self, table: ResultTable, row) -> bool:
+        opening = self._drill_down(table, row)
+        if opening is None:
+            return False
+        if self.traces_ready():
+            opening()
+        return True
+
+    def _drill_down(self, table: ResultTable, row) -> Callable[[], None] | None:
+        """What Enter on `row` opens (every drill-down reads the traces), or None: nowhere to go."""
         from .kernel import same_kernel_screen
 
         from .drill import operation_screen, outside_layers_screen
 
-        if isinstance(row.payload, LayerRow) and row.payload.layer < 0:
-            self.app.push_screen(outside_layers_screen(self.session, self.comparison, self._crumbs()))
-        elif isinstance(row.payload, LayerRow):
-            self.open_layer(row.payload.layer)
-        elif isinstance(row.payload, OperationRow):
-            self.app.push_screen(operation_screen(self.session, self.comparison, row.payload, self._crumbs()))
-        elif isinstance(row.payload, SameKernel):
-            self.app.push_screen(same_kernel_screen(self.session, self.comparison, row.payload, self._crumbs()))
-        elif isinstance(row.payload, (GemmShape, AttentionShape)):
+        push, p = self.app.push_screen, row.payload
+        if isinstance(p, LayerRow) and p.layer < 0:
+            return lambda: push(outside_layers_screen(self.session, self.comparison, self._crumbs()))
+        if isinstance(p, LayerRow):
+            return partial(self.open_layer, p.layer)
+        if isinstance(p, OperationRow):
+            return lambda: push(operation_screen(self.session, self.comparison, p, self._crumbs()))
+        if isinstance(p, SameKernel):
+            return lambda: push(same_kernel_screen(self.session, self.comparison, p, self._crumbs()))
+        if isinstance(p, (GemmShape, AttentionShape)):
             from .shapes import ShapeKernelsScreen
 
-            self.app.push_screen(ShapeKernelsScreen(self.session, row.payload, self._crumbs()))
-        elif table.spec is not None and table.spec.name == "timeline" and isinstance(row.payload, tuple):
+            return lambda: push(ShapeKernelsScreen(self.session, p, self._crumbs()))
+        if table.spec is not None and table.spec.name == "timeline" and isinstance(p, tuple):
             from .pass_timeline import PassTimelineScreen
 
-            self.app.push_screen(PassTimelineScreen(self.session, self.comparison, int(row.values[0]), row.payload,
-                                                    [*self._crumbs(), f"Pass {row.values[0]}"]))
-        else:
-            return False
-        return True
+            return lambda: push(PassTimelineScreen(self.session, self.comparison, int(row.values[0]), p,
+                                                   [*self._crumbs(), f"Pass {row.values[0]}"]))
+        return None
 
     def open_layer(self, layer: int) -> None:
         from .layer import LayerScreen
@@ -193,6 +233,8 @@ class MainScreen(TabbedExplorerScreen):
         self.app.push_screen(LayerScreen(self.session, layer))
 
     def action_open_slowest(self) -> None:
+        if not self.traces_ready():
+            return
         if self.comparison.layers:
             self.open_layer(self.comparison.layers[0].layer)
         else:

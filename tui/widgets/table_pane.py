@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.widgets import Static
 
 from ..text import DIM
@@ -25,6 +26,14 @@ class DetailScroll(VerticalScroll):
 
 class TablePane(Vertical):
     """`ResultTable` on top, the highlighted row's detail below (when `detail` is given)."""
+
+    class Ready(Message):
+        """The pane is mounted: a screen that mounts its hidden tabs' panes after the first frame
+        fills each one then."""
+
+        def __init__(self, pane: TablePane) -> None:
+            super().__init__()
+            self.pane = pane
 
     DEFAULT_CSS = """
     TablePane { height: 1fr; }
@@ -58,6 +67,9 @@ class TablePane(Vertical):
                 if self.detail_height:  # share of the pane's height, e.g. "1fr" against the table's 2fr
                     d.styles.height = self.detail_height
                 yield Static(Text(""), classes="detail-body")
+
+    def on_mount(self) -> None:
+        self.post_message(self.Ready(self))
 
     @property
     def table(self) -> ResultTable:

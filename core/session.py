@@ -306,10 +306,10 @@ class Session:
     def loaded(self) -> bool:
         return all(m is not None for m in self.models)
 
-    def compare(self, phase: str = "all"):
+    def compare(self, phase: str = "all", keep: bool = True):
         """The comparison of A and B in one phase (`kerneldiff.core.compare.result.Comparison`);
         with keep_comparisons, the stored one when this pair was compared so before, and stored
-        when it was not."""
+        when it was not (unless `keep` is False: the caller stores it later, `keep_comparison`)."""
         if self.single:
             raise ValueError("a one-trace session has nothing to compare: use summary()")
         if not self.loaded:
@@ -325,9 +325,21 @@ class Session:
 
         comparison = compare(self.models[0], self.models[1], phase=phase, classifier=self.classifier,
                              fusion_overrides=self.fusion_overrides, peaks=self.peaks)
-        if key is not None:
+        if key is not None and keep:
             comparison_cache.put(key, comparison, self.phases())
         return comparison
+
+    def keep_comparison(self, phase: str, comparison) -> bool:
+        """Store `comparison` (this session's, of `phase`) where comparisons are kept, unless it is
+        there already; False when it is not stored (keep_comparisons off, a file changed since it
+        was loaded, or the cache refused it). ~50 ms for a real pair: the explorer does it once
+        the comparison is on the screen."""
+        key = self._comparison_key(phase, loaded=True) if self.loaded else None
+        if key is None:
+            return False
+        from kerneldiff.core import comparison_cache
+
+        return comparison_cache.entry_path(key).is_file() or comparison_cache.put(key, comparison, self.phases())
 
     def stored_comparison(self, phase: str = "all"):
         """The comparison of A and B in `phase` as it was stored when this pair (as the files are now,

@@ -68,7 +68,7 @@ def explorer_result(session, phase: str, index: int | None):
             return AieView([session.run(i) for i in range(len(session.paths))], session.settings, session.compare())
         return AieView([session.run(index)], session.settings)
     if index is None:
-        return session.compare(phase)
+        return session.compare(phase, keep=False)   # stored once it is shown (KernelDiffApp._keep)
     return session.overview(index, phase)
 
 
@@ -346,6 +346,15 @@ class KernelDiffApp(App):
         self.result = m.result  # the screens showing it update themselves
         if first or not self._result_open():
             self._open_result()
+        from kerneldiff.core.compare.result import Comparison
+
+        if isinstance(m.result, Comparison):
+            self.call_after_refresh(self._keep, m.phase, m.result)
+
+    def _keep(self, phase: str, comparison) -> None:
+        """Store a comparison once it is shown (a pair opened again opens on it), in a thread worker."""
+        self.run_worker(partial(self.session.keep_comparison, phase, comparison), thread=True,
+                        group="keep", exit_on_error=False, name=f"keep {phase}")
 
     def on_result_failed(self, m: ResultFailed) -> None:
         self.withdraw("result")

@@ -3,6 +3,7 @@ real pseudo-terminal.
 
     python bench/bench_start.py [--repeat 5] [A B]
     python bench/bench_start.py --comparison [--repeat 5] [A B]   # default pair: the real H100/H200 eager
+    python bench/bench_start.py --comparison --kerneldiff /work/main/.venv/bin/kerneldiff   # + a build to compare
 
 Starts `kerneldiff A B` (default: the bundled demo pair) in a pty of 120x36 and times from just
 before the exec to the moment the terminal has received the first screen that names side A's
@@ -10,12 +11,15 @@ GPU (the metadata screen or the comparison, whichever comes first), then kills t
 the same run: `python -c "import textual.app"` alone (what any Textual app pays before drawing),
 and a bare Textual app drawing one line. Warm install: one run first fills the bytecode caches.
 
-With --comparison it times to the comparison's header (`wall A/B`) instead, in two rows: *cold*,
-each run with an empty model cache (the traces read from their JSON), and *cached*, each run
-after one that stored both models (`$XDG_CACHE_HOME/kerneldiff/models`). Both use a private
-XDG_CACHE_HOME that keeps what kerneldiff keeps across runs by design (the compiled classifier
-registry). It prints figures, wall clock and the process's CPU (user + system, its workers
-included); it is not a test.
+With --comparison it times to the comparison's header (`wall A/B`) instead, in three rows: *cold*,
+each run with an empty cache (the traces read from their JSON), *models cached*, each run after
+one that stored both models (`$XDG_CACHE_HOME/kerneldiff/models`) with the stored comparison
+deleted, and *models + comparison cached*, after one that stored both models and their comparison
+(kerneldiff.core.comparison_cache). Each build (this checkout's, and each --kerneldiff given, such
+as the main checkout's for the "before" figures) has a private XDG_CACHE_HOME that keeps what
+kerneldiff keeps across runs by design (the compiled classifier registry); the builds and rows are
+alternated run by run. It prints figures, wall clock and the process's CPU (user + system, its
+workers included); it is not a test.
 """
 
 from __future__ import annotations
@@ -86,26 +90,38 @@ def time_to(argv: list[str], marker: bytes, timeout: float = 30.0, env: dict | N
     return took
 
 
-def comparison(paths: list[str], repeat: int) -> None:
-    """Start to comparison, cold (no model cache) and cached, alternated run by run."""
-    kd = [sys.executable, "-m", "kerneldiff.cli", *paths]
+ROWS = ("cold (no cache)", "models cached", "models + comparison")
+
+
+def comparison(paths: list[str], repeat: int, builds: list[tuple[str, list[str]]]) -> None:
+    """Start to comparison for each build, cold, with the models cached and with their comparison
+    stored too, alternated run by run."""
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)   # else every run recompiles what it imports
-    with tempfile.TemporaryDirectory() as cache:
-        env = {"XDG_CACHE_HOME": cache}
-        models = Path(cache) / "kerneldiff" / "models"
-        time_to(kd, COMPARISON, env=env)   # warm: bytecode, page cache, the classifier registry
-        rows: dict[str, tuple[list, list]] = {"cold (no model cache)": ([], []), "cached (both models)": ([], [])}
+    with tempfile.TemporaryDirectory() as tmp:
+        figures: dict[tuple[str, str], tuple[list, list]] = {}
+        for name, kd in builds:
+            time_to([*kd, *paths], COMPARISON, env={"XDG_CACHE_HOME": f"{tmp}/{name}"})   # warm: bytecode, page cache, registry
+            for row in ROWS:
+                figures[name, row] = ([], [])
         for _ in range(repeat):
-            for name, (wall, cpu) in rows.items():
-                if name.startswith("cold"):
-                    shutil.rmtree(models, ignore_errors=True)
-                else:
-                    time_to(kd, COMPARISON, env=env)   # stores the models if the cold run was killed first
-                wall.append(time_to(kd, COMPARISON, env=env, cpu=cpu))
+            for name, kd in builds:
+                env = {"XDG_CACHE_HOME": f"{tmp}/{name}"}
+                models = Path(tmp, name, "kerneldiff", "models")
+                for row in ROWS:
+                    if row.startswith("cold"):
+                        shutil.rmtree(models, ignore_errors=True)
+                    else:
+                        # stores both models and the comparison (a cold run killed at the comparison has)
+                        time_to([*kd, *paths], COMPARISON, env=env)
+                        if row == "models cached":
+                            for p in models.glob("*.kdr"):
+                                p.unlink()
+                    wall, cpu = figures[name, row]
+                    wall.append(time_to([*kd, *paths], COMPARISON, env=env, cpu=cpu))
     print(f"start to comparison shown, pty 120x36, {' vs '.join(Path(p).name for p in paths)}; "
           f"median / min / max of {repeat}")
-    for name, (wall, cpu) in rows.items():
-        print(f"{name:24} wall {statistics.median(wall):5.2f} / {min(wall):5.2f} / {max(wall):5.2f} s   "
+    for (name, row), (wall, cpu) in figures.items():
+        print(f"{name:8} {row:22} wall {statistics.median(wall):5.2f} / {min(wall):5.2f} / {max(wall):5.2f} s   "
               f"cpu {statistics.median(cpu):5.2f} / {min(cpu):5.2f} / {max(cpu):5.2f} s", flush=True)
 
 
@@ -113,10 +129,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--comparison", action="store_true", help="time to the comparison shown, cold and cached")
+    ap.add_argument("--kerneldiff", action="append", default=[], metavar="PATH",
+                    help="with --comparison: another build's kerneldiff to time beside this one, alternated "
+                         "(e.g. the main checkout's, for the figures before a change); repeatable")
     ap.add_argument("paths", nargs="*")
     args = ap.parse_args(argv)
     if args.comparison:
-        comparison(args.paths or [str(TRACES / f"{n}.json.gz") for n in REAL_PAIR], args.repeat)
+        builds = [("this", [sys.executable, "-m", "kerneldiff.cli"])]
+        builds += [(f"build{i + 1}" if len(args.kerneldiff) > 1 else "other", [path])
+                   for i, path in enumerate(args.kerneldiff)]
+        comparison(args.paths or [str(TRACES / f"{n}.json.gz") for n in REAL_PAIR], args.repeat, builds)
         return 0
     from kerneldiff.core.demo import DEMO_A, DEMO_B
     from kerneldiff.core.ingest.probe import probe

@@ -55,9 +55,10 @@ COMPARISON = b"A/B "     # the comparison header's ratio label (`wall A/B `, `wa
 
 
 def time_to(argv: list[str], marker: bytes, timeout: float = 30.0, env: dict | None = None,
-            cpu: list | None = None) -> float:
+            cpu: list | None = None, linger: float = 0.0) -> float:
     """Seconds from fork to `marker` appearing in the pty's output (`cpu`: gets the process's CPU
-    seconds up to its kill, the workers it reaped included)."""
+    seconds up to its kill, the workers it reaped included; `linger`: seconds the process runs on
+    after the marker before it is killed, as a user looking at it would let it)."""
     t0 = time.perf_counter()
     pid, fd = pty.fork()
     if pid == 0:
@@ -65,9 +66,9 @@ def time_to(argv: list[str], marker: bytes, timeout: float = 30.0, env: dict | N
         os.execvp(argv[0], argv)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 36, 120, 0, 0))
     seen = b""
-    took = float("nan")
+    took = end = float("nan")
     try:
-        while time.perf_counter() - t0 < timeout:
+        while time.perf_counter() - t0 < timeout and not time.perf_counter() >= end:
             r, _, _ = select.select([fd], [], [], 0.05)
             if not r:
                 continue
@@ -78,9 +79,9 @@ def time_to(argv: list[str], marker: bytes, timeout: float = 30.0, env: dict | N
             if not chunk:
                 break
             seen += chunk
-            if marker in seen:
+            if took != took and marker in seen:
                 took = time.perf_counter() - t0
-                break
+                end = time.perf_counter() + linger
     finally:
         os.kill(pid, signal.SIGKILL)
         _, _, use = os.wait4(pid, 0)
@@ -100,7 +101,7 @@ def comparison(paths: list[str], repeat: int, builds: list[tuple[str, list[str]]
     with tempfile.TemporaryDirectory() as tmp:
         figures: dict[tuple[str, str], tuple[list, list]] = {}
         for name, kd in builds:
-            time_to([*kd, *paths], COMPARISON, env={"XDG_CACHE_HOME": f"{tmp}/{name}"})   # warm: bytecode, page cache, registry
+            time_to([*kd, *paths], COMPARISON, env={"XDG_CACHE_HOME": f"{tmp}/{name}"}, linger=1.0)   # warm: bytecode, page cache, registry
             for row in ROWS:
                 figures[name, row] = ([], [])
         for _ in range(repeat):
@@ -111,8 +112,8 @@ def comparison(paths: list[str], repeat: int, builds: list[tuple[str, list[str]]
                     if row.startswith("cold"):
                         shutil.rmtree(models, ignore_errors=True)
                     else:
-                        # stores both models and the comparison (a cold run killed at the comparison has)
-                        time_to([*kd, *paths], COMPARISON, env=env)
+                        # stores both models and, once it is shown, the comparison
+                        time_to([*kd, *paths], COMPARISON, env=env, linger=1.0)
                         if row == "models cached":
                             for p in models.glob("*.kdr"):
                                 p.unlink()

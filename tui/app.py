@@ -227,6 +227,11 @@ class KernelDiffApp(App):
         try:
             self.session.load(index, progress, cancel)
             summary = load_summary(self.session, index)
+            if self.session.kind != AIE and not self.session.single and self.result is None and self.browsing is None:
+                try:   # what the comparison reads from this side alone, beside the other side's load
+                    self.session.prepare(index, self.phase)
+                except Exception:  # noqa: BLE001 - the comparison meets it again, and says so
+                    pass
         except LoadCancelled:
             self.post_message(TraceCancelled(index))
         except TraceError as e:

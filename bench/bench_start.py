@@ -144,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     from kerneldiff.core.demo import DEMO_A, DEMO_B
     from kerneldiff.core.ingest.probe import probe
 
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)   # else every run recompiles what changed since
+
     paths = args.paths or [str(DEMO_A), str(DEMO_B)]
     marker = probe(paths[0]).gpu.split()[0].encode()   # the first word of A's GPU name
     kd = [sys.executable, "-m", "kerneldiff.cli", *paths]

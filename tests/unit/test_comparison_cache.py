@@ -111,6 +111,25 @@ def test_the_key_names_the_files_the_phase_and_the_options(cache_home):
     assert cc.key_for(paths, "all") != base
 
 
+def test_the_code_stamp_sees_sources_and_data_not_bytecode(tmp_path):
+    (tmp_path / "pkg" / "__pycache__").mkdir(parents=True)
+    src, data = tmp_path / "pkg" / "a.py", tmp_path / "rules.toml"
+    src.write_text("x = 1\n")
+    data.write_text("[a]\n")
+    stamp = cc.code_stamp(str(tmp_path))
+    (tmp_path / "pkg" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"compiled")
+    (tmp_path / "notes.txt").write_text("not code")
+    assert cc.code_stamp(str(tmp_path)) == stamp
+    src.write_text("x = 22\n")
+    assert cc.code_stamp(str(tmp_path)) != stamp
+    stamp = cc.code_stamp(str(tmp_path))
+    os.utime(data, ns=(1, 1))
+    assert cc.code_stamp(str(tmp_path)) != stamp
+    stamp = cc.code_stamp(str(tmp_path))
+    (tmp_path / "pkg" / "b.so").write_bytes(b"\0")
+    assert cc.code_stamp(str(tmp_path)) != stamp
+
+
 def test_a_comparison_is_filed_under_the_files_it_was_made_from(cache_home, monkeypatch):
     paths = pair(cache_home)
     s = Session(paths, keep_comparisons=True)

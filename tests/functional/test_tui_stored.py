@@ -118,3 +118,23 @@ async def test_every_tab_is_filled_though_hidden_tabs_mount_after_the_first_fram
         await pilot.pause()
         for key in ("layers", "timeline", "warnings"):
             assert main.pane(key).table.spec is not None
+
+
+async def test_a_trace_that_fails_behind_a_stored_comparison_shows_the_error_screen(paths, monkeypatch):
+    from kerneldiff.core.errors import TraceError
+    from kerneldiff.tui.screens.error import ErrorScreen
+
+    await first_opening(paths)
+    real_load = Session.load
+
+    def failing(self, index, progress=None, cancel=None):
+        if index == 1:
+            raise TraceError(self.paths[1], "gone while it was read")
+        return real_load(self, index, progress, cancel)
+
+    monkeypatch.setattr(Session, "load", failing)
+    app = KernelDiffApp(paths)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, ErrorScreen))
+        assert "gone while it was read" in screen_text(app)
+        assert app.exit_code == 2

@@ -188,14 +188,6 @@ class Session:
         self.models[index] = model
         return model
 
-    def prepare(self, index: int, phase: str = "all") -> None:
-        """Compute what comparing in `phase` reads from loaded trace `index` alone (each kernel's work,
-        its timeline; memoised on the model), so that a front end loading both traces at once does
-        it for one beside the other's load: ~40% of a comparison's time, out of its way."""
-        from kerneldiff.core.analysis.side_readings import prepare_side
-
-        prepare_side(self._model(index), phase)
-
     def _identity(self, index: int):
         """The file as it is now, where comparisons are kept (comparison_cache's key names it)."""
         if self._comparison_key_parts() is None:

@@ -27,8 +27,8 @@ from kerneldiff.core.aie.session import AIE
 from kerneldiff.core.errors import LoadCancelled, TraceError
 
 from .commands import ExplorerCommands
-from .messages import (BrowseRequested, CancelRequested, Exported, LoadProgress, OpenRequested, ResultFailed,
-                       ResultReady, StartShown, TraceCancelled, TraceFailed, TraceLoaded)
+from .messages import (BrowseRequested, CancelRequested, ComparisonShown, Exported, LoadProgress, OpenRequested,
+                       ResultFailed, ResultReady, StartShown, TraceCancelled, TraceFailed, TraceLoaded)
 from .screens.start import StartScreen
 from .state import CANCELLED, FAILED, LOADED, LOADING, TraceState, initial_states
 
@@ -68,7 +68,7 @@ def explorer_result(session, phase: str, index: int | None):
             return AieView([session.run(i) for i in range(len(session.paths))], session.settings, session.compare())
         return AieView([session.run(index)], session.settings)
     if index is None:
-        return session.compare(phase, keep=False)   # stored once it is shown (KernelDiffApp._keep)
+        return session.compare(phase, keep=False)   # stored once it is shown (on_comparison_shown)
     return session.overview(index, phase)
 
 
@@ -227,11 +227,6 @@ class KernelDiffApp(App):
         try:
             self.session.load(index, progress, cancel)
             summary = load_summary(self.session, index)
-            if self.session.kind != AIE and not self.session.single and self.result is None and self.browsing is None:
-                try:   # what the comparison reads from this side alone, beside the other side's load
-                    self.session.prepare(index, self.phase)
-                except Exception:  # noqa: BLE001 - the comparison meets it again, and says so
-                    pass
         except LoadCancelled:
             self.post_message(TraceCancelled(index))
         except TraceError as e:
@@ -351,14 +346,12 @@ class KernelDiffApp(App):
         self.result = m.result  # the screens showing it update themselves
         if first or not self._result_open():
             self._open_result()
-        from kerneldiff.core.compare.result import Comparison
 
-        if isinstance(m.result, Comparison):
-            self.call_after_refresh(self._keep, m.phase, m.result)
-
-    def _keep(self, phase: str, comparison) -> None:
-        """Store a comparison once it is shown (a pair opened again opens on it), in a thread worker."""
-        self.run_worker(partial(self.session.keep_comparison, phase, comparison), thread=True,
+    def on_comparison_shown(self, m: ComparisonShown) -> None:
+        """Store a comparison once it is on the screen (a pair opened again opens on it), in a thread
+        worker (a stored one, or one whose traces are still loading, is not stored again)."""
+        phase = m.comparison.phase
+        self.run_worker(partial(self.session.keep_comparison, phase, m.comparison), thread=True,
                         group="keep", exit_on_error=False, name=f"keep {phase}")
 
     def on_result_failed(self, m: ResultFailed) -> None:

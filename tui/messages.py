@@ -71,6 +71,15 @@ class BrowseRequested(Message):
         self.index = index
 
 
+class ComparisonShown(Message):
+    """The comparison screen has drawn `comparison` (the app stores it then: its encoding would
+    otherwise take the time of that first frame)."""
+
+    def __init__(self, comparison: Any) -> None:
+        super().__init__()
+        self.comparison = comparison
+
+
 class Exported(Message):
     """A table was written to `path` (the app remembers the last one)."""
 

@@ -12,7 +12,7 @@ from kerneldiff.core.compare.result import Comparison, LayerRow, OperationRow, S
 from kerneldiff.core.compare.work_result import AttentionShape, GemmShape
 
 from .. import shape_views, summary_views, views
-from ..messages import Exported
+from ..messages import ComparisonShown, Exported
 from ..widgets.header import ComparisonHeader
 from ..widgets.result_table import ResultTable
 from ..widgets.table_pane import TablePane
@@ -107,6 +107,7 @@ class MainScreen(TabbedExplorerScreen):
             self.query_one(TabbedContent).get_tab(f"tab-{key}").label = label
         if first:
             self.focus_active_table()
+        self.call_after_refresh(self.post_message, ComparisonShown(comp))
 
     def on_table_pane_ready(self, event: TablePane.Ready) -> None:
         key = (event.pane.id or "").removeprefix("pane-")

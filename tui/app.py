@@ -103,7 +103,10 @@ class KernelDiffApp(App):
     ]
 
     # --- state (the screens watch it) --------------------------------------------------------------
-    traces: reactive[tuple[TraceState, ...]] = reactive((), bindings=True)   # one per trace: load status
+    # one per trace: load status. Its keys (Enter, Esc) change with a status, not with progress: the
+    # bindings are refreshed on a status change only (watch_traces), as each refresh rebuilds the
+    # footer (~10 widgets restyled), ten times a second per trace while loading, against the loads
+    traces: reactive[tuple[TraceState, ...]] = reactive(())
     phase: reactive[str] = reactive("all")                                  # of the result shown
     phases: reactive[tuple[str, ...]] = reactive(("all",), bindings=True)   # what `p` cycles through
     # what the explorer shows: a Comparison, one trace's TraceOverview (browse) or an AieView
@@ -162,6 +165,10 @@ class KernelDiffApp(App):
     def loading(self) -> frozenset[int]:
         """The traces being loaded now."""
         return frozenset(i for i, s in enumerate(self.traces) if s.status == LOADING)
+
+    def watch_traces(self, old: tuple[TraceState, ...], new: tuple[TraceState, ...]) -> None:
+        if [s.status for s in old] != [s.status for s in new]:
+            self.refresh_bindings()
 
     def _set_trace(self, index: int, state: TraceState) -> None:
         states = list(self.traces)

@@ -91,6 +91,26 @@ async def test_loading_shows_throttled_progress_and_esc_cancels(demo_models, mon
         assert app.result is not None
 
 
+@pytest.mark.slow
+async def test_progress_redraws_the_cards_not_the_keys(demo_models, monkeypatch):
+    """The footer's keys change with a load's status (Esc cancels while loading, Enter once loaded),
+    not with its progress: rebuilding them on every progress report took ~0.3 s of the UI thread's
+    time from a cold load of the real pair."""
+    refreshed = []
+    original = KernelDiffApp.refresh_bindings
+    monkeypatch.setattr(KernelDiffApp, "refresh_bindings", lambda self: (refreshed.append(1), original(self)))
+    loader = SlowLoader(PreloadedLoader(demo_models), steps=1500)
+    app = KernelDiffApp([str(DEMO_A), str(DEMO_B)], use_cache=False, loader=loader)
+    async with app.run_test(size=(100, 30)) as pilot:
+        start = app.screen
+        bars = [start.card(i).query_one(LoadBar) for i in (0, 1)]
+        await wait_until(pilot, lambda: all(b.progress > 20 for b in bars))
+        assert app.loading == {0, 1} and "Esc cancels" in screen_text(app)
+        assert len(refreshed) <= 2   # loading started: once (or once per trace), progress: never
+        await wait_for_main(pilot)
+        assert 3 <= len(refreshed) <= 6   # and each trace loaded
+
+
 async def test_error_screen_names_the_file_and_keeps_the_other_trace_browsable(demo_models, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     bad = tmp_path / "broken.json"

@@ -61,7 +61,8 @@ class StartScreen(Screen):
         for i, state in enumerate(new):
             if old is new or i >= len(old) or old[i] != state:  # redraw only the card that changed
                 self.card(i).show(state)
-        self.refresh_hint()
+        if old is new or [s.status for s in old] != [s.status for s in new]:   # the hint says a status
+            self.refresh_hint()
 
     def refresh_hint(self) -> None:
         app = self.app

@@ -101,7 +101,8 @@ def comparison(paths: list[str], repeat: int, builds: list[tuple[str, list[str]]
     with tempfile.TemporaryDirectory() as tmp:
         figures: dict[tuple[str, str], tuple[list, list]] = {}
         for name, kd in builds:
-            time_to([*kd, *paths], COMPARISON, env={"XDG_CACHE_HOME": f"{tmp}/{name}"}, linger=1.0)   # warm: bytecode, page cache, registry
+            # warm: bytecode, page cache, the registry
+            time_to([*kd, *paths], COMPARISON, env={"XDG_CACHE_HOME": f"{tmp}/{name}"}, linger=1.0)
             for row in ROWS:
                 figures[name, row] = ([], [])
         for _ in range(repeat):

@@ -63,6 +63,8 @@ FORMATS = ["text", "json", "csv", "markdown", "html", "perfetto"]
 
 def _overrides(items: list[str]) -> dict[str, float | bool]:
     """--fusion-param items, checked before any trace is read (kerneldiff.core.compare.fusion_model)."""
+    if not items:   # nothing to check: the fusion model (and the result types it imports) loads later
+        return {}
     from kerneldiff.core.compare.fusion_model import check_overrides
 
     raw = {}

@@ -27,6 +27,27 @@ def cache_dir() -> Path:
     return Path(base) / "kerneldiff" / "models"
 
 
+def open_entry(p: Path) -> int | None:
+    """A cache entry (a model or a comparison) opened for reading, as a descriptor left non-blocking:
+    None when there is none, or when it cannot be opened (then it is deleted). O_NOFOLLOW: an entry is
+    a file we wrote, never a link; O_NONBLOCK: a FIFO put there cannot block."""
+    try:
+        return os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    except OSError:       # a symlink (ELOOP with O_NOFOLLOW) or unreadable
+        drop(p)
+        return None
+
+
+def drop(p: Path) -> None:
+    """Delete a cache entry, if it can be."""
+    try:
+        p.unlink()
+    except OSError:
+        pass
+
+
 def file_identity(path: str | os.PathLike) -> list[Any] | None:
     """The file as it is now: its absolute path, device, inode, size, mtime_ns, ctime_ns and a
     fingerprint of its content; None when it cannot be opened as a regular file.

@@ -32,7 +32,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from kerneldiff.core.cache_keys import cache_dir, file_identity
+from kerneldiff.core.cache_keys import cache_dir, drop, file_identity, open_entry
 from kerneldiff.core.errors import TraceError
 from kerneldiff.core.fileio import open_regular
 
@@ -188,13 +188,8 @@ def dumps(value: Any) -> bytes:
 def get(key: str):
     """(Comparison, phases) stored under `key`, or None (absent or damaged: then deleted)."""
     p = entry_path(key)
-    try:
-        # O_NOFOLLOW: an entry is a file we wrote, never a link; O_NONBLOCK: a FIFO cannot block
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        return None
-    except OSError:
-        _drop(p)
+    fd = open_entry(p)
+    if fd is None:
         return None
     try:
         with os.fdopen(fd, "rb") as f:
@@ -218,7 +213,7 @@ def get(key: str):
                 or not all(type(x) is str for x in phases):
             raise ValueError("not a comparison")
     except Exception:  # noqa: BLE001 - any damage at all: drop it, the comparison is made again
-        _drop(p)
+        drop(p)
         return None
     try:
         os.utime(p)   # most recently used: evicted last
@@ -254,7 +249,7 @@ def put(key: str, comparison, phases: list[str]) -> bool:
         return False
     finally:
         if tmp is not None:
-            _drop(Path(tmp))
+            drop(Path(tmp))
     _evict(d)
     return True
 
@@ -265,12 +260,5 @@ def _evict(d: Path) -> None:
         entries = sorted((p.stat().st_mtime, p) for p in d.glob(f"*{SUFFIX}"))
         for _, p in entries[:-MAX_ENTRIES]:
             p.unlink(missing_ok=True)
-    except OSError:
-        pass
-
-
-def _drop(p: Path) -> None:
-    try:
-        p.unlink()
     except OSError:
         pass

@@ -37,7 +37,8 @@ from kerneldiff.core.model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_CO
                     Step, Table, TraceModel, layers_array, layers_from_array)
 from kerneldiff.core.names.visible import visible
 from kerneldiff.core.cache_keys import (FINGERPRINT_BLOCK, FINGERPRINT_EDGE, FINGERPRINT_SAMPLES,  # noqa: F401
-                                        cache_dir, code_fingerprint, content_fingerprint, file_identity)
+                                        cache_dir, code_fingerprint, content_fingerprint, drop, file_identity,
+                                        open_entry)
 from kerneldiff.core.strings import StringTable
 
 try:  # ISA-L's CRC32 is several times faster than zlib's
@@ -250,13 +251,8 @@ def get(key: str) -> TraceModel | None:
     cache is optional: whatever is wrong with an entry (a symlink, a FIFO, a header that lies)
     only costs a rebuild, never a hang or an error."""
     p = entry_path(key)
-    try:
-        # O_NOFOLLOW: an entry is a file we wrote, never a link; O_NONBLOCK: a FIFO cannot block
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        return None
-    except OSError:
-        _drop(p)   # a symlink (ELOOP with O_NOFOLLOW) or unreadable
+    fd = open_entry(p)
+    if fd is None:
         return None
     try:
         with os.fdopen(fd, "rb") as f:
@@ -266,20 +262,13 @@ def get(key: str) -> TraceModel | None:
             os.set_blocking(f.fileno(), True)
             model = _read(f, key, st.st_size)
     except Exception:  # noqa: BLE001 - any damage at all (MemoryError included): drop and rebuild
-        _drop(p)
+        drop(p)
         return None
     try:
         os.utime(p)  # most recently used: evicted last
     except OSError:
         pass
     return model
-
-
-def _drop(p: Path) -> None:
-    try:
-        p.unlink()
-    except OSError:
-        pass
 
 
 def _read_array(f, where: Any, size: int) -> np.ndarray:

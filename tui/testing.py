@@ -75,6 +75,29 @@ async def wait_until(pilot, condition, timeout: float = 30.0, step: float = 0.02
     await pilot.pause()
 
 
+async def wait_for_tab_bar(pilot, timeout: float = 40.0) -> None:
+    """Until the active tab of each tab bar on the screen lies fully in view and the bar's scrolling
+    has ended. At 80 columns the bar overflows and scrolls to a newly active tab with an animation,
+    which a snapshot must not catch halfway, and which starts later on a busy machine (a fixed pause
+    before waiting for animations was not always enough)."""
+    from textual.widgets import Tabs
+
+    def shown() -> bool:
+        for tabs in pilot.app.screen.query(Tabs):
+            tab = tabs.active_tab
+            if tab is None:
+                continue
+            bar = tabs.query_one("#tabs-scroll").region
+            if tab.region.x < bar.x or tab.region.right > bar.right:
+                return False
+        return True
+
+    await wait_until(pilot, shown, timeout)
+    await pilot.wait_for_scheduled_animations()
+    await pilot.wait_for_animation()
+    await pilot.pause()
+
+
 async def wait_for_screen(pilot, kind: type, timeout: float = 30.0) -> None:
     """Until a screen of `kind` is on top and shows what its workers read (screens that read from
     the session in a worker say so with `ready`)."""

@@ -16,7 +16,7 @@ import pytest
 
 from kerneldiff.core.ingest.loader import load
 from kerneldiff.core.report import format as fmt
-from kerneldiff.tui.testing import demo_app, screen_text, wait_for_main, wait_until
+from kerneldiff.tui.testing import demo_app, screen_text, wait_for_main, wait_for_tab_bar, wait_until
 from kerneldiff.tui.widgets.result_table import ResultTable
 from shapes_pair import write_shapes_pair
 
@@ -202,7 +202,7 @@ async def _shapes_tab(pilot):
     # which a snapshot must not catch halfway
     await wait_for_main(pilot)
     await pilot.press("7")
-    await pilot.pause(0.5)
+    await wait_for_tab_bar(pilot)   # the bar's scroll to the tab starts after it is activated
     await pilot.wait_for_scheduled_animations()
     await pilot.wait_for_animation()
     await pilot.pause()

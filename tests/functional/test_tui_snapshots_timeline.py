@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kerneldiff.tui.testing import demo_app, screen_text, wait_for_main, wait_for_screen, wait_until
+from kerneldiff.tui.testing import demo_app, screen_text, wait_for_main, wait_for_screen, wait_for_tab_bar, wait_until
 from kerneldiff.tui.views import timeline_passes
 from kerneldiff.tui.widgets.result_table import ResultTable
 from kerneldiff.core.report import format as fmt
@@ -68,7 +68,7 @@ async def _timeline_tab(pilot):
     # animation, which the snapshot must not catch halfway
     await wait_for_main(pilot)
     await pilot.press("6")
-    await pilot.pause(0.5)   # the tab bar's scroll starts after the tab is activated
+    await wait_for_tab_bar(pilot)   # the bar's scroll to the tab starts after it is activated
     await pilot.wait_for_scheduled_animations()
     await pilot.wait_for_animation()
     await pilot.pause()

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Callable, TypeVar
 
 from kerneldiff.core.errors import TraceError
 from kerneldiff.core.fileio import open_regular
@@ -20,6 +21,8 @@ FINGERPRINT_EDGE = 64 * 1024      # head and tail bytes hashed into the key
 FINGERPRINT_BLOCK = 4 * 1024      # ... and this many bytes at each of the samples between
 FINGERPRINT_SAMPLES = 16
 
+T = TypeVar("T")
+
 
 def cache_dir() -> Path:
     """$XDG_CACHE_HOME/kerneldiff/models (~/.cache/... by default): loaded models and comparisons."""
@@ -27,17 +30,56 @@ def cache_dir() -> Path:
     return Path(base) / "kerneldiff" / "models"
 
 
-def open_entry(p: Path) -> int | None:
-    """A cache entry (a model or a comparison) opened for reading, as a descriptor left non-blocking:
-    None when there is none, or when it cannot be opened (then it is deleted). O_NOFOLLOW: an entry is
-    a file we wrote, never a link; O_NONBLOCK: a FIFO put there cannot block."""
+def read_entry(p: Path, read: Callable[[BinaryIO, int], T]) -> T | None:
+    """`read(f, size)` of the cache entry at `p` (a model or a comparison), which is then marked most
+    recently used (evicted last). None when there is none; when it is damaged in any way (a link, a
+    FIFO, not a regular file, anything `read` raises, MemoryError included) it is deleted and None
+    returned: a cache only ever costs a rebuild, never a hang or an error. O_NOFOLLOW: an entry is a
+    file we wrote, never a link; O_NONBLOCK: a FIFO put there cannot block the open."""
     try:
-        return os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
     except OSError:       # a symlink (ELOOP with O_NOFOLLOW) or unreadable
         drop(p)
         return None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise ValueError("not a regular file")
+            os.set_blocking(f.fileno(), True)
+            value = read(f, st.st_size)
+    except Exception:  # noqa: BLE001 - any damage at all: drop it, it is made again
+        drop(p)
+        return None
+    try:
+        os.utime(p)
+    except OSError:
+        pass
+    return value
+
+
+def write_entry(p: Path, write: Callable[[BinaryIO], None], errors: tuple[type[BaseException], ...] = (OSError,)) -> bool:
+    """`write(f)` into a temporary file beside the entry `p`, which then replaces the entry at once:
+    a reader sees the old entry or the new one, never half of one. False, with nothing left behind,
+    when it fails with one of `errors` (a cache is optional: its I/O problems are never raised)."""
+    import tempfile   # here: ~2 ms to import, and a start that only reads entries never writes one
+
+    tmp = None
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.stem}.", suffix=".tmp", dir=p.parent)
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.replace(tmp, p)
+        tmp = None
+    except errors:
+        return False
+    finally:
+        if tmp is not None:
+            drop(Path(tmp))
+    return True
 
 
 def drop(p: Path) -> None:

@@ -26,13 +26,12 @@ import hashlib
 import importlib.util
 import json
 import os
-import stat
 import sys
 import zlib
 from pathlib import Path
 from typing import Any
 
-from kerneldiff.core.cache_keys import cache_dir, drop, file_identity, open_entry
+from kerneldiff.core.cache_keys import cache_dir, file_identity, read_entry, write_entry
 from kerneldiff.core.errors import TraceError
 from kerneldiff.core.fileio import open_regular
 
@@ -187,38 +186,26 @@ def dumps(value: Any) -> bytes:
 
 def get(key: str):
     """(Comparison, phases) stored under `key`, or None (absent or damaged: then deleted)."""
-    p = entry_path(key)
-    fd = open_entry(p)
-    if fd is None:
-        return None
-    try:
-        with os.fdopen(fd, "rb") as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
-                raise ValueError("not an entry")
-            os.set_blocking(f.fileno(), True)
-            head = json.loads(f.readline(4096))
-            length, crc = head["length"], head["crc"]
-            if head.get("format") != FORMAT or head.get("key") != key or type(length) is not int \
-                    or type(crc) is not int:
-                raise ValueError("other format or key")
-            blob = f.read(length + 1)
-            if len(blob) != length or zlib.crc32(blob) != crc:
-                raise ValueError("length or checksum")
-            doc = loads(blob)
-        comparison, phases = doc["comparison"], doc["phases"]
-        from kerneldiff.core.compare.result import Comparison
+    return read_entry(entry_path(key), lambda f, size: _read(f, key, size))
 
-        if type(comparison) is not Comparison or type(phases) is not list \
-                or not all(type(x) is str for x in phases):
-            raise ValueError("not a comparison")
-    except Exception:  # noqa: BLE001 - any damage at all: drop it, the comparison is made again
-        drop(p)
-        return None
-    try:
-        os.utime(p)   # most recently used: evicted last
-    except OSError:
-        pass
+
+def _read(f, key: str, size: int):
+    if size > MAX_BYTES:
+        raise ValueError("not an entry")
+    head = json.loads(f.readline(4096))
+    length, crc = head["length"], head["crc"]
+    if head.get("format") != FORMAT or head.get("key") != key or type(length) is not int \
+            or type(crc) is not int:
+        raise ValueError("other format or key")
+    blob = f.read(length + 1)
+    if len(blob) != length or zlib.crc32(blob) != crc:
+        raise ValueError("length or checksum")
+    doc = loads(blob)
+    comparison, phases = doc["comparison"], doc["phases"]
+    from kerneldiff.core.compare.result import Comparison
+
+    if type(comparison) is not Comparison or type(phases) is not list or not all(type(x) is str for x in phases):
+        raise ValueError("not a comparison")
     return comparison, phases
 
 
@@ -234,23 +221,9 @@ def put(key: str, comparison, phases: list[str]) -> bool:
     except (_NotPlain, ValueError, RecursionError):
         return False
     head = json.dumps({"format": FORMAT, "key": key, "length": len(blob), "crc": zlib.crc32(blob)}).encode()
-    import tempfile   # here: ~2 ms to import, and a start that reads an entry never writes one
-
-    d = cache_dir()
-    tmp = None
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=d)
-        with os.fdopen(fd, "wb") as f:
-            f.write(head + b"\n" + blob)
-        os.replace(tmp, entry_path(key))
-        tmp = None
-    except OSError:
+    if not write_entry(entry_path(key), lambda f: f.write(head + b"\n" + blob)):
         return False
-    finally:
-        if tmp is not None:
-            drop(Path(tmp))
-    _evict(d)
+    _evict(cache_dir())
     return True
 
 

@@ -22,9 +22,7 @@ import hashlib
 import json
 import os
 import re
-import stat
 import struct
-import tempfile
 import time
 import zlib
 from decimal import Decimal
@@ -37,8 +35,8 @@ from kerneldiff.core.model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_CO
                     Step, Table, TraceModel, layers_array, layers_from_array)
 from kerneldiff.core.names.visible import visible
 from kerneldiff.core.cache_keys import (FINGERPRINT_BLOCK, FINGERPRINT_EDGE, FINGERPRINT_SAMPLES,  # noqa: F401
-                                        cache_dir, code_fingerprint, content_fingerprint, drop, file_identity,
-                                        open_entry)
+                                        cache_dir, code_fingerprint, content_fingerprint, file_identity,
+                                        read_entry, write_entry)
 from kerneldiff.core.strings import StringTable
 
 try:  # ISA-L's CRC32 is several times faster than zlib's
@@ -162,39 +160,28 @@ def put(key: str, model: TraceModel) -> bool:
     extra = {}
     for name in _MODEL_FIELDS - _ARRAY_FIELDS:
         extra[name] = _jsonable(getattr(model, name))
-    d = cache_dir()
-    tmp = None
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=d)
-        with os.fdopen(fd, "wb") as f:
-            f.write(MAGIC)
-            arrays = {}
-            for table in TABLES:
-                for col, arr in getattr(model, table).columns.items():
-                    arrays[f"{table}.{col}"] = _write_array(f, arr)
-            arrays["layers"] = _write_array(f, layers_array(model.layers))
-            header = {
-                "format": FORMAT_VERSION, "key": key, "arrays": arrays,
-                "strings": model.strings.strings,
-                "info": model.info.to_dict() if hasattr(model.info, "to_dict") else None,
-                "steps": [dataclasses.asdict(s) for s in model.steps],
-                "fields": extra,
-            }
-            blob = json.dumps(header, ensure_ascii=False, allow_nan=True).encode()
-            f.write(blob)
-            f.write(TRAILER.pack(len(blob), crc32(blob), END))
-        os.replace(tmp, entry_path(key))
-        tmp = None
-    except (OSError, TypeError, ValueError, MemoryError):
+
+    def write(f) -> None:
+        f.write(MAGIC)
+        arrays = {}
+        for table in TABLES:
+            for col, arr in getattr(model, table).columns.items():
+                arrays[f"{table}.{col}"] = _write_array(f, arr)
+        arrays["layers"] = _write_array(f, layers_array(model.layers))
+        header = {
+            "format": FORMAT_VERSION, "key": key, "arrays": arrays,
+            "strings": model.strings.strings,
+            "info": model.info.to_dict() if hasattr(model.info, "to_dict") else None,
+            "steps": [dataclasses.asdict(s) for s in model.steps],
+            "fields": extra,
+        }
+        blob = json.dumps(header, ensure_ascii=False, allow_nan=True).encode()
+        f.write(blob)
+        f.write(TRAILER.pack(len(blob), crc32(blob), END))
+
+    if not write_entry(entry_path(key), write, (OSError, TypeError, ValueError, MemoryError)):
         return False
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-    _evict(d, limit)
+    _evict(cache_dir(), limit)
     return True
 
 
@@ -250,25 +237,7 @@ def get(key: str) -> TraceModel | None:
     """The cached model for `key`, or None (absent, stale format, or damaged: then deleted). A
     cache is optional: whatever is wrong with an entry (a symlink, a FIFO, a header that lies)
     only costs a rebuild, never a hang or an error."""
-    p = entry_path(key)
-    fd = open_entry(p)
-    if fd is None:
-        return None
-    try:
-        with os.fdopen(fd, "rb") as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                raise _Corrupt("not a regular file")
-            os.set_blocking(f.fileno(), True)
-            model = _read(f, key, st.st_size)
-    except Exception:  # noqa: BLE001 - any damage at all (MemoryError included): drop and rebuild
-        drop(p)
-        return None
-    try:
-        os.utime(p)  # most recently used: evicted last
-    except OSError:
-        pass
-    return model
+    return read_entry(entry_path(key), lambda f, size: _read(f, key, size))
 
 
 def _read_array(f, where: Any, size: int) -> np.ndarray:

@@ -36,24 +36,28 @@ def launch(argv: list[str]) -> int:
 
     if len(paths) == 2 and RunSession.names_runs(*paths):   # one directory alone: refused as before
         return _explore_runs(paths, args)
-    ahead = _compare_ahead(paths, args)   # before Textual is imported: no thread runs yet, fork is safe
+    session, ahead = _compare_ahead(paths, args)   # before Textual is imported: no thread runs yet, fork is safe
     from kerneldiff.tui.app import run_app
 
     return run_app(paths, phase=args.phase, registry=args.registry, use_cache=not args.no_cache, aie=aie,
-                   before_start=ahead)
+                   session=session, before_start=ahead)
 
 
 def _compare_ahead(paths: list[str], args):
     """A pair whose models are cached but which was not compared so before: its comparison is
-    computed by a forked child while this process imports the explorer (Session.compare_ahead);
-    the function that waits for it, or None."""
+    computed by a forked child while this process imports the explorer (Session.compare_ahead).
+    Returns (the explorer's session, probed, and the function that waits for the child), or
+    (None, None) where that does not apply (then the explorer makes its session itself)."""
     if len(paths) != 2 or args.no_cache:
-        return None
+        return None, None
     from kerneldiff.core.session import open_session
 
+    # the session the explorer would open (tui.app.explorer_session): the child's comparison is
+    # stored under its key, and the explorer reads it through this very session
     session = open_session(paths, registry=args.registry, use_cache=True, keep_comparisons=True)
     start = getattr(session, "compare_ahead", None)     # AIE runs are compared otherwise
-    return start(args.phase) if start is not None else None
+    wait = start(args.phase) if start is not None else None
+    return (session, wait) if wait is not None else (None, None)
 
 
 def _explore_runs(paths: list[str], args) -> int:

@@ -451,11 +451,12 @@ def _has_terminal() -> bool:
 
 
 def run_app(paths: list[str], phase: str = "all", registry: str | None = None, use_cache: bool = True,
-            aie: dict[str, Any] | None = None, before_start: Callable[[], Any] | None = None) -> int:
+            aie: dict[str, Any] | None = None, session=None, before_start: Callable[[], Any] | None = None) -> int:
     """Open the explorer on one trace (browse) or two (compare). Returns the exit code.
     `aie`: GEMM shape / warm-up / iterations / clock for AMD AIE traces (keys of
-    kerneldiff.core.aie.session.OPTION_KEYS; absent or None = not given). `before_start`: waited
-    for before the app is made (a comparison being stored beside it: Session.compare_ahead)."""
+    kerneldiff.core.aie.session.OPTION_KEYS; absent or None = not given). `session`: the explorer's
+    session, opened already (else made here); `before_start`: waited for before the app is made (a
+    comparison being stored beside it: Session.compare_ahead)."""
     from kerneldiff.core.phase_names import PHASE_FILTERS
 
     if phase not in PHASE_FILTERS:
@@ -486,7 +487,7 @@ def run_app(paths: list[str], phase: str = "all", registry: str | None = None, u
         return 2
     if before_start is not None:
         before_start()
-    app = KernelDiffApp(paths, phase=phase, registry=registry, use_cache=use_cache, aie=aie)
+    app = KernelDiffApp(paths, phase=phase, registry=registry, use_cache=use_cache, aie=aie, session=session)
     if app.stored is None:   # a stored comparison: its traces are in the cache, and the first frame comes first
         app.session.warm_up()
     result = app.run()

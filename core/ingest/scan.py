@@ -199,13 +199,13 @@ def _cached_ids(buf, cache: NameCache, keys: np.ndarray, starts: np.ndarray, len
     is another text's). Most rows repeat a text seen before, so every row is looked up first
     (hash, then bytes) and only the rows missed are grouped by a sort; `decode(row)` makes the
     text of a row once per distinct text. Returns (index per row, extra, n_cached)."""
-    entry, _ = cache.lookup(buf, keys, starts, lens)
+    entry, known_hash = cache.lookup(buf, keys, starts, lens)
     miss = np.flatnonzero(entry < 0)
     extra: list = []
     if len(miss):
         first, inverse = _verified_groups(buf, keys[miss], starts[miss], lens[miss])
         rep = miss[first]
-        _, known = cache.lookup(buf, keys[rep], starts[rep], lens[rep])
+        known = known_hash[rep]
         texts = [decode(r) for r in rep.tolist()]
         fresh = np.flatnonzero(~known).tolist()   # known hash, other bytes: not cached
         base = len(cache.texts)

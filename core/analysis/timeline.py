@@ -255,9 +255,8 @@ class _Scan:
         self.kind = np.ascontiguousarray(k.kind, dtype=np.int8)   # as the C reads it (a view may be strided)
         # launch calls, in the same clock (launch rows are read only through kernels that link to them)
         self.l_s, self.l_e = _ns(L.ts, L.dur, self.t0)
-        self.l_is_launch = name_mask(model, L.name, LAUNCH_RE)
-        self.l_is_graph = name_mask(model, L.name, GRAPH_RE) & self.l_is_launch
-        sync = name_mask(model, L.name, SYNC_RE)
+        self.l_is_launch, graph, sync = name_masks(model, L.name, [LAUNCH_RE, GRAPH_RE, SYNC_RE])
+        self.l_is_graph = graph & self.l_is_launch
         self.sync_s, self.sync_e = merge_intervals(self.l_s[sync], self.l_e[sync])
         self.dtoh = np.zeros(n, dtype=bool)
         cp = np.flatnonzero(k.kind == KIND_MEMCPY)

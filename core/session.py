@@ -322,9 +322,10 @@ class Session:
             if stored is not None:
                 return stored[0]
         from kerneldiff.core.compare.engine import compare
+        from kerneldiff.core.ingest.child_load import can_fork
 
         comparison = compare(self.models[0], self.models[1], phase=phase, classifier=self.classifier,
-                             fusion_overrides=self.fusion_overrides, peaks=self.peaks)
+                             fusion_overrides=self.fusion_overrides, peaks=self.peaks, beside=can_fork())
         if key is not None and keep:
             comparison_cache.put(key, comparison, self.phases())
         return comparison

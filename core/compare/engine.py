@@ -524,9 +524,26 @@ def _layer_idle(rows: list[LayerRow], ta: Timeline, tb: Timeline) -> None:
                 side.idle_us, side.wall_us = l.idle_us, l.span_us
 
 
+# Kernels in both sides' layers from which the kernel pairs and fusions are worth a forked child:
+# on the dense 2x60 MB pair (~400k kernels) they are ~35% of the step; the fork and the pickled
+# result cost ~5 ms, more than the whole step of a pair of small traces.
+BESIDE_KERNELS = 100_000
+
+
+def _pairs_and_fusions(ga: "_LayerGroups", gb: "_LayerGroups", labels: tuple[str, str], classifier,
+                       fusion_overrides) -> tuple[list[LayerAlignment], list, list[str]]:
+    notes: list[str] = []
+    alignments = _alignments(ga, gb, labels, classifier, notes)
+    return alignments, find_fusions(ga.v, gb.v, labels, classifier, alignments, fusion_overrides), notes
+
+
 def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None,
-            fusion_overrides: dict[str, Any] | None = None, peaks=None) -> Comparison:
-    """Compare two loaded traces in one phase (all | prefill | decode | mixed | unknown)."""
+            fusion_overrides: dict[str, Any] | None = None, peaks=None, beside: bool = False) -> Comparison:
+    """Compare two loaded traces in one phase (all | prefill | decode | mixed | unknown).
+
+    `beside`: the caller may fork (one thread, `child_load.can_fork`); the kernel pairs and the
+    fusions, which read nothing the rest of the comparison computes, are then computed in a forked
+    child while this process computes the rest, on a pair large enough to gain by it."""
     if phase not in PHASE_CHOICES:
         raise ValueError(f"phase must be one of {', '.join(PHASE_CHOICES)}")
     if classifier is None:
@@ -537,8 +554,35 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
     va, vb = _View("a", a, phase, classifier), _View("b", b, phase, classifier)
     # like with like: 48 passes against 10 compare an average pass, not the sums
     per_pass = va.passes != vb.passes and len(va.rows) > 0 and len(vb.rows) > 0
-    ops = _operations(va, vb, phase, per_pass)
     ga, gb = _LayerGroups(va), _LayerGroups(vb)
+    child = None
+    if beside and len(ga.sorted_pos) + len(gb.sorted_pos) >= BESIDE_KERNELS:
+        from kerneldiff.core.ingest.child_load import Beside
+
+        child = Beside(lambda: _pairs_and_fusions(ga, gb, labels, classifier, fusion_overrides))
+    try:
+        cmp = _rest(a, b, phase, labels, va, vb, ga, gb, per_pass, peaks, classifier)
+    except BaseException:
+        if child is not None:
+            child.cancel()
+        raise
+    found = None
+    if child is not None:
+        try:
+            found = child.result()
+        except RuntimeError:   # the child died: compute here (a failure then says what it is)
+            found = None
+    alignments, fusions, coarse_notes = found or _pairs_and_fusions(ga, gb, labels, classifier, fusion_overrides)
+    cmp.alignments, cmp.fusions = alignments, fusions
+    # the warnings in the order one process gives them: the sides', the alignment's, then the rest
+    cmp.warnings[:0] = [f"{lab}: {w}" for lab, m in zip(labels, (a, b)) for w in m.warnings] + coarse_notes
+    cmp.comparability = check_comparability(cmp, va, vb)
+    return cmp
+
+
+def _rest(a, b, phase, labels, va, vb, ga, gb, per_pass, peaks, classifier) -> Comparison:
+    """Everything but the kernel pairs, the fusions and the comparability (which reads the fusions)."""
+    ops = _operations(va, vb, phase, per_pass)
     layers_from = "both" if ga.ranges and gb.ranges else "a" if ga.ranges else "b" if gb.ranges else ""
     layers = _layers(ga, gb, compared=layers_from == "both")
     ta, tb = timeline(a, phase, keep_cut=False), timeline(b, phase, keep_cut=False)
@@ -550,10 +594,7 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
             outside = LayerRow(layer=-1, a=oa, b=ob, gap_us=oa.total_us - ob.total_us,
                                ratio=_ratio(oa.total_us, ob.total_us) if layers_from == "both" else None,
                                spread_us=_gap_spread(oa, ob) if layers_from == "both" else None)
-    coarse_notes: list[str] = []
-    alignments = _alignments(ga, gb, labels, classifier, coarse_notes)
-    fusions = find_fusions(va, vb, labels, classifier, alignments, fusion_overrides)
-    warnings = [f"{lab}: {w}" for lab, m in zip(labels, (a, b)) for w in m.warnings] + coarse_notes
+    warnings: list[str] = []
     for lab, v in zip(labels, (va, vb)):
         if len(v.rows) == 0:
             warnings.append(f"{lab}: no kernels in phase '{phase}'" if phase != "all" else f"{lab}: no GPU kernels")
@@ -582,11 +623,10 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
                       ratio=_ratio(ka, kb), gap_us=ka - kb, basis="per_pass" if per_pass else "total",
                       wall=_wall(ta, tb, va, vb, per_pass, _ratio(ka, kb)),
                       operations=ops,
-                      layers=layers, alignments=alignments, fusions=fusions,
+                      layers=layers, alignments=[], fusions=[],
                       same_kernels=_same_kernels(va, vb), warnings=warnings,
                       outside_layers=outside, layers_from=layers_from)
     attach_throughput(cmp, va, vb, peaks)   # FLOPs, bytes, % of peak; GEMM and attention shapes
-    cmp.comparability = check_comparability(cmp, va, vb)
     cmp.ledger = exposed_communication(build_ledger(va, vb, ta, tb, per_pass), va, vb, per_pass, classifier)
     cmp.host = {"a": host_time(va, per_pass), "b": host_time(vb, per_pass)}
     return cmp

@@ -10,6 +10,7 @@ held elsewhere would stay held in the child.
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import signal
@@ -91,6 +92,9 @@ class Beside:
         parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the child: run, send one pickled reply, leave without cleanup handlers
+            # no cyclic garbage collection in a short-lived child: a collection walks every object
+            # the parent had, and each one it touches copies its page from the parent
+            gc.disable()
             os.close(read)
             _die_with(parent)
             code = 0
@@ -119,15 +123,23 @@ class Beside:
         try:
             with os.fdopen(self._read, "rb") as f:
                 data = f.read()
-        finally:
+        except BaseException:
             self._reap()
+            raise
         if not data:
+            self._reap()
             self._close_mem()
-            raise RuntimeError("the process loading the second trace ended without a reply")
+            raise RuntimeError("the child process ended without a reply")
+        # unpickling makes many objects at once: a collection it sets off walks this whole heap
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             kind, value = _load(data, self._mem)
         finally:
+            if collecting:
+                gc.enable()
             self._close_mem()
+            self._reap()   # after unpickling: the child's exit (unmapping its memory) ran meanwhile
         if kind == "ok":
             return value
         if kind == "trace_error":

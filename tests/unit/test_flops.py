@@ -15,6 +15,7 @@ import gzip
 import io
 import json
 import math
+import re
 from collections import defaultdict
 
 import pytest
@@ -23,6 +24,7 @@ from conftest import SHARED_TRACES, kineto_doc, real_trace, write_trace
 
 from kerneldiff.cli.main import main
 from kerneldiff.core.analysis.flops import ATTENTION, GEMM, MEMORY, attention_flops, model_work, op_work
+from kerneldiff.core.analysis.linear_regex import compile_linear
 from kerneldiff.core.analysis.peaks import FIGURES, PeakTable, default_table
 from kerneldiff.core.ingest.loader import load
 from kerneldiff.core.ingest.probe import probe
@@ -207,6 +209,8 @@ def test_every_shipped_gpu_names_its_source_and_the_issue_list_is_covered():
         assert "hbm" in f and ("bf16" in f or "fp16" in f) and "fp32" in f, e.key
         if "bf16" in f and "fp8" in f:
             assert f["fp8"] == pytest.approx(2 * f["bf16"], rel=0.02), e.key   # dense fp8 = 2x dense bf16
+        for rx in e.match:   # the shipped patterns are compiled only when matched: each must compile
+            compile_linear(rx, re.IGNORECASE)
     assert len(keys) == len(t.entries)
 
 

@@ -10,6 +10,7 @@ import numpy as np
 def without_layers(model, reason: str = "layers not detected: no attention or SSM kernels recognised"):
     """The model as a trace whose layers were not found (a copy; the original is untouched)."""
     m = copy.copy(model)
+    m.__dict__.pop("_memo", None)   # the readings memoised on the original (its layer groups) are not this copy's
     m.kernels = model.kernels.take(slice(None))
     m.kernels.layer = np.full(len(m.kernels), -1)
     m.num_layers = 0

@@ -21,6 +21,7 @@ from kerneldiff.core.compare.result import (Comparison, Excluded, KernelPair, La
                          SameKernel, Side, Stats, WallClock)
 from kerneldiff.core.compare.comparability import check as check_comparability
 from kerneldiff.core.compare.fusion import find_fusions
+from kerneldiff.core.compare.layer_groups import layer_groups
 from kerneldiff.core.compare.ledger import build as build_ledger, exposed_communication, host_time
 from kerneldiff.core.compare.op_fusion import gemm_op_keys
 from kerneldiff.core.compare.throughput import attach as attach_throughput
@@ -198,68 +199,15 @@ def _column_stats_many(mats: list[np.ndarray]) -> list[list[Stats]]:
     return out
 
 
-def _segment_sums(values: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """values[s:s+l].sum() for every segment. Segments of one length are summed as the rows of a
-    matrix (pairwise, like a 1-D sum); np.add.reduceat would add sequentially and round differently."""
-    out = np.zeros(len(start))
-    by_len = np.argsort(length, kind="stable")
-    cuts = np.flatnonzero(np.diff(length[by_len])) + 1
-    for seg in np.split(by_len, cuts) if len(by_len) else []:
-        out[seg] = values[start[seg, None] + np.arange(length[seg[0]])].sum(axis=1)
-    return out
-
-
-def _row_ids(values: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """An id per segment, equal for segments holding the same sequence of values (exact, no hashing)."""
-    ids = np.zeros(len(start), dtype=np.int64)
-    by_len = np.argsort(length, kind="stable")
-    cuts = np.flatnonzero(np.diff(length[by_len])) + 1
-    base = 0
-    for seg in np.split(by_len, cuts) if len(by_len) else []:
-        n = int(length[seg[0]])
-        mat = values[start[seg, None] + np.arange(n)]
-        order = np.lexsort(mat.T[::-1]) if n else np.arange(len(seg))
-        srt = mat[order]
-        new = np.ones(len(seg), dtype=bool)
-        new[1:] = (srt[1:] != srt[:-1]).any(axis=1)
-        ids[seg[order]] = base + np.cumsum(new) - 1
-        base += int(new.sum())
-    return ids
-
-
 class _LayerGroups:
-    """Kernels of one side grouped by (layer, step) — one group per forward pass of a layer — with
-    each group's total time and kernel-name sequence id.
-
-    Groups are segments [start, start+length) of `sorted_pos` (positions into the view's rows),
-    ordered by layer, then step; inside a group kernels keep their time order."""
+    """Kernels of one side grouped by (layer, step) (`layer_groups.LayerGroupArrays`: segments of
+    `sorted_pos`, positions into the view's rows), with each layer's statistics and modal pass."""
 
     def __init__(self, v: _View) -> None:
-        k = v.m.kernels
         self.v = v
-        lay = v._take(k.layer)
-        sel = np.flatnonzero(lay >= 0)
-        key = lay[sel].astype(np.int64) * (len(v.m.steps) + 1) + v._take(k.step)[sel]
-        n = len(key)
-        # A (layer, step) is usually one contiguous run in time order: sort the runs (tens of
-        # thousands), not the kernels. Concatenating stably sorted runs gives the kernels' stable sort.
-        brk = np.flatnonzero(key[1:] != key[:-1]) + 1
-        run_start = np.concatenate(([0], brk)).astype(np.int64) if n else np.zeros(0, dtype=np.int64)
-        run_len = np.diff(np.append(run_start, n))
-        ro = np.argsort(key[run_start], kind="stable")
-        lens = run_len[ro]
-        offs = np.cumsum(lens) - lens
-        self.sorted_pos = sel[np.repeat(run_start[ro] - offs, lens) + np.arange(n)]
-        skey = key[run_start[ro]]
-        first = np.ones(len(skey), dtype=bool)
-        first[1:] = skey[1:] != skey[:-1]
-        self.start = offs[first]
-        self.length = np.diff(np.append(self.start, n))
-        self.layer = lay[self.sorted_pos[self.start]]
-        self.dur = v.dur[self.sorted_pos]
-        self.total = _segment_sums(self.dur, self.start, self.length)
-        self.names = v.name[self.sorted_pos]
-        self.sig = _row_ids(self.names, self.start, self.length)
+        g = layer_groups(v.m, v.phase)   # memoised: a side loaded in a forked child grouped its kernels there
+        self.sorted_pos, self.start, self.length, self.layer = g.sorted_pos, g.start, g.length, g.layer
+        self.dur, self.total, self.names, self.sig = g.dur, g.total, g.names, g.sig
         cuts = np.flatnonzero(np.diff(self.layer)) + 1
         bounds = np.concatenate(([0], cuts, [len(self.layer)])).tolist()
         self.ranges = {int(self.layer[a]): (a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a}

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kerneldiff.core.compare.engine import (_column_stats, _LayerGroups, _row_ids, _segment_sums, _top_ids,
-                          _View, stats_of)
+from kerneldiff.core.compare.engine import _column_stats, _LayerGroups, _top_ids, _View, stats_of
+from kerneldiff.core.compare.layer_groups import row_ids, segment_sums
 
 
 @pytest.fixture
@@ -43,14 +43,14 @@ def test_column_stats_of_many_matrices_equal_one_at_a_time(rng):
 def test_segment_sums_equal_one_dimensional_sums(rng):
     start, length = _segments(rng, 500, 300)
     values = rng.lognormal(2.0, 2.0, int(length.sum()))
-    sums = _segment_sums(values, start, length)
+    sums = segment_sums(values, start, length)
     assert sums.tolist() == [float(values[s:s + n].sum()) for s, n in zip(start, length)]
 
 
 def test_row_ids_equal_exactly_for_equal_sequences(rng):
     start, length = _segments(rng, 400, 4)
     values = rng.integers(0, 3, int(length.sum()))
-    ids = _row_ids(values, start, length).tolist()
+    ids = row_ids(values, start, length).tolist()
     seqs = [tuple(values[s:s + n].tolist()) for s, n in zip(start, length)]
     for i in range(len(seqs)):
         for j in range(i + 1, len(seqs)):

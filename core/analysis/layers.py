@@ -21,6 +21,7 @@ import numpy as np
 from kerneldiff.core.analysis.attribution import launch_time
 from kerneldiff.core.analysis.modules import decoder_layer_class, launches_in, module_calls
 from kerneldiff.core.model import LayerSpan, Step, TraceModel
+from kerneldiff.core.numbers import small_unique
 
 # Attention kernels of one layer can be several launches (split-KV + combine, 3-D unified
 # attention + reduce, rotary inside). Anchor kernels at most this many positions apart, with no
@@ -47,9 +48,10 @@ def detect_architecture(model: TraceModel, roles: np.ndarray) -> str:
     k = model.kernels
     if len(k) == 0:
         return "unknown"
-    r = roles[k.cat]
-    has_attn = bool((r == "attention").any())
-    has_ssm = bool((r == "ssm").any())
+    present = np.zeros(len(roles), dtype=bool)
+    present[k.cat] = True          # category -1 marks the trailing "other"
+    r = set(roles[present].tolist())  # the roles of the categories present, not one string per kernel
+    has_attn, has_ssm = "attention" in r, "ssm" in r
     if has_attn and has_ssm:
         return "hybrid"
     if has_ssm:
@@ -326,7 +328,12 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
     if model.architecture == "hybrid":
         model.warnings.append("hybrid model (attention + SSM layers): layers are anchored on both mixers")
     # Segment the device that does most of the work; other devices' kernels stay outside layers.
-    devs, inv = np.unique(k.device, return_inverse=True)
+    lo, span = int(k.device.min()), int(k.device.max()) - int(k.device.min()) + 1
+    if span < 1 << 62:   # np.unique's, without its sort (a few device ids)
+        devs, inv = small_unique(k.device - lo, span)
+        devs = devs + lo
+    else:
+        devs, inv = np.unique(k.device, return_inverse=True)
     main_dev = devs[np.argmax(np.bincount(inv, weights=k.dur))]
     on_dev = k.device == main_dev
     role_all = roles[k.cat]

@@ -14,7 +14,7 @@ def prepare_side(model, phase: str = "all") -> None:
     from kerneldiff.core.analysis.host_time import host_time
     from kerneldiff.core.analysis.passes import pass_tokens
     from kerneldiff.core.analysis.timeline import timeline
-    from kerneldiff.core.compare.layer_groups import layer_groups
+    from kerneldiff.core.analysis.layer_groups import layer_groups
 
     work_of(model)
     timeline(model, phase, keep_cut=False)

@@ -21,7 +21,7 @@ from kerneldiff.core.compare.result import (Comparison, Excluded, KernelPair, La
                          SameKernel, Side, Stats, WallClock)
 from kerneldiff.core.compare.comparability import check as check_comparability
 from kerneldiff.core.compare.fusion import find_fusions
-from kerneldiff.core.compare.layer_groups import layer_groups
+from kerneldiff.core.analysis.layer_groups import layer_groups
 from kerneldiff.core.compare.ledger import build as build_ledger, exposed_communication, host_time
 from kerneldiff.core.compare.op_fusion import gemm_op_keys
 from kerneldiff.core.compare.throughput import attach as attach_throughput

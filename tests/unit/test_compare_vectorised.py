@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kerneldiff.core.compare.engine import _column_stats, _LayerGroups, _top_ids, _View, stats_of
-from kerneldiff.core.compare.layer_groups import row_ids, segment_sums
+from kerneldiff.core.analysis.layer_groups import row_ids, segment_sums
 
 
 @pytest.fixture

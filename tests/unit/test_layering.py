@@ -141,7 +141,8 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "devices", "summary",                    # per-device and per-trace summaries
         "timeline", "comm_params", "collectives",   # busy and idle time, streams; collectives
         "host_time",                             # host time behind launch-bound idle
-        "flops", "side_readings",                # work (FLOPs, bytes) per kernel; one side's readings
+        "flops", "layer_groups",                 # work (FLOPs, bytes) per kernel; kernels by layer and pass
+        "side_readings",                         # one side's readings for a comparison
     ],
     "compare": [
         "work_result", "result",                 # the JSON-ready result types

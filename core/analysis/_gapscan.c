@@ -364,6 +364,80 @@ done:
     return ret;
 }
 
+/* Kernel time that overlaps earlier kernels of the same stream (attribution.py `_stream_overlap`):
+ * one pass over the rows in time order (`order`, or 0..n-1 when None), each stream's running
+ * maximum of the ends kept in a table, where the numpy reference sorts every column by stream. A
+ * row adds its part before that maximum, clipped to [0, its duration]. Summed in row order (the
+ * reference sums each stream's pairwise: the same figure to a few ulps). */
+static PyObject *py_stream_overlap(PyObject *self, PyObject *args) {
+    PyObject *o[4];
+    long long n_streams;
+    if (!PyArg_ParseTuple(args, "OOOOL", &o[0], &o[1], &o[2], &o[3], &n_streams))
+        return NULL;
+    Buf bf[4];
+    memset(bf, 0, sizeof bf);
+    PyObject *ret = NULL;
+    double *reach = NULL;
+    /* ts, dur, stream id (int64 in [0, n_streams)), order (int64 rows) or None */
+    if (get(o[0], &bf[0], 0, 8, 0, "ts") < 0)
+        goto done;
+    {
+        i64 n = bf[0].v.len / 8, m = n;
+        if (get(o[1], &bf[1], 0, 8, n, "dur") < 0 || get(o[2], &bf[2], 0, 8, n, "stream") < 0)
+            goto done;
+        if (o[3] != Py_None) {
+            if (get(o[3], &bf[3], 0, 8, 0, "order") < 0)
+                goto done;
+            m = bf[3].v.len / 8;
+        }
+        if (n_streams < 0 || n_streams > n + 1) {
+            PyErr_SetString(PyExc_ValueError, "n_streams out of range");
+            goto done;
+        }
+        reach = PyMem_Malloc(sizeof(double) * (size_t)(n_streams ? n_streams : 1));
+        unsigned char *seen = PyMem_Calloc((size_t)(n_streams ? n_streams : 1), 1);
+        if (reach == NULL || seen == NULL) {
+            PyMem_Free(seen);
+            PyErr_NoMemory();
+            goto done;
+        }
+        const double *ts = bf[0].v.buf, *dur = bf[1].v.buf;
+        const i64 *stream = bf[2].v.buf, *order = o[3] != Py_None ? bf[3].v.buf : NULL;
+        double over = 0.0;
+        int bad = 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (i64 i = 0; i < m; i++) {
+            i64 r = order ? order[i] : i;
+            if (r < 0 || r >= n) { bad = 1; break; }
+            i64 st = stream[r];
+            if (st < 0 || st >= n_streams) { bad = 1; break; }
+            double end = ts[r] + dur[r];
+            if (seen[st]) {
+                double v = reach[st] - ts[r];
+                if (v < 0.0) v = 0.0;
+                if (v > dur[r]) v = dur[r];
+                over += v;
+                if (end > reach[st]) reach[st] = end;
+            } else {
+                seen[st] = 1;
+                reach[st] = end;
+            }
+        }
+        Py_END_ALLOW_THREADS
+        PyMem_Free(seen);
+        if (bad) {
+            PyErr_SetString(PyExc_IndexError, "a row or stream index out of range");
+            goto done;
+        }
+        ret = PyFloat_FromDouble(over);
+    }
+done:
+    PyMem_Free(reach);
+    for (int k = 0; k < 4; k++)
+        if (bf[k].held) PyBuffer_Release(&bf[k].v);
+    return ret;
+}
+
 static PyMethodDef methods[] = {
     {"scan", py_scan, METH_VARARGS,
      "scan(rows, key, s, e, stream, launch, l_s, l_e, dtoh, sync_s, sync_e, tol, n_streams, classify, "
@@ -375,6 +449,8 @@ static PyMethodDef methods[] = {
     {"launch_firsts", py_launch_firsts, METH_VARARGS,
      "launch_firsts(rows, kind, launch, s, e, is_launch, is_graph, call_dur, first, kernel_kind) -> "
      "(plain, shorter); first in place: see timeline._Scan.launch_stats"},
+    {"stream_overlap", py_stream_overlap, METH_VARARGS,
+     "stream_overlap(ts, dur, stream, order, n_streams) -> float: see attribution._stream_overlap"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -200,3 +200,38 @@ def test_bad_input_is_an_error_not_a_crash():
     with pytest.raises(IndexError):   # a stream past the count of streams
         _gapscan.queued_gaps(np.array([0, 1]), np.zeros(4, np.int8), np.full(4, 3, np.int64),
                              np.zeros(4, np.int64), s, s + 1, z, np.zeros(0, bool), gaps, 1, 0)
+    with pytest.raises(IndexError):   # a row past the rows, a stream past the count
+        _gapscan.stream_overlap(s / 1.0, s / 1.0, np.zeros(4, np.int64), np.array([0, 4]), 1)
+    with pytest.raises(IndexError):
+        _gapscan.stream_overlap(s / 1.0, s / 1.0, np.full(4, 1, np.int64), None, 1)
+    with pytest.raises(ValueError):   # fewer durations than starts
+        _gapscan.stream_overlap(s / 1.0, s[:2] / 1.0, np.zeros(4, np.int64), None, 1)
+
+
+# --- kernel time overlapping on one stream (attribution._stream_overlap) ---------------------------
+
+def _overlap_both(model: TraceModel) -> None:
+    from kerneldiff.core.analysis import attribution
+
+    k = model.kernels
+    fast, ref = attribution._stream_overlap(k), attribution._stream_overlap_numpy(k)
+    assert fast == pytest.approx(ref, rel=1e-12, abs=1e-9)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(activities(), st.integers(0, 2**32 - 1), st.sampled_from([1, 3, 40]))
+def test_stream_overlap_c_is_numpy(drawn, seed, spread):
+    """Rows in time order or not, ties, zero and negative durations, one stream or many (past the
+    table's few, and ids far apart): the C pass reads what the sort by stream reads."""
+    model, _, _ = drawn
+    k = model.kernels
+    rng = np.random.default_rng(seed)
+    k.stream = k.stream * spread + (rng.integers(0, 2, len(k)) << 40 if spread == 40 else 0)
+    _overlap_both(model)
+
+
+@pytest.mark.parametrize("path", _real())
+def test_real_traces_same_stream_overlap(path):
+    from kerneldiff.core.ingest.loader import load
+
+    _overlap_both(load(path, use_cache=False))

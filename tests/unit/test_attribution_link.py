@@ -56,3 +56,17 @@ def test_link_and_overlap_match_a_plain_walk(seed, n_kernels, n_launches, n_ops,
             reach = np.maximum.accumulate((k.ts + k.dur)[rows][:-1])
             over += float(np.clip(reach - k.ts[rows][1:], 0.0, k.dur[rows][1:]).sum())
     assert attribution._stream_overlap(k) == over
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(-3, 40), max_size=30), st.lists(st.integers(-3, 45), max_size=60),
+       st.sampled_from([0, 1, 10**6, 2**62]))
+def test_lookup_finds_each_wanted_ids_first_row(keys, wanted, shift):
+    """Ids spanning little (a table) or far apart (a search), repeated, negative, absent: the first
+    row holding each wanted id, -1 for a negative or absent one."""
+    k = np.array(keys, np.int64) * (shift or 1)
+    w = np.array(wanted, np.int64) * (shift or 1)
+    first: dict[int, int] = {}
+    for i, x in enumerate(k.tolist()):
+        first.setdefault(x, i)
+    assert attribution._lookup(k, w).tolist() == [first.get(x, -1) if x >= 0 else -1 for x in w.tolist()]

@@ -7,6 +7,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <string.h>
 
 /* longest common block of a[alo:ahi] and b[blo:bhi]: (*bi, *bj, size), the first found as
  * difflib finds it (rows of a in order, b's positions ascending, a longer block replaces) */
@@ -84,13 +85,76 @@ static PyObject *matches(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(m);
 }
 
+/* The alignment's full table (align.py `_align`, its Python loop the reference): scores is the m x n
+ * matrix of pair scores (row-major float64), gap the linear gap cost. Row i of the table is the best
+ * score of a[:i] against b[:j]; back comes each cell's step as one byte, (m+1) x (n+1), row-major:
+ * 0 diagonal, 1 up (a gap in b), 2 left (a gap in a), preferred in that order on a tie. The same
+ * IEEE additions and comparisons as the Python loop, so the same table. */
+static PyObject *table(PyObject *self, PyObject *args) {
+    Py_buffer sb;
+    Py_ssize_t m, n;
+    double gap;
+    if (!PyArg_ParseTuple(args, "y*nnd", &sb, &m, &n, &gap)) return NULL;
+    if (m < 0 || n < 0 || (m > 0 && n > PY_SSIZE_T_MAX / 8 / (m + 1) - 1) ||
+        sb.len != (Py_ssize_t)sizeof(double) * m * n) {
+        PyBuffer_Release(&sb);
+        PyErr_SetString(PyExc_ValueError, "scores: m * n float64 expected");
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (m + 1) * (n + 1));
+    double *prev = PyMem_Malloc(sizeof(double) * (size_t)(n + 1));
+    double *row = PyMem_Malloc(sizeof(double) * (size_t)(n + 1));
+    if (out == NULL || prev == NULL || row == NULL) {
+        Py_XDECREF(out);
+        PyMem_Free(prev);
+        PyMem_Free(row);
+        PyBuffer_Release(&sb);
+        return out == NULL ? NULL : PyErr_NoMemory();
+    }
+    const double *sc = sb.buf;
+    char *t = PyBytes_AS_STRING(out);
+    memset(t, 0, (size_t)(n + 1));
+    for (Py_ssize_t j = 0; j <= n; j++) prev[j] = gap * (double)j;
+    for (Py_ssize_t i = 1; i <= m; i++) {
+        char *ti = t + i * (n + 1);
+        const double *si = sc + (i - 1) * n;
+        double left = gap * (double)i;
+        row[0] = left;
+        ti[0] = 0;
+        for (Py_ssize_t j = 1; j <= n; j++) {
+            double d = prev[j - 1] + si[j - 1], u = prev[j] + gap, l = left + gap;
+            if (d >= u && d >= l) {
+                left = d;
+                ti[j] = 0;
+            } else if (u >= l) {
+                left = u;
+                ti[j] = 1;
+            } else {
+                left = l;
+                ti[j] = 2;
+            }
+            row[j] = left;
+        }
+        double *swap = prev;
+        prev = row;
+        row = swap;
+    }
+    PyMem_Free(prev);
+    PyMem_Free(row);
+    PyBuffer_Release(&sb);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"matches", matches, METH_VARARGS,
      "matches(a, b) -> int: sum of the sizes of SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()"},
+    {"table", table, METH_VARARGS,
+     "table(scores, m, n, gap) -> bytes: the alignment table's steps, (m+1) x (n+1): see align._align"},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_similarity", "difflib's matched characters (C).", -1,
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_similarity",
+                                    "The kernel alignment in C: difflib's matched characters, the alignment table.", -1,
                                     methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__similarity(void) { return PyModule_Create(&module); }

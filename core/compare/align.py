@@ -23,10 +23,10 @@ BAND_CELLS = 32_000_000  # the banded table: one byte of traceback per cell
 BAND_MIN = 64
 
 
-try:   # difflib's count of matched characters in C (setup.py builds it where a compiler is at hand)
-    from kerneldiff.core.compare._similarity import matches as _matches
+try:   # difflib's count of matched characters and the table in C (setup.py builds them where it can)
+    from kerneldiff.core.compare._similarity import matches as _matches, table as _table
 except ImportError:
-    _matches = None
+    _matches = _table = None
 
 
 def _similarity(a: str, b: str) -> float:
@@ -45,7 +45,7 @@ def _similarity(a: str, b: str) -> float:
 
 def align(a_cats: list[str], a_names: list[str], b_cats: list[str], b_names: list[str],
           components: dict[str, list[str]] | None = None, a_ops: list[str] | None = None,
-          b_ops: list[str] | None = None) -> list[tuple[int | None, int | None]]:
+          b_ops: list[str] | None = None, sim_cache: dict | None = None) -> list[tuple[int | None, int | None]]:
     """Pairs of indices (i into a, j into b); None marks a gap. `a_ops`/`b_ops`: an operation key per
     kernel ("" when unknown); two kernels of one category whose keys are known and differ are not
     paired (op_fusion.gemm_op_keys: aten::bmm of a decomposed attention is not aten::mm's projection).
@@ -54,18 +54,21 @@ def align(a_cats: list[str], a_names: list[str], b_cats: list[str], b_names: lis
     one, by names, categories and operation keys, first) and the pairs mirrored back, so swapping
     the sides swaps every pair and changes nothing else. Ties between equally good alignments
     (and the name similarity, which is not symmetric) would otherwise let the argument order
-    choose: 48 pairs one way and 45 the other on a real layer."""
+    choose: 48 pairs one way and 45 the other on a real layer. `sim_cache`: name similarities
+    already computed, by (name, name), shared by the alignments of one comparison."""
     key_a = (list(a_names), list(a_cats), list(a_ops or ()))
     key_b = (list(b_names), list(b_cats), list(b_ops or ()))
+    cache = {} if sim_cache is None else sim_cache
     if key_b < key_a:
-        pairs = _align(b_cats, b_names, a_cats, a_names, components, b_ops, a_ops)
+        pairs = _align(b_cats, b_names, a_cats, a_names, components, b_ops, a_ops, cache)
         return [(i, j) for j, i in pairs]
-    return _align(a_cats, a_names, b_cats, b_names, components, a_ops, b_ops)
+    return _align(a_cats, a_names, b_cats, b_names, components, a_ops, b_ops, cache)
 
 
 def _align(a_cats: list[str], a_names: list[str], b_cats: list[str], b_names: list[str],
            components: dict[str, list[str]] | None, a_ops: list[str] | None,
-           b_ops: list[str] | None) -> list[tuple[int | None, int | None]]:
+           b_ops: list[str] | None, sim_cache: dict[tuple[str, str], float] | None = None,
+           use_c: bool = True) -> list[tuple[int | None, int | None]]:
     comps = components or {}
     ops_a = a_ops if a_ops is not None and len(a_ops) == len(a_cats) else None
     ops_b = b_ops if b_ops is not None and len(b_ops) == len(b_cats) else None
@@ -74,7 +77,13 @@ def _align(a_cats: list[str], a_names: list[str], b_cats: list[str], b_names: li
         return [(i, None) for i in range(m)] + [(None, j) for j in range(n)]
     if coarse(m, n):
         return _banded(a_cats, a_names, b_cats, b_names, comps, ops_a, ops_b)
-    sim_cache: dict[tuple[str, str], float] = {}
+    if sim_cache is None:
+        sim_cache = {}
+    if use_c and _table is not None:
+        # the scores with numpy, the table in C (`_similarity.table`); the loop below is the
+        # reference and the fallback (~2 µs a cell in Python)
+        t = _table(_scores(a_cats, a_names, b_cats, b_names, comps, ops_a, ops_b, sim_cache), m, n, GAP)
+        return _trace_back(m, n, lambda i, j: t[i * (n + 1) + j])
 
     def score(i: int, j: int) -> float:
         ca, cb = a_cats[i], b_cats[j]
@@ -116,6 +125,42 @@ def _align(a_cats: list[str], a_names: list[str], b_cats: list[str], b_names: li
         T.append(t)
         prev = row
     return _trace_back(m, n, lambda i, j: T[i][j])
+
+
+def _scores(a_cats, a_names, b_cats, b_names, comps, ops_a, ops_b, sim_cache: dict) -> np.ndarray:
+    """The m x n matrix of `_align`'s pair scores, cell for cell what its `score` gives: the same
+    name first, then the same category (GEMMs of different known operations apart; else the name
+    similarity breaks ties), then a fused kernel against a component, else a mismatch."""
+    names: dict = {}
+    cats: dict = {}
+    na, nb = _ids(a_names, names), _ids(b_names, names)
+    ca, cb = _ids(a_cats, cats), _ids(b_cats, cats)
+    by_id = list(cats)
+    comp = np.array([[y in comps.get(x, ()) or x in comps.get(y, ()) for y in by_id] for x in by_id], bool)
+    out = np.where(comp[ca[:, None], cb[None, :]], MATCH_COMPONENT, MISMATCH)
+    same = (ca[:, None] == cb[None, :]) & (na[:, None] != nb[None, :])
+    if ops_a is not None and ops_b is not None:
+        ops: dict = {}
+        oa = np.array([ops.setdefault(o, len(ops) + 1) if o else 0 for o in ops_a], np.int64)
+        ob = np.array([ops.setdefault(o, len(ops) + 1) if o else 0 for o in ops_b], np.int64)
+        other_op = same & (oa[:, None] > 0) & (ob[None, :] > 0) & (oa[:, None] != ob[None, :])
+        out[other_op] = OP_MISMATCH
+        same &= ~other_op
+    ii, jj = np.nonzero(same)
+    if len(ii):
+        text = list(names)
+        width = len(text)
+        pairs, inv = np.unique(na[ii] * width + nb[jj], return_inverse=True)
+        sim = np.empty(len(pairs))
+        for k, (x, y) in enumerate(zip((pairs // width).tolist(), (pairs % width).tolist())):
+            key = (text[x], text[y])
+            v = sim_cache.get(key)
+            if v is None:
+                v = sim_cache[key] = _similarity(*key)
+            sim[k] = v
+        out[ii, jj] = MATCH_CATEGORY + 0.5 * sim[inv.reshape(-1)]
+    out[na[:, None] == nb[None, :]] = MATCH_NAME
+    return np.ascontiguousarray(out, dtype=np.float64)
 
 
 def _trace_back(m: int, n: int, step) -> list[tuple[int | None, int | None]]:

@@ -322,6 +322,7 @@ def _alignments(ga: _LayerGroups, gb: _LayerGroups, labels: tuple[str, str], cla
     coarse_layers = []
     out = []
     memo: dict[tuple, list] = {}
+    sims: dict[tuple[str, str], float] = {}   # name similarities, shared by the layers' alignments
     components = {c: classifier.components(c) for c in set(va.groups) | set(vb.groups)}
     empty = ((), np.zeros((1, 0)), np.array([], dtype=np.int64))
     layers = sorted(set(ga.ranges) | set(gb.ranges))
@@ -338,7 +339,8 @@ def _alignments(ga: _LayerGroups, gb: _LayerGroups, labels: tuple[str, str], cla
             names_a = [va.m.strings[i] for i in sig_a]
             names_b = [vb.m.strings[i] for i in sig_b]
             memo[key] = align(cats_a, names_a, cats_b, names_b, components,
-                              gemm_op_keys(va, g_a, cats_a, classifier), gemm_op_keys(vb, g_b, cats_b, classifier))
+                              gemm_op_keys(va, g_a, cats_a, classifier), gemm_op_keys(vb, g_b, cats_b, classifier),
+                              sims)
         # each side's kernels of the layer as lists: (stats, name, category, row, rule) by index
         side_a = list(zip(stats[2 * n], *_kernel_fields(va, sig_a, g_a), cats_a))
         side_b = list(zip(stats[2 * n + 1], *_kernel_fields(vb, sig_b, g_b), cats_b))

@@ -50,3 +50,36 @@ def test_kernel_names():
     for a in names:
         for b in names:
             assert _similarity.matches(a[:96], b[:96]) == _difflib(a[:96], b[:96])
+
+
+# --- the alignment table in C (align._align with use_c) against the Python loop ---------------------
+
+_seq = st.lists(st.tuples(st.sampled_from(["gemm", "attn", "norm", "fused", "elt"]),
+                          st.sampled_from(["k1", "k2", "gemm_a", "gemm_b", "attn_fwd", "rms", "rms_gemm", "x"]),
+                          st.sampled_from(["", "", "aten::mm", "aten::bmm", None])), max_size=14)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_seq, _seq, st.booleans(), st.booleans())
+def test_table_in_c_gives_the_python_loops_pairs(a, b, with_ops, with_comps):
+    """Equal names, equal categories with known and different operations, fused components, name
+    similarity for the rest; ties everywhere (small alphabets): the same scores, the same table,
+    the same pairs, and a shared similarity cache changes nothing."""
+    comps = {"fused": ["norm", "gemm"]} if with_comps else None
+    cats_a, names_a, ops_a = (list(x) for x in zip(*a)) if a else ([], [], [])
+    cats_b, names_b, ops_b = (list(x) for x in zip(*b)) if b else ([], [], [])
+    oa, ob = (ops_a, ops_b) if with_ops else (None, None)
+    ref = align._align(cats_a, names_a, cats_b, names_b, comps, oa, ob, use_c=False)
+    shared: dict = {}
+    assert align._align(cats_a, names_a, cats_b, names_b, comps, oa, ob, shared) == ref
+    assert align._align(cats_a, names_a, cats_b, names_b, comps, oa, ob, shared) == ref
+
+
+def test_table_refuses_a_wrong_size():
+    import numpy as np
+
+    with pytest.raises(ValueError):
+        _similarity.table(np.zeros(5), 2, 3, -1.0)
+    with pytest.raises(ValueError):
+        _similarity.table(np.zeros(6), -1, 3, -1.0)
+    assert len(_similarity.table(np.zeros(0), 0, 4, -1.0)) == 5

@@ -737,9 +737,11 @@ static void scan(const u8 *b, i64 n, i64 pos, i64 limit, const Tables *t, i64 *s
         }
         if (code == 0) continue;
         t->code[rows] = code;
-        t->floats[2 * rows] = ts;
-        t->floats[2 * rows + 1] = dur;
-        memcpy(t->ints + NINTS * rows, ev_ints, sizeof ev_ints);
+        /* column after column (ts, then dur; each integer field): numpy reads a field of chosen
+         * rows as one contiguous gather */
+        t->floats[rows] = ts;
+        t->floats[t->cap + rows] = dur;
+        for (int k = 0; k < NINTS; k++) t->ints[k * t->cap + rows] = ev_ints[k];
         t->nhash[rows] = name_h;
         t->nstart[rows] = name_s;
         t->nlen[rows] = name_s >= 0 ? name_e - name_s : -1;

@@ -152,7 +152,7 @@ def _scanned_ints(g: str, ints: np.ndarray, idx: np.ndarray) -> dict[str, np.nda
     as on the struct path; a kernel without a stream / device arg takes its tid / pid. Each
     column is gathered on its own (the group reads 4 to 9 of the 11 fields)."""
     def field(f: int) -> np.ndarray:
-        v = ints[idx, f]
+        v = ints[f][idx]
         v[v == scan.MISSING] = -1
         return v
 
@@ -162,7 +162,7 @@ def _scanned_ints(g: str, ints: np.ndarray, idx: np.ndarray) -> dict[str, np.nda
         if other is None:
             cols[c] = field(f)
         else:
-            v = ints[idx, f]
+            v = ints[f][idx]
             absent = v == scan.MISSING
             if absent.any():
                 v[absent] = field(other)[absent]
@@ -318,7 +318,7 @@ class Columns:
             idx = np.flatnonzero(sel)
             if not len(idx):
                 continue
-            ts, dur, name = sc.floats[idx, 0], sc.floats[idx, 1], name_all[idx]
+            ts, dur, name = sc.floats[0][idx], sc.floats[1][idx], name_all[idx]
             keep = self._valid_rows(ts, dur, name)
             if keep is not None:
                 if not len(keep):

@@ -61,8 +61,8 @@ class Out:
     def __init__(self, cap: int) -> None:
         self.cap = cap
         self.code = np.empty(cap, np.int8)
-        self.floats = np.empty((cap, 2), np.float64)
-        self.ints = np.empty((cap, NINTS), np.int64)
+        self.floats = np.empty((2, cap), np.float64)      # ts, dur: a row each
+        self.ints = np.empty((NINTS, cap), np.int64)      # one row per integer field
         self.nhash = np.empty(cap, np.uint64)
         self.nstart = np.empty(cap, np.int64)
         self.nlen = np.empty(cap, np.int64)
@@ -77,8 +77,8 @@ class Out:
 
 
 class Scanned:
-    """Rows of one scan, ready for `columns.Columns`: group codes, ts/dur, the integer fields
-    (MISSING where absent), names as indexes into `names` (-1: no name), and each row's recorded
+    """Rows of one scan, ready for `columns.Columns`: group codes, ts/dur (`floats`, a row each),
+    the integer fields (`ints`, a row each, MISSING where absent), names as indexes into `names` (-1: no name), and each row's recorded
     input dims and dtypes and its launch grid and block as indexes into `texts` (shape[:, DIMS],
     [:, TYPES], [:, GRID], [:, BLOCK]; -1: not recorded)."""
 
@@ -231,9 +231,9 @@ def collect(buf, out: Out, cache: NameCache, shapes: NameCache | None = None) ->
     each distinct name (`cache`) and raw text (`shapes`) decoded once: across calls, confirmed
     byte for byte."""
     rows, events, fixes = int(out.state[0]), int(out.state[1]), int(out.state[2])
-    floats = out.floats[:rows].copy()
+    floats = out.floats[:, :rows].copy()
     for r, f, a, b in out.fix[:fixes].tolist():
-        floats[r, f] = float(bytes(buf[a:b]))
+        floats[f, r] = float(bytes(buf[a:b]))
     nlen = out.nlen[:rows]
     nstart = out.nstart[:rows]
     nhash = out.nhash[:rows]
@@ -258,7 +258,7 @@ def collect(buf, out: Out, cache: NameCache, shapes: NameCache | None = None) ->
 
         ranges[comm & (out.code[:rows] != G_CPU), 2 * COMM] = -1
     shape, texts_ = _shapes(buf, ranges, out.shash[:rows], NameCache() if shapes is None else shapes)
-    return Scanned(out.code[:rows].copy(), floats, out.ints[:rows].copy(), name, names, events, shape, texts_,
+    return Scanned(out.code[:rows].copy(), floats, out.ints[:, :rows].copy(), name, names, events, shape, texts_,
                    longest)
 
 

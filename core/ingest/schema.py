@@ -76,7 +76,7 @@ ARG_FIELDS: tuple[Field, ...] = (
     Field("Process Group Ranks", "pg_ranks", Any, "any", "COMM", "comm", "c"),
 )
 
-# the scanner's columns, in order: integer fields (columns of scan.Out.ints) and raw texts
+# the scanner's columns, in order: integer fields (rows of scan.Out.ints) and raw texts
 # (columns of scan.Out.shape; the last, COMM, is the whole args object of a collective)
 SCAN_INTS: tuple[str, ...] = tuple(f.scan for f in EVENT_FIELDS + ARG_FIELDS if f.loose in ("id", "opt_int"))
 SCAN_TEXTS: tuple[str, ...] = tuple(f.scan for f in ARG_FIELDS if f.loose == "text") + ("COMM",)

@@ -211,8 +211,8 @@ def test_long_numbers_are_parsed_by_python_exactly():
     arr = np.frombuffer(bytearray(data), np.uint8)
     scan.scan(arr, 0, len(data), out, tables)
     sc = scan.collect(arr, out, scan.NameCache())
-    assert sc.floats[:, 0].tolist() == [float(v) for v in values]
-    assert sc.floats[:, 1].tolist() == [float(v) for v in values]
+    assert sc.floats[0].tolist() == [float(v) for v in values]
+    assert sc.floats[1].tolist() == [float(v) for v in values]
 
 
 def test_big_synthetic_trace_reads_identically(tmp_path):

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from kerneldiff.core.model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_COLUMNS, LAUNCH_COLUMNS, PYTHON_COLUMNS,
-                    Step, Table, TraceModel, layers_array, layers_from_array)
+                    Step, Table, TraceModel, layers_array)
 from kerneldiff.core.names.visible import visible
 from kerneldiff.core.cache_keys import (FINGERPRINT_BLOCK, FINGERPRINT_EDGE, FINGERPRINT_SAMPLES,  # noqa: F401
                                         cache_dir, code_fingerprint, content_fingerprint, file_identity,
@@ -297,7 +297,7 @@ def _read(f, key: str, size: int) -> TraceModel:
                        strings=StringTable(header["strings"]), **tables,
                        categories=fields.pop("categories"), rules=fields.pop("rules"))
     model.steps = [Step(**s) for s in header["steps"]]
-    model.layers = layers_from_array(arrays["layers"])
+    model.set_layer_rows(arrays["layers"])
     for name, value in fields.items():
         if name in _MODEL_FIELDS:
             setattr(model, name, value)

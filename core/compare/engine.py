@@ -481,13 +481,12 @@ BESIDE_KERNELS = 100_000
 
 
 def _pairs_and_fusions(ga: "_LayerGroups", gb: "_LayerGroups", labels: tuple[str, str], classifier,
-                       fusion_overrides) -> tuple[list[LayerAlignment], list, list[str], list[SameKernel]]:
-    """The kernel pairs (and the alignment's notes), the fusions and the kernels both sides run by
-    name: what a forked child computes beside the rest (`compare(beside=True)`)."""
+                       fusion_overrides) -> tuple[list[LayerAlignment], list, list[str]]:
+    """The kernel pairs (and the alignment's notes) and the fusions: what a forked child computes
+    beside the rest (`compare(beside=True)`)."""
     notes: list[str] = []
     alignments = _alignments(ga, gb, labels, classifier, notes)
-    fusions = find_fusions(ga.v, gb.v, labels, classifier, alignments, fusion_overrides)
-    return alignments, fusions, notes, _same_kernels(ga.v, gb.v)
+    return alignments, find_fusions(ga.v, gb.v, labels, classifier, alignments, fusion_overrides), notes
 
 
 def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None,
@@ -525,9 +524,8 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
             found = child.result()
         except RuntimeError:   # the child died: compute here (a failure then says what it is)
             found = None
-    alignments, fusions, coarse_notes, same = found or _pairs_and_fusions(ga, gb, labels, classifier,
-                                                                          fusion_overrides)
-    cmp.alignments, cmp.fusions, cmp.same_kernels = alignments, fusions, same
+    alignments, fusions, coarse_notes = found or _pairs_and_fusions(ga, gb, labels, classifier, fusion_overrides)
+    cmp.alignments, cmp.fusions = alignments, fusions
     # the warnings in the order one process gives them: the sides', the alignment's, then the rest
     cmp.warnings[:0] = [f"{lab}: {w}" for lab, m in zip(labels, (a, b)) for w in m.warnings] + coarse_notes
     cmp.comparability = check_comparability(cmp, va, vb)
@@ -535,8 +533,7 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
 
 
 def _rest(a, b, phase, labels, va, vb, ga, gb, per_pass, peaks, classifier) -> Comparison:
-    """Everything but the kernel pairs, the fusions, the same-named kernels and the comparability
-    (which reads the fusions)."""
+    """Everything but the kernel pairs, the fusions and the comparability (which reads the fusions)."""
     ops = _operations(va, vb, phase, per_pass)
     layers_from = "both" if ga.ranges and gb.ranges else "a" if ga.ranges else "b" if gb.ranges else ""
     layers = _layers(ga, gb, compared=layers_from == "both")
@@ -579,7 +576,7 @@ def _rest(a, b, phase, labels, va, vb, ga, gb, per_pass, peaks, classifier) -> C
                       wall=_wall(ta, tb, va, vb, per_pass, _ratio(ka, kb)),
                       operations=ops,
                       layers=layers, alignments=[], fusions=[],
-                      same_kernels=[], warnings=warnings,
+                      same_kernels=_same_kernels(va, vb), warnings=warnings,
                       outside_layers=outside, layers_from=layers_from)
     attach_throughput(cmp, va, vb, peaks)   # FLOPs, bytes, % of peak; GEMM and attention shapes
     cmp.ledger = exposed_communication(build_ledger(va, vb, ta, tb, per_pass), va, vb, per_pass, classifier)

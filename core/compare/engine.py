@@ -474,10 +474,21 @@ def _layer_idle(rows: list[LayerRow], ta: Timeline, tb: Timeline) -> None:
                 side.idle_us, side.wall_us = l.idle_us, l.span_us
 
 
-# Kernels in both sides' layers from which the kernel pairs and fusions are worth a forked child:
-# on the dense 2x60 MB pair (~400k kernels) they are ~35% of the step; the fork and the pickled
-# result cost ~5 ms, more than the whole step of a pair of small traces.
+# When the kernel pairs and fusions are worth a forked child: the fork, the pages both processes
+# then write (copied, ~8k each) and the pickled result cost ~15-20 ms, so the child must have more
+# than that to do. Its work grows with the layers' distinct kernel sequences (each aligned once)
+# and with the kernels. Measured, the step alone, one process against a child (best of 7): the
+# dense 2x60 MB pair (500k layer kernels, 150 distinct sequences) 136 -> 103 ms; the recorded
+# H100/H200 graph-replay pair (145k, 12) 50 -> 52 ms; graphs against compiled (145k, 21) 68 -> 66
+# ms; the real eager H100/H200 pair (63k, 4) 26 -> 31 ms.
 BESIDE_KERNELS = 100_000
+BESIDE_SEQUENCES = 64
+
+
+def _worth_a_child(ga: "_LayerGroups", gb: "_LayerGroups") -> bool:
+    if len(ga.sorted_pos) + len(gb.sorted_pos) < BESIDE_KERNELS:
+        return False
+    return len(np.unique(ga.sig)) + len(np.unique(gb.sig)) >= BESIDE_SEQUENCES
 
 
 def _pairs_and_fusions(ga: "_LayerGroups", gb: "_LayerGroups", labels: tuple[str, str], classifier,
@@ -508,7 +519,7 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
     per_pass = va.passes != vb.passes and len(va.rows) > 0 and len(vb.rows) > 0
     ga, gb = _LayerGroups(va), _LayerGroups(vb)
     child = None
-    if beside and len(ga.sorted_pos) + len(gb.sorted_pos) >= BESIDE_KERNELS:
+    if beside and _worth_a_child(ga, gb):
         from kerneldiff.core.ingest.child_load import Beside
 
         child = Beside(lambda: _pairs_and_fusions(ga, gb, labels, classifier, fusion_overrides))

@@ -32,6 +32,7 @@ def _pairs():
 @pytest.mark.parametrize("paths", [p for _, p in _pairs()], ids=[n for n, _ in _pairs()])
 def test_beside_gives_the_comparison_of_one_process(paths, classifier, monkeypatch):
     monkeypatch.setattr(engine, "BESIDE_KERNELS", 0)        # every pair forks
+    monkeypatch.setattr(engine, "BESIDE_SEQUENCES", 0)
     assert can_fork()
     a, b = (load(p, use_cache=False) for p in paths())
     for x, y in ((a, b), (b, a)):
@@ -40,6 +41,7 @@ def test_beside_gives_the_comparison_of_one_process(paths, classifier, monkeypat
 
 def test_a_failing_child_leaves_the_pairs_to_this_process(classifier, monkeypatch, tmp_path):
     monkeypatch.setattr(engine, "BESIDE_KERNELS", 0)
+    monkeypatch.setattr(engine, "BESIDE_SEQUENCES", 0)
     here = os.getpid()
     real = engine._pairs_and_fusions
     ran_here = []
@@ -59,14 +61,21 @@ def test_a_failing_child_leaves_the_pairs_to_this_process(classifier, monkeypatc
     assert got == _json(a, b, classifier, False)
 
 
-def test_small_pairs_stay_in_one_process(classifier, monkeypatch):
-    """Below the threshold no child is forked (its ~5 ms would be more than the work it takes)."""
+@pytest.mark.parametrize("few", ["kernels", "sequences"])
+def test_pairs_with_little_for_a_child_stay_in_one_process(classifier, monkeypatch, few):
+    """Too few layer kernels, or layers that repeat a few kernel sequences (what a real model's
+    layers do: the child would align a handful), and no child is forked: its fork, copied pages
+    and pickled result would cost more than the work it takes."""
     from kerneldiff.core.ingest import child_load
 
     def no_fork(*_a, **_k):
-        raise AssertionError("forked for a small pair")
+        raise AssertionError("forked for a pair with little to do")
 
     monkeypatch.setattr(child_load, "Beside", no_fork)
     a, b = load(DEMO_A, use_cache=False), load(DEMO_B, use_cache=False)
-    assert len(a.kernels.dur) + len(b.kernels.dur) < engine.BESIDE_KERNELS
+    if few == "kernels":
+        assert len(a.kernels.dur) + len(b.kernels.dur) < engine.BESIDE_KERNELS
+    else:
+        monkeypatch.setattr(engine, "BESIDE_KERNELS", 0)
+        assert len(set(engine.layer_groups(a, "all").sig.tolist())) < engine.BESIDE_SEQUENCES
     engine.compare(a, b, classifier=classifier, beside=True)

@@ -135,8 +135,10 @@ def child(task: str, paths: list[str], cache_dir: str | None) -> dict:
     # Imports are not part of a load (a running app has them); reading the classifier registry
     # is (load() does it). Process wall time, startup included, is reported separately.
     # The command's process settings first (numpy's BLAS threads and huge pages: kerneldiff.cli.main
-    # sets them before numpy loads), as `kerneldiff info` and the explorer run.
-    import kerneldiff.cli.main  # noqa: F401
+    # sets them before numpy loads), as `kerneldiff info` and the explorer run; and glibc's malloc
+    # reusing freed memory, as a headless subcommand runs (the explorer keeps its defaults).
+    import kerneldiff.cli.main
+    kerneldiff.cli.main.reuse_freed_memory()
     import numpy  # noqa: F401
     import orjson  # noqa: F401
 

@@ -35,8 +35,9 @@ RUN = """
 import gc, json, os, resource, sys
 from kerneldiff.core.ingest import forkserver
 forkserver.PARALLEL_MIN_PLAIN = forkserver.PARALLEL_MIN_GZIP = 0 if sys.argv[1] == "workers" else 1 << 62
-from kerneldiff.cli.main import main
+from kerneldiff.cli.main import main, reuse_freed_memory
 gc.disable()   # as `kerneldiff.cli.main.entry` runs a headless subcommand
+reuse_freed_memory()
 rc = main(["info", sys.argv[2], "--json", "--no-cache"] if len(sys.argv) == 3 else
           ["compare", sys.argv[2], sys.argv[3], "--format", "json", "--no-cache"])
 sys.stdout.flush()

@@ -138,7 +138,7 @@ def _escape_what_cannot_be_encoded() -> None:
             pass
 
 
-def _reuse_freed_memory() -> None:
+def reuse_freed_memory() -> None:
     """glibc's malloc, for a headless run: freed memory is kept for reuse and blocks up to 32 MB are
     served from it, instead of each big block being mapped afresh and unmapped when freed (every
     first touch of a fresh page is a fault: the 2x60 MB compare took ~90k faults, ~0.19 s of system
@@ -170,7 +170,7 @@ def entry() -> None:
     argv = sys.argv[1:]
     if argv[:1] and argv[0] in SUBCOMMANDS:
         gc.disable()
-        _reuse_freed_memory()
+        reuse_freed_memory()
     rc = main(argv)
     if argv[:1] and argv[0] in SUBCOMMANDS:
         for stream in (sys.stdout, sys.stderr):

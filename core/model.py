@@ -179,9 +179,14 @@ class TraceModel:
     def __getstate__(self) -> dict:
         # the layer spans as one array (a forked child's model comes back pickled: core.ingest.child_load)
         state = self.__dict__.copy()
-        rows = state.pop("_layer_rows", None)
-        state["layers"] = rows if rows is not None else layers_array(self.layers)
+        state.pop("_layer_rows", None)
+        state["layers"] = self.layer_rows()
         return state
+
+    def layer_rows(self) -> np.ndarray:
+        """The layer spans as `layers_array` rows, without making LayerSpan objects of them."""
+        rows = self.__dict__.get("_layer_rows")
+        return rows if rows is not None else layers_array(self.layers)
 
     def __setstate__(self, state: dict) -> None:
         state = dict(state)

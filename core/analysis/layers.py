@@ -367,6 +367,11 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
     # the same segmentation: compute it once per distinct sequence.
     # per distinct sequence: its spans (first rows, last rows, layer numbers, sizes) and each row's layer
     memo: dict[bytes, tuple[np.ndarray, np.ndarray, list[int], list[int], np.ndarray]] = {}
+    # one span per layer of every pass (~21,000 on a dense decode trace) as rows (step, layer, start,
+    # end): LayerSpan objects are made when `model.layers` is first read (a comparison reads none)
+    span_steps: list[np.ndarray] = []
+    span_starts: list[np.ndarray] = []
+    span_ends: list[np.ndarray] = []
     for s in range(len(model.steps)):
         rows = order[bounds[s]:bounds[s + 1]]
         rows = rows[on_dev[rows]]
@@ -387,15 +392,22 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
         first, last, numbers, n_rows, lay = hit
         counts.append(len(numbers))
         k.layer[rows] = lay
-        # one LayerSpan per layer of every pass (~21,000 on a dense decode trace): built by map
-        model.layers.extend(map(LayerSpan, [s] * len(numbers), numbers, rows[first].tolist(),
-                                (rows[last] + 1).tolist()))
+        if numbers:
+            span_steps.append(np.full(len(numbers), s, np.int64))
+            span_starts.append(rows[first])
+            span_ends.append(rows[last] + 1)
         if n_rows:
             by_phase.setdefault(model.steps[s].phase, []).extend(n_rows)
     nonzero = [c for c in counts if c]
     if not nonzero:
         model.warnings.append("layers not detected in any step")
         return
+    spans = np.empty((sum(nonzero), 4), np.int64)
+    spans[:, 0] = np.concatenate(span_steps)
+    per_step = np.array(nonzero, np.int64)
+    spans[:, 1] = np.arange(len(spans)) - np.repeat(np.cumsum(per_step) - per_step, per_step)   # 0.. per step
+    spans[:, 2] = np.concatenate(span_starts)
+    spans[:, 3] = np.concatenate(span_ends)
     # the most common count; on a tie the larger one, so fewer kernels fall outside layers
     freq = Counter(nonzero)
     model.num_layers = max(freq, key=lambda c: (freq[c], c))
@@ -407,9 +419,10 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
         # A "layer 81" of an 80-layer model exists in a few passes only and would be compared as if it
         # were a real layer: its kernels stay outside layers, like the epilogue.
         k.layer[extra] = -1
-        model.layers = [span for span in model.layers if span.layer < model.num_layers]
+        spans = spans[spans[:, 1] < model.num_layers]
         model.warnings.append(f"{int(extra.sum())} kernels of layers beyond {model.num_layers} "
                               f"(in steps with more layers) are left outside layers")
+    model.set_layer_rows(spans)
     for phase, ns in sorted(by_phase.items()):
         if max(ns) > UNEVEN_RATIO * max(min(ns), 1):
             where = f" in {phase}" if len(by_phase) > 1 else ""

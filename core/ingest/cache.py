@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from kerneldiff.core.model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_COLUMNS, LAUNCH_COLUMNS, PYTHON_COLUMNS,
-                    Step, Table, TraceModel, layers_array)
+                    Step, Table, TraceModel)
 from kerneldiff.core.names.visible import visible
 from kerneldiff.core.cache_keys import (FINGERPRINT_BLOCK, FINGERPRINT_EDGE, FINGERPRINT_SAMPLES,  # noqa: F401
                                         cache_dir, code_fingerprint, content_fingerprint, file_identity,
@@ -167,7 +167,7 @@ def put(key: str, model: TraceModel) -> bool:
         for table in TABLES:
             for col, arr in getattr(model, table).columns.items():
                 arrays[f"{table}.{col}"] = _write_array(f, arr)
-        arrays["layers"] = _write_array(f, layers_array(model.layers))
+        arrays["layers"] = _write_array(f, model.layer_rows())
         header = {
             "format": FORMAT_VERSION, "key": key, "arrays": arrays,
             "strings": model.strings.strings,

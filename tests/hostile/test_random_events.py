@@ -229,3 +229,8 @@ def test_passes_with_an_odd_layer_count(clf, per_step, expected):
     assert sorted({int(x) for x in m.kernels.layer if x >= 0}) == list(range(expected))
     extra = sum(max(0, n - expected) for n in per_step) * len(LAYER_KERNELS)
     assert (f"{extra} kernels of layers beyond" in " ".join(m.warnings)) == (extra > 0)
+    # the spans left are the (pass, layer) pairs the layer column holds, and none beyond the count
+    k = m.kernels
+    held = {(int(s), int(l)) for s, l in zip(k.step, k.layer) if l >= 0}
+    assert sorted((span.step, span.layer) for span in m.layers) == sorted(held)
+    assert len(m.layers) == sum(min(n, expected) for n in per_step)

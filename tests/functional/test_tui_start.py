@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -41,16 +42,22 @@ async def test_first_frame_shows_probe_metadata_before_loading(demo_models):
 
 
 class SlowLoader:
-    """Reports progress many times a millisecond apart until cancelled (or `steps` are done)."""
+    """Reports progress many times a millisecond apart until cancelled (or `steps` are done). With
+    `hold_at` (a fraction), each load waits there until the test sets `release`: what the test checks
+    while loads run cannot race a busy machine's scheduler to the loads' end."""
 
-    def __init__(self, real: PreloadedLoader, steps: int = 4000) -> None:
+    def __init__(self, real: PreloadedLoader, steps: int = 4000, hold_at: float | None = None) -> None:
         self.real, self.steps = real, steps
+        self.hold = None if hold_at is None else int(hold_at * steps)
+        self.release = threading.Event()
 
     def __call__(self, path, *, progress=None, cancel=None, **kw):
         total = 1_000_000
         for i in range(self.steps):
             if progress(i / self.steps, "reading", i * total // self.steps, total) is False:
                 raise LoadCancelled(path)
+            if i == self.hold:
+                self.release.wait(timeout=60)
             time.sleep(0.0005)
         return self.real(path, progress=progress, cancel=cancel, **kw)
 
@@ -99,7 +106,7 @@ async def test_progress_redraws_the_cards_not_the_keys(demo_models, monkeypatch)
     refreshed = []
     original = KernelDiffApp.refresh_bindings
     monkeypatch.setattr(KernelDiffApp, "refresh_bindings", lambda self: (refreshed.append(1), original(self)))
-    loader = SlowLoader(PreloadedLoader(demo_models), steps=1500)
+    loader = SlowLoader(PreloadedLoader(demo_models), steps=1500, hold_at=0.3)
     app = KernelDiffApp([str(DEMO_A), str(DEMO_B)], use_cache=False, loader=loader)
     async with app.run_test(size=(100, 30)) as pilot:
         start = app.screen
@@ -107,6 +114,7 @@ async def test_progress_redraws_the_cards_not_the_keys(demo_models, monkeypatch)
         await wait_until(pilot, lambda: all(b.progress > 20 for b in bars))
         assert app.loading == {0, 1} and "Esc cancels" in screen_text(app)
         assert len(refreshed) <= 2   # loading started: once (or once per trace), progress: never
+        loader.release.set()
         await wait_for_main(pilot)
         assert 3 <= len(refreshed) <= 6   # and each trace loaded
 

@@ -196,8 +196,8 @@ class TraceModel:
 
     def set_layer_rows(self, rows: np.ndarray) -> None:
         """The layer spans as `layers_array` rows, made LayerSpan objects when `layers` is first
-        read (`__getattr__`): a comparison reads none, and a dense trace has ~21,000 (~5 ms to make
-        on the critical path of a pair loaded side by side, or of a model read from the cache)."""
+        read (`__getattr__`): a comparison reads none, and a dense trace has ~21,000 (~11 ms to make
+        at each load, ~5 ms more to make again from a forked child's pickle or the model cache)."""
         self.__dict__.pop("layers", None)
         self.__dict__["_layer_rows"] = rows
 

@@ -15,7 +15,7 @@ import statistics
 import tempfile
 import time
 
-from kerneldiff.core.ingest import cache
+from kerneldiff.core import cache_keys
 
 
 def _evict(path: str) -> None:
@@ -31,7 +31,7 @@ def _evict(path: str) -> None:
 def _fingerprint(path: str) -> float:
     t = time.perf_counter()
     with open(path, "rb") as f:
-        cache.content_fingerprint(f.fileno(), os.fstat(f.fileno()).st_size)
+        cache_keys.content_fingerprint(f.fileno(), os.fstat(f.fileno()).st_size)
     return time.perf_counter() - t
 
 
@@ -65,7 +65,7 @@ def main() -> None:
         _evict(path)
         whole_cold = _whole(path)
         whole_warm = _whole(path)
-        read = 2 * cache.FINGERPRINT_EDGE + cache.FINGERPRINT_SAMPLES * cache.FINGERPRINT_BLOCK
+        read = 2 * cache_keys.FINGERPRINT_EDGE + cache_keys.FINGERPRINT_SAMPLES * cache_keys.FINGERPRINT_BLOCK
         print(f"file {size / 1e9:.2f} GB; fingerprint reads {read // 1024} KB")
         print(f"fingerprint cold  median {statistics.median(cold) * 1e3:7.2f} ms  (min {min(cold) * 1e3:.2f})")
         print(f"fingerprint warm  median {statistics.median(warm) * 1e3:7.2f} ms  (min {min(warm) * 1e3:.2f})")

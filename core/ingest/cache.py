@@ -34,9 +34,7 @@ import numpy as np
 from kerneldiff.core.model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_COLUMNS, LAUNCH_COLUMNS, PYTHON_COLUMNS,
                     Step, Table, TraceModel)
 from kerneldiff.core.names.visible import visible
-from kerneldiff.core.cache_keys import (FINGERPRINT_BLOCK, FINGERPRINT_EDGE, FINGERPRINT_SAMPLES,  # noqa: F401
-                                        cache_dir, code_fingerprint, content_fingerprint, file_identity,
-                                        read_entry, write_entry)
+from kerneldiff.core.cache_keys import cache_dir, code_fingerprint, file_identity, read_entry, write_entry
 from kerneldiff.core.strings import StringTable
 
 try:  # ISA-L's CRC32 is several times faster than zlib's

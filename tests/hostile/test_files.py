@@ -22,6 +22,7 @@ import pytest
 
 import hostile_corpus as hc
 import hostile_cases_files as r2
+from kerneldiff.core import cache_keys
 from kerneldiff.core.errors import TraceError, shown_path
 from kerneldiff.core.ingest import cache, probe as probe_mod
 from kerneldiff.core.ingest.loader import load
@@ -218,13 +219,13 @@ def test_content_fingerprint_sees_head_tail_and_sampled_blocks(tmp_path, where):
     size = 10 << 20
     p = tmp_path / "blob"
     p.write_bytes(os.urandom(size))
-    inner = size - 2 * cache.FINGERPRINT_EDGE
+    inner = size - 2 * cache_keys.FINGERPRINT_EDGE
     offset = {"head": 100, "tail": size - 100, "nowhere": None,
-              "sample": cache.FINGERPRINT_EDGE + inner * 5 // (cache.FINGERPRINT_SAMPLES + 1) + 10}[where]
+              "sample": cache_keys.FINGERPRINT_EDGE + inner * 5 // (cache_keys.FINGERPRINT_SAMPLES + 1) + 10}[where]
 
     def fingerprint() -> str:
         with open(p, "rb") as f:
-            return cache.content_fingerprint(f.fileno(), size)
+            return cache_keys.content_fingerprint(f.fileno(), size)
 
     before = fingerprint()
     if offset is not None:

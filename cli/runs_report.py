@@ -8,7 +8,8 @@ import sys
 from kerneldiff.core.errors import shown_path
 from kerneldiff.core.numbers import strict_json
 
-from .compare import _TRAILING, _emit, _overrides, peak_table, render_text
+from .output import csv_files, csv_text, emit, fusion_overrides, peak_table, rows_csv, table_json, without_trailing_blanks
+from .text_report import render_text
 
 
 def run_runs(args) -> int:
@@ -29,7 +30,7 @@ def run_runs(args) -> int:
         return 2
     session = RunSession([args.a, args.b], registry=args.registry, use_cache=not args.no_cache,
                          device=args.device, rank=args.rank, peaks=peak_table(args),
-                         fusion_overrides=_overrides(args.fusion_param), jobs=args.jobs)
+                         fusion_overrides=fusion_overrides(args.fusion_param), jobs=args.jobs)
     session.load()
     absent = session.load_pair().absent_phase(args.phase)   # the representative ranks, as for two traces
     if absent:
@@ -47,16 +48,12 @@ def run_runs(args) -> int:
             return _pictures(session, cmp, found, args)
         if args.format == "json":
             if args.table in RUN_TABLES:
-                head, rows = run_table(found, args.table)
-                return _emit(strict_json([{h: (None if v == "" else v) for h, v in zip(head, r)} for r in rows]),
-                             args.output)
+                return emit(table_json(*run_table(found, args.table)), args.output)
             if args.table and args.table != "all":
                 from kerneldiff.core.report.tables import table
 
-                head, rows = table(cmp, args.table)
-                return _emit(strict_json([{h: (None if v == "" else v) for h, v in zip(head, r)} for r in rows]),
-                             args.output)
-            return _emit(strict_json(run_document(cmp, found)), args.output)
+                return emit(table_json(*table(cmp, args.table)), args.output)
+            return emit(strict_json(run_document(cmp, found)), args.output)
         if args.format == "csv":
             return _csv(cmp, found, args, TABLES, RUN_TABLES, run_table)
         return _text(cmp, found, args)
@@ -77,7 +74,7 @@ def _pictures(session, cmp, found, args) -> int:
         from kerneldiff.core.report.markdown import render_markdown
         from kerneldiff.core.report.run_report import runs_markdown
 
-        return _emit(("\n".join(runs_markdown(found)) + render_markdown(cmp)).rstrip("\n"), args.output)
+        return emit(("\n".join(runs_markdown(found)) + render_markdown(cmp)).rstrip("\n"), args.output)
     pair = session.pair
     try:
         passes = pair.select_passes(args.passes, args.phase) if args.passes else None
@@ -91,8 +88,8 @@ def _pictures(session, cmp, found, args) -> int:
         from kerneldiff.core.report.run_report import runs_html, runs_intro
 
         drawn = passes or ([n] if (n := cmp.gap_pass()) is not None else None)
-        return _emit(render_html(cmp, pair.pass_pairs(cmp, drawn) if drawn else None, before=runs_html(found),
-                                 intro=runs_intro(found)), args.output)
+        return emit(render_html(cmp, pair.pass_pairs(cmp, drawn) if drawn else None, before=runs_html(found),
+                                intro=runs_intro(found)), args.output)
     return _perfetto(session, cmp, args, passes)
 
 
@@ -121,14 +118,12 @@ def _perfetto(session, cmp, args, passes) -> int:
 
 
 def _csv(cmp, found, args, tables, run_tables, run_table) -> int:
-    from .compare import csv_files, csv_text, rows_csv
-
     def text_of(name: str) -> str:
         return rows_csv(*run_table(found, name)) if name in run_tables else csv_text(cmp, name)
 
     which = args.table or ("all" if args.output else "ranks")
     if which != "all":
-        return _emit(text_of(which).rstrip("\n"), args.output)
+        return emit(text_of(which).rstrip("\n"), args.output)
     return csv_files(args.output, (*run_tables, *tables), text_of)
 
 
@@ -154,8 +149,7 @@ def _print(cmp, found, out) -> None:
     with out.capture() as cap:
         render_runs(found, out)
         render_text(cmp, out)
-    text = "\n".join(_TRAILING.sub(r"\1", line) for line in cap.get().split("\n"))
-    out.file.write(text)
+    out.file.write(without_trailing_blanks(cap.get()))
     out.file.flush()
 
 

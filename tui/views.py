@@ -596,10 +596,6 @@ def warnings_spec(warnings: list[str]) -> TableSpec:
     return TableSpec("warnings", cols, build)
 
 
-def warning_detail(s: str) -> Text:
-    return literal(s)
-
-
 # --- the kernels behind a row, on each side ------------------------------------------------------
 
 def side_kernels_spec(name: str, sides: dict[str, list], totals: dict[str, float]) -> TableSpec:

@@ -35,10 +35,6 @@ class AieSettings:
     iterations: int | None = None      # None: every iteration after the warm-up is perf
     params: Any = field(default=None)  # kerneldiff.core.aie.analysis.AieParams
 
-    @property
-    def has_shape(self) -> bool:
-        return self.shape is not None
-
 
 def aie_settings(options: dict[str, Any] | None) -> AieSettings:
     """Settings from the launcher's options. Raises ValueError for a partial or invalid shape."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -217,7 +217,3 @@ def findings(a: Run, b: Run, wanted: int | None = None, peaks=None) -> RunFindin
         collectives=collective_rows(rows["a"], rows["b"]), stragglers=strag, links=links,
         matched_by="; ".join(matched_by) or "no collectives",
         notes=notes)
-
-
-def findings_dict(f: RunFindings) -> dict[str, Any]:
-    return asdict(f)

@@ -18,10 +18,6 @@ class Headline:
     left_out: list[str]    # one line per side with work left out
 
 
-def _faster(gap: float, a: str, b: str) -> str:
-    return a if gap < 0 else b
-
-
 def headline(cmp) -> Headline:
     w = cmp.wall
     per = " per pass" if cmp.basis == "per_pass" else ""

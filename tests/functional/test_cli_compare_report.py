@@ -11,7 +11,7 @@ import json
 from hypothesis import given, settings, strategies as st
 from rich.console import Console
 
-from kerneldiff.cli.compare import render_text
+from kerneldiff.cli.text_report import render_text
 from kerneldiff.cli.main import main
 from kerneldiff.core.compare.engine import compare
 from kerneldiff.core.demo import DEMO_A, DEMO_B

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from rich.console import Console
 
-from kerneldiff.cli.compare import render_text
+from kerneldiff.cli.text_report import render_text
 from kerneldiff.cli.main import main
 from kerneldiff.core.compare.engine import compare
 from kerneldiff.core.compare.result import Comparability, LedgerEntry

@@ -10,7 +10,7 @@ import re
 from hypothesis import given, strategies as st
 from rich.console import Console
 
-from kerneldiff.cli.compare import render_text
+from kerneldiff.cli.text_report import render_text
 from kerneldiff.cli.main import main
 from kerneldiff.core.compare.engine import compare
 from kerneldiff.core.compare.result import Comparability, Excluded, LedgerEntry

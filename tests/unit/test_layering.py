@@ -466,3 +466,40 @@ def test_the_layer_checks_see_a_planted_breach():
     assert _order_breaches(graph, {"ingest": ["probe", "loader"]}) == \
         ["ingest.probe imports ingest.loader, listed after it in PACKAGE_ORDER['ingest']"]
     assert _order_breaches(graph, {"ingest": ["loader"]}) == ["ingest.probe: place it in PACKAGE_ORDER['ingest']"]
+
+
+# --- the front ends ----------------------------------------------------------------------------
+
+def _front_end_graph(folder: str) -> dict[str, set[str]]:
+    """One front end's module graph (every import, lazy ones too); a package's __init__ re-exporting
+    its modules is not a cycle with them, so packages are left out as in core's module graph."""
+    modules = {_module(p) for p in _files(folder)}
+    packages = {_module(p) for p in _files(folder) if p.name == "__init__.py"}
+    graph: dict[str, set[str]] = defaultdict(set)
+    for path in _files(folder):
+        me = _module(path)
+        if me in packages:
+            continue
+        graph[me]
+        for mod, name in _imports(path):
+            target = _target(mod, name, modules)
+            if target in modules and target != me and target not in packages:
+                graph[me].add(target)
+    return graph
+
+
+def test_no_import_cycle_between_front_end_modules():
+    found = {folder: sorted(_cycles(_front_end_graph(folder))) for folder in ("cli", "tui")}
+    assert all(_front_end_graph(folder) for folder in found), "no front-end module read"
+    assert found == {"cli": [], "tui": []}, found
+
+
+def test_the_front_end_checker_sees_the_compare_and_runs_report_edge():
+    """The graph holds what the source imports: `compare` runs `runs_report` for runs of ranks, and
+    both take the shared options and output from `output` (a planted edge back would be a cycle)."""
+    graph = _front_end_graph("cli")
+    assert "kerneldiff.cli.runs_report" in graph["kerneldiff.cli.compare"]
+    assert "kerneldiff.cli.output" in graph["kerneldiff.cli.runs_report"]
+    planted = {k: set(v) for k, v in graph.items()}
+    planted["kerneldiff.cli.runs_report"].add("kerneldiff.cli.compare")
+    assert ("kerneldiff.cli.compare", "kerneldiff.cli.runs_report") in _cycles(planted)

@@ -272,7 +272,7 @@ def test_real_pair_swapped_is_the_mirror(eager_vs_compiled):
 def test_report_tables_and_text(tmp_path):
     from rich.console import Console
 
-    from kerneldiff.cli.compare import render_text
+    from kerneldiff.cli.text_report import render_text
     from kerneldiff.core.report.tables import table
 
     a, b = _pair(tmp_path, "h100", "mi300x", ("norm", "act"), attention=False)

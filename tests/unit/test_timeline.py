@@ -520,7 +520,7 @@ def test_text_and_csv_reports_show_the_timeline(demo_models, classifier):
 
     from rich.console import Console
 
-    from kerneldiff.cli.compare import render_text
+    from kerneldiff.cli.text_report import render_text
     from kerneldiff.core.demo import DEMO_A, DEMO_B
     from kerneldiff.core.report import format as fmt
     from kerneldiff.core.report.tables import TABLES, table

@@ -105,6 +105,7 @@ def test_missing_kernel_shows_as_a_gap_in_the_aligned_pairs(generated):
     truth, _, _, c = generated
     mk = truth["planted"]["missing_kernel"]
     present = mk["present_side"].lower()
+    assert c.alignments, "no aligned layers: nothing to find the gap in"
     for al in c.alignments:
         gaps = [p for p in al.pairs if getattr(p, f"{present}_name") == mk["name"]
                 and getattr(p, f"{'b' if present == 'a' else 'a'}_name") is None]

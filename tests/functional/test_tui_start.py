@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -12,7 +13,8 @@ from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.core.errors import LoadCancelled, TraceError
 from kerneldiff.core.ingest.loader import load
 from kerneldiff.core.ingest.probe import probe
-from kerneldiff.tui.app import KernelDiffApp
+from kerneldiff.tui import app as app_module
+from kerneldiff.tui.app import PROGRESS_INTERVAL, KernelDiffApp
 from kerneldiff.tui.screens.browse import BrowseLayerScreen, BrowseScreen
 from kerneldiff.tui.screens.error import ErrorScreen
 from kerneldiff.tui.screens.kernel import KernelDetailScreen
@@ -41,13 +43,30 @@ async def test_first_frame_shows_probe_metadata_before_loading(demo_models):
         assert "Enter loads the traces" in text
 
 
+class FakeClock:
+    """The explorer's clock (`kerneldiff.tui.app`'s `time`), moved only by the loaders: what the
+    progress throttle lets through is counted against time the test sets, not the machine's."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self._lock = threading.Lock()
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        with self._lock:
+            self.now += seconds
+
+
 class SlowLoader:
     """Reports progress many times a millisecond apart until cancelled (or `steps` are done). With
     `hold_at` (a fraction), each load waits there until the test sets `release`: what the test checks
     while loads run cannot race a busy machine's scheduler to the loads' end."""
 
-    def __init__(self, real: PreloadedLoader, steps: int = 4000, hold_at: float | None = None) -> None:
-        self.real, self.steps = real, steps
+    def __init__(self, real: PreloadedLoader, steps: int = 4000, hold_at: float | None = None,
+                 clock: FakeClock | None = None) -> None:
+        self.real, self.steps, self.clock = real, steps, clock
         self.hold = None if hold_at is None else int(hold_at * steps)
         self.release = threading.Event()
 
@@ -58,6 +77,8 @@ class SlowLoader:
                 raise LoadCancelled(path)
             if i == self.hold:
                 self.release.wait(timeout=60)
+            if self.clock is not None:
+                self.clock.advance(0.001)
             time.sleep(0.0005)
         return self.real(path, progress=progress, cancel=cancel, **kw)
 
@@ -67,11 +88,10 @@ async def test_loading_shows_throttled_progress_and_esc_cancels(demo_models, mon
     updates = []
     original = TraceCard.set_progress
     monkeypatch.setattr(TraceCard, "set_progress", lambda self, *a: (updates.append(a), original(self, *a)))
-    loader = SlowLoader(PreloadedLoader(demo_models))
+    clock = FakeClock()
+    monkeypatch.setattr(app_module, "time", SimpleNamespace(perf_counter=clock.perf_counter))
+    loader = SlowLoader(PreloadedLoader(demo_models), clock=clock)
     app = KernelDiffApp([str(DEMO_A), str(DEMO_B)], use_cache=False, loader=loader)
-    # The redraw budget runs from the app's start, not from when 10% was reached: every update
-    # counted below, including those while waiting for 10% (seconds on a loaded machine), is in it.
-    t0 = time.perf_counter()
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: any(u[0] > 0.1 for u in updates))
         await pilot.pause(0.5)
@@ -81,10 +101,10 @@ async def test_loading_shows_throttled_progress_and_esc_cancels(demo_models, mon
         await wait_until(pilot, lambda: all(b.progress > 0 for b in bars))   # both loads have reported
         assert all(0 < b.progress < 100 for b in bars)
         assert "reading" in screen_text(app) and "Esc cancels" in screen_text(app)
-        # thousands of progress callbacks, but at most ~10 redraws per second per bar
-        n = len(updates)
-        elapsed = time.perf_counter() - t0
-        assert n <= 2 * (2 + (elapsed + 1.0) / 0.1)
+        # a callback per 1 ms of the clock, but at most one redraw per PROGRESS_INTERVAL per bar
+        # (and one when the stage changes); the clock only moves with the loads, so this is exact
+        n, callbacks = len(updates), round(clock.now / 0.001)
+        assert n <= 2 * (2 + clock.now / PROGRESS_INTERVAL) and callbacks > 10 * n
 
         await pilot.press("escape")
         await wait_until(pilot, lambda: not app.loading)

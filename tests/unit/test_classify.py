@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import time
 import tomllib
 from collections import Counter
 from importlib import resources
@@ -288,16 +287,15 @@ def test_any_inductor_name_classifies(kind, body, n):
     assert "_".join(clf.inductor_ops(name)) in (body, "")
 
 
-def test_classification_is_cheap(clf):
-    # per unique name; the loader calls it once per distinct kernel name
+def test_classify_names_reads_each_distinct_name(clf):
+    # the loader calls it once per distinct kernel name; its speed per name: bench/bench_names.py
     names = [f"void at::native::vectorized_elementwise_kernel<4, at::native::Op{i}<float>, std::array<char*, 3ul> >(int)"
              for i in range(300)]
     fresh = Classifier(clf.rules, {c: {"role": clf.role(c)} for c in clf.categories})
-    t = time.perf_counter()
-    cats, _ = fresh.classify_names(names)
-    per_name = (time.perf_counter() - t) / len(names)
+    cats, rules = fresh.classify_names(names)
+    assert len(cats) == len(rules) == len(names)
     assert set(cats) == {"Elementwise"}
-    assert per_name < 1e-3, f"{per_name * 1e6:.0f} µs per name"
+    assert [fresh.classify(n) for n in names[:3]] == list(zip(cats[:3], rules[:3]))
 
 
 # --- user registry --------------------------------------------------------------------------

@@ -145,3 +145,8 @@ def test_unwritable_cache_dir_still_loads(tmp_path, monkeypatch):
     text = reg_mod.Path(reg_mod.__file__).with_name("registry.toml").read_text()
     reg = reg_mod.parse_registry(reg_mod.read_toml(reg_mod.SHIPPED, text), reg_mod.SHIPPED, user=False)
     reg_mod._store_doc(reg_mod.registry_cache_dir() / "x.json", {}, reg)   # best effort: no error
+    assert blocker.is_file() and blocker.read_text() == "x"                 # and nothing written
+    # a process that finds no usable cache dir parses registry.toml and reads it the same
+    loaded = reg_mod.shipped_registry.__wrapped__()
+    assert repr(loaded.rules) == repr(reg.rules) and repr(loaded.op_rules) == repr(reg.op_rules)
+    assert list(tmp_path.iterdir()) == [blocker]

@@ -17,7 +17,7 @@ from kerneldiff.tui.screens.help import HelpScreen, binding_groups
 from kerneldiff.tui.screens.kernel import KernelDetailScreen
 from kerneldiff.tui.screens.layer import LayerScreen
 from kerneldiff.tui.screens.main import MainScreen
-from kerneldiff.tui.testing import all_text, demo_app, screen_text, wait_for_main, wait_until
+from tui_driver import all_text, demo_app, screen_text, wait_for_main, wait_until
 from kerneldiff.tui.widgets.result_table import ResultTable
 from kerneldiff.tui.text import fmt_us
 

@@ -20,7 +20,7 @@ from kerneldiff.tui.app import KernelDiffApp
 from kerneldiff.tui.screens.aie import AieCoreScreen, AieScreen
 from kerneldiff.tui.screens.browse import BrowseScreen
 from kerneldiff.tui.screens.error import ErrorScreen
-from kerneldiff.tui.testing import screen_text, wait_until
+from tui_driver import screen_text, wait_until
 from kerneldiff.tui.widgets.result_table import ResultTable
 
 from conftest import kineto_doc, write_trace

@@ -9,7 +9,7 @@ import json
 from kerneldiff.core.report import format as fmt
 from kerneldiff.core.report.perfetto import read_back
 from kerneldiff.tui.screens.main import MainScreen
-from kerneldiff.tui.testing import demo_app, wait_for_main, wait_until
+from tui_driver import demo_app, wait_for_main, wait_until
 
 
 async def test_h_writes_the_report_and_the_pair_of_the_current_phase(demo_models, tmp_path, monkeypatch):

@@ -11,7 +11,7 @@ from kerneldiff.tui import views
 from kerneldiff.tui.screens.browse import BrowseScreen
 from kerneldiff.tui.screens.help import HelpScreen
 from kerneldiff.tui.screens.main import MainScreen
-from kerneldiff.tui.testing import all_text, demo_app, screen_text, wait_for_main, wait_until
+from tui_driver import all_text, demo_app, screen_text, wait_for_main, wait_until
 from kerneldiff.tui.widgets.result_table import ResultTable
 
 

@@ -17,7 +17,7 @@ from kerneldiff.tui.screens.error import ErrorScreen
 from kerneldiff.tui.screens.main import MainScreen
 from kerneldiff.tui.screens.start import StartScreen
 from kerneldiff.tui.state import FAILED, LOADED, LOADING, TraceState
-from kerneldiff.tui.testing import PreloadedLoader, all_text, screen_text, wait_for_main, wait_until
+from tui_driver import PreloadedLoader, all_text, screen_text, wait_for_main, wait_until
 
 PATHS = [str(DEMO_A), str(DEMO_B)]
 

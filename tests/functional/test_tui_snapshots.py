@@ -2,14 +2,14 @@
 detail, at 80×24 and at a roomy size.
 
 Update after an intended change with `pytest tests/functional/test_tui_snapshots.py --snapshot-update` and look at
-the SVGs in tests/__snapshots__/ (copies with readable names live in screenshots/).
+the SVGs in tests/functional/__snapshots__/ (`python -m tests.make_screenshots` copies them under readable names).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from kerneldiff.tui.testing import demo_app, wait_for_main
+from tui_driver import demo_app, wait_for_main
 
 pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
 

@@ -2,7 +2,7 @@
 values), fusion evidence, operations, help, the error screen, browse mode and NO_COLOR.
 
 Update after an intended change with `pytest tests/functional/test_tui_snapshots_more.py --snapshot-update` and look at
-the SVGs in tests/__snapshots__/ (copies with readable names live in screenshots/).
+the SVGs in tests/functional/__snapshots__/ (`python -m tests.make_screenshots` copies them under readable names).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.tui.state import TraceState
 from kerneldiff.tui.screens.error import ErrorScreen
-from kerneldiff.tui.testing import demo_app, wait_for_main, wait_until
+from tui_driver import demo_app, wait_for_main, wait_until
 
 pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
 

@@ -2,7 +2,7 @@
 each side, the Layers tab when only one trace has layers, and wrapped warnings.
 
 Update after an intended change with `pytest tests/functional/test_tui_snapshots_reading.py --snapshot-update` and look
-at the SVGs in tests/__snapshots__/ (copies with readable names live in screenshots/).
+at the SVGs in tests/functional/__snapshots__/ (`python -m tests.make_screenshots` copies them under readable names).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.tui.screens.drill import SideKernelsScreen
-from kerneldiff.tui.testing import demo_app, wait_for_main, wait_for_screen, wait_for_tab_bar
+from tui_driver import demo_app, wait_for_main, wait_for_screen, wait_for_tab_bar
 
 from model_edits import without_layers
 

@@ -16,7 +16,7 @@ import pytest
 
 from kerneldiff.core.ingest.loader import load
 from kerneldiff.core.report import format as fmt
-from kerneldiff.tui.testing import demo_app, screen_text, wait_for_main, wait_for_tab_bar, wait_until
+from tui_driver import demo_app, screen_text, wait_for_main, wait_for_tab_bar, wait_until
 from kerneldiff.tui.widgets.result_table import ResultTable
 from shapes_pair import write_shapes_pair
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kerneldiff.tui.testing import demo_app, screen_text, wait_for_main, wait_for_screen, wait_for_tab_bar, wait_until
+from tui_driver import demo_app, screen_text, wait_for_main, wait_for_screen, wait_for_tab_bar, wait_until
 from kerneldiff.tui.views import timeline_passes
 from kerneldiff.tui.widgets.result_table import ResultTable
 from kerneldiff.core.report import format as fmt

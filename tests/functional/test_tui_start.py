@@ -20,7 +20,7 @@ from kerneldiff.tui.screens.error import ErrorScreen
 from kerneldiff.tui.screens.kernel import KernelDetailScreen
 from kerneldiff.tui.screens.layer import LayerScreen
 from kerneldiff.tui.screens.start import StartScreen
-from kerneldiff.tui.testing import PreloadedLoader, all_text, demo_app, screen_text, wait_for_main, wait_until
+from tui_driver import PreloadedLoader, all_text, demo_app, screen_text, wait_for_main, wait_until
 from kerneldiff.tui.widgets.load_bar import LoadBar
 from kerneldiff.tui.widgets.result_table import ResultTable
 from kerneldiff.tui.widgets.trace_card import TraceCard

@@ -18,7 +18,7 @@ from kerneldiff.tui.screens.layer import LayerScreen
 from kerneldiff.tui.screens.main import COMPARE_TABS, MainScreen
 from kerneldiff.tui.screens.start import StartScreen
 from kerneldiff.tui.state import LOADED
-from kerneldiff.tui.testing import screen_text, wait_for_main, wait_for_screen, wait_until
+from tui_driver import screen_text, wait_for_main, wait_for_screen, wait_until
 from kerneldiff.tui.widgets.result_table import ResultTable
 from kerneldiff.tui.widgets.table_pane import TablePane
 

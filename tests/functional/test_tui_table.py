@@ -15,7 +15,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
-from kerneldiff.tui.testing import demo_app, wait_for_main
+from tui_driver import demo_app, wait_for_main
 from kerneldiff.tui.text import literal, one_bar, span, two_bars
 from kerneldiff.tui.widgets.result_table import Column, ResultTable, Row, TableSpec
 from kerneldiff.tui.widgets.table_lines import whole_columns

@@ -12,7 +12,7 @@ from kerneldiff.core.compare.engine import compare
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.tui.screens.browse import BrowseLayerScreen
 from kerneldiff.tui.screens.drill import SideKernelsScreen
-from kerneldiff.tui.testing import demo_app, screen_text, wait_for_main, wait_for_screen, wait_until
+from tui_driver import demo_app, screen_text, wait_for_main, wait_for_screen, wait_until
 from kerneldiff.tui.widgets.result_table import ResultTable
 
 A, B = str(DEMO_A), str(DEMO_B)

@@ -16,7 +16,7 @@ import hostile_corpus as hc
 from kerneldiff.core.errors import TraceError
 from kerneldiff.core.ingest.loader import load
 from kerneldiff.tui.app import KernelDiffApp
-from kerneldiff.tui.testing import PreloadedLoader, screen_text, wait_for_main
+from tui_driver import PreloadedLoader, screen_text, wait_for_main
 
 pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
 

@@ -181,7 +181,7 @@ def test_a_bare_word_naming_a_symlink_loop_is_the_loop_not_an_unknown_command(tm
 async def test_explorer_first_frame_on_a_fifo_shows_the_error(special, home):
     from kerneldiff.tui.app import KernelDiffApp
     from kerneldiff.tui.screens.error import ErrorScreen
-    from kerneldiff.tui.testing import all_text, wait_until
+    from tui_driver import all_text, wait_until
 
     with fifo_guard(special["fifo"]):
         app = KernelDiffApp([str(special["fifo"])], use_cache=False)
@@ -419,7 +419,7 @@ def test_file_names_in_error_lines_are_shown_with_visible_escapes(tmp_path, good
 async def test_explorer_error_screen_shows_a_hostile_file_name_visibly(tmp_path, home):
     from kerneldiff.tui.app import KernelDiffApp
     from kerneldiff.tui.screens.error import ErrorScreen
-    from kerneldiff.tui.testing import all_text, wait_until
+    from tui_driver import all_text, wait_until
 
     bad = tmp_path / "esc\x1b[2J\u202enew\nline.json"
     bad.write_bytes(b"not json")
@@ -438,7 +438,7 @@ async def test_explorer_memory_error_while_probing_shows_the_error_screen_and_ex
     from kerneldiff.core import session
     from kerneldiff.tui.app import KernelDiffApp
     from kerneldiff.tui.screens.error import ErrorScreen
-    from kerneldiff.tui.testing import all_text, wait_until
+    from tui_driver import all_text, wait_until
 
     def no_memory(path):
         raise MemoryError

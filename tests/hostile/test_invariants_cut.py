@@ -168,7 +168,7 @@ def test_a_file_changing_while_it_is_read_is_refused_or_loaded_with_a_warning(tm
 async def test_the_explorer_shows_an_error_screen_for_a_file_that_shrank_while_loading(tmp_path, small):
     from kerneldiff.tui.app import KernelDiffApp
     from kerneldiff.tui.screens.error import ErrorScreen
-    from kerneldiff.tui.testing import all_text, wait_until
+    from tui_driver import all_text, wait_until
 
     data, _, _ = small
     p = tmp_path / "t.json"

@@ -1,4 +1,4 @@
-"""Helpers for driving the explorer headless (tests, snapshots, screenshots).
+"""Helpers for driving the explorer headless in tests and snapshots (test code: not in the wheel).
 
 `PreloadedLoader` stands in for the session's loader with models loaded once, so each test app starts
 in milliseconds and progress is deterministic; `screen_text` is what a user would read on screen.
@@ -40,7 +40,7 @@ def demo_app(models: dict[str, Any], paths: list[str] | None = None, **kw):
     """The explorer on the demo pair (or `paths`), loading from already-loaded `models`."""
     from kerneldiff.core.demo import DEMO_A, DEMO_B
 
-    from .app import KernelDiffApp
+    from kerneldiff.tui.app import KernelDiffApp
 
     return KernelDiffApp(paths or [str(DEMO_A), str(DEMO_B)], use_cache=False, loader=PreloadedLoader(models), **kw)
 
@@ -109,8 +109,8 @@ async def wait_for_main(pilot, timeout: float = 40.0) -> None:
     """Until the comparison (or browse) screen is up and no worker is running."""
     from textual.lazy import Lazy
 
-    from .screens.browse import BrowseScreen
-    from .screens.main import MainScreen
+    from kerneldiff.tui.screens.browse import BrowseScreen
+    from kerneldiff.tui.screens.main import MainScreen
 
     app = pilot.app
     await wait_until(pilot, lambda: isinstance(app.screen, (MainScreen, BrowseScreen)) and app.screen.is_mounted
@@ -122,65 +122,3 @@ async def wait_for_main(pilot, timeout: float = 40.0) -> None:
     # a tab opened before its pane is there lays out again when the pane comes
     await wait_until(pilot, lambda: not app.screen.query(Lazy), timeout)
     await pilot.pause()
-
-
-# snapshot test id -> screenshots/ file name (the README shows these)
-SCREENSHOTS = {
-    "test_start_metadata_80x24": "start-metadata-80x24",
-    "test_start_loading[80x24]": "loading-80x24",
-    "test_start_loading[120x36]": "loading-120x36",
-    "test_summary[80x24]": "summary-80x24",
-    "test_summary[120x36]": "summary-120x36",
-    "test_summary_no_color_80x24": "summary-no-color-80x24",
-    "test_layers[80x24]": "layers-80x24",
-    "test_layers[120x36]": "layers-120x36",
-    "test_layer_pairs[80x24]": "layer-kernel-pairs-80x24",
-    "test_layer_pairs[120x36]": "layer-kernel-pairs-120x36",
-    "test_kernel_detail[80x24]": "kernel-detail-80x24",
-    "test_kernel_detail[120x36]": "kernel-detail-120x36",
-    "test_fusion_evidence[80x24]": "fusion-evidence-80x24",
-    "test_fusion_evidence[120x36]": "fusion-evidence-120x36",
-    "test_operations_80x24": "operations-80x24",
-    "test_help_80x24": "help-80x24",
-    "test_error_80x24": "error-80x24",
-    "test_browse_one_trace_80x24": "browse-one-trace-80x24",
-    "test_layers_no_color_80x24": "layers-no-color-80x24",
-    "test_operation_kernels[80x24]": "operation-kernels-80x24",
-    "test_operation_kernels[120x36]": "operation-kernels-120x36",
-    "test_one_sided_layers[80x24]": "one-sided-layers-80x24",
-    "test_one_sided_layers[120x36]": "one-sided-layers-120x36",
-    "test_warnings_wrapped_80x24": "warnings-80x24",
-    "test_timeline_80x24": "timeline-80x24",
-    "test_timeline_no_color_80x24": "timeline-no-color-80x24",
-    "test_pass_timeline_80x24": "pass-timeline-80x24",
-    "test_shapes[80x24]": "shapes-80x24",
-    "test_shapes[120x36]": "shapes-120x36",
-    "test_shapes_no_color_80x24": "shapes-no-color-80x24",
-    "test_attention_shapes_80x24": "attention-shapes-80x24",
-    "test_shape_kernels[80x24]": "shape-kernels-80x24",
-    "test_shape_kernels[120x36]": "shape-kernels-120x36",
-    "test_runs_ranks[80x24]": "runs-ranks-80x24",
-    "test_runs_ranks[120x36]": "runs-ranks-120x36",
-    "test_runs_collectives[80x24]": "runs-collectives-80x24",
-}
-
-
-def copy_screenshots(root: str = ".") -> list[str]:
-    """Copy the snapshot SVGs (tests/functional/__snapshots__/test_tui_snapshots*/) to screenshots/ under readable names."""
-    import shutil
-    from pathlib import Path
-
-    base = Path(root)
-    out = base / "screenshots"
-    out.mkdir(exist_ok=True)
-    written = []
-    for svg in sorted((base / "tests" / "functional" / "__snapshots__").glob("test_tui_snapshots*/*.svg")):
-        name = SCREENSHOTS.get(svg.stem)
-        if name:
-            shutil.copyfile(svg, out / f"{name}.svg")
-            written.append(f"screenshots/{name}.svg")
-    return written
-
-
-if __name__ == "__main__":  # python -m kerneldiff.tui.testing  (after pytest --snapshot-update)
-    print("\n".join(copy_screenshots()))

@@ -353,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def table(rows: list[dict]) -> str:
-    """Markdown table of the results (the README's Performance section)."""
+    """Markdown table of the results (docs/PERFORMANCE.md)."""
     head = ("| trace | on disk | kerneldiff load | peak memory | MB/s | naive loader | naive memory | speed-up "
             "| probe | two at once | compare | cache reopen |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]

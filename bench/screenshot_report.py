@@ -1,5 +1,5 @@
 """Screenshots of the HTML report in a real browser (headless Chromium), at a phone's and a desktop's
-width, into screenshots/ (PNG; the README shows them).
+width, into screenshots/ (PNG; docs/REPORTS.md shows them).
 
     python bench/screenshot_report.py [A B] [--phase P] [--out screenshots] [--widths 412 1400]
 

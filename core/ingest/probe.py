@@ -104,7 +104,7 @@ def clean_device(dev: dict) -> dict[str, Any]:
     """A device's properties with the values no reader can use dropped: lists, objects, numbers
     that are not finite or beyond 64 bits, and known integer fields given as anything but a
     non-negative integer (an integral float such as 9.0 counts). Metadata of the wrong type must
-    cost that one value, never the trace (README: the bad parts are ignored)."""
+    cost that one value, never the trace (docs/ERRORS.md: the bad parts are ignored)."""
     out: dict[str, Any] = {}
     for k, v in dev.items():
         if not isinstance(k, str) or isinstance(v, (dict, list)):

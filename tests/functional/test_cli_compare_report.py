@@ -8,6 +8,7 @@ import dataclasses
 import io
 import json
 
+import pytest
 from hypothesis import given, settings, strategies as st
 from rich.console import Console
 
@@ -84,6 +85,7 @@ def test_strict_json_writes_what_json_dumps_writes():
         assert strict_json(doc) == old
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.text(), max_size=4), st.booleans())
 def test_strict_json_of_any_text_is_what_json_dumps_writes(texts, keys):

@@ -90,6 +90,7 @@ REAL = ["b200_vllm_eager.json.gz", "a100_control.json.gz", "v100_test.json.gz",
         "hta_two_ranks/sampled_rank-0.json.gz", "hta_two_ranks/sampled_rank-1.json.gz"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", REAL)
 def test_real_collectives_against_raw_events(name):
     """Counts, kinds and time per kind as the raw events give them; the recorded parameters

@@ -27,6 +27,7 @@ def demo_comparison(demo_models):
     return compare(demo_models[str(DEMO_A)], demo_models[str(DEMO_B)])
 
 
+@pytest.mark.slow
 async def test_keyboard_path_demo_layer_pair_detail_fusion_export(demo_models, demo_comparison, tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELDIFF_EXPORT_DIR", str(tmp_path))
     comp = demo_comparison
@@ -116,6 +117,7 @@ async def test_keyboard_path_demo_layer_pair_detail_fusion_export(demo_models, d
         assert [d["kind"] for d in data] == [f.kind for f in comp.fusions]
 
 
+@pytest.mark.slow
 async def test_sort_filter_and_phase_cycle(demo_models, demo_comparison):
     comp = demo_comparison
     app = demo_app(demo_models)
@@ -167,6 +169,7 @@ async def test_sort_filter_and_phase_cycle(demo_models, demo_comparison):
         assert len(main.query_one("#same_kernels", ResultTable).rows_all) == len(expected.same_kernels)
 
 
+@pytest.mark.slow
 async def test_help_lists_every_binding_and_palette_offers_the_actions(demo_models):
     app = demo_app(demo_models)
     async with app.run_test(size=(100, 40)) as pilot:
@@ -198,6 +201,7 @@ async def test_help_lists_every_binding_and_palette_offers_the_actions(demo_mode
         assert hits and "Export table as CSV" in hits[0].text
 
 
+@pytest.mark.slow
 async def test_the_summary_opens_first_with_the_ledger(demo_models, demo_comparison):
     """Issue 25: the first thing the explorer shows is the wall clock and the gap ledger."""
     from kerneldiff.core.report.headline import headline

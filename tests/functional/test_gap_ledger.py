@@ -54,6 +54,7 @@ def llama_swapped():
     return compared(real_trace("h100_llama_compiled.json.gz"), real_trace("h100_llama_eager_sdpa.json.gz"))
 
 
+@pytest.mark.slow
 @pytest.mark.real
 def test_work_cut_by_the_window_is_left_out_and_reported(qwen):
     for side, name in ((qwen.a, "mi300x_qwen1.5-0.5b_hf.json.gz"), (qwen.b, "h100_qwen1.5-0.5b_hf.json.gz")):
@@ -71,6 +72,7 @@ def test_work_cut_by_the_window_is_left_out_and_reported(qwen):
     assert not any("correlation ids missing" in w for w in qwen.warnings)
 
 
+@pytest.mark.slow
 @pytest.mark.real
 def test_nothing_is_left_out_of_complete_traces(llama):
     assert llama.a.excluded is None and llama.b.excluded is None
@@ -88,6 +90,7 @@ def ledger_sums(cmp) -> None:
             assert e.count_gap_us + e.speed_gap_us == pytest.approx(e.gap_us, abs=1e-6 + 1e-9 * abs(e.gap_us))
 
 
+@pytest.mark.slow
 @pytest.mark.real
 def test_ledger_sums_to_the_wall_gap_on_real_pairs(qwen, llama):
     for cmp in (qwen, llama):
@@ -100,6 +103,7 @@ def test_ledger_sums_to_the_wall_gap_on_real_pairs(qwen, llama):
     assert llama.gap_us > 0 and llama.wall.wall_gap_us < 0
 
 
+@pytest.mark.slow
 @pytest.mark.real
 def test_ledger_mirrors_when_the_sides_swap(llama, llama_swapped):
     ab = {e.cause: e for e in llama.ledger}
@@ -114,6 +118,7 @@ def test_ledger_mirrors_when_the_sides_swap(llama, llama_swapped):
             assert e.speed_gap_us == pytest.approx(-f.speed_gap_us, abs=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.real
 def test_count_and_speed_are_told_apart(qwen, llama):
     # eager runs the same elementwise kernels many more times: launches, not speed
@@ -128,6 +133,7 @@ def test_count_and_speed_are_told_apart(qwen, llama):
     assert abs(cm.speed_gap_us) > abs(cm.count_gap_us)
 
 
+@pytest.mark.slow
 @pytest.mark.real
 def test_comparability_verdicts():
     qwen_llama = compared(real_trace("h100_qwen1.5-0.5b_hf.json.gz"), real_trace("h100_llama_eager_sdpa.json.gz"))
@@ -138,6 +144,7 @@ def test_comparability_verdicts():
     assert qwen_llama.to_dict()["comparability"]["verdict"] == "not comparable"
 
 
+@pytest.mark.slow
 @pytest.mark.real
 def test_comparable_pairs_say_so(qwen, llama):
     assert llama.comparability.verdict == "comparable"
@@ -145,6 +152,7 @@ def test_comparable_pairs_say_so(qwen, llama):
     assert any("left out" in n for n in qwen.comparability.notes)
 
 
+@pytest.mark.slow
 @pytest.mark.real
 def test_headline_says_when_wall_and_kernels_disagree(llama, qwen):
     from kerneldiff.core.report.headline import headline
@@ -156,6 +164,7 @@ def test_headline_says_when_wall_and_kernels_disagree(llama, qwen):
     assert len(headline(qwen).left_out) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.real
 def test_host_time_behind_launch_bound(llama):
     a, b = llama.host["a"], llama.host["b"]
@@ -176,6 +185,7 @@ def test_self_comparison_has_an_empty_ledger_gap(demo_models):
     assert cmp.comparability.verdict == "comparable"
 
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), graph=st.booleans(), vendor_b=st.sampled_from(["amd", "nvidia"]))
 def test_ledger_sums_on_generated_pairs(tmp_path, seed, graph, vendor_b):
@@ -223,6 +233,7 @@ def test_replayed_decode_passes_without_shapes_read_as_decode(tmp_path):
     assert "inferred from their kernels" in r.phase_source
 
 
+@pytest.mark.slow
 @pytest.mark.real
 def test_one_pass_number_everywhere(llama):
     """The explorer, the text report and the CSV name a pass by its index among all passes, under

@@ -105,6 +105,7 @@ def test_one_rank_has_no_skew(runs, capsys, tmp_path):
     assert _checks(d)["skew"]["status"] == "inconclusive" and d["verdict"] != "pass"
 
 
+@pytest.mark.slow
 def test_text_and_markdown_name_the_runs(runs, capsys):
     assert main(["gate", runs["a"], runs["b"], "--no-cache"]) == 1
     out = capsys.readouterr().out
@@ -155,6 +156,7 @@ def _raw_pass_compute(path) -> list[float]:
                     if s0 <= launch.get(e["args"].get("correlation"), -1) <= s1]) for s0, s1 in steps]
 
 
+@pytest.mark.slow
 def test_real_two_rank_run_skew_against_raw_events(capsys):
     hta = real_trace("hta_two_ranks")
     code, d = _gate(capsys, str(hta), str(hta))

@@ -18,6 +18,7 @@ def llama_vs_b200():
     return s
 
 
+@pytest.mark.slow
 def test_different_pass_counts_compare_per_pass(llama_vs_b200):
     c = llama_vs_b200.compare("all")
     assert (c.a.passes, c.b.passes) == (48, 1) and c.basis == "per_pass"
@@ -28,12 +29,14 @@ def test_different_pass_counts_compare_per_pass(llama_vs_b200):
     assert any("per pass" in w and "48" in w for w in c.warnings)
 
 
+@pytest.mark.slow
 def test_prefill_against_prefill(llama_vs_b200):
     c = llama_vs_b200.compare("prefill")
     assert (c.a.passes, c.b.passes) == (1, 1) and c.basis == "total"
     assert c.ratio == pytest.approx(c.a.gpu_time_us / c.b.gpu_time_us)
 
 
+@pytest.mark.slow
 def test_sources_are_reported(llama_vs_b200):
     c = llama_vs_b200.compare("all")
     assert "module" in c.a.pass_source and "embedding" in c.a.phase_source

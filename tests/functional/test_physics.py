@@ -104,6 +104,7 @@ def llama():
     return tuple(load(real_trace(n), classifier=CLF) for n in LLAMA)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phase", ["all", "prefill", "decode"])
 def test_eager_vs_compiled_stays_within_the_h100(llama, phase):
     a, b = llama
@@ -128,6 +129,7 @@ def test_real_pair_stays_within_the_hardware(names):
             assert not [w for w in d["warnings"] if "above the GPU's peak" in w], (names, phase)
 
 
+@pytest.mark.slow
 def test_gather_on_the_eager_prefill_within_the_bandwidth():
     """The Gather/Scatter row of the H100/H200 eager prefill read 178% and 139%."""
     a = load(real_trace("h100_llama_eager_sdpa.json.gz"), classifier=CLF)
@@ -138,6 +140,7 @@ def test_gather_on_the_eager_prefill_within_the_bandwidth():
         assert 0 < g[s]["pct_peak_bw"] <= 100
 
 
+@pytest.mark.slow
 def test_fusion_traffic_saved_from_the_shapes(llama):
     """The RMSNorm op fusion saves what the eager kernels' intermediates move (hundreds of KB on
     this model), not the 31.5 MB per occurrence that time × bandwidth claimed."""

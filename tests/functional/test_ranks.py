@@ -153,6 +153,7 @@ def test_rank_flag_picks_the_representative(runs, capsys):
     assert len(err) == 1 and "has no rank 9" in err[0]
 
 
+@pytest.mark.slow
 def test_text_and_csv_reports(runs, capsys, tmp_path):
     pa, _, pb, _ = runs
     assert main(["compare", pa, pb, "--no-cache", "--width", "100"]) == 0
@@ -202,6 +203,7 @@ def hta(tmp_path_factory):
     return d, s
 
 
+@pytest.mark.slow
 def test_hta_rank_figures_against_raw_events(hta):
     d, s = hta
     run = s.sides[0]
@@ -223,6 +225,7 @@ def test_hta_rank_figures_against_raw_events(hta):
         assert sorted(r.collectives.kind) == kinds
 
 
+@pytest.mark.slow
 def test_hta_collectives_and_straggler_against_raw_events(hta):
     d, s = hta
     from kerneldiff.core.ranks.run import findings
@@ -249,6 +252,7 @@ def test_hta_collectives_and_straggler_against_raw_events(hta):
 
 # --- exposed communication in the gap ledger -------------------------------------------------------
 
+@pytest.mark.slow
 def test_ledger_exposed_communication_against_raw_events(capsys):
     a, b = real_trace("a100_control.json.gz"), real_trace("v100_test.json.gz")
     assert main(["compare", str(a), str(b), "--format", "json", "--no-cache"]) == 0

@@ -37,6 +37,7 @@ def test_passes_phases_layers(name):
     assert all(v == list(range(want["layers"])) for v in per_pass.values())
 
 
+@pytest.mark.slow
 def test_decomposed_attention_layers_hold_one_softmax_each():
     """HF eager attention (GEMM, scale, mask, upcast, softmax, cast, GEMM): the layers are anchored on
     the softmax kernels — each layer holds exactly one, as the raw events have one per layer and pass."""

@@ -185,6 +185,7 @@ HOSTILE = st.text(alphabet=st.sampled_from(list("<>&\"'`/\\|=;:") + ["\x00", "\x
                   min_size=1, max_size=60)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=HOSTILE)
 def test_any_trace_string_stays_text(demo_cmp, name):

@@ -139,6 +139,7 @@ def test_perfetto_is_the_representative_ranks_read_back(runs, doc, tmp_path):
     assert other["outside_the_drawn_passes"] == {"a": 0, "b": 0} and other["placed"]["a"] == 4 * 12
 
 
+@pytest.mark.slow
 def test_report_flags_on_runs(runs, capsys, tmp_path):
     assert main(["compare", *runs, "--format", "markdown", "--table", "ranks", "--no-cache"]) == 2
     assert main(["compare", *runs, "--format", "markdown", "--pass", "1", "--no-cache"]) == 2
@@ -157,6 +158,7 @@ def test_a_phase_the_runs_lack_is_one_line(runs, capsys):
     assert len(err) == 1 and "phase 'decode' is absent" in err[0]
 
 
+@pytest.mark.slow
 def test_real_two_rank_run_in_html_and_markdown(tmp_path, capsys):
     hta = str(real_trace("hta_two_ranks"))
     assert main(["compare", hta, hta, "--format", "markdown", "--no-cache"]) == 0

@@ -62,6 +62,7 @@ def truth_gmacs(truth, core: int, iterations) -> float:
     return sum(vals) / len(vals)
 
 
+@pytest.mark.slow
 async def test_cores_iterations_system_with_planted_truth(traces, tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELDIFF_EXPORT_DIR", str(tmp_path))
     path, truth = traces["a"]
@@ -141,6 +142,7 @@ async def test_cores_iterations_system_with_planted_truth(traces, tmp_path, monk
         assert [r["slowest"] for r in rows] == [r.values[3] for r in system.rows_shown]
 
 
+@pytest.mark.slow
 async def test_no_shape_shows_dashes_and_says_why(traces):
     path, truth = traces["a"]
     app = KernelDiffApp([path], use_cache=False)
@@ -163,6 +165,7 @@ async def test_no_shape_shows_dashes_and_says_why(traces):
         assert len(lines) == 24 and all(len(line) <= 80 for line in lines)
 
 
+@pytest.mark.slow
 async def test_mismatched_counts_explained_in_notes(traces):
     path, truth = traces["merged"]
     merged = truth.cores[1]
@@ -253,6 +256,7 @@ async def test_two_runs_side_by_side(traces):
         assert [r.values[6] for r in its.rows_shown] == [tb.cores[k].span(i) for i in range(7)]
 
 
+@pytest.mark.slow
 async def test_aie_with_kineto_is_an_error_naming_both_kinds(traces, tmp_path):
     events = [{"ph": "X", "cat": "kernel", "name": "gemm_kernel", "ts": 10 + 10 * i, "dur": 5, "pid": 0, "tid": 7,
                "args": {"device": 0, "stream": 7, "correlation": i}} for i in range(4)]
@@ -273,6 +277,7 @@ async def test_aie_with_kineto_is_an_error_naming_both_kinds(traces, tmp_path):
     assert app.exit_code == 2
 
 
+@pytest.mark.slow
 async def test_broken_aie_trace_leaves_the_other_browsable(traces, tmp_path):
     import json
 
@@ -296,6 +301,7 @@ async def test_broken_aie_trace_leaves_the_other_browsable(traces, tmp_path):
         assert sorted(r.payload[1].tile for r in cores.rows_shown) == sorted(c.tile for c in truth.cores)
 
 
+@pytest.mark.slow
 async def test_trace_strings_shown_literally_and_clock_option(tmp_path):
     evil = "t\x1b[31m[bold]0,2[/bold]"
     path = tmp_path / "evil.json"
@@ -348,12 +354,14 @@ def _snap_app(tmp_path, monkeypatch) -> KernelDiffApp:
     return KernelDiffApp(["gemm_2x2.json"], use_cache=False, aie={**SHAPE, **COUNTS})
 
 
+@pytest.mark.slow
 def test_aie_cores_80x24(snap_compare, tmp_path, monkeypatch):
     app = _snap_app(tmp_path, monkeypatch)
     # the highlighted core is the one whose iterations merged: its notes show in the detail pane
     assert snap_compare(app, terminal_size=SMALL, run_before=wait_for_aie, press=["j", "j"])
 
 
+@pytest.mark.slow
 def test_aie_core_iterations_80x24(snap_compare, tmp_path, monkeypatch):
     app = _snap_app(tmp_path, monkeypatch)
     # that core's merged iteration (twice the kernels), with the explanation below

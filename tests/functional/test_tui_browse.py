@@ -39,6 +39,7 @@ async def show_tab(pilot, key: str, table_id: str) -> ResultTable:
     return table
 
 
+@pytest.mark.slow
 async def test_browse_is_its_own_view_of_the_trace(demo_models, model):
     app = demo_app(demo_models, paths=[str(DEMO_B)])
     async with app.run_test(size=(120, 36)) as pilot:
@@ -106,6 +107,7 @@ async def test_browse_is_its_own_view_of_the_trace(demo_models, model):
         assert model.steps[0].name in all_text(screen.query_one("#pane-steps")).replace("\n", "")
 
 
+@pytest.mark.slow
 async def test_enter_opens_a_kernel_and_a_layer_of_that_trace(demo_models, model, tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELDIFF_EXPORT_DIR", str(tmp_path))
     app = demo_app(demo_models, paths=[str(DEMO_B)])
@@ -149,6 +151,7 @@ async def test_enter_opens_a_kernel_and_a_layer_of_that_trace(demo_models, model
         assert [r["kernel"] for r in exported] == [r.payload.name for r in rows]
 
 
+@pytest.mark.slow
 async def test_phase_cycle_in_browse(demo_models, model):
     app = demo_app(demo_models, paths=[str(DEMO_B)])
     async with app.run_test(size=(100, 30)) as pilot:

@@ -71,6 +71,7 @@ def test_same_kernels_name_their_statistics(comp):
 
 # --- layers ----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 async def test_layers_slowest_first_with_the_outside_row_that_drills_down(demo_models, comp):
     app = demo_app(demo_models)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -100,6 +101,7 @@ async def test_layers_slowest_first_with_the_outside_row_that_drills_down(demo_m
         assert isinstance(app.screen, MainScreen)
 
 
+@pytest.mark.slow
 async def test_layer_screen_says_which_passes_the_pairs_are_over(demo_models, comp):
     app = demo_app(demo_models)
     async with app.run_test(size=(120, 36)) as pilot:
@@ -141,6 +143,7 @@ async def test_only_one_side_has_layers_and_the_tab_says_so(demo_models):
 
 # --- names, category filter and column --------------------------------------------------------------
 
+@pytest.mark.slow
 async def test_filter_matches_categories_too(demo_models, comp):
     app = demo_app(demo_models)
     async with app.run_test(size=(120, 36)) as pilot:
@@ -164,6 +167,7 @@ async def test_filter_matches_categories_too(demo_models, comp):
 
 # --- operations drill down ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 async def test_enter_on_an_operation_lists_its_kernels_on_each_side(demo_models, comp):
     app = demo_app(demo_models)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -195,6 +199,7 @@ async def test_enter_on_an_operation_lists_its_kernels_on_each_side(demo_models,
 
 # --- warnings, keys and focus ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 async def test_warnings_wrap_at_80x24(demo_models):
     models = {A: without_layers(demo_models[A]), B: demo_models[B]}
     app = demo_app(models)
@@ -209,6 +214,7 @@ async def test_warnings_wrap_at_80x24(demo_models):
             assert " ".join(w.split()) in flat                     # whole, wrapped over lines
 
 
+@pytest.mark.slow
 async def test_ctrl_c_quits(demo_models):
     app = demo_app(demo_models)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -218,6 +224,7 @@ async def test_ctrl_c_quits(demo_models):
         assert app._exit
 
 
+@pytest.mark.slow
 async def test_focus_is_visible_and_esc_keeps_the_top_level(demo_models):
     app = demo_app(demo_models)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -6,12 +6,15 @@ from __future__ import annotations
 import gzip
 import json
 
+import pytest
+
 from kerneldiff.core.report import format as fmt
 from kerneldiff.core.report.perfetto import read_back
 from kerneldiff.tui.screens.main import MainScreen
 from tui_driver import demo_app, wait_for_main, wait_until
 
 
+@pytest.mark.slow
 async def test_h_writes_the_report_and_the_pair_of_the_current_phase(demo_models, tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELDIFF_EXPORT_DIR", str(tmp_path))
     app = demo_app(demo_models)

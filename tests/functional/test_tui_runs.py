@@ -50,6 +50,7 @@ async def test_collectives_tab(found):
     assert app.return_value is None
 
 
+@pytest.mark.slow
 async def test_filter_and_sort_the_ranks(found):
     app = RunsApp(found)
     async with app.run_test(size=(120, 36)) as pilot:
@@ -74,6 +75,7 @@ async def test_filter_and_sort_the_ranks(found):
         assert names == sorted(names, key=str.lower)
 
 
+@pytest.mark.slow
 async def test_export_writes_the_cli_schema_as_shown(found, tmp_path, monkeypatch):
     import csv
     import json

@@ -19,6 +19,7 @@ def notices(app) -> list[str]:
     return [str(n.message) for n in app._notifications]
 
 
+@pytest.mark.slow
 async def test_filter_notice_goes_when_the_filter_is_cleared(demo_models):
     app = demo_app(demo_models)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -32,6 +33,7 @@ async def test_filter_notice_goes_when_the_filter_is_cleared(demo_models):
         assert "filter cleared" in notices(app)
 
 
+@pytest.mark.slow
 async def test_recomputing_notice_goes_with_the_result(demo_models):
     app = demo_app(demo_models)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -44,6 +46,7 @@ async def test_recomputing_notice_goes_with_the_result(demo_models):
         assert not any("recomputing" in n for n in notices(app)), notices(app)
 
 
+@pytest.mark.slow
 async def test_loading_cancelled_goes_when_loading_starts_again(demo_models):
     app = demo_app(demo_models, autoload=False)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -57,6 +60,7 @@ async def test_loading_cancelled_goes_when_loading_starts_again(demo_models):
         assert "Enter loads the traces" not in all_text(app.screen_stack[0])
 
 
+@pytest.mark.slow
 async def test_browse_has_its_own_tab_keys_and_opens_layers_at_the_top(demo_models):
     app = demo_app(demo_models, paths=[str(DEMO_B)])
     async with app.run_test(size=(80, 24)) as pilot:
@@ -90,6 +94,7 @@ async def test_pair_table_names_its_mark_column_and_says_what_a_mark_means(demo_
     assert f"G {views.pair_mark(marked)}: " in status
 
 
+@pytest.mark.slow
 async def test_main_screen_at_80x24_draws_whole_numbers_when_scrolled(demo_models):
     app = demo_app(demo_models)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -110,6 +115,7 @@ async def test_main_screen_at_80x24_draws_whole_numbers_when_scrolled(demo_model
 
 # --- one export schema: the explorer's e/E and the CLI's --table ---------------------------------
 
+@pytest.mark.slow
 async def test_explorer_export_and_cli_table_are_one_schema(demo_models, tmp_path, monkeypatch, capsys):
     import csv
     import io

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from kerneldiff.core.compare.engine import compare
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.core.errors import LoadCancelled, TraceError
@@ -78,6 +80,7 @@ async def test_the_app_loads_and_compares_through_its_session(demo_models):
         assert app.screen is main and any("top level: q quits" in n.message for n in app._notifications)
 
 
+@pytest.mark.slow
 async def test_phase_cycling_follows_the_session(demo_models):
     session = probed(PreloadedLoader(demo_models))
     session.phases = lambda: ["all", "decode"]  # what the session offers is what p cycles through

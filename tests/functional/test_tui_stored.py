@@ -50,6 +50,7 @@ async def first_opening(paths) -> str:
         return screen_text(app)
 
 
+@pytest.mark.slow
 async def test_a_pair_compared_before_opens_on_its_stored_comparison(paths):
     computed = await first_opening(paths)
     app = KernelDiffApp(paths)
@@ -120,6 +121,7 @@ async def test_every_tab_is_filled_though_hidden_tabs_mount_after_the_first_fram
             assert main.pane(key).table.spec is not None
 
 
+@pytest.mark.slow
 async def test_a_trace_that_fails_behind_a_stored_comparison_shows_the_error_screen(paths, monkeypatch):
     from kerneldiff.core.errors import TraceError
     from kerneldiff.tui.screens.error import ErrorScreen

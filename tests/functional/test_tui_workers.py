@@ -38,6 +38,7 @@ def _side_totals(screen) -> dict[str, float]:
     return {side: sum(r.payload[1].stats.total_us for r in rows if r.payload[0] == side) for side in ("a", "b")}
 
 
+@pytest.mark.slow
 async def test_an_operations_kernels_are_read_off_the_ui_thread_and_follow_the_phase(demo_models):
     app = demo_app(demo_models)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -71,6 +72,7 @@ async def test_an_operations_kernels_are_read_off_the_ui_thread_and_follow_the_p
         assert got["a"] == pytest.approx(want.a.total_us) and got["b"] == pytest.approx(want.b.total_us)
 
 
+@pytest.mark.slow
 async def test_a_stale_query_is_dropped_when_a_newer_phase_was_asked(demo_models):
     """The older query ends after the newer one: its kernels are not shown over the newer phase's."""
     app = demo_app(demo_models)
@@ -98,6 +100,7 @@ async def test_a_stale_query_is_dropped_when_a_newer_phase_was_asked(demo_models
         assert screen.comparison.phase == "decode" and _side_totals(screen) == decode
 
 
+@pytest.mark.slow
 async def test_a_layers_kernels_are_read_in_a_worker(demo_models):
     app = demo_app(demo_models, paths=[B])
     async with app.run_test(size=(100, 30)) as pilot:
@@ -114,6 +117,7 @@ async def test_a_layers_kernels_are_read_in_a_worker(demo_models):
         assert sum(r.payload.stats.count for r in rows) == int((k.layer == screen.layer_index).sum())
 
 
+@pytest.mark.slow
 async def test_a_pass_timeline_reads_its_kernels_in_a_worker(demo_models):
     from kerneldiff.tui.screens.pass_timeline import PassTimeline, PassTimelineScreen
 

@@ -68,6 +68,7 @@ def small(tmp_path_factory):
     return data, ends, array_end
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(where=st.floats(0, 1))
 def test_a_generated_trace_cut_at_any_byte_is_refused_or_counted(tmp_path_factory, small, classifier, where):
@@ -76,6 +77,7 @@ def test_a_generated_trace_cut_at_any_byte_is_refused_or_counted(tmp_path_factor
     check_cut(tmp_path_factory.mktemp("cut") / "t.json", data, cut, ends, array_end, classifier)
 
 
+@pytest.mark.slow
 def test_every_cut_near_the_end_of_the_events_and_the_document(tmp_path, small, classifier):
     """Every byte around the events' end and the document's end, where the crash was."""
     data, ends, array_end = small
@@ -86,7 +88,7 @@ def test_every_cut_near_the_end_of_the_events_and_the_document(tmp_path, small, 
 
 
 @pytest.mark.parametrize("name,every", [
-    ("a100_triton_example.json.gz", False),
+    pytest.param("a100_triton_example.json.gz", False, marks=pytest.mark.slow),
     pytest.param("a100_triton_example.json.gz", True, marks=pytest.mark.slow),
     pytest.param("mi300x_sglang_qwen3-8b_decode.json.gz", False, marks=pytest.mark.slow)])
 def test_a_real_trace_cut_at_every_byte_of_its_ends(tmp_path, name, every, classifier):

@@ -43,6 +43,7 @@ def test_losing_stacks_shapes_or_ids_keeps_the_kernels_and_says_so_on_generated_
     _check_losses(root, inv.synth_doc(root / "src", seed, style))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", inv.real_params(quick=["mi300x_sglang_qwen3-8b_decode.json.gz",
                                                         "mi300x_vllm_gptoss_decode.json.gz",
                                                         "h100_qwen1.5-0.5b_hf.json.gz"],

@@ -28,6 +28,7 @@ def spellings(doc: dict, seed: int) -> dict[str, dict]:
     }
 
 
+@pytest.mark.slow
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10**6), style=st.sampled_from(["hf-generate", "vllm", "sglang", "hf"]),
        float_ts=st.booleans())
@@ -39,6 +40,7 @@ def test_spelling_changes_nothing_on_generated_traces(tmp_path_factory, seed, st
         assert inv.diff(ref.answer, ref.of(**kw)) == [], what
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", inv.real_params(quick=inv.QUICK_REAL[:4], slow=[
     "h100_qwen1.5-0.5b_hf.json.gz", "mi300x_qwen1.5-0.5b_hf.json.gz", "b200_vllm_eager.json.gz", "v100_test.json.gz",
     "a100_control.json.gz"]))
@@ -79,6 +81,7 @@ def test_a_nested_key_named_like_metadata_is_not_the_metadata(tmp_path):
     assert want[1] == "NVIDIA" and want[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["h100_qwen1.5-0.5b_hf.json.gz"])
 def test_real_trace_with_escaped_metadata_keys_probes_the_same(tmp_path, name):
     """The HF traces write deviceProperties after the events."""

@@ -24,6 +24,7 @@ def relabelled(doc: dict, seed: int) -> dict[str, dict]:
     }
 
 
+@pytest.mark.slow
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10**6), style=st.sampled_from(["hf-generate", "vllm", "sglang", "hf"]),
        vendor=st.sampled_from(["nvidia", "amd"]))

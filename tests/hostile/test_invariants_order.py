@@ -18,6 +18,7 @@ from kerneldiff.core.ingest.loader import load
 STYLES = ["hf-generate", "vllm", "sglang", "hf", "sglang-double"]
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10**6), style=st.sampled_from(STYLES), vendor=st.sampled_from(["nvidia", "amd"]),
        order=st.integers(0, 2**32 - 1))
@@ -29,6 +30,7 @@ def test_event_order_changes_nothing_on_generated_traces(tmp_path_factory, seed,
         assert inv.diff(ref.answer, ref.of(other)) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", inv.real_params())
 def test_event_order_changes_nothing_on_real_traces(tmp_path, name):
     doc = inv.read_doc(real_trace(name))

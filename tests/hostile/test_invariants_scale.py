@@ -93,6 +93,7 @@ def _scaled_everything(root, a: dict, b: dict, k: int) -> None:
                     assert _close(k * v, getattr(w1, name)), (name, v, getattr(w1, name))
 
 
+@pytest.mark.slow
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10**6), k=st.sampled_from([2, 3, 4]),
        style=st.sampled_from(["hf-generate", "vllm", "hf"]))

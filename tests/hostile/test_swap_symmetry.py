@@ -52,6 +52,7 @@ kernels = st.lists(st.tuples(st.sampled_from(["GEMM", "Norm", "Elementwise", "At
                    max_size=14)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, derandomize=True, database=None)
 @given(a=kernels, b=kernels)
 def test_alignment_swapped_is_the_mirror(a, b):
@@ -68,6 +69,7 @@ def test_alignment_of_a_sequence_with_itself_is_the_diagonal():
     assert align(cats, names, cats, names) == [(i, i) for i in range(4)]
 
 
+@pytest.mark.slow
 def test_swapping_an_alignment_twice_gives_it_back(llama):
     """The mirror that fusion detection computes through (canonical side order) loses nothing."""
     from kerneldiff.core.compare import swap
@@ -88,6 +90,7 @@ def test_swapping_an_alignment_twice_gives_it_back(llama):
 
 # --- generated pairs ------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @SETTINGS
 @given(seed=st.integers(0, 50), graph=st.booleans(), moe=st.booleans(),
        attention=st.sampled_from(["fused", "decomposed"]),
@@ -103,6 +106,7 @@ def test_generated_pair_swapped_is_the_mirror(tmp_path_factory, seed, graph, moe
     _self(a)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(ops=st.sets(st.sampled_from(["norm", "act", "rope"]), min_size=1), attention=st.booleans(),
        seed=st.integers(0, 20))
@@ -136,6 +140,7 @@ def llama():
     return tuple(load(real_trace(n), classifier=CLF) for n in LLAMA)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("phase", ["all", "prefill", "decode"])
 def test_eager_vs_compiled_swapped_is_the_mirror(llama, phase):
     """The pair the issue found: 16 layer alignments and the RoPE finding differed with the order."""
@@ -146,6 +151,7 @@ def test_eager_vs_compiled_swapped_is_the_mirror(llama, phase):
     assert [(f.kind, f.fused_category) for f in ab.fusions] == [(f.kind, f.fused_category) for f in ba.fusions]
 
 
+@pytest.mark.slow
 def test_real_trace_against_itself(llama):
     for m in llama:
         _self(m)

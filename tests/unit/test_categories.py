@@ -201,6 +201,7 @@ def test_not_inductor(name):
     assert parse_inductor(name) is None and inductor_ops(name) == ()
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.sets(st.sampled_from(sorted(KNOWN_OPS)), min_size=1, max_size=10),
        st.sampled_from(("poi", "red", "per", "tem")), st.integers(0, 99))
@@ -339,6 +340,7 @@ def test_attention_total_matches_the_attention_kernels(llama_models, classifier,
             assert abs(got - t) <= 0.03 * t
 
 
+@pytest.mark.slow
 @pytest.mark.real
 def test_compiled_llama_kernel_categories(llama_models):
     m = llama_models["h100_llama_compiled.json.gz"]
@@ -358,6 +360,7 @@ def test_compiled_llama_kernel_categories(llama_models):
     assert cats["Memset (Device)"] == {"Copy/Memory"}
 
 
+@pytest.mark.slow
 @pytest.mark.real
 def test_eager_and_compiled_attention_agree_in_kind(llama_models, classifier):
     """Same model, same GPU: eager SDPA and compiled run the same cuDNN attention kernels, so the

@@ -418,6 +418,7 @@ _PIECES = ["a", "b", "ab", "k_", "::", r"\.", r"\(", r"\w", r"\d+", r"\x61", "[a
            "(?:ab)", "(?!a)", "(?<=b)", ".", "^", "$", "*", "+", "?", "*?", "{2}", "{1,2}", "{,2}", "{", "}", "|", ")"]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(pieces=st.lists(st.sampled_from(_PIECES), min_size=1, max_size=8), data=st.data())
 def test_required_literal_is_in_every_match(pieces, data):

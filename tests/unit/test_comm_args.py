@@ -139,6 +139,7 @@ def _reference(values):
     return json.dumps(out, separators=(",", ":"), ensure_ascii=False) if out else None
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(*[_ANY] * 8), min_size=1, max_size=6))
 def test_comm_text_reads_each_value_by_its_own_type(rows):

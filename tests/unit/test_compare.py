@@ -98,6 +98,7 @@ def test_phase_filter(classifier):
     assert c2.a.kernels == 0 and any("no kernels in phase" in w for w in c2.warnings)
 
 
+@pytest.mark.slow
 def test_cli_reports(tmp_path, capsys):
     from kerneldiff.cli.main import main
 

@@ -29,6 +29,7 @@ def _pairs():
                                        real_trace("h100_qwen1.5-0.5b_hf.json.gz"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("paths", [p for _, p in _pairs()], ids=[n for n, _ in _pairs()])
 def test_beside_gives_the_comparison_of_one_process(paths, classifier, monkeypatch):
     monkeypatch.setattr(engine, "BESIDE_KERNELS", 0)        # every pair forks

@@ -137,6 +137,7 @@ _FLOATS = st.lists(st.one_of(st.floats(width=64), st.sampled_from([0.0, -0.0, 1.
                    min_size=1, max_size=300)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_FLOATS, st.sampled_from([0, 1, 5, 25, 50, 75, 90, 95, 99, 99.9, 100]))
 def test_small_median_and_percentile_are_numpys(values, q):
@@ -178,6 +179,7 @@ def test_shape_positions_equal_isin(demo_models, classifier):
 _SPANS = st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 3_000)), max_size=60)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_SPANS, _SPANS)
 def test_exposed_length_is_the_two_unions_difference(compute, comm):
@@ -220,6 +222,7 @@ def test_ledger_groups_equal_one_key_per_row(demo_models, classifier):
         assert list(got) == [(v.groups[g], m.strings[n], m.strings[o] if o >= 0 else "") for g, n, o in sorted(set(rows))]
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 12), st.integers(1, 40), st.data())
 def test_row_percentiles_are_numpys(n_rows, n_cols, data):
@@ -255,6 +258,7 @@ def test_mirrored_pair_is_replace_with_the_sides_exchanged():
     assert [f.name for f in fields(got)] == [f.name for f in fields(p)]
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2_000), st.integers(0, 300)), max_size=40),
        st.lists(st.tuples(st.integers(0, 2_000), st.integers(0, 400)), min_size=1, max_size=12))

@@ -59,6 +59,7 @@ def models(pair):
     return one.models[0], merged, whole.classifier
 
 
+@pytest.mark.slow
 def test_device_totals_split_the_file(models):
     orig, merged, _ = models
     totals = device_totals(merged)
@@ -69,6 +70,7 @@ def test_device_totals_split_the_file(models):
     assert orig.gpu_time_us == pytest.approx(45_647.3, abs=0.1)        # 45.6 ms, not 91.3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("device", [0, 1])
 def test_each_device_reads_as_the_original(models, device):
     orig, merged, classifier = models
@@ -86,6 +88,7 @@ def test_each_device_reads_as_the_original(models, device):
     assert (a.span_us, a.busy_us, a.idle_us) == pytest.approx((b.span_us, b.busy_us, b.idle_us))
 
 
+@pytest.mark.slow
 def test_timeline_tells_streams_apart_by_device(models):
     orig, merged, _ = models
     # the same stream id on two devices is two streams, and the devices' copies overlap exactly
@@ -93,6 +96,7 @@ def test_timeline_tells_streams_apart_by_device(models):
     assert timeline(merged).whole.overlap_us == pytest.approx(timeline(orig).whole.busy_us, rel=1e-6)
 
 
+@pytest.mark.slow
 def test_info_lists_devices(pair, capsys):
     _, two = pair
     assert main(["info", two, "--json", "--no-cache"]) == 0
@@ -102,6 +106,7 @@ def test_info_lists_devices(pair, capsys):
     assert s["device"] == 0 and s["gpu_time_us"] == pytest.approx(45_647.3, abs=0.1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("device", [None, 1])
 def test_compare_is_device_with_device(pair, capsys, device):
     orig, two = pair
@@ -114,6 +119,7 @@ def test_compare_is_device_with_device(pair, capsys, device):
     assert said and f"device {device or 0} is read alone" in said[0]
 
 
+@pytest.mark.slow
 def test_unknown_device_is_one_line(pair, capsys):
     _, two = pair
     assert main(["info", two, "--device", "3", "--no-cache"]) == 2

@@ -358,6 +358,7 @@ def _check_side(path, cmp, side: str):
     return theirs
 
 
+@pytest.mark.slow
 @pytest.mark.real
 def test_qwen_pair_gemm_and_attention_shapes_equal_the_raw_events(qwen_cmp):
     mi = _check_side(real_trace("mi300x_qwen1.5-0.5b_hf.json.gz"), qwen_cmp, "a")
@@ -411,6 +412,7 @@ def test_throughput_per_operation(qwen_cmp):
 
 # --- reports --------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.real
 def test_cli_text_csv_and_peak_options(capsys, tmp_path):
     a, b = str(real_trace("mi300x_qwen1.5-0.5b_hf.json.gz")), str(real_trace("h100_qwen1.5-0.5b_hf.json.gz"))

@@ -95,6 +95,7 @@ def test_launch_cost_measured_on_the_trace():
     assert o.dispatch_ns == 7000 and o.dispatch_basis == "override"
 
 
+@pytest.mark.slow
 def test_eager_vs_compiled_estimates_carry_information():
     """With a fixed 3 µs per launch every op-fusion estimate came out at its cap (24.14/24.14 ms,
     16.69/16.69, 2.43/2.43): priced at the trace's own launch cost they are the model's figures."""

@@ -87,6 +87,7 @@ def _both(sc: tlmod._Scan, rows, key, classify: bool, streams: bool):
     return c
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(activities(), st.integers(0, 2**32 - 1), st.booleans(), st.booleans())
 def test_scan_c_is_the_numpy_scan(drawn, seed, classify, streams):
@@ -103,6 +104,7 @@ def test_scan_c_is_the_numpy_scan(drawn, seed, classify, streams):
             _both(sc, rows, key, classify, streams)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(activities(far=True), st.booleans())
 def test_scan_c_is_the_numpy_scan_in_chunks(drawn, classify):
@@ -116,6 +118,7 @@ def test_scan_c_is_the_numpy_scan_in_chunks(drawn, classify):
         _both(sc, rows, key, classify, True)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(activities())
 def test_queued_gaps_c_is_numpy(drawn):
@@ -150,6 +153,7 @@ def _assert_same_timelines(model: TraceModel, tolerance_us: float = tlmod.LAUNCH
     assert [t.to_dict() for t in fast] == [t.to_dict() for t in ref]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(activities())
 def test_timeline_c_is_the_numpy_timeline(drawn):
@@ -162,6 +166,7 @@ def _real() -> list:
     return [pytest.param(p, id=p.name) for p in paths + sorted(RECORDED.glob("*.json.gz"))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", _real())
 def test_real_traces_same_timeline(path):
     from kerneldiff.core.ingest.loader import load
@@ -218,6 +223,7 @@ def _overlap_both(model: TraceModel) -> None:
     assert fast == pytest.approx(ref, rel=1e-12, abs=1e-9)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(activities(), st.integers(0, 2**32 - 1), st.sampled_from([1, 3, 40]))
 def test_stream_overlap_c_is_numpy(drawn, seed, spread):
@@ -230,6 +236,7 @@ def test_stream_overlap_c_is_numpy(drawn, seed, spread):
     _overlap_both(model)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", _real())
 def test_real_traces_same_stream_overlap(path):
     from kerneldiff.core.ingest.loader import load

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -175,7 +176,8 @@ def _is_type_checking(node: ast.If) -> bool:
         (isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
 
 
-def _imports(path: Path) -> list[tuple[str, str | None]]:
+@cache   # each file is parsed once for all the checks below
+def _imports(path: Path) -> tuple[tuple[str, str | None], ...]:
     """(module, name or None) for every import in the file, relative ones resolved."""
     me = _module(path)
     package = me if path.name == "__init__.py" else me.rpartition(".")[0]
@@ -199,7 +201,7 @@ def _imports(path: Path) -> list[tuple[str, str | None]]:
             visit(child)
 
     visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
-    return out
+    return tuple(out)
 
 
 def _files(folder: str) -> list[Path]:

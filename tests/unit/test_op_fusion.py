@@ -221,6 +221,7 @@ def eager_vs_compiled():
     return a, b
 
 
+@pytest.mark.slow
 def test_real_eager_vs_compiled_names_the_fusions(eager_vs_compiled):
     a, b = eager_vs_compiled
     c = compare(a, b, classifier=CLF)
@@ -243,6 +244,7 @@ def test_real_eager_vs_compiled_names_the_fusions(eager_vs_compiled):
     _check_bounds(c)
 
 
+@pytest.mark.slow
 def test_real_same_software_pairs_have_no_op_fusions():
     a = load(real_trace("h100_llama_eager_sdpa.json.gz"), classifier=CLF)
     b = load(real_trace("h200_llama_eager_sdpa.json.gz"), classifier=CLF)
@@ -252,6 +254,7 @@ def test_real_same_software_pairs_have_no_op_fusions():
     assert not [f for f in compare(q1, q2, classifier=CLF).fusions if f.kind == "op_fusion"]
 
 
+@pytest.mark.slow
 def test_real_pair_swapped_is_the_mirror(eager_vs_compiled):
     a, b = eager_vs_compiled
     ab, ba = compare(a, b, classifier=CLF), compare(b, a, classifier=CLF)

@@ -14,6 +14,7 @@ from kerneldiff.core.analysis.timeline import name_mask, name_masks
 from kerneldiff.core.ingest.loader import load
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["h100_llama_eager_sdpa.json.gz", "h100_qwen1.5-0.5b_hf.json.gz",
                                   "mi300x_qwen1.5-0.5b_hf.json.gz"])
 def test_first_op_of_each_pass_and_name_masks(name, classifier):

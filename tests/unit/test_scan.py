@@ -61,6 +61,7 @@ REAL = ["mi300x_vllm_gptoss_decode.json.gz", "h100_qwen1.5-0.5b_hf.json.gz", "mi
         "v100_test.json.gz", "mi250_minitoy_train_rocm.json.gz", "a100_triton_example.json.gz"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", REAL)
 def test_real_traces_read_identically(name, small_buffers):
     path = real_trace(name)
@@ -152,6 +153,7 @@ def _dump(events, rng: random.Random) -> bytes:
     return ('{"traceEvents": [\n' + sep.join(parts) + "\n]}").encode()
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
 @given(st.lists(event(), min_size=1, max_size=60), st.integers(0, 2**32))

@@ -34,6 +34,7 @@ def test_prepared_demo_sides_compare_the_same(classifier, phase):
     _same_comparison([DEMO_A, DEMO_B], classifier, phase)
 
 
+@pytest.mark.slow
 def test_prepared_real_sides_compare_the_same(classifier):
     _same_comparison([real_trace("h100_llama_eager_sdpa.json.gz"), real_trace("h100_llama_compiled.json.gz")],
                      classifier)

@@ -59,6 +59,7 @@ _seq = st.lists(st.tuples(st.sampled_from(["gemm", "attn", "norm", "fused", "elt
                           st.sampled_from(["", "", "aten::mm", "aten::bmm", None])), max_size=14)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(_seq, _seq, st.booleans(), st.booleans())
 def test_table_in_c_gives_the_python_loops_pairs(a, b, with_ops, with_comps):

@@ -4,6 +4,7 @@ the plain list filtering and sorting the table did before it held indices, on ra
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,6 +37,7 @@ values = st.tuples(st.one_of(st.none(), names), st.one_of(st.none(), st.floats(a
                    st.one_of(st.none(), st.sampled_from(["gemm", "attn", "Gemm"])))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(values, max_size=40), st.sampled_from(["", "a", "b_", "[", "\u200b", "zz"]),
        st.sampled_from([None, 0, 1, 2, "gap", "name"]), st.booleans())

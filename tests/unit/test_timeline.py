@@ -265,6 +265,7 @@ def test_layer_gaps_against_a_walk_of_each_layer(classifier):
     assert row.a.idle_us == pytest.approx(tl.layer(3).idle_us) and row.a.wall_us == pytest.approx(tl.layer(3).span_us)
 
 
+@pytest.mark.slow
 def test_comparison_headline_and_json(classifier):
     a = load(_trace("h100_llama_eager_sdpa.json.gz"), classifier=classifier)
     b = load(_trace("h200_llama_eager_sdpa.json.gz"), classifier=classifier)

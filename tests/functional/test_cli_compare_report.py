@@ -32,6 +32,7 @@ def test_absent_phase_is_said_not_printed_empty(capsys):
     assert main(["compare", A, B, "--phase", "decode", "--no-cache", "--format", "json"]) == 0
 
 
+@pytest.mark.slow
 def test_table_with_json_and_refused_with_text(capsys, demo_models):
     assert main(["compare", A, B, "--format", "json", "--table", "layers", "--no-cache"]) == 0
     rows = json.loads(capsys.readouterr().out)

@@ -336,6 +336,7 @@ def test_exposed_communication_agrees_with_an_event_sweep(classifier):
 _MIRROR = {"pass": "pass", "inconclusive": "inconclusive", "regression": "improvement", "improvement": "regression"}
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.floats(50, 150), min_size=1, max_size=12), st.lists(st.floats(50, 150), min_size=1, max_size=12),
        st.sampled_from(["1%", "3%", "+10%", "+2us", "20us"]))

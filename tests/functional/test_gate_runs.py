@@ -51,6 +51,7 @@ def test_skew_is_the_planted_straggle(runs):
     assert skew_series(run.ranks[:1]).value is None
 
 
+@pytest.mark.slow
 def test_runs_regress_one_way_and_improve_the_other(runs, capsys):
     code, ab = _gate(capsys, runs["a"], runs["b"])
     assert code == 1 and ab["verdict"] == "regression"
@@ -76,6 +77,7 @@ def test_runs_regress_one_way_and_improve_the_other(runs, capsys):
     assert any("representative ranks' exposed communication" in n for n in ab["notes"])
 
 
+@pytest.mark.slow
 def test_the_same_code_passes(runs, capsys):
     code, d = _gate(capsys, runs["a"], runs["c"])      # the same run, another seed of jitter
     assert code == 0 and d["verdict"] == "pass", d["checks"]
@@ -83,6 +85,7 @@ def test_the_same_code_passes(runs, capsys):
     assert code == 0 and d["verdict"] == "pass" and all(c["delta"] == 0 for c in d["checks"])
 
 
+@pytest.mark.slow
 def test_limits_and_rank(runs, capsys):
     # a skew limit wider than the change lets it through; the other checks still regress
     code, d = _gate(capsys, runs["a"], runs["b"], "--gate", "skew:+1ms")
@@ -97,6 +100,7 @@ def test_world_sizes_that_differ_are_inconclusive(runs, capsys):
     assert any("world sizes differ (base 4, new 2)" in r for r in d["reasons"])
 
 
+@pytest.mark.slow
 def test_one_rank_has_no_skew(runs, capsys, tmp_path):
     one = runs["a"] + "/trace_0.json.gz"
     code, d = _gate(capsys, runs["a"], one + ",")
@@ -180,8 +184,9 @@ def test_a_bad_rank_file_is_one_line(runs, tmp_path, capsys):
     assert len(err) == 1 and "trace_3.json.gz" in err[0]
 
 
+@pytest.mark.slow
 def test_the_readme_recipe_for_an_engine_gives_the_same_findings(runs):
-    """README "Spreading the ranks over an engine's workers", with map() standing in for Ray."""
+    """docs/RUNS.md "Spreading the ranks over an engine's workers", with map() standing in for Ray."""
     from dataclasses import asdict
 
     from kerneldiff.core.ranks.identify import identify, run_files

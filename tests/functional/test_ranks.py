@@ -126,6 +126,7 @@ def test_parallel_load_equals_serial(runs):
     assert [r.row() for r in one] == [r.row() for r in two]
 
 
+@pytest.mark.slow
 def test_compare_runs_json_is_mirrored(runs, capsys):
     pa, _, pb, _ = runs
     assert main(["compare", pa, pb, "--format", "json", "--no-cache"]) == 0
@@ -143,6 +144,7 @@ def test_compare_runs_json_is_mirrored(runs, capsys):
     assert ab["runs"]["representative"] == {"a": 0, "b": 0, "how": "slowest rank (largest wall clock)"}
 
 
+@pytest.mark.slow
 def test_rank_flag_picks_the_representative(runs, capsys):
     pa, _, pb, _ = runs
     assert main(["compare", pa, pb, "--format", "json", "--no-cache", "--rank", "2"]) == 0

@@ -62,6 +62,7 @@ def test_graph_replayed_attention_time_matches_raw():
     assert raw == pytest.approx(TRUTH[name]["attention_us"], rel=1e-6)
 
 
+@pytest.mark.slow
 def test_guard_checks_of_graph_replayed_passes_count_as_their_host_time():
     """Each decode pass read from its graph launch starts inside `Torch-Compiled Region`, after the
     guard check that leads into it: the host time of the passes holds every guard check, whose

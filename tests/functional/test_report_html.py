@@ -140,6 +140,7 @@ def test_demo_page_is_self_contained_and_says_what_the_text_report_says(demo_ses
     assert f"Pass {cmp.gap_pass()} to scale" in page
 
 
+@pytest.mark.slow
 def test_real_cross_vendor_pair_numbers_equal_the_text_report(qwen_session):
     cmp = qwen_session.compare()
     page = _page(qwen_session, cmp)

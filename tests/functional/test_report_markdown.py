@@ -7,6 +7,7 @@ import dataclasses
 import io
 import re
 
+import pytest
 from hypothesis import given, strategies as st
 from rich.console import Console
 
@@ -60,6 +61,7 @@ def _check(cmp) -> str:
     return text
 
 
+@pytest.mark.slow
 def test_demo_and_real_pairs_fit_a_comment_and_say_what_the_text_report_says(demo_models):
     _check(compare(demo_models[A], demo_models[B]))
     _check(compare(demo_models[A], demo_models[B], phase="decode"))

@@ -126,6 +126,7 @@ def test_parse_passes_says_what_is_wrong():
         parse_passes("1", [])
 
 
+@pytest.mark.slow
 def test_cli_writes_plain_and_gzipped_and_refuses_bad_passes(tmp_path, capsys):
     plain, packed = tmp_path / "pair.json", tmp_path / "pair.json.gz"
     assert main(["compare", A, B, "--format", "perfetto", "--pass", "2-3", "-o", str(plain), "--no-cache"]) == 0

@@ -22,6 +22,7 @@ def found(tmp_path_factory):
     return findings(*s.load())
 
 
+@pytest.mark.slow
 async def test_ranks_slowest_first_and_enter_picks_one(found):
     app = RunsApp(found)
     async with app.run_test(size=(120, 36)) as pilot:
@@ -101,6 +102,7 @@ async def test_export_writes_the_cli_schema_as_shown(found, tmp_path, monkeypatc
     assert len(coll) == 1 and list(coll[0]) == head and coll[0]["kind"] == "all_reduce"
 
 
+@pytest.mark.slow
 async def test_help_lists_the_runs_keys(found):
     from kerneldiff.tui.runs_app import runs_binding_groups
 

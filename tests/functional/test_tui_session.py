@@ -50,6 +50,7 @@ def probed(loader, paths=PATHS) -> Session:
     return s
 
 
+@pytest.mark.slow
 async def test_the_app_loads_and_compares_through_its_session(demo_models):
     loader = GatedLoader(PreloadedLoader(demo_models))
     session = probed(loader)
@@ -96,6 +97,7 @@ async def test_phase_cycling_follows_the_session(demo_models):
         assert app.result.phase == "all"
 
 
+@pytest.mark.slow
 async def test_a_failing_load_leaves_the_other_trace_to_browse(demo_models):
     broken = TraceError(str(DEMO_B), "the loader refused it (planted)")
     loader = GatedLoader(PreloadedLoader(demo_models), fail={str(DEMO_B): broken})
@@ -126,6 +128,7 @@ async def test_an_unexpected_loader_error_is_one_line_not_a_traceback(demo_model
         assert "Traceback" not in screen_text(app)
 
 
+@pytest.mark.slow
 async def test_cancel_then_reload_goes_through_the_session_again(demo_models):
     loader = GatedLoader(PreloadedLoader(demo_models))
     app = KernelDiffApp(PATHS, session=probed(loader))

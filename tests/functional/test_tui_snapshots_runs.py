@@ -32,10 +32,12 @@ def test_runs_ranks(snap_compare, found, size):
     assert snap_compare(RunsApp(found), terminal_size=size)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [SMALL, LARGE], ids=["80x24", "120x36"])
 def test_runs_collectives(snap_compare, found, size):
     assert snap_compare(RunsApp(found), press=["2"], terminal_size=size)
 
 
+@pytest.mark.slow
 def test_runs_help_80x24(snap_compare, found):
     assert snap_compare(RunsApp(found), press=["question_mark"], terminal_size=SMALL)

@@ -139,6 +139,7 @@ async def test_progress_redraws_the_cards_not_the_keys(demo_models, monkeypatch)
         assert 3 <= len(refreshed) <= 6   # and each trace loaded
 
 
+@pytest.mark.slow
 async def test_error_screen_names_the_file_and_keeps_the_other_trace_browsable(demo_models, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     bad = tmp_path / "broken.json"
@@ -172,6 +173,7 @@ async def test_error_screen_names_the_file_and_keeps_the_other_trace_browsable(d
     assert app.exit_code == 2
 
 
+@pytest.mark.slow
 async def test_trace_strings_are_shown_literally(tmp_path):
     evil = "gemm\x1b[31m_[bold]x[/bold]_kernel"
     events = []
@@ -189,6 +191,7 @@ async def test_trace_strings_are_shown_literally(tmp_path):
         assert "\\x1b[31m_[bold]x[/bold]_kernel" in text.replace("\n", "")
 
 
+@pytest.mark.slow
 async def test_fits_80x24_with_truncated_names_and_no_color(demo_models, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     app = demo_app(demo_models)

@@ -102,6 +102,7 @@ async def test_what_reads_the_traces_waits_for_them(paths, monkeypatch):
         await wait_for_screen(pilot, LayerScreen)
 
 
+@pytest.mark.slow
 async def test_every_tab_is_filled_though_hidden_tabs_mount_after_the_first_frame(paths):
     app = KernelDiffApp(paths, use_cache=False)
     async with app.run_test(size=SIZE) as pilot:

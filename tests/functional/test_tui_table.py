@@ -170,6 +170,7 @@ async def test_rows_several_lines_high_are_what_datatable_draws():
         assert compare_lines(table, twin) > 3
 
 
+@pytest.mark.slow
 async def test_mouse_hover_is_what_datatable_draws():
     app = Twins(awkward_spec())
     async with app.run_test(size=(70, 40)) as pilot:

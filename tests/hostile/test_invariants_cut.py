@@ -140,6 +140,7 @@ def _changing(path, data: bytes, how: str, at: int):
     return progress
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["grow", "shrink", "replace"])
 @pytest.mark.parametrize("workers", [0, 2])
 @pytest.mark.parametrize("gz", [False, True])
@@ -167,6 +168,7 @@ def test_a_file_changing_while_it_is_read_is_refused_or_loaded_with_a_warning(tm
             assert int(m.group(1)) <= len(ends)
 
 
+@pytest.mark.slow
 async def test_the_explorer_shows_an_error_screen_for_a_file_that_shrank_while_loading(tmp_path, small):
     from kerneldiff.tui.app import KernelDiffApp
     from kerneldiff.tui.screens.error import ErrorScreen

@@ -36,6 +36,7 @@ def _check_losses(root, doc: dict) -> None:
             assert any(SAID[what] in w for w in got["warnings"]), (what, got["warnings"])
 
 
+@pytest.mark.slow
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10**6), style=st.sampled_from(["hf-generate", "vllm", "hf"]))
 def test_losing_stacks_shapes_or_ids_keeps_the_kernels_and_says_so_on_generated_traces(tmp_path_factory, seed, style):
@@ -92,6 +93,7 @@ def test_half_a_stream_on_a_new_stream_keeps_busy_time_on_generated_traces(tmp_p
     _check_split(root, inv.synth_doc(root / "src", seed, style, float_ts=float_ts))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", inv.real_params(quick=["mi300x_sglang_qwen3-8b_decode.json.gz",
                                                         "mi300x_vllm_gptoss_decode.json.gz",
                                                         "h100_qwen1.5-0.5b_hf.json.gz"],

@@ -79,6 +79,7 @@ def _check_repeat(root, doc: dict, pause_us: float) -> None:
     assert int((m2.kernels.step < 0).sum()) == 2 * int((m1.kernels.step < 0).sum())
 
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10**6), style=st.sampled_from(["hf-generate", "hf", "vllm"]),
        pause_us=st.sampled_from([5_000.0, 200_000.0, 3e6]), bare=st.booleans())

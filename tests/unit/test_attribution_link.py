@@ -5,6 +5,7 @@ sort when kernel rows come in time order (the lexsort it replaces otherwise)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -58,6 +59,7 @@ def test_link_and_overlap_match_a_plain_walk(seed, n_kernels, n_launches, n_ops,
     assert attribution._stream_overlap(k) == over
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(-3, 40), max_size=30), st.lists(st.integers(-3, 45), max_size=60),
        st.sampled_from([0, 1, 10**6, 2**62]))

@@ -368,6 +368,7 @@ def _rule_by_rule(classifier, text):
     return None
 
 
+@pytest.mark.slow
 def test_first_rule_matcher_agrees_with_trying_each_rule_in_turn(classifier):
     import random
     import string

@@ -70,6 +70,7 @@ def test_argument_order_only_swaps_sides(qwen_pair, classifier):
         assert fa[(f.kind, f.fused_category)] == flip[f.fused_side]
 
 
+@pytest.mark.slow
 def test_same_vendor_training_pair(classifier):
     a = load(real_trace("a100_control.json.gz"), classifier=classifier)
     b = load(real_trace("v100_test.json.gz"), classifier=classifier)

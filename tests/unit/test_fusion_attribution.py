@@ -31,6 +31,7 @@ def _category_time(c, side: str, cat: str) -> float:
 
 # --- count imbalances -----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(seed=st.integers(0, 50))

@@ -33,6 +33,7 @@ def _reads(data: bytes, sizes: list[int]):
     return read
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(payloads=st.lists(st.binary(max_size=3000), min_size=1, max_size=4),
        trailing=st.sampled_from([b"", b"\x00", b"x" * 40, b"\x1f"]),

@@ -228,6 +228,7 @@ def test_names_that_do_not_collide_read_as_alone():
 _word = st.text("abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=8)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(prefix=st.lists(_word, min_size=1, max_size=4), suffix=st.lists(_word, max_size=3),
        middles=st.lists(_word, min_size=2, max_size=8, unique=True), width=st.integers(12, 60))

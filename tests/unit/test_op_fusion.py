@@ -197,6 +197,7 @@ SETTINGS = settings(max_examples=12, deadline=None, derandomize=True, database=N
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(ops=st.sets(st.sampled_from(["norm", "act", "rope", "attn"])), attention=st.booleans(),
        gpus=st.sampled_from([("h100", "mi300x"), ("mi355x", "h100"), ("b200", "mi300x"), ("h100", "b200")]),

@@ -64,6 +64,7 @@ def assert_same(a, b):
     assert (a.steps, a.layers, a.warnings, a.dropped_events) == (b.steps, b.layers, b.warnings, b.dropped_events)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("indent,gz", [(None, False), (2, False), (None, True)])
 def test_workers_give_the_same_model(tmp_path, classifier, small_runs, sequential_calls, indent, gz):
     doc = nasty_doc()

@@ -69,6 +69,7 @@ def test_real_traces_read_identically(name, small_buffers):
     assert _share_scanned(path) >= 0.8   # and the scanner really read them (the tail is msgspec's)
 
 
+@pytest.mark.slow
 def test_demo_and_generated_traces_read_identically(small_buffers, tmp_path):
     from kerneldiff.core.synth.pair import write_pair
 

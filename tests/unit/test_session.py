@@ -90,6 +90,7 @@ def test_open_session_routes_aie_traces(tmp_path):
     assert k.infos[1].kind == "aie" and k.load(0).kernels is not None
 
 
+@pytest.mark.slow
 def test_kernel_detail_joins_kernel_to_module_and_shapes():
     """kernel → launch → cpu_op (with its recorded shapes) → the nn.Module calls around it."""
     from conftest import real_trace

@@ -119,6 +119,7 @@ def test_qwen_pair_shape_kernels_add_up_and_point_at_their_shape():
                     assert first[-2:] == [shape.m, shape.k]
 
 
+@pytest.mark.slow
 def test_shapes_kernels_grouped_at_once_equal_one_shape_at_a_time(classifier):
     """`_Side.kernels` groups every shape's kernels at once, by (shape, kernel name): each shape's
     list equals the one grouping it alone gives, figure for figure (real H100 Llama trace, whose

@@ -60,6 +60,7 @@ def test_both_readers_keep_the_same_shapes(tmp_path, monkeypatch, spaced):
     assert differences(_raw_trace(tmp_path, spaced)) == []
 
 
+@pytest.mark.slow
 def test_real_trace_embedding_shapes_tell_prefill_from_decode():
     """The Llama trace's own record: the embedding sees [4, 256] tokens once, then [4, 1]."""
     path = real_trace("h100_llama_eager_sdpa.json.gz")

@@ -24,6 +24,7 @@ _text = st.one_of(st.text(alphabet="ab", max_size=40), st.text(alphabet="abc_<>,
                   st.text(max_size=60))
 
 
+@pytest.mark.slow
 @settings(max_examples=500, deadline=None)
 @given(_text, _text)
 @example("", "")

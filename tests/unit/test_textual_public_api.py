@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_DIRS = ("core", "tui", "cli")
 
@@ -37,6 +39,7 @@ def test_the_rule_catches_what_it_is_for():
     assert not private_textual_imports("from textual.widgets import DataTable\nfrom textual.strip import Strip")
 
 
+@pytest.mark.slow
 def test_no_private_textual_import_anywhere():
     files = [p for d in PACKAGE_DIRS for p in (ROOT / d).rglob("*.py")]
     assert len(files) > 50

@@ -171,6 +171,7 @@ def test_whole_trace_against_raw_events(real):
     assert w.busy_us + w.idle_us == pytest.approx(w.span_us, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_the_issue_figures():
     """What the issue measured: busy is not the sum on several streams; most of the llama wall is idle."""
     a100 = timeline(load(_trace("a100_control.json.gz"), use_cache=False)).whole
@@ -202,6 +203,7 @@ HTA = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(HTA))
 def test_idle_agrees_with_hta(name):
     idle, span = HTA[name]
@@ -244,6 +246,7 @@ def test_passes_against_the_module_calls():
     assert len(decode.passes) == 47 and decode.whole.span_us < tl.whole.span_us
 
 
+@pytest.mark.slow
 def test_layer_gaps_against_a_walk_of_each_layer(classifier):
     m = load(_trace("h100_llama_eager_sdpa.json.gz"), classifier=classifier, use_cache=False)
     k = m.kernels
@@ -652,6 +655,7 @@ def test_serial_streams_need_no_scan_per_stream(seed):
     assert tlmod._Scan(m, LAUNCH_TOLERANCE_US).serial == (stream[0] != stream[1] or dur_ns[0] == 0)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3), *[st.integers(0, 10**6)] * 4),
                 min_size=1, max_size=40, unique_by=lambda x: x[:2]))

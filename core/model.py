@@ -164,6 +164,9 @@ class TraceModel:
     steps: list[Step] = field(default_factory=list)
     layers: list[LayerSpan] = field(default_factory=list)
     num_layers: int = 0                         # layers per forward pass (0 if not detected)
+    # the layers' stacks in order, [{name, module, container, layers, first_layer}] (analysis.stacks):
+    # one for a decoder LLM, two for a vision and a text tower; layer indexes run stack after stack
+    stacks: list = field(default_factory=list)
     pass_source: str = ""                       # what the forward passes were read from
     phase_source: str = ""                      # what their phases were read from
     layer_source: str = ""                      # what the layers were read from

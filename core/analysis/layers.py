@@ -19,7 +19,8 @@ from collections import Counter
 import numpy as np
 
 from kerneldiff.core.analysis.attribution import launch_time
-from kerneldiff.core.analysis.modules import decoder_layer_class, launches_in, module_calls
+from kerneldiff.core.analysis.modules import launches_in, module_calls
+from kerneldiff.core.analysis.stacks import block_classes, group, parents
 from kerneldiff.core.model import LayerSpan, Step, TraceModel
 from kerneldiff.core.numbers import small_unique
 
@@ -179,29 +180,46 @@ def _spans(step: np.ndarray, layer: np.ndarray) -> list[LayerSpan]:
 
 
 def from_modules(model: TraceModel) -> bool:
-    """Layers from the decoder-layer module calls the trace recorded (with_stack): a kernel is in
-    the layer whose call launched it. Returns False when the trace has no such calls."""
+    """Layers from the layer module calls the trace recorded (with_stack): a kernel is in the layer
+    whose call launched it. A model of several stacks (vision and text towers) numbers its layers
+    stack after stack (`analysis.stacks`). Returns False when the trace has no such calls."""
     k = model.kernels
     calls = module_calls(model)
     if not len(calls) or len(model.steps) == 0:
         return False
     t = launch_time(model)
-    cls = decoder_layer_class(calls, t, np.arange(len(calls)))
-    if cls is None:
+    classes = block_classes(calls, t)
+    if not classes:
         return False
-    rows = calls.of_class(cls)
+    rows = np.concatenate([calls.of_class(c) for c in classes])
     order = np.argsort(calls.ts[rows], kind="stable")
     rows = rows[order]
     ts, end = calls.ts[rows], calls.end[rows]
     inside = launches_in(ts, end, np.where(np.isnan(t), -np.inf, t))
-    # layer index = the call's position among this class's calls in its pass
+    sid, stacks = group(calls, rows, parents(calls), classes)
+    # layer index = the stack's first index + the call's position among its stack's calls in its pass
     step_starts = np.array([s.ts for s in model.steps])
     call_step = np.searchsorted(step_starts, ts, side="right") - 1
-    pos = np.zeros(len(rows), np.int32)
+    pos = np.zeros(len(rows), np.int64)
+    per_stack = np.zeros((len(stacks), len(model.steps)), np.int64)
     for s in np.unique(call_step).tolist():
-        sel = np.flatnonzero(call_step == s)
-        pos[sel] = np.arange(len(sel))
-    lay = np.where(inside >= 0, pos[np.maximum(inside, 0)], -1).astype(np.int32)
+        for j in range(len(stacks)):
+            sel = np.flatnonzero((call_step == s) & (sid == j))
+            pos[sel] = np.arange(len(sel))
+            if s >= 0:
+                per_stack[j, s] = len(sel)
+    first = 0
+    for j, st in enumerate(stacks):
+        nz = per_stack[j][per_stack[j] > 0]
+        freq = Counter(nz.tolist())
+        st["layers"] = max(freq, key=lambda c: (freq[c], c)) if freq else 0
+        st["first_layer"] = first
+        first += st["layers"]
+    offset = np.array([st["first_layer"] for st in stacks], np.int64)[sid]
+    # with several stacks, a pass's extra block of one stack would take the next stack's numbers
+    beyond = (pos >= np.array([st["layers"] for st in stacks], np.int64)[sid]) if len(stacks) > 1 else np.zeros(len(rows), bool)
+    glob = np.where(beyond, -1, offset + pos)
+    lay = np.where(inside >= 0, glob[np.maximum(inside, 0)], -1).astype(np.int32)
     # a kernel of a layer call belongs to that layer only inside the same pass
     same = (inside >= 0) & (k.step >= 0) & (call_step[np.maximum(inside, 0)] == k.step)
     k.layer = np.where(same, lay, -1).astype(np.int32)
@@ -209,9 +227,20 @@ def from_modules(model: TraceModel) -> bool:
     nonzero = counts[counts > 0]
     if not len(nonzero):
         return False
-    freq = Counter(nonzero.tolist())
-    model.num_layers = max(freq, key=lambda c: (freq[c], c))
-    model.layer_source = f"decoder-layer module calls ({cls})"
+    if len(stacks) == 1:
+        freq = Counter(nonzero.tolist())
+        model.num_layers = max(freq, key=lambda c: (freq[c], c))
+        stacks[0]["layers"] = model.num_layers
+        model.layer_source = f"decoder-layer module calls ({classes[0]})"
+    else:
+        model.num_layers = first
+        model.layer_source = (f"layer module calls in {len(stacks)} stacks: "
+                              + ", ".join(f"{st['name']} {st['layers']} ({st['module']} in {st['container']})"
+                                          for st in stacks))
+        if beyond.any():
+            model.warnings.append(f"{int(beyond.sum())} layer calls beyond their stack's usual count are left "
+                                  "outside layers")
+    model.stacks = stacks
     model.layers = _spans(k.step, k.layer)
     odd = int((nonzero != model.num_layers).sum())
     if odd:
@@ -225,6 +254,7 @@ def segment(model: TraceModel, classifier) -> None:
     model.architecture = detect_architecture(model, roles)
     k.layer = np.full(len(k), -1, dtype=np.int32)
     model.layers = []
+    model.stacks = []
     if len(k) == 0:
         return
     if from_modules(model):
@@ -247,6 +277,9 @@ def segment(model: TraceModel, classifier) -> None:
         model.warnings.append("layers not detected: no attention or SSM kernels recognised")
         return
     _segment_by_anchors(model, classifier, roles, anchor_roles, soft)
+    if model.num_layers:
+        model.stacks = [{"name": "layers", "module": None, "container": None, "layers": model.num_layers,
+                         "first_layer": 0}]
     if model.num_layers and not model.layer_source:
         model.layer_source = ("attention/SSM kernel anchors (softmax between two GEMMs: decomposed attention, "
                               "inferred)" if soft is not None else

@@ -90,7 +90,10 @@ def group_kernel(k) -> str:
 
 
 def layer_name(l) -> str:
-    return "outside" if l.layer < 0 else str(l.layer)
+    """`7`, or `vision 7` in a model of several stacks."""
+    if l.layer < 0:
+        return "outside"
+    return f"{l.stack} {l.stack_layer}" if getattr(l, "stack", "") else str(l.layer)
 
 
 def plural(n: int, word: str, many: str = "") -> str:

@@ -135,6 +135,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "inductor_names", "registry", "classify",   # Inductor kernel names, the registry, the classifier
         "peaks", "links",                        # hardware peaks; links between devices
         "modules",                               # nn.Module calls: the model's own structure
+        "stacks",                                # the layer blocks and the stacks (towers) they form
         "cut_work", "attribution",               # kernel -> launch -> cpu_op joins
         "passes", "phases", "layers",            # forward passes, their phases, the layers in them
         "browse", "pass_lanes",                  # one trace's totals; one pass on its own time axis

@@ -170,6 +170,7 @@ class TraceModel:
     pass_source: str = ""                       # what the forward passes were read from
     phase_source: str = ""                      # what their phases were read from
     layer_source: str = ""                      # what the layers were read from
+    eager_attention: str = ""                   # what told eager attention's bmm/softmax kernels (analysis.eager_attention)
     architecture: str = "unknown"               # transformer | ssm | hybrid | unknown
     warnings: list[str] = field(default_factory=list)
     dropped_events: int = 0                     # malformed events skipped by the loader

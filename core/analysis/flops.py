@@ -551,6 +551,15 @@ class ModelWork:
     share: np.ndarray            # per kernel row: its fraction of the op's work (0 for memsets beside kernels)
     flops: np.ndarray            # per kernel row: share · op FLOPs
     bytes: np.ndarray            # per kernel row: share · op bytes
+    # per cpu_op row: the row standing for its call (an eager attention triple's three ops are one
+    # call: its QKᵀ bmm); None when every op is its own call
+    call_op: np.ndarray | None = None
+
+    def call_of(self, ops: np.ndarray) -> np.ndarray:
+        """The call each cpu_op row (-1: none) belongs to, for counting calls."""
+        if self.call_op is None:
+            return ops
+        return np.where(ops >= 0, self.call_op[np.maximum(ops, 0)], ops)
 
     def covered(self) -> np.ndarray:
         """Kernel rows whose work is known (the launching op's shapes determine it)."""
@@ -632,6 +641,8 @@ def model_work(model: TraceModel) -> ModelWork:
         t, c = tot[o], cnt[o]
         s = np.where(t > 0, dur / np.where(t > 0, t, 1.0), 1.0 / np.maximum(c, 1))
         share[has] = np.where(eligible, s, 0.0)
+    call_op = _apply_eager(model, works, op_ids, kw, share)
+    has = np.flatnonzero(kw >= 0)
     works = _tensor_core_fp32(model, works, kw)
     fl = np.zeros(n)
     by = np.zeros(n)
@@ -640,7 +651,141 @@ def model_work(model: TraceModel) -> ModelWork:
         wb = np.array([w.bytes for w in works])
         fl[has] = share[has] * wf[kw[has]]
         by[has] = share[has] * wb[kw[has]]
-    return ModelWork(works=works, op_work=op_ids, kernel_work=kw, share=share, flops=fl, bytes=by)
+    return ModelWork(works=works, op_work=op_ids, kernel_work=kw, share=share, flops=fl, bytes=by, call_op=call_op)
+
+
+# --- eager attention --------------------------------------------------------------------------------
+# Eager attention (QKᵀ bmm, softmax, ·V bmm, booked as Attention by `analysis.eager_attention`) gets
+# its work from the bmm inputs: one attention work per (QKᵀ, softmax, ·V) triple, shared by the
+# three operators' kernels, so it has TFLOP/s and % of peak like SDPA. QKᵀ's inputs are [.., Sq, D]
+# and [.., D, Sk], ·V's [.., Sq, Sk] and [.., Sk, Dv]; the leading dims are the batch times the
+# heads (folded into one in a 3-D bmm, CLIP/OWLv2 style: a 4-D softmax input [B, H, Sq, Sk] then
+# tells them apart, else batch and heads stay unknown and `batch_heads` holds their product).
+# FLOPs 2·B·H·Sq·Sk·(D + Dv): eager attention computes the whole score matrix, causal mask or not.
+# Bytes: Q, K, V read and the output written once (the same ideal minimum as a fused kernel's).
+
+EAGER_BMM_OPS = ("aten::bmm", "aten::baddbmm", "aten::matmul")
+EAGER_SOFTMAX_OPS = ("aten::_softmax", "aten::softmax", "aten::_safe_softmax")
+EAGER_OP = "eager attention (bmm · softmax · bmm)"
+
+
+def _op_args(model: TraceModel, op: int) -> list | None:
+    c, s = model.cpu_ops, model.strings
+    d, t = int(c.dims[op]), int(c.types[op])
+    if d < 0 or t < 0:
+        return None
+    return _args(s[d], s[t])
+
+
+def eager_work(model: TraceModel, qk: int, soft: int, pv: int) -> OpWork | None:
+    """The attention work of one triple of cpu_op rows, None when their shapes do not chain."""
+    a, b = _op_args(model, qk), _op_args(model, pv)
+    if not a or not b or len(a) < 2 or len(b) < 2:
+        return None
+    q, kt, p, v = _tensor(a, 0, (3, 4)), _tensor(a, 1, (3, 4)), _tensor(b, 0, (3, 4)), _tensor(b, 1, (3, 4))
+    if q is None or kt is None or p is None or v is None:
+        return None
+    lead = q[:-2]
+    sq, d, sk, dv = q[-2], q[-1], kt[-1], v[-1]
+    if kt[-2] != d or p[-2:] != [sq, sk] or v[-2] != sk or kt[:-2] != lead or p[:-2] != lead or v[:-2] != lead:
+        return None
+    bh = math.prod(lead)
+    if min(bh, sq, sk, d, dv) <= 0:
+        return None
+    batch = heads = None
+    if len(lead) == 2:
+        batch, heads = lead
+    else:
+        s = _op_args(model, soft)
+        x = _tensor(s, 0, 4) if s else None
+        if x is not None and x[-2:] == [sq, sk] and x[0] * x[1] == bh:
+            batch, heads = x[0], x[1]
+    qa = a[0]
+    flops = 2.0 * bh * sq * sk * (d + dv)
+    nbytes = (bh * sq * d + bh * sk * d + bh * sk * dv + bh * sq * dv) * qa.size
+    shape = (("batch", batch), ("heads", heads), ("kv_heads", heads), ("seq_q", sq), ("seq_k", sk), ("head_dim", d),
+             ("head_dim_v", dv), ("causal", False), ("backward", False), ("batch_heads", bh))
+    return OpWork(ATTENTION, EAGER_OP, flops, float(nbytes), qa.dtype, PEAK_CLASS.get(qa.dtype, VECTOR_CLASS), shape)
+
+
+def eager_triples(model: TraceModel, attention_cats: list[int]) -> list[tuple[int, int, int]]:
+    """(QKᵀ, softmax, ·V) cpu_op rows of the eager attention kernels, per device in time order."""
+    k = model.kernels
+    rows = np.flatnonzero(np.isin(k.cat, attention_cats) & (k.cpu_op >= 0))
+    if not len(rows):
+        return []
+    names = {}
+    out = []
+    for dev in np.unique(k.device[rows]).tolist():
+        seq = []   # distinct ops in kernel order: (op row, kind)
+        for op in k.cpu_op[rows[k.device[rows] == dev]].tolist():
+            if seq and seq[-1][0] == op:
+                continue
+            n = names.get(op)
+            if n is None:
+                i = int(model.cpu_ops.name[op])
+                text = model.strings[i] if i >= 0 else ""
+                n = names[op] = "bmm" if text in EAGER_BMM_OPS else "soft" if text in EAGER_SOFTMAX_OPS else ""
+            seq.append((op, n))
+        i = 0
+        while i + 2 < len(seq):
+            if (seq[i][1], seq[i + 1][1], seq[i + 2][1]) == ("bmm", "soft", "bmm"):
+                out.append((seq[i][0], seq[i + 1][0], seq[i + 2][0]))
+                i += 3
+            else:
+                i += 1
+    return out
+
+
+def _apply_eager(model: TraceModel, works: list[OpWork], op_ids: np.ndarray, kw: np.ndarray,
+                 share: np.ndarray) -> np.ndarray | None:
+    """Give each eager attention triple's kernels one attention work (in place), shared by duration.
+    Returns each cpu_op row's call (a triple's ops: its QKᵀ op), None when there is no triple."""
+    if not getattr(model, "eager_attention", ""):
+        return None
+    cats = [i for i, c in enumerate(model.categories) if c == "Attention"]
+    k = model.kernels
+    found = eager_triples(model, cats)
+    if not found:
+        return None
+    ops = np.array(found, np.int64)
+    member = np.full(len(model.cpu_ops), -1, np.int64)
+    for j in range(3):
+        member[ops[:, j]] = np.arange(len(ops))
+    rows = np.flatnonzero(k.cpu_op >= 0)
+    rows = rows[member[k.cpu_op[rows]] >= 0]
+    inst = member[k.cpu_op[rows]]
+    is_kernel = k.kind[rows] == 0
+    rows, inst = rows[is_kernel], inst[is_kernel]
+    tot = np.bincount(inst, weights=k.dur[rows], minlength=len(ops))
+    cnt = np.bincount(inst, minlength=len(ops))
+    index = {w: i for i, w in enumerate(works)}
+    ids = np.full(len(ops), -1, np.int64)
+    for n, (qk, soft, pv) in enumerate(found):
+        w = eager_work(model, qk, soft, pv)
+        if w is None:
+            continue
+        ids[n] = index.setdefault(w, len(works))
+        if ids[n] == len(works):
+            works.append(w)
+    good = ids[inst] >= 0
+    rows, inst = rows[good], inst[good]
+    kw[rows] = ids[inst]
+    t = tot[inst]
+    share[rows] = np.where(t > 0, k.dur[rows] / np.where(t > 0, t, 1.0), 1.0 / np.maximum(cnt[inst], 1))
+    for j in range(3):
+        ok = ids >= 0
+        op_ids[ops[ok, j]] = ids[ok]
+    # the triple's memsets and copies do no attention work
+    other = np.flatnonzero((k.cpu_op >= 0) & (k.kind != 0))
+    other = other[member[k.cpu_op[other]] >= 0]
+    other = other[ids[member[k.cpu_op[other]]] >= 0]
+    kw[other] = ids[member[k.cpu_op[other]]]
+    share[other] = 0.0
+    call_op = np.arange(len(model.cpu_ops), dtype=np.int64)
+    for j in (1, 2):
+        call_op[ops[:, j]] = ops[:, 0]
+    return call_op
 
 
 # Kernels that run FP32 matrix math on the tensor cores as TF32 (NVIDIA: cuBLAS `…tf32…`,
@@ -673,7 +818,9 @@ def attention_text(w: OpWork) -> str:
     """`B16 H16/16 S559×559 D64 causal` (heads/kv heads, query×key length)."""
     g = w.get
     d = f"D{g('head_dim')}" + (f"/{g('head_dim_v')}" if g("head_dim_v") != g("head_dim") else "")
-    return (f"B{g('batch')} H{g('heads')}/{g('kv_heads')} S{g('seq_q')}×{g('seq_k')} {d}"
+    bh = (f"B{g('batch')} H{g('heads')}/{g('kv_heads')}" if g("batch") is not None and g("heads") is not None
+          else f"BH{g('batch_heads')}")
+    return (f"{bh} S{g('seq_q')}×{g('seq_k')} {d}"
             + (" causal" if g("causal") else "") + (" bwd" if g("backward") else ""))
 
 

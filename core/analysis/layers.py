@@ -25,9 +25,10 @@ from kerneldiff.core.model import LayerSpan, Step, TraceModel
 from kerneldiff.core.numbers import small_unique
 
 # Attention kernels of one layer can be several launches (split-KV + combine, 3-D unified
-# attention + reduce, rotary inside). Anchor kernels at most this many positions apart, with no
-# GEMM or norm between them, are one anchor run.
-ANCHOR_MERGE_GAP = 3
+# attention + reduce, rotary inside; eager attention's QKᵀ, softmax and ·V with the scale, mask
+# and casts between them). Anchor kernels at most this many positions apart, with no GEMM or norm
+# between them, are one anchor run.
+ANCHOR_MERGE_GAP = 8
 # A step break (when inferring steps) is a gap between anchors this much longer than the median.
 STEP_GAP_FACTOR = 1.5
 # Layer sizes (kernel counts) beyond this ratio of max to min earn a warning.

@@ -91,6 +91,8 @@ class AttentionShape:
     b: ShapeSide
     ratio: float | None = None
     gap_us: float = 0.0
+    # batch × heads; eager attention's 3-D bmm knows only this product (batch and heads then None)
+    batch_heads: int | None = None
 
 
 @dataclass

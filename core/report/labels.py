@@ -50,9 +50,16 @@ def gemm_shape(r) -> tuple[str, str]:
 def attention_shape(r) -> tuple[str, str]:
     """("", `B4 H32/8 S256×256 D64 causal*`)."""
     d = f"D{r.head_dim}" + (f"/{r.head_dim_v}" if r.head_dim_v != r.head_dim else "")
-    shape = (("bwd " if r.op.endswith("backward") else "") + f"B{r.batch} H{r.heads}/{r.kv_heads} "
-             f"S{r.seq_q}×{r.seq_k} {d}" + (" causal*" if r.causal else ""))
+    shape = (("bwd " if r.op.endswith("backward") else "") + batch_heads(r) +
+             f" S{r.seq_q}×{r.seq_k} {d}" + (" causal*" if r.causal else ""))
     return "", shape
+
+
+def batch_heads(r) -> str:
+    """`B4 H32/8`; `BH16` when only their product is known (eager attention's 3-D bmm folds them)."""
+    if r.batch is None or r.heads is None:
+        return f"BH{r.batch_heads}" if getattr(r, "batch_heads", None) else "B? H?"
+    return f"B{r.batch} H{r.heads}/{r.kv_heads}"
 
 
 def operation_label(o) -> str:

@@ -106,6 +106,7 @@ LAYER_TODO = {
     ("ingest.build", "analysis.attribution"),
     ("ingest.loader", "analysis.attribution"),
     ("ingest.loader", "analysis.classify"),
+    ("ingest.loader", "analysis.eager_attention"),
     ("ingest.loader", "analysis.layers"),
     ("ingest.loader", "analysis.phases"),
 }
@@ -143,6 +144,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "timeline", "comm_params", "collectives",   # busy and idle time, streams; collectives
         "host_time",                             # host time behind launch-bound idle
         "flops", "layer_groups",                 # work (FLOPs, bytes) per kernel; kernels by layer and pass
+        "eager_attention",                       # bmm -> softmax -> bmm booked as attention
         "side_readings",                         # one side's readings for a comparison
     ],
     "compare": [

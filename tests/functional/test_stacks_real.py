@@ -144,3 +144,17 @@ def test_truth_next_holds():
     failed = [line for line in r.stdout.splitlines() if line.startswith("FAIL")]
     assert not failed, "\n".join(failed)
     assert r.returncode == 0 and " 0 failed" in r.stdout.splitlines()[-1]
+
+
+@pytest.mark.parametrize("name", OWL)
+def test_a_model_that_never_generates_runs_forward_passes(name):
+    """Five Owlv2ForObjectDetection calls and no generate() frame in the raw events: five
+    `forward` passes, neither prefill nor decode."""
+    r = raw(name)
+    frames = {e for e in (m[2] for m in r["mods"])}
+    assert not any("ForCausalLM" in f or "LMHead" in f for f in frames)
+    ev = json.load(gzip.open(_need(name)))["traceEvents"]
+    assert not any(e.get("cat") == "python_function" and e.get("name", "").endswith(": generate") for e in ev)
+    s = _info(name)
+    assert s["step_phases"] == {"forward": len(r["per_forward"])}
+    assert "prefill" not in s["kernel_phases"] and "decode" not in s["kernel_phases"]

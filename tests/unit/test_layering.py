@@ -138,7 +138,8 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "modules",                               # nn.Module calls: the model's own structure
         "stacks",                                # the layer blocks and the stacks (towers) they form
         "cut_work", "attribution",               # kernel -> launch -> cpu_op joins
-        "passes", "phases", "layers",            # forward passes, their phases, the layers in them
+        "passes", "forward_phase",               # forward passes; a model that never generates
+        "phases", "layers",                      # the passes' phases, the layers in them
         "browse", "pass_lanes",                  # one trace's totals; one pass on its own time axis
         "devices", "summary",                    # per-device and per-trace summaries
         "timeline", "comm_params", "collectives",   # busy and idle time, streams; collectives

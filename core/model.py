@@ -52,9 +52,10 @@ CPU_OP_COLUMNS = (("ts", "f8", 0.0), ("dur", "f8", 0.0), ("name", "i4", -1), ("e
                   ("tid", "i8", -1), ("pid", "i8", -1),
                   ("dims", "i4", -1),    # record_shapes "Input Dims" as compact JSON text, id into strings
                   ("types", "i4", -1),   # record_shapes "Input type", likewise
-                  ("comm", "i4", -1))    # a collective's parameters (record_param_comms' Collective name, Seq,
+                  ("comm", "i4", -1),    # a collective's parameters (record_param_comms' Collective name, Seq,
                                          # Process Group Name, Group size, In/Out msg nelems, dtype) as compact
                                          # JSON text (ingest.decode.comm_text), likewise; read by analysis.comms
+                  ("concrete", "i4", -1))  # record_shapes "Concrete Inputs" (scalar arguments) as text, likewise
 LAUNCH_COLUMNS = (("ts", "f8", 0.0), ("dur", "f8", 0.0), ("name", "i4", -1), ("corr", "i8", -1),
                   ("ext", "i8", -1), ("tid", "i8", -1), ("pid", "i8", -1))
 PYTHON_COLUMNS = (("ts", "f8", 0.0), ("dur", "f8", 0.0), ("name", "i4", -1), ("pyid", "i8", -1),

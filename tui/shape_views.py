@@ -41,7 +41,7 @@ def attention_text(s: AttentionShape) -> str:
     """`B16 H16/16 S559×559 D64 causal*` (query/kv heads, query×key length; * causal assumed)."""
     d = f"D{s.head_dim}" + (f"/{s.head_dim_v}" if s.head_dim_v != s.head_dim else "")
     return (("bwd " if s.op.endswith("backward") else "") + labels.batch_heads(s) +
-            f" S{s.seq_q}×{s.seq_k} {d}" + (" causal*" if s.causal else ""))
+            f" S{s.seq_q}×{s.seq_k} {d}" + labels.causal_mark(s))
 
 
 def shape_title(s) -> str:

@@ -19,11 +19,12 @@ Formulas (a multiply-add is 2 FLOPs; bytes = every input read once + the output 
   convention: QKᵀ recomputed, dV, dP, dQ, dK). Layout [B, H, S, D] for the `aten::_scaled_dot_*`
   and cuDNN ops, [B, S, H, D] for `_flash_attention_*`, `_efficient_attention_*` and flash_attn.
   Variable-length (3-D, packed) inputs carry no sequence lengths in the shapes: no work.
-  **Causality is assumed, not read**: `is_causal` is a scalar in the op's Concrete Inputs, which
-  the loader does not keep. An op without an attention-mask tensor whose query and key lengths
-  are equal (> 1) is taken as causal (half the score matrix: FLOPs halved, the convention of the
-  FlashAttention benchmarks); one with a mask, or with Sq ≠ Sk (decode, chunked prefill against a
-  cache), as full. `OpWork.causal` says which was assumed.
+  **Causality is read** from the op's recorded `Concrete Inputs` (is_causal, or the efficient
+  kernels' custom_mask_type; `CAUSAL_ARG`): causal halves the score matrix (FLOPs halved, the
+  convention of the FlashAttention benchmarks), a single-token query never is. Where the scalars
+  were not recorded it is assumed: an op without an attention-mask tensor whose query and key
+  lengths are equal (> 1) is causal; one with a mask, or with Sq ≠ Sk, full. `OpWork.causal` says
+  which, and the shape's `causal_read` whether it was read.
 * Memory-bound operators — elementwise (unary, binary with broadcasting), reductions, norms,
   softmax, copies, fills, concatenation (only with an `out` tensor: a TensorList's elements are
   not typed in the record), gathers (`embedding`, `index_select` along dim 0), and a
@@ -316,7 +317,53 @@ def attention_flops(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: in
     return f * (BACKWARD_FACTOR if backward else 1.0)
 
 
-def _attention_work(op: str, args: list[_Arg]) -> OpWork | None:
+# op -> the position of its is_causal argument in the recorded Concrete Inputs (PyTorch's
+# signatures; `_efficient_attention_*` take a custom_mask_type there: 0 none, 1 and 2 causal)
+CAUSAL_ARG: dict[str, int] = {
+    "aten::scaled_dot_product_attention": 5,
+    "aten::_scaled_dot_product_flash_attention": 4,
+    "aten::_scaled_dot_product_efficient_attention": 6,
+    "aten::_scaled_dot_product_cudnn_attention": 6,
+    "aten::_scaled_dot_product_fused_attention_overrideable": 5,
+    "aten::_cudnn_attention_forward": 10,
+    "aten::_flash_attention_forward": 8,
+    "aten::_efficient_attention_forward": 9,
+    "flash_attn::_flash_attn_forward": 5,
+    "aten::_scaled_dot_product_flash_attention_backward": 11,
+    "aten::_scaled_dot_product_efficient_attention_backward": 11,
+    "aten::_scaled_dot_product_cudnn_attention_backward": 14,
+    "aten::_scaled_dot_product_fused_attention_overrideable_backward": 13,
+    "aten::_cudnn_attention_backward": 14,
+    "aten::_flash_attention_backward": 11,
+    "aten::_efficient_attention_backward": 14,
+    "flash_attn::_flash_attn_backward": 11,
+}
+
+
+def _concrete(text: str | None) -> list | None:
+    if not text:
+        return None
+    try:
+        v = _loads(text)
+    except (ValueError, TypeError):
+        return None
+    return v if isinstance(v, list) else None
+
+
+def recorded_causal(op: str, concrete: list | None) -> bool | None:
+    """is_causal as the op was given it (its Concrete Inputs), None when not recorded there."""
+    i = CAUSAL_ARG.get(op)
+    if i is None or not concrete or i >= len(concrete):
+        return None
+    v = concrete[i]
+    if v in ("True", "False"):
+        return v == "True"
+    if op.startswith("aten::_efficient_attention") and isinstance(v, str) and v in ("0", "1", "2"):
+        return v != "0"
+    return None
+
+
+def _attention_work(op: str, args: list[_Arg], concrete: list | None = None) -> OpWork | None:
     layout, qi, mi, backward = ATTENTION_OPS[op]
     q, k, v = (_tensor(args, qi + j, 4) for j in range(3))
     if q is None or k is None or v is None:
@@ -328,7 +375,9 @@ def _attention_work(op: str, args: list[_Arg]) -> OpWork | None:
     if bk != b or bv != b or dk != d or sv != sk or hv != hk or min(b, h, sq, sk, d, dv, hk) <= 0 or h % hk:
         return None
     masked = _mask(args, mi)
-    causal = not masked and sq == sk > 1
+    read = recorded_causal(op, concrete)
+    # a query of one token against the cache attends to all of it: is_causal changes nothing there
+    causal = (read and sq > 1) if read is not None else (not masked and sq == sk > 1)
     flops = attention_flops(b, h, sq, sk, d, dv, causal, backward)
     qa, ka, va = args[qi], args[qi + 1], args[qi + 2]
     out = b * h * sq * dv * qa.size
@@ -338,7 +387,7 @@ def _attention_work(op: str, args: list[_Arg]) -> OpWork | None:
     if masked:
         nbytes += args[mi].bytes
     shape = (("batch", b), ("heads", h), ("kv_heads", hk), ("seq_q", sq), ("seq_k", sk), ("head_dim", d),
-             ("head_dim_v", dv), ("causal", causal), ("backward", backward))
+             ("head_dim_v", dv), ("causal", causal), ("backward", backward), ("causal_read", read is not None))
     return OpWork(ATTENTION, op, flops, nbytes, qa.dtype, PEAK_CLASS.get(qa.dtype, VECTOR_CLASS), shape)
 
 
@@ -521,9 +570,10 @@ def _gather_index_bytes(index: list[int], size: float) -> float:
 
 
 @lru_cache(maxsize=65536)
-def op_work(name: str, dims: str | None, types: str | None) -> OpWork | None:
+def op_work(name: str, dims: str | None, types: str | None, concrete: str | None = None) -> OpWork | None:
     """The work of one call of `name` with the recorded `Input Dims` / `Input type` texts (None when
-    the shapes do not determine it)."""
+    the shapes do not determine it); `concrete`, its `Concrete Inputs` text, says an attention op's
+    is_causal."""
     if not dims or not types:
         return None
     args = _args(dims, types)
@@ -533,7 +583,7 @@ def op_work(name: str, dims: str | None, types: str | None) -> OpWork | None:
         if name in GEMM_OPS:
             return GEMM_OPS[name](name, args)
         if name in ATTENTION_OPS:
-            return _attention_work(name, args)
+            return _attention_work(name, args, _concrete(concrete))
         return _memory_work(name, args)
     except (IndexError, TypeError, ValueError, KeyError, OverflowError):
         return None   # a malformed record: no work, never a crash
@@ -597,15 +647,32 @@ def _op_works(model: TraceModel, ops: np.ndarray) -> tuple[list[OpWork], np.ndar
     works: list[OpWork] = []
     index: dict[OpWork, int] = {}
     ids = np.full(len(uniq), -1, dtype=np.int32)
+    attention = []
     for i, (n, d, t) in enumerate(uniq.tolist()):
         if d < 0 or t < 0:
+            continue
+        if s[n] in ATTENTION_OPS:
+            attention.append(i)
             continue
         w = op_work(s[n], s[d], s[t])
         if w is not None:
             ids[i] = index.setdefault(w, len(works))
             if ids[i] == len(works):
                 works.append(w)
-    return works, ids[np.asarray(inv).reshape(-1)]
+    out = ids[np.asarray(inv).reshape(-1)]
+    # an attention op's work also depends on its scalar arguments (is_causal): per distinct text
+    for i in attention:
+        n, d, t = uniq[i].tolist()
+        sel = np.flatnonzero(inv.reshape(-1) == i)
+        conc = c.concrete[ops[sel]]
+        for cid in np.unique(conc).tolist():
+            w = op_work(s[n], s[d], s[t], s[cid] if cid >= 0 else None)
+            if w is not None:
+                j = index.setdefault(w, len(works))
+                if j == len(works):
+                    works.append(w)
+                out[sel[conc == cid]] = j
+    return works, out
 
 
 def model_work(model: TraceModel) -> ModelWork:
@@ -704,7 +771,7 @@ def eager_work(model: TraceModel, qk: int, soft: int, pv: int) -> OpWork | None:
     flops = 2.0 * bh * sq * sk * (d + dv)
     nbytes = (bh * sq * d + bh * sk * d + bh * sk * dv + bh * sq * dv) * qa.size
     shape = (("batch", batch), ("heads", heads), ("kv_heads", heads), ("seq_q", sq), ("seq_k", sk), ("head_dim", d),
-             ("head_dim_v", dv), ("causal", False), ("backward", False), ("batch_heads", bh))
+             ("head_dim_v", dv), ("causal", False), ("backward", False), ("causal_read", True), ("batch_heads", bh))
     return OpWork(ATTENTION, EAGER_OP, flops, float(nbytes), qa.dtype, PEAK_CLASS.get(qa.dtype, VECTOR_CLASS), shape)
 
 

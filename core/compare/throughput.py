@@ -193,7 +193,7 @@ def _key(w: OpWork) -> tuple:
     shape and dtype whatever the back end (flash on one GPU, cuDNN or CK on the other)."""
     if w.kind == GEMM:
         return (w.op, w.get("m"), w.get("n"), w.get("k"), w.get("batch"), w.dtype)
-    return tuple(v for _, v in w.shape) + (w.dtype,)
+    return tuple(v for k, v in w.shape if k != "causal_read") + (w.dtype,)
 
 
 def _rows(sa: _Side, sb: _Side, kind: str, per_pass: bool) -> list:
@@ -216,7 +216,7 @@ def _rows(sa: _Side, sb: _Side, kind: str, per_pass: bool) -> list:
                                        head_dim=g("head_dim"), head_dim_v=g("head_dim_v"), causal=bool(g("causal")),
                                        dtype=w.dtype, flops=w.flops, bytes=w.bytes, **common,
                                        batch_heads=g("batch_heads") if g("batch_heads") is not None
-                                       else g("batch") * g("heads")))
+                                       else g("batch") * g("heads"), causal_read=bool(g("causal_read"))))
     rows.sort(key=lambda r: (-abs(r.gap_us), -(r.a.total_us + r.b.total_us), repr(_sort_key(r))))
     return rows
 

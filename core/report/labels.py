@@ -51,8 +51,20 @@ def attention_shape(r) -> tuple[str, str]:
     """("", `B4 H32/8 S256×256 D64 causal*`)."""
     d = f"D{r.head_dim}" + (f"/{r.head_dim_v}" if r.head_dim_v != r.head_dim else "")
     shape = (("bwd " if r.op.endswith("backward") else "") + batch_heads(r) +
-             f" S{r.seq_q}×{r.seq_k} {d}" + (" causal*" if r.causal else ""))
+             f" S{r.seq_q}×{r.seq_k} {d}" + causal_mark(r))
     return "", shape
+
+
+def causal_mark(r) -> str:
+    """` causal` (its recorded is_causal), ` causal*` (assumed: no mask, Sq = Sk), or nothing."""
+    if not r.causal:
+        return ""
+    return " causal" if getattr(r, "causal_read", False) else " causal*"
+
+
+def assumed_causal(rows) -> bool:
+    """Whether any shape's causality was assumed (the footnote's `*`)."""
+    return any(r.causal and not getattr(r, "causal_read", False) for r in rows)
 
 
 def batch_heads(r) -> str:

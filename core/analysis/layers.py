@@ -14,6 +14,7 @@ embedding / lm_head / sampling kernels between two forward passes make that gap 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import numpy as np
@@ -145,6 +146,63 @@ def _segment_without_norms(anchors: np.ndarray, cats: np.ndarray) -> list[tuple[
     bounds = [int(a) - d for a in anchors]
     ends = bounds[1:] + [min(n, bounds[-1] + typical)]
     return list(zip(bounds, ends))
+
+
+_SERIAL = re.compile(r"_[0-9]+$")   # Inductor numbers its kernels: the same kernel of another layer ends _9, _10
+
+
+def _align_extras(first: list[tuple[int, str]], regular: list[tuple[int, str]]) -> list[int] | None:
+    """Positions of `first` that a best alignment with `regular` leaves unmatched, when every kernel
+    of `regular` is matched (the first layer is a regular one plus setup work); else None. Keys are
+    (category, name): the same name scores 2, the same category 1 (a fused embedding+norm kernel
+    stands where the other layers' norm does)."""
+    n, m = len(first), len(regular)
+    score = np.zeros((n + 1, m + 1), np.int64)
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            a, b = first[i], regular[j]
+            s = 2 if a == b else 1 if a[0] == b[0] else 0
+            best = max(score[i + 1, j], score[i, j + 1])
+            score[i, j] = max(best, score[i + 1, j + 1] + s) if s else best
+    i = j = 0
+    extras = []
+    while i < n and j < m:
+        a, b = first[i], regular[j]
+        s = 2 if a == b else 1 if a[0] == b[0] else 0
+        if s and score[i, j] == score[i + 1, j + 1] + s:
+            i, j = i + 1, j + 1
+        elif score[i, j] == score[i + 1, j]:
+            extras.append(i)
+            i += 1
+        else:
+            return None      # a kernel of the regular layer has no counterpart
+    if j < m:
+        return None
+    return extras + list(range(i, n))
+
+
+def _first_layer_extras(model: TraceModel, rows: np.ndarray, spans: list[tuple[int, int]]) -> np.ndarray | None:
+    """An inferred first layer starts at the decoder layer's first operation, like the others, but
+    its span can also hold the model's setup that a compiler scheduled inside it (the compiled
+    Llama: the rotary position setup between q_proj and k_proj). Those kernels, absent from every
+    regular layer, are left outside layers (positions into `rows`), so the first layer holds the
+    same work as the others and aligns with a module-read layer 0 on the other side."""
+    if len(spans) < 3:
+        return None
+    k = model.kernels
+
+    def keys(a: int, b: int) -> list[tuple[int, str]]:
+        return [(int(c), _SERIAL.sub("", model.strings[int(nm)]) if nm >= 0 else "")
+                for c, nm in zip(k.cat[rows[a:b]].tolist(), k.name[rows[a:b]].tolist())]
+
+    middle = [tuple(keys(a, b)) for a, b in spans[1:-1]]
+    regular, count = Counter(middle).most_common(1)[0]
+    if count < max(2, len(middle) // 2) or spans[0][1] - spans[0][0] <= len(regular):
+        return None
+    extras = _align_extras(keys(*spans[0]), list(regular))
+    if not extras:
+        return None
+    return spans[0][0] + np.array(extras, np.int64)
 
 
 def _infer_steps(model: TraceModel, rows: np.ndarray, anchors: np.ndarray) -> list[np.ndarray]:
@@ -420,6 +478,9 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
             lay = np.full(len(rows), -1, dtype=np.int32)
             for li, (a, b) in enumerate(spans):
                 lay[a:b] = li
+            extra = _first_layer_extras(model, rows, spans)
+            if extra is not None:
+                lay[extra] = -1
             hit = memo[cats.tobytes()] = (np.array([a for a, _ in spans], np.int64),
                                           np.array([b - 1 for _, b in spans], np.int64),
                                           list(range(len(spans))), [b - a for a, b in spans], lay)

@@ -82,7 +82,7 @@ def render_text(cmp, out) -> None:
         rows = list(cmp.layers[:10])
         outside = getattr(cmp, "outside_layers", None)
         for l in rows + ([outside] if outside is not None else []):
-            t.add_row("outside" if l.layer < 0 else str(l.layer), us(l.a.total_us if l.a.kernels else None),
+            t.add_row(labels.layer_name(l), us(l.a.total_us if l.a.kernels else None),
                       us(l.b.total_us if l.b.kernels else None), us(l.a.median_us if l.a.kernels else None),
                       us(l.b.median_us if l.b.kernels else None), _ratio(l.ratio),
                       fmt.gap(l.gap_us) if compared else fmt.ABSENT)

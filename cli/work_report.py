@@ -10,6 +10,7 @@ from rich.text import Text
 from kerneldiff.core.report import format as fmt
 from kerneldiff.core.report.labels import attention_shape as _attention, gemm_shape as _gemm, rate_cell as _rate
 from kerneldiff.core.report.labels import roof_cell as _roof, shape_times as _times
+from kerneldiff.core.report import labels
 
 from .render import literal, us
 
@@ -103,8 +104,8 @@ def render_work(cmp, out, name_w: int = 40) -> None:
     if cmp.attention_shapes:
         out.print(_shape_table(cmp, cmp.attention_shapes, "Attention shapes", _attention, width, False))
         note = _backends(cmp.attention_shapes[:TOP_SHAPES])
-        if any(r.causal for r in cmp.attention_shapes[:TOP_SHAPES]):
-            note.append("; * causal assumed (no mask, equal query and key lengths: is_causal is not kept)",
+        if labels.assumed_causal(cmp.attention_shapes[:TOP_SHAPES]):
+            note.append("; * causal assumed (no mask, equal query and key lengths: is_causal not recorded)",
                         style="dim")
         out.print(note)
     if cmp.throughput:

@@ -52,9 +52,10 @@ CPU_OP_COLUMNS = (("ts", "f8", 0.0), ("dur", "f8", 0.0), ("name", "i4", -1), ("e
                   ("tid", "i8", -1), ("pid", "i8", -1),
                   ("dims", "i4", -1),    # record_shapes "Input Dims" as compact JSON text, id into strings
                   ("types", "i4", -1),   # record_shapes "Input type", likewise
-                  ("comm", "i4", -1))    # a collective's parameters (record_param_comms' Collective name, Seq,
+                  ("comm", "i4", -1),    # a collective's parameters (record_param_comms' Collective name, Seq,
                                          # Process Group Name, Group size, In/Out msg nelems, dtype) as compact
                                          # JSON text (ingest.decode.comm_text), likewise; read by analysis.comms
+                  ("concrete", "i4", -1))  # record_shapes "Concrete Inputs" (scalar arguments) as text, likewise
 LAUNCH_COLUMNS = (("ts", "f8", 0.0), ("dur", "f8", 0.0), ("name", "i4", -1), ("corr", "i8", -1),
                   ("ext", "i8", -1), ("tid", "i8", -1), ("pid", "i8", -1))
 PYTHON_COLUMNS = (("ts", "f8", 0.0), ("dur", "f8", 0.0), ("name", "i4", -1), ("pyid", "i8", -1),
@@ -164,9 +165,13 @@ class TraceModel:
     steps: list[Step] = field(default_factory=list)
     layers: list[LayerSpan] = field(default_factory=list)
     num_layers: int = 0                         # layers per forward pass (0 if not detected)
+    # the layers' stacks in order, [{name, module, container, layers, first_layer}] (analysis.stacks):
+    # one for a decoder LLM, two for a vision and a text tower; layer indexes run stack after stack
+    stacks: list = field(default_factory=list)
     pass_source: str = ""                       # what the forward passes were read from
     phase_source: str = ""                      # what their phases were read from
     layer_source: str = ""                      # what the layers were read from
+    eager_attention: str = ""                   # what told eager attention's bmm/softmax kernels (analysis.eager_attention)
     architecture: str = "unknown"               # transformer | ssm | hybrid | unknown
     warnings: list[str] = field(default_factory=list)
     dropped_events: int = 0                     # malformed events skipped by the loader

@@ -13,7 +13,7 @@ def read_columns(path, fast: bool):
     out = {}
     for g, cols in col.arrays().items():
         for c, a in cols.items():
-            out[g, c] = strings[a] if c in ("name", "dims", "types", "grid", "block", "comm") else a   # ids differ, texts must not
+            out[g, c] = strings[a] if c in ("name", "dims", "types", "grid", "block", "comm", "concrete") else a   # ids differ, texts must not
     return out, (col.events, col.dropped, col.negative_dur, reader.truncated_at)
 
 

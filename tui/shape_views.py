@@ -17,6 +17,7 @@ from kerneldiff.core.compare.one_sided import attention_counterparts
 from kerneldiff.core.compare.result import Comparison
 from kerneldiff.core.compare.work_result import AttentionShape, GemmShape, ShapeSide
 from kerneldiff.core.report import format as fmt
+from kerneldiff.core.report import labels
 
 from .text import (DIM, SIDE_LETTER, SIDE_STYLE, cut, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal, readable,
                    shortener, span)
@@ -39,8 +40,8 @@ def gemm_mnk(g: GemmShape) -> str:
 def attention_text(s: AttentionShape) -> str:
     """`B16 H16/16 S559×559 D64 causal*` (query/kv heads, query×key length; * causal assumed)."""
     d = f"D{s.head_dim}" + (f"/{s.head_dim_v}" if s.head_dim_v != s.head_dim else "")
-    return (("bwd " if s.op.endswith("backward") else "") + f"B{s.batch} H{s.heads}/{s.kv_heads} "
-            f"S{s.seq_q}×{s.seq_k} {d}" + (" causal*" if s.causal else ""))
+    return (("bwd " if s.op.endswith("backward") else "") + labels.batch_heads(s) +
+            f" S{s.seq_q}×{s.seq_k} {d}" + labels.causal_mark(s))
 
 
 def shape_title(s) -> str:

@@ -19,11 +19,12 @@ Formulas (a multiply-add is 2 FLOPs; bytes = every input read once + the output 
   convention: QKᵀ recomputed, dV, dP, dQ, dK). Layout [B, H, S, D] for the `aten::_scaled_dot_*`
   and cuDNN ops, [B, S, H, D] for `_flash_attention_*`, `_efficient_attention_*` and flash_attn.
   Variable-length (3-D, packed) inputs carry no sequence lengths in the shapes: no work.
-  **Causality is assumed, not read**: `is_causal` is a scalar in the op's Concrete Inputs, which
-  the loader does not keep. An op without an attention-mask tensor whose query and key lengths
-  are equal (> 1) is taken as causal (half the score matrix: FLOPs halved, the convention of the
-  FlashAttention benchmarks); one with a mask, or with Sq ≠ Sk (decode, chunked prefill against a
-  cache), as full. `OpWork.causal` says which was assumed.
+  **Causality is read** from the op's recorded `Concrete Inputs` (is_causal, or the efficient
+  kernels' custom_mask_type; `CAUSAL_ARG`): causal halves the score matrix (FLOPs halved, the
+  convention of the FlashAttention benchmarks), a single-token query never is. Where the scalars
+  were not recorded it is assumed: an op without an attention-mask tensor whose query and key
+  lengths are equal (> 1) is causal; one with a mask, or with Sq ≠ Sk, full. `OpWork.causal` says
+  which, and the shape's `causal_read` whether it was read.
 * Memory-bound operators — elementwise (unary, binary with broadcasting), reductions, norms,
   softmax, copies, fills, concatenation (only with an `out` tensor: a TensorList's elements are
   not typed in the record), gathers (`embedding`, `index_select` along dim 0), and a
@@ -316,7 +317,53 @@ def attention_flops(batch: int, heads: int, seq_q: int, seq_k: int, head_dim: in
     return f * (BACKWARD_FACTOR if backward else 1.0)
 
 
-def _attention_work(op: str, args: list[_Arg]) -> OpWork | None:
+# op -> the position of its is_causal argument in the recorded Concrete Inputs (PyTorch's
+# signatures; `_efficient_attention_*` take a custom_mask_type there: 0 none, 1 and 2 causal)
+CAUSAL_ARG: dict[str, int] = {
+    "aten::scaled_dot_product_attention": 5,
+    "aten::_scaled_dot_product_flash_attention": 4,
+    "aten::_scaled_dot_product_efficient_attention": 6,
+    "aten::_scaled_dot_product_cudnn_attention": 6,
+    "aten::_scaled_dot_product_fused_attention_overrideable": 5,
+    "aten::_cudnn_attention_forward": 10,
+    "aten::_flash_attention_forward": 8,
+    "aten::_efficient_attention_forward": 9,
+    "flash_attn::_flash_attn_forward": 5,
+    "aten::_scaled_dot_product_flash_attention_backward": 11,
+    "aten::_scaled_dot_product_efficient_attention_backward": 11,
+    "aten::_scaled_dot_product_cudnn_attention_backward": 14,
+    "aten::_scaled_dot_product_fused_attention_overrideable_backward": 13,
+    "aten::_cudnn_attention_backward": 14,
+    "aten::_flash_attention_backward": 11,
+    "aten::_efficient_attention_backward": 14,
+    "flash_attn::_flash_attn_backward": 11,
+}
+
+
+def _concrete(text: str | None) -> list | None:
+    if not text:
+        return None
+    try:
+        v = _loads(text)
+    except (ValueError, TypeError):
+        return None
+    return v if isinstance(v, list) else None
+
+
+def recorded_causal(op: str, concrete: list | None) -> bool | None:
+    """is_causal as the op was given it (its Concrete Inputs), None when not recorded there."""
+    i = CAUSAL_ARG.get(op)
+    if i is None or not concrete or i >= len(concrete):
+        return None
+    v = concrete[i]
+    if v in ("True", "False"):
+        return v == "True"
+    if op.startswith("aten::_efficient_attention") and isinstance(v, str) and v in ("0", "1", "2"):
+        return v != "0"
+    return None
+
+
+def _attention_work(op: str, args: list[_Arg], concrete: list | None = None) -> OpWork | None:
     layout, qi, mi, backward = ATTENTION_OPS[op]
     q, k, v = (_tensor(args, qi + j, 4) for j in range(3))
     if q is None or k is None or v is None:
@@ -328,7 +375,9 @@ def _attention_work(op: str, args: list[_Arg]) -> OpWork | None:
     if bk != b or bv != b or dk != d or sv != sk or hv != hk or min(b, h, sq, sk, d, dv, hk) <= 0 or h % hk:
         return None
     masked = _mask(args, mi)
-    causal = not masked and sq == sk > 1
+    read = recorded_causal(op, concrete)
+    # a query of one token against the cache attends to all of it: is_causal changes nothing there
+    causal = (read and sq > 1) if read is not None else (not masked and sq == sk > 1)
     flops = attention_flops(b, h, sq, sk, d, dv, causal, backward)
     qa, ka, va = args[qi], args[qi + 1], args[qi + 2]
     out = b * h * sq * dv * qa.size
@@ -338,7 +387,7 @@ def _attention_work(op: str, args: list[_Arg]) -> OpWork | None:
     if masked:
         nbytes += args[mi].bytes
     shape = (("batch", b), ("heads", h), ("kv_heads", hk), ("seq_q", sq), ("seq_k", sk), ("head_dim", d),
-             ("head_dim_v", dv), ("causal", causal), ("backward", backward))
+             ("head_dim_v", dv), ("causal", causal), ("backward", backward), ("causal_read", read is not None))
     return OpWork(ATTENTION, op, flops, nbytes, qa.dtype, PEAK_CLASS.get(qa.dtype, VECTOR_CLASS), shape)
 
 
@@ -521,9 +570,10 @@ def _gather_index_bytes(index: list[int], size: float) -> float:
 
 
 @lru_cache(maxsize=65536)
-def op_work(name: str, dims: str | None, types: str | None) -> OpWork | None:
+def op_work(name: str, dims: str | None, types: str | None, concrete: str | None = None) -> OpWork | None:
     """The work of one call of `name` with the recorded `Input Dims` / `Input type` texts (None when
-    the shapes do not determine it)."""
+    the shapes do not determine it); `concrete`, its `Concrete Inputs` text, says an attention op's
+    is_causal."""
     if not dims or not types:
         return None
     args = _args(dims, types)
@@ -533,7 +583,7 @@ def op_work(name: str, dims: str | None, types: str | None) -> OpWork | None:
         if name in GEMM_OPS:
             return GEMM_OPS[name](name, args)
         if name in ATTENTION_OPS:
-            return _attention_work(name, args)
+            return _attention_work(name, args, _concrete(concrete))
         return _memory_work(name, args)
     except (IndexError, TypeError, ValueError, KeyError, OverflowError):
         return None   # a malformed record: no work, never a crash
@@ -551,6 +601,15 @@ class ModelWork:
     share: np.ndarray            # per kernel row: its fraction of the op's work (0 for memsets beside kernels)
     flops: np.ndarray            # per kernel row: share · op FLOPs
     bytes: np.ndarray            # per kernel row: share · op bytes
+    # per cpu_op row: the row standing for its call (an eager attention triple's three ops are one
+    # call: its QKᵀ bmm); None when every op is its own call
+    call_op: np.ndarray | None = None
+
+    def call_of(self, ops: np.ndarray) -> np.ndarray:
+        """The call each cpu_op row (-1: none) belongs to, for counting calls."""
+        if self.call_op is None:
+            return ops
+        return np.where(ops >= 0, self.call_op[np.maximum(ops, 0)], ops)
 
     def covered(self) -> np.ndarray:
         """Kernel rows whose work is known (the launching op's shapes determine it)."""
@@ -588,15 +647,32 @@ def _op_works(model: TraceModel, ops: np.ndarray) -> tuple[list[OpWork], np.ndar
     works: list[OpWork] = []
     index: dict[OpWork, int] = {}
     ids = np.full(len(uniq), -1, dtype=np.int32)
+    attention = []
     for i, (n, d, t) in enumerate(uniq.tolist()):
         if d < 0 or t < 0:
+            continue
+        if s[n] in ATTENTION_OPS:
+            attention.append(i)
             continue
         w = op_work(s[n], s[d], s[t])
         if w is not None:
             ids[i] = index.setdefault(w, len(works))
             if ids[i] == len(works):
                 works.append(w)
-    return works, ids[np.asarray(inv).reshape(-1)]
+    out = ids[np.asarray(inv).reshape(-1)]
+    # an attention op's work also depends on its scalar arguments (is_causal): per distinct text
+    for i in attention:
+        n, d, t = uniq[i].tolist()
+        sel = np.flatnonzero(inv.reshape(-1) == i)
+        conc = c.concrete[ops[sel]]
+        for cid in np.unique(conc).tolist():
+            w = op_work(s[n], s[d], s[t], s[cid] if cid >= 0 else None)
+            if w is not None:
+                j = index.setdefault(w, len(works))
+                if j == len(works):
+                    works.append(w)
+                out[sel[conc == cid]] = j
+    return works, out
 
 
 def model_work(model: TraceModel) -> ModelWork:
@@ -632,6 +708,8 @@ def model_work(model: TraceModel) -> ModelWork:
         t, c = tot[o], cnt[o]
         s = np.where(t > 0, dur / np.where(t > 0, t, 1.0), 1.0 / np.maximum(c, 1))
         share[has] = np.where(eligible, s, 0.0)
+    call_op = _apply_eager(model, works, op_ids, kw, share)
+    has = np.flatnonzero(kw >= 0)
     works = _tensor_core_fp32(model, works, kw)
     fl = np.zeros(n)
     by = np.zeros(n)
@@ -640,7 +718,141 @@ def model_work(model: TraceModel) -> ModelWork:
         wb = np.array([w.bytes for w in works])
         fl[has] = share[has] * wf[kw[has]]
         by[has] = share[has] * wb[kw[has]]
-    return ModelWork(works=works, op_work=op_ids, kernel_work=kw, share=share, flops=fl, bytes=by)
+    return ModelWork(works=works, op_work=op_ids, kernel_work=kw, share=share, flops=fl, bytes=by, call_op=call_op)
+
+
+# --- eager attention --------------------------------------------------------------------------------
+# Eager attention (QKᵀ bmm, softmax, ·V bmm, booked as Attention by `analysis.eager_attention`) gets
+# its work from the bmm inputs: one attention work per (QKᵀ, softmax, ·V) triple, shared by the
+# three operators' kernels, so it has TFLOP/s and % of peak like SDPA. QKᵀ's inputs are [.., Sq, D]
+# and [.., D, Sk], ·V's [.., Sq, Sk] and [.., Sk, Dv]; the leading dims are the batch times the
+# heads (folded into one in a 3-D bmm, CLIP/OWLv2 style: a 4-D softmax input [B, H, Sq, Sk] then
+# tells them apart, else batch and heads stay unknown and `batch_heads` holds their product).
+# FLOPs 2·B·H·Sq·Sk·(D + Dv): eager attention computes the whole score matrix, causal mask or not.
+# Bytes: Q, K, V read and the output written once (the same ideal minimum as a fused kernel's).
+
+EAGER_BMM_OPS = ("aten::bmm", "aten::baddbmm", "aten::matmul")
+EAGER_SOFTMAX_OPS = ("aten::_softmax", "aten::softmax", "aten::_safe_softmax")
+EAGER_OP = "eager attention (bmm · softmax · bmm)"
+
+
+def _op_args(model: TraceModel, op: int) -> list | None:
+    c, s = model.cpu_ops, model.strings
+    d, t = int(c.dims[op]), int(c.types[op])
+    if d < 0 or t < 0:
+        return None
+    return _args(s[d], s[t])
+
+
+def eager_work(model: TraceModel, qk: int, soft: int, pv: int) -> OpWork | None:
+    """The attention work of one triple of cpu_op rows, None when their shapes do not chain."""
+    a, b = _op_args(model, qk), _op_args(model, pv)
+    if not a or not b or len(a) < 2 or len(b) < 2:
+        return None
+    q, kt, p, v = _tensor(a, 0, (3, 4)), _tensor(a, 1, (3, 4)), _tensor(b, 0, (3, 4)), _tensor(b, 1, (3, 4))
+    if q is None or kt is None or p is None or v is None:
+        return None
+    lead = q[:-2]
+    sq, d, sk, dv = q[-2], q[-1], kt[-1], v[-1]
+    if kt[-2] != d or p[-2:] != [sq, sk] or v[-2] != sk or kt[:-2] != lead or p[:-2] != lead or v[:-2] != lead:
+        return None
+    bh = math.prod(lead)
+    if min(bh, sq, sk, d, dv) <= 0:
+        return None
+    batch = heads = None
+    if len(lead) == 2:
+        batch, heads = lead
+    else:
+        s = _op_args(model, soft)
+        x = _tensor(s, 0, 4) if s else None
+        if x is not None and x[-2:] == [sq, sk] and x[0] * x[1] == bh:
+            batch, heads = x[0], x[1]
+    qa = a[0]
+    flops = 2.0 * bh * sq * sk * (d + dv)
+    nbytes = (bh * sq * d + bh * sk * d + bh * sk * dv + bh * sq * dv) * qa.size
+    shape = (("batch", batch), ("heads", heads), ("kv_heads", heads), ("seq_q", sq), ("seq_k", sk), ("head_dim", d),
+             ("head_dim_v", dv), ("causal", False), ("backward", False), ("causal_read", True), ("batch_heads", bh))
+    return OpWork(ATTENTION, EAGER_OP, flops, float(nbytes), qa.dtype, PEAK_CLASS.get(qa.dtype, VECTOR_CLASS), shape)
+
+
+def eager_triples(model: TraceModel, attention_cats: list[int]) -> list[tuple[int, int, int]]:
+    """(QKᵀ, softmax, ·V) cpu_op rows of the eager attention kernels, per device in time order."""
+    k = model.kernels
+    rows = np.flatnonzero(np.isin(k.cat, attention_cats) & (k.cpu_op >= 0))
+    if not len(rows):
+        return []
+    names = {}
+    out = []
+    for dev in np.unique(k.device[rows]).tolist():
+        seq = []   # distinct ops in kernel order: (op row, kind)
+        for op in k.cpu_op[rows[k.device[rows] == dev]].tolist():
+            if seq and seq[-1][0] == op:
+                continue
+            n = names.get(op)
+            if n is None:
+                i = int(model.cpu_ops.name[op])
+                text = model.strings[i] if i >= 0 else ""
+                n = names[op] = "bmm" if text in EAGER_BMM_OPS else "soft" if text in EAGER_SOFTMAX_OPS else ""
+            seq.append((op, n))
+        i = 0
+        while i + 2 < len(seq):
+            if (seq[i][1], seq[i + 1][1], seq[i + 2][1]) == ("bmm", "soft", "bmm"):
+                out.append((seq[i][0], seq[i + 1][0], seq[i + 2][0]))
+                i += 3
+            else:
+                i += 1
+    return out
+
+
+def _apply_eager(model: TraceModel, works: list[OpWork], op_ids: np.ndarray, kw: np.ndarray,
+                 share: np.ndarray) -> np.ndarray | None:
+    """Give each eager attention triple's kernels one attention work (in place), shared by duration.
+    Returns each cpu_op row's call (a triple's ops: its QKᵀ op), None when there is no triple."""
+    if not getattr(model, "eager_attention", ""):
+        return None
+    cats = [i for i, c in enumerate(model.categories) if c == "Attention"]
+    k = model.kernels
+    found = eager_triples(model, cats)
+    if not found:
+        return None
+    ops = np.array(found, np.int64)
+    member = np.full(len(model.cpu_ops), -1, np.int64)
+    for j in range(3):
+        member[ops[:, j]] = np.arange(len(ops))
+    rows = np.flatnonzero(k.cpu_op >= 0)
+    rows = rows[member[k.cpu_op[rows]] >= 0]
+    inst = member[k.cpu_op[rows]]
+    is_kernel = k.kind[rows] == 0
+    rows, inst = rows[is_kernel], inst[is_kernel]
+    tot = np.bincount(inst, weights=k.dur[rows], minlength=len(ops))
+    cnt = np.bincount(inst, minlength=len(ops))
+    index = {w: i for i, w in enumerate(works)}
+    ids = np.full(len(ops), -1, np.int64)
+    for n, (qk, soft, pv) in enumerate(found):
+        w = eager_work(model, qk, soft, pv)
+        if w is None:
+            continue
+        ids[n] = index.setdefault(w, len(works))
+        if ids[n] == len(works):
+            works.append(w)
+    good = ids[inst] >= 0
+    rows, inst = rows[good], inst[good]
+    kw[rows] = ids[inst]
+    t = tot[inst]
+    share[rows] = np.where(t > 0, k.dur[rows] / np.where(t > 0, t, 1.0), 1.0 / np.maximum(cnt[inst], 1))
+    for j in range(3):
+        ok = ids >= 0
+        op_ids[ops[ok, j]] = ids[ok]
+    # the triple's memsets and copies do no attention work
+    other = np.flatnonzero((k.cpu_op >= 0) & (k.kind != 0))
+    other = other[member[k.cpu_op[other]] >= 0]
+    other = other[ids[member[k.cpu_op[other]]] >= 0]
+    kw[other] = ids[member[k.cpu_op[other]]]
+    share[other] = 0.0
+    call_op = np.arange(len(model.cpu_ops), dtype=np.int64)
+    for j in (1, 2):
+        call_op[ops[:, j]] = ops[:, 0]
+    return call_op
 
 
 # Kernels that run FP32 matrix math on the tensor cores as TF32 (NVIDIA: cuBLAS `…tf32…`,
@@ -673,7 +885,9 @@ def attention_text(w: OpWork) -> str:
     """`B16 H16/16 S559×559 D64 causal` (heads/kv heads, query×key length)."""
     g = w.get
     d = f"D{g('head_dim')}" + (f"/{g('head_dim_v')}" if g("head_dim_v") != g("head_dim") else "")
-    return (f"B{g('batch')} H{g('heads')}/{g('kv_heads')} S{g('seq_q')}×{g('seq_k')} {d}"
+    bh = (f"B{g('batch')} H{g('heads')}/{g('kv_heads')}" if g("batch") is not None and g("heads") is not None
+          else f"BH{g('batch_heads')}")
+    return (f"{bh} S{g('seq_q')}×{g('seq_k')} {d}"
             + (" causal" if g("causal") else "") + (" bwd" if g("backward") else ""))
 
 

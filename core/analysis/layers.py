@@ -14,19 +14,22 @@ embedding / lm_head / sampling kernels between two forward passes make that gap 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import numpy as np
 
 from kerneldiff.core.analysis.attribution import launch_time
-from kerneldiff.core.analysis.modules import decoder_layer_class, launches_in, module_calls
+from kerneldiff.core.analysis.modules import launches_in, module_calls
+from kerneldiff.core.analysis.stacks import block_classes, group, parents
 from kerneldiff.core.model import LayerSpan, Step, TraceModel
 from kerneldiff.core.numbers import small_unique
 
 # Attention kernels of one layer can be several launches (split-KV + combine, 3-D unified
-# attention + reduce, rotary inside). Anchor kernels at most this many positions apart, with no
-# GEMM or norm between them, are one anchor run.
-ANCHOR_MERGE_GAP = 3
+# attention + reduce, rotary inside; eager attention's QKᵀ, softmax and ·V with the scale, mask
+# and casts between them). Anchor kernels at most this many positions apart, with no GEMM or norm
+# between them, are one anchor run.
+ANCHOR_MERGE_GAP = 8
 # A step break (when inferring steps) is a gap between anchors this much longer than the median.
 STEP_GAP_FACTOR = 1.5
 # Layer sizes (kernel counts) beyond this ratio of max to min earn a warning.
@@ -145,6 +148,63 @@ def _segment_without_norms(anchors: np.ndarray, cats: np.ndarray) -> list[tuple[
     return list(zip(bounds, ends))
 
 
+_SERIAL = re.compile(r"_[0-9]+$")   # Inductor numbers its kernels: the same kernel of another layer ends _9, _10
+
+
+def _align_extras(first: list[tuple[int, str]], regular: list[tuple[int, str]]) -> list[int] | None:
+    """Positions of `first` that a best alignment with `regular` leaves unmatched, when every kernel
+    of `regular` is matched (the first layer is a regular one plus setup work); else None. Keys are
+    (category, name): the same name scores 2, the same category 1 (a fused embedding+norm kernel
+    stands where the other layers' norm does)."""
+    n, m = len(first), len(regular)
+    score = np.zeros((n + 1, m + 1), np.int64)
+    for i in range(n - 1, -1, -1):
+        for j in range(m - 1, -1, -1):
+            a, b = first[i], regular[j]
+            s = 2 if a == b else 1 if a[0] == b[0] else 0
+            best = max(score[i + 1, j], score[i, j + 1])
+            score[i, j] = max(best, score[i + 1, j + 1] + s) if s else best
+    i = j = 0
+    extras = []
+    while i < n and j < m:
+        a, b = first[i], regular[j]
+        s = 2 if a == b else 1 if a[0] == b[0] else 0
+        if s and score[i, j] == score[i + 1, j + 1] + s:
+            i, j = i + 1, j + 1
+        elif score[i, j] == score[i + 1, j]:
+            extras.append(i)
+            i += 1
+        else:
+            return None      # a kernel of the regular layer has no counterpart
+    if j < m:
+        return None
+    return extras + list(range(i, n))
+
+
+def _first_layer_extras(model: TraceModel, rows: np.ndarray, spans: list[tuple[int, int]]) -> np.ndarray | None:
+    """An inferred first layer starts at the decoder layer's first operation, like the others, but
+    its span can also hold the model's setup that a compiler scheduled inside it (the compiled
+    Llama: the rotary position setup between q_proj and k_proj). Those kernels, absent from every
+    regular layer, are left outside layers (positions into `rows`), so the first layer holds the
+    same work as the others and aligns with a module-read layer 0 on the other side."""
+    if len(spans) < 3:
+        return None
+    k = model.kernels
+
+    def keys(a: int, b: int) -> list[tuple[int, str]]:
+        return [(int(c), _SERIAL.sub("", model.strings[int(nm)]) if nm >= 0 else "")
+                for c, nm in zip(k.cat[rows[a:b]].tolist(), k.name[rows[a:b]].tolist())]
+
+    middle = [tuple(keys(a, b)) for a, b in spans[1:-1]]
+    regular, count = Counter(middle).most_common(1)[0]
+    if count < max(2, len(middle) // 2) or spans[0][1] - spans[0][0] <= len(regular):
+        return None
+    extras = _align_extras(keys(*spans[0]), list(regular))
+    if not extras:
+        return None
+    return spans[0][0] + np.array(extras, np.int64)
+
+
 def _infer_steps(model: TraceModel, rows: np.ndarray, anchors: np.ndarray) -> list[np.ndarray]:
     """Split the single whole-trace step into forward passes at unusually long anchor gaps."""
     if len(anchors) < 4:
@@ -179,29 +239,46 @@ def _spans(step: np.ndarray, layer: np.ndarray) -> list[LayerSpan]:
 
 
 def from_modules(model: TraceModel) -> bool:
-    """Layers from the decoder-layer module calls the trace recorded (with_stack): a kernel is in
-    the layer whose call launched it. Returns False when the trace has no such calls."""
+    """Layers from the layer module calls the trace recorded (with_stack): a kernel is in the layer
+    whose call launched it. A model of several stacks (vision and text towers) numbers its layers
+    stack after stack (`analysis.stacks`). Returns False when the trace has no such calls."""
     k = model.kernels
     calls = module_calls(model)
     if not len(calls) or len(model.steps) == 0:
         return False
     t = launch_time(model)
-    cls = decoder_layer_class(calls, t, np.arange(len(calls)))
-    if cls is None:
+    classes = block_classes(calls, t)
+    if not classes:
         return False
-    rows = calls.of_class(cls)
+    rows = np.concatenate([calls.of_class(c) for c in classes])
     order = np.argsort(calls.ts[rows], kind="stable")
     rows = rows[order]
     ts, end = calls.ts[rows], calls.end[rows]
     inside = launches_in(ts, end, np.where(np.isnan(t), -np.inf, t))
-    # layer index = the call's position among this class's calls in its pass
+    sid, stacks = group(calls, rows, parents(calls), classes)
+    # layer index = the stack's first index + the call's position among its stack's calls in its pass
     step_starts = np.array([s.ts for s in model.steps])
     call_step = np.searchsorted(step_starts, ts, side="right") - 1
-    pos = np.zeros(len(rows), np.int32)
+    pos = np.zeros(len(rows), np.int64)
+    per_stack = np.zeros((len(stacks), len(model.steps)), np.int64)
     for s in np.unique(call_step).tolist():
-        sel = np.flatnonzero(call_step == s)
-        pos[sel] = np.arange(len(sel))
-    lay = np.where(inside >= 0, pos[np.maximum(inside, 0)], -1).astype(np.int32)
+        for j in range(len(stacks)):
+            sel = np.flatnonzero((call_step == s) & (sid == j))
+            pos[sel] = np.arange(len(sel))
+            if s >= 0:
+                per_stack[j, s] = len(sel)
+    first = 0
+    for j, st in enumerate(stacks):
+        nz = per_stack[j][per_stack[j] > 0]
+        freq = Counter(nz.tolist())
+        st["layers"] = max(freq, key=lambda c: (freq[c], c)) if freq else 0
+        st["first_layer"] = first
+        first += st["layers"]
+    offset = np.array([st["first_layer"] for st in stacks], np.int64)[sid]
+    # with several stacks, a pass's extra block of one stack would take the next stack's numbers
+    beyond = (pos >= np.array([st["layers"] for st in stacks], np.int64)[sid]) if len(stacks) > 1 else np.zeros(len(rows), bool)
+    glob = np.where(beyond, -1, offset + pos)
+    lay = np.where(inside >= 0, glob[np.maximum(inside, 0)], -1).astype(np.int32)
     # a kernel of a layer call belongs to that layer only inside the same pass
     same = (inside >= 0) & (k.step >= 0) & (call_step[np.maximum(inside, 0)] == k.step)
     k.layer = np.where(same, lay, -1).astype(np.int32)
@@ -209,9 +286,20 @@ def from_modules(model: TraceModel) -> bool:
     nonzero = counts[counts > 0]
     if not len(nonzero):
         return False
-    freq = Counter(nonzero.tolist())
-    model.num_layers = max(freq, key=lambda c: (freq[c], c))
-    model.layer_source = f"decoder-layer module calls ({cls})"
+    if len(stacks) == 1:
+        freq = Counter(nonzero.tolist())
+        model.num_layers = max(freq, key=lambda c: (freq[c], c))
+        stacks[0]["layers"] = model.num_layers
+        model.layer_source = f"decoder-layer module calls ({classes[0]})"
+    else:
+        model.num_layers = first
+        model.layer_source = (f"layer module calls in {len(stacks)} stacks: "
+                              + ", ".join(f"{st['name']} {st['layers']} ({st['module']} in {st['container']})"
+                                          for st in stacks))
+        if beyond.any():
+            model.warnings.append(f"{int(beyond.sum())} layer calls beyond their stack's usual count are left "
+                                  "outside layers")
+    model.stacks = stacks
     model.layers = _spans(k.step, k.layer)
     odd = int((nonzero != model.num_layers).sum())
     if odd:
@@ -225,6 +313,7 @@ def segment(model: TraceModel, classifier) -> None:
     model.architecture = detect_architecture(model, roles)
     k.layer = np.full(len(k), -1, dtype=np.int32)
     model.layers = []
+    model.stacks = []
     if len(k) == 0:
         return
     if from_modules(model):
@@ -247,6 +336,9 @@ def segment(model: TraceModel, classifier) -> None:
         model.warnings.append("layers not detected: no attention or SSM kernels recognised")
         return
     _segment_by_anchors(model, classifier, roles, anchor_roles, soft)
+    if model.num_layers:
+        model.stacks = [{"name": "layers", "module": None, "container": None, "layers": model.num_layers,
+                         "first_layer": 0}]
     if model.num_layers and not model.layer_source:
         model.layer_source = ("attention/SSM kernel anchors (softmax between two GEMMs: decomposed attention, "
                               "inferred)" if soft is not None else
@@ -386,6 +478,9 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
             lay = np.full(len(rows), -1, dtype=np.int32)
             for li, (a, b) in enumerate(spans):
                 lay[a:b] = li
+            extra = _first_layer_extras(model, rows, spans)
+            if extra is not None:
+                lay[extra] = -1
             hit = memo[cats.tobytes()] = (np.array([a for a, _ in spans], np.int64),
                                           np.array([b - 1 for _, b in spans], np.int64),
                                           list(range(len(spans))), [b - a for a, b in spans], lay)

@@ -12,6 +12,7 @@ import re
 import numpy as np
 
 from kerneldiff.core.analysis import passes
+from kerneldiff.core.analysis.forward_phase import mark_forward
 from kerneldiff.core.analysis.attribution import launch_time
 from kerneldiff.core.model import PHASE_ID, Step, TraceModel
 
@@ -222,6 +223,7 @@ def set_phases(model: TraceModel, allow_inferred: bool = True) -> None:
     k = model.kernels
     phase_of = np.array([PHASE_ID[s.phase] for s in model.steps], dtype=np.int8)
     k.phase = np.where(k.step >= 0, phase_of[np.maximum(k.step, 0)], PHASE_ID["unknown"]).astype(np.int8)
+    mark_forward(model)
 
 
 def _assign_annotated(model: TraceModel, steps: list[Step], on_gpu: bool) -> None:

@@ -28,6 +28,8 @@ def summarize(model: TraceModel) -> dict[str, Any]:
         "kernel_phases": phase_counts,
         "architecture": model.architecture,
         "layers_per_step": model.num_layers,
+        "stacks": [{"name": s["name"], "module": s["module"], "layers": s["layers"], "first_layer": s["first_layer"]}
+                   for s in model.stacks],
         "sources": {"passes": model.pass_source, "phases": model.phase_source, "layers": model.layer_source},
         "step_shapes": [{"step": s.index, "phase": s.phase, "requests": s.batch, "tokens": s.tokens,
                          "kv_tokens": s.kv_tokens} for s in model.steps

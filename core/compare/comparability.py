@@ -81,6 +81,11 @@ def check(cmp: Comparison, va, vb) -> Comparability:
     if a.num_layers and b.num_layers and a.num_layers != b.num_layers:
         fatal.append(("layers", f"different models: {a.num_layers} decoder layers per pass on {la}, "
                                 f"{b.num_layers} on {lb}"))
+    elif [(s["name"], s["layers"]) for s in a.stacks] != [(s["name"], s["layers"]) for s in b.stacks] and \
+            len(a.stacks) + len(b.stacks) > 2 and a.stacks and b.stacks:
+        def said(m):
+            return ", ".join(f"{s['name']} {s['layers']}" for s in m.stacks)
+        fatal.append(("layers", f"different models: layer stacks {said(a)} on {la}, {said(b)} on {lb}"))
     if a.architecture != b.architecture and "unknown" not in (a.architecture, b.architecture):
         fatal.append(("architecture", f"different architectures: {a.architecture} on {la}, {b.architecture} on {lb}"))
     shared = _gemm_shared(cmp)

@@ -22,6 +22,7 @@ from kerneldiff.core.compare.result import (Comparison, Excluded, KernelPair, La
 from kerneldiff.core.compare.comparability import check as check_comparability
 from kerneldiff.core.compare.fusion import find_fusions
 from kerneldiff.core.analysis.layer_groups import layer_groups
+from kerneldiff.core.analysis.stacks import stack_of_layer
 from kerneldiff.core.compare.ledger import build as build_ledger, exposed_communication, host_time
 from kerneldiff.core.compare.op_fusion import gemm_op_keys
 from kerneldiff.core.compare.throughput import attach as attach_throughput
@@ -301,6 +302,20 @@ def _outside(v: _View) -> LayerSide:
                      p90_us=percentile(per, 90) if len(per) else 0.0, spread_us=_spread(per))
 
 
+def _name_stacks(rows: list[LayerRow], a: TraceModel, b: TraceModel, layers_from: str) -> None:
+    """Each layer's stack (`vision 7`), when the model has several: layer indexes run stack after
+    stack, so index i is the same stack's layer on both sides when both read the same stacks
+    (comparability calls the models different otherwise, and the rows then keep bare indexes)."""
+    sig = [[(s["name"], s["layers"]) for s in m.stacks] for m in (a, b)]
+    stacks = a.stacks if layers_from == "a" else b.stacks if layers_from == "b" else a.stacks if sig[0] == sig[1] else []
+    if len(stacks) < 2:
+        return
+    for r in rows:
+        s, i = stack_of_layer(stacks, r.layer)
+        if s is not None:
+            r.stack, r.stack_layer = s["name"], i
+
+
 def _layers(ga: _LayerGroups, gb: _LayerGroups, compared: bool = True) -> list[LayerRow]:
     """One row per layer; `compared` False when only one side has layers (ratio None: nothing to compare)."""
     rows = []
@@ -548,6 +563,7 @@ def _rest(a, b, phase, labels, va, vb, ga, gb, per_pass, peaks, classifier) -> C
     ops = _operations(va, vb, phase, per_pass)
     layers_from = "both" if ga.ranges and gb.ranges else "a" if ga.ranges else "b" if gb.ranges else ""
     layers = _layers(ga, gb, compared=layers_from == "both")
+    _name_stacks(layers, a, b, layers_from)
     ta, tb = timeline(a, phase, keep_cut=False), timeline(b, phase, keep_cut=False)
     _layer_idle(layers, ta, tb)
     outside = None

@@ -138,6 +138,9 @@ class LayerRow:
     # the spread across passes of the gap (sqrt((passes·σ)_A² + (passes·σ)_B²)); None: too few passes
     spread_us: float | None = None
     noise: bool = False          # its gap is within that spread of the typical layer's: its rank says nothing
+    # a model of several stacks (vision and text towers): the layer's stack and index within it
+    stack: str = ""
+    stack_layer: int = -1
 
 
 # what an aligned position says about fusion; detectors read this, never the display note

@@ -79,7 +79,7 @@ class _Side:
         self.share = v._take(w.share)
         self.flops = v._take(w.flops)
         self.bytes = v._take(w.bytes)
-        self.op = v._take(v.m.kernels.cpu_op)
+        self.op = self.work.call_of(v._take(v.m.kernels.cpu_op))   # an eager attention triple is one call
         pk = np.array([(peaks.flops(x.peak) if peaks is not None else None) or np.nan for x in w.works] + [np.nan])
         self.peak = pk[np.where(self.kw >= 0, self.kw, len(w.works))]   # FLOP/s per kernel, NaN unknown
 
@@ -193,7 +193,7 @@ def _key(w: OpWork) -> tuple:
     shape and dtype whatever the back end (flash on one GPU, cuDNN or CK on the other)."""
     if w.kind == GEMM:
         return (w.op, w.get("m"), w.get("n"), w.get("k"), w.get("batch"), w.dtype)
-    return tuple(v for _, v in w.shape) + (w.dtype,)
+    return tuple(v for k, v in w.shape if k != "causal_read") + (w.dtype,)
 
 
 def _rows(sa: _Side, sb: _Side, kind: str, per_pass: bool) -> list:
@@ -214,7 +214,9 @@ def _rows(sa: _Side, sb: _Side, kind: str, per_pass: bool) -> list:
             rows.append(AttentionShape(op="attention_backward" if g("backward") else "attention", batch=g("batch"),
                                        heads=g("heads"), kv_heads=g("kv_heads"), seq_q=g("seq_q"), seq_k=g("seq_k"),
                                        head_dim=g("head_dim"), head_dim_v=g("head_dim_v"), causal=bool(g("causal")),
-                                       dtype=w.dtype, flops=w.flops, bytes=w.bytes, **common))
+                                       dtype=w.dtype, flops=w.flops, bytes=w.bytes, **common,
+                                       batch_heads=g("batch_heads") if g("batch_heads") is not None
+                                       else g("batch") * g("heads"), causal_read=bool(g("causal_read"))))
     rows.sort(key=lambda r: (-abs(r.gap_us), -(r.a.total_us + r.b.total_us), repr(_sort_key(r))))
     return rows
 

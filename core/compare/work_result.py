@@ -82,7 +82,7 @@ class AttentionShape:
     seq_k: int
     head_dim: int
     head_dim_v: int
-    # causality is assumed, not read (is_causal is not kept): True for no mask and seq_q == seq_k > 1
+    # is_causal as recorded (causal_read), else assumed: True for no mask and seq_q == seq_k > 1
     causal: bool
     dtype: str
     flops: float                     # per call (causal: half the score matrix)
@@ -91,6 +91,10 @@ class AttentionShape:
     b: ShapeSide
     ratio: float | None = None
     gap_us: float = 0.0
+    # batch × heads; eager attention's 3-D bmm knows only this product (batch and heads then None)
+    batch_heads: int | None = None
+    # causal as the op's recorded arguments say (is_causal); False: assumed (no mask, Sq = Sk > 1)
+    causal_read: bool = False
 
 
 @dataclass

@@ -28,8 +28,8 @@ typedef uint8_t u8;
 enum { ST_LIMIT = 0, ST_BAIL = 1, ST_ARRAY_END = 2, ST_FULL = 3 };
 /* integer fields, columns of ints (scan.py: PID ... OCC) */
 enum { PID, TID, CORR, EXT, DEVICE, STREAM, PYID, PARENT, REGS, SMEM, OCC, NINTS };
-enum { NRAW = 5 };
-enum { A_DIMS = NINTS, A_TYPES, A_GRID, A_BLOCK, A_COMM };
+enum { NRAW = 6 };
+enum { A_DIMS = NINTS, A_TYPES, A_GRID, A_BLOCK, A_CONCRETE, A_COMM };
 /* arg keys of a collective (record_param_comms): not read here; their presence makes the whole
  * args object the event's A_COMM text, which Python reads (scan.py, decode.comm_text) */
 #define K_COMM_KEY (-2)
@@ -428,6 +428,7 @@ static inline int arg_key(const u8 *b, i64 s, i64 e) {
         break;
     case 15:
         if (KEY_IS(b, s, e, "Collective name")) return K_COMM_KEY;
+        if (KEY_IS(b, s, e, "Concrete Inputs")) return A_CONCRETE;
         break;
     case 14:
         if (KEY_IS(b, s, e, "Out msg nelems")) return K_COMM_KEY;

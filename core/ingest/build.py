@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from kerneldiff.core.analysis.classify import Classifier
 
 
-_STRING_COLUMNS = ("name", "dims", "types", "grid", "block", "comm")   # ids into a run's own string list, renumbered here
+_STRING_COLUMNS = ("name", "dims", "types", "grid", "block", "comm", "concrete")   # ids into a run's own string list, renumbered here
 
 
 def _merge(read: ReadResult) -> tuple[StringTable, dict[str, dict[str, np.ndarray]]]:

@@ -27,7 +27,8 @@ SPECS: dict[str, tuple[tuple[str, str], ...]] = {
           ("pid", "i8")),
     "c": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("ext", "i8"), ("tid", "i8"), ("pid", "i8"),
           ("dims", "i4"), ("types", "i4"),    # record_shapes text, ids into strings (-1: not recorded)
-          ("comm", "i4")),                    # a collective's parameters (decode.comm_text), likewise
+          ("comm", "i4"),                     # a collective's parameters (decode.comm_text), likewise
+          ("concrete", "i4")),                # record_shapes' Concrete Inputs text, likewise
     "l": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("corr", "i8"), ("ext", "i8"), ("tid", "i8"),
           ("pid", "i8")),
     "a": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("tid", "i8"), ("pid", "i8"), ("gpu", "i1")),

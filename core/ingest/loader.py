@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kerneldiff.core.analysis import attribution
+from kerneldiff.core.analysis import eager_attention
 from kerneldiff.core.analysis import layers
 from kerneldiff.core.analysis import phases
 from kerneldiff.core.errors import LoadCancelled, TraceError
@@ -166,6 +167,7 @@ def _read_and_build(path: str, source: str, info: TraceInfo, workers: int | None
             f"file ends early (truncated at {'decompressed ' if info.compressed else ''}byte {read.truncated_at}): "
             f"kept the {read.events} complete events before it")
     report(0.93, "phases", info.size, info.size)
+    eager_attention.mark(model, classifier)
     phases.assign(model, classifier)
     report(0.96, "layers", info.size, info.size)
     layers.segment(model, classifier)

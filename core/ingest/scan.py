@@ -37,7 +37,7 @@ PID, TID, CORR, EXT, DEVICE, STREAM, PYID, PARENT, REGS, SMEM, OCC = range(NINTS
 # and the whole args object of an event that carries a collective's parameters (COMM: read by
 # decode.comm_text_of_args into the text the msgspec path makes from the same fields)
 NRAW = len(schema.SCAN_TEXTS)
-DIMS, TYPES, GRID, BLOCK, COMM = range(NRAW)
+DIMS, TYPES, GRID, BLOCK, CONCRETE, COMM = range(NRAW)
 MISSING = np.iinfo(np.int64).min   # field absent or null (the struct path's None)
 FLOAT_TS, FLOAT_DUR = 0, 1
 

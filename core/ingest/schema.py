@@ -64,6 +64,9 @@ ARG_FIELDS: tuple[Field, ...] = (
     Field("est. achieved occupancy %", "occupancy", int | None, "opt_int", "OCC", "occupancy", "k"),
     Field("grid", "grid", _RAW, "text", "GRID", "grid", "k"),
     Field("block", "block", _RAW, "text", "BLOCK", "block", "k"),
+    # record_shapes: an operator's scalar arguments as text (SDPA's dropout_p, is_causal, scale),
+    # kept raw like the dims; read for attention (flops: causality from what the op was given)
+    Field("Concrete Inputs", "concrete", _RAW, "text", "CONCRETE", "concrete", "c"),
     # a collective's parameters (record_param_comms, newer PyTorch): any JSON type, judged by
     # decode.comm_text (a junk type must not send the slice down the lenient path)
     Field("Collective name", "coll_name", Any, "any", "COMM", "comm", "c"),

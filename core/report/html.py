@@ -353,9 +353,9 @@ def _shapes(cmp) -> str:
     if attn:
         parts.append(f"<h3>Attention shapes (largest gap first{', ' + str(MAX_SHAPES) + ' shown' if len(attn) > MAX_SHAPES else ''})</h3>")
         parts.append(_shape_table(cmp, attn, "t-attention", labels.attention_shape, False))
-        if any(r.causal for r in attn[:MAX_SHAPES]):
-            parts.append('<p class="muted small">* causal assumed (no mask, equal query and key lengths: is_causal is '
-                         "not kept)</p>")
+        if labels.assumed_causal(attn[:MAX_SHAPES]):
+            parts.append('<p class="muted small">* causal assumed (no mask, equal query and key lengths: is_causal '
+                         "not recorded)</p>")
     parts.append('<p class="muted small">TFLOP/s and the % of the dtype\'s peak over the shape\'s kernel time; roof: '
                  "the roofline's compute or memory roof the work sits under, and how close it gets.</p></section>")
     return "".join(parts)

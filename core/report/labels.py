@@ -50,9 +50,28 @@ def gemm_shape(r) -> tuple[str, str]:
 def attention_shape(r) -> tuple[str, str]:
     """("", `B4 H32/8 S256×256 D64 causal*`)."""
     d = f"D{r.head_dim}" + (f"/{r.head_dim_v}" if r.head_dim_v != r.head_dim else "")
-    shape = (("bwd " if r.op.endswith("backward") else "") + f"B{r.batch} H{r.heads}/{r.kv_heads} "
-             f"S{r.seq_q}×{r.seq_k} {d}" + (" causal*" if r.causal else ""))
+    shape = (("bwd " if r.op.endswith("backward") else "") + batch_heads(r) +
+             f" S{r.seq_q}×{r.seq_k} {d}" + causal_mark(r))
     return "", shape
+
+
+def causal_mark(r) -> str:
+    """` causal` (its recorded is_causal), ` causal*` (assumed: no mask, Sq = Sk), or nothing."""
+    if not r.causal:
+        return ""
+    return " causal" if getattr(r, "causal_read", False) else " causal*"
+
+
+def assumed_causal(rows) -> bool:
+    """Whether any shape's causality was assumed (the footnote's `*`)."""
+    return any(r.causal and not getattr(r, "causal_read", False) for r in rows)
+
+
+def batch_heads(r) -> str:
+    """`B4 H32/8`; `BH16` when only their product is known (eager attention's 3-D bmm folds them)."""
+    if r.batch is None or r.heads is None:
+        return f"BH{r.batch_heads}" if getattr(r, "batch_heads", None) else "B? H?"
+    return f"B{r.batch} H{r.heads}/{r.kv_heads}"
 
 
 def operation_label(o) -> str:
@@ -90,7 +109,10 @@ def group_kernel(k) -> str:
 
 
 def layer_name(l) -> str:
-    return "outside" if l.layer < 0 else str(l.layer)
+    """`7`, or `vision 7` in a model of several stacks."""
+    if l.layer < 0:
+        return "outside"
+    return f"{l.stack} {l.stack_layer}" if getattr(l, "stack", "") else str(l.layer)
 
 
 def plural(n: int, word: str, many: str = "") -> str:

@@ -57,10 +57,11 @@ def table_records(c: Comparison, name: str) -> tuple[list[str], list[tuple[Any, 
                            " | ".join(o.examples.get("a", [])), " | ".join(o.examples.get("b", []))])
                       for o in c.operations]
     if name == "layers":
-        head = ["rank", "layer", *sides("total_us", "kernels", "passes", "median_us", "p90_us", "idle_us"),
+        head = ["rank", "layer", "stack", "stack_layer", *sides("total_us", "kernels", "passes", "median_us", "p90_us", "idle_us"),
                 "ratio_a_over_b", "gap_us_a_minus_b", "gap_spread_us", "noise"]
         layers = [*c.layers, *([c.outside_layers] if c.outside_layers is not None else [])]
         return head, [(l, [l.rank if l.layer >= 0 else "", l.layer if l.layer >= 0 else OUTSIDE,
+                           getattr(l, "stack", ""), l.stack_layer if getattr(l, "stack", "") else "",
                            _r(l.a.total_us), _r(l.b.total_us), l.a.kernels, l.b.kernels, l.a.passes, l.b.passes,
                            _r(l.a.median_us), _r(l.b.median_us), _r(l.a.p90_us), _r(l.b.p90_us),
                            _r(l.a.idle_us), _r(l.b.idle_us),

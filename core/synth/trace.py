@@ -23,7 +23,7 @@ import orjson
 from kerneldiff.core.model import PHASES as MODEL_PHASES
 from kerneldiff.core.synth import names as sn
 
-PHASES = tuple(p for p in MODEL_PHASES if p != "unknown")   # the phases a planted step can have
+PHASES = tuple(p for p in MODEL_PHASES if p not in ("unknown", "forward"))   # the phases a planted step can have
 CONTAINER_FIRST = 2   # a profiler schedule (wait=1, warmup=1) records from ProfilerStep#2 on
 
 

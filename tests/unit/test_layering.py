@@ -107,6 +107,7 @@ LAYER_TODO = {
     ("ingest.build", "analysis.attribution"),
     ("ingest.loader", "analysis.attribution"),
     ("ingest.loader", "analysis.classify"),
+    ("ingest.loader", "analysis.eager_attention"),
     ("ingest.loader", "analysis.layers"),
     ("ingest.loader", "analysis.phases"),
 }
@@ -136,13 +137,16 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "inductor_names", "registry", "classify",   # Inductor kernel names, the registry, the classifier
         "peaks", "links",                        # hardware peaks; links between devices
         "modules",                               # nn.Module calls: the model's own structure
+        "stacks",                                # the layer blocks and the stacks (towers) they form
         "cut_work", "attribution",               # kernel -> launch -> cpu_op joins
-        "passes", "phases", "layers",            # forward passes, their phases, the layers in them
+        "passes", "forward_phase",               # forward passes; a model that never generates
+        "phases", "layers",                      # the passes' phases, the layers in them
         "browse", "pass_lanes",                  # one trace's totals; one pass on its own time axis
         "devices", "summary",                    # per-device and per-trace summaries
         "timeline", "comm_params", "collectives",   # busy and idle time, streams; collectives
         "host_time",                             # host time behind launch-bound idle
         "flops", "layer_groups",                 # work (FLOPs, bytes) per kernel; kernels by layer and pass
+        "eager_attention",                       # bmm -> softmax -> bmm booked as attention
         "side_readings",                         # one side's readings for a comparison
     ],
     "compare": [

@@ -88,11 +88,17 @@ def _enclosing_ops(model: TraceModel, launches: np.ndarray) -> np.ndarray:
 
 
 def launch_time(model: TraceModel) -> np.ndarray:
-    """CPU time at which each kernel was launched; NaN where the launch is unknown."""
+    """CPU time at which each kernel was launched; NaN where the launch is unknown. A trace recorded
+    without runtime events still links kernels to their operator (External id): the operator's
+    start then stands for the launch (the launch happens inside it), so passes and layers read the
+    same with and without runtime events."""
     k = model.kernels
     t = np.full(len(k), np.nan)
     ok = k.launch >= 0
     t[ok] = model.launches.ts[k.launch[ok]]
+    by_op = ~ok & (k.cpu_op >= 0)
+    if by_op.any():
+        t[by_op] = model.cpu_ops.ts[k.cpu_op[by_op]]
     return t
 
 

@@ -250,8 +250,12 @@ def _assign_annotated(model: TraceModel, steps: list[Step], on_gpu: bool) -> Non
     k.step = step
     phase_of = np.array([PHASE_ID[s.phase] for s in steps], dtype=np.int8)
     k.phase = np.where(step >= 0, phase_of[np.maximum(step, 0)], PHASE_ID["unknown"]).astype(np.int8)
-    outside = int((step < 0).sum())
+    from kerneldiff.core.analysis.cut_work import _cut
+
+    # work launched before the profiler's window is said once, by its own warning
+    out = (step < 0) & ~_cut(model)
+    outside = int(out.sum())
     if outside and len(k):
-        share = float(k.dur[step < 0].sum() / max(k.dur.sum(), 1e-12))
+        share = float(k.dur[out].sum() / max(k.dur.sum(), 1e-12))
         if share > 0.05:
             model.warnings.append(f"{outside} kernels ({share:.0%} of GPU time) were launched outside any step annotation")

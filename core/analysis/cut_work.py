@@ -44,10 +44,16 @@ def cut_mask(model) -> np.ndarray:
 def _cut(model) -> np.ndarray:
     k = model.kernels
     linked = k.launch >= 0
-    if not linked.any():
-        return np.zeros(len(k), dtype=bool)
-    L = model.launches
-    lowest = int(L.corr[L.corr >= 0].min())
+    if linked.any():
+        L = model.launches
+        lowest = int(L.corr[L.corr >= 0].min())
+    else:
+        # no runtime events: kernels that name an operator of the trace (External id) were launched
+        # in it, and correlation ids still count up in launch order
+        linked = (k.cpu_op >= 0) & (k.corr >= 0)
+        if not linked.any():
+            return np.zeros(len(k), dtype=bool)
+        lowest = int(k.corr[linked].min())
     cut = ~linked & (k.corr >= 0) & (k.corr < lowest)
     if cut.any():
         # per stream (device, stream): its first kernel launched in the trace; none: +inf
@@ -83,3 +89,14 @@ def compared_phases(model) -> list[str]:
     from kerneldiff.core.model import PHASES
 
     return [PHASES[i] for i in np.unique(model.kernels.phase[~cut_mask(model)]).tolist()]
+
+
+def unknown_reason(model) -> str | None:
+    """Why work launched before the profiler's window cannot be told apart on this trace (None when
+    it can): no kernel links to a runtime launch or to an operator, yet kernels carry correlation
+    ids (a recording without runtime events, from a Kineto whose kernels name no operator)."""
+    k = model.kernels
+    if len(k) == 0 or (k.launch >= 0).any() or (k.cpu_op >= 0).any() or not (k.corr >= 0).any():
+        return None
+    return ("no kernel links to a CPU launch or operator (runtime events not recorded): work launched before "
+            "the profiler's window cannot be told apart")

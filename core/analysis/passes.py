@@ -91,12 +91,60 @@ def from_modules(model: TraceModel, launch_t: np.ndarray) -> Passes | None:
     return Passes(ts, end, [f"{n} call {j}" for j, n in enumerate(names)], "module")
 
 
+def _weight_dims(model: TraceModel, row: int):
+    """The embedding table's shape (the first input's `Input Dims`), None without shapes."""
+    d = _dims(model, row)
+    w = d[0] if isinstance(d, list) and d else None
+    return tuple(w) if isinstance(w, list) and all(isinstance(x, int) for x in w) else None
+
+
+def _period(sig: list) -> int:
+    """The shortest p such that the sequence repeats every p items (the last repeat may be cut off
+    by the profiler's window) and holds at least two whole repeats; 1 when there is none."""
+    n = len(sig)
+    for p in range(1, n // 2 + 1):
+        if all(sig[i] == sig[i % p] for i in range(n)):
+            return p
+    return 1
+
+
+def forward_entries(model: TraceModel, emb: np.ndarray, mixer_cats: np.ndarray | None) -> np.ndarray:
+    """The embedding calls that begin a forward, of all `emb` (cpu_op rows).
+
+    A forward may look up several tables: an encoder's word, position and token-type embeddings,
+    GPT-2's wte and wpe, a vision tower's positions and a text tower's tokens. Calls with no token
+    mixer (attention, SSM, the softmax of decomposed attention) launched between them are one
+    group (one model's embedding block); the groups then repeat with a period (a vision block,
+    then a text block, per forward of a two-tower model), told apart by the tables' shapes where
+    shapes were recorded and by how many tables each block reads; each period is one forward.
+    So the count does not depend on with_stack: a model module call covers the same calls."""
+    c = model.cpu_ops
+    emb = emb[np.argsort(c.ts[emb], kind="stable")]
+    if len(emb) < 2:
+        return emb
+    k = model.kernels
+    new_group = np.ones(len(emb), bool)
+    if mixer_cats is not None and len(mixer_cats) and len(k):
+        t = launch_time(model)
+        mt = np.sort(t[np.isin(k.cat, mixer_cats) & ~np.isnan(t)])
+        if len(mt):
+            before = np.searchsorted(mt, c.ts[emb], side="left")   # mixers launched before each call
+            new_group[1:] = before[1:] > before[:-1]
+    starts = np.flatnonzero(new_group)
+    bounds = np.append(starts, len(emb))
+    sig = [(int(b - a), tuple(_weight_dims(model, int(r)) for r in emb[a:b]))
+           for a, b in zip(bounds[:-1], bounds[1:])]
+    p = _period(sig)
+    return emb[starts[::p]]
+
+
 def from_anchors(model: TraceModel, mixer_cats: np.ndarray | None = None) -> Passes | None:
     """Forward entries on the CPU for traces without module events."""
     c, a, L, k = model.cpu_ops, model.annotations, model.launches, model.kernels
     ts, end, names, kinds = [], [], [], set()
     emb = np.flatnonzero(np.isin(c.name, _strings_matching(model, c.name, lambda s: s in EMBEDDING_OPS)))
     if len(emb):
+        emb = forward_entries(model, emb, mixer_cats)
         ts.append(c.ts[emb]), end.append(c.ts[emb] + c.dur[emb])
         names += ["aten::embedding"] * len(emb)
         kinds.add("embedding")

@@ -234,6 +234,16 @@ def _assign_annotated(model: TraceModel, steps: list[Step], on_gpu: bool) -> Non
         model.warnings.append("step annotations found only on the GPU timeline: kernels assigned by GPU time")
     else:
         t = launch_time(model)
+    by_gpu = not on_gpu and len(k) > 0 and bool(np.isnan(t).all())
+    if by_gpu:
+        # no runtime events and no operator links (older Kineto without them): a kernel starts
+        # after its launch, so it belongs to the last step begun before its start; a step's
+        # kernels then run on past its CPU end, up to the next step's start
+        t = k.ts.copy()
+        ends = np.append(starts[1:], np.inf)
+        model.warnings.append("no kernel links to a CPU launch or operator (runtime events not recorded): kernels "
+                              "are placed in steps by their GPU start, and work launched before the profiler's "
+                              "window cannot be told apart")
     idx = np.searchsorted(starts, t, side="right") - 1
     ok = (idx >= 0) & (t <= ends[np.maximum(idx, 0)])
     step = np.where(ok, idx, -1).astype(np.int32)

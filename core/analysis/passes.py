@@ -403,6 +403,23 @@ def phases_from_durations(model: TraceModel, require_mixers: bool = False) -> li
     return ["prefill" if b else "decode" for b in big.tolist()]
 
 
+def _unmarked_first_pass(model: TraceModel, found: Passes, t: np.ndarray, mixer_cats: np.ndarray | None) -> Passes:
+    """Without CPU operators an eager forward has no entry (its embedding call is an operator):
+    only compiled-graph calls and graph launches are seen, and an eager prefill before them would
+    vanish. Work launched before the first entry that runs the token mixers of a forward (at least
+    GRAPH_PASS_MIN_MIXERS) is that forward: a pass from its first launch."""
+    if mixer_cats is None or not len(mixer_cats) or not len(found.ts):
+        return found
+    k = model.kernels
+    before = ~np.isnan(t) & (t < found.ts[0])
+    if int(np.isin(k.cat[before], mixer_cats).sum()) < GRAPH_PASS_MIN_MIXERS:
+        return found
+    t0 = float(t[before].min())
+    names = ["pass 0 (no recorded entry)"] + [f"pass {j + 1}{n[n.find(' ('):]}" if " (" in n else n
+                                               for j, n in enumerate(found.names)]
+    return Passes(np.r_[t0, found.ts], np.r_[t0, found.end], names, found.source)
+
+
 def find_passes(model: TraceModel, mixer_cats: np.ndarray | None = None) -> Passes | None:
     """The best recorded evidence of forward passes (module calls, then CPU entries).
     mixer_cats: category ids of token mixers (attention, SSM), to tell a forward's graph.
@@ -413,6 +430,8 @@ def find_passes(model: TraceModel, mixer_cats: np.ndarray | None = None) -> Pass
     t = launch_time(model)
     mods = from_modules(model, t)
     anchors = from_anchors(model, mixer_cats)
+    if mods is None and anchors is not None and len(model.cpu_ops) == 0:
+        anchors = _unmarked_first_pass(model, anchors, t, mixer_cats)
     if mods is None or anchors is None:
         return mods or anchors
     inside = launches_in(mods.ts, mods.end, anchors.ts) >= 0

@@ -237,13 +237,13 @@ def quality_warnings(model: TraceModel, classifier) -> None:
         other = float(k.dur[k.cat == model.categories.index("Other")].sum()) / total
         if other > 0.10:
             w.append(f"{other:.0%} of kernel time is unclassified (Other)")
-    from kerneldiff.core.analysis.cut_work import cut_mask, cut_work
+    from kerneldiff.core.analysis.cut_work import cut_work, prewindow_mask
 
     cut = cut_work(model)
     if cut is not None:
         w.append(f"{cut.kernels:,} kernels ({cut.time_us / 1000:.2f} ms) were {cut.why}: comparisons leave them out"
                  + (f" with the {cut.passes} pass(es) they begin" if cut.passes else ""))
-    rest = ~cut_mask(model)
+    rest = ~prewindow_mask(model)
     linked = float((k.launch[rest] >= 0).mean()) if rest.any() else 1.0
     if linked < 0.9:
         w.append(f"only {linked:.0%} of kernels link to a CPU launch (correlation ids missing)")

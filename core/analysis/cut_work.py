@@ -13,6 +13,10 @@ MI300X/H100 Qwen pair, 31% of each side's kernel time), so comparisons leave the
 A pass that holds such a kernel is itself cut (its beginning is missing): all of its kernels are
 left out with it. Kernels without any correlation id are not called cut: the trace cannot say
 where they were launched (a trace stripped of ids keeps every kernel).
+
+Passes that are not steady (kerneldiff.core.analysis.pass_kinds: warm-up, graph capture, compile)
+are left out of comparisons too, unless the model's `all_passes` is set (`--all-passes`), or no
+pass is steady.
 """
 
 from __future__ import annotations
@@ -35,10 +39,55 @@ class CutWork:
     why: str
 
 
+@dataclass
+class PassesLeftOut:
+    """The passes `cut_mask` leaves out for their kind, for reports."""
+
+    passes: int
+    kinds: dict[str, int]
+    kernels: int
+    time_us: float
+
+    @property
+    def line(self) -> str:
+        """"2 passes left out: capture, compile"."""
+        kinds = ", ".join(f"{k}" if n == 1 else f"{k} ×{n}" for k, n in self.kinds.items())
+        return (f"{self.passes} pass{'es' if self.passes != 1 else ''} left out: {kinds} "
+                f"({self.kernels:,} kernels, {self.time_us / 1000:.2f} ms; --all-passes keeps them)")
+
+
 def cut_mask(model) -> np.ndarray:
     """Boolean mask over the model's kernel rows: True where the work was launched before the
-    trace's window (see the module docstring). Memoised on the model."""
-    return model.memo(("cut_work",), lambda: _cut(model))
+    trace's window, or belongs to a pass that is not steady (see the module docstring). Memoised
+    on the model."""
+    return model.memo(("cut_work",), lambda: prewindow_mask(model) | unsteady_mask(model))
+
+
+def prewindow_mask(model) -> np.ndarray:
+    """True where the work was launched before the trace's window. Memoised on the model."""
+    return model.memo(("prewindow",), lambda: _cut(model))
+
+
+def unsteady_mask(model) -> np.ndarray:
+    """True on the kernels of passes that are not steady, unless every pass is kept."""
+    k = model.kernels
+    kinds = [getattr(s, "kind", "steady") for s in model.steps]
+    if model.__dict__.get("all_passes") or "steady" not in kinds or all(x == "steady" for x in kinds):
+        return np.zeros(len(k), dtype=bool)
+    odd = np.flatnonzero(np.array([x != "steady" for x in kinds]))
+    return np.isin(k.step, odd)
+
+
+def passes_left_out(model) -> PassesLeftOut | None:
+    m = unsteady_mask(model) & ~prewindow_mask(model)
+    if not m.any():
+        return None
+    k = model.kernels
+    kinds: dict[str, int] = {}
+    for i in np.unique(k.step[m]).tolist():
+        kind = getattr(model.steps[i], "kind", "steady")
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return PassesLeftOut(sum(kinds.values()), kinds, int(m.sum()), float(k.dur[m].sum()))
 
 
 def _cut(model) -> np.ndarray:
@@ -70,8 +119,8 @@ def _cut(model) -> np.ndarray:
 
 
 def cut_work(model) -> CutWork | None:
-    """The cut work of a trace, None when there is none."""
-    m = cut_mask(model)
+    """The work of a trace launched before its window, None when there is none."""
+    m = prewindow_mask(model)
     if not m.any():
         return None
     k = model.kernels

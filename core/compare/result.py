@@ -43,6 +43,9 @@ class Side:
     shapes_recorded: bool | None = None
     # work left out of the comparison (kerneldiff.core.analysis.cut_work): None when nothing was
     excluded: Excluded | None = None
+    # passes left out for their kind (warm-up, capture, compile; kerneldiff.core.analysis.pass_kinds):
+    # {"passes", "kinds": {kind: n}, "kernels", "time_us", "line"}; None when every pass is compared
+    passes_left_out: dict[str, Any] | None = None
 
 
 @dataclass

@@ -39,6 +39,8 @@ def headline(cmp) -> Headline:
     comp = "—" if c is None else c.verdict + (": " + "; ".join(c.reasons) if c.reasons else "")
     left = [f"{s.key.upper()} left out {s.excluded.kernels:,} kernels ({fmt.us(s.excluded.time_us)}): {s.excluded.why}"
             for s in (cmp.a, cmp.b) if s.excluded is not None]
+    left += [f"{s.key.upper()}: {s.passes_left_out['line']}" for s in (cmp.a, cmp.b)
+             if getattr(s, "passes_left_out", None)]
     return Headline(wall_line, kernel_line, verdict, comp, left)
 
 

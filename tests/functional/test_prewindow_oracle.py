@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, SHARED_TRACES
-from kerneldiff.core.analysis.cut_work import cut_mask, cut_work
+from kerneldiff.core.analysis.cut_work import cut_work, prewindow_mask
 from kerneldiff.core.ingest.loader import load
 
 RUNTIME = {"cuda_runtime", "cuda_driver", "hip_runtime", "hip_api", "runtime"}
@@ -72,7 +72,7 @@ def _check(path: Path) -> None:
     assert cut is not None
     assert (cut.kernels, cut.passes) == (n, 0)
     assert cut.time_us == pytest.approx(us, abs=1e-6 * n)
-    assert int(cut_mask(m).sum()) == n
+    assert int(prewindow_mask(m).sum()) == n
 
 
 def _shared(name: str) -> Path:

@@ -106,9 +106,8 @@ def _cut(model) -> np.ndarray:
     cut = ~linked & (k.corr >= 0) & (k.corr < lowest)
     if cut.any():
         # per stream (device, stream): its first kernel launched in the trace; none: +inf
-        from kerneldiff.core.analysis.attribution import _stream_key
-
-        streams, inv = np.unique(_stream_key(k), return_inverse=True)
+        key = k.device.astype(np.int64) * (1 << 32) + (k.stream.astype(np.int64) & 0xFFFFFFFF)
+        streams, inv = np.unique(key, return_inverse=True)
         first = np.full(len(streams), np.inf)
         np.minimum.at(first, inv[linked], k.ts[linked])
         cut &= k.ts + np.maximum(k.dur, 0.0) <= first[inv]

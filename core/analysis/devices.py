@@ -120,9 +120,6 @@ def select_device(model: TraceModel, device: int, classifier) -> TraceModel:
     classifier.assign(view)
     phases.assign(view, classifier)
     layers.segment(view, classifier)
-    from kerneldiff.core.analysis.pass_kinds import assign_kinds
-
-    assign_kinds(view)
     attribution.quality_warnings(view, classifier)
     return view
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from kerneldiff.core.analysis import passes
 from kerneldiff.core.analysis.attribution import launch_time
+from kerneldiff.core.analysis.pass_kinds import assign_kinds
 from kerneldiff.core.model import PHASE_ID, Step, TraceModel
 
 # vLLM V1, newer: execute_32_context_0(sq0sk0…)_generation_32(sq32sk55086…): per part, sq = query
@@ -152,7 +153,13 @@ def _gpu_mirrors(model: TraceModel, steps: list[Step]):
 
 
 def assign(model: TraceModel, classifier=None) -> None:
-    """Set kernels.step and kernels.phase; record model.steps, where they came from and warnings."""
+    """Set kernels.step and kernels.phase; record model.steps, where they came from, their kinds
+    (kerneldiff.core.analysis.pass_kinds) and warnings."""
+    _assign(model, classifier)
+    assign_kinds(model)
+
+
+def _assign(model: TraceModel, classifier=None) -> None:
     k = model.kernels
     steps, on_gpu = find_steps(model)
     if steps:

@@ -25,6 +25,7 @@ from kerneldiff.core.compare.fusion import find_fusions
 from kerneldiff.core.analysis.layer_groups import layer_groups
 from kerneldiff.core.compare.ledger import build as build_ledger, exposed_communication, host_time
 from kerneldiff.core.compare.op_fusion import gemm_op_keys
+from kerneldiff.core.compare.pass_basis import headline_window, on_passes, outside_us, pass_spread
 from kerneldiff.core.compare.throughput import attach as attach_throughput
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
 from kerneldiff.core.numbers import median, percentile, ratio, row_percentiles, stable_argsort
@@ -446,7 +447,9 @@ SHARE_FLOOR = 0.01   # of the longer wall time: gaps below it are not divided by
 def _wall(ta: Timeline, tb: Timeline, va: _View, vb: _View, per_pass: bool, kernel_ratio: float | None) -> WallClock:
     """The headline's wall-clock line, on the comparison's basis (one average pass when per_pass)."""
     na, nb = (va.passes, vb.passes) if per_pass else (1, 1)
-    wa, wb = ta.whole, tb.whole
+    passes = on_passes(ta, tb, va.m, vb.m)
+    wa, wb = headline_window(ta, passes), headline_window(tb, passes)
+    (ma, sa), (mb, sb) = pass_spread(ta), pass_spread(tb)
 
     # A share says how much of one gap another explains; it is None when the gap divided is
     # under 1% of the longer wall time (both sides about equal there: a launch-bound gap over
@@ -465,7 +468,10 @@ def _wall(ta: Timeline, tb: Timeline, va: _View, vb: _View, per_pass: bool, kern
                      a_busy_us=wa.busy_us / na, b_busy_us=wb.busy_us / nb,
                      a_idle_us=wa.idle_us / na, b_idle_us=wb.idle_us / nb, idle_gap_us=idle_gap,
                      launch_bound_gap_us=lb_gap, sync_gap_us=wa.sync_us / na - wb.sync_us / nb,
-                     idle_share=share(idle_gap, wall_gap), launch_bound_share=share(lb_gap, idle_gap))
+                     idle_share=share(idle_gap, wall_gap), launch_bound_share=share(lb_gap, idle_gap),
+                     window="passes" if passes else "whole",
+                     a_outside_us=outside_us(ta, passes) / na, b_outside_us=outside_us(tb, passes) / nb,
+                     a_pass_median_us=ma, b_pass_median_us=mb, a_pass_spread_us=sa, b_pass_spread_us=sb)
 
 
 def _layer_idle(rows: list[LayerRow], ta: Timeline, tb: Timeline) -> None:

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 from kerneldiff.core.analysis import attribution
 from kerneldiff.core.analysis import layers
-from kerneldiff.core.analysis import pass_kinds
 from kerneldiff.core.analysis import phases
 from kerneldiff.core.errors import LoadCancelled, TraceError
 from kerneldiff.core.model import TraceModel
@@ -172,7 +171,6 @@ def _read_and_build(path: str, source: str, info: TraceInfo, workers: int | None
     phases.assign(model, classifier)
     report(0.96, "layers", info.size, info.size)
     layers.segment(model, classifier)
-    pass_kinds.assign_kinds(model)
     attribution.quality_warnings(model, classifier)
     return model
 

@@ -135,6 +135,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "inductor_names", "registry", "classify",   # Inductor kernel names, the registry, the classifier
         "peaks", "links",                        # hardware peaks; links between devices
         "modules",                               # nn.Module calls: the model's own structure
+        "pass_kinds",                            # steady, warm-up, capture and compile passes
         "cut_work", "attribution",               # kernel -> launch -> cpu_op joins
         "passes", "phases", "layers",            # forward passes, their phases, the layers in them
         "browse", "pass_lanes",                  # one trace's totals; one pass on its own time axis
@@ -146,6 +147,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
     ],
     "compare": [
         "work_result", "result",                 # the JSON-ready result types
+        "recording", "pass_basis",               # recording options; the window the headline measures
         "align",                                 # kernel alignment inside a layer
         "op_fusion", "swap", "fusion_model", "fusion",   # fusion findings and their savings
         "ledger", "throughput", "comparability",  # the gap ledger, throughput, like with like

@@ -91,6 +91,16 @@ def passes_left_out(model) -> PassesLeftOut | None:
 
 
 def _cut(model) -> np.ndarray:
+    cut = before_window(model)
+    k = model.kernels
+    steps = np.unique(k.step[cut & (k.step >= 0)])
+    if len(steps):
+        cut |= np.isin(k.step, steps)
+    return cut
+
+
+def before_window(model) -> np.ndarray:
+    """The activities launched before the window themselves (not the passes they begin)."""
     k = model.kernels
     linked = k.launch >= 0
     if linked.any():
@@ -111,9 +121,6 @@ def _cut(model) -> np.ndarray:
         first = np.full(len(streams), np.inf)
         np.minimum.at(first, inv[linked], k.ts[linked])
         cut &= k.ts + np.maximum(k.dur, 0.0) <= first[inv]
-    steps = np.unique(k.step[cut & (k.step >= 0)])
-    if len(steps):
-        cut |= np.isin(k.step, steps)
     return cut
 
 

@@ -242,6 +242,16 @@ def _assign_annotated(model: TraceModel, steps: list[Step], on_gpu: bool) -> Non
     else:
         t = launch_time(model)
     by_gpu = not on_gpu and len(k) > 0 and bool(np.isnan(t).all())
+    loose = np.zeros(len(k), dtype=bool)
+    if not on_gpu and len(model.launches) == 0 and not by_gpu and np.isnan(t).any():
+        # no runtime events: kernels without an operator (graph replays, library launches) have no
+        # launch time; placed by their GPU start like a whole trace without links, work launched
+        # before the window (told by correlation order) aside
+        from kerneldiff.core.analysis.cut_work import before_window
+
+        loose = np.isnan(t) & ~before_window(model)
+        t = t.copy()
+        t[loose] = k.ts[loose]
     if by_gpu:
         # no runtime events and no operator links (older Kineto without them): a kernel starts
         # after its launch, so it belongs to the last step begun before its start; a step's
@@ -253,6 +263,9 @@ def _assign_annotated(model: TraceModel, steps: list[Step], on_gpu: bool) -> Non
                               "window cannot be told apart")
     idx = np.searchsorted(starts, t, side="right") - 1
     ok = (idx >= 0) & (t <= ends[np.maximum(idx, 0)])
+    if loose.any():   # placed by GPU start: a step's kernels run on past its CPU end, to the next step
+        nxt = np.append(starts[1:], np.inf)
+        ok[loose] = (idx[loose] >= 0) & (t[loose] < nxt[np.maximum(idx[loose], 0)])
     step = np.where(ok, idx, -1).astype(np.int32)
     unlinked = np.isnan(t)
     if unlinked.any() and not on_gpu:
@@ -267,10 +280,10 @@ def _assign_annotated(model: TraceModel, steps: list[Step], on_gpu: bool) -> Non
     k.step = step
     phase_of = np.array([PHASE_ID[s.phase] for s in steps], dtype=np.int8)
     k.phase = np.where(step >= 0, phase_of[np.maximum(step, 0)], PHASE_ID["unknown"]).astype(np.int8)
-    from kerneldiff.core.analysis.cut_work import _cut
+    from kerneldiff.core.analysis.cut_work import before_window
 
     # work launched before the profiler's window is said once, by its own warning
-    out = (step < 0) & ~_cut(model)
+    out = (step < 0) & ~before_window(model)
     outside = int(out.sum())
     if outside and len(k):
         share = float(k.dur[out].sum() / max(k.dur.sum(), 1e-12))

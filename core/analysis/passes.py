@@ -36,6 +36,9 @@ COMPILED_GRAPH = "## Call CompiledFxGraph"
 # the smallest models runs hundreds) and two or more token mixers (attention / SSM): smaller
 # graphs, and training graphs of models without them, are parts of a step, not passes.
 GRAPH_PASS_MIN_KERNELS = 20
+# compiled-graph calls whose names repeat with a period of at least this many calls are the pieces
+# of one forward (a period of 2 may as well be two batch sizes' whole-forward graphs taking turns)
+PIECEWISE_MIN_PIECES = 3
 GRAPH_PASS_MIN_MIXERS = 2
 # Kernel-duration fallback: a pass is a prefill when its GPU time is this many times the median
 # pass's, or PREFILL_ODD_FACTOR times when it also runs other kernels than the usual pass (GEMM
@@ -151,6 +154,19 @@ def from_anchors(model: TraceModel, mixer_cats: np.ndarray | None = None) -> Pas
     cpu_ann = np.flatnonzero(a.gpu == 0)
     comp = cpu_ann[np.isin(a.name[cpu_ann], _strings_matching(model, a.name[cpu_ann],
                                                               lambda s: s.startswith(COMPILED_GRAPH)))]
+    if len(comp):
+        comp = comp[np.argsort(a.ts[comp], kind="stable")]
+        # piecewise compilation (vLLM): one forward calls a first, many middle and a last graph, cut
+        # at the attention between them; the calls' graph names then repeat with a period of
+        # PIECEWISE_MIN_PIECES or more calls, and each period is one forward
+        p = _period(a.name[comp].tolist())
+        if p >= PIECEWISE_MIN_PIECES:
+            first = comp[::p]
+            last = comp[np.minimum(np.arange(len(first)) * p + p - 1, len(comp) - 1)]
+            ts.append(a.ts[first]), end.append(a.ts[last] + a.dur[last])
+            names += [model.strings[int(i)] for i in a.name[first].tolist()]
+            kinds.add("compiled-graph")
+            comp = comp[:0]
     if len(comp):
         ts.append(a.ts[comp]), end.append(a.ts[comp] + a.dur[comp])
         names += [model.strings[int(i)] for i in a.name[comp].tolist()]

@@ -88,3 +88,33 @@ def test_a_marker_inside_one_pass_marks_that_pass_only(tmp_path_factory, seed, j
     assert [x.kind for x in m2.steps] == [kind if i == j else "steady" for i in range(len(m.steps))]
     assign_kinds(m2)   # the same again: idempotent
     assert [x.kind for x in m2.steps].count(kind) == 1
+
+
+def _pieces_doc(names: list[str]):
+    """One compiled-graph call per name, each launching one GEMM kernel, 100 µs apart."""
+    from conftest import kineto_doc
+
+    ev = []
+    for i, n in enumerate(names):
+        t = 1000.0 + 100.0 * i
+        ev.append({"ph": "X", "cat": "user_annotation", "name": f"## Call CompiledFxGraph {n} ##", "pid": 1,
+                   "tid": 1, "ts": t, "dur": 50.0, "args": {}})
+        ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t + 5,
+                   "dur": 3.0, "args": {"correlation": 10 + i}})
+        ev.append({"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_bf16f32", "pid": 0, "tid": 7,
+                   "ts": t + 10, "dur": 20.0, "args": {"correlation": 10 + i, "device": 0, "stream": 7}})
+    return kineto_doc(ev)
+
+
+@pytest.mark.parametrize("names, passes", [
+    (["first", "mid", "mid", "mid", "last"] * 3, 3),         # piecewise: one forward, five graph calls
+    (["first", "mid", "mid", "mid", "last"] * 2 + ["first", "mid"], 3),   # the window cuts the last one
+    (["whole"] * 6, 6),                                       # one whole-forward graph per pass
+    (["prefill", "decode1"] + ["decode"] * 5, 7),             # compile ids 0/0, 0/1, 0/2…
+    (["bs8", "bs16"] * 4, 8),                                 # two batch sizes' graphs taking turns
+])
+def test_piecewise_graph_calls_of_one_forward_are_one_pass(tmp_path, names, passes):
+    from conftest import write_trace
+
+    m = load(write_trace(tmp_path / "p.json", _pieces_doc(names)), use_cache=False, workers=0)
+    assert len(m.steps) == passes

@@ -90,15 +90,19 @@ def _enclosing_ops(model: TraceModel, launches: np.ndarray) -> np.ndarray:
 def launch_time(model: TraceModel) -> np.ndarray:
     """CPU time at which each kernel was launched; NaN where the launch is unknown. A trace recorded
     without runtime events still links kernels to their operator (External id): the operator's
-    start then stands for the launch (the launch happens inside it), so passes and layers read the
-    same with and without runtime events."""
+    window bounds the launch: it happened inside the operator and before the kernel started, so the
+    latest such time stands for it (an operator can be a compiled region that began before the
+    pass's own entry: its start would place a graph replay's kernels in the pass before). Passes and
+    layers then read the same with and without runtime events."""
     k = model.kernels
     t = np.full(len(k), np.nan)
     ok = k.launch >= 0
     t[ok] = model.launches.ts[k.launch[ok]]
     by_op = ~ok & (k.cpu_op >= 0)
     if by_op.any():
-        t[by_op] = model.cpu_ops.ts[k.cpu_op[by_op]]
+        op = k.cpu_op[by_op]
+        c = model.cpu_ops
+        t[by_op] = np.maximum(c.ts[op], np.minimum(c.ts[op] + c.dur[op], k.ts[by_op]))
     return t
 
 

@@ -198,6 +198,14 @@ def assign_passes(model: TraceModel, passes: Passes, launch_t: np.ndarray,
     has them, so work after a generate() call is not charged to its last pass."""
     k = model.kernels
     starts = passes.ts
+    if len(model.launches) == 0 and np.isnan(launch_t).any():
+        # no runtime events: a graph replay's kernels name no operator; a kernel starts after its
+        # launch, so its GPU start places it (work launched before the window aside)
+        from kerneldiff.core.analysis.cut_work import before_window
+
+        loose = np.isnan(launch_t) & ~before_window(model)
+        launch_t = launch_t.copy()
+        launch_t[loose] = k.ts[loose]
     idx = np.searchsorted(starts, launch_t, side="right") - 1
     ok = (idx >= 0) & ~np.isnan(launch_t)
     if containers:

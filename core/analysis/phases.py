@@ -216,7 +216,8 @@ def set_phases(model: TraceModel, allow_inferred: bool = True) -> None:
         if filled:
             model.phase_source += f"; {filled} passes without shapes inferred from their kernels"
     else:
-        phases = passes.phases_from_durations(model, model.pass_source.startswith("ProfilerStep")) \
+        # steps a user or the profiler annotated may be training steps: prefill/decode only with mixers
+        phases = passes.phases_from_durations(model, model.pass_source.startswith(("ProfilerStep", "the user's step"))) \
             if allow_inferred else None
         if phases is None:
             model.phase_source = "unknown"

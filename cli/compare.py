@@ -37,6 +37,9 @@ def add_parser(sub) -> None:
                         "explorer's export (CSV without --table: all tables, one file each, with -o; "
                         "operations on stdout; JSON without --table: the whole comparison)")
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
+    p.add_argument("--all-passes", action="store_true",
+                   help="compare every pass: warm-up, CUDA-graph capture and compile passes too (default: "
+                        "the steady passes only, and a line says what was left out)")
     p.add_argument("--registry", help="extra classifier rules (TOML), tried before the shipped ones")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
     p.add_argument("--fusion-param", action="append", default=[], metavar="KEY=VALUE",
@@ -84,7 +87,7 @@ def run(args) -> int:
 
     session = Session([args.a, args.b], registry=args.registry, use_cache=not args.no_cache,
                       fusion_overrides=fusion_overrides(args.fusion_param), peaks=peak_table(args),
-                      fork_pair=True, device=args.device)
+                      fork_pair=True, device=args.device, all_passes=args.all_passes)
     if args.table and args.format == "text":
         print("kerneldiff: --table picks one table for --format csv or json; the text report shows them all",
               file=sys.stderr)

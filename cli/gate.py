@@ -32,6 +32,9 @@ def add_parser(sub) -> None:
     p.add_argument("--phase", default="all", choices=PHASE_FILTERS)
     p.add_argument("--format", default="text", choices=["text", "json", "markdown"])
     p.add_argument("-o", "--output", help="write the report to this file (the verdict still goes to stderr)")
+    p.add_argument("--all-passes", action="store_true",
+                   help="judge every pass: warm-up, CUDA-graph capture and compile passes too (default: steady "
+                        "passes only)")
     p.add_argument("--registry", help="extra classifier rules (TOML), tried before the shipped ones")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
     p.add_argument("--rank", type=flag_number(integer=True, lo=0, hi=2**62), default=None, metavar="N",
@@ -66,7 +69,8 @@ def run(args) -> int:
                                  rank=args.rank, jobs=args.jobs)
         session = run_session.load_pair()   # a bad file in either run: TraceError, one line, exit 2
     else:
-        session = Session([args.a, args.b], registry=args.registry, use_cache=not args.no_cache, fork_pair=True)
+        session = Session([args.a, args.b], registry=args.registry, use_cache=not args.no_cache, fork_pair=True,
+                          all_passes=args.all_passes)
         session.load_all()   # a bad or foreign file: TraceError, one line and exit 2 (kerneldiff.cli.main)
     absent = session.absent_phase(args.phase)
     if absent:

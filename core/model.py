@@ -121,6 +121,7 @@ class Step:
     batch: int | None = None      # requests in the step, when the annotation says
     tokens: int | None = None     # query tokens in the step, when the annotation or shapes say
     kv_tokens: int | None = None  # KV-cache tokens attended to, when the annotation says
+    kind: str = "steady"          # steady | warmup | capture | compile (kerneldiff.core.analysis.pass_kinds)
 
 
 @dataclass

@@ -118,6 +118,9 @@ class Session:
     # comparisons kept in the cache beside the models and read back from it (the explorer:
     # kerneldiff.core.comparison_cache); only with use_cache, the real loader and the shipped peaks
     keep_comparisons: bool = False
+    # compare every pass, warm-up, capture and compile passes too (default: the steady ones;
+    # kerneldiff.core.analysis.pass_kinds)
+    all_passes: bool = False
     infos: list[TraceInfo | None] = field(init=False)
     errors: list[str | None] = field(init=False)
     models: list[Any] = field(init=False)
@@ -181,7 +184,7 @@ class Session:
 
             model = load(self.paths[index], classifier=self.classifier, use_cache=self.use_cache,
                          workers=self.workers, **kwargs)
-        model = self._one_device(model)
+        model = self._keep_passes(self._one_device(model))
         if identity is not None and self._identity(index) != identity:
             identity = None   # changed while it was read: its comparison is not stored
         self._identities[index] = identity
@@ -224,6 +227,14 @@ class Session:
         from kerneldiff.core.ingest import cache
 
         return not all(cache.has(self.paths[i], self.classifier) for i in wanted)
+
+    def _keep_passes(self, model):
+        """With all_passes, the model's comparisons keep every pass: what was computed leaving some
+        out (in a forked child, or kept with the model) is computed again."""
+        if self.all_passes and hasattr(model, "kernels") and not model.__dict__.get("all_passes"):
+            model.all_passes = True
+            model.__dict__.pop("_memo", None)
+        return model
 
     def _one_device(self, model):
         """A file whose GPU events name several devices is never summed as one GPU: the model of
@@ -298,7 +309,7 @@ class Session:
         except BaseException:
             beside.cancel()
             raise
-        model = self.models[there] = beside.result()
+        model = self.models[there] = self._keep_passes(beside.result())
         self.infos[there] = getattr(model, "info", self.infos[there])
         return True
 
@@ -404,6 +415,8 @@ class Session:
         than the shipped one, or for one trace."""
         if not (self.keep_comparisons and self.use_cache) or self.loader is not None or self.peaks is not None \
                 or self.single:
+            return None
+        if self.all_passes:   # the stored comparisons are of the steady passes
             return None
         return dict(registry=self.registry, device=self.device, fusion_overrides=self.fusion_overrides)
 

@@ -88,11 +88,21 @@ def _enclosing_ops(model: TraceModel, launches: np.ndarray) -> np.ndarray:
 
 
 def launch_time(model: TraceModel) -> np.ndarray:
-    """CPU time at which each kernel was launched; NaN where the launch is unknown."""
+    """CPU time at which each kernel was launched; NaN where the launch is unknown. A trace recorded
+    without runtime events still links kernels to their operator (External id): the operator's
+    window bounds the launch: it happened inside the operator and before the kernel started, so the
+    latest such time stands for it (an operator can be a compiled region that began before the
+    pass's own entry: its start would place a graph replay's kernels in the pass before). Passes and
+    layers then read the same with and without runtime events."""
     k = model.kernels
     t = np.full(len(k), np.nan)
     ok = k.launch >= 0
     t[ok] = model.launches.ts[k.launch[ok]]
+    by_op = ~ok & (k.cpu_op >= 0)
+    if by_op.any():
+        op = k.cpu_op[by_op]
+        c = model.cpu_ops
+        t[by_op] = np.maximum(c.ts[op], np.minimum(c.ts[op] + c.dur[op], k.ts[by_op]))
     return t
 
 
@@ -231,13 +241,13 @@ def quality_warnings(model: TraceModel, classifier) -> None:
         other = float(k.dur[k.cat == model.categories.index("Other")].sum()) / total
         if other > 0.10:
             w.append(f"{other:.0%} of kernel time is unclassified (Other)")
-    from kerneldiff.core.analysis.cut_work import cut_mask, cut_work
+    from kerneldiff.core.analysis.cut_work import cut_work, prewindow_mask
 
     cut = cut_work(model)
     if cut is not None:
         w.append(f"{cut.kernels:,} kernels ({cut.time_us / 1000:.2f} ms) were {cut.why}: comparisons leave them out"
                  + (f" with the {cut.passes} pass(es) they begin" if cut.passes else ""))
-    rest = ~cut_mask(model)
+    rest = ~prewindow_mask(model)
     linked = float((k.launch[rest] >= 0).mean()) if rest.any() else 1.0
     if linked < 0.9:
         w.append(f"only {linked:.0%} of kernels link to a CPU launch (correlation ids missing)")

@@ -36,6 +36,9 @@ COMPILED_GRAPH = "## Call CompiledFxGraph"
 # the smallest models runs hundreds) and two or more token mixers (attention / SSM): smaller
 # graphs, and training graphs of models without them, are parts of a step, not passes.
 GRAPH_PASS_MIN_KERNELS = 20
+# compiled-graph calls whose names repeat with a period of at least this many calls are the pieces
+# of one forward (a period of 2 may as well be two batch sizes' whole-forward graphs taking turns)
+PIECEWISE_MIN_PIECES = 3
 GRAPH_PASS_MIN_MIXERS = 2
 # Kernel-duration fallback: a pass is a prefill when its GPU time is this many times the median
 # pass's, or PREFILL_ODD_FACTOR times when it also runs other kernels than the usual pass (GEMM
@@ -91,18 +94,79 @@ def from_modules(model: TraceModel, launch_t: np.ndarray) -> Passes | None:
     return Passes(ts, end, [f"{n} call {j}" for j, n in enumerate(names)], "module")
 
 
+def _weight_dims(model: TraceModel, row: int):
+    """The embedding table's shape (the first input's `Input Dims`), None without shapes."""
+    d = _dims(model, row)
+    w = d[0] if isinstance(d, list) and d else None
+    return tuple(w) if isinstance(w, list) and all(isinstance(x, int) for x in w) else None
+
+
+def _period(sig: list) -> int:
+    """The shortest p such that the sequence repeats every p items (the last repeat may be cut off
+    by the profiler's window) and holds at least two whole repeats; 1 when there is none."""
+    n = len(sig)
+    for p in range(1, n // 2 + 1):
+        if all(sig[i] == sig[i % p] for i in range(n)):
+            return p
+    return 1
+
+
+def forward_entries(model: TraceModel, emb: np.ndarray, mixer_cats: np.ndarray | None) -> np.ndarray:
+    """The embedding calls that begin a forward, of all `emb` (cpu_op rows).
+
+    A forward may look up several tables: an encoder's word, position and token-type embeddings,
+    GPT-2's wte and wpe, a vision tower's positions and a text tower's tokens. Calls with no token
+    mixer (attention, SSM, the softmax of decomposed attention) launched between them are one
+    group (one model's embedding block); the groups then repeat with a period (a vision block,
+    then a text block, per forward of a two-tower model), told apart by the tables' shapes where
+    shapes were recorded and by how many tables each block reads; each period is one forward.
+    So the count does not depend on with_stack: a model module call covers the same calls."""
+    c = model.cpu_ops
+    emb = emb[np.argsort(c.ts[emb], kind="stable")]
+    if len(emb) < 2:
+        return emb
+    k = model.kernels
+    new_group = np.ones(len(emb), bool)
+    if mixer_cats is not None and len(mixer_cats) and len(k):
+        t = launch_time(model)
+        mt = np.sort(t[np.isin(k.cat, mixer_cats) & ~np.isnan(t)])
+        if len(mt):
+            before = np.searchsorted(mt, c.ts[emb], side="left")   # mixers launched before each call
+            new_group[1:] = before[1:] > before[:-1]
+    starts = np.flatnonzero(new_group)
+    bounds = np.append(starts, len(emb))
+    sig = [(int(b - a), tuple(_weight_dims(model, int(r)) for r in emb[a:b]))
+           for a, b in zip(bounds[:-1], bounds[1:])]
+    p = _period(sig)
+    return emb[starts[::p]]
+
+
 def from_anchors(model: TraceModel, mixer_cats: np.ndarray | None = None) -> Passes | None:
     """Forward entries on the CPU for traces without module events."""
     c, a, L, k = model.cpu_ops, model.annotations, model.launches, model.kernels
     ts, end, names, kinds = [], [], [], set()
     emb = np.flatnonzero(np.isin(c.name, _strings_matching(model, c.name, lambda s: s in EMBEDDING_OPS)))
     if len(emb):
+        emb = forward_entries(model, emb, mixer_cats)
         ts.append(c.ts[emb]), end.append(c.ts[emb] + c.dur[emb])
         names += ["aten::embedding"] * len(emb)
         kinds.add("embedding")
     cpu_ann = np.flatnonzero(a.gpu == 0)
     comp = cpu_ann[np.isin(a.name[cpu_ann], _strings_matching(model, a.name[cpu_ann],
                                                               lambda s: s.startswith(COMPILED_GRAPH)))]
+    if len(comp):
+        comp = comp[np.argsort(a.ts[comp], kind="stable")]
+        # piecewise compilation (vLLM): one forward calls a first, many middle and a last graph, cut
+        # at the attention between them; the calls' graph names then repeat with a period of
+        # PIECEWISE_MIN_PIECES or more calls, and each period is one forward
+        p = _period(a.name[comp].tolist())
+        if p >= PIECEWISE_MIN_PIECES:
+            first = comp[::p]
+            last = comp[np.minimum(np.arange(len(first)) * p + p - 1, len(comp) - 1)]
+            ts.append(a.ts[first]), end.append(a.ts[last] + a.dur[last])
+            names += [model.strings[int(i)] for i in a.name[first].tolist()]
+            kinds.add("compiled-graph")
+            comp = comp[:0]
     if len(comp):
         ts.append(a.ts[comp]), end.append(a.ts[comp] + a.dur[comp])
         names += [model.strings[int(i)] for i in a.name[comp].tolist()]
@@ -134,6 +198,14 @@ def assign_passes(model: TraceModel, passes: Passes, launch_t: np.ndarray,
     has them, so work after a generate() call is not charged to its last pass."""
     k = model.kernels
     starts = passes.ts
+    if len(model.launches) == 0 and np.isnan(launch_t).any():
+        # no runtime events: a graph replay's kernels name no operator; a kernel starts after its
+        # launch, so its GPU start places it (work launched before the window aside)
+        from kerneldiff.core.analysis.cut_work import before_window
+
+        loose = np.isnan(launch_t) & ~before_window(model)
+        launch_t = launch_t.copy()
+        launch_t[loose] = k.ts[loose]
     idx = np.searchsorted(starts, launch_t, side="right") - 1
     ok = (idx >= 0) & ~np.isnan(launch_t)
     if containers:
@@ -355,6 +427,23 @@ def phases_from_durations(model: TraceModel, require_mixers: bool = False) -> li
     return ["prefill" if b else "decode" for b in big.tolist()]
 
 
+def _unmarked_first_pass(model: TraceModel, found: Passes, t: np.ndarray, mixer_cats: np.ndarray | None) -> Passes:
+    """Without CPU operators an eager forward has no entry (its embedding call is an operator):
+    only compiled-graph calls and graph launches are seen, and an eager prefill before them would
+    vanish. Work launched before the first entry that runs the token mixers of a forward (at least
+    GRAPH_PASS_MIN_MIXERS) is that forward: a pass from its first launch."""
+    if mixer_cats is None or not len(mixer_cats) or not len(found.ts):
+        return found
+    k = model.kernels
+    before = ~np.isnan(t) & (t < found.ts[0])
+    if int(np.isin(k.cat[before], mixer_cats).sum()) < GRAPH_PASS_MIN_MIXERS:
+        return found
+    t0 = float(t[before].min())
+    names = ["pass 0 (no recorded entry)"] + [f"pass {j + 1}{n[n.find(' ('):]}" if " (" in n else n
+                                               for j, n in enumerate(found.names)]
+    return Passes(np.r_[t0, found.ts], np.r_[t0, found.end], names, found.source)
+
+
 def find_passes(model: TraceModel, mixer_cats: np.ndarray | None = None) -> Passes | None:
     """The best recorded evidence of forward passes (module calls, then CPU entries).
     mixer_cats: category ids of token mixers (attention, SSM), to tell a forward's graph.
@@ -365,6 +454,8 @@ def find_passes(model: TraceModel, mixer_cats: np.ndarray | None = None) -> Pass
     t = launch_time(model)
     mods = from_modules(model, t)
     anchors = from_anchors(model, mixer_cats)
+    if mods is None and anchors is not None and len(model.cpu_ops) == 0:
+        anchors = _unmarked_first_pass(model, anchors, t, mixer_cats)
     if mods is None or anchors is None:
         return mods or anchors
     inside = launches_in(mods.ts, mods.end, anchors.ts) >= 0

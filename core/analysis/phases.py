@@ -14,6 +14,7 @@ import numpy as np
 from kerneldiff.core.analysis import passes
 from kerneldiff.core.analysis.forward_phase import mark_forward
 from kerneldiff.core.analysis.attribution import launch_time
+from kerneldiff.core.analysis.pass_kinds import assign_kinds
 from kerneldiff.core.model import PHASE_ID, Step, TraceModel
 
 # vLLM V1, newer: execute_32_context_0(sq0sk0…)_generation_32(sq32sk55086…): per part, sq = query
@@ -153,7 +154,13 @@ def _gpu_mirrors(model: TraceModel, steps: list[Step]):
 
 
 def assign(model: TraceModel, classifier=None) -> None:
-    """Set kernels.step and kernels.phase; record model.steps, where they came from and warnings."""
+    """Set kernels.step and kernels.phase; record model.steps, where they came from, their kinds
+    (kerneldiff.core.analysis.pass_kinds) and warnings."""
+    _assign(model, classifier)
+    assign_kinds(model)
+
+
+def _assign(model: TraceModel, classifier=None) -> None:
     k = model.kernels
     steps, on_gpu = find_steps(model)
     if steps:
@@ -210,7 +217,8 @@ def set_phases(model: TraceModel, allow_inferred: bool = True) -> None:
         if filled:
             model.phase_source += f"; {filled} passes without shapes inferred from their kernels"
     else:
-        phases = passes.phases_from_durations(model, model.pass_source.startswith("ProfilerStep")) \
+        # steps a user or the profiler annotated may be training steps: prefill/decode only with mixers
+        phases = passes.phases_from_durations(model, model.pass_source.startswith(("ProfilerStep", "the user's step"))) \
             if allow_inferred else None
         if phases is None:
             model.phase_source = "unknown"
@@ -236,8 +244,31 @@ def _assign_annotated(model: TraceModel, steps: list[Step], on_gpu: bool) -> Non
         model.warnings.append("step annotations found only on the GPU timeline: kernels assigned by GPU time")
     else:
         t = launch_time(model)
+    by_gpu = not on_gpu and len(k) > 0 and bool(np.isnan(t).all())
+    loose = np.zeros(len(k), dtype=bool)
+    if not on_gpu and len(model.launches) == 0 and not by_gpu and np.isnan(t).any():
+        # no runtime events: kernels without an operator (graph replays, library launches) have no
+        # launch time; placed by their GPU start like a whole trace without links, work launched
+        # before the window (told by correlation order) aside
+        from kerneldiff.core.analysis.cut_work import before_window
+
+        loose = np.isnan(t) & ~before_window(model)
+        t = t.copy()
+        t[loose] = k.ts[loose]
+    if by_gpu:
+        # no runtime events and no operator links (older Kineto without them): a kernel starts
+        # after its launch, so it belongs to the last step begun before its start; a step's
+        # kernels then run on past its CPU end, up to the next step's start
+        t = k.ts.copy()
+        ends = np.append(starts[1:], np.inf)
+        model.warnings.append("no kernel links to a CPU launch or operator (runtime events not recorded): kernels "
+                              "are placed in steps by their GPU start, and work launched before the profiler's "
+                              "window cannot be told apart")
     idx = np.searchsorted(starts, t, side="right") - 1
     ok = (idx >= 0) & (t <= ends[np.maximum(idx, 0)])
+    if loose.any():   # placed by GPU start: a step's kernels run on past its CPU end, to the next step
+        nxt = np.append(starts[1:], np.inf)
+        ok[loose] = (idx[loose] >= 0) & (t[loose] < nxt[np.maximum(idx[loose], 0)])
     step = np.where(ok, idx, -1).astype(np.int32)
     unlinked = np.isnan(t)
     if unlinked.any() and not on_gpu:
@@ -252,8 +283,12 @@ def _assign_annotated(model: TraceModel, steps: list[Step], on_gpu: bool) -> Non
     k.step = step
     phase_of = np.array([PHASE_ID[s.phase] for s in steps], dtype=np.int8)
     k.phase = np.where(step >= 0, phase_of[np.maximum(step, 0)], PHASE_ID["unknown"]).astype(np.int8)
-    outside = int((step < 0).sum())
+    from kerneldiff.core.analysis.cut_work import before_window
+
+    # work launched before the profiler's window is said once, by its own warning
+    out = (step < 0) & ~before_window(model)
+    outside = int(out.sum())
     if outside and len(k):
-        share = float(k.dur[step < 0].sum() / max(k.dur.sum(), 1e-12))
+        share = float(k.dur[out].sum() / max(k.dur.sum(), 1e-12))
         if share > 0.05:
             model.warnings.append(f"{outside} kernels ({share:.0%} of GPU time) were launched outside any step annotation")

@@ -8,6 +8,7 @@ import numpy as np
 
 from kerneldiff.core.analysis.browse import category_totals
 from kerneldiff.core.analysis.devices import device_totals
+from kerneldiff.core.analysis.pass_kinds import kind_counts
 from kerneldiff.core.model import PHASES, TraceModel
 
 
@@ -25,6 +26,8 @@ def summarize(model: TraceModel) -> dict[str, Any]:
         "gpu_time_us": model.gpu_time_us,
         "steps": len(model.steps),
         "step_phases": step_phases,
+        # steady | warmup | capture | compile: comparisons read the steady passes (--all-passes: every one)
+        "pass_kinds": kind_counts(model),
         "kernel_phases": phase_counts,
         "architecture": model.architecture,
         "layers_per_step": model.num_layers,

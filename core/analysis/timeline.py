@@ -105,6 +105,7 @@ class PassWindow(Window):
     index: int = 0
     name: str = ""
     phase: str = "unknown"
+    kind: str = "steady"         # steady | warmup | capture | compile (kerneldiff.core.analysis.pass_kinds)
 
 
 @dataclass
@@ -151,8 +152,8 @@ class Timeline:
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape (`a.timeline` of a comparison): the window's figures at the top level."""
         d: dict[str, Any] = {"phase": self.phase, **_flat(self.whole)}
-        d["passes"] = [{"pass": p.index, "name": p.name, "phase": p.phase,
-                        **{k: v for k, v in _flat(p).items() if k not in ("index", "name", "phase")}}
+        d["passes"] = [{"pass": p.index, "name": p.name, "phase": p.phase, "kind": p.kind,
+                        **{k: v for k, v in _flat(p).items() if k not in ("index", "name", "phase", "kind")}}
                        for p in self.passes]
         d["phases"] = [{"phase": name, **_flat(w)} for name, w in self.phases.items()]
         d["layers"] = [_flat(l) for l in self.layers]
@@ -483,7 +484,7 @@ def _timeline(model: TraceModel, phase: str, tolerance_us: float, keep_cut: bool
     for s, w in zip(keys.tolist(), wins):
         w.index = s
         if s < len(steps):
-            w.name, w.phase = steps[s].name, steps[s].phase
+            w.name, w.phase, w.kind = steps[s].name, steps[s].phase, getattr(steps[s], "kind", "steady")
     tl.passes = wins
     # layers: each (pass, layer) on its own, then summed per layer
     in_layer = in_pass[k.layer[in_pass] >= 0]

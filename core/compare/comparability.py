@@ -9,7 +9,8 @@ Verdicts: `not comparable` (another model or no common work: layer ranks and gap
 `partly` (the same model, but the work differs in a way the figures only partly correct for: the
 reasons say how), `comparable`. Each reason has a code (`codes`, in the same order): layers,
 architecture, gemm_shapes, no_common_work, empty (not comparable; gemm_shapes may also be partly),
-phases, tokens, one_sided (partly). `notes` say what was done to keep it like with like (work left out,
+phases, tokens, one_sided, recording (partly: wall clock and idle time inconclusive,
+kerneldiff.core.compare.recording). `notes` say what was done to keep it like with like (work left out,
 per-pass basis) without lowering the verdict.
 """
 
@@ -103,6 +104,11 @@ def check(cmp: Comparison, va, vb) -> Comparability:
         if sorted(set(ta[phase])) != sorted(set(tb[phase])):
             partial.append(("tokens", f"different tokens per {phase} pass: {_fmt_tokens(ta[phase])} on {la}, "
                                       f"{_fmt_tokens(tb[phase])} on {lb}"))
+    from kerneldiff.core.compare import recording
+
+    diffs = recording.differences(a, b, (la, lb))
+    if diffs:
+        partial.append(("recording", recording.reason(diffs)))
     if va.passes != vb.passes:
         notes.append(f"different pass counts ({va.passes} on {la}, {vb.passes} on {lb}): compared per pass")
     explained = set()
@@ -120,6 +126,8 @@ def check(cmp: Comparison, va, vb) -> Comparability:
         if s.excluded is not None:
             notes.append(f"{s.excluded.kernels:,} kernels ({s.excluded.time_us / 1000:.2f} ms) of {lab} left out: "
                          f"{s.excluded.why}")
+        if getattr(s, "passes_left_out", None):
+            notes.append(f"{lab}: {s.passes_left_out['line']}")
     return _verdict(fatal, partial, notes)
 
 

@@ -10,12 +10,13 @@ summation, so they are bit-identical to summing each group on its own.
 from __future__ import annotations
 
 import os
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
 from kerneldiff.core.compare.align import align, coarse
-from kerneldiff.core.analysis.cut_work import compared_mask, compared_phases, cut_work
+from kerneldiff.core.analysis.cut_work import compared_mask, compared_phases, cut_work, passes_left_out
 from kerneldiff.core.analysis.timeline import Timeline, timeline
 from kerneldiff.core.compare.result import (Comparison, Excluded, KernelPair, LayerAlignment, LayerRow, LayerSide, OperationRow,
                          SameKernel, Side, Stats, WallClock)
@@ -25,6 +26,7 @@ from kerneldiff.core.analysis.layer_groups import layer_groups
 from kerneldiff.core.analysis.stacks import stack_of_layer
 from kerneldiff.core.compare.ledger import build as build_ledger, exposed_communication, host_time
 from kerneldiff.core.compare.op_fusion import gemm_op_keys
+from kerneldiff.core.compare.pass_basis import headline_window, on_passes, outside_us, pass_spread
 from kerneldiff.core.compare.throughput import attach as attach_throughput
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
 from kerneldiff.core.numbers import median, percentile, ratio, row_percentiles, stable_argsort
@@ -141,7 +143,9 @@ def _labels(a: TraceModel, b: TraceModel) -> tuple[str, str]:
 def _side(v: _View, label: str) -> Side:
     m = v.m
     cut = cut_work(m)
-    return Side(excluded=Excluded(cut.kernels, cut.time_us, cut.why, cut.passes) if cut else None,key=v.key, label=label, path=m.path, gpu=m.info.gpu or "", vendor=m.info.vendor,
+    odd = passes_left_out(m)
+    return Side(passes_left_out=None if odd is None else {**asdict(odd), "line": odd.line},
+                excluded=Excluded(cut.kernels, cut.time_us, cut.why, cut.passes) if cut else None,key=v.key, label=label, path=m.path, gpu=m.info.gpu or "", vendor=m.info.vendor,
                 gpu_time_us=v.total, kernels=int(len(v.rows)), steps=len(m.steps),
                 layers_per_step=m.num_layers, architecture=m.architecture, phases=compared_phases(m),
                 passes=v.passes, per_pass_us=v.total / v.passes, pass_source=m.pass_source,
@@ -458,7 +462,9 @@ SHARE_FLOOR = 0.01   # of the longer wall time: gaps below it are not divided by
 def _wall(ta: Timeline, tb: Timeline, va: _View, vb: _View, per_pass: bool, kernel_ratio: float | None) -> WallClock:
     """The headline's wall-clock line, on the comparison's basis (one average pass when per_pass)."""
     na, nb = (va.passes, vb.passes) if per_pass else (1, 1)
-    wa, wb = ta.whole, tb.whole
+    passes = on_passes(ta, tb, va.m, vb.m)
+    wa, wb = headline_window(ta, passes), headline_window(tb, passes)
+    (ma, sa), (mb, sb) = pass_spread(ta), pass_spread(tb)
 
     # A share says how much of one gap another explains; it is None when the gap divided is
     # under 1% of the longer wall time (both sides about equal there: a launch-bound gap over
@@ -477,7 +483,10 @@ def _wall(ta: Timeline, tb: Timeline, va: _View, vb: _View, per_pass: bool, kern
                      a_busy_us=wa.busy_us / na, b_busy_us=wb.busy_us / nb,
                      a_idle_us=wa.idle_us / na, b_idle_us=wb.idle_us / nb, idle_gap_us=idle_gap,
                      launch_bound_gap_us=lb_gap, sync_gap_us=wa.sync_us / na - wb.sync_us / nb,
-                     idle_share=share(idle_gap, wall_gap), launch_bound_share=share(lb_gap, idle_gap))
+                     idle_share=share(idle_gap, wall_gap), launch_bound_share=share(lb_gap, idle_gap),
+                     window="passes" if passes else "whole",
+                     a_outside_us=outside_us(ta, passes) / na, b_outside_us=outside_us(tb, passes) / nb,
+                     a_pass_median_us=ma, b_pass_median_us=mb, a_pass_spread_us=sa, b_pass_spread_us=sb)
 
 
 def _layer_idle(rows: list[LayerRow], ta: Timeline, tb: Timeline) -> None:

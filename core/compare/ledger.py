@@ -24,6 +24,7 @@ import numpy as np
 
 from kerneldiff.core.analysis.host_time import host_time as side_host_time
 from kerneldiff.core.analysis.timeline import Timeline, merge_intervals
+from kerneldiff.core.compare.pass_basis import headline_window, on_passes
 from kerneldiff.core.compare.result import LedgerEntry
 from kerneldiff.core.numbers import small_unique
 
@@ -34,24 +35,28 @@ def _ns(v) -> np.ndarray:
     return np.round(np.maximum(v, 0.0) * _NS).astype(np.int64)
 
 
-def _groups(v) -> dict[tuple[str, str, str], tuple[int, int]]:
-    """(family, kernel name, launching operator) -> (launches, time in ns) of one side."""
+def _groups(v, sel: np.ndarray | None = None) -> dict[tuple[str, str, str], tuple[int, int]]:
+    """(family, kernel name, launching operator) -> (launches, time in ns) of one side (of the
+    view's positions `sel` selects, when given)."""
     out: dict = {}
-    if len(v.rows) == 0:
+    if len(v.rows) == 0 or (sel is not None and not sel.any()):
         return out
     k = v.m.kernels
     op = v._take(k.cpu_op)
+    name, gcat, dur = v.name, v.gcat, v.dur
+    if sel is not None:
+        op, name, gcat, dur = op[sel], name[sel], gcat[sel], dur[sel]
     names = v.m.cpu_ops.name
     op_name = (np.where(op >= 0, names[np.maximum(op, 0)], -1) if len(names) else np.full(len(op), -1)).astype(np.int64)
     # one int64 key per row (np.unique on rows, axis=0, took ~1 s on a 214k-kernel trace), from the
     # names' and operators' ranks among those present: a key space small enough for a table, not a
     # sort (~10 ms a side at 250k kernels), and in the same (family, name, operator) order
-    un, ni = _ranks(v.name)
+    un, ni = _ranks(name)
     uo, oi = _ranks(op_name)
     wn, wo = len(un), len(uo)
-    uniq, inv = small_unique((v.gcat.astype(np.int64) * wn + ni) * wo + oi, len(v.groups) * wn * wo)
+    uniq, inv = small_unique((gcat.astype(np.int64) * wn + ni) * wo + oi, len(v.groups) * wn * wo)
     n = np.bincount(inv, minlength=len(uniq))
-    t = np.bincount(inv, weights=_ns(v.dur), minlength=len(uniq))
+    t = np.bincount(inv, weights=_ns(dur), minlength=len(uniq))
     text = v.m.strings
     un, uo = un.tolist(), uo.tolist()
     for u, c, tt in zip(uniq.tolist(), n.tolist(), t.tolist()):
@@ -108,8 +113,8 @@ def _matched(ga: dict, gb: dict, na: int, nb: int) -> tuple[float, float]:
     return count, speed
 
 
-def _operations(va, vb, na: int, nb: int) -> list[LedgerEntry]:
-    sa, sb = _groups(va), _groups(vb)
+def _operations(va, vb, na: int, nb: int, sel_a=None, sel_b=None) -> list[LedgerEntry]:
+    sa, sb = _groups(va, sel_a), _groups(vb, sel_b)
     out = []
     for fam in sorted({k[0] for k in sa} | {k[0] for k in sb}):
         ga = {k: v for k, v in sa.items() if k[0] == fam}
@@ -127,11 +132,17 @@ def build(va, vb, ta: Timeline, tb: Timeline, per_pass: bool) -> list[LedgerEntr
     if len(va.rows) == 0 or len(vb.rows) == 0:
         return []
     na, nb = (va.passes, vb.passes) if per_pass else (1, 1)
-    entries = _operations(va, vb, na, nb)
-    wa, wb = ta.whole, tb.whole
+    # the window the headline measures (kerneldiff.core.compare.pass_basis): the passes' kernels,
+    # overlap and idle, or the whole trace's
+    passes = on_passes(ta, tb, va.m, vb.m)
+    sel_a, sel_b = (va._take(va.m.kernels.step) >= 0, vb._take(vb.m.kernels.step) >= 0) if passes else (None, None)
+    entries = _operations(va, vb, na, nb, sel_a, sel_b)
+    wa, wb = headline_window(ta, passes), headline_window(tb, passes)
+    da = va.dur if sel_a is None else va.dur[sel_a]
+    db = vb.dur if sel_b is None else vb.dur[sel_b]
     # overlap = summed kernel time − busy, both in ns: exact, never negative
-    oa = (int(_ns(va.dur).sum()) - round(wa.busy_us * _NS)) / na / _NS
-    ob = (int(_ns(vb.dur).sum()) - round(wb.busy_us * _NS)) / nb / _NS
+    oa = (int(_ns(da).sum()) - round(wa.busy_us * _NS)) / na / _NS
+    ob = (int(_ns(db).sum()) - round(wb.busy_us * _NS)) / nb / _NS
     entries.append(LedgerEntry("overlap", oa, ob, -(oa - ob), kind="overlap",
                                detail="time two or more activities ran at once (on several streams, or overlapping on one): summed kernel time the wall clock "
                                       "does not pay, so it counts against the side that has more"))
@@ -196,12 +207,19 @@ def exposed_communication(entries: list[LedgerEntry], va, vb, per_pass: bool, cl
     Communication…) replaced by one *exposed communication* entry: the communication time during
     which no compute kernel ran. The hidden rest ran at once with compute, and so joins the overlap
     entry; the sum of the entries, the wall gap, is unchanged. Unchanged when neither side communicates."""
+    from kerneldiff.core.analysis.timeline import timeline
+
     comm_fams = set()
     masks = []
+    # on the headline's window: the passes' kernels only (kerneldiff.core.compare.pass_basis)
+    passes = on_passes(timeline(va.m, va.phase, keep_cut=False), timeline(vb.m, vb.phase, keep_cut=False),
+                       va.m, vb.m)
     for v in (va, vb):
         is_comm = np.array([classifier.role(c) == "comm" for c in v.m.categories] + [False], dtype=bool)
         cat = v._take(v.m.kernels.cat)
         mask = is_comm[np.where(cat >= 0, cat, len(v.m.categories))]
+        if passes:
+            mask &= v._take(v.m.kernels.step) >= 0
         masks.append(mask)
         comm_fams |= {v.groups[int(g)] for g in np.unique(v.gcat[mask]).tolist()}
     if not any(m.any() for m in masks):

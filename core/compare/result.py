@@ -43,6 +43,9 @@ class Side:
     shapes_recorded: bool | None = None
     # work left out of the comparison (kerneldiff.core.analysis.cut_work): None when nothing was
     excluded: Excluded | None = None
+    # passes left out for their kind (warm-up, capture, compile; kerneldiff.core.analysis.pass_kinds):
+    # {"passes", "kinds": {kind: n}, "kernels", "time_us", "line"}; None when every pass is compared
+    passes_left_out: dict[str, Any] | None = None
 
 
 @dataclass
@@ -292,6 +295,15 @@ class WallClock:
     sync_gap_us: float
     idle_share: float | None       # idle_gap / wall_gap
     launch_bound_share: float | None   # launch_bound_gap / idle_gap
+    # what the wall figures measure (kerneldiff.core.compare.pass_basis): "passes" (the compared passes'
+    # spans summed) or "whole" (first to last activity: --all-passes, or no passes)
+    window: str = "whole"
+    a_outside_us: float = 0.0      # the whole window's wall time outside the measured passes
+    b_outside_us: float = 0.0
+    a_pass_median_us: float | None = None   # the passes' median span and its robust σ
+    b_pass_median_us: float | None = None
+    a_pass_spread_us: float | None = None
+    b_pass_spread_us: float | None = None
 
 
 @dataclass

@@ -31,6 +31,8 @@ from kerneldiff.core.report import format as fmt
 # kerneldiff.core.compare.comparability); the others (an operation only one side runs, which a
 # kernel swap causes) are what a gate is there to judge
 WORK_REASONS = ("tokens", "phases", "gemm_shapes")
+# checks a difference in recording options moves (comparability code `recording`): judged inconclusive
+RECORDING_BOUND = ("wall", "idle")
 # the share of passes of one phase may differ this much between the sides before the mix of passes
 # (one prefill among 47 decodes against one among 20) moves a per-pass figure more than the code does
 MIX_TOLERANCE = 0.01
@@ -227,6 +229,13 @@ def judge(cmp, models, paths: list[str], checks: list[Check], classifier, phase:
                 raise ValueError(f"--gate {c.name}: no operation named {c.arg!r} in either trace "
                                  f"(operations: {', '.join(sorted(have)) or 'none'})")
     results = [_judge(c, _series(da, c), _series(db, c)) for c in checks]
+    comp = cmp.comparability
+    if comp is not None and "recording" in comp.codes:
+        # profiler options cost host time: wall and idle moved by the recording, not by the code
+        why = comp.reasons[comp.codes.index("recording")]
+        for r in results:
+            if r.metric in RECORDING_BOUND and r.status != "inconclusive":
+                r.status, r.ok, r.note = "inconclusive", False, why
     pair = _pair_reasons(cmp, models, phase)
     verdict, reasons = _verdict(pair, results)
     notes = []

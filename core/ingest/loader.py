@@ -53,6 +53,8 @@ def _info_from_meta(info: TraceInfo, meta: dict[str, Any]) -> None:
         info.with_stack = _truthy(meta.get("with_stack"))
     if info.record_shapes is None:
         info.record_shapes = _truthy(meta.get("record_shapes"))
+    if getattr(info, "profile_memory", None) is None:
+        info.profile_memory = _truthy(meta.get("profile_memory"))
     if not info.distributed and isinstance(meta.get("distributedInfo"), dict):
         info.distributed = clean_distributed(meta["distributedInfo"])
     for k, v in meta.items():

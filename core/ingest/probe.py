@@ -72,6 +72,7 @@ class TraceInfo:
     distributed: dict[str, Any] = field(default_factory=dict)  # rank, world_size, backend
     with_stack: bool | None = None
     record_shapes: bool | None = None
+    profile_memory: bool | None = None          # the metadata's profile_memory (None: not said)
     metadata_complete: bool = True              # False if traceEvents came before the metadata
     aie_cores: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -437,6 +438,7 @@ def probe(path: str | os.PathLike) -> TraceInfo:
         info.distributed = clean_distributed(dist)
     info.with_stack = _truthy(meta.get("with_stack"))
     info.record_shapes = _truthy(meta.get("record_shapes"))
+    info.profile_memory = _truthy(meta.get("profile_memory"))
     info.metadata_complete = bool(devs) or info.kind != "kineto"
     info.seconds = time.perf_counter() - t0
     return info

@@ -27,11 +27,16 @@ def headline(cmp) -> Headline:
                  f"A/B {fmt.ratio(w.wall_ratio)}  gap {fmt.gap(w.wall_gap_us)} (A − B)")
     verdict = _verdict(cmp)
     c = cmp.comparability
+    if c is not None and "recording" in c.codes:
+        verdict = ("wall clock and idle are inconclusive: the traces were recorded with different profiler "
+                   f"options (see below); kernel time A/B {fmt.ratio(cmp.ratio)}")
     if c is not None and c.verdict == "not comparable":
         verdict = "not comparable (see why below): these figures set different work side by side. " + verdict
     comp = "—" if c is None else c.verdict + (": " + "; ".join(c.reasons) if c.reasons else "")
     left = [f"{s.key.upper()} left out {s.excluded.kernels:,} kernels ({fmt.us(s.excluded.time_us)}): {s.excluded.why}"
             for s in (cmp.a, cmp.b) if s.excluded is not None]
+    left += [f"{s.key.upper()}: {s.passes_left_out['line']}" for s in (cmp.a, cmp.b)
+             if getattr(s, "passes_left_out", None)]
     return Headline(wall_line, kernel_line, verdict, comp, left)
 
 

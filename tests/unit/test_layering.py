@@ -138,6 +138,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "peaks", "links",                        # hardware peaks; links between devices
         "modules",                               # nn.Module calls: the model's own structure
         "stacks",                                # the layer blocks and the stacks (towers) they form
+        "pass_kinds",                            # steady, warm-up, capture and compile passes
         "cut_work", "attribution",               # kernel -> launch -> cpu_op joins
         "passes", "forward_phase",               # forward passes; a model that never generates
         "phases", "layers",                      # the passes' phases, the layers in them
@@ -151,6 +152,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
     ],
     "compare": [
         "work_result", "result",                 # the JSON-ready result types
+        "recording", "pass_basis",               # recording options; the window the headline measures
         "align",                                 # kernel alignment inside a layer
         "op_fusion", "swap", "fusion_model", "fusion",   # fusion findings and their savings
         "ledger", "throughput", "comparability",  # the gap ledger, throughput, like with like

@@ -1,0 +1,54 @@
+"""The window a comparison's headline and ledger measure: the passes themselves.
+
+A pass is the model forward call's span. Between them `generate()` samples, copies the next input
+and (torch.compile) looks up guards; before the first and after the last the run sets up and winds
+down. On eager against compiled Llama the 48 passes span 1,309 ms against 1,643 ms (−335 ms) while
+the whole traces differ by −527 ms: the rest is the loop around the model, not the model. So the
+headline wall clock is the sum of the compared passes' spans (their idle, launch-bound and sync
+time likewise), and the ledger accounts for that; `--all-passes` measures the whole window again
+(every µs of the trace, the loop included). A trace whose passes hold none of its kernels (a whole
+trace read as one step) is measured whole.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kerneldiff.core.analysis.timeline import Timeline, Window
+from kerneldiff.core.numbers import median
+
+FIELDS = ("span_us", "busy_us", "idle_us", "launch_bound_us", "sync_us", "other_us", "overlap_us", "kernel_us")
+
+
+def on_passes(ta: Timeline, tb: Timeline, ma, mb) -> bool:
+    """Whether a comparison measures the passes: not with --all-passes, and only when both sides
+    have passes (like with like)."""
+    return not (ma.__dict__.get("all_passes") or mb.__dict__.get("all_passes")) and bool(ta.passes) \
+        and bool(tb.passes)
+
+
+def headline_window(t: Timeline, passes: bool) -> Window:
+    """The passes' windows summed (integer ns underneath: the sums are exact to the ns), or the
+    whole window."""
+    if not passes:
+        return t.whole
+    w = Window(kernels=sum(p.kernels for p in t.passes), gaps=sum(p.gaps for p in t.passes))
+    for f in FIELDS:
+        setattr(w, f, round(sum(round(getattr(p, f) * 1000) for p in t.passes)) / 1000)
+    return w
+
+
+def pass_spread(t: Timeline) -> tuple[float | None, float | None]:
+    """(median pass span, robust σ of the spans: 1.4826 × the median absolute deviation), None
+    without passes (σ: fewer than 3)."""
+    spans = np.array([p.span_us for p in t.passes])
+    if not len(spans):
+        return None, None
+    med = median(spans)
+    return med, (float(1.4826 * median(np.abs(spans - med))) if len(spans) >= 3 else None)
+
+
+def outside_us(t: Timeline, passes: bool) -> float:
+    """Wall time of the whole window outside the measured passes (before, between and after them;
+    less where pass spans overlap): 0 when the whole window is measured."""
+    return t.whole.span_us - headline_window(t, True).span_us if passes else 0.0

@@ -85,6 +85,10 @@ class LedgerEntry:
     speed_gap_us: float | None = None
     a_launches: float | None = None
     b_launches: float | None = None
+    # kernels entries: how the split was made (`core.compare.split.PRICING`) and its largest matched
+    # groups (`split.Part`, largest |gap| first; the full list sums to the two parts)
+    split_basis: str = ""
+    split_parts: list = field(default_factory=list)
 
 
 @dataclass

@@ -23,6 +23,7 @@ from kerneldiff.core.compare.comparability import check as check_comparability
 from kerneldiff.core.compare.fusion import find_fusions
 from kerneldiff.core.analysis.layer_groups import layer_groups
 from kerneldiff.core.compare import layer_significance
+from kerneldiff.core.compare.layer_significance import slower_by
 from kerneldiff.core.compare.ledger import build as build_ledger, exposed_communication, host_time
 from kerneldiff.core.compare.op_fusion import gemm_op_keys
 from kerneldiff.core.compare.throughput import attach as attach_throughput
@@ -457,6 +458,11 @@ def _layer_idle(rows: list[LayerRow], ta: Timeline, tb: Timeline) -> None:
             l = t.layer(r.layer) if side.passes else None
             if l is not None:
                 side.idle_us, side.wall_us = l.idle_us, l.span_us
+        if r.a.passes and r.b.passes:
+            # the headline leads with the wall clock: a layer's span (first to last kernel, what the
+            # user waits) beside its kernel time, each saying who is slower by it
+            r.span_gap_us = r.a.wall_us - r.b.wall_us
+            r.slower_by = slower_by(r.gap_us, r.span_gap_us, r.a, r.b)
 
 
 # When the kernel pairs and fusions are worth a forked child: the fork, the pages both processes

@@ -95,3 +95,20 @@ def gap_spread(a, b) -> float | None:
     if a.spread_us is None or b.spread_us is None:
         return None
     return math.sqrt(a.passes * a.spread_us ** 2 + b.passes * b.spread_us ** 2)
+
+
+EVEN = 0.005   # under 0.5 % of the larger side: even, as the headline reads the wall clock
+
+
+def _side(gap: float, a: float, b: float) -> str:
+    if abs(gap) < EVEN * max(abs(a), abs(b)):
+        return "="
+    return "A" if gap > 0 else "B"
+
+
+def slower_by(kernel_gap: float, span_gap: float, a, b) -> str:
+    """Who is slower in a layer, by kernel time and by span (the wall clock the headline leads
+    with): one letter where they agree, else both named ("A kernels, B span")."""
+    k = _side(kernel_gap, a.total_us, b.total_us)
+    w = _side(span_gap, a.wall_us, b.wall_us)
+    return k if k == w else f"{k} kernels, {w} span"

@@ -151,6 +151,8 @@ class LayerRow:
     t: float | None = None                 # gap_per_pass_us / se_us: is the difference real at all
     departure_t: float | None = None       # (gap per pass − the median layer's) / se_us
     departs: bool | None = None            # |departure_t| above the 5 % two-sided quantile, Bonferroni over the layers
+    span_gap_us: float | None = None       # a.wall_us − b.wall_us: the layer's span (first to last kernel) gap
+    slower_by: str = ""                    # "A" / "B" / "=" when kernel time and span agree, else "A kernels, B span"…
 
 
 # what an aligned position says about fusion; detectors read this, never the display note

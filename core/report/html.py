@@ -226,11 +226,12 @@ def _host(cmp) -> str:
 # --- layers -------------------------------------------------------------------------------------
 def _layer_test(l) -> str:
     """The layer's spread and t values beside its gap (`core.compare.layer_significance`)."""
+    span = (f'span gap {fmt.gap(l.span_gap_us)} · slower: {esc(l.slower_by)}' if l.span_gap_us is not None else "")
     if l.spread_us is None and l.t is None:
-        return ""
+        return f'<br><span class="muted small">{span}</span>' if span else ""
     mark = "*" if l.departs else ""
-    return (f'<br><span class="muted small">±{fmt.us(l.spread_us)} · t {fmt.t_value(l.t)} · vs typical '
-            f'{fmt.t_value(l.departure_t)}{mark}</span>')
+    return (f'<br><span class="muted small">{span}{" · " if span else ""}±{fmt.us(l.spread_us)} · t '
+            f'{fmt.t_value(l.t)} · vs typical {fmt.t_value(l.departure_t)}{mark}</span>')
 
 
 def _layers(cmp) -> str:

@@ -19,9 +19,14 @@ from .args import UsageError, flag_number
 
 def add_parser(sub) -> None:
     p = sub.add_parser("gate", help="a regression verdict for CI: pass, improvement, regression or inconclusive")
-    p.add_argument("a", metavar="BASE", help="the baseline trace, or run (a directory, a glob or comma-joined "
-                                             "rank traces)")
-    p.add_argument("b", metavar="NEW", help="the trace (or run) of the change")
+    p.add_argument("traces", nargs="+", metavar="BASE",
+                   help="BASE NEW: the baseline trace, or run (a directory, a glob or comma-joined rank traces), "
+                        "and the trace (or run) of the change; with --new: every recording of the baseline")
+    p.add_argument("--new", nargs="+", default=None, metavar="NEW",
+                   help="several recordings of each side (gate BASE... --new NEW..., globs allowed): each check "
+                        "compares the recordings' means, with a noise floor from the spread between them")
+    p.add_argument("--allow-hardware-change", action="store_true",
+                   help="gate a pair on different GPUs (otherwise inconclusive: the change measured is the GPU's)")
     p.add_argument("--max-slowdown", default=None, metavar="LIMIT",
                    help="how much wall clock per pass may grow, and the limit of every --gate without one "
                         "(a share like 3%% or a time like +2ms, 500us; default 3%%)")
@@ -43,9 +48,33 @@ def add_parser(sub) -> None:
                    help="runs: processes summarising ranks (default: as the CPUs and memory allow)")
 
 
+def _recordings(items: list[str]) -> list[str]:
+    """Each argument a file, a glob expanded (sorted); UsageError for a glob that matches nothing."""
+    import glob
+
+    out = []
+    for x in items:
+        if glob.has_magic(x):
+            hits = sorted(glob.glob(x))
+            if not hits:
+                raise UsageError(f"{shown_path(x)}: no file matches")
+            out += hits
+        else:
+            out.append(x)
+    return out
+
+
 def run(args) -> int:
     from kerneldiff.core.gate.spec import parse_checks
     from kerneldiff.core.session import Session
+
+    if args.new is not None:
+        bases, news = _recordings(args.traces), _recordings(args.new)
+    elif len(args.traces) == 2:
+        bases, news = args.traces[:1], args.traces[1:]
+    else:
+        raise UsageError("give BASE NEW, or several recordings a side: BASE... --new NEW...")
+    args.a, args.b = bases[0], news[0]
 
     from kerneldiff.core.gate.spec import parse_limit
 
@@ -64,6 +93,8 @@ def run(args) -> int:
         checks = parse_checks(args.max_slowdown, args.gate, runs=runs)
     except ValueError as e:
         raise UsageError(f"--gate: {e}") from None
+    if runs and (len(bases) > 1 or len(news) > 1):
+        raise UsageError("several recordings a side are single traces, not runs of rank traces")
     if runs:
         run_session = RunSession([args.a, args.b], registry=args.registry, use_cache=not args.no_cache,
                                  rank=args.rank, jobs=args.jobs)
@@ -76,8 +107,11 @@ def run(args) -> int:
     if absent:
         print(f"kerneldiff: {absent}", file=sys.stderr)
         return 2
+    options = {"allow_hardware_change": args.allow_hardware_change}
+    if not runs and (len(bases) > 1 or len(news) > 1):
+        options["repeats"] = _repeats(bases[1:], news[1:], args, session)
     try:
-        result = (run_session if runs else session).gate(checks, args.phase, args.max_slowdown or "3%")
+        result = (run_session if runs else session).gate(checks, args.phase, args.max_slowdown or "3%", **options)
     except ValueError as e:
         raise UsageError(str(e)) from None
     from .main import version
@@ -94,6 +128,22 @@ def run(args) -> int:
     else:
         sys.stdout.write(safe_text(text) + "\n")
     return result.exit_code
+
+
+def _repeats(more_bases: list[str], more_news: list[str], args, session) -> tuple[list, list]:
+    """([(model, timeline)] of the extra base recordings, [...] of the extra new ones): each loaded
+    and compared against the other side's first recording, for its timeline on the same basis."""
+    from kerneldiff.core.session import Session
+
+    out: tuple[list, list] = ([], [])
+    for i, (paths, side) in enumerate(((more_bases, "a"), (more_news, "b"))):
+        for p in paths:
+            pair = [p, args.b] if side == "a" else [args.a, p]
+            s = Session(pair, registry=args.registry, use_cache=not args.no_cache)
+            s.load_all()
+            cmp = s.compare(args.phase)
+            out[i].append((s.models[0 if side == "a" else 1], getattr(cmp, side).timeline))
+    return out
 
 
 def _render(result, fmt: str) -> str:

@@ -41,7 +41,8 @@ def render_ledger(cmp, out) -> None:
                   fmt.gap(e.speed_gap_us) if e.speed_gap_us is not None else "")
     out.print(t)
     out.print(Text("launches: the part of an operation's gap from launching more (or fewer) kernels; slower: "
-                   "from the same kernels taking longer. Overlap counts against the side with more of it."
+                   "from the same kernels taking longer (kernels matched by name and launching operator, then by "
+                   "operator; extra launches priced at the extra kernels' own mean). Overlap counts against the side with more of it."
                    + (" Exposed communication: communication kernels while no compute kernel ran; the part hidden "
                       "behind compute is in the overlap." if any(e.kind == "communication" for e in cmp.ledger)
                       else ""), style="dim"))

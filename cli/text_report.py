@@ -77,16 +77,35 @@ def render_text(cmp, out) -> None:
             out.print(Text(f"Layers only on {have} (none found on {'B' if have == 'A' else 'A'}, see the warnings): "
                            f"{have} alone, nothing compared", style="yellow"))
         t = Table(title="Layers (largest gap first)" if compared else "Layers (largest first)", title_justify="left")
-        for col in ("layer", "A total", "B total", "A med/pass", "B med/pass", "A/B", "gap"):
+        # compared: the spread and the tests beside the gap (the medians go first at a narrow width)
+        cols = (("layer", "A total", "B total", "A/B", "gap", "span gap", "slower", "±", "t", "vs typ", "A med/pass",
+                 "B med/pass")
+                if compared else ("layer", "A total", "B total", "A med/pass", "B med/pass", "A/B", "gap"))
+        for col in cols:
             t.add_column(col, justify="right", no_wrap=True)
         rows = list(cmp.layers[:10])
         outside = getattr(cmp, "outside_layers", None)
         for l in rows + ([outside] if outside is not None else []):
-            t.add_row(labels.layer_name(l), us(l.a.total_us if l.a.kernels else None),
-                      us(l.b.total_us if l.b.kernels else None), us(l.a.median_us if l.a.kernels else None),
-                      us(l.b.median_us if l.b.kernels else None), _ratio(l.ratio),
-                      fmt.gap(l.gap_us) if compared else fmt.ABSENT)
+            name, ta, tb = (labels.layer_name(l), us(l.a.total_us if l.a.kernels else None),
+                            us(l.b.total_us if l.b.kernels else None))
+            ma, mb = us(l.a.median_us if l.a.kernels else None), us(l.b.median_us if l.b.kernels else None)
+            if compared:
+                t.add_row(name, ta, tb, _ratio(l.ratio), fmt.gap(l.gap_us), fmt.gap(l.span_gap_us),
+                          (l.slower_by or "").replace(" kernels", "k").replace(" span", "s"),
+                          us(l.spread_us), fmt.t_value(l.t),
+                          fmt.t_value(l.departure_t) + ("*" if l.departs else ""), ma, mb)
+            else:
+                t.add_row(name, ta, tb, ma, mb, _ratio(l.ratio), fmt.ABSENT)
         out.print(t)
+        if compared and any(l.t is not None for l in cmp.layers):
+            from kerneldiff.core.compare.layer_significance import critical
+
+            out.print(Text(f"gap: kernel time A − B; span gap: the layers' first-to-last-kernel spans (the wall "
+                           f"clock) A − B; slower: by both, or by each when they disagree (Ak, Bs: A by kernel time, B by span). "
+                           f"±: the gap's spread over the passes; t: the per-pass gap over its standard error "
+                           f"√(σA²/nA + σB²/nB) (steady passes); vs typ: against the typical layer's gap, * where "
+                           f"|t| > {critical(len(cmp.layers)):.2f} (5 %, corrected for {len(cmp.layers)} layers)",
+                           style="dim"))
 
     if cmp.fusions:
         t = Table(title="Fusion differences", title_justify="left")

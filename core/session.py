@@ -430,12 +430,14 @@ class Session:
 
         return comparison_cache.key_for(self.paths, phase, identities=self._identities if loaded else None, **parts)
 
-    def gate(self, checks: list, phase: str = "all", max_slowdown: str = "3%"):
+    def gate(self, checks: list, phase: str = "all", max_slowdown: str = "3%", **options):
         """The regression gate's verdict on A (the base) against B (the new trace), for `checks`
-        (`kerneldiff.core.gate.spec.Check`s): a `kerneldiff.core.gate.result.GateResult`."""
+        (`kerneldiff.core.gate.spec.Check`s): a `kerneldiff.core.gate.result.GateResult`. `options`:
+        `kerneldiff.core.gate.verdict.judge`'s (allow_hardware_change, repeats)."""
         from kerneldiff.core.gate.verdict import judge
 
-        return judge(self.compare(phase), self.models, self.paths, checks, self.classifier, phase, max_slowdown)
+        return judge(self.compare(phase), self.models, self.paths, checks, self.classifier, phase, max_slowdown,
+                     **options)
 
     def summary(self, index: int = 0) -> dict[str, Any]:
         """One trace on its own: operations, steps, layers, phases (what `info` and browse show)."""

@@ -63,6 +63,9 @@ def mirror_diffs(ab: dict[str, Any], ba: dict[str, Any], limit: int = 20) -> lis
         if m is None or not _close(e["gap_us"], -m["gap_us"]) or not _close(e["a_us"], m["b_us"]) \
                 or not _close(e["b_us"], m["a_us"]):
             out.append(f"ledger {e['cause']}: not mirrored")
+        elif e.get("count_gap_us") is not None and (not _close(e["count_gap_us"], -m["count_gap_us"], 1e-6)
+                                                    or not _close(e["speed_gap_us"], -m["speed_gap_us"], 1e-6)):
+            out.append(f"ledger {e['cause']}: launches/slower split not mirrored")
     ca, cb = ab.get("comparability") or {}, ba.get("comparability") or {}
     if ca.get("verdict") != cb.get("verdict") or len(ca.get("reasons", [])) != len(cb.get("reasons", [])):
         out.append(f"comparability {ca.get('verdict')} vs {cb.get('verdict')}")

@@ -16,6 +16,9 @@ from kerneldiff.core.compare.result import (Comparison, FusionFinding, KernelPai
 
 from kerneldiff.core.compare.one_sided import operation_counterpart
 
+from kerneldiff.core.compare.layer_significance import critical
+from kerneldiff.core.report import format as fmt
+
 from .text import (DIM, SIDE_LETTER, SIDE_STYLE, clean, cut, readable, span, fmt_bytes, fmt_gap, fmt_pct, fmt_ratio, fmt_us,
                    literal, one_bar, shorten, shortener, slower_side, two_bars)
 from .widgets.result_table import Column, Row, Sort, TableSpec
@@ -43,10 +46,15 @@ def _row_style(gap_us: float) -> str:
     return SIDE_STYLE[side] if side else ""
 
 
-def _slower_cell(gap_us: float, noise: bool = False) -> Text:
-    """A or B (the slower side), = for a tie; ≈ after it when the gap is within the spread across
-    passes of the typical layer's (the layer is no slower than the others)."""
+def _slower_cell(gap_us: float, noise: bool = False, by: str = "") -> Text:
+    """A or B (the slower side), = for a tie; ≈ after it when the layer does not depart from the
+    typical layer. `by`: a layer's kernel time and span disagreeing ("A kernels, B span") says so."""
     side = slower_side(gap_us)
+    if by and len(by) > 1:
+        t = Text(by.replace(" kernels", "k").replace(" span", "s"))   # "Ak, Bs": kernels A, span B
+        if noise:
+            t.append(" ≈", style=DIM)
+        return t
     t = Text(SIDE_LETTER[side]) if side else span("=", DIM)
     if noise:
         t.append(" ≈", style=DIM)
@@ -114,7 +122,11 @@ def layers_spec(comp: Comparison) -> TableSpec:
     cols = [Column("layer", "Layer", "int", 7), Column("a_total", "A total", "us", 8),
             Column("b_total", "B total", "us", 8), Column("ratio", "A/B", "ratio", 6),
             Column("gap", "Gap", "gap", 9), Column("slower", "Slower", "text", 6),
-            Column("chart", "A▀ B▄", "bar", None, CHART_WIDTH), Column("spread", "±passes", "us", 8),
+            Column("chart", "A▀ B▄", "bar", None, CHART_WIDTH),
+            # the span (first to last kernel): the wall clock the headline leads with
+            Column("span_gap", "Span gap", "gap", 9), Column("spread", "±passes", "us", 8),
+            # the per-pass gap over its standard error; and this layer's against the typical layer's
+            Column("t", "t", "num", 7), Column("t_typical", "t vs typ", "num", 8),
             Column("a_kernels", "A kernels", "int", 9), Column("b_kernels", "B kernels", "int", 9),
             Column("a_median", "A med/pass", "us", 10), Column("b_median", "B med/pass", "us", 10),
             # GPU idle inside the layer (first to last kernel, all passes): the text report had it, the explorer not
@@ -129,14 +141,18 @@ def layers_spec(comp: Comparison) -> TableSpec:
             b = r.b.total_us if (r.b.kernels or compared) else None
             noise = " ≈" if r.noise else ""
             vals = (None if outside else r.layer, a, b, r.ratio, gap,
-                    (SIDE_LETTER.get(slower_side(gap or 0), "=") + noise) if compared else "", None, r.spread_us,
+                    (SIDE_LETTER.get(slower_side(gap or 0), "=") + noise) if compared else "", None,
+                    r.span_gap_us if compared else None, r.spread_us,
+                    r.t, r.departure_t,
                     r.a.kernels, r.b.kernels, r.a.median_us, r.b.median_us,
                     *_idle(r))
             cells = (span(OUTSIDE, "italic", "right") if outside else _num(str(r.layer)), _num(fmt_us(a)),
                      _num(fmt_us(b)), _num(fmt_ratio(r.ratio)), _num(fmt_gap(gap)),
-                     _slower_cell(r.gap_us, r.noise) if compared else Text(""),
+                     _slower_cell(r.gap_us, r.noise, r.slower_by) if compared else Text(""),
                      two_bars(r.a.total_us, r.b.total_us, scale, _w["chart"]),
+                     _num(fmt_gap(r.span_gap_us if compared else None)),
                      _num("±" + fmt_us(r.spread_us) if r.spread_us is not None else "—"),
+                     _num(fmt.t_value(r.t)), _num(fmt.t_value(r.departure_t) + ("*" if r.departs else "")),
                      _num(f"{r.a.kernels:,}"), _num(f"{r.b.kernels:,}"), _num(fmt_us(r.a.median_us if r.a.kernels else None)),
                      _num(fmt_us(r.b.median_us if r.b.kernels else None)),
                      *(_num(fmt_us(x)) for x in _idle(r)))
@@ -173,9 +189,10 @@ def layers_hint(comp: Comparison) -> Text:
     noise = sum(r.noise for r in comp.layers)
     if noise:
         if noise == len(comp.layers):
-            t.append(f"≈ all {noise} layers within the spread across passes (±): no layer stands out", style="bold")
+            t.append(f"≈ none of the {noise} layers departs from the typical layer: no layer stands out", style="bold")
         else:
-            t.append(f"≈ {noise} of {len(comp.layers)} layers: gap within ± of the typical layer's")
+            t.append(f"≈ {noise} of {len(comp.layers)} layers do not depart from the typical layer "
+                     f"(* |t vs typ| > {critical(len(comp.layers)):.2f}: 5 %, corrected for {len(comp.layers)} layers)")
         t.append("   ")
     t.append("▀ ", style=SIDE_STYLE["a"])
     t.append("A ", style=f"bold {SIDE_STYLE['a']}")

@@ -83,7 +83,33 @@ def _enclosing_ops(model: TraceModel, launches: np.ndarray) -> np.ndarray:
             qq = np.maximum(q, 0)
             hit = ok & (ends[qq] >= lt[mine])
             found[hit] = ops[qq[hit]]
+        left = np.nonzero(found < 0)[0]
+        if len(left):
+            # launched by an operator that first ran more than a few children (an autograd node
+            # after its ops): one sweep with a stack of open operators finds the innermost exactly
+            found[left] = _innermost_open(ops, ts, ends, lt[mine][left])
         out[mine] = found
+    return out
+
+
+def _innermost_open(ops: np.ndarray, ts: np.ndarray, ends: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """For each time in `at`, the latest-starting of `ops` (sorted by start `ts`) still open then
+    (end ≥ the time), or -1."""
+    order = np.argsort(at, kind="stable")
+    out = np.full(len(at), -1, dtype=np.int64)
+    stack: list[int] = []
+    i, n = 0, len(ops)
+    tsl, endl = ts.tolist(), ends.tolist()
+    for w in order.tolist():
+        t = float(at[w])
+        while i < n and tsl[i] <= t:
+            while stack and endl[stack[-1]] < tsl[i]:
+                stack.pop()
+            stack.append(i)
+            i += 1
+        while stack and endl[stack[-1]] < t:
+            stack.pop()
+        out[w] = ops[stack[-1]] if stack else -1
     return out
 
 

@@ -24,6 +24,8 @@ from kerneldiff.core.compare.comparability import check as check_comparability
 from kerneldiff.core.compare.fusion import find_fusions
 from kerneldiff.core.analysis.layer_groups import layer_groups
 from kerneldiff.core.analysis.stacks import stack_of_layer
+from kerneldiff.core.compare import layer_significance
+from kerneldiff.core.compare.layer_significance import slower_by
 from kerneldiff.core.compare.ledger import build as build_ledger, exposed_communication, host_time
 from kerneldiff.core.compare.op_fusion import gemm_op_keys
 from kerneldiff.core.compare.pass_basis import headline_window, on_passes, outside_us, pass_spread
@@ -239,10 +241,12 @@ class _LayerGroups:
             p90 = np.percentile(mat, 90, axis=1).tolist()
             spread = (1.4826 * np.median(np.abs(mat - med[:, None]), axis=1)).tolist() \
                 if n >= MIN_SPREAD_PASSES else [None] * len(ls)
+            steady = layer_significance.steady(mat, med) if n >= MIN_SPREAD_PASSES else None
             for i, l in enumerate(ls):
                 a, b = self.ranges[l]
                 out[l] = LayerSide(total_us=tot[i], kernels=int(self.length[a:b].sum()), passes=n,
-                                   median_us=float(med[i]), p90_us=p90[i], spread_us=spread[i])
+                                   median_us=float(med[i]), p90_us=p90[i], spread_us=spread[i],
+                                   steady=(steady[0][i], steady[1][i], steady[2][i]) if steady else None)
         return out
 
     def modal(self, l: int) -> tuple[tuple, np.ndarray, np.ndarray] | None:
@@ -272,24 +276,6 @@ def _spread(per_pass: np.ndarray) -> float | None:
     if len(per_pass) < MIN_SPREAD_PASSES:
         return None
     return float(1.4826 * median(np.abs(per_pass - median(per_pass))))
-
-
-def _gap_spread(a: LayerSide, b: LayerSide) -> float | None:
-    """The spread across passes of a gap between totals: each side's σ times its passes, combined."""
-    if a.spread_us is None or b.spread_us is None:
-        return None
-    return float(np.hypot(a.passes * a.spread_us, b.passes * b.spread_us))
-
-
-def _mark_noise(rows: list[LayerRow]) -> None:
-    """A layer whose gap is within its spread of the median layer's gap is noise (≈): it is no
-    slower than the typical layer, whatever its rank."""
-    spreads = [r.spread_us for r in rows]
-    if not rows or any(s is None for s in spreads):
-        return
-    typical = median([r.gap_us for r in rows])
-    for r in rows:
-        r.noise = abs(r.gap_us - typical) <= r.spread_us
 
 
 def _outside(v: _View) -> LayerSide:
@@ -326,9 +312,9 @@ def _layers(ga: _LayerGroups, gb: _LayerGroups, compared: bool = True) -> list[L
     for l in sorted(set(ga.ranges) | set(gb.ranges)):
         sa, sb = ga.side(l), gb.side(l)
         rows.append(LayerRow(layer=l, a=sa, b=sb, ratio=_ratio(sa.total_us, sb.total_us) if compared else None,
-                             gap_us=sa.total_us - sb.total_us, spread_us=_gap_spread(sa, sb) if compared else None))
+                             gap_us=sa.total_us - sb.total_us))
     if compared:
-        _mark_noise(rows)
+        layer_significance.mark(rows)
     rows.sort(key=lambda r: -abs(r.gap_us))
     for i, r in enumerate(rows, 1):
         r.rank = i
@@ -496,6 +482,11 @@ def _layer_idle(rows: list[LayerRow], ta: Timeline, tb: Timeline) -> None:
             l = t.layer(r.layer) if side.passes else None
             if l is not None:
                 side.idle_us, side.wall_us = l.idle_us, l.span_us
+        if r.a.passes and r.b.passes:
+            # the headline leads with the wall clock: a layer's span (first to last kernel, what the
+            # user waits) beside its kernel time, each saying who is slower by it
+            r.span_gap_us = r.a.wall_us - r.b.wall_us
+            r.slower_by = slower_by(r.gap_us, r.span_gap_us, r.a, r.b)
 
 
 # When the kernel pairs and fusions are worth a forked child: the fork, the pages both processes
@@ -581,7 +572,7 @@ def _rest(a, b, phase, labels, va, vb, ga, gb, per_pass, peaks, classifier) -> C
         if oa.kernels or ob.kernels:
             outside = LayerRow(layer=-1, a=oa, b=ob, gap_us=oa.total_us - ob.total_us,
                                ratio=_ratio(oa.total_us, ob.total_us) if layers_from == "both" else None,
-                               spread_us=_gap_spread(oa, ob) if layers_from == "both" else None)
+                               spread_us=layer_significance.gap_spread(oa, ob) if layers_from == "both" else None)
     warnings: list[str] = []
     for lab, v in zip(labels, (va, vb)):
         if len(v.rows) == 0:

@@ -8,11 +8,9 @@ because busy time is the summed kernel time less the time streams ran at once, a
 rest of the span. Every term is taken in integer nanoseconds from the timeline's own clock, so the
 entries' gaps sum to the wall gap exactly (up to the division by the pass count on a per-pass basis).
 
-Each operation's gap is split into *more launches* and *slower kernels*, symmetrically (swapping the
-sides negates both): kernels are matched by name, then (across vendors) by launching operator, then as one group; each
-matched group contributes (count difference × mean of the two means) to the first and (mean
-difference × mean of the two counts) to the second; a group only one side runs counts wholly as
-launches. Both parts are per kernel, never a category's whole gap.
+Each operation's gap is split into *more launches* and *slower kernels* like with like
+(`kerneldiff.core.compare.split`: by kernel and launching operator, then by operator; extra launches
+priced at the extra kernels' own mean); both parts sum to the gap and swapping the sides negates both.
 
 `host_time` breaks each side's host time per pass into launch calls, sync waits, guard checks,
 compiled-region calls and the rest (Python and dispatch): what stands behind launch-bound idle.
@@ -26,6 +24,7 @@ from kerneldiff.core.analysis.host_time import host_time as side_host_time
 from kerneldiff.core.analysis.timeline import Timeline, merge_intervals
 from kerneldiff.core.compare.pass_basis import headline_window, on_passes
 from kerneldiff.core.compare.result import LedgerEntry
+from kerneldiff.core.compare.split import PRICING, split, top_parts
 from kerneldiff.core.numbers import small_unique
 
 _NS = 1000.0
@@ -74,45 +73,6 @@ def _ranks(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq + lo, rank
 
 
-def _parts(ca: float, ta: float, cb: float, tb: float) -> tuple[float, float]:
-    """(more launches, slower kernels) of a group: counts and times per basis unit."""
-    if ca == 0 or cb == 0:
-        return ta - tb, 0.0
-    ma, mb = ta / ca, tb / cb
-    return (ca - cb) * (ma + mb) / 2, (ma - mb) * (ca + cb) / 2
-
-
-def _matched(ga: dict, gb: dict, na: int, nb: int) -> tuple[float, float]:
-    """(more launches, slower kernels) of one operation's kernel groups on both sides, matched level by
-    level: the same kernel name (the same kernel, launched by any operator); then, across vendors
-    whose kernels are named differently, the same launching operator (aten::copy_ against
-    aten::copy_: a cuBLAS workspace memset launched by aten::mm matches nothing on a side without
-    one, and so counts as launches only); then the rest as one group."""
-    count = speed = 0.0
-    for level in (lambda key: key[1], lambda key: key[2] or None, lambda key: ""):
-        by_a: dict = {}
-        by_b: dict = {}
-        for side, groups in ((by_a, ga), (by_b, gb)):
-            for key, (c, t) in groups.items():
-                lk = level(key)
-                if lk is None:
-                    continue
-                side.setdefault(lk, []).append(key)
-        for lk in sorted(by_a.keys() & by_b.keys()):   # sorted: sums in one order, the same digits every run
-            ka, kb = by_a[lk], by_b[lk]
-            ca, ta = sum(ga[x][0] for x in ka), sum(ga[x][1] for x in ka)
-            cb, tb = sum(gb[x][0] for x in kb), sum(gb[x][1] for x in kb)
-            c, s = _parts(ca / na, ta / na / _NS, cb / nb, tb / nb / _NS)
-            count, speed = count + c, speed + s
-            for x in ka:
-                del ga[x]
-            for x in kb:
-                del gb[x]
-    # what is left runs on one side only
-    count += sum(t for _, t in ga.values()) / na / _NS - sum(t for _, t in gb.values()) / nb / _NS
-    return count, speed
-
-
 def _operations(va, vb, na: int, nb: int, sel_a=None, sel_b=None) -> list[LedgerEntry]:
     sa, sb = _groups(va, sel_a), _groups(vb, sel_b)
     out = []
@@ -121,9 +81,10 @@ def _operations(va, vb, na: int, nb: int, sel_a=None, sel_b=None) -> list[Ledger
         gb = {k: v for k, v in sb.items() if k[0] == fam}
         ta, tb = sum(t for _, t in ga.values()) / na / _NS, sum(t for _, t in gb.values()) / nb / _NS
         ka, kb = sum(c for c, _ in ga.values()) / na, sum(c for c, _ in gb.values()) / nb
-        count, speed = _matched(ga, gb, na, nb)
+        count, speed, parts = split({k[1:]: x for k, x in ga.items()}, {k[1:]: x for k, x in gb.items()}, na, nb, _NS)
         out.append(LedgerEntry(cause=fam, a_us=ta, b_us=tb, gap_us=ta - tb, kind="kernels",
-                               count_gap_us=count, speed_gap_us=speed, a_launches=ka, b_launches=kb))
+                               count_gap_us=count, speed_gap_us=speed, a_launches=ka, b_launches=kb,
+                               split_basis=PRICING, split_parts=top_parts(parts)))
     return out
 
 

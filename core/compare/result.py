@@ -88,6 +88,10 @@ class LedgerEntry:
     speed_gap_us: float | None = None
     a_launches: float | None = None
     b_launches: float | None = None
+    # kernels entries: how the split was made (`core.compare.split.PRICING`) and its largest matched
+    # groups (`split.Part`, largest |gap| first; the full list sums to the two parts)
+    split_basis: str = ""
+    split_parts: list = field(default_factory=list)
 
 
 @dataclass
@@ -128,6 +132,9 @@ class LayerSide:
     idle_us: float = 0.0         # GPU idle inside the layer (its first to last kernel), all passes
     wall_us: float = 0.0         # first to last kernel of the layer, summed over its passes
     spread_us: float | None = None   # how much its time varies from pass to pass (robust σ: 1.4826 × MAD); None: < 3 passes
+    # (passes, mean µs, σ µs) of its steady passes: those within 5 robust σ of the median (the one
+    # prefill pass among decode passes is another workload); None: < 3 passes
+    steady: tuple | None = None
 
 
 @dataclass
@@ -138,9 +145,17 @@ class LayerRow:
     ratio: float | None
     gap_us: float
     rank: int = 0                # 1 = largest gap (A slowest relative to B)
-    # the spread across passes of the gap (sqrt((passes·σ)_A² + (passes·σ)_B²)); None: too few passes
+    # the spread of the gap over the passes: the per-pass gap's standard error × passes (it grows
+    # with √passes); None: too few passes (`core.compare.layer_significance`)
     spread_us: float | None = None
-    noise: bool = False          # its gap is within that spread of the typical layer's: its rank says nothing
+    noise: bool = False          # it does not depart from the typical layer: its rank says nothing
+    gap_per_pass_us: float | None = None   # mean per pass A − mean per pass B
+    se_us: float | None = None             # standard error of that: √(σa²/na + σb²/nb)
+    t: float | None = None                 # gap_per_pass_us / se_us: is the difference real at all
+    departure_t: float | None = None       # (gap per pass − the median layer's) / se_us
+    departs: bool | None = None            # |departure_t| above the 5 % two-sided quantile, Bonferroni over the layers
+    span_gap_us: float | None = None       # a.wall_us − b.wall_us: the layer's span (first to last kernel) gap
+    slower_by: str = ""                    # "A" / "B" / "=" when kernel time and span agree, else "A kernels, B span"…
     # a model of several stacks (vision and text towers): the layer's stack and index within it
     stack: str = ""
     stack_layer: int = -1

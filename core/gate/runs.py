@@ -27,7 +27,7 @@ from kerneldiff.core.gate.fingerprint import fingerprint
 from kerneldiff.core.gate.result import GateResult
 from kerneldiff.core.gate.series import PassSeries
 from kerneldiff.core.gate.spec import RUN_METRICS, Check
-from kerneldiff.core.gate.verdict import _judge, _pair_reasons, _verdict, judge
+from kerneldiff.core.gate.verdict import _judge, _pair_reasons, _verdict, comparability_of, judge
 
 ONE_TRACE_COMM = "comm is exposed communication on each trace's own GPU timeline"
 
@@ -86,7 +86,7 @@ def _run(run, found, key: str) -> dict[str, Any]:
 
 
 def judge_runs(cmp, pair, runs: list, found, checks: list[Check], phase: str = "all",
-               max_slowdown: str = "3%") -> GateResult:
+               max_slowdown: str = "3%", allow_hardware_change: bool = False) -> GateResult:
     """The gate's result for run `runs[0]` (base) against `runs[1]` (new): `cmp` is the comparison of
     their representative ranks, loaded in `pair` (a `Session`); `found` the runs' findings."""
     base, new = runs
@@ -98,7 +98,7 @@ def judge_runs(cmp, pair, runs: list, found, checks: list[Check], phase: str = "
             continue
         kept.append(c)
     result = judge(cmp, pair.models, pair.paths, [c for c in kept if c.metric not in RUN_METRICS],
-                   pair.classifier, phase, max_slowdown)
+                   pair.classifier, phase, max_slowdown, allow_hardware_change)
     judged = iter(result.checks)
     checks_out = []
     for c in kept:
@@ -111,7 +111,13 @@ def judge_runs(cmp, pair, runs: list, found, checks: list[Check], phase: str = "
             checks_out.append(r)
         else:
             checks_out.append(next(judged))
-    verdict, reasons = _verdict(_pair_reasons(cmp, pair.models, phase) + run_reasons(base, new), checks_out)
+    world = run_reasons(base, new)
+    verdict, reasons = _verdict(_pair_reasons(cmp, pair.models, phase) + run_reasons(base, new)
+                                + [r for r in result.reasons if r.startswith("hardware changed")], checks_out)
+    if world:   # the comparability shown must not say "comparable" above a reason against it
+        result.comparability = comparability_of(cmp.comparability, [*world, *[
+            r for r in result.comparability.get("reasons", []) if r not in (cmp.comparability.reasons
+                                                                             if cmp.comparability else [])]])
     rep = found.representative
     if any(c.metric == "comm" for c in kept):
         result.notes = [n for n in result.notes if not n.startswith(ONE_TRACE_COMM)]

@@ -20,7 +20,11 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+import numpy as np
+
+from kerneldiff.core.compare.split import parts_of
 from kerneldiff.core.gate import noise as nz
+from kerneldiff.core.gate.repeats import WITHIN_ONLY, between_floor
 from kerneldiff.core.gate.fingerprint import fingerprint
 from kerneldiff.core.gate.result import Change, CheckResult, GateResult
 from kerneldiff.core.gate.series import MIN_LAYERS, PassSeries, SideData
@@ -89,7 +93,26 @@ def _series(d: SideData, check: Check) -> PassSeries:
     return d.exposed_comm()
 
 
-def _judge(check: Check, a: PassSeries, b: PassSeries) -> CheckResult:
+SHOWN_PCT_DIGITS = 1    # a share is shown as +3.0%: the limit is compared at that precision
+SHOWN_US_DIGITS = 3     # times at the trace clock's ns
+
+
+def over_limit(limit, change: float, base: float, new: float) -> bool:
+    """Whether a change (new − base, µs; > 0 a slowdown) exceeds the limit, compared at the precision
+    the report shows: +3.0000000000000187 % of float rounding is +3.0 %, not over a 3 % limit."""
+    if change <= 0:
+        return False
+    if limit.kind == "pct":
+        ref = min(abs(base), abs(new))
+        if ref == 0:
+            return True
+        return round(100 * change / ref, SHOWN_PCT_DIGITS) > round(limit.value, SHOWN_PCT_DIGITS)
+    return round(change, SHOWN_US_DIGITS) > round(limit.value, SHOWN_US_DIGITS)
+
+
+def _judge(check: Check, a: PassSeries, b: PassSeries, runs: tuple[list, list] | None = None) -> CheckResult:
+    """One check; `runs`: the figure of every recording of each side (the first the pair's own):
+    then the means are compared, against the larger of the within-run and between-run floors."""
     what = METRICS[check.metric] if not check.arg or check.metric != "op" else f"{check.arg} time per pass"
     if check.metric == "layer" and check.arg != "median":
         what = f"layer {check.arg}'s median time per pass"
@@ -97,20 +120,27 @@ def _judge(check: Check, a: PassSeries, b: PassSeries) -> CheckResult:
         why = "; ".join(f"{k}: {s.missing}" for k, s in (("base", a), ("new", b)) if s.value is None)
         return CheckResult(check.name, what, a.value, b.value, None, None, check.limit.text, None, None,
                            False, "inconclusive", why)
-    delta = b.value - a.value
-    pct = 100 * delta / a.value if a.value else None
-    allowed = check.limit.allowed_us(a.value, b.value)
     floor = nz.floor(a, b)
+    base_v, new_v = a.value, b.value
+    src = ""
+    if runs is not None and None not in runs[0] + runs[1]:
+        base_v, new_v = float(np.mean(runs[0])), float(np.mean(runs[1]))
+        between = between_floor(*runs)
+        if between is not None and (floor is None or between > floor):
+            floor, src = between, f"between runs ({len(runs[0])} base, {len(runs[1])} new)"
+    delta = new_v - base_v
+    pct = 100 * delta / base_v if base_v else None
+    allowed = check.limit.allowed_us(base_v, new_v)
     note = ""
     if floor is None:
         status = "inconclusive"
         note = (f"too few repeats to tell a change from noise (no phase with {nz.MIN_REPEATS} passes, and no "
                 f"pass with {MIN_LAYERS} layers, on a side)")
-    elif delta > allowed:
+    elif over_limit(check.limit, delta, base_v, new_v):
         status = "regression" if delta > floor else "inconclusive"
         if status == "inconclusive":
             note = f"over the limit but within the noise ({fmt.us(floor)})"
-    elif -delta > allowed:
+    elif over_limit(check.limit, -delta, base_v, new_v):
         # the mirror of a slowdown within the noise: `gate NEW BASE` says what `gate BASE NEW` says
         status = "improvement" if -delta > floor else "inconclusive"
         if status == "inconclusive":
@@ -120,9 +150,10 @@ def _judge(check: Check, a: PassSeries, b: PassSeries) -> CheckResult:
     if check.metric == "comm" and a.value == 0 and b.value == 0:
         status, note = "pass", "no communication kernels on either trace"
     srcs = [nz.source(a), nz.source(b)]
-    return CheckResult(check.name, what, a.value, b.value, delta, pct, check.limit.text, allowed, floor,
+    within = srcs[0] if srcs[0] == srcs[1] else " / ".join(x or "none" for x in srcs)
+    return CheckResult(check.name, what, base_v, new_v, delta, pct, check.limit.text, allowed, floor,
                        status in ("pass", "improvement"), status, note,
-                       noise_from=srcs[0] if srcs[0] == srcs[1] else " / ".join(x or "none" for x in srcs))
+                       noise_from=src or within)
 
 
 def _verdict(pair: list[str], checks: list[CheckResult]) -> tuple[str, list[str]]:
@@ -143,10 +174,9 @@ def _pct(base: float, delta: float) -> float | None:
 
 
 def _split(ca: float, ma: float, cb: float, mb: float) -> tuple[float, float]:
-    """(more launches, slower kernels) of new − base, as the gap ledger splits a gap (symmetric)."""
-    if ca == 0 or cb == 0:
-        return cb * mb - ca * ma, 0.0
-    return (cb - ca) * (ma + mb) / 2, (mb - ma) * (ca + cb) / 2
+    """(more launches, slower kernels) of new − base, as the gap ledger splits a gap
+    (`core.compare.split`: extra launches at their own mean)."""
+    return parts_of(cb, cb * mb, ca, ca * ma)
 
 
 def _cause(launches: float | None, speed: float | None, la: float | None = None, lb: float | None = None) -> str:
@@ -216,9 +246,47 @@ def _side(side, path: str) -> dict:
             "excluded": asdict(side.excluded) if side.excluded is not None else None}
 
 
+LAUNCH_BOUND_SHARE = 0.5   # a wall clock more than half launch-bound idle hides a kernel slowdown
+
+
+def launch_bound(cmp) -> str:
+    """"base 91 % idle waiting for launches" where a side's wall clock is mostly launch-bound idle; ""."""
+    out = []
+    for key, e in (("base", "a"), ("new", "b")):
+        wall = getattr(cmp.wall, f"{e}_wall_us", 0.0) if cmp.wall is not None else 0.0
+        idle = next((getattr(x, f"{e}_us") for x in cmp.ledger if x.cause == "idle: launch-bound"), 0.0)
+        if wall > 0 and idle / wall > LAUNCH_BOUND_SHARE:
+            out.append(f"{key} {100 * idle / wall:.0f} % idle waiting for launches")
+    return ", ".join(out)
+
+
+def hardware_reasons(gpu_a: str, gpu_b: str) -> list[str]:
+    """Why a pair on two different GPUs cannot judge a code change (empty when the GPUs agree or a
+    name is unknown)."""
+    if gpu_a and gpu_b and gpu_a != gpu_b:
+        return [f"hardware changed: base ran on {gpu_a}, new on {gpu_b}: the change measured is the GPU's, "
+                f"not the code's (--allow-hardware-change to gate it anyway)"]
+    return []
+
+
+def comparability_of(c, extra: list[str]) -> dict:
+    """The pair's comparability for the gate's result, with the gate's own reasons about the pair
+    (another GPU, another world size) among its reasons, and a verdict no better than they allow:
+    a "comparable" above a reason against it would contradict it."""
+    if c is None and not extra:
+        return {}
+    verdict = c.verdict if c is not None else "comparable"
+    reasons = (list(c.reasons) if c is not None else []) + list(extra)
+    if extra and verdict == "comparable":
+        verdict = "partly"
+    return {"verdict": verdict, "reasons": reasons, "notes": list(c.notes) if c is not None else []}
+
+
 def judge(cmp, models, paths: list[str], checks: list[Check], classifier, phase: str = "all",
-          max_slowdown: str = "3%") -> GateResult:
-    """The gate's result for a comparison of base (side a) against new (side b)."""
+          max_slowdown: str = "3%", allow_hardware_change: bool = False, repeats=None) -> GateResult:
+    """The gate's result for a comparison of base (side a) against new (side b). `repeats`: more
+    recordings of each side's workload, ([(model, timeline)…] of base, […] of new), for a noise floor
+    from the spread between runs (`kerneldiff.core.gate.repeats`)."""
     da = SideData(models[0], phase, cmp.a.timeline, classifier)
     db = SideData(models[1], phase, cmp.b.timeline, classifier)
     for c in checks:
@@ -228,7 +296,21 @@ def judge(cmp, models, paths: list[str], checks: list[Check], classifier, phase:
                     cat.lower() == c.arg.lower() for m in models for cat in m.categories):
                 raise ValueError(f"--gate {c.name}: no operation named {c.arg!r} in either trace "
                                  f"(operations: {', '.join(sorted(have)) or 'none'})")
-    results = [_judge(c, _series(da, c), _series(db, c)) for c in checks]
+    notes = []
+    checks = list(checks)
+    bound = launch_bound(cmp)
+    if bound and any(c.metric == "wall" and c.default for c in checks) and not any(c.metric == "kernels" for c in checks):
+        wall = next(c for c in checks if c.metric == "wall")
+        checks.append(Check("kernels", "", wall.limit, default=True))
+        notes.append(f"kernel time checked too: the wall clock is launch-bound ({bound}), so a slower kernel "
+                     f"hides in idle time the wall does not show")
+    extra = repeats or ([], [])
+    sides = ([da] + [SideData(m, phase, tl, classifier) for m, tl in extra[0]],
+             [db] + [SideData(m, phase, tl, classifier) for m, tl in extra[1]])
+    several = len(sides[0]) > 1 or len(sides[1]) > 1
+    results = [_judge(c, _series(da, c), _series(db, c),
+                      ([_series(d, c).value for d in sides[0]], [_series(d, c).value for d in sides[1]])
+                      if several else None) for c in checks]
     comp = cmp.comparability
     if comp is not None and "recording" in comp.codes:
         # profiler options cost host time: wall and idle moved by the recording, not by the code
@@ -236,9 +318,15 @@ def judge(cmp, models, paths: list[str], checks: list[Check], classifier, phase:
         for r in results:
             if r.metric in RECORDING_BOUND and r.status != "inconclusive":
                 r.status, r.ok, r.note = "inconclusive", False, why
+    notes.append(f"noise floor between runs: {len(sides[0])} recording(s) of base, {len(sides[1])} of new; "
+                 f"each check compares the recordings' mean figures" if several else WITHIN_ONLY)
     pair = _pair_reasons(cmp, models, phase)
+    hw = hardware_reasons(cmp.a.gpu, cmp.b.gpu)
+    if hw and allow_hardware_change:
+        notes += [f"{r} (allowed: --allow-hardware-change)" for r in hw]
+    else:
+        pair += hw
     verdict, reasons = _verdict(pair, results)
-    notes = []
     if any(c.metric == "comm" for c in checks):
         notes.append("comm is exposed communication on each trace's own GPU timeline (collective kernels "
                      "while no other kernel runs); one trace is one rank, so the slowest rank is not sought")
@@ -252,7 +340,7 @@ def judge(cmp, models, paths: list[str], checks: list[Check], classifier, phase:
     every = changes(cmp) if c is None or c.verdict != "not comparable" else []
     return GateResult(
         verdict=verdict, reasons=reasons,
-        comparability={"verdict": c.verdict, "reasons": list(c.reasons), "notes": list(c.notes)} if c else {},
+        comparability=comparability_of(c, hw),
         base=_side(cmp.a, paths[0]), new=_side(cmp.b, paths[1]), phase=phase, checks=results,
         regressions=_top(every, 1), improvements=_top(every, -1),
         thresholds={"max_slowdown": max_slowdown, "checks": {x.name: x.limit.text for x in checks},

@@ -110,11 +110,11 @@ class RunSession:
         pair = self.load_pair()
         return pair.compare(phase), self.findings()
 
-    def gate(self, checks: list, phase: str = "all", max_slowdown: str = "3%"):
+    def gate(self, checks: list, phase: str = "all", max_slowdown: str = "3%", allow_hardware_change: bool = False):
         """The regression gate's verdict on run A (the base) against run B (the new run): the
         representative ranks' checks, the ranks' spread and the runs' own reasons
         (`kerneldiff.core.gate.runs`); a `kerneldiff.core.gate.result.GateResult`."""
         from kerneldiff.core.gate.runs import judge_runs
 
         cmp, found = self.compare(phase)
-        return judge_runs(cmp, self.pair, self.sides, found, checks, phase, max_slowdown)
+        return judge_runs(cmp, self.pair, self.sides, found, checks, phase, max_slowdown, allow_hardware_change)

@@ -95,3 +95,10 @@ def iterations(detected: int, expected: int | None) -> str:
 def perf_window(core) -> str:
     """An AIE core's perf iterations as an index range ("2–11"), or ABSENT when it has none."""
     return f"{core.perf_start}–{core.perf_end - 1}" if core.perf_iterations else ABSENT
+
+
+def t_value(x: float | None) -> str:
+    """A test statistic (a gap over its standard error), signed: +126.5; — where none."""
+    if _missing(x):
+        return ABSENT
+    return f"{x:+,.1f}"

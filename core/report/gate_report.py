@@ -60,7 +60,8 @@ def _noise(c) -> str:
     if c.noise is None:
         return "unknown"
     # a floor read from the layers, not from repeated passes, says so
-    return fmt.us(c.noise) + ("" if c.noise_from == "passes" else " (layers)" if "layer" in c.noise_from else "")
+    return fmt.us(c.noise) + ("" if c.noise_from == "passes" else " (runs)" if c.noise_from.startswith("between runs")
+                              else " (layers)" if "layer" in c.noise_from else "")
 
 
 def _check_rows(r, name=str) -> list[list[str]]:

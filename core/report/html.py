@@ -224,6 +224,16 @@ def _host(cmp) -> str:
 
 
 # --- layers -------------------------------------------------------------------------------------
+def _layer_test(l) -> str:
+    """The layer's spread and t values beside its gap (`core.compare.layer_significance`)."""
+    span = (f'span gap {fmt.gap(l.span_gap_us)} · slower: {esc(l.slower_by)}' if l.span_gap_us is not None else "")
+    if l.spread_us is None and l.t is None:
+        return f'<br><span class="muted small">{span}</span>' if span else ""
+    mark = "*" if l.departs else ""
+    return (f'<br><span class="muted small">{span}{" · " if span else ""}±{fmt.us(l.spread_us)} · t '
+            f'{fmt.t_value(l.t)} · vs typical {fmt.t_value(l.departure_t)}{mark}</span>')
+
+
 def _layers(cmp) -> str:
     if not cmp.layers:
         return ""
@@ -249,13 +259,15 @@ def _layers(cmp) -> str:
         out.append(f'<div class="lab">{"layer " if l.layer >= 0 else ""}{name}{mark}</div>'
                    f'<div class="bar{" cut" if cut else ""}">{bars}</div>'
                    f'<div class="num">{fmt.us(ta)} <span class="muted">/</span> {fmt.us(tb)} '
-                   f'<span class="muted">{fmt.ratio(l.ratio)}</span> {gap}</div>')
+                   f'<span class="muted">{fmt.ratio(l.ratio)}</span> {gap}{_layer_test(l) if compared else ""}</div>')
     more = len(cmp.layers) - len(rows) + (1 if cmp.outside_layers is not None else 0)
     note = f'<p class="muted">and {more} more layers (the JSON report holds them all)</p>' if more > 0 else ""
     title = "Layers, slowest first (largest gap)" if compared else f"Layers only on {cmp.layers_from.upper()}: nothing compared"
     return (f'<section id="layers"><h2>{title}</h2><p class="muted">Total over the passes: '
             f'<span class="key a"></span> A, <span class="key b"></span> B; then A / B, A/B and the gap.</p>'
-            f'<div class="rows">{"".join(out)}</div>{note}</section>')
+            f'<div class="rows">{"".join(out)}</div>{note}'
+            + (f'<p class="muted small">{esc(labels.layer_test_note(len(cmp.layers)))}</p>'
+               if compared and any(l.t is not None for l in cmp.layers) else "") + '</section>')
 
 
 # --- operations ---------------------------------------------------------------------------------

@@ -118,3 +118,12 @@ def layer_name(l) -> str:
 def plural(n: int, word: str, many: str = "") -> str:
     """`1 pass`, `48 passes`, `1,024 kernels`."""
     return f"{n:,} {word if n == 1 else many or word + 's'}"
+
+
+def layer_test_note(n_layers: int) -> str:
+    """What a layer row's ± and t values mean (`core.compare.layer_significance`)."""
+    from kerneldiff.core.compare.layer_significance import critical
+
+    return (f"± passes: the gap's spread over the passes; t: the per-pass gap over its standard error "
+            f"√(σA²/nA + σB²/nB) of the steady passes; t vs typical: against the typical layer's gap, "
+            f"* where |t| > {critical(n_layers):.2f} (5 %, corrected for {n_layers} layers)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from kerneldiff.core.names.visible import visible
+from kerneldiff.core.compare.layer_significance import critical
 from kerneldiff.core.report import format as fmt
 from kerneldiff.core.report import labels
 
@@ -89,10 +90,16 @@ def _layers(cmp) -> list[str]:
         rows.append(cmp.outside_layers)
     body = [[labels.layer_name(l), fmt.us(l.a.total_us if l.a.kernels else None),
              fmt.us(l.b.total_us if l.b.kernels else None), fmt.ratio(l.ratio),
-             fmt.gap(l.gap_us) if compared else fmt.ABSENT] for l in rows]
+             fmt.gap(l.gap_us) if compared else fmt.ABSENT, fmt.gap(l.span_gap_us) if compared else fmt.ABSENT,
+             md(l.slower_by) if compared and l.slower_by else fmt.ABSENT, "±" + fmt.us(l.spread_us) if l.spread_us is not None
+             else fmt.ABSENT, fmt.t_value(l.t), fmt.t_value(l.departure_t) + ("\\*" if l.departs else "")]
+            for l in rows]
     title = (f"#### Layers (largest gap first, {TOP_LAYERS} of {len(cmp.layers)})" if compared else
              f"#### Layers only on {cmp.layers_from.upper()} (nothing compared)")
-    return ["", title, ""] + _table(["layer", "A total", "B total", "A/B", "gap"], body)
+    # the test's threshold in the header (a note under the table would cost the comment two lines)
+    typical = f"t vs typical (\\* past ±{critical(len(cmp.layers)):.2f})"
+    return ["", title, ""] + _table(["layer", "A total", "B total", "A/B", "gap", "span gap", "slower", "± passes", "t", typical],
+                                    body)
 
 
 def _operations(cmp) -> list[str]:

@@ -232,13 +232,13 @@ def test_h100_against_h200_is_a_regression_one_way_and_an_improvement_the_other(
     against 24.07 ms wall clock; kernel time 2.40 ms against 2.09 ms), far beyond the noise
     (~0.5 ms on wall clock: 47 decode passes, each ~0.85 ms apart from the next)."""
     h100, h200 = real_trace(H100), real_trace(H200)
-    rc, up = _gate_json(capsys, h200, h100, "--gate", "kernels", "--gate", "layer:median")
+    rc, up = _gate_json(capsys, h200, h100, "--gate", "kernels", "--gate", "layer:median", "--allow-hardware-change")
     assert rc == 1 and up["verdict"] == "regression"
     wall = _check(up, "wall")
     assert wall["status"] == "regression" and wall["delta_pct"] == pytest.approx(15.1, abs=0.3)
     assert wall["noise"] < 0.03 * wall["base"] and wall["delta"] > wall["noise"]
     assert _check(up, "kernels")["delta_pct"] == pytest.approx(14.7, abs=0.3)
-    rc, down = _gate_json(capsys, h100, h200, "--gate", "kernels", "--gate", "layer:median")
+    rc, down = _gate_json(capsys, h100, h200, "--gate", "kernels", "--gate", "layer:median", "--allow-hardware-change")
     assert rc == 0 and down["verdict"] == "improvement"
     for c_up in up["checks"]:
         c_down = _check(down, c_up["metric"])

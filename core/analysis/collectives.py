@@ -19,14 +19,12 @@ One rank (a pure reading of its model):
 - compute/communication overlap: unions of intervals on the device. Exposed communication is the
   time communication kernels run while no compute kernel does (copies and memsets are neither).
 
-Across the ranks of a run: a collective whose process group and sequence number are recorded is
-the same collective on every rank that records the same (group, seq, kind); the ranks of a process
-group are the ranks whose traces hold that group. The others are matched by order: the i-th
-unkeyed collective of a kind on one rank is the i-th of that kind on every other (collectives are
-issued in the same order on every rank of a group). Per instance the shortest duration among its
-ranks is the transfer, the rest of each rank's duration is waiting for the last rank to arrive;
-the rank that starts last is the straggler. Start times are compared on the ranks' own clocks
-(one host's clock for the ranks of one node).
+Across the ranks of a run (`match`, analysis/collective_pairs): candidates per process group and
+kind, by sequence number or order, each pair validated (same kind, compatible sizes, intervals
+that overlap and end together); only validated instances are read. Per instance the shortest
+duration among its ranks is the transfer, the rest of each rank's duration is waiting for the last
+rank to arrive; the rank that starts last is the straggler. Starts are compared on the reference
+rank's clock (each rank's offset measured from the collectives' end times).
 """
 
 from __future__ import annotations
@@ -366,98 +364,97 @@ class Matching:
     """The collectives of a run matched across its ranks."""
 
     instances: list[Instance]
-    unmatched: int               # collectives some rank ran that others of its group did not (sampled or cut traces)
-    by_seq: int                  # instances matched by process group and sequence number
-    by_order: int                # instances matched by kind and order
+    unmatched: int               # collectives with no partner in some other member's window (sampled or cut traces)
+    by_seq: int                  # validated instances paired by process group and sequence number
+    by_order: int                # validated instances paired by kind and order
     by_group: int = 0            # matched by process group, kind and order within the group (no Seq recorded)
+    rejected: int = 0            # collectives paired by group and order that failed validation (kind, size, ends)
+    pairing: Any = None          # collective_pairs.Pairing: per rank matched/rejected/unmatched, clock offsets
 
     @property
     def how(self) -> str:
         ways = [(self.by_seq, "process group and sequence number"),
                 (self.by_group, "process group, kind and order within the group (no sequence numbers recorded)"),
                 (self.by_order, "kind and order on the stream (no process group recorded)")]
+        if not any(n for n, _ in ways):
+            return "none validated"
         used = [(n, text) for n, text in ways if n]
         if len(used) == 1:
             return used[0][1]
         return ", ".join(f"{text} ({n})" for n, text in used)
 
 
-def _instance(ranks: list[RankCollectives], members: list[int], idx: list[int], kind: str, by_seq: bool) -> Instance:
+def _instance(ranks: list[RankCollectives], members: list[int], idx: list[int], kind: str, by_seq: bool,
+              shift: dict[int, float] | None = None) -> Instance:
+    """One validated instance; starts less each rank's clock offset (`shift`, µs) where one is applied."""
     rs = [ranks[r] for r in members]
+    shift = shift or {}
     nbytes = next((rc.nbytes[i] for rc, i in zip(rs, idx) if rc.nbytes[i] >= 0), -1)
     dtype = next((rc.dtype[i] for rc, i in zip(rs, idx) if rc.dtype[i]), "")
     group = next((rc.group[i] for rc, i in zip(rs, idx) if rc.group and rc.group[i] > 0), -1)
     algo = next((rc.algorithm[i] for rc, i in zip(rs, idx) if rc.algorithm[i]), "")
-    return Instance(kind, nbytes, dtype, algo, list(members), [rc.start_us[i] for rc, i in zip(rs, idx)],
+    return Instance(kind, nbytes, dtype, algo, list(members),
+                    [rc.start_us[i] - shift.get(r, 0.0) for r, rc, i in zip(members, rs, idx)],
                     [rc.dur_us[i] for rc, i in zip(rs, idx)], [rc.compute_before_us[i] for rc, i in zip(rs, idx)],
                     group, by_seq, [rc.exposed_us[i] if rc.exposed_us else 0.0 for rc, i in zip(rs, idx)])
 
 
 def match(ranks: list[RankCollectives], rank_ids: list[int] | None = None) -> Matching:
-    """The collectives of a run matched across its ranks: by (process group, sequence number, kind)
-    where recorded, among the ranks of that process group (those its recorded `Process Group
-    Ranks` name among `rank_ids`, the ranks' global ranks; else the ranks whose traces hold it);
-    the rest by kind and order, among all the ranks. A collective missing on some rank that should
-    hold it is left out and counted (`unmatched`). The result does not depend on the order the
-    ranks are given in, but for the rank indexes it names."""
+    """The collectives of a run matched across its ranks and validated (analysis/collective_pairs):
+    candidates per (process group, kind) where the group is recorded, among the ranks of that group
+    (those its recorded `Process Group Ranks` name among `rank_ids`, the ranks' global ranks; else
+    the ranks whose traces hold it), else per kind among all the ranks; by sequence number where
+    recorded, else by order at the best window offset. Only instances every member validated are
+    kept; the rest are counted, rejected or unmatched. Starts are put on the reference rank's clock
+    where a rank's clock offset exceeds what the algorithm's own end spread explains. The result
+    does not depend on the order the ranks are given in, but for the rank indexes it names."""
+    from kerneldiff.core.analysis.collective_pairs import END_FLOOR_US, Pairing, clock_offsets, pair_group
+
+    pairing = Pairing()
     if not ranks:
-        return Matching([], 0, 0, 0)
-    keyed: list[dict[tuple, int]] = []
-    ordered: list[dict[str, list[int]]] = []
+        return Matching([], 0, 0, 0, pairing=pairing)
+    # entries per group key: (process group, kind) where recorded, else ("", kind)
+    keyed: list[dict[tuple[str, str], list[int]]] = []
     for rc in ranks:
-        kd: dict[tuple, int] = {}
-        od: dict[str, list[int]] = {}
+        d: dict[tuple[str, str], list[int]] = {}
         pg = rc.pg or [""] * len(rc)
-        seq = rc.seq or [-1] * len(rc)
         for i, kind in enumerate(rc.kind):
-            if pg[i]:
-                # no Seq (PyTorch 2.11 writes none): a group issues its collectives in one order on
-                # every member, so the order within (group, kind) stands in for it
-                key = (pg[i], seq[i] if seq[i] >= 0 else -1, kind)
-                n = 0
-                while key + (n,) in kd:   # one operator, several kernels: their order tells them apart
-                    n += 1
-                kd[key + (n,)] = i
-            else:
-                od.setdefault(kind, []).append(i)
-        keyed.append(kd)
-        ordered.append(od)
-    out: list[Instance] = []
-    unmatched = 0
-    members: dict[str, list[int]] = {}
-    for r, kd in enumerate(keyed):
-        for pg in {k[0] for k in kd}:
-            members.setdefault(pg, []).append(r)
-    if rank_ids is not None:
-        index = {g: r for r, g in enumerate(rank_ids)}
-        for pg in members:
-            listed = next((rc.pg_ranks[pg] for rc in ranks if pg in rc.pg_ranks), None)
-            if listed:   # a traced rank of the group that holds none of its collectives lacks them all
-                members[pg] = sorted(set(members[pg]) | {index[g] for g in listed if g in index})
-    for key in sorted(set().union(*[kd.keys() for kd in keyed])):
-        have = [r for r in members[key[0]] if key in keyed[r]]
-        if len(have) < len(members[key[0]]):
-            unmatched += len(have)
-            continue
-        out.append(_instance(ranks, have, [keyed[r][key] for r in have], key[2], key[1] >= 0))
-    by_seq = sum(1 for x in out if x.by_seq)
-    by_group = len(out) - by_seq
-    everyone = list(range(len(ranks)))
-    for kind in sorted(set().union(*[od.keys() for od in ordered])):
-        lists = [od.get(kind, []) for od in ordered]
-        n = min(len(x) for x in lists)
-        unmatched += sum(len(x) - n for x in lists)
-        for j in range(n):
-            out.append(_instance(ranks, everyone, [x[j] for x in lists], kind, False))
+            d.setdefault((pg[i], kind), []).append(i)
+        keyed.append(d)
+    index = {g: r for r, g in enumerate(rank_ids)} if rank_ids is not None else {}
+    found: list[tuple[list[int], list[int], bool]] = []
+    recorded_group = 0
+    for key in sorted(set().union(*[d.keys() for d in keyed])):
+        members = [r for r, d in enumerate(keyed) if key in d]
+        if key[0]:
+            listed = next((rc.pg_ranks[key[0]] for rc in ranks if key[0] in rc.pg_ranks), None)
+            if listed and index:   # a traced rank of the group that holds none of its collectives lacks them all
+                members = sorted(set(members) | {index[g] for g in listed if g in index})
+        else:
+            members = list(range(len(ranks)))
+        got = pair_group(ranks, members, {r: keyed[r][key] for r in members if key in keyed[r]}, pairing)
+        if key[0]:
+            recorded_group += sum(1 for *_, by_seq in got if not by_seq)
+        found += got
+    # the clock reference: the rank in most instances (ties: the lowest global rank, else by content)
+    share = np.zeros(len(ranks), np.int64)
+    for members, _, _ in found:
+        share[members] += 1
+
+    def ref_key(r):
+        return (-int(share[r]), rank_ids[r] if rank_ids is not None else 0, list(ranks[r].start_us))
+
+    reference = min(range(len(ranks)), key=ref_key)
+    offsets = clock_offsets(ranks, found, len(ranks), reference)
+    pairing.clock_offset_us, pairing.clock_reference = offsets, reference
+    shift = {r: (o if o is not None and abs(o) > END_FLOOR_US else 0.0) for r, o in offsets.items()}
+    out = [_instance(ranks, members, idx, ranks[members[0]].kind[idx[0]], by_seq, shift)
+           for members, idx, by_seq in found]
     out.sort(key=lambda x: (min(x.starts), x.kind, x.nbytes, x.ranks))
-    return Matching(out, unmatched, by_seq, len(out) - by_seq - by_group, by_group)
-
-
-def shared_clock(ranks: list[RankCollectives]) -> bool:
-    """Whether the ranks' start times can be compared: their collectives overlap in time (ranks
-    traced on hosts whose clocks disagree, or traces of different runs, do not)."""
-    spans = [(min(r.start_us), max(s + d for s, d in zip(r.start_us, r.dur_us))) for r in ranks if len(r)]
-    return len(spans) < 2 or max(s for s, _ in spans) < min(e for _, e in spans)
+    by_seq = sum(1 for x in out if x.by_seq)
+    unmatched = sum(pairing.unmatched.values())
+    return Matching(out, unmatched, by_seq, len(out) - by_seq - recorded_group, recorded_group,
+                    rejected=sum(pairing.rejected.values()), pairing=pairing)
 
 
 @dataclass
@@ -482,6 +479,13 @@ class CollectiveSide:
     group: int = 0                  # ranks in the collective's group: the bus factor's n (recorded Group size,
                                     # else the world size)
     bandwidth_note: str = ""        # why no bandwidth is given where the figures would pass the link's peak
+    # per rank (its global rank): validated instances of this row it took part in; its own
+    # collectives of this kind × size that failed validation (rejected) or found no partner in the
+    # other ranks' windows (unmatched); its clock offset against the run's reference rank, µs
+    matched: dict[int, int] = field(default_factory=dict)
+    rejected: dict[int, int] = field(default_factory=dict)
+    unmatched: dict[int, int] = field(default_factory=dict)
+    clock_offset_us: dict[int, float | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -500,7 +504,7 @@ def bus_factor(kind: str, n: int) -> float | None:
 
 
 def side_rows(instances: list[Instance], ranks: int, world: int, link_gbps: float | None,
-              clocks: bool = True) -> dict[tuple[str, int], CollectiveSide]:
+              clocks: bool = True, pairing=None, rank_ids: list[int] | None = None) -> dict[tuple[str, int], CollectiveSide]:
     """Instances grouped by kind × size. `ranks`: ranks in the run; `world`: the group size where
     a collective records none; `link_gbps`: the GPU's link peak (None: unknown); without `clocks`
     (the ranks' clocks disagree) skews are not given. Per instance the time is the mean over the
@@ -542,6 +546,17 @@ def side_rows(instances: list[Instance], ranks: int, world: int, link_gbps: floa
             skew_max_us=float(skew.max()) if clocks and took > 1 else None,
             algorithm=max(sorted(set(algos)), key=algos.count) if algos else "", dtype=items[0].dtype, ranks=took,
             group=n, bandwidth_note=note)
+    ids = rank_ids if rank_ids is not None else list(range(ranks))
+    for (kind, nbytes), side in out.items():
+        took: dict[int, int] = {}
+        for x in groups[(kind, nbytes)]:
+            for r in x.ranks:
+                took[ids[r]] = took.get(ids[r], 0) + 1
+        side.matched = dict(sorted(took.items()))
+        if pairing is not None:
+            side.rejected = {ids[r]: n for r, n in sorted(pairing.rejected_by_key.get((kind, nbytes), {}).items())}
+            side.unmatched = {ids[r]: n for r, n in sorted(pairing.unmatched_by_key.get((kind, nbytes), {}).items())}
+            side.clock_offset_us = {ids[r]: o for r, o in sorted(pairing.clock_offset_us.items())}
     return out
 
 
@@ -564,7 +579,7 @@ class Straggler:
     last: int                       # collectives it arrived last at
     collectives: int                # collectives matched across the ranks
     share: float                    # last / collectives
-    late_us: float                  # its mean start after the median rank's, at those collectives
+    late_us: float                  # its mean start after the median of the other ranks' starts, at those collectives
     compute_before_us: float        # its mean compute since its previous collective, at those
     others_compute_before_us: float # the other ranks' mean, at the same collectives
     per_rank_last: dict[int, int] = field(default_factory=dict)
@@ -573,14 +588,17 @@ class Straggler:
 # ranks that start a collective within a microsecond of each other arrived together: many traces
 # write whole microseconds, so a smaller skew names no one
 SKEW_FLOOR_US = 1.0
+# validated instances needed to name a straggler: fewer say too little about which rank is late
+MIN_VALIDATED = 3
 
 
 def straggler(instances: list[Instance], rank_ids: list[int]) -> Straggler | None:
-    """None with fewer than two ranks (nobody to wait for) or no collective that one rank reached
-    more than SKEW_FLOOR_US after another. `collectives` counts every matched one."""
+    """None with fewer than two ranks (nobody to wait for), fewer than MIN_VALIDATED validated
+    instances, or no collective that one rank reached more than SKEW_FLOOR_US after another.
+    `collectives` counts every validated one."""
     total = len(instances)
     instances = [x for x in instances if len(x.ranks) > 1 and x.skew_us > SKEW_FLOOR_US and x.last >= 0]
-    if len(rank_ids) < 2 or not instances:
+    if len(rank_ids) < 2 or not instances or total < MIN_VALIDATED:
         return None
     last = np.array([x.last for x in instances])
     counts = np.bincount(last, minlength=len(rank_ids))
@@ -588,7 +606,7 @@ def straggler(instances: list[Instance], rank_ids: list[int]) -> Straggler | Non
     r = min(np.flatnonzero(counts == counts.max()).tolist(), key=lambda i: rank_ids[i])
     mine = [x for x in instances if x.last == r]
     at = [x.ranks.index(r) for x in mine]
-    late = [x.starts[j] - float(np.median(x.starts)) for x, j in zip(mine, at)]
+    late = [x.starts[j] - float(np.median([t for q, t in enumerate(x.starts) if q != j])) for x, j in zip(mine, at)]
     own = [x.compute_before[j] for x, j in zip(mine, at)]
     others = [float(np.mean([c for q, c in enumerate(x.compute_before) if q != j])) for x, j in zip(mine, at)]
     return Straggler(rank=rank_ids[r], last=int(counts[r]), collectives=total,

@@ -11,7 +11,8 @@ RUN_TABLES = ("ranks", "collectives", "stragglers")
 RANK_FIELDS = ("rank", "file", "wall_us", "busy_us", "compute_us", "comm_us", "exposed_comm_us", "idle_us",
                "kernels", "gpu_time_us", "collectives", "world_size", "device", "tokens")
 SIDE_FIELDS = ("count", "total_us", "transfer_us", "wait_us", "exposed_us", "mean_us", "algbw_gbps", "busbw_gbps",
-               "pct_link_peak", "skew_p50_us", "skew_max_us", "algorithm", "dtype", "group", "bandwidth_note")
+               "pct_link_peak", "skew_p50_us", "skew_max_us", "algorithm", "dtype", "group", "bandwidth_note",
+               "matched", "rejected", "unmatched", "clock_offset_us")
 STRAGGLER_FIELDS = ("rank", "last", "collectives", "share", "late_us", "compute_before_us", "others_compute_before_us")
 
 
@@ -22,7 +23,8 @@ def run_document(cmp, found) -> dict[str, Any]:
     doc["ranks"] = f["ranks"]
     doc["collectives"] = f["collectives"]
     doc["stragglers"] = f["stragglers"]
-    doc["runs"] = {k: f[k] for k in ("rank_source", "representative", "spread", "links", "matched_by", "notes")}
+    doc["runs"] = {k: f[k] for k in ("rank_source", "representative", "spread", "links", "matched_by", "notes",
+                                   "pairing")}
     return doc
 
 

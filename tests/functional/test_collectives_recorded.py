@@ -124,26 +124,57 @@ def test_b200_all_gather_parameters():
 
 # --- HTA's two ranks: matching and stragglers from the raw events ----------------------------------
 
-def test_hta_matching_and_straggler_against_raw_events():
+def _raw_true_pairs(raw):
+    """Every (rank 0, rank 1) pair of collectives of one kind whose intervals overlap and whose ends
+    lie within 1 ms of each other, from all pairs (not by order): a collective ends on every rank
+    once the last has arrived, so only the same collective can end together."""
+    return [(a, b) for a in raw[0] for b in raw[1]
+            if a["kind"] == b["kind"] and max(a["ts"], b["ts"]) <= min(a["ts"] + a["dur"], b["ts"] + b["dur"])
+            and abs((a["ts"] + a["dur"]) - (b["ts"] + b["dur"])) <= 1000.0]
+
+
+def test_hta_true_pairs_against_raw_events():
+    """HTA's two sampled ranks: their windows start at different collectives, so order alone pairs
+    collectives that do not overlap. Only the pairs that end together are read: 5, ending 0, 8,
+    55, 189 and 332 µs apart, rank 1 arriving last at each; the clocks agree."""
     files = [str(real_trace(f"hta_two_ranks/sampled_rank-{r}.json.gz")) for r in (0, 1)]
     raw = [raw_collectives(f) for f in files]
+    truth = _raw_true_pairs(raw)
+    assert sorted(round(abs((a["ts"] + a["dur"]) - (b["ts"] + b["dur"]))) for a, b in truth) == [0, 8, 55, 189, 332]
     summaries = load_ranks([RankFile(r, f) for r, f in enumerate(files)], use_cache=False, jobs=1)
-    m = match([s.collectives for s in summaries])
-    assert (m.by_seq, m.unmatched, m.by_order) == (0, 0, 10)    # no Seq recorded: by order
-    # expected: per kind, the i-th on rank 0 with the i-th on rank 1
-    want = []
-    for kind in {x["kind"] for x in raw[0]}:
-        pairs = zip(*[[x for x in r if x["kind"] == kind] for r in raw])
-        want += [(kind, min(a["ts"], b["ts"]), min(a["dur"], b["dur"]), b["ts"] - a["ts"]) for a, b in pairs]
-    want.sort(key=lambda w: w[1])
-    assert [(x.kind, min(x.starts), x.transfer_us, x.starts[1] - x.starts[0]) for x in m.instances] == \
-        [pytest.approx(w) for w in want]
-    late = [1 if d > 1 else 0 for *_, d in want if abs(d) > 1]
+    m = match([s.collectives for s in summaries], [0, 1])
+    got = sorted((x.kind, x.starts[0], x.starts[1], x.durs[0], x.durs[1]) for x in m.instances)
+    want = sorted((a["kind"], a["ts"], b["ts"], a["dur"], b["dur"]) for a, b in truth)
+    assert got == [pytest.approx(w) for w in want]
+    n = [len(r) for r in raw]
+    pr = m.pairing
+    assert pr.matched == {0: 5, 1: 5}
+    # every collective is matched, rejected or unmatched, once
+    assert [pr.matched.get(r, 0) + pr.rejected.get(r, 0) + pr.unmatched.get(r, 0) for r in (0, 1)] == n
+    assert pr.clock_offset_us[0] == 0.0 and abs(pr.clock_offset_us[1]) <= 332.0
+    late = [b["ts"] - a["ts"] for a, b in truth]
+    assert all(d > 0 for d in late)
     st_ = straggler(m.instances, [0, 1])
-    assert (st_.rank, st_.last, st_.collectives) == (1, sum(late), len(want))
-    rows = side_rows(m.instances, 2, 128, None)
-    assert sum(v.transfer_us for v in rows.values()) == pytest.approx(sum(w[2] for w in want))
-    assert {v.group for v in rows.values()} == {128}            # the world: no Group size recorded
+    assert (st_.rank, st_.last, st_.collectives) == (1, 5, 5)
+    assert st_.late_us == pytest.approx(float(np.mean(late)))
+    assert max(x.skew_us for x in m.instances) == pytest.approx(max(late)) and max(late) < 23000.0
+    rows = side_rows(m.instances, 2, 128, None, True, pr, [0, 1])
+    assert sum(v.transfer_us for v in rows.values()) == pytest.approx(sum(min(a["dur"], b["dur"]) for a, b in truth))
+    assert sum(sum(v.matched.values()) for v in rows.values()) == 10
+
+
+def test_hta_findings_name_no_false_straggler_figures():
+    """The run's findings read only the validated pairs: skew at most the largest true one."""
+    files = [str(real_trace(f"hta_two_ranks/sampled_rank-{r}.json.gz")) for r in (0, 1)]
+    raw = [raw_collectives(f) for f in files]
+    truth = _raw_true_pairs(raw)
+    summaries = load_ranks([RankFile(r, f) for r, f in enumerate(files)], use_cache=False, jobs=1)
+    run = Run("hta", [RankFile(r, f) for r, f in enumerate(files)], "distributedInfo", summaries)
+    f = findings(run, run)
+    assert f.pairing["a"]["validated"] == len(truth) == 5
+    assert max(c.a.skew_max_us for c in f.collectives) == pytest.approx(max(b["ts"] - a["ts"] for a, b in truth))
+    assert f.stragglers["a"].rank == 1 and f.stragglers["a"].collectives == 5
+    assert any("5 collective(s) validated" in n for n in f.notes)
 
 
 # --- generated runs: planted missing and reordered collectives ------------------------------------
@@ -183,16 +214,22 @@ def test_without_parameters_order_decides_and_the_report_says_so(tmp_path):
     assert {x.group for x in m.instances} == {-1}      # the world size stands in
 
 
-def test_order_matching_is_fooled_by_a_reorder_the_sequence_numbers_are_not(tmp_path):
+def test_a_reorder_is_rejected_by_validation_not_mispaired(tmp_path):
+    """Rank 1 issues group "1"'s all-reduce first: by order alone it would be paired with the
+    others' group "0" one; validation (sizes, ends) rejects those pairs, and the sequence numbers,
+    where recorded, pair them right."""
     with_p, rp = _run(tmp_path, "p", reorder=1, straggler=None)
     without, ro = _run(tmp_path, "o", reorder=1, straggler=None, comm_params=False)
     good = side_rows(match([r.collectives for r in rp]).instances, 4, 4, None)
-    bad = side_rows(match([r.collectives for r in ro]).instances, 4, 4, None)
+    m = match([r.collectives for r in ro])
     big, small = with_p["nbytes"], with_p["nbytes"] // 4
     assert good[("all_reduce", big)].transfer_us == pytest.approx(6 * with_p["transfer_us"])
     assert good[("all_reduce", small)].transfer_us == pytest.approx(6 * with_p["transfer_us"] / 2)
-    # by order, rank 1's first all-reduce (group "1") is paired with the others' group "0" one
-    assert bad[("all_reduce", big)].transfer_us != pytest.approx(6 * without["transfer_us"])
+    # no validated instance mixes the two groups' sizes or durations
+    for x in m.instances:
+        assert len({round(d / without["transfer_us"], 1) for d in x.durs}) == 1
+    bad = side_rows(m.instances, 4, 4, None)
+    assert {k[1] for k in bad} <= {big, small}
 
 
 def test_without_sequence_numbers_the_order_within_each_group_decides(tmp_path):
@@ -299,7 +336,8 @@ def _ranks(draw):
         drop = draw(st.sets(st.integers(0, n - 1), max_size=1)) if draw(st.booleans()) else set()
         idx = [i for i in range(n) if i not in drop]
         starts = [i * 1000.0 + draw(st.floats(0, 50)) for i in idx]
-        durs = [draw(st.floats(1, 200)) for _ in idx]
+        # a collective ends together on every rank (within a few µs), whenever each arrived
+        durs = [i * 1000.0 + 250.0 + draw(st.floats(0, 5)) - s for i, s in zip(idx, starts)]
         out.append(_rank(["all_reduce"] * len(idx), starts, durs, ["0"] * len(idx) if keyed else None,
                          idx if keyed else None))
     return out

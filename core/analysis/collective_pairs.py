@@ -88,11 +88,9 @@ class _Alignment:
     how: str = "order"                                                 # "seq" | "order"
 
 
-def _align(ref: _Seq, other: _Seq) -> _Alignment:
-    """The other rank's entries paired with the reference's: by sequence number where both record
-    them all, else at the window offset with the most validated pairs."""
-    if len(ref) == 0 or len(other) == 0:
-        return _Alignment()
+def _candidates(ref: _Seq, other: _Seq) -> tuple[list[tuple[np.ndarray, np.ndarray, int]], str]:
+    """Candidate pairings (reference positions, other positions, window offset): by sequence
+    number where both record them all (one), else by order at every window offset."""
     if (ref.seq >= 0).all() and (other.seq >= 0).all():
         # (seq, n-th kernel of that seq): one operator may launch several kernels
         def keyed(s: _Seq) -> dict[tuple[int, int], int]:
@@ -107,29 +105,81 @@ def _align(ref: _Seq, other: _Seq) -> _Alignment:
         common = sorted(set(kr) & set(ko))
         i = np.array([kr[k] for k in common], dtype=np.int64)
         j = np.array([ko[k] for k in common], dtype=np.int64)
-        candidates = [(i, j, 0)]
-        how = "seq"
-    else:
-        lim = min(MAX_WINDOW_OFFSET, max(len(ref), len(other)))
-        candidates = []
-        for d in range(-min(lim, len(ref) - 1), min(lim, len(other) - 1) + 1):
-            lo, hi = max(0, -d), min(len(ref), len(other) - d)
-            if hi <= lo:
-                continue
+        return [(i, j, 0)], "seq"
+    lim = min(MAX_WINDOW_OFFSET, max(len(ref), len(other)))
+    out = []
+    for d in range(-min(lim, len(ref) - 1), min(lim, len(other) - 1) + 1):
+        lo, hi = max(0, -d), min(len(ref), len(other) - d)
+        if hi > lo:
             i = np.arange(lo, hi, dtype=np.int64)
-            candidates.append((i, i + d, d))
-        how = "order"
+            out.append((i, i + d, d))
+    return out, "order"
+
+
+def _clock_candidates(ref: _Seq, other: _Seq) -> list[tuple[int, float]]:
+    """(validated pairs, clock) of each window offset's own clock: the median end difference of
+    its compatible pairs, refined on the pairs it validates."""
+    out = []
+    for i, j, _ in _candidates(ref, other)[0]:
+        compat = _compatible(ref, i, other, j)
+        if not compat.any():
+            continue
+        c = float(np.median(other.end[j[compat]] - ref.end[i[compat]]))
+        ok = _validate(ref, i, other, j, c, compat)
+        if ok.any():
+            c = float(np.median(other.end[j[ok]] - ref.end[i[ok]]))
+            out.append((int(_validate(ref, i, other, j, c, compat).sum()), c))
+    return out
+
+
+def _best_count(ref: _Seq, other: _Seq, clock: float) -> int:
+    best = 0
+    for i, j, _ in _candidates(ref, other)[0]:
+        best = max(best, int(_validate(ref, i, other, j, clock, _compatible(ref, i, other, j)).sum()))
+    return best
+
+
+CLOCK_TRIES = 8
+
+
+def estimate_clock(groups: list[tuple[_Seq, _Seq]]) -> float:
+    """One rank's clock against the reference's, over every group both hold: the clock (0, or one
+    a window offset suggests) under which the most pairs validate across all the groups together;
+    ties: the shared clock, then the smaller offset. One group's single pair validates under its
+    own clock, so no group decides alone."""
+    tries: list[tuple[int, float]] = []
+    for ref, other in groups:
+        if len(ref) and len(other):
+            tries += _clock_candidates(ref, other)
+    tries.sort(key=lambda t: (-t[0], abs(t[1])))
+    clocks = [0.0]
+    for _, c in tries:
+        if all(abs(c - x) > END_FLOOR_US for x in clocks):
+            clocks.append(c)
+        if len(clocks) > CLOCK_TRIES:
+            break
+    scored = [(sum(_best_count(r, o, c) for r, o in groups), c == 0.0, -abs(c), c) for c in clocks]
+    return max(scored)[3]
+
+
+def _align(ref: _Seq, other: _Seq, clock: float | None = None) -> _Alignment:
+    """The other rank's entries paired with the reference's, its clock `clock` µs ahead (None: the
+    best of the shared clock and the one each window offset suggests): by sequence number where
+    both record them all, else at the window offset with the most validated pairs, then by ends."""
+    if len(ref) == 0 or len(other) == 0:
+        return _Alignment()
+    candidates, how = _candidates(ref, other)
     best = None
     for i, j, d in candidates:
         compat = _compatible(ref, i, other, j)
-        clocks = [0.0]
-        if compat.any():
+        clocks = [0.0] if clock is None else [clock]
+        if clock is None and compat.any():
             c = float(np.median(other.end[j[compat]] - ref.end[i[compat]]))
             if abs(c) > END_FLOOR_US:
                 clocks.append(c)
         for c in clocks:
             ok = _validate(ref, i, other, j, c, compat)
-            if c != 0.0 and ok.any():   # the clock from the validated pairs alone, then once more
+            if clock is None and c != 0.0 and ok.any():   # the clock from the validated pairs alone, then once more
                 c = float(np.median(other.end[j[ok]] - ref.end[i[ok]]))
                 ok = _validate(ref, i, other, j, c, compat)
             score = (int(ok.sum()), c == 0.0, -abs(d))
@@ -190,7 +240,7 @@ class Pairing:
     clock_reference: int = 0    # rank index the offsets are measured against
 
 
-def _seq_of(rc, entries: list[int]) -> _Seq:
+def seq_of(rc, entries: list[int]) -> _Seq:
     e = np.asarray(entries, dtype=np.int64)
     start = np.asarray(rc.start_us, float)[e] if len(e) else np.zeros(0)
     dur = np.asarray(rc.dur_us, float)[e] if len(e) else np.zeros(0)
@@ -200,23 +250,25 @@ def _seq_of(rc, entries: list[int]) -> _Seq:
                 np.array([(rc.dtype[x] or "").lower() for x in entries], dtype=object), seq, start, start + dur)
 
 
-def pair_group(ranks: list, members: list[int], entries: dict[int, list[int]],
-               pairing: Pairing) -> list[tuple[list[int], list[int], bool]]:
+def pair_group(ranks: list, members: list[int], entries: dict[int, list[int]], pairing: Pairing,
+               priority: dict[int, tuple], clocks: dict[int, float | None]) -> list[tuple[list[int], list[int], bool]]:
     """The validated instances of one group key: (member rank indexes, their entry indexes, by seq).
-    `entries`: each member's entries of this key, in order (a member without any is absent).
+    `entries`: each member's entries of this key, in order (a member without any is absent);
+    `priority`: the run's order of reference (the group's reference is its first member in it);
+    `clocks`: each rank's clock against the run's reference, where estimated (else per group).
     Counts each entry's fate in `pairing`."""
-    seqs = {r: _seq_of(ranks[r], entries.get(r, [])) for r in members}
+    seqs = {r: seq_of(ranks[r], entries.get(r, [])) for r in members}
 
-    def content(r):
-        s = seqs[r]
-        return (-len(s), s.start.tolist(), s.end.tolist(), r)
-
-    ref = min(members, key=content)
+    ref = min(members, key=lambda r: priority[r])
     others = [r for r in members if r != ref]
     if not others:   # one rank: each collective is its own instance (nobody to pair or wait for)
         pairing.matched[ref] = pairing.matched.get(ref, 0) + len(seqs[ref])
         return [([ref], [int(e)], bool(q >= 0)) for e, q in zip(seqs[ref].idx.tolist(), seqs[ref].seq.tolist())]
-    aligned = {r: _align(seqs[ref], seqs[r]) for r in others}
+    def rel(r):
+        a, b = clocks.get(r), clocks.get(ref)
+        return a - b if a is not None and b is not None else None
+
+    aligned = {r: _align(seqs[ref], seqs[r], rel(r)) for r in others}
     out = []
     fate: dict[tuple[int, int], str] = {}
     for p in range(len(seqs[ref])):

@@ -408,7 +408,8 @@ def match(ranks: list[RankCollectives], rank_ids: list[int] | None = None) -> Ma
     kept; the rest are counted, rejected or unmatched. Starts are put on the reference rank's clock
     where a rank's clock offset exceeds what the algorithm's own end spread explains. The result
     does not depend on the order the ranks are given in, but for the rank indexes it names."""
-    from kerneldiff.core.analysis.collective_pairs import END_FLOOR_US, Pairing, clock_offsets, pair_group
+    from kerneldiff.core.analysis.collective_pairs import (END_FLOOR_US, Pairing, clock_offsets, estimate_clock,
+                                                           pair_group, seq_of)
 
     pairing = Pairing()
     if not ranks:
@@ -422,8 +423,7 @@ def match(ranks: list[RankCollectives], rank_ids: list[int] | None = None) -> Ma
             d.setdefault((pg[i], kind), []).append(i)
         keyed.append(d)
     index = {g: r for r, g in enumerate(rank_ids)} if rank_ids is not None else {}
-    found: list[tuple[list[int], list[int], bool]] = []
-    recorded_group = 0
+    groups: dict[tuple[str, str], list[int]] = {}
     for key in sorted(set().union(*[d.keys() for d in keyed])):
         members = [r for r, d in enumerate(keyed) if key in d]
         if key[0]:
@@ -432,19 +432,27 @@ def match(ranks: list[RankCollectives], rank_ids: list[int] | None = None) -> Ma
                 members = sorted(set(members) | {index[g] for g in listed if g in index})
         else:
             members = list(range(len(ranks)))
-        got = pair_group(ranks, members, {r: keyed[r][key] for r in members if key in keyed[r]}, pairing)
+        groups[key] = members
+    # the order of reference: most collectives first, then the lowest global rank (else by content),
+    # so the result does not depend on the order the ranks come in
+    priority = {r: (-len(ranks[r]), rank_ids[r] if rank_ids is not None else 0, list(ranks[r].start_us),
+                    list(ranks[r].dur_us)) for r in range(len(ranks))}
+    reference = min(range(len(ranks)), key=lambda r: priority[r])
+    # each rank's clock against the reference's, from every group both hold at once
+    clocks: dict[int, float | None] = {reference: 0.0}
+    for r in range(len(ranks)):
+        if r != reference:
+            both = [(seq_of(ranks[reference], keyed[reference][k]), seq_of(ranks[r], keyed[r][k]))
+                    for k, m in groups.items() if reference in m and r in m and k in keyed[reference] and k in keyed[r]]
+            clocks[r] = estimate_clock(both) if both else None
+    found: list[tuple[list[int], list[int], bool]] = []
+    recorded_group = 0
+    for key, members in groups.items():
+        got = pair_group(ranks, members, {r: keyed[r][key] for r in members if key in keyed[r]}, pairing,
+                         priority, clocks)
         if key[0]:
             recorded_group += sum(1 for *_, by_seq in got if not by_seq)
         found += got
-    # the clock reference: the rank in most instances (ties: the lowest global rank, else by content)
-    share = np.zeros(len(ranks), np.int64)
-    for members, _, _ in found:
-        share[members] += 1
-
-    def ref_key(r):
-        return (-int(share[r]), rank_ids[r] if rank_ids is not None else 0, list(ranks[r].start_us))
-
-    reference = min(range(len(ranks)), key=ref_key)
     offsets = clock_offsets(ranks, found, len(ranks), reference)
     pairing.clock_offset_us, pairing.clock_reference = offsets, reference
     shift = {r: (o if o is not None and abs(o) > END_FLOOR_US else 0.0) for r, o in offsets.items()}

@@ -450,3 +450,45 @@ def test_generated_overlap_shows_as_exposed_per_collective(tmp_path):
     assert exposed == pytest.approx(float(np.mean([r["exposed_comm_us"] for r in truth["ranks"]])), rel=1e-6)
     for v in rows.values():
         assert 0.0 < v.exposed_us < v.total_us
+
+
+# --- clocks of different hosts --------------------------------------------------------------------
+
+def _shifted(rc: RankCollectives, by: float) -> RankCollectives:
+    import dataclasses
+
+    return dataclasses.replace(rc, start_us=[t + by for t in rc.start_us])
+
+
+@pytest.mark.parametrize("by", [7_000_000.0, -250_000.0])
+def test_hta_rank_on_another_clock_gives_the_same_pairs_and_its_offset(by):
+    """Rank 1's clock moved (a rank on another host): the same 5 pairs validate, its offset is
+    read from the end times, and the starts are compared after removing it."""
+    files = [str(real_trace(f"hta_two_ranks/sampled_rank-{r}.json.gz")) for r in (0, 1)]
+    truth = _raw_true_pairs([raw_collectives(f) for f in files])
+    summaries = load_ranks([RankFile(r, f) for r, f in enumerate(files)], use_cache=False, jobs=1)
+    m = match([summaries[0].collectives, _shifted(summaries[1].collectives, by)], [0, 1])
+    assert len(m.instances) == len(truth) == 5
+    ends = sorted((b["ts"] + b["dur"]) - (a["ts"] + a["dur"]) for a, b in truth)
+    assert m.pairing.clock_offset_us[1] == pytest.approx(by + ends[2])      # the median end difference
+    assert sorted(x.skew_us for x in m.instances) == pytest.approx(sorted(b["ts"] - a["ts"] for a, b in truth))
+    assert straggler(m.instances, [0, 1]).rank == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(_ranks(), st.floats(-400, 400).filter(lambda x: abs(x) > 30), st.integers(0, 4))
+def test_a_rank_on_another_clock_pairs_the_same(ranks, by, which):
+    """Generated collectives repeat every 1,000 µs, all alike: a clock moved by less than half that
+    is found (more is ambiguous in such a run: the smallest offset is taken; HTA's real, unlike
+    collectives are found under any offset, above)."""
+    which %= len(ranks)
+    m1 = match(ranks)
+    moved = [(_shifted(rc, by) if r == which else rc) for r, rc in enumerate(ranks)]
+    m2 = match(moved)
+    assert len(m1.instances) == len(m2.instances)
+    assert sorted(tuple(x.durs) for x in m1.instances) == sorted(tuple(x.durs) for x in m2.instances)
+    ref = m2.pairing.clock_reference
+    if which != ref and any(which in x.ranks and ref in x.ranks for x in m2.instances):
+        assert m2.pairing.clock_offset_us[which] == pytest.approx(
+            by + (m1.pairing.clock_offset_us[which] or 0.0) - (m1.pairing.clock_offset_us[ref] or 0.0),
+            abs=10.0)

@@ -124,12 +124,21 @@ def _clock_candidates(ref: _Seq, other: _Seq) -> list[tuple[int, float]]:
         compat = _compatible(ref, i, other, j)
         if not compat.any():
             continue
-        c = float(np.median(other.end[j[compat]] - ref.end[i[compat]]))
+        c = _densest(other.end[j[compat]] - ref.end[i[compat]], float(np.median(ref.end[i] - ref.start[i])))
         ok = _validate(ref, i, other, j, c, compat)
         if ok.any():
             c = float(np.median(other.end[j[ok]] - ref.end[i[ok]]))
             out.append((int(_validate(ref, i, other, j, c, compat).sum()), c))
     return out
+
+
+def _densest(diffs: np.ndarray, dur: float) -> float:
+    """The clock most of these end differences agree on: the median of the largest set of them
+    within one end tolerance of each other (a window missing a collective mis-pairs the rest)."""
+    d = np.sort(diffs)
+    hi = np.searchsorted(d, d + end_tolerance(dur, dur), side="right")
+    k = int(np.argmax(hi - np.arange(len(d))))
+    return float(np.median(d[k:hi[k]]))
 
 
 def _best_count(ref: _Seq, other: _Seq, clock: float) -> int:
@@ -174,7 +183,7 @@ def _align(ref: _Seq, other: _Seq, clock: float | None = None) -> _Alignment:
         compat = _compatible(ref, i, other, j)
         clocks = [0.0] if clock is None else [clock]
         if clock is None and compat.any():
-            c = float(np.median(other.end[j[compat]] - ref.end[i[compat]]))
+            c = _densest(other.end[j[compat]] - ref.end[i[compat]], float(np.median(ref.end[i] - ref.start[i])))
             if abs(c) > END_FLOOR_US:
                 clocks.append(c)
         for c in clocks:

@@ -63,11 +63,27 @@ _KIND_WORDS = {"allreduce": "all_reduce", "allreducecoalesced": "all_reduce", "a
 # NCCL kernel names carry the algorithm and protocol: ncclDevKernel_AllReduce_Sum_bf16_RING_LL
 _ALGO = re.compile(r"_(RING|TREE|COLLNET\w*|NVLS\w*|PAT)(?:_(LL128|LL|SIMPLE))?", re.I)
 
-# bus bandwidth factor per kind and group size n (nccl-tests' PERFORMANCE.md): what each rank's
-# link carries relative to the message
+# bus bandwidth factor per kind and group size n (nccl-tests' PERFORMANCE.md, cited in links.toml):
+# what each rank's link carries relative to the message under ring algorithms; nccl-tests uses it
+# whatever the algorithm, so busbw compares across algorithms
 BUS_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
               "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n,
               "broadcast": lambda n: 1.0, "send_recv": lambda n: 1.0, "reduce": lambda n: 1.0}
+
+
+# what one GPU's link carries per direction, relative to the message, where the algorithm differs
+# from the ring's (links.toml): in-switch reduction (NVLS, multimem) sends the message once and
+# receives the result once
+IN_SWITCH = re.compile(r"^NVLS|^MULTIMEM", re.I)
+LINK_FACTOR = {"all_reduce": lambda n: (n + 1) / n}
+
+
+def link_factor(kind: str, n: int, algorithm: str) -> float | None:
+    """The link's traffic per direction over the message: the bus factor, but for in-switch
+    reduction (NVLS, multimem), whose links carry less than the ring's."""
+    if IN_SWITCH.match(algorithm or "") and kind in LINK_FACTOR and n >= 1:
+        return LINK_FACTOR[kind](n)
+    return bus_factor(kind, n)
 
 
 def comm_rows(model: TraceModel, classifier) -> np.ndarray:
@@ -161,42 +177,6 @@ class RankCollectives:
         return len(self.kind)
 
 
-def _tensor_bytes(dims, dtype) -> int:
-    size = DTYPE_BYTES.get(dtype.lower()) if isinstance(dtype, str) else None
-    if size is None or not isinstance(dims, list) or not dims or not all(isinstance(x, int) and x >= 0 for x in dims):
-        return -1
-    return int(np.prod(dims, dtype=np.int64)) * size
-
-
-def message(model: TraceModel, op: int, kind: str, group: int) -> tuple[str, int]:
-    """(dtype, message bytes) of a collective from its launching operator's recorded inputs; ("", -1)
-    when not recorded. The message is what nccl-tests calls the size: the input of an all-reduce,
-    broadcast or all-to-all, the gathered output of an all-gather, the full input of a
-    reduce-scatter. `record_param_comms` records an all-gather's input shard (× the group); the
-    c10d operators list the output first."""
-    import json
-
-    c = model.cpu_ops
-    d, t = int(c.dims[op]), int(c.types[op])
-    if d < 0 or t < 0:
-        return "", -1
-    try:
-        dims, types = json.loads(model.strings[d]), json.loads(model.strings[t])
-    except ValueError:
-        return "", -1
-    if not isinstance(dims, list) or not isinstance(types, list) or not dims or not types:
-        return "", -1
-    dtype = types[0] if isinstance(types[0], str) else ""
-    sizes = [_tensor_bytes(x, y) for x, y in zip(dims, types)]
-    first = sizes[0]
-    if kind == "all_gather" and first > 0:
-        tensors = [x for x in sizes if x > 0]
-        if model.strings[int(c.name[op])] == "record_param_comms" or len(tensors) < 2:
-            return dtype, first * max(group, 1)
-        return dtype, max(tensors)
-    return dtype, first
-
-
 _LOOKBACK = 8   # collective ops nest a level or two (c10d::allreduce_ > record_param_comms): a few back suffice
 
 
@@ -249,7 +229,10 @@ def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = No
         rule = model.rules[ru] if ru >= 0 else ""
         kind = rule.removeprefix("comm.") if rule.startswith("comm.") and rule != "comm.generic" else ""
         m = _ALGO.search(model.strings[n])
-        pairs[(n, ru)] = (kind, "_".join(g.upper() for g in m.groups() if g) if m else "")
+        algo = "_".join(g.upper() for g in m.groups() if g) if m else ""
+        if not algo and "multimem" in model.strings[n].lower():
+            algo = "MULTIMEM"   # torch's symmetric-memory all-reduce: in-switch reduction
+        pairs[(n, ru)] = (kind, algo)
     kinds = [pairs[(n, ru)][0] for n, ru in zip(k.name[comm].tolist(), k.rule[comm].tolist())]
     algos = [pairs[(n, ru)][1] for n, ru in zip(k.name[comm].tolist(), k.rule[comm].tolist())]
     # NCCL runs all-to-all and gathers as SendRecv kernels: the operator around the launch says which
@@ -274,27 +257,7 @@ def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = No
         pgs[i], seqs[i] = p.pg, p.seq if p.seq is not None else -1
         if p.pg and p.ranks:
             out.pg_ranks.setdefault(p.pg, p.ranks)
-    # message per distinct (operator, shapes, kind, group)
-    msgs: dict[tuple[int, int, int, int, str], tuple[str, int]] = {}
-    dtypes, nbytes = [], []
-    c = model.cpu_ops
-    for op, kd, p, g in zip(ops.tolist(), kinds, params, groups):
-        if p is not None:
-            dt, nb = message_of_params(p)
-            if nb >= 0:
-                dtypes.append(dt)
-                nbytes.append(nb)
-                continue
-        if op < 0:
-            dtypes.append("")
-            nbytes.append(-1)
-            continue
-        key = (int(c.name[op]), int(c.dims[op]), int(c.types[op]), g, kd)
-        if key not in msgs:
-            msgs[key] = message(model, op, kd, g if g > 0 else world)
-        dt, nb = msgs[key]
-        dtypes.append(dt)
-        nbytes.append(nb)
+    dtypes, nbytes = _messages(model, comm, ops, kinds, params, groups, world)
     # compute between collectives: the union of compute kernels up to each start
     is_comm = np.zeros(len(k), bool)
     is_comm[comm] = True
@@ -322,6 +285,58 @@ def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = No
     out.exposed_us = np.maximum(dur - (compute_until(start + dur) - compute_until(start)), 0.0).tolist()
     out.group, out.pg, out.seq = groups, pgs, seqs
     return out
+
+
+def _messages(model: TraceModel, comm: np.ndarray, ops: np.ndarray, kinds: list[str], params: list,
+              groups: list[int], world: int) -> tuple[list[str], list[int]]:
+    """(dtype, message bytes) of each collective: its recorded element counts; else the tensors of
+    its launching operator and of the collective operators and annotations around its launch
+    (analysis/comm_shapes), innermost first. A group size the shapes prove (an all-gather's output
+    over its shard) fills `groups` where none is recorded."""
+    from kerneldiff.core.analysis.comm_shapes import enclosing_ops, message_of_tensors, tensors
+
+    dtypes, nbytes = [""] * len(comm), [-1] * len(comm)
+    ask = []
+    for i, p in enumerate(params):
+        if p is not None:
+            dt, nb = message_of_params(p)
+            if nb >= 0:
+                dtypes[i], nbytes[i] = dt, nb
+                continue
+        ask.append(i)
+    if not ask:
+        return dtypes, nbytes
+    around = enclosing_ops(model, comm[ask], lambda n: n == "record_param_comms" or kind_of_op(n) is not None)
+    tabs = {"cpu_ops": model.cpu_ops, "annotations": model.annotations}
+    memo: dict[tuple, tuple[str, int, int]] = {}
+    for i, enc in zip(ask, around):
+        kd, op = kinds[i], int(ops[i])
+        cands = ([("cpu_ops", op)] if op >= 0 else []) + [x for x in enc if x != ("cpu_ops", op)]
+        key = (kd, groups[i]) + tuple((n, int(tabs[n].name[r]), int(tabs[n].dims[r]), int(tabs[n].types[r]))
+                                      for n, r in cands)
+        if key not in memo:
+            dt, nb, grp, shard = "", -1, -1, -1
+            for n, r in cands:
+                name = model.strings[int(tabs[n].name[r])]
+                if name != "record_param_comms" and kind_of_op(name) not in (None, kd):
+                    continue   # an operator of another collective around this one (nesting)
+                t_dt, sizes = tensors(model, tabs[n], r, DTYPE_BYTES)
+                m, g = message_of_tensors(name, kd, sizes)
+                dt = dt or t_dt
+                grp = g if grp < 0 else grp
+                if nb < 0 and m > 0:
+                    nb = m
+                if shard < 0 and sizes and m < 0:
+                    shard = sizes[0]
+            g_all = groups[i] if groups[i] > 0 else grp
+            if nb < 0 and shard > 0 and kd == "all_gather":   # the shard alone: × the group
+                nb = shard * (g_all if g_all > 0 else world)
+            memo[key] = (dt, nb, grp)
+        dt, nb, grp = memo[key]
+        dtypes[i], nbytes[i] = dt, nb
+        if groups[i] <= 0 and grp > 0:
+            groups[i] = grp
+    return dtypes, nbytes
 
 
 # --- across the ranks of a run ---------------------------------------------------------------
@@ -379,9 +394,10 @@ class Matching:
         if not any(n for n, _ in ways):
             return "none validated"
         used = [(n, text) for n, text in ways if n]
+        tail = ", each pair validated (same kind, compatible sizes, ends together)"
         if len(used) == 1:
-            return used[0][1]
-        return ", ".join(f"{text} ({n})" for n, text in used)
+            return used[0][1] + tail
+        return ", ".join(f"{text} ({n})" for n, text in used) + tail
 
 
 def _instance(ranks: list[RankCollectives], members: list[int], idx: list[int], kind: str, by_seq: bool,
@@ -478,7 +494,8 @@ class CollectiveSide:
     exposed_us: float = 0.0         # per rank: the part of total_us no compute kernel overlapped, the mean over ranks
     algbw_gbps: float | None = None     # bytes / median transfer time
     busbw_gbps: float | None = None     # algbw × the kind's bus factor for the group size
-    pct_link_peak: float | None = None  # busbw against the GPU's link peak, %
+    pct_link_peak: float | None = None  # the link's traffic (busbw, but for in-switch reduction: algbw ×
+                                        # (n+1)/n) against the GPU's link peak, %
     skew_p50_us: float | None = 0.0    # start times: the last rank's start − the first's (None:
     skew_max_us: float | None = 0.0    # the ranks' clocks cannot be compared)
     algorithm: str = ""
@@ -535,24 +552,27 @@ def side_rows(instances: list[Instance], ranks: int, world: int, link_gbps: floa
         n = max(sorted(set(sizes)), key=sizes.count)
         f = bus_factor(kind, n)
         busbw = algbw * f if algbw is not None and f is not None else None
-        note = ""
-        if busbw is not None and link_gbps and busbw > link_gbps:
-            # more than the link carries: the transfer time is not the time these bytes moved (a
-            # rank's kernel that began before the others arrived, in-switch reduction), or the
-            # message was misread; a figure above the hardware's peak is never given
-            note = (f"{kind} of {nbytes:,} bytes in {med:,.1f} µs would be {busbw:,.0f} GB/s on the bus, above "
-                    f"the link's {link_gbps:,.0f} GB/s: not given")
-            algbw = busbw = None
         algos = [x.algorithm for x in items if x.algorithm]
+        algo = max(sorted(set(algos)), key=algos.count) if algos else ""
+        lf = link_factor(kind, n, algo)
+        link = algbw * lf if algbw is not None and lf is not None else None   # the link's own traffic
+        note = ""
+        if link is not None and link_gbps and link > link_gbps:
+            # more than the link carries: the transfer time is not the time these bytes moved (a
+            # rank's kernel that began before the others arrived), or the message was misread; a
+            # figure above the hardware's peak is never given
+            note = (f"{kind} of {nbytes:,} bytes in {med:,.1f} µs would be {link:,.0f} GB/s on the link"
+                    f"{' (' + algo + ')' if algo else ''}, above the link's {link_gbps:,.0f} GB/s: not given")
+            algbw = busbw = link = None
         out[(kind, nbytes)] = CollectiveSide(
             count=len(items), total_us=total, transfer_us=float(transfer.sum()),
             wait_us=max(total - float(transfer.sum()), 0.0) if took > 1 else None, mean_us=total / len(items),
             exposed_us=min(exposed, total),
             algbw_gbps=algbw, busbw_gbps=busbw,
-            pct_link_peak=100.0 * busbw / link_gbps if busbw is not None and link_gbps else None,
+            pct_link_peak=100.0 * link / link_gbps if link is not None and link_gbps else None,
             skew_p50_us=float(np.median(skew)) if clocks and took > 1 else None,
             skew_max_us=float(skew.max()) if clocks and took > 1 else None,
-            algorithm=max(sorted(set(algos)), key=algos.count) if algos else "", dtype=items[0].dtype, ranks=took,
+            algorithm=algo, dtype=items[0].dtype, ranks=took,
             group=n, bandwidth_note=note)
     ids = rank_ids if rank_ids is not None else list(range(ranks))
     for (kind, nbytes), side in out.items():

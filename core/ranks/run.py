@@ -70,7 +70,7 @@ def _one(args):
         return (path, "out of memory while loading this rank")
 
 
-def _raise(result) -> RankSummary:
+def _raise_error(result) -> RankSummary:
     from kerneldiff.core.errors import TraceError
 
     if isinstance(result, tuple):
@@ -79,11 +79,18 @@ def _raise(result) -> RankSummary:
 
 
 def load_ranks(files: list[RankFile], registry: str | None = None, use_cache: bool = True,
-               device: int | None = None, jobs: int | None = None) -> list[RankSummary]:
+               device: int | None = None, jobs: int | None = None, skip=None) -> list[RankSummary | None]:
     """Every rank's summary, in rank order: in `jobs` processes at once (default: as many as the
-    CPUs and the available memory allow), or here when one is enough."""
+    CPUs and the available memory allow), or here when one is enough. `skip(path, problem)`: a
+    file whose error it accepts gives None instead of failing the run."""
     work = [(f.rank, f.path, registry, use_cache, device) for f in files]
     n = _jobs(files, jobs)
+
+    def _raise(result):
+        if isinstance(result, tuple) and skip is not None and skip(*result):
+            return None
+        return _raise_error(result)
+
     if n <= 1 or len(work) <= 1:
         return [_raise(_one(w)) for w in work]
     import multiprocessing as mp
@@ -104,6 +111,7 @@ class Run:
     files: list[RankFile]
     rank_source: str
     ranks: list[RankSummary] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)    # files of the directory or glob that are not traces
 
     @property
     def world_size(self) -> int:
@@ -169,6 +177,10 @@ def findings(a: Run, b: Run, wanted: int | None = None, peaks=None) -> RunFindin
 
     rep = {"a": pick(a, wanted), "b": pick(b, wanted)}
     notes = []
+    for key, run in (("a", a), ("b", b)):
+        if run.skipped:
+            shown = ", ".join(os.path.basename(f) for f in run.skipped[:5]) + (" …" if len(run.skipped) > 5 else "")
+            notes.append(f"{key.upper()}: {len(run.skipped)} file(s) of the run that are not traces skipped: {shown}")
     for key, run in (("a", a), ("b", b)):
         ws = {r.world_size for r in run.ranks if r.world_size}
         if ws and max(ws) > len(run.ranks):

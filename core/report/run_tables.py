@@ -31,6 +31,8 @@ def run_document(cmp, found) -> dict[str, Any]:
 def _v(x):
     if x is None:
         return ""
+    if isinstance(x, dict):   # per rank: "rank:value" pairs
+        return " ".join(f"{k}:{_v(v)}" for k, v in x.items())
     return round(x, 3) if isinstance(x, float) else x
 
 

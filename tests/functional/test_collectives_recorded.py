@@ -492,3 +492,63 @@ def test_a_rank_on_another_clock_pairs_the_same(ranks, by, which):
         assert m2.pairing.clock_offset_us[which] == pytest.approx(
             by + (m1.pairing.clock_offset_us[which] or 0.0) - (m1.pairing.clock_offset_us[ref] or 0.0),
             abs=10.0)
+
+
+# --- sizes, dtypes and groups from the recorded tensors ---------------------------------------------
+
+def _raw_messages(path) -> list[tuple[str, int, str, int]]:
+    """(kind, message bytes, dtype, group from the shapes or -1) per communication kernel, from the
+    raw events: the innermost `nccl:` annotation around the launch with a readable tensor (its
+    tensors summed), else the c10d operator's; an all-gather's c10d operator lists the gathered
+    output and the shard (group = output / shard)."""
+    nbytes = {"float": 4, "int": 4, "long": 8, "unsigned char": 1, "signed char": 1, "c10::BFloat16": 2}
+    with gzip.open(path) as f:
+        ev = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    launches = {e["args"]["correlation"]: e for e in ev
+                if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in (e.get("args") or {})}
+    ops = [e for e in ev if e.get("cat") in ("cpu_op", "user_annotation") and
+           (e["name"].startswith("nccl:") or e["name"].startswith("c10d::"))]
+
+    def size(e):
+        out = []
+        for d, t in zip(e["args"].get("Input Dims", []), e["args"].get("Input type", [])):
+            if isinstance(d, list) and d and t in nbytes:
+                out.append(int(np.prod(d)) * nbytes[t])
+        return out
+
+    got = []
+    for k, x in zip(sorted((e for e in ev if e.get("cat") == "kernel" and e["name"].startswith("nccl")),
+                           key=lambda e: e["ts"]), raw_collectives(path)):
+        launch = launches[k["args"]["correlation"]]
+        around = sorted((e for e in ops if e["tid"] == launch["tid"] and e["ts"] <= launch["ts"] <= e["ts"] + e["dur"]),
+                        key=lambda e: -e["ts"])
+        ann = next((e for e in around if e["name"].startswith("nccl:") and size(e)), None)
+        c10d = next((e for e in around if e["name"].startswith("c10d::") and size(e)), None)
+        group = -1
+        if x["kind"] == "all_gather" and c10d and len(size(c10d)) >= 2:
+            msg = max(size(c10d))
+            group = msg // min(size(c10d))
+        elif ann is not None:
+            msg = sum(size(ann))
+        else:
+            msg = size(c10d)[0]
+        src = ann if ann is not None else c10d
+        dtype = next(t for d, t in zip(src["args"]["Input Dims"], src["args"]["Input type"]) if d and t in nbytes)
+        got.append((x["kind"], msg, dtype, group))
+    return got
+
+
+@pytest.mark.parametrize("name", ["hta_two_ranks/sampled_rank-0.json.gz", "hta_two_ranks/sampled_rank-1.json.gz",
+                                  "a100_control.json.gz"])
+def test_sizes_dtypes_and_groups_from_the_recorded_tensors(name):
+    """No all-reduce of unknown size where an annotation holds its tensor, no "TensorList" dtype,
+    and HTA's all-gather in a group of 64 (1 GB gathered from 16 MB shards), not the world's 128."""
+    path = real_trace(name)
+    want = _raw_messages(path)
+    _, rc = _load(path)
+    assert [(k, n, d) for k, n, d, _ in want] == list(zip(rc.kind, rc.nbytes, rc.dtype))
+    for (kind, _, _, g), got in zip(want, rc.group):
+        assert got == g
+    assert "TensorList" not in rc.dtype and min(rc.nbytes) > 0
+    if "hta" in name:
+        assert {g for k, *_, g in want if k == "all_gather"} == {64}

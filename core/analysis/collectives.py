@@ -167,6 +167,9 @@ class RankCollectives:
     start_us: list[float] = field(default_factory=list)  # the rank's trace clock
     dur_us: list[float] = field(default_factory=list)
     compute_before_us: list[float] = field(default_factory=list)  # compute since the previous collective ended
+    # the device's idle time just before it that the host caused: the GPU had finished all earlier
+    # work and the launch came after that (or, launch unknown, the idle gap itself)
+    host_wait_us: list[float] = field(default_factory=list)
     exposed_us: list[float] = field(default_factory=list)  # its time while no compute kernel ran on the device
     group: list[int] = field(default_factory=list)       # ranks in its process group (Group size), -1 unrecorded
     pg: list[str] = field(default_factory=list)          # its process group's name, "" unrecorded
@@ -281,10 +284,27 @@ def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = No
         np.where(np.isfinite(prev_end), prev_end, 0.0)), 0.0), 0.0)
     out.kind, out.algorithm, out.dtype, out.nbytes = kinds, algos, dtypes, nbytes
     out.start_us, out.dur_us, out.compute_before_us = start.tolist(), dur.tolist(), before.tolist()
+    out.host_wait_us = _host_wait(model, comm).tolist()
     # exposed: the kernel's span less the compute that ran during it
     out.exposed_us = np.maximum(dur - (compute_until(start + dur) - compute_until(start)), 0.0).tolist()
     out.group, out.pg, out.seq = groups, pgs, seqs
     return out
+
+
+def _host_wait(model: TraceModel, comm: np.ndarray) -> np.ndarray:
+    """Per communication kernel: the device's idle gap before it (since every kernel that began
+    earlier had ended), counted when its launch came after the device went idle: the host had
+    not yet issued it. Launch unknown: the gap itself."""
+    k = model.kernels
+    order = np.argsort(k.ts, kind="stable")
+    ends = np.maximum.accumulate((k.ts + np.maximum(k.dur, 0.0))[order])
+    start = k.ts[comm]
+    j = np.searchsorted(k.ts[order], start, side="left")        # kernels that began strictly before
+    prev_end = np.where(j > 0, ends[np.maximum(j - 1, 0)], start)
+    gap = np.maximum(start - prev_end, 0.0)
+    li = k.launch[comm]
+    launch = np.where(li >= 0, model.launches.ts[np.maximum(li, 0)] if len(model.launches) else start, np.inf)
+    return np.where(launch >= prev_end, gap, 0.0)
 
 
 def _messages(model: TraceModel, comm: np.ndarray, ops: np.ndarray, kinds: list[str], params: list,
@@ -356,6 +376,7 @@ class Instance:
     group: int = -1              # ranks in its process group (recorded), -1 unrecorded
     by_seq: bool = False         # matched by process group and sequence number (else by order)
     exposed: list[float] = field(default_factory=list)   # per rank of `ranks`: its time with no compute running
+    host_wait: list[float] = field(default_factory=list)  # per rank of `ranks`: device idle waiting for the launch
 
     @property
     def transfer_us(self) -> float:
@@ -412,7 +433,8 @@ def _instance(ranks: list[RankCollectives], members: list[int], idx: list[int], 
     return Instance(kind, nbytes, dtype, algo, list(members),
                     [rc.start_us[i] - shift.get(r, 0.0) for r, rc, i in zip(members, rs, idx)],
                     [rc.dur_us[i] for rc, i in zip(rs, idx)], [rc.compute_before_us[i] for rc, i in zip(rs, idx)],
-                    group, by_seq, [rc.exposed_us[i] if rc.exposed_us else 0.0 for rc, i in zip(rs, idx)])
+                    group, by_seq, [rc.exposed_us[i] if rc.exposed_us else 0.0 for rc, i in zip(rs, idx)],
+                    [rc.host_wait_us[i] if rc.host_wait_us else 0.0 for rc, i in zip(rs, idx)])
 
 
 def match(ranks: list[RankCollectives], rank_ids: list[int] | None = None) -> Matching:
@@ -611,6 +633,14 @@ class Straggler:
     compute_before_us: float        # its mean compute since its previous collective, at those
     others_compute_before_us: float # the other ranks' mean, at the same collectives
     per_rank_last: dict[int, int] = field(default_factory=dict)
+    # why it was late, µs on average over those collectives (they add up to late_us): its host
+    # launched late (the device sat idle waiting for the launch longer than the others' did), its
+    # GPU computed longer since its previous collective, or the rest: it was held by earlier work
+    # ending late (an earlier collective waiting on a peer, copies)
+    host_late_us: float = 0.0
+    compute_longer_us: float = 0.0
+    peer_wait_us: float = 0.0
+    causes: list[dict[str, float]] = field(default_factory=list)   # per collective it arrived last at
 
 
 # ranks that start a collective within a microsecond of each other arrived together: many traces
@@ -637,7 +667,26 @@ def straggler(instances: list[Instance], rank_ids: list[int]) -> Straggler | Non
     late = [x.starts[j] - float(np.median([t for q, t in enumerate(x.starts) if q != j])) for x, j in zip(mine, at)]
     own = [x.compute_before[j] for x, j in zip(mine, at)]
     others = [float(np.mean([c for q, c in enumerate(x.compute_before) if q != j])) for x, j in zip(mine, at)]
+    causes = [_causes(x, j, lt) for x, j, lt in zip(mine, at, late)]
     return Straggler(rank=rank_ids[r], last=int(counts[r]), collectives=total,
                      share=float(counts[r]) / total, late_us=float(np.mean(late)),
                      compute_before_us=float(np.mean(own)), others_compute_before_us=float(np.mean(others)),
-                     per_rank_last={rank_ids[i]: int(c) for i, c in enumerate(counts.tolist())})
+                     per_rank_last={rank_ids[i]: int(c) for i, c in enumerate(counts.tolist())},
+                     host_late_us=float(np.mean([c["host_late_us"] for c in causes])),
+                     compute_longer_us=float(np.mean([c["compute_longer_us"] for c in causes])),
+                     peer_wait_us=float(np.mean([c["peer_wait_us"] for c in causes])), causes=causes)
+
+
+def _causes(x: Instance, j: int, late: float) -> dict[str, float]:
+    """One late arrival split into its causes against the other ranks' medians: the host's extra
+    wait first, then the extra compute, the rest held by earlier work; each within what is left."""
+    def extra(values: list[float]) -> float:
+        if not values:
+            return 0.0
+        return values[j] - float(np.median([v for q, v in enumerate(values) if q != j]))
+
+    left = max(late, 0.0)
+    host = min(max(extra(x.host_wait), 0.0), left)
+    gpu = min(max(extra(x.compute_before), 0.0), left - host)
+    return {"start_us": x.starts[j], "late_us": late, "host_late_us": host, "compute_longer_us": gpu,
+            "peer_wait_us": left - host - gpu}

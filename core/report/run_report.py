@@ -89,8 +89,10 @@ def straggler_lines(found) -> list[str]:
     for key, s in found.stragglers.items():
         if s is None:
             continue
-        out.append(f"{key.upper()} straggler: rank {s.rank} arrived last at {s.last} of {s.collectives} collectives "
-                   f"({s.share:.0%}), {fmt.us(s.late_us)} after the other ranks' median; its compute before them "
+        out.append(f"{key.upper()} straggler: rank {s.rank} arrived last at {s.last} of {s.collectives} validated "
+                   f"collectives ({s.share:.0%}), {fmt.us(s.late_us)} after the other ranks' median: host launched late "
+                   f"{fmt.us(s.host_late_us)}, computed longer {fmt.us(s.compute_longer_us)}, held by earlier work "
+                   f"(waiting on a peer) {fmt.us(s.peer_wait_us)}; its compute before them "
                    f"{fmt.us(s.compute_before_us)} against {fmt.us(s.others_compute_before_us)} on the other ranks")
     return out
 

@@ -13,7 +13,8 @@ RANK_FIELDS = ("rank", "file", "wall_us", "busy_us", "compute_us", "comm_us", "e
 SIDE_FIELDS = ("count", "total_us", "transfer_us", "wait_us", "exposed_us", "mean_us", "algbw_gbps", "busbw_gbps",
                "pct_link_peak", "skew_p50_us", "skew_max_us", "algorithm", "dtype", "group", "bandwidth_note",
                "matched", "rejected", "unmatched", "clock_offset_us")
-STRAGGLER_FIELDS = ("rank", "last", "collectives", "share", "late_us", "compute_before_us", "others_compute_before_us")
+STRAGGLER_FIELDS = ("rank", "last", "collectives", "share", "late_us", "host_late_us", "compute_longer_us",
+                    "peer_wait_us", "compute_before_us", "others_compute_before_us")
 
 
 def run_document(cmp, found) -> dict[str, Any]:

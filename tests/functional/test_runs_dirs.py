@@ -91,3 +91,24 @@ def test_too_few_validated_collectives_name_no_straggler(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["stragglers"] == {"a": None, "b": None}
     assert any("straggler unknown: only 1 collective(s) validated" in n for n in doc["runs"]["notes"])
+
+
+@pytest.mark.parametrize("plant, want", [({"straggler": 2, "straggle_us": 60.0}, "compute_longer_us"),
+                                         ({"straggler": None, "late_launch": 2, "late_launch_us": 60.0},
+                                          "host_late_us")])
+def test_straggler_causes(tmp_path, plant, want):
+    """A rank late because its GEMMs ran longer reads "computed longer"; one late because its host
+    launched each all-reduce late (the GPU idle meanwhile) reads "host launched late": 60 µs each,
+    the other causes 0, whatever compute figures say."""
+    from kerneldiff.core.analysis.collectives import match, straggler
+    from kerneldiff.core.ranks.identify import RankFile
+    from kerneldiff.core.ranks.run import load_ranks
+
+    truth = write_run(tmp_path / "r", ranks=4, passes=2, layers=3, **plant)
+    ranks = load_ranks([RankFile(r, f) for r, f in enumerate(truth["files"])], use_cache=False, jobs=1)
+    st = straggler(match([r.collectives for r in ranks], [0, 1, 2, 3]).instances, [0, 1, 2, 3])
+    assert st.rank == 2 and st.last == 6 and st.late_us == pytest.approx(60.0)
+    got = {k: getattr(st, k) for k in ("host_late_us", "compute_longer_us", "peer_wait_us")}
+    assert got == pytest.approx({k: (60.0 if k == want else 0.0) for k in got})
+    for c in st.causes:
+        assert c["host_late_us"] + c["compute_longer_us"] + c["peer_wait_us"] == pytest.approx(c["late_us"])

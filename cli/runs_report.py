@@ -158,7 +158,8 @@ def render_runs(found, out) -> None:
     from rich.text import Text
 
     from kerneldiff.core.report import format as fmt
-    from kerneldiff.core.report.run_report import gbps, links_line, size, straggler_lines
+    from kerneldiff.core.report.run_report import (gbps, links_line, rank_cell, size, straggler_legend, straggler_lines,
+                                                   wall_summary)
 
     from .render import literal, us
 
@@ -180,11 +181,15 @@ def render_runs(found, out) -> None:
     rows = [(k, r) for k in ("a", "b") for r in found.ranks[k]]
     rows.sort(key=lambda kr: -kr[1]["wall_us"])
     for k, r in rows[:32]:
-        t.add_row(k.upper(), str(r["rank"]), us(r["wall_us"]), us(r["busy_us"]), us(r["compute_us"]),
+        t.add_row(k.upper(), rank_cell(found, k, r["rank"]), us(r["wall_us"]), us(r["busy_us"]), us(r["compute_us"]),
                   us(r["comm_us"]), us(r["exposed_comm_us"]), us(r["idle_us"]), literal(shown_path(r["file"])))
     out.print(t)
     if len(rows) > 32:
         out.print(Text(f"… {len(rows) - 32} more ranks in --format json / csv", style="dim"))
+        for k in ("a", "b"):
+            out.print(Text(wall_summary(found, k)))
+    if straggler_legend(found):
+        out.print(Text(straggler_legend(found), style="dim"))
     if found.collectives:
         from rich import box
 

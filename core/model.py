@@ -61,7 +61,10 @@ LAUNCH_COLUMNS = (("ts", "f8", 0.0), ("dur", "f8", 0.0), ("name", "i4", -1), ("c
 PYTHON_COLUMNS = (("ts", "f8", 0.0), ("dur", "f8", 0.0), ("name", "i4", -1), ("pyid", "i8", -1),
                   ("parent", "i8", -1), ("tid", "i8", -1), ("pid", "i8", -1))
 ANNOTATION_COLUMNS = (("ts", "f8", 0.0), ("dur", "f8", 0.0), ("name", "i4", -1), ("tid", "i8", -1),
-                      ("pid", "i8", -1), ("gpu", "i1", 0))
+                      ("pid", "i8", -1), ("gpu", "i1", 0),
+                      # record_shapes on annotations: `nccl:all_reduce` holds the tensors its
+                      # record_param_comms lists only as "TensorList" (ids into strings, -1 absent)
+                      ("dims", "i4", -1), ("types", "i4", -1))
 
 
 class Table:

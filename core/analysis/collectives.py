@@ -19,14 +19,12 @@ One rank (a pure reading of its model):
 - compute/communication overlap: unions of intervals on the device. Exposed communication is the
   time communication kernels run while no compute kernel does (copies and memsets are neither).
 
-Across the ranks of a run: a collective whose process group and sequence number are recorded is
-the same collective on every rank that records the same (group, seq, kind); the ranks of a process
-group are the ranks whose traces hold that group. The others are matched by order: the i-th
-unkeyed collective of a kind on one rank is the i-th of that kind on every other (collectives are
-issued in the same order on every rank of a group). Per instance the shortest duration among its
-ranks is the transfer, the rest of each rank's duration is waiting for the last rank to arrive;
-the rank that starts last is the straggler. Start times are compared on the ranks' own clocks
-(one host's clock for the ranks of one node).
+Across the ranks of a run (`match`, analysis/collective_pairs): candidates per process group and
+kind, by sequence number or order, each pair validated (same kind, compatible sizes, intervals
+that overlap and end together); only validated instances are read. Per instance the shortest
+duration among its ranks is the transfer, the rest of each rank's duration is waiting for the last
+rank to arrive; the rank that starts last is the straggler. Starts are compared on the reference
+rank's clock (each rank's offset measured from the collectives' end times).
 """
 
 from __future__ import annotations
@@ -65,11 +63,27 @@ _KIND_WORDS = {"allreduce": "all_reduce", "allreducecoalesced": "all_reduce", "a
 # NCCL kernel names carry the algorithm and protocol: ncclDevKernel_AllReduce_Sum_bf16_RING_LL
 _ALGO = re.compile(r"_(RING|TREE|COLLNET\w*|NVLS\w*|PAT)(?:_(LL128|LL|SIMPLE))?", re.I)
 
-# bus bandwidth factor per kind and group size n (nccl-tests' PERFORMANCE.md): what each rank's
-# link carries relative to the message
+# bus bandwidth factor per kind and group size n (nccl-tests' PERFORMANCE.md, cited in links.toml):
+# what each rank's link carries relative to the message under ring algorithms; nccl-tests uses it
+# whatever the algorithm, so busbw compares across algorithms
 BUS_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n,
               "reduce_scatter": lambda n: (n - 1) / n, "all_to_all": lambda n: (n - 1) / n,
               "broadcast": lambda n: 1.0, "send_recv": lambda n: 1.0, "reduce": lambda n: 1.0}
+
+
+# what one GPU's link carries per direction, relative to the message, where the algorithm differs
+# from the ring's (links.toml): in-switch reduction (NVLS, multimem) sends the message once and
+# receives the result once
+IN_SWITCH = re.compile(r"^NVLS|^MULTIMEM", re.I)
+LINK_FACTOR = {"all_reduce": lambda n: (n + 1) / n}
+
+
+def link_factor(kind: str, n: int, algorithm: str) -> float | None:
+    """The link's traffic per direction over the message: the bus factor, but for in-switch
+    reduction (NVLS, multimem), whose links carry less than the ring's."""
+    if IN_SWITCH.match(algorithm or "") and kind in LINK_FACTOR and n >= 1:
+        return LINK_FACTOR[kind](n)
+    return bus_factor(kind, n)
 
 
 def comm_rows(model: TraceModel, classifier) -> np.ndarray:
@@ -153,6 +167,9 @@ class RankCollectives:
     start_us: list[float] = field(default_factory=list)  # the rank's trace clock
     dur_us: list[float] = field(default_factory=list)
     compute_before_us: list[float] = field(default_factory=list)  # compute since the previous collective ended
+    # the device's idle time just before it that the host caused: the GPU had finished all earlier
+    # work and the launch came after that (or, launch unknown, the idle gap itself)
+    host_wait_us: list[float] = field(default_factory=list)
     exposed_us: list[float] = field(default_factory=list)  # its time while no compute kernel ran on the device
     group: list[int] = field(default_factory=list)       # ranks in its process group (Group size), -1 unrecorded
     pg: list[str] = field(default_factory=list)          # its process group's name, "" unrecorded
@@ -161,42 +178,6 @@ class RankCollectives:
 
     def __len__(self) -> int:
         return len(self.kind)
-
-
-def _tensor_bytes(dims, dtype) -> int:
-    size = DTYPE_BYTES.get(dtype.lower()) if isinstance(dtype, str) else None
-    if size is None or not isinstance(dims, list) or not dims or not all(isinstance(x, int) and x >= 0 for x in dims):
-        return -1
-    return int(np.prod(dims, dtype=np.int64)) * size
-
-
-def message(model: TraceModel, op: int, kind: str, group: int) -> tuple[str, int]:
-    """(dtype, message bytes) of a collective from its launching operator's recorded inputs; ("", -1)
-    when not recorded. The message is what nccl-tests calls the size: the input of an all-reduce,
-    broadcast or all-to-all, the gathered output of an all-gather, the full input of a
-    reduce-scatter. `record_param_comms` records an all-gather's input shard (× the group); the
-    c10d operators list the output first."""
-    import json
-
-    c = model.cpu_ops
-    d, t = int(c.dims[op]), int(c.types[op])
-    if d < 0 or t < 0:
-        return "", -1
-    try:
-        dims, types = json.loads(model.strings[d]), json.loads(model.strings[t])
-    except ValueError:
-        return "", -1
-    if not isinstance(dims, list) or not isinstance(types, list) or not dims or not types:
-        return "", -1
-    dtype = types[0] if isinstance(types[0], str) else ""
-    sizes = [_tensor_bytes(x, y) for x, y in zip(dims, types)]
-    first = sizes[0]
-    if kind == "all_gather" and first > 0:
-        tensors = [x for x in sizes if x > 0]
-        if model.strings[int(c.name[op])] == "record_param_comms" or len(tensors) < 2:
-            return dtype, first * max(group, 1)
-        return dtype, max(tensors)
-    return dtype, first
 
 
 _LOOKBACK = 8   # collective ops nest a level or two (c10d::allreduce_ > record_param_comms): a few back suffice
@@ -251,7 +232,10 @@ def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = No
         rule = model.rules[ru] if ru >= 0 else ""
         kind = rule.removeprefix("comm.") if rule.startswith("comm.") and rule != "comm.generic" else ""
         m = _ALGO.search(model.strings[n])
-        pairs[(n, ru)] = (kind, "_".join(g.upper() for g in m.groups() if g) if m else "")
+        algo = "_".join(g.upper() for g in m.groups() if g) if m else ""
+        if not algo and "multimem" in model.strings[n].lower():
+            algo = "MULTIMEM"   # torch's symmetric-memory all-reduce: in-switch reduction
+        pairs[(n, ru)] = (kind, algo)
     kinds = [pairs[(n, ru)][0] for n, ru in zip(k.name[comm].tolist(), k.rule[comm].tolist())]
     algos = [pairs[(n, ru)][1] for n, ru in zip(k.name[comm].tolist(), k.rule[comm].tolist())]
     # NCCL runs all-to-all and gathers as SendRecv kernels: the operator around the launch says which
@@ -276,27 +260,7 @@ def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = No
         pgs[i], seqs[i] = p.pg, p.seq if p.seq is not None else -1
         if p.pg and p.ranks:
             out.pg_ranks.setdefault(p.pg, p.ranks)
-    # message per distinct (operator, shapes, kind, group)
-    msgs: dict[tuple[int, int, int, int, str], tuple[str, int]] = {}
-    dtypes, nbytes = [], []
-    c = model.cpu_ops
-    for op, kd, p, g in zip(ops.tolist(), kinds, params, groups):
-        if p is not None:
-            dt, nb = message_of_params(p)
-            if nb >= 0:
-                dtypes.append(dt)
-                nbytes.append(nb)
-                continue
-        if op < 0:
-            dtypes.append("")
-            nbytes.append(-1)
-            continue
-        key = (int(c.name[op]), int(c.dims[op]), int(c.types[op]), g, kd)
-        if key not in msgs:
-            msgs[key] = message(model, op, kd, g if g > 0 else world)
-        dt, nb = msgs[key]
-        dtypes.append(dt)
-        nbytes.append(nb)
+    dtypes, nbytes = _messages(model, comm, ops, kinds, params, groups, world)
     # compute between collectives: the union of compute kernels up to each start
     is_comm = np.zeros(len(k), bool)
     is_comm[comm] = True
@@ -320,10 +284,79 @@ def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = No
         np.where(np.isfinite(prev_end), prev_end, 0.0)), 0.0), 0.0)
     out.kind, out.algorithm, out.dtype, out.nbytes = kinds, algos, dtypes, nbytes
     out.start_us, out.dur_us, out.compute_before_us = start.tolist(), dur.tolist(), before.tolist()
+    out.host_wait_us = _host_wait(model, comm).tolist()
     # exposed: the kernel's span less the compute that ran during it
     out.exposed_us = np.maximum(dur - (compute_until(start + dur) - compute_until(start)), 0.0).tolist()
     out.group, out.pg, out.seq = groups, pgs, seqs
     return out
+
+
+def _host_wait(model: TraceModel, comm: np.ndarray) -> np.ndarray:
+    """Per communication kernel: the device's idle gap before it (since every kernel that began
+    earlier had ended), counted when its launch came after the device went idle: the host had
+    not yet issued it. Launch unknown: the gap itself."""
+    k = model.kernels
+    order = np.argsort(k.ts, kind="stable")
+    ends = np.maximum.accumulate((k.ts + np.maximum(k.dur, 0.0))[order])
+    start = k.ts[comm]
+    j = np.searchsorted(k.ts[order], start, side="left")        # kernels that began strictly before
+    prev_end = np.where(j > 0, ends[np.maximum(j - 1, 0)], start)
+    gap = np.maximum(start - prev_end, 0.0)
+    li = k.launch[comm]
+    launch = np.where(li >= 0, model.launches.ts[np.maximum(li, 0)] if len(model.launches) else start, np.inf)
+    return np.where(launch >= prev_end, gap, 0.0)
+
+
+def _messages(model: TraceModel, comm: np.ndarray, ops: np.ndarray, kinds: list[str], params: list,
+              groups: list[int], world: int) -> tuple[list[str], list[int]]:
+    """(dtype, message bytes) of each collective: its recorded element counts; else the tensors of
+    its launching operator and of the collective operators and annotations around its launch
+    (analysis/comm_shapes), innermost first. A group size the shapes prove (an all-gather's output
+    over its shard) fills `groups` where none is recorded."""
+    from kerneldiff.core.analysis.comm_shapes import enclosing_ops, message_of_tensors, tensors
+
+    dtypes, nbytes = [""] * len(comm), [-1] * len(comm)
+    ask = []
+    for i, p in enumerate(params):
+        if p is not None:
+            dt, nb = message_of_params(p)
+            if nb >= 0:
+                dtypes[i], nbytes[i] = dt, nb
+                continue
+        ask.append(i)
+    if not ask:
+        return dtypes, nbytes
+    around = enclosing_ops(model, comm[ask], lambda n: n == "record_param_comms" or kind_of_op(n) is not None)
+    tabs = {"cpu_ops": model.cpu_ops, "annotations": model.annotations}
+    memo: dict[tuple, tuple[str, int, int]] = {}
+    for i, enc in zip(ask, around):
+        kd, op = kinds[i], int(ops[i])
+        cands = ([("cpu_ops", op)] if op >= 0 else []) + [x for x in enc if x != ("cpu_ops", op)]
+        key = (kd, groups[i]) + tuple((n, int(tabs[n].name[r]), int(tabs[n].dims[r]), int(tabs[n].types[r]))
+                                      for n, r in cands)
+        if key not in memo:
+            dt, nb, grp, shard = "", -1, -1, -1
+            for n, r in cands:
+                name = model.strings[int(tabs[n].name[r])]
+                if name != "record_param_comms" and kind_of_op(name) not in (None, kd):
+                    continue   # an operator of another collective around this one (nesting)
+                t_dt, sizes = tensors(model, tabs[n], r, DTYPE_BYTES)
+                m, g = message_of_tensors(name, kd, sizes)
+                dt = dt or t_dt
+                grp = g if grp < 0 else grp
+                if nb < 0 and m > 0:
+                    nb = m
+                if shard < 0 and sizes and m < 0:
+                    shard = sizes[0]
+            g_all = groups[i] if groups[i] > 0 else grp
+            if nb < 0 and shard > 0 and kd == "all_gather":   # the shard alone: × the group
+                nb = shard * (g_all if g_all > 0 else world)
+            memo[key] = (dt, nb, grp)
+        dt, nb, grp = memo[key]
+        dtypes[i], nbytes[i] = dt, nb
+        if groups[i] <= 0 and grp > 0:
+            groups[i] = grp
+    return dtypes, nbytes
 
 
 # --- across the ranks of a run ---------------------------------------------------------------
@@ -343,6 +376,7 @@ class Instance:
     group: int = -1              # ranks in its process group (recorded), -1 unrecorded
     by_seq: bool = False         # matched by process group and sequence number (else by order)
     exposed: list[float] = field(default_factory=list)   # per rank of `ranks`: its time with no compute running
+    host_wait: list[float] = field(default_factory=list)  # per rank of `ranks`: device idle waiting for the launch
 
     @property
     def transfer_us(self) -> float:
@@ -366,98 +400,107 @@ class Matching:
     """The collectives of a run matched across its ranks."""
 
     instances: list[Instance]
-    unmatched: int               # collectives some rank ran that others of its group did not (sampled or cut traces)
-    by_seq: int                  # instances matched by process group and sequence number
-    by_order: int                # instances matched by kind and order
+    unmatched: int               # collectives with no partner in some other member's window (sampled or cut traces)
+    by_seq: int                  # validated instances paired by process group and sequence number
+    by_order: int                # validated instances paired by kind and order
     by_group: int = 0            # matched by process group, kind and order within the group (no Seq recorded)
+    rejected: int = 0            # collectives paired by group and order that failed validation (kind, size, ends)
+    pairing: Any = None          # collective_pairs.Pairing: per rank matched/rejected/unmatched, clock offsets
 
     @property
     def how(self) -> str:
         ways = [(self.by_seq, "process group and sequence number"),
                 (self.by_group, "process group, kind and order within the group (no sequence numbers recorded)"),
                 (self.by_order, "kind and order on the stream (no process group recorded)")]
+        if not any(n for n, _ in ways):
+            return "none validated"
         used = [(n, text) for n, text in ways if n]
+        tail = ", each pair validated (same kind, compatible sizes, ends together)"
         if len(used) == 1:
-            return used[0][1]
-        return ", ".join(f"{text} ({n})" for n, text in used)
+            return used[0][1] + tail
+        return ", ".join(f"{text} ({n})" for n, text in used) + tail
 
 
-def _instance(ranks: list[RankCollectives], members: list[int], idx: list[int], kind: str, by_seq: bool) -> Instance:
+def _instance(ranks: list[RankCollectives], members: list[int], idx: list[int], kind: str, by_seq: bool,
+              shift: dict[int, float] | None = None) -> Instance:
+    """One validated instance; starts less each rank's clock offset (`shift`, µs) where one is applied."""
     rs = [ranks[r] for r in members]
+    shift = shift or {}
     nbytes = next((rc.nbytes[i] for rc, i in zip(rs, idx) if rc.nbytes[i] >= 0), -1)
     dtype = next((rc.dtype[i] for rc, i in zip(rs, idx) if rc.dtype[i]), "")
     group = next((rc.group[i] for rc, i in zip(rs, idx) if rc.group and rc.group[i] > 0), -1)
     algo = next((rc.algorithm[i] for rc, i in zip(rs, idx) if rc.algorithm[i]), "")
-    return Instance(kind, nbytes, dtype, algo, list(members), [rc.start_us[i] for rc, i in zip(rs, idx)],
+    return Instance(kind, nbytes, dtype, algo, list(members),
+                    [rc.start_us[i] - shift.get(r, 0.0) for r, rc, i in zip(members, rs, idx)],
                     [rc.dur_us[i] for rc, i in zip(rs, idx)], [rc.compute_before_us[i] for rc, i in zip(rs, idx)],
-                    group, by_seq, [rc.exposed_us[i] if rc.exposed_us else 0.0 for rc, i in zip(rs, idx)])
+                    group, by_seq, [rc.exposed_us[i] if rc.exposed_us else 0.0 for rc, i in zip(rs, idx)],
+                    [rc.host_wait_us[i] if rc.host_wait_us else 0.0 for rc, i in zip(rs, idx)])
 
 
 def match(ranks: list[RankCollectives], rank_ids: list[int] | None = None) -> Matching:
-    """The collectives of a run matched across its ranks: by (process group, sequence number, kind)
-    where recorded, among the ranks of that process group (those its recorded `Process Group
-    Ranks` name among `rank_ids`, the ranks' global ranks; else the ranks whose traces hold it);
-    the rest by kind and order, among all the ranks. A collective missing on some rank that should
-    hold it is left out and counted (`unmatched`). The result does not depend on the order the
-    ranks are given in, but for the rank indexes it names."""
+    """The collectives of a run matched across its ranks and validated (analysis/collective_pairs):
+    candidates per (process group, kind) where the group is recorded, among the ranks of that group
+    (those its recorded `Process Group Ranks` name among `rank_ids`, the ranks' global ranks; else
+    the ranks whose traces hold it), else per kind among all the ranks; by sequence number where
+    recorded, else by order at the best window offset. Only instances every member validated are
+    kept; the rest are counted, rejected or unmatched. Starts are put on the reference rank's clock
+    where a rank's clock offset exceeds what the algorithm's own end spread explains. The result
+    does not depend on the order the ranks are given in, but for the rank indexes it names."""
+    from kerneldiff.core.analysis.collective_pairs import (END_FLOOR_US, Pairing, clock_offsets, estimate_clock,
+                                                           pair_group, seq_of)
+
+    pairing = Pairing()
     if not ranks:
-        return Matching([], 0, 0, 0)
-    keyed: list[dict[tuple, int]] = []
-    ordered: list[dict[str, list[int]]] = []
+        return Matching([], 0, 0, 0, pairing=pairing)
+    # entries per group key: (process group, kind) where recorded, else ("", kind)
+    keyed: list[dict[tuple[str, str], list[int]]] = []
     for rc in ranks:
-        kd: dict[tuple, int] = {}
-        od: dict[str, list[int]] = {}
+        d: dict[tuple[str, str], list[int]] = {}
         pg = rc.pg or [""] * len(rc)
-        seq = rc.seq or [-1] * len(rc)
         for i, kind in enumerate(rc.kind):
-            if pg[i]:
-                # no Seq (PyTorch 2.11 writes none): a group issues its collectives in one order on
-                # every member, so the order within (group, kind) stands in for it
-                key = (pg[i], seq[i] if seq[i] >= 0 else -1, kind)
-                n = 0
-                while key + (n,) in kd:   # one operator, several kernels: their order tells them apart
-                    n += 1
-                kd[key + (n,)] = i
-            else:
-                od.setdefault(kind, []).append(i)
-        keyed.append(kd)
-        ordered.append(od)
-    out: list[Instance] = []
-    unmatched = 0
-    members: dict[str, list[int]] = {}
-    for r, kd in enumerate(keyed):
-        for pg in {k[0] for k in kd}:
-            members.setdefault(pg, []).append(r)
-    if rank_ids is not None:
-        index = {g: r for r, g in enumerate(rank_ids)}
-        for pg in members:
-            listed = next((rc.pg_ranks[pg] for rc in ranks if pg in rc.pg_ranks), None)
-            if listed:   # a traced rank of the group that holds none of its collectives lacks them all
-                members[pg] = sorted(set(members[pg]) | {index[g] for g in listed if g in index})
-    for key in sorted(set().union(*[kd.keys() for kd in keyed])):
-        have = [r for r in members[key[0]] if key in keyed[r]]
-        if len(have) < len(members[key[0]]):
-            unmatched += len(have)
-            continue
-        out.append(_instance(ranks, have, [keyed[r][key] for r in have], key[2], key[1] >= 0))
-    by_seq = sum(1 for x in out if x.by_seq)
-    by_group = len(out) - by_seq
-    everyone = list(range(len(ranks)))
-    for kind in sorted(set().union(*[od.keys() for od in ordered])):
-        lists = [od.get(kind, []) for od in ordered]
-        n = min(len(x) for x in lists)
-        unmatched += sum(len(x) - n for x in lists)
-        for j in range(n):
-            out.append(_instance(ranks, everyone, [x[j] for x in lists], kind, False))
+            d.setdefault((pg[i], kind), []).append(i)
+        keyed.append(d)
+    index = {g: r for r, g in enumerate(rank_ids)} if rank_ids is not None else {}
+    groups: dict[tuple[str, str], list[int]] = {}
+    for key in sorted(set().union(*[d.keys() for d in keyed])):
+        members = [r for r, d in enumerate(keyed) if key in d]
+        if key[0]:
+            listed = next((rc.pg_ranks[key[0]] for rc in ranks if key[0] in rc.pg_ranks), None)
+            if listed and index:   # a traced rank of the group that holds none of its collectives lacks them all
+                members = sorted(set(members) | {index[g] for g in listed if g in index})
+        else:
+            members = list(range(len(ranks)))
+        groups[key] = members
+    # the order of reference: most collectives first, then the lowest global rank (else by content),
+    # so the result does not depend on the order the ranks come in
+    priority = {r: (-len(ranks[r]), rank_ids[r] if rank_ids is not None else 0, list(ranks[r].start_us),
+                    list(ranks[r].dur_us)) for r in range(len(ranks))}
+    reference = min(range(len(ranks)), key=lambda r: priority[r])
+    # each rank's clock against the reference's, from every group both hold at once
+    clocks: dict[int, float | None] = {reference: 0.0}
+    for r in range(len(ranks)):
+        if r != reference:
+            both = [(seq_of(ranks[reference], keyed[reference][k]), seq_of(ranks[r], keyed[r][k]))
+                    for k, m in groups.items() if reference in m and r in m and k in keyed[reference] and k in keyed[r]]
+            clocks[r] = estimate_clock(both) if both else None
+    found: list[tuple[list[int], list[int], bool]] = []
+    recorded_group = 0
+    for key, members in groups.items():
+        got = pair_group(ranks, members, {r: keyed[r][key] for r in members if key in keyed[r]}, pairing,
+                         priority, clocks)
+        if key[0]:
+            recorded_group += sum(1 for *_, by_seq in got if not by_seq)
+        found += got
+    offsets = clock_offsets(ranks, found, len(ranks), reference)
+    pairing.clock_offset_us, pairing.clock_reference = offsets, reference
+    shift = {r: (o if o is not None and abs(o) > END_FLOOR_US else 0.0) for r, o in offsets.items()}
+    out = [_instance(ranks, members, idx, ranks[members[0]].kind[idx[0]], by_seq, shift)
+           for members, idx, by_seq in found]
     out.sort(key=lambda x: (min(x.starts), x.kind, x.nbytes, x.ranks))
-    return Matching(out, unmatched, by_seq, len(out) - by_seq - by_group, by_group)
-
-
-def shared_clock(ranks: list[RankCollectives]) -> bool:
-    """Whether the ranks' start times can be compared: their collectives overlap in time (ranks
-    traced on hosts whose clocks disagree, or traces of different runs, do not)."""
-    spans = [(min(r.start_us), max(s + d for s, d in zip(r.start_us, r.dur_us))) for r in ranks if len(r)]
-    return len(spans) < 2 or max(s for s, _ in spans) < min(e for _, e in spans)
+    by_seq = sum(1 for x in out if x.by_seq)
+    unmatched = sum(pairing.unmatched.values())
+    return Matching(out, unmatched, by_seq, len(out) - by_seq - recorded_group, recorded_group,
+                    rejected=sum(pairing.rejected.values()), pairing=pairing)
 
 
 @dataclass
@@ -473,7 +516,8 @@ class CollectiveSide:
     exposed_us: float = 0.0         # per rank: the part of total_us no compute kernel overlapped, the mean over ranks
     algbw_gbps: float | None = None     # bytes / median transfer time
     busbw_gbps: float | None = None     # algbw × the kind's bus factor for the group size
-    pct_link_peak: float | None = None  # busbw against the GPU's link peak, %
+    pct_link_peak: float | None = None  # the link's traffic (busbw, but for in-switch reduction: algbw ×
+                                        # (n+1)/n) against the GPU's link peak, %
     skew_p50_us: float | None = 0.0    # start times: the last rank's start − the first's (None:
     skew_max_us: float | None = 0.0    # the ranks' clocks cannot be compared)
     algorithm: str = ""
@@ -482,6 +526,13 @@ class CollectiveSide:
     group: int = 0                  # ranks in the collective's group: the bus factor's n (recorded Group size,
                                     # else the world size)
     bandwidth_note: str = ""        # why no bandwidth is given where the figures would pass the link's peak
+    # per rank (its global rank): validated instances of this row it took part in; its own
+    # collectives of this kind × size that failed validation (rejected) or found no partner in the
+    # other ranks' windows (unmatched); its clock offset against the run's reference rank, µs
+    matched: dict[int, int] = field(default_factory=dict)
+    rejected: dict[int, int] = field(default_factory=dict)
+    unmatched: dict[int, int] = field(default_factory=dict)
+    clock_offset_us: dict[int, float | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -500,7 +551,7 @@ def bus_factor(kind: str, n: int) -> float | None:
 
 
 def side_rows(instances: list[Instance], ranks: int, world: int, link_gbps: float | None,
-              clocks: bool = True) -> dict[tuple[str, int], CollectiveSide]:
+              clocks: bool = True, pairing=None, rank_ids: list[int] | None = None) -> dict[tuple[str, int], CollectiveSide]:
     """Instances grouped by kind × size. `ranks`: ranks in the run; `world`: the group size where
     a collective records none; `link_gbps`: the GPU's link peak (None: unknown); without `clocks`
     (the ranks' clocks disagree) skews are not given. Per instance the time is the mean over the
@@ -523,25 +574,39 @@ def side_rows(instances: list[Instance], ranks: int, world: int, link_gbps: floa
         n = max(sorted(set(sizes)), key=sizes.count)
         f = bus_factor(kind, n)
         busbw = algbw * f if algbw is not None and f is not None else None
-        note = ""
-        if busbw is not None and link_gbps and busbw > link_gbps:
-            # more than the link carries: the transfer time is not the time these bytes moved (a
-            # rank's kernel that began before the others arrived, in-switch reduction), or the
-            # message was misread; a figure above the hardware's peak is never given
-            note = (f"{kind} of {nbytes:,} bytes in {med:,.1f} µs would be {busbw:,.0f} GB/s on the bus, above "
-                    f"the link's {link_gbps:,.0f} GB/s: not given")
-            algbw = busbw = None
         algos = [x.algorithm for x in items if x.algorithm]
+        algo = max(sorted(set(algos)), key=algos.count) if algos else ""
+        lf = link_factor(kind, n, algo)
+        link = algbw * lf if algbw is not None and lf is not None else None   # the link's own traffic
+        note = ""
+        if link is not None and link_gbps and link > link_gbps:
+            # more than the link carries: the transfer time is not the time these bytes moved (a
+            # rank's kernel that began before the others arrived), or the message was misread; a
+            # figure above the hardware's peak is never given
+            note = (f"{kind} of {nbytes:,} bytes in {med:,.1f} µs would be {link:,.0f} GB/s on the link"
+                    f"{' (' + algo + ')' if algo else ''}, above the link's {link_gbps:,.0f} GB/s: not given")
+            algbw = busbw = link = None
         out[(kind, nbytes)] = CollectiveSide(
             count=len(items), total_us=total, transfer_us=float(transfer.sum()),
             wait_us=max(total - float(transfer.sum()), 0.0) if took > 1 else None, mean_us=total / len(items),
             exposed_us=min(exposed, total),
             algbw_gbps=algbw, busbw_gbps=busbw,
-            pct_link_peak=100.0 * busbw / link_gbps if busbw is not None and link_gbps else None,
+            pct_link_peak=100.0 * link / link_gbps if link is not None and link_gbps else None,
             skew_p50_us=float(np.median(skew)) if clocks and took > 1 else None,
             skew_max_us=float(skew.max()) if clocks and took > 1 else None,
-            algorithm=max(sorted(set(algos)), key=algos.count) if algos else "", dtype=items[0].dtype, ranks=took,
+            algorithm=algo, dtype=items[0].dtype, ranks=took,
             group=n, bandwidth_note=note)
+    ids = rank_ids if rank_ids is not None else list(range(ranks))
+    for (kind, nbytes), side in out.items():
+        took: dict[int, int] = {}
+        for x in groups[(kind, nbytes)]:
+            for r in x.ranks:
+                took[ids[r]] = took.get(ids[r], 0) + 1
+        side.matched = dict(sorted(took.items()))
+        if pairing is not None:
+            side.rejected = {ids[r]: n for r, n in sorted(pairing.rejected_by_key.get((kind, nbytes), {}).items())}
+            side.unmatched = {ids[r]: n for r, n in sorted(pairing.unmatched_by_key.get((kind, nbytes), {}).items())}
+            side.clock_offset_us = {ids[r]: o for r, o in sorted(pairing.clock_offset_us.items())}
     return out
 
 
@@ -564,23 +629,34 @@ class Straggler:
     last: int                       # collectives it arrived last at
     collectives: int                # collectives matched across the ranks
     share: float                    # last / collectives
-    late_us: float                  # its mean start after the median rank's, at those collectives
+    late_us: float                  # its mean start after the median of the other ranks' starts, at those collectives
     compute_before_us: float        # its mean compute since its previous collective, at those
     others_compute_before_us: float # the other ranks' mean, at the same collectives
     per_rank_last: dict[int, int] = field(default_factory=dict)
+    # why it was late, µs on average over those collectives (they add up to late_us): its host
+    # launched late (the device sat idle waiting for the launch longer than the others' did), its
+    # GPU computed longer since its previous collective, or the rest: it was held by earlier work
+    # ending late (an earlier collective waiting on a peer, copies)
+    host_late_us: float = 0.0
+    compute_longer_us: float = 0.0
+    peer_wait_us: float = 0.0
+    causes: list[dict[str, float]] = field(default_factory=list)   # per collective it arrived last at
 
 
 # ranks that start a collective within a microsecond of each other arrived together: many traces
 # write whole microseconds, so a smaller skew names no one
 SKEW_FLOOR_US = 1.0
+# validated instances needed to name a straggler: fewer say too little about which rank is late
+MIN_VALIDATED = 3
 
 
 def straggler(instances: list[Instance], rank_ids: list[int]) -> Straggler | None:
-    """None with fewer than two ranks (nobody to wait for) or no collective that one rank reached
-    more than SKEW_FLOOR_US after another. `collectives` counts every matched one."""
+    """None with fewer than two ranks (nobody to wait for), fewer than MIN_VALIDATED validated
+    instances, or no collective that one rank reached more than SKEW_FLOOR_US after another.
+    `collectives` counts every validated one."""
     total = len(instances)
     instances = [x for x in instances if len(x.ranks) > 1 and x.skew_us > SKEW_FLOOR_US and x.last >= 0]
-    if len(rank_ids) < 2 or not instances:
+    if len(rank_ids) < 2 or not instances or total < MIN_VALIDATED:
         return None
     last = np.array([x.last for x in instances])
     counts = np.bincount(last, minlength=len(rank_ids))
@@ -588,10 +664,29 @@ def straggler(instances: list[Instance], rank_ids: list[int]) -> Straggler | Non
     r = min(np.flatnonzero(counts == counts.max()).tolist(), key=lambda i: rank_ids[i])
     mine = [x for x in instances if x.last == r]
     at = [x.ranks.index(r) for x in mine]
-    late = [x.starts[j] - float(np.median(x.starts)) for x, j in zip(mine, at)]
+    late = [x.starts[j] - float(np.median([t for q, t in enumerate(x.starts) if q != j])) for x, j in zip(mine, at)]
     own = [x.compute_before[j] for x, j in zip(mine, at)]
     others = [float(np.mean([c for q, c in enumerate(x.compute_before) if q != j])) for x, j in zip(mine, at)]
+    causes = [_causes(x, j, lt) for x, j, lt in zip(mine, at, late)]
     return Straggler(rank=rank_ids[r], last=int(counts[r]), collectives=total,
                      share=float(counts[r]) / total, late_us=float(np.mean(late)),
                      compute_before_us=float(np.mean(own)), others_compute_before_us=float(np.mean(others)),
-                     per_rank_last={rank_ids[i]: int(c) for i, c in enumerate(counts.tolist())})
+                     per_rank_last={rank_ids[i]: int(c) for i, c in enumerate(counts.tolist())},
+                     host_late_us=float(np.mean([c["host_late_us"] for c in causes])),
+                     compute_longer_us=float(np.mean([c["compute_longer_us"] for c in causes])),
+                     peer_wait_us=float(np.mean([c["peer_wait_us"] for c in causes])), causes=causes)
+
+
+def _causes(x: Instance, j: int, late: float) -> dict[str, float]:
+    """One late arrival split into its causes against the other ranks' medians: the host's extra
+    wait first, then the extra compute, the rest held by earlier work; each within what is left."""
+    def extra(values: list[float]) -> float:
+        if not values:
+            return 0.0
+        return values[j] - float(np.median([v for q, v in enumerate(values) if q != j]))
+
+    left = max(late, 0.0)
+    host = min(max(extra(x.host_wait), 0.0), left)
+    gpu = min(max(extra(x.compute_before), 0.0), left - host)
+    return {"start_us": x.starts[j], "late_us": late, "host_late_us": host, "compute_longer_us": gpu,
+            "peer_wait_us": left - host - gpu}

@@ -42,7 +42,7 @@ try:  # ISA-L's CRC32 is several times faster than zlib's
 except ImportError:  # pragma: no cover
     crc32 = zlib.crc32
 
-FORMAT_VERSION = 2   # 2: cpu_ops.comm (a collective's parameters)
+FORMAT_VERSION = 3   # 2: cpu_ops.comm (a collective's parameters); 3: annotations.dims/types
 MAGIC, END = b"KDCACHE1", b"KDCEND01"
 TRAILER = struct.Struct("<QI8s")          # header length, header CRC32, END
 DEFAULT_MAX = 4 * 10**9

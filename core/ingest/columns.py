@@ -31,7 +31,8 @@ SPECS: dict[str, tuple[tuple[str, str], ...]] = {
           ("concrete", "i4")),                # record_shapes' Concrete Inputs text, likewise
     "l": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("corr", "i8"), ("ext", "i8"), ("tid", "i8"),
           ("pid", "i8")),
-    "a": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("tid", "i8"), ("pid", "i8"), ("gpu", "i1")),
+    "a": (("ts", "f8"), ("dur", "f8"), ("name", "i4"), ("tid", "i8"), ("pid", "i8"), ("gpu", "i1"),
+          ("dims", "i4"), ("types", "i4")),   # record_shapes text of annotations (nccl:all_reduce's tensors)
 }
 _SCAN_TABLES = scan.tables(GROUP_OF)
 _GROUP_CODES = {"k": (G_KERNEL, G_MEMSET), "p": (G_PYTHON, G_PYTHON), "c": (G_CPU, G_CPU),

@@ -56,8 +56,8 @@ ARG_FIELDS: tuple[Field, ...] = (
     Field("Python parent id", "python_parent", int | None, "id", "PARENT", "parent", "p"),
     # record_shapes: an operator's input dimensions and dtypes, kept as raw JSON text (interned
     # later; most operators repeat a handful of shapes) and parsed only where a reading needs them
-    Field("Input Dims", "input_dims", _RAW, "text", "DIMS", "dims", "c"),
-    Field("Input type", "input_type", _RAW, "text", "TYPES", "types", "c"),
+    Field("Input Dims", "input_dims", _RAW, "text", "DIMS", "dims", "ca"),
+    Field("Input type", "input_type", _RAW, "text", "TYPES", "types", "ca"),
     # a kernel's launch configuration (CUPTI; ROCm traces often lack it)
     Field("registers per thread", "registers", int | None, "opt_int", "REGS", "regs", "k"),
     Field("shared memory", "shared_memory", int | None, "opt_int", "SMEM", "smem", "k"),

@@ -58,6 +58,25 @@ def run_files(arg: str) -> list[str]:
     return files
 
 
+def other_files(arg: str) -> list[str]:
+    """A run directory's files that are not named like traces (README, logs): skipped, and said."""
+    if not os.path.isdir(arg):
+        return []
+    return [f for f in sorted(os.listdir(arg))
+            if not f.endswith(TRACE_SUFFIXES) and os.path.isfile(os.path.join(arg, f)) and not f.startswith(".")]
+
+
+def not_a_trace(problem: str) -> bool:
+    """A file that reads as JSON but holds no trace (a config, metrics): in a run directory or glob
+    it is skipped with a note; a trace that is broken is still an error (a rank must not vanish)."""
+    return "no 'traceEvents' array" in problem or problem == "not a trace"
+
+
+def run_name(arg: str) -> str:
+    """A run as the reports name it: its directory or glob, as given."""
+    return arg.rstrip("/") or arg
+
+
 def identify(paths: list[str], distributed: list[dict]) -> tuple[list[RankFile], str]:
     """Each file's rank, in rank order, and where the ranks came from."""
     ranks = [d.get("rank") if isinstance(d, dict) else None for d in distributed]

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from kerneldiff.core.analysis.collectives import (CollectiveRow, Straggler, collective_rows, match, shared_clock, side_rows,
+from kerneldiff.core.analysis.collective_pairs import END_FLOOR_US, END_FRACTION
+from kerneldiff.core.analysis.collectives import (MIN_VALIDATED, CollectiveRow, Straggler, collective_rows, match, side_rows,
                                                   straggler)
 from kerneldiff.core.ranks.identify import RankFile
 from kerneldiff.core.ranks.summary import RankSummary, summarize_rank
@@ -69,7 +70,7 @@ def _one(args):
         return (path, "out of memory while loading this rank")
 
 
-def _raise(result) -> RankSummary:
+def _raise_error(result) -> RankSummary:
     from kerneldiff.core.errors import TraceError
 
     if isinstance(result, tuple):
@@ -78,11 +79,18 @@ def _raise(result) -> RankSummary:
 
 
 def load_ranks(files: list[RankFile], registry: str | None = None, use_cache: bool = True,
-               device: int | None = None, jobs: int | None = None) -> list[RankSummary]:
+               device: int | None = None, jobs: int | None = None, skip=None) -> list[RankSummary | None]:
     """Every rank's summary, in rank order: in `jobs` processes at once (default: as many as the
-    CPUs and the available memory allow), or here when one is enough."""
+    CPUs and the available memory allow), or here when one is enough. `skip(path, problem)`: a
+    file whose error it accepts gives None instead of failing the run."""
     work = [(f.rank, f.path, registry, use_cache, device) for f in files]
     n = _jobs(files, jobs)
+
+    def _raise(result):
+        if isinstance(result, tuple) and skip is not None and skip(*result):
+            return None
+        return _raise_error(result)
+
     if n <= 1 or len(work) <= 1:
         return [_raise(_one(w)) for w in work]
     import multiprocessing as mp
@@ -103,6 +111,7 @@ class Run:
     files: list[RankFile]
     rank_source: str
     ranks: list[RankSummary] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)    # files of the directory or glob that are not traces
 
     @property
     def world_size(self) -> int:
@@ -147,6 +156,9 @@ class RunFindings:
     links: dict[str, Any]                             # {a/b: the GPU's link peak or None}
     matched_by: str                                   # how collectives were matched across ranks
     notes: list[str]
+    # {a/b: validated instances, per rank matched / rejected / unmatched, clock offsets (µs) against
+    # the reference rank}: what the pairing of collectives across ranks found
+    pairing: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def pick(run: Run, wanted: int | None) -> RankSummary:
@@ -165,6 +177,10 @@ def findings(a: Run, b: Run, wanted: int | None = None, peaks=None) -> RunFindin
 
     rep = {"a": pick(a, wanted), "b": pick(b, wanted)}
     notes = []
+    for key, run in (("a", a), ("b", b)):
+        if run.skipped:
+            shown = ", ".join(os.path.basename(f) for f in run.skipped[:5]) + (" …" if len(run.skipped) > 5 else "")
+            notes.append(f"{key.upper()}: {len(run.skipped)} file(s) of the run that are not traces skipped: {shown}")
     for key, run in (("a", a), ("b", b)):
         ws = {r.world_size for r in run.ranks if r.world_size}
         if ws and max(ws) > len(run.ranks):
@@ -185,27 +201,43 @@ def findings(a: Run, b: Run, wanted: int | None = None, peaks=None) -> RunFindin
                      f"not summed{per_token}")
     links = {}
     rows = {}
+    pairing: dict[str, dict[str, Any]] = {}
     matched_by: list[str] = []
     strag = {}
     for key, run in (("a", a), ("b", b)):
         lp = link_peak(rep[key].info, peaks) if rep[key].info is not None else None
         links[key] = lp.to_dict() if lp else None
-        matching = match([r.collectives for r in run.ranks], [r.rank for r in run.ranks])
-        inst, unmatched = matching.instances, matching.unmatched
-        if matching.how:
+        ids = [r.rank for r in run.ranks]
+        matching = match([r.collectives for r in run.ranks], ids)
+        inst, pr = matching.instances, matching.pairing
+        if any(len(r.collectives) for r in run.ranks):
             matched_by.append(f"{key.upper()}: {matching.how}")
-        if unmatched:
-            notes.append(f"{key.upper()}: {unmatched} collective(s) ran on some ranks and not on others "
-                         f"(sampled or cut traces): left out of the collective table")
+        pairing[key] = {"validated": len(inst), "reference_rank": ids[pr.clock_reference] if ids else None,
+                        "matched": {ids[r]: n for r, n in sorted(pr.matched.items())},
+                        "rejected": {ids[r]: n for r, n in sorted(pr.rejected.items())},
+                        "unmatched": {ids[r]: n for r, n in sorted(pr.unmatched.items())},
+                        "clock_offset_us": {ids[r]: o for r, o in sorted(pr.clock_offset_us.items())}}
+        if len(run.ranks) > 1 and (matching.rejected or matching.unmatched):
+            notes.append(f"{key.upper()}: {len(inst)} collective(s) validated across the ranks (same kind, compatible "
+                         f"sizes, ends within {END_FLOOR_US:g} µs + {END_FRACTION:.0%} of the transfer); "
+                         f"{matching.rejected} rank collective(s) rejected (paired by group and order but not the "
+                         f"same collective), {matching.unmatched} unmatched (no partner in the other ranks' windows: "
+                         f"sampled or cut traces): left out of the collective table")
+        offs = {ids[r]: o for r, o in pr.clock_offset_us.items() if o is not None and abs(o) > END_FLOOR_US}
+        if offs:
+            notes.append(f"{key.upper()}: clocks differ (offsets from the collectives' end times, against rank "
+                         f"{ids[pr.clock_reference]}): " + ", ".join(f"rank {r} {o:+,.0f} µs" for r, o in sorted(offs.items()))
+                         + "; starts are compared after removing them")
         if len(run.ranks) == 1 and len(run.ranks[0].collectives):
             notes.append(f"{key.upper()}: one rank: its collectives' time holds the wait for ranks not traced, so "
                          f"transfer and wait are not told apart and bus bandwidth is a lower bound")
-        clocks = shared_clock([r.collectives for r in run.ranks])
-        if not clocks:
-            notes.append(f"{key.upper()}: the ranks' collectives do not overlap in time (clocks of different "
-                         f"hosts, or traces of different runs): no skew and no straggler")
-        rows[key] = side_rows(inst, len(run.ranks), run.world_size, lp.gbps if lp else None, clocks)
-        strag[key] = straggler(inst, [r.rank for r in run.ranks]) if clocks else None
+        clocks = bool(inst)
+        rows[key] = side_rows(inst, len(run.ranks), run.world_size, lp.gbps if lp else None, clocks, pr, ids)
+        strag[key] = straggler(inst, ids)
+        if strag[key] is None and len(run.ranks) > 1 and any(len(r.collectives) for r in run.ranks):
+            if len(inst) < MIN_VALIDATED:
+                notes.append(f"{key.upper()}: straggler unknown: only {len(inst)} collective(s) validated across the "
+                             f"ranks, fewer than the {MIN_VALIDATED} needed to name one")
         for note in sorted({v.bandwidth_note for v in rows[key].values() if v.bandwidth_note}):
             notes.append(f"{key.upper()}: {note}")
     how = "slowest rank (largest wall clock)" if wanted is None else f"rank {wanted} (--rank)"
@@ -216,4 +248,4 @@ def findings(a: Run, b: Run, wanted: int | None = None, peaks=None) -> RunFindin
         spread={"a": spread(a), "b": spread(b)},
         collectives=collective_rows(rows["a"], rows["b"]), stragglers=strag, links=links,
         matched_by="; ".join(matched_by) or "no collectives",
-        notes=notes)
+        notes=notes, pairing=pairing)

@@ -3,6 +3,7 @@ load through `Session` (kerneldiff.core.ranks.summary), so this sits above it, n
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +37,7 @@ class RunSession:
 
     def load(self) -> list[Any]:
         """Identify and summarise every rank of both runs (a bad file is reported before any load)."""
-        from kerneldiff.core.ranks.identify import RankFile, identify, run_files
+        from kerneldiff.core.ranks.identify import RankFile, identify, is_run, not_a_trace, other_files, run_files
         from kerneldiff.core.ranks.run import Run, load_ranks
 
         listed = []
@@ -49,14 +50,24 @@ class RunSession:
             listed.append((arg, files))
         found = []
         for arg, files in listed:
-            # ranks are named once every file is read: distributedInfo may follow the events
+            skipped = other_files(arg)
+            # a JSON file that is no trace, found by a directory or glob: skipped and said
+            tolerant = is_run(arg) and "," not in arg
             summaries = load_ranks([RankFile(i, f) for i, f in enumerate(files)], self.registry, self.use_cache,
-                                   self.device, self.jobs)
-            ranked, source = identify(files, [getattr(s.info, "distributed", {}) or {} for s in summaries])
+                                   self.device, self.jobs,
+                                   skip=(lambda path, problem: not_a_trace(problem)) if tolerant else None)
+            skipped += [f for f, s in zip(files, summaries) if s is None]
+            summaries = [s for s in summaries if s is not None]
+            if not summaries:
+                raise TraceError(arg, "holds no trace files (" + ", ".join(os.path.basename(f) for f in skipped[:3])
+                                 + " are not traces)")
+            kept = [s.file for s in summaries]
+            # ranks are named once every file is read: distributedInfo may follow the events
+            ranked, source = identify(kept, [getattr(s.info, "distributed", {}) or {} for s in summaries])
             by_path = {s.file: s for s in summaries}
             for rf in ranked:
                 by_path[rf.path].rank = rf.rank
-            found.append(Run(arg, ranked, source, [by_path[rf.path] for rf in ranked]))
+            found.append(Run(arg, ranked, source, [by_path[rf.path] for rf in ranked], skipped))
         self.sides = found
         return found
 
@@ -108,7 +119,20 @@ class RunSession:
     def compare(self, phase: str = "all"):
         """(the representative ranks' Comparison, the runs' RunFindings)."""
         pair = self.load_pair()
-        return pair.compare(phase), self.findings()
+        cmp = pair.compare(phase)
+        self.name_sides(cmp)
+        return cmp, self.findings()
+
+    def name_sides(self, cmp) -> None:
+        """The compared ranks named by their run (its directory or glob) and rank, not by a file name
+        every rank shares ("rank0.json.gz")."""
+        from kerneldiff.core.ranks.identify import run_name
+
+        for side, run, path in zip((cmp.a, cmp.b), self.sides, self.pair.paths):
+            rank = next((r for r in run.ranks if r.file == path), None)
+            base = os.path.basename(path)
+            if rank is not None and side.label.endswith(base):   # a file name ("A: rank0.json.gz"), not a GPU's
+                side.label = side.label[: len(side.label) - len(base)] + f"{run_name(run.arg)} rank {rank.rank}"
 
     def gate(self, checks: list, phase: str = "all", max_slowdown: str = "3%", allow_hardware_change: bool = False):
         """The regression gate's verdict on run A (the base) against run B (the new run): the

@@ -24,6 +24,42 @@ def ranks_slowest_first(found) -> list[tuple[str, dict]]:
     return rows
 
 
+STRAGGLER_MARK = "*"     # beside the straggler's rank number in the Ranks tables
+HISTOGRAM_BINS = 8
+
+
+def rank_cell(found, key: str, rank: int) -> str:
+    """A rank's number, marked where it is its run's straggler."""
+    s = found.stragglers.get(key)
+    return f"{rank}{STRAGGLER_MARK}" if s is not None and s.rank == rank else str(rank)
+
+
+def straggler_legend(found) -> str:
+    named = [f"{k.upper()} rank {s.rank}" for k, s in found.stragglers.items() if s is not None]
+    return f"{STRAGGLER_MARK} the straggler (last to arrive at most validated collectives): {', '.join(named)}" \
+        if named else ""
+
+
+def wall_summary(found, key: str) -> str:
+    """A run's ranks in one line: their wall clocks' spread and a histogram of them (equal bins
+    from the fastest to the slowest), for runs too large to list."""
+    walls = sorted(r["wall_us"] for r in found.ranks[key])
+    if not walls:
+        return ""
+    lo, hi = walls[0], walls[-1]
+    p90 = walls[min(len(walls) - 1, int(0.9 * (len(walls) - 1) + 0.5))]
+    line = (f"{key.upper()}: {len(walls)} ranks, wall {fmt.us(lo)} … {fmt.us(hi)} (median "
+            f"{fmt.us(walls[(len(walls) - 1) // 2] if len(walls) % 2 else (walls[len(walls) // 2 - 1] + walls[len(walls) // 2]) / 2)}"
+            f", p90 {fmt.us(p90)}, spread {fmt.us(hi - lo)})")
+    if hi > lo:
+        counts = [0] * HISTOGRAM_BINS
+        for w in walls:
+            counts[min(int((w - lo) / (hi - lo) * HISTOGRAM_BINS), HISTOGRAM_BINS - 1)] += 1
+        line += f"; ranks per {fmt.us((hi - lo) / HISTOGRAM_BINS)} of wall from the fastest: " + \
+            " ".join(str(c) for c in counts)
+    return line
+
+
 def size(n: int) -> str:
     return "?" if n is None or n < 0 else fmt.size(n)
 
@@ -53,8 +89,10 @@ def straggler_lines(found) -> list[str]:
     for key, s in found.stragglers.items():
         if s is None:
             continue
-        out.append(f"{key.upper()} straggler: rank {s.rank} arrived last at {s.last} of {s.collectives} collectives "
-                   f"({s.share:.0%}), {fmt.us(s.late_us)} after the median rank; its compute before them "
+        out.append(f"{key.upper()} straggler: rank {s.rank} arrived last at {s.last} of {s.collectives} validated "
+                   f"collectives ({s.share:.0%}), {fmt.us(s.late_us)} after the other ranks' median: host launched late "
+                   f"{fmt.us(s.host_late_us)}, computed longer {fmt.us(s.compute_longer_us)}, held by earlier work "
+                   f"(waiting on a peer) {fmt.us(s.peer_wait_us)}; its compute before them "
                    f"{fmt.us(s.compute_before_us)} against {fmt.us(s.others_compute_before_us)} on the other ranks")
     return out
 
@@ -92,9 +130,13 @@ def runs_markdown(found) -> list[str]:
     lines = ["### kerneldiff: two runs of rank traces", ""]
     lines += [md(x, 400) + "  " for x in run_lines(found)]
     rows = ranks_slowest_first(found)
-    body = [[k.upper(), str(r["rank"]), *(fmt.us(r[x]) for x in RANK_KEYS)] for k, r in rows[:TOP_RANKS]]
+    body = [[k.upper(), rank_cell(found, k, r["rank"]), *(fmt.us(r[x]) for x in RANK_KEYS)] for k, r in rows[:TOP_RANKS]]
     lines += ["", "#### Ranks (slowest first" + (f", {TOP_RANKS} of {len(rows)})" if len(rows) > TOP_RANKS else ")"),
               ""] + _table(list(RANK_HEAD), body, right=1)
+    if len(rows) > TOP_RANKS:   # many ranks: each run summarised, not listed
+        lines += [""] + [md(wall_summary(found, k), 600) + "  " for k in ("a", "b")]
+    if straggler_legend(found):
+        lines += ["", f"_{md(straggler_legend(found), 300)}_"]
     if found.collectives:
         top = found.collectives[:TOP_COLLECTIVES]
         body = [[md(x) for x in collective_cells(c)] for c in top]

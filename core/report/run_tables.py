@@ -11,8 +11,10 @@ RUN_TABLES = ("ranks", "collectives", "stragglers")
 RANK_FIELDS = ("rank", "file", "wall_us", "busy_us", "compute_us", "comm_us", "exposed_comm_us", "idle_us",
                "kernels", "gpu_time_us", "collectives", "world_size", "device", "tokens")
 SIDE_FIELDS = ("count", "total_us", "transfer_us", "wait_us", "exposed_us", "mean_us", "algbw_gbps", "busbw_gbps",
-               "pct_link_peak", "skew_p50_us", "skew_max_us", "algorithm", "dtype", "group", "bandwidth_note")
-STRAGGLER_FIELDS = ("rank", "last", "collectives", "share", "late_us", "compute_before_us", "others_compute_before_us")
+               "pct_link_peak", "skew_p50_us", "skew_max_us", "algorithm", "dtype", "group", "bandwidth_note",
+               "matched", "rejected", "unmatched", "clock_offset_us")
+STRAGGLER_FIELDS = ("rank", "last", "collectives", "share", "late_us", "host_late_us", "compute_longer_us",
+                    "peer_wait_us", "compute_before_us", "others_compute_before_us")
 
 
 def run_document(cmp, found) -> dict[str, Any]:
@@ -22,13 +24,16 @@ def run_document(cmp, found) -> dict[str, Any]:
     doc["ranks"] = f["ranks"]
     doc["collectives"] = f["collectives"]
     doc["stragglers"] = f["stragglers"]
-    doc["runs"] = {k: f[k] for k in ("rank_source", "representative", "spread", "links", "matched_by", "notes")}
+    doc["runs"] = {k: f[k] for k in ("rank_source", "representative", "spread", "links", "matched_by", "notes",
+                                   "pairing")}
     return doc
 
 
 def _v(x):
     if x is None:
         return ""
+    if isinstance(x, dict):   # per rank: "rank:value" pairs
+        return " ".join(f"{k}:{_v(v)}" for k, v in x.items())
     return round(x, 3) if isinstance(x, float) else x
 
 

@@ -16,6 +16,8 @@ PyTorch: input shapes only). Plants for matching across ranks:
 - `reorder`: every layer also all-reduces `nbytes // 4` in process group "1" (its own stream,
   `transfer_us / 2`), issued 2 µs after group "0"'s on every rank but `reorder`, which issues
   group "1"'s first: the i-th all-reduce on that rank is not the i-th on the others.
+- `late_launch`: that rank's host launches every all-reduce `late_launch_us` after its GEMM ended
+  (more than the 18 µs from launch to start: the device idles waiting for it).
 The truth lists every collective: its group, sequence number, bytes, transfer and the ranks that
 ran it.
 """
@@ -47,7 +49,8 @@ def write_run(out_dir: str | os.PathLike, *, ranks: int = 4, passes: int = 3, la
               transfer_us: float = 80.0, overlap_us: float = 0.0, nbytes: int = 8 << 20,
               gpu: str = "NVIDIA H100 80GB HBM3", naming: str = "distributed", jitter_us: float = 0.0,
               step_tokens: int = 0, seed: int = 0, comm_params: bool = True,
-              missing: dict[int, list[int]] | None = None, reorder: int | None = None) -> dict[str, Any]:
+              missing: dict[int, list[int]] | None = None, reorder: int | None = None,
+              late_launch: int | None = None, late_launch_us: float = 0.0) -> dict[str, Any]:
     """Write one file per rank into `out_dir`; returns the truth: files, per-rank figures (µs),
     the straggler, the collectives and their transfer time."""
     import random
@@ -91,7 +94,10 @@ def write_run(out_dir: str | os.PathLike, *, ranks: int = 4, passes: int = 3, la
                 arrive.append(clock + g)
             there = [r for r in range(ranks) if seq not in missing.get(r, ())]
             # with a second group, one rank issues it first: its group "0" collective comes 2 µs later
-            start = [a + (2.0 if r == reorder else 0.0) for r, a in enumerate(arrive)]
+            # a late host: rank `late_launch` launches each all-reduce `late_launch_us` after its GEMM
+            # ended (the device idles meanwhile)
+            start = [a + (2.0 if r == reorder else 0.0) + (late_launch_us if r == late_launch else 0.0)
+                     for r, a in enumerate(arrive)]
             end = max(start) + transfer_us
             comm_iv: list[list[tuple[float, float]]] = [[(start[r], end)] for r in range(ranks)]
             for r in there:

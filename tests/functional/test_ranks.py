@@ -237,18 +237,16 @@ def test_hta_collectives_and_straggler_against_raw_events(hta):
     for r in (0, 1):
         ev = _raw(d / f"sampled_rank-{r}.json.gz")
         raw.append(sorted((e["ts"], e["dur"]) for e in ev if e.get("cat") == "kernel" and e["name"].startswith("nccl")))
-    rc = [r.collectives for r in s.sides[0].ranks]
-    # matched by kind and order: the transfer of each pair is the shorter of the two kernels
-    transfer = 0.0
-    for kind in set(rc[0].kind):
-        d0 = [x for k, x in zip(rc[0].kind, rc[0].dur_us) if k == kind]
-        d1 = [x for k, x in zip(rc[1].kind, rc[1].dur_us) if k == kind]
-        transfer += sum(min(x, y) for x, y in zip(d0, d1))
-    assert sum(c.a.transfer_us for c in f.collectives) == pytest.approx(transfer)
-    assert sum(x for _, x in raw[0]) + sum(x for _, x in raw[1]) == pytest.approx(
-        2 * sum(c.a.total_us for c in f.collectives))
+    # the true pairs, from all pairs of kernels: those that overlap and end within 1 ms of each other
+    # (a collective ends on every rank once the last has arrived)
+    pairs = [(a, b) for a in raw[0] for b in raw[1] if max(a[0], b[0]) <= min(a[0] + a[1], b[0] + b[1])
+             and abs(a[0] + a[1] - b[0] - b[1]) <= 1000.0]
+    assert len(pairs) == 5
+    assert sum(c.a.transfer_us for c in f.collectives) == pytest.approx(sum(min(a[1], b[1]) for a, b in pairs))
+    assert sum(c.a.total_us for c in f.collectives) == pytest.approx(sum((a[1] + b[1]) / 2 for a, b in pairs))
     st = f.stragglers["a"]
-    assert (st.rank, st.last, st.collectives) == (1, 8, 10)
+    assert (st.rank, st.last, st.collectives) == (1, 5, 5)
+    assert st.late_us == pytest.approx(sum(b[0] - a[0] for a, b in pairs) / 5)
     assert f.stragglers["a"] == f.stragglers["b"]
 
 

@@ -79,11 +79,15 @@ def test_markdown_holds_the_runs_then_the_representative_ranks(runs, doc, capsys
     assert main(["compare", *runs, "--format", "markdown", "--no-cache"]) == 0
     md = capsys.readouterr().out
     assert md.startswith("### kerneldiff: two runs of rank traces")
-    rank_rows = [l for l in md.splitlines() if re.match(r"\| [AB] \| \d+ \|", l)]
+    rank_rows = [l for l in md.splitlines() if re.match(r"\| [AB] \| \d+\*? \|", l)]
     assert len(rank_rows) == 8
-    # the slowest first, with the JSON's figures in the text report's format
+    # the slowest first, with the JSON's figures in the text report's format; the straggler marked
     walls = sorted(((r["wall_us"], k, r["rank"]) for k in "ab" for r in doc["ranks"][k]), key=lambda x: -x[0])
-    assert rank_rows[0].startswith(f"| {walls[0][1].upper()} | {walls[0][2]} | {fmt.us(walls[0][0])} |")
+    mark = {k: (doc["stragglers"][k] or {}).get("rank") for k in "ab"}
+    first = f"{walls[0][2]}{'*' if mark[walls[0][1]] == walls[0][2] else ''}"
+    assert rank_rows[0].startswith(f"| {walls[0][1].upper()} | {first} | {fmt.us(walls[0][0])} |")
+    marked = [l for l in rank_rows if re.match(r"\| [AB] \| \d+\* \|", l)]
+    assert sorted(l[2] for l in marked) == sorted(k.upper() for k in "ab" if mark[k] is not None)
     (c,) = doc["collectives"]
     row = next(l for l in md.splitlines() if l.startswith("| all\\_reduce"))
     assert fmt.us(c["a"]["total_us"]) in row and fmt.us(c["b"]["wait_us"]) in row and fmt.gap(c["gap_us"]) in row

@@ -1,0 +1,155 @@
+"""Where one side's host time goes, operation by operation: self time of every CPU event in the
+compared passes, and which of them ran while the GPU waited for a launch.
+
+The host events of a thread (CPU operators, `python_function` frames with with_stack, runtime API
+calls) nest (`kerneldiff.core.analysis.nesting`). Each instant of the thread belongs to the innermost
+event running then, or to none: an event's self time is its share of the thread's instants, so the
+self times of a thread and its unclaimed time sum to the window exactly (integer ns). A launch-bound
+idle gap of the GPU (`kerneldiff.core.analysis.timeline.launch_bound_gaps`) is split the same way
+over the launching thread (the one that made the most launch calls: the Python thread): the gaps' parts sum to the ledger's
+`idle: launch-bound` row of that side.
+
+Names are grouped as the host ran them: a Python frame without its line number and object address
+(`torch/nn/modules/module.py: _call_impl`), a module call without its instance
+(`nn.Module: LlamaAttention`), operators and runtime calls as recorded. Memoised on the model.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from kerneldiff.core.analysis.cut_work import compared_mask
+from kerneldiff.core.analysis.modules import MODULE_PREFIX
+from kerneldiff.core.analysis.nesting import Nest
+from kerneldiff.core.analysis.timeline import launch_bound_gaps
+
+NO_EVENT = "(no host event)"
+_LINE = re.compile(r"\(\d+\): ")                 # file.py(123): func -> file.py: func
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_INSTANCE = re.compile(r"_[0-9]+$")
+_NS = 1000.0
+KINDS = ("operator", "python", "runtime")
+
+
+@dataclass
+class HostSide:
+    """One side's host time over its compared passes, in ns."""
+
+    names: list[tuple[str, str]]   # (kind, name); the last is (`none`, NO_EVENT)
+    self_ns: np.ndarray            # per name: self time inside the passes' windows
+    per_pass_ns: np.ndarray        # (names, passes): self time in each pass's window
+    idle_ns: np.ndarray            # per name: launch-bound idle during which it was innermost
+    window_ns: int                 # the passes' windows, summed
+    idle_total_ns: int             # the launch-bound idle (the ledger row, in ns)
+    passes: int
+    threads: int
+
+
+def display_name(kind: str, text: str) -> str:
+    if kind == "python":
+        if text.startswith(MODULE_PREFIX):
+            return _INSTANCE.sub("", text)
+        return _ADDRESS.sub("", _LINE.sub(": ", text, count=1))
+    return text
+
+
+def host_side(model, phase: str = "all") -> HostSide:
+    return model.memo(("host_hotspots", phase), lambda: _host_side(model, phase))
+
+
+def _events(model):
+    """Every host event: (ts, end, tid, name key) with the name keys' (kind, name)."""
+    parts, keys, index = [], [], {}
+    for kind, table in zip(KINDS, (model.cpu_ops, model.python, model.launches)):
+        if len(table) == 0:
+            continue
+        ids = _distinct(table.name)
+        local = np.empty(len(ids), np.int64)
+        for j, i in enumerate(ids.tolist()):
+            key = (kind, display_name(kind, model.strings[i]) if i >= 0 else "?")
+            local[j] = index.setdefault(key, len(keys))
+            if local[j] == len(keys):
+                keys.append(key)
+        parts.append((table.ts, table.ts + np.maximum(table.dur, 0.0), table.tid, local[np.searchsorted(ids, table.name)]))
+    if not parts:
+        z = np.zeros(0)
+        return z, z, np.zeros(0, np.int64), np.zeros(0, np.int64), keys
+    return (*(np.concatenate([p[i] for p in parts]) for i in range(4)), keys)
+
+
+def _distinct(x: np.ndarray) -> np.ndarray:
+    """np.unique(x) by a sort (numpy 2's hashing unique took ~0.25 s a call on 600k times)."""
+    s = np.sort(x)
+    return s[np.r_[True, s[1:] != s[:-1]]] if len(s) else s
+
+
+def _host_side(m, phase: str) -> HostSide:
+    k = m.kernels
+    ts, end, tid, name, keys = _events(m)
+    keys = keys + [("none", NO_EVENT)]
+    none = len(keys) - 1
+    t0 = float(k.ts.min()) if len(k) else 0.0
+
+    def ns(x):
+        return np.rint((np.asarray(x, np.float64) - t0) * _NS).astype(np.int64)
+
+    # integer ns (as float64, exact) on the GPU gaps' clock: segment bounds are event bounds exactly
+    nest = Nest(ns(ts).astype(np.float64), ns(end).astype(np.float64), tid)
+    sname = name[nest.order]
+
+    # the passes' host windows
+    rows = np.flatnonzero(compared_mask(m, phase))
+    steps = np.unique(k.step[rows])
+    steps = steps[steps >= 0].tolist()
+    ws = ns([m.steps[s].ts for s in steps])
+    we = ns([m.steps[s].ts + max(m.steps[s].dur, 0.0) for s in steps])
+    o = np.argsort(ws, kind="stable")
+    ws, we = ws[o], we[o]
+    # the launching thread: the one that made most launches (the Python thread)
+    L = m.launches
+    if len(L):
+        tids = _distinct(L.tid)
+        main_tid = int(tids[np.bincount(np.searchsorted(tids, L.tid)).argmax()])
+    else:
+        main_tid = int(tid[0]) if len(tid) else -1
+    # the thread's elementary segments and the innermost event of each
+    a, b = nest.threads.get(main_tid, (0, 0))
+    bounds = _distinct(np.concatenate([nest.ts[a:b].astype(np.int64), nest.end[a:b].astype(np.int64), ws, we]))
+    if len(bounds) >= 2:
+        seg_s, seg_e = bounds[:-1], bounds[1:]
+        who = nest.innermost(seg_s.astype(np.float64), np.full(len(seg_s), main_tid), closed=False) if b > a \
+            else np.full(len(seg_s), -1)
+        owner = np.where(who >= 0, sname[np.maximum(who, 0)] if len(sname) else none, none)
+    else:
+        seg_s = seg_e = np.zeros(0, np.int64)
+        owner = np.zeros(0, np.int64)
+    n = len(keys)
+    # self time per pass window: segments inside window w
+    wi = np.searchsorted(ws, seg_s, side="right") - 1
+    inside = (wi >= 0) & (seg_e <= we[np.maximum(wi, 0)]) if len(ws) else np.zeros(len(seg_s), bool)
+    P = max(len(ws), 1)
+    per = np.bincount(owner[inside] * P + wi[inside], weights=(seg_e - seg_s)[inside],
+                      minlength=n * P).reshape(n, P)
+    self_ns = per.sum(1)
+    # launch-bound gaps on the same clock (launch_bound_gaps counts from the first activity too)
+    gs, ge, _ = launch_bound_gaps(m, phase)
+    idle = np.zeros(n)
+    if len(gs) and len(seg_s):
+        before = np.concatenate(([0], np.cumsum(ge - gs)))
+
+        def upto(x):   # gap length below x
+            j = np.searchsorted(gs, x, side="right") - 1
+            jj = np.maximum(j, 0)
+            return np.where(j >= 0, before[jj] + np.minimum(ge[jj], x) - gs[jj], 0)
+
+        part = upto(seg_e) - upto(seg_s)
+        idle = np.bincount(owner, weights=part, minlength=n)
+        idle[none] += int((ge - gs).sum()) - int(part.sum())   # gaps outside every segment
+    elif len(gs):
+        idle[none] = int((ge - gs).sum())
+    return HostSide(names=keys, self_ns=self_ns, per_pass_ns=per, idle_ns=idle,
+                    window_ns=int((we - ws).sum()), idle_total_ns=int((ge - gs).sum()), passes=len(ws),
+                    threads=len(nest.threads))

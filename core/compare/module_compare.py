@@ -1,0 +1,196 @@
+"""The model's module tree, side by side: GPU time per module path on both traces.
+
+Both sides' compared kernels each sit in one leaf (`kerneldiff.core.analysis.module_tree`); the
+aligned tree is the union of both sides' paths, a node on both sides being the same module. The
+paths are matched as recorded (`path`) when they meet for most of the GPU time on both sides
+(identical models on two GPUs meet exactly); otherwise (module names that differ: eager against
+compiled, renamed classes) both sides are re-read by their decoder layers (`layer N`, matched by
+the layer's index: `layer`), with the calls below each layer's call matched by path. A node only one
+side has says so (`a only`, `b only`). Where one side's leaf is another's inner node, that side's
+kernels there go to the node's `(self)` child (`(unsplit)` when that side records no call below
+it: compiled code, whose layer is one graph), so on each side a node's time is its children's sum
+and the root's is the side's total kernel time.
+
+Figures are on the comparison's basis: totals when both sides hold as many passes, else per pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from kerneldiff.core.analysis.module_tree import SELF, side_tree
+
+UNSPLIT = "(unsplit)"   # a side that records no calls below a node the other side splits
+from kerneldiff.core.analysis.timeline import timeline
+
+MIN_PATH_COVER = 0.5   # below this share of either side's kernel time on shared leaf paths: by layer
+
+
+@dataclass
+class ModuleSide:
+    time_us: float          # summed kernel time
+    span_us: float          # first kernel start to last kernel end, per pass, summed (per pass: averaged)
+    kernels: float
+    launches: float         # distinct runtime launch calls
+    per_pass_us: list[float] = field(default_factory=list)   # kernel time in each compared pass
+
+
+@dataclass
+class ModuleNode:
+    name: str
+    path: str                        # the labels from the root, joined by " > "
+    match: str                       # path | layer | a only | b only | root
+    a: ModuleSide | None
+    b: ModuleSide | None
+    gap_us: float                    # a - b kernel time
+    ratio: float | None              # a / b
+    share_of_wall_gap: float | None  # gap / the wall-clock gap
+    children: list["ModuleNode"] = field(default_factory=list)
+
+
+@dataclass
+class ModuleComparison:
+    form: str                        # "path" | "layer"
+    sources: dict[str, str]          # per side: modules | operators | none
+    basis: str
+    wall_gap_us: float
+    root: ModuleNode
+    notes: list[str] = field(default_factory=list)
+    matched: dict[str, int] = field(default_factory=dict)   # nodes per match kind
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return a / b if b else None
+
+
+def _cover(pa: list, ta: np.ndarray, pb: list) -> float:
+    """Share of one side's kernel time in leaves whose path the other side has too."""
+    total = float(ta.sum())
+    if total <= 0:
+        return 1.0
+    have = set(pb)
+    return float(sum(t for p, t in zip(pa, ta.tolist()) if p in have)) / total
+
+
+def _leaf_stats(tree, model, form: str):
+    """Per leaf: kernel time per pass bucket (the compared passes, then one for kernels in none),
+    kernels, launches, and per-pass first start and last end."""
+    paths, leaf = (tree.paths, tree.leaf) if form == "path" else (tree.layer_paths, tree.layer_leaf)
+    k = model.kernels
+    rows = tree.rows
+    nb = tree.n_passes + 1
+    bucket = np.where(tree.passes >= 0, tree.passes, tree.n_passes)
+    cell = leaf * nb + bucket
+    size = len(paths) * nb
+    dur = np.maximum(k.dur[rows], 0.0)
+    time = np.bincount(cell, weights=dur, minlength=size).reshape(len(paths), nb)
+    count = np.bincount(leaf, minlength=len(paths)).astype(float)
+    start = np.full(size, np.inf)
+    end = np.full(size, -np.inf)
+    np.minimum.at(start, cell, k.ts[rows])
+    np.maximum.at(end, cell, k.ts[rows] + dur)
+    li = k.launch[rows]
+    ok = li >= 0
+    pairs = np.unique(leaf[ok] * (len(model.launches) + 1) + li[ok])
+    launches = np.bincount(pairs // (len(model.launches) + 1), minlength=len(paths)).astype(float)
+    return paths, time, count, launches, start.reshape(len(paths), nb), end.reshape(len(paths), nb)
+
+
+def _nodes(paths, time, count, launches, start, end, all_leaves: set) -> dict:
+    """Every node (each leaf's prefixes) of one side: [time per bucket, kernels, launches, start, end]."""
+    out: dict[tuple, list] = {}
+    inner = {q[:i] for q in all_leaves for i in range(1, len(q))}
+    mine = {q[:i] for q in paths for i in range(1, len(q))}
+    for i, p in enumerate(paths):
+        if p in inner:
+            # this side's kernels at a node the other side splits: its own calls below it, or none
+            p = p + (SELF if p in mine else UNSPLIT,)
+        for d in range(len(p) + 1):
+            key = p[:d]
+            acc = out.get(key)
+            if acc is None:
+                out[key] = [time[i].copy(), count[i], launches[i], start[i].copy(), end[i].copy()]
+            else:
+                acc[0] += time[i]
+                acc[1] += count[i]
+                acc[2] += launches[i]
+                np.minimum(acc[3], start[i], out=acc[3])
+                np.maximum(acc[4], end[i], out=acc[4])
+    return out
+
+
+def _side(acc, div: int) -> ModuleSide:
+    t, n, la, s, e = acc
+    spans = np.where(e > s, e - s, 0.0)
+    return ModuleSide(time_us=float(t.sum()) / div, span_us=float(spans.sum()) / div, kernels=n / div,
+                      launches=la / div, per_pass_us=[float(x) for x in t[:-1]])
+
+
+def compare_modules(a, b, phase: str = "all") -> ModuleComparison:
+    """The module trees of models a and b in `phase`, aligned."""
+    ta, tb = side_tree(a, phase), side_tree(b, phase)
+    per_pass = ta.n_passes != tb.n_passes and len(ta.rows) > 0 and len(tb.rows) > 0
+    da, db = (ta.n_passes, tb.n_passes) if per_pass else (1, 1)
+    notes = []
+    for key, t, m in (("A", ta, a), ("B", tb, b)):
+        if t.source == "operators":
+            notes.append(f"{key} records no module events (no with_stack): its tree is the operator tree "
+                         f"(cpu_ops nested by their CPU spans)")
+        elif t.source == "none":
+            notes.append(f"{key} records neither module events nor CPU operators: every kernel is 'outside'")
+    form = "path"
+    la, lb = _leaf_stats(ta, a, "path"), _leaf_stats(tb, b, "path")
+    cover = min(_cover(la[0], la[1].sum(1), lb[0]), _cover(lb[0], lb[1].sum(1), la[0]))
+    if cover < MIN_PATH_COVER and ta.layer_paths and tb.layer_paths and \
+            any(p[0].startswith("layer ") for p in ta.layer_paths) and any(p[0].startswith("layer ") for p in tb.layer_paths):
+        form = "layer"
+        notes.append(f"the module paths meet for {cover:.0%} of the kernel time: aligned by decoder layer "
+                     f"(`layer N` by the layer's index), the calls below each layer by path")
+        la, lb = _leaf_stats(ta, a, "layer"), _leaf_stats(tb, b, "layer")
+    leaves = set(la[0]) | set(lb[0])
+    na, nb = _nodes(*la, leaves), _nodes(*lb, leaves)
+    wa, wb = timeline(a, phase, keep_cut=False).whole, timeline(b, phase, keep_cut=False).whole
+    wall_gap = wa.span_us / da - wb.span_us / db
+    matched: dict[str, int] = {}
+
+    def build(key: tuple) -> ModuleNode:
+        sa = _side(na[key], da) if na.get(key) is not None else None
+        sb = _side(nb[key], db) if nb.get(key) is not None else None
+        if key == ():
+            match = "root"
+        elif sa is None or sb is None:
+            match = "a only" if sb is None else "b only"
+        elif form == "layer" and len(key) == 1:
+            match = "layer"
+        else:
+            match = "path"
+        matched[match] = matched.get(match, 0) + 1
+        ta_us, tb_us = (sa.time_us if sa else 0.0), (sb.time_us if sb else 0.0)
+        gap = ta_us - tb_us
+        node = ModuleNode(name=key[-1] if key else "total", path=" > ".join(key), match=match, a=sa, b=sb,
+                          gap_us=gap, ratio=_ratio(ta_us, tb_us) if sa and sb else None,
+                          share_of_wall_gap=gap / wall_gap if wall_gap else None)
+        kids = children.get(key, [])
+        node.children = sorted((build(c) for c in kids), key=lambda n: (-abs(n.gap_us), n.name))
+        return node
+
+    children: dict[tuple, list] = {}
+    for key in set(na) | set(nb):
+        if key:
+            children.setdefault(key[:-1], []).append(key)
+    root = build(())
+    return ModuleComparison(form=form, sources={"a": ta.source, "b": tb.source},
+                            basis="per_pass" if per_pass else "total", wall_gap_us=wall_gap, root=root,
+                            notes=notes, matched=matched)
+
+
+def walk(node: ModuleNode, depth: int = 0):
+    """(depth, node) for the node and every node below it, in the tree's order."""
+    yield depth, node
+    for c in node.children:
+        yield from walk(c, depth + 1)

@@ -35,6 +35,12 @@ def add_parser(sub) -> None:
                    help="one table as CSV (or JSON with --format json), keys a_<field>/b_<field> as the "
                         "explorer's export (CSV without --table: all tables, one file each, with -o; "
                         "operations on stdout; JSON without --table: the whole comparison)")
+    p.add_argument("--modules", action="store_true",
+                   help="add the module tree (GPU time per nn.Module path, aligned across the sides) to the text "
+                        "and JSON reports (computed only when asked)")
+    p.add_argument("--hotspots", action="store_true",
+                   help="add the host hotspots (host operations by self time; launch-bound idle by the host "
+                        "operation running) to the text and JSON reports (computed only when asked)")
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
     p.add_argument("--registry", help="extra classifier rules (TOML), tried before the shipped ones")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
@@ -146,6 +152,9 @@ def run(args) -> int:
     try:
         if args.format in ("html", "perfetto"):
             return _picture(session, cmp, args, passes)
+        if getattr(args, "modules", False) or getattr(args, "hotspots", False):
+            args.extra = (session.modules(args.phase) if args.modules else None,
+                          session.host_hotspots(args.phase) if args.hotspots else None)
         return _report(cmp, args)
     except BrokenPipeError:
         raise  # `| head` closed the pipe: kerneldiff.cli.main ends quietly
@@ -200,6 +209,10 @@ def _report(cmp, args) -> int:
             head, rows = table(cmp, args.table)
             # the CSV table's rows, a missing value as null (CSV writes an empty cell)
             text = strict_json([{h: (None if v == "" else v) for h, v in zip(head, r)} for r in rows])
+        elif getattr(args, "extra", None):
+            from .module_report import json_document
+
+            text = strict_json(json_document(cmp, *args.extra))
         else:
             text = strict_json(cmp)   # the dataclasses as Comparison.to_dict() spells them
         return _emit(text, args.output)
@@ -216,14 +229,28 @@ def _report(cmp, args) -> int:
         from rich.console import Console
 
         with open(args.output, "w", encoding="utf-8", errors="backslashreplace") as fh:
-            print_text(cmp, Console(file=fh, width=width, highlight=False, markup=False, emoji=False,
-                                    color_system=None))
+            fc = Console(file=fh, width=width, highlight=False, markup=False, emoji=False, color_system=None)
+            print_text(cmp, fc)
+            _extra_text(args, fc, width)
         print(f"wrote {shown_path(args.output)}", file=sys.stderr)
         return 0
     out = console()
     out.width = width
     print_text(cmp, out)
+    _extra_text(args, out, width)
     return 0
+
+
+def _extra_text(args, out, width: int) -> None:
+    modules, hot = getattr(args, "extra", None) or (None, None)
+    if modules is None and hot is None:
+        return
+    from .module_report import render_hotspots, render_modules
+
+    if modules is not None:
+        render_modules(modules, out, width)
+    if hot is not None:
+        render_hotspots(hot, out, width)
 
 
 _TRAILING = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$")

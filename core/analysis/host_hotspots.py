@@ -9,9 +9,10 @@ idle gap of the GPU (`kerneldiff.core.analysis.timeline.launch_bound_gaps`) is s
 over the launching thread (the one that made the most launch calls: the Python thread): the gaps' parts sum to the ledger's
 `idle: launch-bound` row of that side.
 
-Names are grouped as the host ran them: a Python frame without its line number and object address
-(`torch/nn/modules/module.py: _call_impl`), a module call without its instance
-(`nn.Module: LlamaAttention`), operators and runtime calls as recorded. Memoised on the model.
+Names are grouped as the host ran them: a Python frame as recorded less an object's address
+(`<built-in method get of dict object>`: the address differs between runs), a module call without
+its instance (`nn.Module: LlamaAttention`), operators and runtime calls as recorded. A frame keeps
+its line number, which tells one class's `forward` from another's in the same file. Memoised on the model.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from kerneldiff.core.analysis.nesting import Nest
 from kerneldiff.core.analysis.timeline import launch_bound_gaps
 
 NO_EVENT = "(no host event)"
-_LINE = re.compile(r"\(\d+\): ")                 # file.py(123): func -> file.py: func
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _INSTANCE = re.compile(r"_[0-9]+$")
 _NS = 1000.0
@@ -52,7 +52,7 @@ def display_name(kind: str, text: str) -> str:
     if kind == "python":
         if text.startswith(MODULE_PREFIX):
             return _INSTANCE.sub("", text)
-        return _ADDRESS.sub("", _LINE.sub(": ", text, count=1))
+        return _ADDRESS.sub("", text)
     return text
 
 

@@ -194,3 +194,29 @@ def walk(node: ModuleNode, depth: int = 0):
     yield depth, node
     for c in node.children:
         yield from walk(c, depth + 1)
+
+
+def top_rows(mc: ModuleComparison, limit: int = 25, max_depth: int = 4) -> list[tuple[int, ModuleNode]]:
+    """The tree's rows a report shows: the `limit` nodes (down to `max_depth`) with the largest |gap|,
+    with the nodes above them, in the tree's order (children by |gap|)."""
+    rows = [(d, n, i) for i, (d, n) in enumerate(walk(mc.root)) if d <= max_depth]
+    keep: set[int] = set()
+    stack: list[int] = []     # the open ancestors' positions while walking
+    parents: dict[int, list[int]] = {}
+    for d, n, i in rows:
+        del stack[d:]
+        parents[i] = list(stack)
+        stack.append(i)
+    for d, n, i in sorted(rows, key=lambda r: (-abs(r[1].gap_us), r[0], r[2])):
+        if len(keep) >= limit:
+            break
+        keep.add(i)
+        keep.update(parents[i])
+    return [(d, n) for d, n, i in rows if i in keep]
+
+
+def ledger_parts(hot) -> list[dict]:
+    """The `idle: launch-bound` ledger row split by host operation (a `host_compare.HostHotspots`'s
+    idle_by_op, each side's parts summing to the row)."""
+    return [{"name": r.name, "kind": r.kind, "a_us": r.a_us, "b_us": r.b_us, "gap_us": r.gap_us}
+            for r in hot.idle_by_op]

@@ -86,6 +86,44 @@ def _distinct(x: np.ndarray) -> np.ndarray:
     return s[np.r_[True, s[1:] != s[:-1]]] if len(s) else s
 
 
+def _segments(nest: Nest, probes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The thread's elementary segments [start, end) between consecutive event bounds and `probes`
+    (integer ns), and the nest position of the innermost event running in each (-1: none).
+
+    A segment's owner is read from the last bound at its start, in the order ends, probes, starts
+    (outer before inner): an event's start makes it the owner; an event's end hands back to its
+    nearest ancestor still running; a probe (a window or a gap bound) asks `innermost`. One sort of
+    the bounds (runs already in order: ~linear), not a search per segment."""
+    s = nest.ts.astype(np.int64)
+    e = nest.end.astype(np.int64)
+    live = np.flatnonzero(e > s)              # an event of no duration owns no time
+    probes = np.asarray(probes, np.int64)
+    times = np.concatenate([e[live], probes, s[live]])
+    kind = np.concatenate([np.zeros(len(live), np.int64), np.ones(len(probes), np.int64),
+                           np.full(len(live), 2, np.int64)])
+    ref = np.concatenate([live, np.full(len(probes), -1, np.int64), live])
+    if len(times) < 2:
+        z = np.zeros(0, np.int64)
+        return z, z, z
+    order = np.argsort(times * 4 + kind, kind="stable")
+    t = times[order]
+    last = np.flatnonzero(np.r_[t[1:] != t[:-1], True])   # the last bound at each distinct time
+    bound_t, bound_kind, bound_ref = t[last], kind[order][last], ref[order][last]
+    owner = np.full(len(last), -1, np.int64)
+    st = bound_kind == 2
+    owner[st] = bound_ref[st]
+    en = np.flatnonzero(bound_kind == 0)
+    j = nest.parent[bound_ref[en]]
+    while len(en):
+        ended = (j >= 0) & (nest.end[np.maximum(j, 0)] <= bound_t[en])
+        owner[en[~ended]] = j[~ended]
+        en, j = en[ended], nest.parent[j[ended]]
+    pr = np.flatnonzero(bound_kind == 1)
+    if len(pr) and len(nest.ts):
+        owner[pr] = nest.innermost(bound_t[pr].astype(np.float64), np.full(len(pr), int(nest.tid[0])), closed=False)
+    return bound_t[:-1], bound_t[1:], owner[:-1]
+
+
 def _host_side(m, phase: str) -> HostSide:
     k = m.kernels
     ts, end, tid, name, keys = _events(m)
@@ -96,10 +134,17 @@ def _host_side(m, phase: str) -> HostSide:
     def ns(x):
         return np.rint((np.asarray(x, np.float64) - t0) * _NS).astype(np.int64)
 
+    # the launching thread: the one that made most launches (the Python thread)
+    L = m.launches
+    if len(L):
+        tids = _distinct(L.tid)
+        main_tid = int(tids[np.bincount(np.searchsorted(tids, L.tid)).argmax()])
+    else:
+        main_tid = int(tid[0]) if len(tid) else -1
+    mine = tid == main_tid
     # integer ns (as float64, exact) on the GPU gaps' clock: segment bounds are event bounds exactly
-    nest = Nest(ns(ts).astype(np.float64), ns(end).astype(np.float64), tid)
-    sname = name[nest.order]
-
+    nest = Nest(ns(ts[mine]).astype(np.float64), ns(end[mine]).astype(np.float64), tid[mine])
+    sname = name[mine][nest.order]
     # the passes' host windows
     rows = np.flatnonzero(compared_mask(m, phase))
     steps = np.unique(k.step[rows])
@@ -108,48 +153,32 @@ def _host_side(m, phase: str) -> HostSide:
     we = ns([m.steps[s].ts + max(m.steps[s].dur, 0.0) for s in steps])
     o = np.argsort(ws, kind="stable")
     ws, we = ws[o], we[o]
-    # the launching thread: the one that made most launches (the Python thread)
-    L = m.launches
-    if len(L):
-        tids = _distinct(L.tid)
-        main_tid = int(tids[np.bincount(np.searchsorted(tids, L.tid)).argmax()])
-    else:
-        main_tid = int(tid[0]) if len(tid) else -1
-    # the thread's elementary segments and the innermost event of each
-    a, b = nest.threads.get(main_tid, (0, 0))
-    bounds = _distinct(np.concatenate([nest.ts[a:b].astype(np.int64), nest.end[a:b].astype(np.int64), ws, we]))
-    if len(bounds) >= 2:
-        seg_s, seg_e = bounds[:-1], bounds[1:]
-        who = nest.innermost(seg_s.astype(np.float64), np.full(len(seg_s), main_tid), closed=False) if b > a \
-            else np.full(len(seg_s), -1)
-        owner = np.where(who >= 0, sname[np.maximum(who, 0)] if len(sname) else none, none)
-    else:
-        seg_s = seg_e = np.zeros(0, np.int64)
-        owner = np.zeros(0, np.int64)
-    n = len(keys)
-    # self time per pass window: segments inside window w
-    wi = np.searchsorted(ws, seg_s, side="right") - 1
-    inside = (wi >= 0) & (seg_e <= we[np.maximum(wi, 0)]) if len(ws) else np.zeros(len(seg_s), bool)
-    P = max(len(ws), 1)
-    per = np.bincount(owner[inside] * P + wi[inside], weights=(seg_e - seg_s)[inside],
-                      minlength=n * P).reshape(n, P)
-    self_ns = per.sum(1)
     # launch-bound gaps on the same clock (launch_bound_gaps counts from the first activity too)
     gs, ge, _ = launch_bound_gaps(m, phase)
+    seg_s, seg_e, owner_pos = _segments(nest, np.concatenate([ws, we, gs, ge]))
+    owner = np.where(owner_pos >= 0, sname[np.maximum(owner_pos, 0)] if len(sname) else none, none)
+    n = len(keys)
+    # which window and which gap each segment is in: their bounds are segment bounds, so a running
+    # count over the bounds says (one cumulative sum, not a search per segment)
+    P = max(len(ws), 1)
+    nseg = len(seg_s)
+
+    def running(starts, ends, value=None):
+        d = np.zeros(nseg + 1, np.int64)
+        np.add.at(d, np.searchsorted(seg_s, starts), 1 if value is None else value)
+        np.add.at(d, np.searchsorted(seg_s, ends), -1 if value is None else -value)
+        return np.cumsum(d)[:nseg]
+
+    length = seg_e - seg_s
+    inside = running(ws, we) > 0
+    wi = running(ws, we, np.arange(1, len(ws) + 1)) - 1    # windows are disjoint: the one open
+    per = np.bincount(owner[inside] * P + wi[inside], weights=length[inside], minlength=n * P).reshape(n, P)
+    self_ns = per.sum(1)
     idle = np.zeros(n)
-    if len(gs) and len(seg_s):
-        before = np.concatenate(([0], np.cumsum(ge - gs)))
-
-        def upto(x):   # gap length below x
-            j = np.searchsorted(gs, x, side="right") - 1
-            jj = np.maximum(j, 0)
-            return np.where(j >= 0, before[jj] + np.minimum(ge[jj], x) - gs[jj], 0)
-
-        part = upto(seg_e) - upto(seg_s)
-        idle = np.bincount(owner, weights=part, minlength=n)
-        idle[none] += int((ge - gs).sum()) - int(part.sum())   # gaps outside every segment
-    elif len(gs):
-        idle[none] = int((ge - gs).sum())
+    if len(gs):
+        in_gap = running(gs, ge) > 0
+        idle = np.bincount(owner[in_gap], weights=length[in_gap], minlength=n)
+        idle[none] += int((ge - gs).sum()) - int(length[in_gap].sum())   # gaps outside every segment
     return HostSide(names=keys, self_ns=self_ns, per_pass_ns=per, idle_ns=idle,
                     window_ns=int((we - ws).sum()), idle_total_ns=int((ge - gs).sum()), passes=len(ws),
-                    threads=len(nest.threads))
+                    threads=len(_distinct(tid)))

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kerneldiff.core.analysis.modules import NEST_TOLERANCE_US
+from kerneldiff.core.analysis.modules import NEST_TOLERANCE_US, start_order
+from kerneldiff.core.numbers import stable_argsort
 
 
 class Nest:
@@ -22,7 +23,10 @@ class Nest:
 
     def __init__(self, ts: np.ndarray, end: np.ndarray, tid: np.ndarray) -> None:
         ts, end, tid = np.asarray(ts, np.float64), np.asarray(end, np.float64), np.asarray(tid, np.int64)
-        self.order = np.lexsort((-(end - ts), ts, tid)) if len(ts) else np.zeros(0, np.int64)
+        if len(ts) and bool((tid == tid[0]).all()):   # one thread: by start, ties by duration (~linear)
+            self.order = start_order(ts, end - ts)
+        else:
+            self.order = np.lexsort((-(end - ts), ts, tid)) if len(ts) else np.zeros(0, np.int64)
         self.ts, self.end, self.tid = ts[self.order], end[self.order], tid[self.order]
         n = len(self.ts)
         self.parent = np.full(n, -1, np.int64)
@@ -36,9 +40,10 @@ class Nest:
             self.threads[int(self.tid[a])] = (a, b)
             ended = np.searchsorted(np.sort(self.end[a:b]), self.ts[a:b] + NEST_TOLERANCE_US, side="right")
             depth[a:b] = np.maximum(np.arange(b - a) - ended, 0)
-        # the parent: the last earlier interval of the thread one level up (one search for all levels)
-        key = depth * n + np.arange(n)
-        sk = np.sort(key)
+        # the parent: the last earlier interval of the thread one level up (one search for all levels;
+        # the keys in order by a stable sort of the depths, which are small: a radix sort)
+        by_depth = stable_argsort(depth)
+        sk = depth[by_depth] * n + by_depth
         want = np.flatnonzero(depth > 0)
         j = np.searchsorted(sk, (depth[want] - 1) * n + want) - 1
         ok = j >= 0

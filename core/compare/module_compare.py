@@ -127,8 +127,8 @@ def _nodes(paths, time, count, launches, start, end, all_leaves: set) -> dict:
 def _side(acc, div: int) -> ModuleSide:
     t, n, la, s, e = acc
     spans = np.where(e > s, e - s, 0.0)
-    return ModuleSide(time_us=float(t.sum()) / div, span_us=float(spans.sum()) / div, kernels=n / div,
-                      launches=la / div, per_pass_us=[float(x) for x in t[:-1]])
+    return ModuleSide(time_us=float(t.sum()) / div, span_us=float(spans.sum()) / div, kernels=float(n) / div,
+                      launches=float(la) / div, per_pass_us=t[:-1].tolist())
 
 
 def compare_modules(a, b, phase: str = "all") -> ModuleComparison:

@@ -2,7 +2,7 @@
 compared passes, and which of them ran while the GPU waited for a launch.
 
 The host events of a thread (CPU operators, `python_function` frames with with_stack, runtime API
-calls) nest (`kerneldiff.core.analysis.nesting`). Each instant of the thread belongs to the innermost
+calls) nest: a call runs inside its caller. Each instant of the thread belongs to the innermost
 event running then, or to none: an event's self time is its share of the thread's instants, so the
 self times of a thread and its unclaimed time sum to the window exactly (integer ns). A launch-bound
 idle gap of the GPU (`kerneldiff.core.analysis.timeline.launch_bound_gaps`) is split the same way
@@ -24,7 +24,7 @@ import numpy as np
 
 from kerneldiff.core.analysis.cut_work import compared_mask
 from kerneldiff.core.analysis.modules import MODULE_PREFIX
-from kerneldiff.core.analysis.nesting import Nest
+from kerneldiff.core.analysis.modules import start_order
 from kerneldiff.core.analysis.timeline import launch_bound_gaps
 
 NO_EVENT = "(no host event)"
@@ -86,42 +86,52 @@ def _distinct(x: np.ndarray) -> np.ndarray:
     return s[np.r_[True, s[1:] != s[:-1]]] if len(s) else s
 
 
-def _segments(nest: Nest, probes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The thread's elementary segments [start, end) between consecutive event bounds and `probes`
-    (integer ns), and the nest position of the innermost event running in each (-1: none).
+def _segments(ts: np.ndarray, end: np.ndarray, probes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One thread's elementary segments [start, end) between consecutive event bounds and `probes`
+    (integer ns), and the row of the innermost event running in each (-1: none).
 
-    A segment's owner is read from the last bound at its start, in the order ends, probes, starts
-    (outer before inner): an event's start makes it the owner; an event's end hands back to its
-    nearest ancestor still running; a probe (a window or a gap bound) asks `innermost`. One sort of
-    the bounds (runs already in order: ~linear), not a search per segment."""
-    s = nest.ts.astype(np.int64)
-    e = nest.end.astype(np.int64)
-    live = np.flatnonzero(e > s)              # an event of no duration owns no time
+    The bounds in time order (at one time: ends, inner first; probes; starts, outer first). After
+    a start its event runs innermost; after an end, what ran just before that event started runs
+    again (its caller); a probe changes nothing. "What ran just before" points back along the
+    bounds: the chains are followed by pointer jumping (each round halves them), so the whole is
+    one sort of the bounds, whose runs are in order already, and a few gathers."""
+    live = np.flatnonzero(end > ts)            # an event of no duration owns no time
+    live = live[start_order(ts[live], end[live] - ts[live])]
+    m = len(live)
     probes = np.asarray(probes, np.int64)
-    times = np.concatenate([e[live], probes, s[live]])
-    kind = np.concatenate([np.zeros(len(live), np.int64), np.ones(len(probes), np.int64),
-                           np.full(len(live), 2, np.int64)])
-    ref = np.concatenate([live, np.full(len(probes), -1, np.int64), live])
+    S, E = ts[live], end[live]
+    times = np.concatenate([E[::-1], probes, S])
+    kind = np.concatenate([np.zeros(m, np.int64), np.ones(len(probes), np.int64), np.full(m, 2, np.int64)])
+    ev = np.concatenate([np.arange(m)[::-1], np.full(len(probes), -1, np.int64), np.arange(m)])
     if len(times) < 2:
         z = np.zeros(0, np.int64)
         return z, z, z
     order = np.argsort(times * 4 + kind, kind="stable")
-    t = times[order]
-    last = np.flatnonzero(np.r_[t[1:] != t[:-1], True])   # the last bound at each distinct time
-    bound_t, bound_kind, bound_ref = t[last], kind[order][last], ref[order][last]
-    owner = np.full(len(last), -1, np.int64)
-    st = bound_kind == 2
-    owner[st] = bound_ref[st]
-    en = np.flatnonzero(bound_kind == 0)
-    j = nest.parent[bound_ref[en]]
-    while len(en):
-        ended = (j >= 0) & (nest.end[np.maximum(j, 0)] <= bound_t[en])
-        owner[en[~ended]] = j[~ended]
-        en, j = en[ended], nest.parent[j[ended]]
-    pr = np.flatnonzero(bound_kind == 1)
-    if len(pr) and len(nest.ts):
-        owner[pr] = nest.innermost(bound_t[pr].astype(np.float64), np.full(len(pr), int(nest.tid[0])), closed=False)
-    return bound_t[:-1], bound_t[1:], owner[:-1]
+    t, k, ev = times[order], kind[order], ev[order]
+    n = len(t)
+    starts = np.flatnonzero(k == 2)
+    start_at = np.empty(m, np.int64)
+    start_at[ev[starts]] = starts
+    ptr = np.arange(n) - 1                     # a probe: the state before it
+    ends = np.flatnonzero(k == 0)
+    ptr[ends] = start_at[ev[ends]] - 1         # an end: the state before its event started
+    val = np.full(n, -1, np.int64)
+    val[starts] = ev[starts]
+    done = (k == 2) | (ptr < 0)
+    todo = np.flatnonzero(~done)
+    while len(todo):
+        p = ptr[todo]
+        hit = done[p]
+        val[todo[hit]] = val[p[hit]]
+        done[todo[hit]] = True
+        todo = todo[~hit]
+        ptr[todo] = ptr[ptr[todo]]
+        gone = ptr[todo] < 0                   # back before the first bound: nothing ran
+        done[todo[gone]] = True
+        todo = todo[~gone]
+    last = np.flatnonzero(np.r_[t[1:] != t[:-1], True])   # the state after the last bound at each time
+    owner = val[last]
+    return t[last][:-1], t[last][1:], np.where(owner >= 0, live[np.maximum(owner, 0)], -1)[:-1]
 
 
 def _host_side(m, phase: str) -> HostSide:
@@ -142,9 +152,8 @@ def _host_side(m, phase: str) -> HostSide:
     else:
         main_tid = int(tid[0]) if len(tid) else -1
     mine = tid == main_tid
-    # integer ns (as float64, exact) on the GPU gaps' clock: segment bounds are event bounds exactly
-    nest = Nest(ns(ts[mine]).astype(np.float64), ns(end[mine]).astype(np.float64), tid[mine])
-    sname = name[mine][nest.order]
+    # integer ns on the GPU gaps' clock: segment bounds are event bounds exactly
+    sname = name[mine]
     # the passes' host windows
     rows = np.flatnonzero(compared_mask(m, phase))
     steps = np.unique(k.step[rows])
@@ -155,7 +164,7 @@ def _host_side(m, phase: str) -> HostSide:
     ws, we = ws[o], we[o]
     # launch-bound gaps on the same clock (launch_bound_gaps counts from the first activity too)
     gs, ge, _ = launch_bound_gaps(m, phase)
-    seg_s, seg_e, owner_pos = _segments(nest, np.concatenate([ws, we, gs, ge]))
+    seg_s, seg_e, owner_pos = _segments(ns(ts[mine]), ns(end[mine]), np.concatenate([ws, we, gs, ge]))
     owner = np.where(owner_pos >= 0, sname[np.maximum(owner_pos, 0)] if len(sname) else none, none)
     n = len(keys)
     # which window and which gap each segment is in: their bounds are segment bounds, so a running

@@ -7,8 +7,9 @@ paths are matched as recorded (`path`) when they meet for most of the GPU time o
 compiled, renamed classes) both sides are re-read by their decoder layers (`layer N`, matched by
 the layer's index: `layer`), with the calls below each layer's call matched by path. A node only one
 side has says so (`a only`, `b only`). Where one side's leaf is another's inner node, that side's
-kernels there go to the node's `(self)` child (`(unsplit)` when that side records no call below
-it: compiled code, whose layer is one graph), so on each side a node's time is its children's sum
+kernels there go to the node's `(self)` child, matched with the other side's own kernels there, or,
+when the other side's time there is mostly in calls below the node, to `(unsplit)` (compiled code,
+whose layer is one graph, against eager modules), so on each side a node's time is its children's sum
 and the root's is the side's total kernel time.
 
 Figures are on the comparison's basis: totals when both sides hold as many passes, else per pass.
@@ -22,7 +23,7 @@ import numpy as np
 
 from kerneldiff.core.analysis.module_tree import SELF, side_tree
 
-UNSPLIT = "(unsplit)"   # a side that records no calls below a node the other side splits
+UNSPLIT = "(unsplit)"   # a side's kernels at a node whose time the other side records in calls below it
 from kerneldiff.core.analysis.timeline import timeline
 
 MIN_PATH_COVER = 0.5   # below this share of either side's kernel time on shared leaf paths: by layer
@@ -101,15 +102,30 @@ def _leaf_stats(tree, model, form: str):
     return paths, time, count, launches, start.reshape(len(paths), nb), end.reshape(len(paths), nb)
 
 
-def _nodes(paths, time, count, launches, start, end, all_leaves: set) -> dict:
-    """Every node (each leaf's prefixes) of one side: [time per bucket, kernels, launches, start, end]."""
+def _under(paths, time) -> tuple[dict, dict]:
+    """Per node of one side: its time, and the time of its own `(self)` leaf."""
+    under: dict[tuple, float] = {}
+    own: dict[tuple, float] = {}
+    for p, t in zip(paths, time.sum(1).tolist()):
+        for d in range(len(p) + 1):
+            under[p[:d]] = under.get(p[:d], 0.0) + t
+        if p and p[-1] == SELF:
+            own[p[:-1]] = t
+    return under, own
+
+
+def _nodes(paths, time, count, launches, start, end, other) -> dict:
+    """Every node (each leaf's prefixes) of one side: [time per bucket, kernels, launches, start, end].
+    `other`: the other side's leaves and times."""
     out: dict[tuple, list] = {}
-    inner = {q[:i] for q in all_leaves for i in range(1, len(q))}
-    mine = {q[:i] for q in paths for i in range(1, len(q))}
+    inner = {q[:i] for q in other[0] for i in range(1, len(q))}
+    o_under, o_own = _under(other[0], other[1])
     for i, p in enumerate(paths):
         if p in inner:
-            # this side's kernels at a node the other side splits: its own calls below it, or none
-            p = p + (SELF if p in mine else UNSPLIT,)
+            # this side's kernels at a node the other side splits further: the node's own kernels,
+            # as the other side's own `(self)` ones, unless the other side's are mostly in calls below
+            # it (compiled code against eager modules): then they are this side's `(unsplit)` whole
+            p = p + (SELF if o_own.get(p, 0.0) >= 0.5 * o_under.get(p, 0.0) else UNSPLIT,)
         for d in range(len(p) + 1):
             key = p[:d]
             acc = out.get(key)
@@ -152,8 +168,7 @@ def compare_modules(a, b, phase: str = "all") -> ModuleComparison:
         notes.append(f"the module paths meet for {cover:.0%} of the kernel time: aligned by decoder layer "
                      f"(`layer N` by the layer's index), the calls below each layer by path")
         la, lb = _leaf_stats(ta, a, "layer"), _leaf_stats(tb, b, "layer")
-    leaves = set(la[0]) | set(lb[0])
-    na, nb = _nodes(*la, leaves), _nodes(*lb, leaves)
+    na, nb = _nodes(*la, lb[:2]), _nodes(*lb, la[:2])
     wa, wb = timeline(a, phase, keep_cut=False).whole, timeline(b, phase, keep_cut=False).whole
     wall_gap = wa.span_us / da - wb.span_us / db
     matched: dict[str, int] = {}

@@ -24,6 +24,7 @@ import numpy as np
 from kerneldiff.core.analysis.cut_work import compared_mask
 from kerneldiff.core.analysis.modules import MODULE_PREFIX, module_calls
 from kerneldiff.core.analysis.nesting import Nest, intern_paths
+from kerneldiff.core.numbers import small_unique
 
 OUTSIDE = "outside"
 SELF = "(self)"
@@ -62,8 +63,8 @@ def _calls(model):
         return None, [], "none"
     nest = Nest(c.ts, c.ts + np.maximum(c.dur, 0.0), c.tid)
     names = c.name[nest.order]
-    text = {int(i): _STEP_NUMBER.sub(r"\1*", model.strings[int(i)]) if i >= 0 else "?"
-            for i in np.unique(names).tolist()}
+    text = {int(i) - 1: _STEP_NUMBER.sub(r"\1*", model.strings[int(i) - 1]) if i > 0 else "?"
+            for i in small_unique(names + 1, len(model.strings) + 1)[0].tolist()}
     return nest, [text[int(i)] for i in names.tolist()], "operators"
 
 
@@ -83,7 +84,7 @@ def _side_tree(model, phase: str) -> SideTree:
         call_path, cpaths = np.zeros(0, np.int64), []
     cp = np.where(pos >= 0, call_path[np.maximum(pos, 0)] if len(call_path) else 0, len(cpaths))
     raw = cpaths + [(OUTSIDE,)]
-    used = np.unique(cp)
+    used = small_unique(cp, len(raw))[0]
     paths, remap = _selfed([raw[c] for c in used.tolist()])
     leaf = np.asarray(remap, np.int64)[np.searchsorted(used, cp)] if len(rows) else np.zeros(0, np.int64)
     # the layer form: (path, layer) pairs, each distinct one placed once
@@ -92,7 +93,7 @@ def _side_tree(model, phase: str) -> SideTree:
     lay = k.layer[rows].astype(np.int64)
     width = len(raw)
     pair = (lay + 1) * width + cp
-    upair, inv = np.unique(pair, return_inverse=True)
+    upair, inv = small_unique(pair, int(pair.max()) + 1 if len(pair) else 0)
     lraw = []
     for u in upair.tolist():
         l, c = divmod(u, width)
@@ -103,7 +104,7 @@ def _side_tree(model, phase: str) -> SideTree:
     lpaths, lremap = _selfed(lraw)
     layer_leaf = np.asarray(lremap, np.int64)[inv] if len(rows) else np.zeros(0, np.int64)
     steps = k.step[rows]
-    uniq = np.unique(steps[steps >= 0])
+    uniq = small_unique(steps[steps >= 0], len(model.steps))[0]
     passes = np.where(steps >= 0, np.searchsorted(uniq, steps), -1)
     return SideTree(source, rows, paths, leaf, lpaths, layer_leaf, passes, max(len(uniq), 1))
 

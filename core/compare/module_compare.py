@@ -97,7 +97,9 @@ def _leaf_stats(tree, model, form: str):
     np.maximum.at(end, cell, k.ts[rows] + dur)
     li = k.launch[rows]
     ok = li >= 0
-    pairs = np.unique(leaf[ok] * (len(model.launches) + 1) + li[ok])
+    # distinct (leaf, launch call) pairs: a graph launch's kernels may fall in several layers
+    pairs = np.sort(leaf[ok] * (len(model.launches) + 1) + li[ok])
+    pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]] if len(pairs) else pairs
     launches = np.bincount(pairs // (len(model.launches) + 1), minlength=len(paths)).astype(float)
     return paths, time, count, launches, start.reshape(len(paths), nb), end.reshape(len(paths), nb)
 

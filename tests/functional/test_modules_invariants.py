@@ -232,3 +232,31 @@ def test_cli_json_has_modules_and_host(tmp_path):
     plain = tmp_path / "p.json"
     assert main(["compare", str(a), str(b), "--format", "json", "-o", str(plain)]) == 0
     assert "modules" not in json.loads(plain.read_text())   # computed only when asked
+
+
+@pytest.mark.slow
+def test_without_module_events_the_operator_tree_is_aligned(tmp_path):
+    """No with_stack (the python_function events dropped): the tree is the operators', said so,
+    aligned by path across the vendors, its sums and mirror as the module tree's."""
+    import gzip
+
+    from kerneldiff.core.compare.module_compare import compare_modules
+    from kerneldiff.core.session import Session
+
+    paths = []
+    for name in PAIRS[0]:
+        with gzip.open(real_trace(name)) as fh:
+            doc = json.load(fh)
+        doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != "python_function"]
+        paths.append(str(write_trace(tmp_path / name.replace(".gz", ""), doc)))
+    s = Session(paths, use_cache=False)
+    a, b = s.load_all()
+    ab, ba = compare_modules(a, b), compare_modules(b, a)
+    assert ab.sources == {"a": "operators", "b": "operators"}
+    assert any("no module events" in n for n in ab.notes)
+    assert all(c.name.startswith("aten::") or c.name == "outside" for c in ab.root.children)
+    check_mirror(ab, ba)
+    check_sums(ab, _totals(a, b))
+    check_self(compare_modules(a, a))
+    matched = sum(_t(c.a) for c in ab.root.children if c.match == "path")
+    assert matched > 0.9 * _t(ab.root.a)    # the same operators on both vendors

@@ -129,6 +129,10 @@ def run(args) -> int:
         print(f"kerneldiff: --table picks one table for --format csv or json; {args.format} shows its own choice",
               file=sys.stderr)
         return 2
+    if (args.modules or args.hotspots) and (args.format not in ("text", "json") or args.table):
+        print("kerneldiff: --modules and --hotspots add to the text report and the whole JSON document "
+              "(--format text or json, without --table)", file=sys.stderr)
+        return 2
     if args.passes and args.format not in ("html", "perfetto"):
         print("kerneldiff: --pass picks passes for --format perfetto or html", file=sys.stderr)
         return 2

@@ -260,3 +260,23 @@ def test_without_module_events_the_operator_tree_is_aligned(tmp_path):
     check_self(compare_modules(a, a))
     matched = sum(_t(c.a) for c in ab.root.children if c.match == "path")
     assert matched > 0.9 * _t(ab.root.a)    # the same operators on both vendors
+
+
+def test_cli_refuses_modules_where_they_are_not_shown(capsys):
+    from kerneldiff.cli.main import main
+    from kerneldiff.core.demo import DEMO_A, DEMO_B
+
+    for extra in (["--format", "csv"], ["--format", "json", "--table", "operations"], ["--format", "markdown"]):
+        assert main(["compare", str(DEMO_A), str(DEMO_B), "--hotspots", *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--modules and --hotspots" in err
+
+
+def test_cli_text_shows_modules_and_host(capsys):
+    from kerneldiff.cli.main import main
+    from kerneldiff.core.demo import DEMO_A, DEMO_B
+
+    assert main(["compare", str(DEMO_A), str(DEMO_B), "--modules", "--hotspots", "--width", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "Modules (by path" in out and "LlamaDecoderLayer_4" in out
+    assert "GPU launch-bound idle by the host operation running" in out

@@ -26,6 +26,7 @@ from kerneldiff.core.analysis.cut_work import compared_mask
 from kerneldiff.core.analysis.modules import MODULE_PREFIX
 from kerneldiff.core.analysis.modules import start_order
 from kerneldiff.core.analysis.timeline import launch_bound_gaps
+from kerneldiff.core.numbers import small_unique
 
 NO_EVENT = "(no host event)"
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
@@ -66,14 +67,14 @@ def _events(model):
     for kind, table in zip(KINDS, (model.cpu_ops, model.python, model.launches)):
         if len(table) == 0:
             continue
-        ids = _distinct(table.name)
+        ids, inv = small_unique(table.name + 1, len(model.strings) + 1)   # name ids from -1 (none)
         local = np.empty(len(ids), np.int64)
-        for j, i in enumerate(ids.tolist()):
+        for j, i in enumerate((ids - 1).tolist()):
             key = (kind, display_name(kind, model.strings[i]) if i >= 0 else "?")
             local[j] = index.setdefault(key, len(keys))
             if local[j] == len(keys):
                 keys.append(key)
-        parts.append((table.ts, table.ts + np.maximum(table.dur, 0.0), table.tid, local[np.searchsorted(ids, table.name)]))
+        parts.append((table.ts, table.ts + np.maximum(table.dur, 0.0), table.tid, local[inv]))
     if not parts:
         z = np.zeros(0)
         return z, z, np.zeros(0, np.int64), np.zeros(0, np.int64), keys
@@ -173,10 +174,9 @@ def _host_side(m, phase: str) -> HostSide:
     nseg = len(seg_s)
 
     def running(starts, ends, value=None):
-        d = np.zeros(nseg + 1, np.int64)
-        np.add.at(d, np.searchsorted(seg_s, starts), 1 if value is None else value)
-        np.add.at(d, np.searchsorted(seg_s, ends), -1 if value is None else -value)
-        return np.cumsum(d)[:nseg]
+        up = np.bincount(np.searchsorted(seg_s, starts), weights=value, minlength=nseg + 1)
+        down = np.bincount(np.searchsorted(seg_s, ends), weights=value, minlength=nseg + 1)
+        return np.rint(np.cumsum(up - down)[:nseg]).astype(np.int64)
 
     length = seg_e - seg_s
     inside = running(ws, we) > 0

@@ -36,6 +36,12 @@ def add_parser(sub) -> None:
                    help="one table as CSV (or JSON with --format json), keys a_<field>/b_<field> as the "
                         "explorer's export (CSV without --table: all tables, one file each, with -o; "
                         "operations on stdout; JSON without --table: the whole comparison)")
+    p.add_argument("--modules", action="store_true",
+                   help="add the module tree (GPU time per nn.Module path, aligned across the sides) to the text "
+                        "and JSON reports (computed only when asked)")
+    p.add_argument("--hotspots", action="store_true",
+                   help="add the host hotspots (host operations by self time; launch-bound idle by the host "
+                        "operation running) to the text and JSON reports (computed only when asked)")
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
     p.add_argument("--all-passes", action="store_true",
                    help="compare every pass: warm-up, CUDA-graph capture and compile passes too (default: "
@@ -96,6 +102,10 @@ def run(args) -> int:
         print(f"kerneldiff: --table picks one table for --format csv or json; {args.format} shows its own choice",
               file=sys.stderr)
         return 2
+    if (args.modules or args.hotspots) and (args.format not in ("text", "json") or args.table):
+        print("kerneldiff: --modules and --hotspots add to the text report and the whole JSON document "
+              "(--format text or json, without --table)", file=sys.stderr)
+        return 2
     if args.passes and args.format not in ("html", "perfetto"):
         print("kerneldiff: --pass picks passes for --format perfetto or html", file=sys.stderr)
         return 2
@@ -119,6 +129,9 @@ def run(args) -> int:
     try:
         if args.format in ("html", "perfetto"):
             return _picture(session, cmp, args, passes)
+        if getattr(args, "modules", False) or getattr(args, "hotspots", False):
+            args.extra = (session.modules(args.phase) if args.modules else None,
+                          session.host_hotspots(args.phase) if args.hotspots else None)
         return _report(cmp, args)
     except BrokenPipeError:
         raise  # `| head` closed the pipe: kerneldiff.cli.main ends quietly
@@ -171,6 +184,10 @@ def _report(cmp, args) -> int:
             from kerneldiff.core.report.tables import table
 
             text = table_json(*table(cmp, args.table))
+        elif getattr(args, "extra", None):
+            from .module_report import json_document
+
+            text = strict_json(json_document(cmp, *args.extra))
         else:
             text = strict_json(cmp)   # the dataclasses as Comparison.to_dict() spells them
         return emit(text, args.output)
@@ -187,14 +204,28 @@ def _report(cmp, args) -> int:
         from rich.console import Console
 
         with open(args.output, "w", encoding="utf-8", errors="backslashreplace") as fh:
-            print_text(cmp, Console(file=fh, width=width, highlight=False, markup=False, emoji=False,
-                                    color_system=None))
+            fc = Console(file=fh, width=width, highlight=False, markup=False, emoji=False, color_system=None)
+            print_text(cmp, fc)
+            _extra_text(args, fc, width)
         print(f"wrote {shown_path(args.output)}", file=sys.stderr)
         return 0
     out = console()
     out.width = width
     print_text(cmp, out)
+    _extra_text(args, out, width)
     return 0
+
+
+def _extra_text(args, out, width: int) -> None:
+    modules, hot = getattr(args, "extra", None) or (None, None)
+    if modules is None and hot is None:
+        return
+    from .module_report import render_hotspots, render_modules
+
+    if modules is not None:
+        render_modules(modules, out, width)
+    if hot is not None:
+        render_hotspots(hot, out, width)
 
 
 def _csv(cmp, args) -> int:

@@ -526,6 +526,20 @@ class Session:
 
         return pass_pairs(comparison, self._model(0), self._model(1), passes)
 
+    def modules(self, phase: str = "all"):
+        """Both traces' GPU time by module path, aligned (`kerneldiff.core.compare.module_compare`);
+        computed the first time it is asked (memoised on the models)."""
+        from kerneldiff.core.compare.module_compare import compare_modules
+
+        return compare_modules(self._model(0), self._model(1), phase)
+
+    def host_hotspots(self, phase: str = "all"):
+        """Each side's host operations by self time, and the launch-bound idle by the host operation
+        running in it (`kerneldiff.core.compare.host_compare`); computed the first time it is asked."""
+        from kerneldiff.core.compare.host_compare import compare_host
+
+        return compare_host(self._model(0), self._model(1), phase)
+
     def kernel_detail(self, index: int, row: int) -> KernelDetail:
         from kerneldiff.core.analysis.attribution import cpu_op_stack, python_stack
         from kerneldiff.core.analysis.modules import module_path

@@ -355,9 +355,21 @@ class _Scan:
         out["idle"][w0:w0 + n_win] = np.bincount(w, weights=gap, minlength=n_win).astype(np.int64)
         if not classify:
             return
-        g = np.flatnonzero(gap > 0)
+        g, cat = self._classify(rows, s, ss, es, cm, prev, shift, gap)
         if len(g) == 0:
             return
+        wg, gg = w[g], gap[g]
+        for name, c in (("launch", CAT_LAUNCH), ("sync", CAT_SYNC), ("other", CAT_OTHER)):
+            m = cat == c
+            out[name][w0:w0 + n_win] = np.bincount(wg[m], weights=gg[m], minlength=n_win).astype(np.int64)
+        out["gaps"][w0:w0 + n_win] = np.bincount(wg, minlength=n_win)
+
+    def _classify(self, rows, s, ss, es, cm, prev, shift, gap) -> tuple[np.ndarray, np.ndarray]:
+        """(positions in `rows` of the activities that end a gap, each gap's CAT_*), for `_chunk`'s
+        shifted times and running maximum."""
+        g = np.flatnonzero(gap > 0)
+        if len(g) == 0:
+            return g, np.zeros(0, dtype=np.int8)
         g_start = prev[g] - shift[g]          # back in the trace's clock
         g_end = s[g]
         cat = np.full(len(g), CAT_OTHER, dtype=np.int8)
@@ -391,11 +403,7 @@ class _Scan:
         d2h_level = np.bincount(level, weights=d2h, minlength=int(level[-1]) + 1) > 0
         sync |= d2h_level[level[g - 1]]
         cat[sync] = CAT_SYNC
-        wg, gg = w[g], gap[g]
-        for name, c in (("launch", CAT_LAUNCH), ("sync", CAT_SYNC), ("other", CAT_OTHER)):
-            m = cat == c
-            out[name][w0:w0 + n_win] = np.bincount(wg[m], weights=gg[m], minlength=n_win).astype(np.int64)
-        out["gaps"][w0:w0 + n_win] = np.bincount(wg, minlength=n_win)
+        return g, cat
 
     def windows(self, rows: np.ndarray, key: np.ndarray, cls: type = Window) -> tuple[np.ndarray, list]:
         """(keys, a `cls` (Window or a subclass) per key) for rows grouped by key, overlap and summed
@@ -493,6 +501,33 @@ def _timeline(model: TraceModel, phase: str, tolerance_us: float, keep_cut: bool
         r = sc.scan(in_layer, k.step[in_layer].astype(np.int64) * width + k.layer[in_layer])
         tl.layers = _layers(r, width)
     return tl
+
+
+def launch_bound_gaps(model: TraceModel, phase: str = "all",
+                      tolerance_us: float = LAUNCH_TOLERANCE_US) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The launch-bound idle gaps of the comparison's window of `phase` (work cut by the trace's
+    window left out, as `timeline(keep_cut=False).whole` counts them): (start, end) as integer ns
+    from the trace's first activity, and that origin in µs. Their lengths sum to that window's
+    launch_bound_us exactly (the numpy scan's classification, which the C scan is tested against)."""
+    sc = _Scan(model, tolerance_us)
+    k = model.kernels
+    rows = sc.order[~cut_mask(model)[sc.order]]
+    if phase != "all":
+        rows = rows[k.phase[rows] == PHASE_ID[phase]]
+    if len(rows) == 0:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z, np.float64(sc.t0)
+    s, e = sc.s[rows], sc.e[rows]
+    cm = np.maximum.accumulate(e)
+    prev = np.empty_like(cm)
+    prev[0] = 0
+    prev[1:] = cm[:-1]
+    gap = s - prev
+    gap[0] = 0
+    np.maximum(gap, 0, out=gap)
+    g, cat = sc._classify(rows, s, s, e, cm, prev, np.zeros(len(rows), dtype=np.int64), gap)
+    g = g[cat == CAT_LAUNCH]
+    return prev[g], s[g], np.float64(sc.t0)
 
 
 def _layers(r: dict[str, np.ndarray], width: int) -> list[LayerIdle]:

@@ -43,6 +43,8 @@ class MainScreen(TabbedExplorerScreen):
     BINDINGS = [*TAB_BINDINGS,
                 Binding("a", "toggle_shapes", "GEMM/attention", show=False,
                         tooltip="Shapes tab: switch between GEMM and attention shapes"),
+                Binding("m", "open_modules", "Modules", show=False,
+                        tooltip="The module tree (GPU time per module path) and the host hotspots, side by side"),
                 Binding("h", "write_report", "HTML report", show=False,
                         tooltip="Write the HTML report and the Perfetto file (both traces, passes lined up) of this "
                                 "comparison and phase (current dir or $KERNELDIFF_EXPORT_DIR)")]
@@ -227,6 +229,13 @@ class MainScreen(TabbedExplorerScreen):
             return lambda: push(PassTimelineScreen(self.session, self.comparison, int(row.values[0]), p,
                                                    [*self._crumbs(), f"Pass {row.values[0]}"]))
         return None
+
+    def action_open_modules(self) -> None:
+        if self.comparison is None or not self.traces_ready():
+            return
+        from .modules import ModulesScreen
+
+        self.app.push_screen(ModulesScreen(self.session, self.comparison))
 
     def open_layer(self, layer: int) -> None:
         from .layer import LayerScreen

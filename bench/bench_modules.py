@@ -1,0 +1,84 @@
+"""What the module tree and the host hotspots add to a cold compare of the real eager/compiled pair.
+
+    python bench/bench_modules.py                  # 3 runs of each, alternated
+    python bench/bench_modules.py --repeat 5 A B   # another pair
+
+Times, whole process, `kerneldiff compare A B --format json --no-cache` without and with
+`--modules --hotspots` (alternated, so load on the machine falls on both alike), and, in one
+process, each reading alone after the comparison (both sides' module paths and the aligned tree;
+both sides' host self times and the launch-bound idle's attribution). Both readings are computed
+only when asked; the target is <= 10 % on the cold compare. It prints figures; it is not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACES = ROOT.parent / "shared" / "traces"
+PAIR = (TRACES / "h100_llama_eager_sdpa.json.gz", TRACES / "h100_llama_compiled.json.gz")
+
+IN_PROCESS = """
+import sys, time
+from kerneldiff.core.session import Session
+s = Session(sys.argv[1:3], use_cache=False, fork_pair=True)
+s.load_all()
+t0 = time.process_time(); s.compare(); t1 = time.process_time()
+s.modules(); t2 = time.process_time()
+s.host_hotspots(); t3 = time.process_time()
+print(f"{t1 - t0:.3f} {t2 - t1:.3f} {t3 - t2:.3f}")
+"""
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run(cmd: list[str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one command, its forked children included: on a shared machine the
+    CPU time is the steadier figure."""
+    t, c = time.perf_counter(), _cpu()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t, _cpu() - c
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("a", nargs="?", default=str(PAIR[0]))
+    ap.add_argument("b", nargs="?", default=str(PAIR[1]))
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    for p in (args.a, args.b):
+        if not Path(p).exists():
+            print(f"bench_modules: {p}: not found (../shared/traces absent?)", file=sys.stderr)
+            return 2
+    exe = [sys.executable, "-m", "kerneldiff.cli"]
+    base = [*exe, "compare", args.a, args.b, "--format", "json", "--no-cache"]
+    plain, extra = [], []
+    for _ in range(args.repeat):
+        plain.append(run(base))
+        extra.append(run([*base, "--modules", "--hotspots"]))
+    print(f"pair: {Path(args.a).name} vs {Path(args.b).name}, {args.repeat} runs each, alternated")
+    for i, what in ((0, "wall"), (1, "CPU")):
+        mp, me = statistics.median(x[i] for x in plain), statistics.median(x[i] for x in extra)
+        print(f"{what:4s} cold compare --format json       median {mp:6.2f} s  "
+              f"(runs: {', '.join(f'{x[i]:.2f}' for x in plain)})")
+        print(f"{what:4s}   + --modules --hotspots         median {me:6.2f} s  "
+              f"(runs: {', '.join(f'{x[i]:.2f}' for x in extra)})")
+        print(f"{what:4s}   added                          {me - mp:+6.2f} s  ({(me - mp) / mp:+.1%})")
+    out = subprocess.run([sys.executable, "-c", IN_PROCESS, args.a, args.b], check=True, capture_output=True,
+                         text=True).stdout.split()
+    cmp_s, mod_s, host_s = map(float, out)
+    print(f"in one process, CPU: compare {cmp_s:.3f} s, module tree {mod_s:.3f} s, host hotspots {host_s:.3f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""Where one side's host time goes, operation by operation: self time of every CPU event in the
+compared passes, and which of them ran while the GPU waited for a launch.
+
+The host events of a thread (CPU operators, `python_function` frames with with_stack, runtime API
+calls) nest: a call runs inside its caller. Each instant of the thread belongs to the innermost
+event running then, or to none: an event's self time is its share of the thread's instants, so the
+self times of a thread and its unclaimed time sum to the window exactly (integer ns). A launch-bound
+idle gap of the GPU (`kerneldiff.core.analysis.timeline.launch_bound_gaps`) is split the same way
+over the launching thread (the one that made the most launch calls: the Python thread): the gaps' parts sum to the ledger's
+`idle: launch-bound` row of that side.
+
+Names are grouped as the host ran them: a Python frame as recorded less an object's address
+(`<built-in method get of dict object>`: the address differs between runs), a module call without
+its instance (`nn.Module: LlamaAttention`), operators and runtime calls as recorded. A frame keeps
+its line number, which tells one class's `forward` from another's in the same file. Memoised on the model.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from kerneldiff.core.analysis.cut_work import compared_mask
+from kerneldiff.core.analysis.modules import MODULE_PREFIX
+from kerneldiff.core.analysis.modules import start_order
+from kerneldiff.core.analysis.timeline import launch_bound_gaps
+from kerneldiff.core.numbers import small_unique
+
+NO_EVENT = "(no host event)"
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_INSTANCE = re.compile(r"_[0-9]+$")
+_NS = 1000.0
+KINDS = ("operator", "python", "runtime")
+
+
+@dataclass
+class HostSide:
+    """One side's host time over its compared passes, in ns."""
+
+    names: list[tuple[str, str]]   # (kind, name); the last is (`none`, NO_EVENT)
+    self_ns: np.ndarray            # per name: self time inside the passes' windows
+    per_pass_ns: np.ndarray        # (names, passes): self time in each pass's window
+    idle_ns: np.ndarray            # per name: launch-bound idle during which it was innermost
+    window_ns: int                 # the passes' windows, summed
+    idle_total_ns: int             # the launch-bound idle (the ledger row, in ns)
+    passes: int
+    threads: int
+
+
+def display_name(kind: str, text: str) -> str:
+    if kind == "python":
+        if text.startswith(MODULE_PREFIX):
+            return _INSTANCE.sub("", text)
+        return _ADDRESS.sub("", text)
+    return text
+
+
+def host_side(model, phase: str = "all") -> HostSide:
+    return model.memo(("host_hotspots", phase), lambda: _host_side(model, phase))
+
+
+def _events(model):
+    """Every host event: (ts, end, tid, name key) with the name keys' (kind, name)."""
+    parts, keys, index = [], [], {}
+    for kind, table in zip(KINDS, (model.cpu_ops, model.python, model.launches)):
+        if len(table) == 0:
+            continue
+        ids, inv = small_unique(table.name + 1, len(model.strings) + 1)   # name ids from -1 (none)
+        local = np.empty(len(ids), np.int64)
+        for j, i in enumerate((ids - 1).tolist()):
+            key = (kind, display_name(kind, model.strings[i]) if i >= 0 else "?")
+            local[j] = index.setdefault(key, len(keys))
+            if local[j] == len(keys):
+                keys.append(key)
+        parts.append((table.ts, table.ts + np.maximum(table.dur, 0.0), table.tid, local[inv]))
+    if not parts:
+        z = np.zeros(0)
+        return z, z, np.zeros(0, np.int64), np.zeros(0, np.int64), keys
+    return (*(np.concatenate([p[i] for p in parts]) for i in range(4)), keys)
+
+
+def _distinct(x: np.ndarray) -> np.ndarray:
+    """np.unique(x) by a sort (numpy 2's hashing unique took ~0.25 s a call on 600k times)."""
+    s = np.sort(x)
+    return s[np.r_[True, s[1:] != s[:-1]]] if len(s) else s
+
+
+def _segments(ts: np.ndarray, end: np.ndarray, probes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One thread's elementary segments [start, end) between consecutive event bounds and `probes`
+    (integer ns), and the row of the innermost event running in each (-1: none).
+
+    The bounds in time order (at one time: ends, inner first; probes; starts, outer first). After
+    a start its event runs innermost; after an end, what ran just before that event started runs
+    again (its caller); a probe changes nothing. "What ran just before" points back along the
+    bounds: the chains are followed by pointer jumping (each round halves them), so the whole is
+    one sort of the bounds, whose runs are in order already, and a few gathers."""
+    live = np.flatnonzero(end > ts)            # an event of no duration owns no time
+    live = live[start_order(ts[live], end[live] - ts[live])]
+    m = len(live)
+    probes = np.asarray(probes, np.int64)
+    S, E = ts[live], end[live]
+    times = np.concatenate([E[::-1], probes, S])
+    kind = np.concatenate([np.zeros(m, np.int64), np.ones(len(probes), np.int64), np.full(m, 2, np.int64)])
+    ev = np.concatenate([np.arange(m)[::-1], np.full(len(probes), -1, np.int64), np.arange(m)])
+    if len(times) < 2:
+        z = np.zeros(0, np.int64)
+        return z, z, z
+    order = np.argsort(times * 4 + kind, kind="stable")
+    t, k, ev = times[order], kind[order], ev[order]
+    n = len(t)
+    starts = np.flatnonzero(k == 2)
+    start_at = np.empty(m, np.int64)
+    start_at[ev[starts]] = starts
+    ptr = np.arange(n) - 1                     # a probe: the state before it
+    ends = np.flatnonzero(k == 0)
+    ptr[ends] = start_at[ev[ends]] - 1         # an end: the state before its event started
+    val = np.full(n, -1, np.int64)
+    val[starts] = ev[starts]
+    done = (k == 2) | (ptr < 0)
+    todo = np.flatnonzero(~done)
+    while len(todo):
+        p = ptr[todo]
+        hit = done[p]
+        val[todo[hit]] = val[p[hit]]
+        done[todo[hit]] = True
+        todo = todo[~hit]
+        ptr[todo] = ptr[ptr[todo]]
+        gone = ptr[todo] < 0                   # back before the first bound: nothing ran
+        done[todo[gone]] = True
+        todo = todo[~gone]
+    last = np.flatnonzero(np.r_[t[1:] != t[:-1], True])   # the state after the last bound at each time
+    owner = val[last]
+    return t[last][:-1], t[last][1:], np.where(owner >= 0, live[np.maximum(owner, 0)], -1)[:-1]
+
+
+def _host_side(m, phase: str) -> HostSide:
+    k = m.kernels
+    ts, end, tid, name, keys = _events(m)
+    keys = keys + [("none", NO_EVENT)]
+    none = len(keys) - 1
+    t0 = float(k.ts.min()) if len(k) else 0.0
+
+    def ns(x):
+        return np.rint((np.asarray(x, np.float64) - t0) * _NS).astype(np.int64)
+
+    # the launching thread: the one that made most launches (the Python thread)
+    L = m.launches
+    if len(L):
+        tids = _distinct(L.tid)
+        main_tid = int(tids[np.bincount(np.searchsorted(tids, L.tid)).argmax()])
+    else:
+        main_tid = int(tid[0]) if len(tid) else -1
+    mine = tid == main_tid
+    # integer ns on the GPU gaps' clock: segment bounds are event bounds exactly
+    sname = name[mine]
+    # the passes' host windows
+    rows = np.flatnonzero(compared_mask(m, phase))
+    steps = np.unique(k.step[rows])
+    steps = steps[steps >= 0].tolist()
+    ws = ns([m.steps[s].ts for s in steps])
+    we = ns([m.steps[s].ts + max(m.steps[s].dur, 0.0) for s in steps])
+    o = np.argsort(ws, kind="stable")
+    ws, we = ws[o], we[o]
+    # launch-bound gaps on the same clock (launch_bound_gaps counts from the first activity too)
+    gs, ge, _ = launch_bound_gaps(m, phase)
+    seg_s, seg_e, owner_pos = _segments(ns(ts[mine]), ns(end[mine]), np.concatenate([ws, we, gs, ge]))
+    owner = np.where(owner_pos >= 0, sname[np.maximum(owner_pos, 0)] if len(sname) else none, none)
+    n = len(keys)
+    # which window and which gap each segment is in: their bounds are segment bounds, so a running
+    # count over the bounds says (one cumulative sum, not a search per segment)
+    P = max(len(ws), 1)
+    nseg = len(seg_s)
+
+    def running(starts, ends, value=None):
+        up = np.bincount(np.searchsorted(seg_s, starts), weights=value, minlength=nseg + 1)
+        down = np.bincount(np.searchsorted(seg_s, ends), weights=value, minlength=nseg + 1)
+        return np.rint(np.cumsum(up - down)[:nseg]).astype(np.int64)
+
+    length = seg_e - seg_s
+    inside = running(ws, we) > 0
+    wi = running(ws, we, np.arange(1, len(ws) + 1)) - 1    # windows are disjoint: the one open
+    per = np.bincount(owner[inside] * P + wi[inside], weights=length[inside], minlength=n * P).reshape(n, P)
+    self_ns = per.sum(1)
+    idle = np.zeros(n)
+    if len(gs):
+        in_gap = running(gs, ge) > 0
+        idle = np.bincount(owner[in_gap], weights=length[in_gap], minlength=n)
+        idle[none] += int((ge - gs).sum()) - int(length[in_gap].sum())   # gaps outside every segment
+    return HostSide(names=keys, self_ns=self_ns, per_pass_ns=per, idle_ns=idle,
+                    window_ns=int((we - ws).sum()), idle_total_ns=int((ge - gs).sum()), passes=len(ws),
+                    threads=len(_distinct(tid)))

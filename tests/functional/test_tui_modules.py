@@ -1,0 +1,79 @@
+"""The explorer's Modules screen (`m` on the compare screen): the module tree, expandable with
+→/Enter and ←, its rows the tree's figures; the host hotspots' tabs; an 80x24 snapshot."""
+
+from __future__ import annotations
+
+import pytest
+
+from kerneldiff.tui.testing import demo_app, screen_text, wait_for_main, wait_for_screen
+from kerneldiff.tui.widgets.result_table import ResultTable
+
+pytestmark = pytest.mark.slow   # the explorer on the demo pair: several screens
+
+SMALL = (80, 24)
+
+
+async def _open(pilot):
+    from kerneldiff.tui.screens.modules import ModulesScreen
+
+    await wait_for_main(pilot)
+    await pilot.press("m")
+    await wait_for_screen(pilot, ModulesScreen)
+    await pilot.pause()
+
+
+@pytest.mark.asyncio
+async def test_modules_tree_expands_and_collapses(demo_models):
+    from kerneldiff.core.compare.module_compare import compare_modules
+
+    app = demo_app(demo_models)
+    async with app.run_test(size=SMALL) as pilot:
+        await _open(pilot)
+        screen = app.screen
+        table = screen.query_one("#modules", ResultTable)
+        a, b = app.session.models
+        mc = compare_modules(a, b, app.result.phase)
+        rows = list(table.rows_shown)
+        assert rows[0].payload.path == "" and rows[0].values[1] == pytest.approx(mc.root.a.time_us)
+        # each shown node's figures are the tree's
+        nodes = {n.path: n for n in _walk(mc.root)}
+        for r in rows:
+            n = nodes[r.payload.path]
+            assert r.values[3] == pytest.approx(n.gap_us)
+        # cursor to a node with children that is not expanded: → shows its children right below it
+        i = next(i for i, r in enumerate(rows) if r.payload.children and r.payload.path
+                 and r.payload.path not in screen.expanded)
+        table.move_cursor(row=i)
+        await pilot.press("right")
+        await pilot.pause()
+        node = rows[i].payload
+        shown = [r.payload.path for r in table.rows_shown]
+        kids = [c.path for c in node.children]
+        assert shown[i + 1:i + 1 + len(kids)] == kids
+        # ← collapses it again
+        await pilot.press("left")
+        await pilot.pause()
+        assert [r.payload.path for r in table.rows_shown] == [r.payload.path for r in rows]
+        # Enter toggles as well
+        table.move_cursor(row=i)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert node.path in screen.expanded
+        # the host tabs: the launch-bound idle by host operation sums to each side's ledger row
+        await pilot.press("2")
+        await pilot.pause()
+        idle = screen.query_one("#host_idle", ResultTable)
+        row = next(e for e in app.result.ledger if e.cause == "idle: launch-bound")
+        assert sum(r.values[2] for r in idle.rows_all) == pytest.approx(row.a_us, abs=1e-6)
+        assert sum(r.values[3] for r in idle.rows_all) == pytest.approx(row.b_us, abs=1e-6)
+        assert "launch-bound" in screen_text(app)
+
+
+def _walk(n):
+    yield n
+    for c in n.children:
+        yield from _walk(c)
+
+
+def test_modules_80x24(snap_compare, demo_models):
+    assert snap_compare(demo_app(demo_models), terminal_size=SMALL, run_before=_open)

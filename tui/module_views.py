@@ -1,0 +1,125 @@
+"""The Modules screen's tables: the module tree (the rows of the expanded nodes, in tree order) and
+the host hotspots, from `kerneldiff.core.compare.module_compare` and `host_compare` results."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from .text import DIM, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal, span
+from .views import _num, _row_style, gap_sort, time_sort
+from .widgets.result_table import Column, Row, Sort, TableSpec
+
+MATCH_SHORT = {"root": "", "path": "path", "layer": "layer", "a only": "A only", "b only": "B only"}
+
+
+def visible_nodes(root, expanded: set[str]) -> list[tuple[int, object]]:
+    """(depth, node) of the rows shown: the root's children, and the children of every expanded node,
+    in tree order (siblings by |gap|, as the tree holds them)."""
+    out: list[tuple[int, object]] = []
+
+    def add(node, depth: int) -> None:
+        for c in node.children:
+            out.append((depth, c))
+            if c.path in expanded and c.children:
+                add(c, depth + 1)
+
+    out.append((0, root))
+    add(root, 1)
+    return out
+
+
+def _t(side) -> float | None:
+    return side.time_us if side is not None else None
+
+
+def modules_spec(mc, expanded: set[str]) -> TableSpec:
+    cols = [Column("module", "Module", "name", None, 16), Column("a", "A", "us", 8), Column("b", "B", "us", 8),
+            Column("gap", "Gap", "gap", 9), Column("ratio", "A/B", "ratio", 6), Column("share", "%wall", "pct", 6)]
+
+    def build(_w: dict[str, int]) -> list[Row]:
+        rows = []
+        for i, (depth, n) in enumerate(visible_nodes(mc.root, expanded)):
+            mark = ("▾ " if n.path in expanded else "▸ ") if n.children and depth else "  "
+            share = n.share_of_wall_gap
+            vals = (n.path or "total", _t(n.a), _t(n.b), n.gap_us, n.ratio, share, i)
+            name = Text("  " * max(depth - 1, 0) + mark, style=DIM) + literal(n.name)
+            if n.match in ("a only", "b only"):   # how it matched, where it is not by its path
+                name.append(f" ({MATCH_SHORT[n.match]})", style=DIM)
+            cells = (name, _num(fmt_us(_t(n.a))), _num(fmt_us(_t(n.b))), _num(fmt_gap(n.gap_us)),
+                     _num(fmt_ratio(n.ratio)), _num(fmt_pct(share)))
+            rows.append(Row(n.path or "(total)", vals, cells, payload=n, style=_row_style(n.gap_us),
+                            search=n.path.lower()))
+        return rows
+
+    # the tree's own order: siblings by |gap| under their parent
+    tree = Sort("gap", lambda r: r.values[-1], (), False, "the tree, siblings by largest |gap|")
+    return TableSpec("modules", cols, build, default_sort="gap", sorts={"gap": tree}, fixed=1)
+
+
+def modules_hint(mc) -> Text:
+    per = "per pass" if mc.basis == "per_pass" else "totals"
+    form = "by module path" if mc.form == "path" else "by decoder layer, then module path"
+    return Text(f"→/Enter expand · ← collapse · kernel time {form} ({per}) · %wall: share of the wall-clock gap",
+                style=DIM)
+
+
+def module_detail(node, mc) -> Text:
+    t = Text()
+    t.append_text(literal(node.path or "total"))
+    t.append(f"\nmatched: {node.match}")
+    for key, side in (("A", node.a), ("B", node.b)):
+        if side is None:
+            t.append(f"\n{key}: not on this side")
+            continue
+        t.append(f"\n{key}: {fmt_us(side.time_us)} kernel time, span {fmt_us(side.span_us)}, "
+                 f"{side.kernels:,.1f} kernels, {side.launches:,.1f} launches")
+    for note in mc.notes:
+        t.append("\n")
+        t.append_text(literal(note, DIM))
+    return t
+
+
+def host_spec(rows: list, name: str) -> TableSpec:
+    cols = [Column("op", "Host operation", "name", None, 16), Column("kind", "Kind", "text", 8),
+            Column("a", "A", "us", 8), Column("b", "B", "us", 8), Column("gap", "Gap", "gap", 9)]
+
+    def build(_w: dict[str, int]) -> list[Row]:
+        out = []
+        for i, r in enumerate(rows):
+            vals = (r.name, r.kind, r.a_us, r.b_us, r.gap_us)
+            cells = (literal(_short(r.name, r.kind)), span(r.kind, DIM), _num(fmt_us(r.a_us)), _num(fmt_us(r.b_us)),
+                     _num(fmt_gap(r.gap_us)))
+            out.append(Row(f"{r.kind}:{r.name}:{i}", vals, cells, payload=r, style=_row_style(r.gap_us),
+                           search=f"{r.name} {r.kind}".lower()))
+        return out
+
+    return TableSpec(name, cols, build, default_sort="gap",
+                     sorts={"gap": gap_sort(4), "time": time_sort((2, 3), ("a", "b"))})
+
+
+def _short(name: str, kind: str) -> str:
+    """A Python frame's file without its directories (what tells frames apart is at the end:
+    `modeling_llama.py(338): forward`); the row's value and the export keep the name in full."""
+    if kind == "python":
+        head, sep, tail = name.partition(": ")
+        if sep and "/" in head:
+            return "…/" + head.rsplit("/", 1)[1] + sep + tail
+    return name
+
+
+def self_rows(hot) -> list:
+    """Both sides' largest self times, each operation once."""
+    seen, out = set(), []
+    for r in hot.top["a"] + hot.top["b"]:
+        if r.kind != "other" and (r.kind, r.name) not in seen:
+            seen.add((r.kind, r.name))
+            out.append(r)
+    return out
+
+
+def host_hint(hot, which: str) -> Text:
+    per = " per pass" if hot.basis == "per_pass" else ""
+    if which == "idle":
+        return Text(f"GPU launch-bound idle{per} (A {fmt_us(hot.idle_us['a'])}, B {fmt_us(hot.idle_us['b'])}) "
+                    f"by the host operation running then", style=DIM)
+    return Text(f"host self time{per}: both sides' largest", style=DIM)

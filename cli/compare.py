@@ -195,11 +195,11 @@ def _picture(session, cmp, args, passes: list[int] | None) -> int:
 def _report(cmp, args) -> int:
     if args.format == "json":
         if args.table and args.table != "all":
-            from kerneldiff.core.report.tables import table
+            from kerneldiff.core.report.tables import json_records, table
 
             head, rows = table(cmp, args.table)
             # the CSV table's rows, a missing value as null (CSV writes an empty cell)
-            text = strict_json([{h: (None if v == "" else v) for h, v in zip(head, r)} for r in rows])
+            text = strict_json(json_records(head, rows))
         else:
             text = strict_json(cmp)   # the dataclasses as Comparison.to_dict() spells them
         return _emit(text, args.output)
@@ -263,7 +263,7 @@ def rows_csv(head, rows) -> str:
 
 
 def csv_text(cmp, name: str) -> str:
-    from kerneldiff.core.report.tables import table
+    from kerneldiff.core.report.tables import json_records, table
 
     return rows_csv(*table(cmp, name))
 

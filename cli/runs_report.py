@@ -13,6 +13,7 @@ from .compare import _TRAILING, _emit, _overrides, peak_table, render_text
 
 def run_runs(args) -> int:
     from kerneldiff.core.report.run_tables import RUN_TABLES, run_document, run_table
+    from kerneldiff.core.report.tables import json_records
     from kerneldiff.core.report.table_names import TABLES
     from kerneldiff.core.ranks.session import RunSession
 
@@ -48,13 +49,13 @@ def run_runs(args) -> int:
         if args.format == "json":
             if args.table in RUN_TABLES:
                 head, rows = run_table(found, args.table)
-                return _emit(strict_json([{h: (None if v == "" else v) for h, v in zip(head, r)} for r in rows]),
+                return _emit(strict_json(json_records(head, rows)),
                              args.output)
             if args.table and args.table != "all":
                 from kerneldiff.core.report.tables import table
 
                 head, rows = table(cmp, args.table)
-                return _emit(strict_json([{h: (None if v == "" else v) for h, v in zip(head, r)} for r in rows]),
+                return _emit(strict_json(json_records(head, rows)),
                              args.output)
             return _emit(strict_json(run_document(cmp, found)), args.output)
         if args.format == "csv":

@@ -124,7 +124,8 @@ def _roof_rows(g: Table, r) -> None:
         _kv(g, "achieved", Text("unknown: its operator's shapes give no work (record_shapes off, or an "
                                 "operator whose work is not counted)", style=DIM))
         return
-    cover = "" if r.covered == r.launches else f" ({r.covered:,} of {r.launches:,} launches)"
+    cover = (f" over its {r.launches:,} launches in the trace" if r.covered == r.launches else
+             f" over {r.covered:,} of its {r.launches:,} launches (those whose work is known)")
     _kv(g, "achieved", Text(f"{fmt_rate(r.tflops)} TFLOP/s · {fmt_rate(r.tbps)} TB/s{cover}"))
     if r.bound is not None:
         other = f"{fmt_percent(r.pct_peak)} of compute peak, {fmt_percent(r.pct_peak_bw)} of bandwidth"

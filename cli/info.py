@@ -48,6 +48,24 @@ def probe_table(info):
     return t
 
 
+def wall_line(w: dict, gpu_time_us: float):
+    """What `compare` leads with, for one trace: its wall clock, how much of it the GPU was idle
+    (and why, as far as the host shows), then the kernel time."""
+    from rich.text import Text
+
+    from kerneldiff.core.report import format as fmt
+
+    t = Text(f"wall clock {fmt.us(w['wall_us'])}", style="bold")
+    idle = w["idle_us"]
+    share = f" ({fmt.pct(idle / w['wall_us'], 0)})" if w["wall_us"] > 0 else ""
+    t.append(f"   idle {fmt.us(idle)}{share}")
+    if idle > 0:
+        t.append(f": launch-bound {fmt.us(w['launch_bound_us'])}, sync waits {fmt.us(w['sync_us'])}, "
+                 f"other {fmt.us(w['other_us'])}", style="dim")
+    t.append(f"   kernel time {fmt.us(gpu_time_us)}")
+    return t
+
+
 def _yes_no(flag: bool | None) -> str:
     """with_stack / record_shapes as words; None: the trace's metadata does not say."""
     return "not recorded in the metadata" if flag is None else ("yes" if flag else "no")
@@ -84,6 +102,7 @@ def run(args) -> int:
             out.print()
             continue
         s = entry["summary"]
+        out.print(wall_line(s["wall"], s["gpu_time_us"]))
         phases = f" ({_step_phases(s['step_phases'])})" if s["step_phases"] else ""
         out.print(Text(f"kernels {s['kernels']:,}   GPU time {us(s['gpu_time_us'])}   steps {s['steps']:,}"
                        f"{phases}   architecture {s['architecture']}   "

@@ -66,7 +66,9 @@ def emit(text: str, path: str | None) -> int:
 
 def table_json(head, rows) -> str:
     """A table's rows as JSON objects, a missing value as null (CSV writes an empty cell)."""
-    return strict_json([{h: (None if v == "" else v) for h, v in zip(head, r)} for r in rows])
+    from kerneldiff.core.report.tables import json_records
+
+    return strict_json(json_records(head, rows))
 
 
 def rows_csv(head, rows) -> str:

@@ -39,9 +39,11 @@ size = fmt.size
 # figures mid-number (`0.…` for an A/B ratio, `−527.32…`, `31,443 (9…`). A report's numeric
 # (right-justified) column keeps the width of its widest cell; what does not fit is made room for by
 # the text columns (labels wrap, names shorten), and failing that by leaving out numeric columns
-# from the right, which the table's caption names.
+# from the right (or in the order the table's `drop_order` gives: groups of headers, least
+# telling first, so an A column goes with its B column), which the table's caption names.
 
 MIN_TEXT = 8   # a text column narrower than this says nothing
+MAX_WORD = 24  # a wrapping column is given room for its longest word up to this (labels break at spaces)
 
 
 def _cell_width(cell) -> int:
@@ -49,6 +51,20 @@ def _cell_width(cell) -> int:
 
     plain = cell.plain if isinstance(cell, Text) else str(cell)
     return max((cell_len(line) for line in plain.split("\n")), default=0)
+
+
+def _longest_word(c) -> int:
+    from rich.cells import cell_len
+
+    words = [w for x in (c.header, *c._cells) for w in (x.plain if isinstance(x, Text) else str(x)).split()]
+    return max((cell_len(w) for w in words), default=0)
+
+
+def natural_width(table) -> int:
+    """The cells `table` takes with every column at its widest cell: what fits without wrapping."""
+    pad = sum(table._get_padding_width(i) for i in range(len(table.columns)))
+    return table._extra_width + pad + sum(max([_cell_width(c.header), *(_cell_width(x) for x in c._cells)])
+                                          for c in table.columns)
 
 
 def fit_table(table, width: int):
@@ -60,18 +76,25 @@ def fit_table(table, width: int):
     def widest(c) -> int:
         return max([_cell_width(c.header), *(_cell_width(x) for x in c._cells)])
 
-    left_out: list[str] = []
+    place = {id(c): i for i, c in enumerate(cols)}
+    dropped: list = []
+    order = [list(g) for g in getattr(table, "drop_order", ())]
     while True:
         numeric = [c for c in table.columns if c.justify == "right"]
         text = [c for c in table.columns if c.justify != "right"]
         pad = sum(table._get_padding_width(i) for i in range(len(table.columns)))
         room = width - table._extra_width - pad - sum(widest(c) for c in numeric)
-        need = sum(min(widest(c), MIN_TEXT) for c in text)
+        need = sum(min(widest(c), max(MIN_TEXT, min(_longest_word(c), MAX_WORD)) if _wraps(c) else MIN_TEXT)
+                   for c in text)
         if room >= need or len(numeric) <= 1:
             break
-        drop = numeric[-1]
-        left_out.append(_cell_text(drop.header) or "(unnamed)")
-        table.columns.remove(drop)
+        named = {_cell_text(c.header): c for c in table.columns}
+        while order and not any(h in named for h in order[0]):
+            order.pop(0)
+        drops = [named[h] for h in order.pop(0) if h in named] if order else [numeric[-1]]
+        for drop in drops:
+            dropped.append(drop)
+            table.columns.remove(drop)
         for i, c in enumerate(table.columns):
             c._index = i
     for c in numeric:
@@ -79,7 +102,8 @@ def fit_table(table, width: int):
     # the text columns share what is left: each at least MIN_TEXT (or its widest), then equal shares
     # of the rest up to what it wants (its widest, within the max_width it was given); labels wrap
     want = {id(c): min(widest(c), c.max_width or widest(c)) for c in text}
-    shares = {id(c): min(want[id(c)], MIN_TEXT) for c in text}
+    shares = {id(c): min(want[id(c)], max(MIN_TEXT, min(_longest_word(c), MAX_WORD)) if _wraps(c) else MIN_TEXT)
+              for c in text}
     spare = max(room, 0) - sum(shares.values())
     hungry = [c for c in text if shares[id(c)] < want[id(c)]]
     while spare > 0 and hungry:
@@ -97,11 +121,16 @@ def fit_table(table, width: int):
         c.width, c.max_width, c.min_width = shares[id(c)], None, None
         if label:
             c.no_wrap, c.overflow = False, "fold"
+    left_out = [_cell_text(c.header) or "(unnamed)" for c in sorted(dropped, key=lambda c: place[id(c)])]
     if left_out:
-        note = f"left out at {width} columns: {', '.join(left_out[::-1])} (--width or a wider terminal shows them)"
+        note = f"left out at {width} columns: {', '.join(left_out)} (--width or a wider terminal shows them)"
         table.caption = f"{table.caption}\n{note}" if table.caption else note
         table.caption_justify = "left"
     return table
+
+
+def _wraps(c) -> bool:
+    return not c.no_wrap and (c.max_width is None or c.overflow == "fold")
 
 
 def _cell_text(cell) -> str:

@@ -146,9 +146,11 @@ def _text(cmp, found, args) -> int:
 
 
 def _print(cmp, found, out) -> None:
+    from .render import FittingConsole
+
     with out.capture() as cap:
-        render_runs(found, out)
-        render_text(cmp, out)
+        render_runs(found, FittingConsole(out))     # tables laid out without cutting a number
+        render_text(cmp, FittingConsole(out))
     out.file.write(without_trailing_blanks(cap.get()))
     out.file.flush()
 
@@ -178,6 +180,7 @@ def render_runs(found, out) -> None:
     for col in ("run", "rank", "wall", "busy", "compute", "comm", "exposed comm", "idle", "file"):
         t.add_column(col, justify="left" if col in ("run", "file") else "right", no_wrap=col != "file",
                      overflow="ellipsis", max_width=40 if col == "file" else None)
+    t.drop_order = (("file",), ("exposed comm",), ("comm",))   # the rank and its wall and idle stay
     rows = [(k, r) for k in ("a", "b") for r in found.ranks[k]]
     rows.sort(key=lambda kr: -kr[1]["wall_us"])
     for k, r in rows[:32]:
@@ -202,6 +205,7 @@ def render_runs(found, out) -> None:
         top = found.collectives[:15]
         t = table("Collectives: time per rank (kind × message, largest gap first)",
                   ("kind", "size", "n A/B", "A time", "B time", "A wait", "B wait", "A exposed", "B exposed", "gap"))
+        t.drop_order = (("A wait", "B wait"), ("n A/B",), ("A exposed", "B exposed"))
         for c in top:
             a, b = c.a, c.b
             t.add_row(c.kind, size(c.nbytes), f"{a.count if a else 0}/{b.count if b else 0}",

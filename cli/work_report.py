@@ -12,7 +12,7 @@ from kerneldiff.core.report.labels import attention_shape as _attention, gemm_sh
 from kerneldiff.core.report.labels import roof_cell as _roof, shape_times as _times
 from kerneldiff.core.report import labels
 
-from .render import literal, us
+from .render import literal, natural_width, us
 
 TOP_SHAPES = 10
 TOP_OPERATIONS = 8
@@ -35,35 +35,50 @@ def _peak_line(cmp) -> Text:
     return t
 
 
-def _shape_table(cmp, rows, title: str, shape_of, width: int, with_op: bool) -> Table:
-    """Shapes side by side: time per side (when the width allows), TFLOP/s and % of peak, gap."""
+def _shape_table(cmp, rows, title: str, shape_of, width: int, with_op: bool, stacked: bool = False) -> Table:
+    """Shapes side by side: time, TFLOP/s (and % of peak) and roof per side, then the gap; `stacked`
+    (what a narrow report prints): one line per side under each shape, so nothing is left out."""
     per = cmp.basis == "per_pass"
     rows = rows[:TOP_SHAPES]
     dtypes = {r.dtype for r in rows}
     one = len(dtypes) == 1
     t = Table(title=title + (f", {next(iter(dtypes))}" if one else "")
               + (" (largest gap first, per pass)" if per else " (largest gap first)"), title_justify="left")
-    if with_op:
+    if with_op and not stacked:
         t.add_column("op", no_wrap=True, overflow="ellipsis", max_width=12)
-    t.add_column("shape", no_wrap=True, overflow="fold")
+    t.add_column("op and shape" if with_op and stacked else "shape", no_wrap=False, overflow="fold")
     if not one:
         t.add_column("dtype", no_wrap=True)
-    times, roofs = width >= 110, width >= 90    # what a narrower report leaves out first
-    if times:
-        for col in ("A/pass", "B/pass") if per else ("A time", "B time"):
+    if stacked:
+        t.add_column("", no_wrap=True)
+        for col in ("/pass" if per else "time", "TFLOP/s", "roof", "gap"):
             t.add_column(col, justify="right", no_wrap=True)
-    for col in ("A TFLOP/s", "B TFLOP/s") + (("A roof", "B roof") if roofs else ()) + ("gap",):
-        t.add_column(col, justify="right", no_wrap=True)
+    else:
+        for col in (("A/pass", "B/pass") if per else ("A time", "B time")) + ("A TFLOP/s", "B TFLOP/s", "A roof",
+                                                                             "B roof", "gap"):
+            t.add_column(col, justify="right", no_wrap=True)
     for r in rows:
         op, shape = shape_of(r)
-        cells = ([literal(op)] if with_op else []) + [literal(shape)] + ([] if one else [literal(r.dtype)])
-        if times:
-            cells += [us(x) for x in _times(cmp, r)]
-        cells += [_rate(r.a), _rate(r.b)]
-        if roofs:
-            cells += [_roof(r.a), _roof(r.b)]
-        t.add_row(*cells, fmt.gap(r.gap_us))
+        if stacked and with_op:
+            cells = [literal(f"{op} {shape}")] + ([] if one else [literal(r.dtype)])
+        else:
+            cells = ([literal(op)] if with_op else []) + [literal(shape)] + ([] if one else [literal(r.dtype)])
+        times = [us(x) for x in _times(cmp, r)]
+        if stacked:
+            blank = [Text("")] * len(cells)
+            t.add_row(*cells, "A", times[0], _rate(r.a), _roof(r.a), fmt.gap(r.gap_us))
+            t.add_row(*blank, "B", times[1], _rate(r.b), _roof(r.b), "", end_section=True)
+        else:
+            t.add_row(*cells, *times, _rate(r.a), _rate(r.b), _roof(r.a), _roof(r.b), fmt.gap(r.gap_us))
     return t
+
+
+def _fitting_shape_table(cmp, rows, title: str, shape_of, out, with_op: bool) -> Table:
+    """The side-by-side table when it fits the width, else the stacked one."""
+    wide = _shape_table(cmp, rows, title, shape_of, out.width, with_op)
+    if natural_width(wide) <= out.width:
+        return wide
+    return _shape_table(cmp, rows, title, shape_of, out.width, with_op, stacked=True)
 
 
 def _backends(rows) -> Text:
@@ -78,7 +93,7 @@ def _backends(rows) -> Text:
 def _throughput_table(cmp) -> Table:
     """One row per side under each operation: coverage, TFLOP/s, TB/s, bound and % of its roof."""
     t = Table(title="Throughput by operation (over the kernels whose work the shapes give)", title_justify="left")
-    t.add_column("operation", no_wrap=True, overflow="ellipsis", max_width=22)
+    t.add_column("operation", no_wrap=False, overflow="fold")
     t.add_column("", no_wrap=True)
     for col in ("covered", "TFLOP/s", "% peak", "TB/s", "% bw", "bound", "% roof"):
         t.add_column(col, justify="right", no_wrap=True)
@@ -100,9 +115,9 @@ def render_work(cmp, out, name_w: int = 40) -> None:
     width = out.width
     out.print(_peak_line(cmp))
     if cmp.gemm_shapes:
-        out.print(_shape_table(cmp, cmp.gemm_shapes, "GEMM shapes, m×n×k", _gemm, width, True))
+        out.print(_fitting_shape_table(cmp, cmp.gemm_shapes, "GEMM shapes, m×n×k", _gemm, out, True))
     if cmp.attention_shapes:
-        out.print(_shape_table(cmp, cmp.attention_shapes, "Attention shapes", _attention, width, False))
+        out.print(_fitting_shape_table(cmp, cmp.attention_shapes, "Attention shapes", _attention, out, False))
         note = _backends(cmp.attention_shapes[:TOP_SHAPES])
         if labels.assumed_causal(cmp.attention_shapes[:TOP_SHAPES]):
             note.append("; * causal assumed (no mask, equal query and key lengths: is_causal not recorded)",
@@ -113,3 +128,6 @@ def render_work(cmp, out, name_w: int = 40) -> None:
         out.print(Text("TFLOP/s (and the % of the dtype's peak) and TB/s over the covered kernel time; bound and "
                        "roof: the roofline's compute or memory roof the work sits under, and how close it gets",
                        style="dim"))
+    elif cmp.gemm_shapes or cmp.attention_shapes:
+        out.print(Text("TFLOP/s (and the % of the dtype's peak); roof: the roofline's memory (mem) or compute "
+                       "(comp) roof the shape sits under on that GPU, and how close it gets", style="dim"))

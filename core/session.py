@@ -565,6 +565,15 @@ class Session:
                             display_ops(kernel_ops(m, row, self.classifier)), m.cpu_op_name(row),
                             int(k.device[row]), int(k.stream[row]))
 
+    def kernel_roof(self, index: int, row: int):
+        """Kernel row `row`'s name on trace `index` under the roofline, against the peaks this side
+        is measured against (`kerneldiff.core.analysis.kernel_roof.KernelRoof`; None: work unknown)."""
+        from kerneldiff.core.analysis.kernel_roof import kernel_roof
+        from kerneldiff.core.analysis.peaks import default_table
+
+        m = self._model(index)
+        return kernel_roof(m, row, (self.peaks or default_table()).match(m.info, SIDES[index]))
+
     def kernel_row(self, index: int, name: str) -> int:
         """The first kernel row of trace `index` with exactly this name (-1: none)."""
         import numpy as np

@@ -31,7 +31,7 @@ def _plain(v: Any) -> Any:
 
 
 # explorer table (TableSpec.name) -> the comparison's flat table of the same rows
-CORE_TABLES = {"layers": "layers", "operations": "operations", "fusion": "fusions", "same_kernels": "same-kernels",
+CORE_TABLES = {"summary": "ledger", "layers": "layers", "operations": "operations", "fusion": "fusions", "same_kernels": "same-kernels",
                "warnings": "warnings", "timeline": "timeline", "gemm_shapes": "gemm-shapes",
                "attention_shapes": "attention-shapes"}
 
@@ -110,7 +110,9 @@ def write_table(name: str, header: list[str], rows: list[list[Any]], fmt: str = 
             for r in rows:
                 w.writerow(["" if v is None else _plain(v) for v in r])
         else:
-            records = [{h: _plain(v) for h, v in zip(header, r)} for r in rows]
+            from kerneldiff.core.report.tables import json_records
+
+            records = json_records(header, [[_plain(v) for v in r] for r in rows])
             f.write(json.dumps(records, indent=1, ensure_ascii=False) + "\n")
     return path
 

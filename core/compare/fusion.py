@@ -260,15 +260,18 @@ def _find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[
         whence = "; ".join(f"{e.count} from {e.op or 'kernels with no operator'} ({e.time_us:,.1f} µs"
                            + (f", {short_name(e.names[0], 40)}" if e.names else "") + ")" for e in extra[:3])
         rest = (float(vm.dur[pm].sum()) / vm.passes - extra_us / vm.passes) - float(vl.dur[pl].sum()) / vl.passes
+        rest_ab = rest if more == "a" else -rest      # said as every gap is: A − B
+        rest_text = f"{rest_ab:+,.1f}".replace("-", "−")
         speed = _speed_text(vm, pm, vl, pl, lab[more], lab[less])
         findings.append(FusionFinding(
             kind="count_imbalance", fused_side=less, fused_kernels=vl.top_names(pl, 3), fused_category=cat,
             component_side=more, component_kernels=vm.top_names(extra_pos, 3), component_categories=[cat],
             occurrences=n_extra,
             evidence=(f"{lab[more]} launches {cat} {ratio:.1f}× as often per forward pass "
-                      f"({rate[more]:.1f} vs {rate[less]:.1f}): {n_extra} extra launches, {extra_us:,.1f} µs "
-                      f"({whence}), that {lab[less]} does not make; the rest of the category's gap, "
-                      f"{rest:+,.1f} µs per pass, is the same operations' kernels at another speed{speed}, "
+                      f"({_per_pass(rate[more])} vs {_per_pass(rate[less])}): {n_extra} extra launches, "
+                      f"{extra_us:,.1f} µs ({whence}), that {lab[less]} does not make; the rest of the category's "
+                      f"gap, {rest_text} µs per pass (A − B), is the same operations' kernels at another "
+                      f"speed{speed}, "
                       "not counted here."),
             confidence=round(min(0.9, 0.4 + 0.2 * (ratio - 1)), 2),
             component_cost_us=extra_us, fused_cost_us=0.0, estimated_saving=est))
@@ -368,6 +371,11 @@ def _extra_launches(vm, pm: np.ndarray, vl, pl: np.ndarray) -> list[_Extra]:
         out.append(_Extra(op, min(n, len(idx)), t, pos, vm.top_names(pos, 2)))
     out.sort(key=lambda e: (-e.time_us, e.op))
     return out
+
+
+def _per_pass(x: float) -> str:
+    """A launch count per pass: whole when it is (415, not 415.0), else one decimal."""
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:,.1f}"
 
 
 def _speed_text(vm, pm: np.ndarray, vl, pl: np.ndarray, lab_m: str, lab_l: str) -> str:

@@ -1,9 +1,11 @@
-"""Both sides' kernels in chosen forward passes, B's passes moved to start with A's, and the kernel
-pairs the comparison's layer alignments matched: what the Perfetto file draws, and the one pass the
-HTML report draws to scale.
+"""Both sides' kernels in chosen forward passes on one time axis, and the kernel pairs the
+comparison's layer alignments matched: what the Perfetto file draws, and the one pass the HTML
+report draws to scale.
 
-The kernels are those the comparison counts (its phase, less the work cut by the profiler's window:
-`kerneldiff.core.analysis.cut_work.compared_mask`). Passes pair up by their order in the phase, as
+Each place (a pass of A and the pass of B at the same place) gets a slot on the axis as long as the
+longer of the two, and both start at its beginning: neither side's passes overlap each other however
+much slower one side is. The kernels are those the comparison counts (its phase, less the work cut
+by the profiler's window: `kerneldiff.core.analysis.cut_work.compared_mask`). Passes pair up by their order in the phase, as
 the explorer's Timeline pairs them, and a pass has one number everywhere: its index among all the
 trace's passes, from 0 (side A's; B's where A has no pass at that place). The alignment of a layer
 is made on its most common kernel sequence (`LayerAlignment`), so a layer in a pass that runs that
@@ -151,12 +153,9 @@ def _categories(model, rows: np.ndarray) -> list[str]:
     return [table[c] for c in model.kernels.cat[rows].tolist()]
 
 
-def _shift(side: SideKernels, shifts: np.ndarray) -> None:
-    """Move each kernel by its pass's shift; a kernel outside the chosen passes moves with the pass
-    that started last before it (the first pass, before any)."""
-    if len(side.passes) == 0:
-        side.ts = side.ts + (shifts[0] if len(shifts) else 0.0)
-        return
+def _owner(side: SideKernels) -> np.ndarray:
+    """Each kernel's pass (index into `passes`): its own, or for a kernel outside the chosen passes
+    the pass that started last before it (the first pass, before any)."""
     starts = np.array([p.start_us for p in side.passes])
     order = np.argsort(starts, kind="stable")
     idx = side.pass_of.copy()
@@ -164,15 +163,58 @@ def _shift(side: SideKernels, shifts: np.ndarray) -> None:
     if out.any():
         before = np.searchsorted(starts[order], side.ts[out], side="right") - 1
         idx[out] = order[np.maximum(before, 0)]
-    side.ts = side.ts + shifts[idx]
+    return idx
+
+
+def _extents(side: SideKernels, owner: np.ndarray) -> dict[int, tuple[float, float]]:
+    """place -> (before, after): how far the side's kernels of that pass reach before its first
+    kernel's start and after it, the latter to the next place's pass start at least (the side's
+    own idle between two consecutive passes is kept)."""
+    ends = side.ts + side.dur
+    by_place = {p.place: i for i, p in enumerate(side.passes)}
+    out = {}
+    for i, p in enumerate(side.passes):
+        sel = owner == i
+        lo = min(p.start_us, float(side.ts[sel].min())) if sel.any() else p.start_us
+        hi = max(p.start_us + p.span_us, float(ends[sel].max())) if sel.any() else p.start_us + p.span_us
+        nxt = by_place.get(p.place + 1)
+        if nxt is not None:
+            hi = max(hi, side.passes[nxt].start_us)
+        out[p.place] = (p.start_us - lo, hi - p.start_us)
+    return out
+
+
+def _slots(a: SideKernels, b: SideKernels, oa: np.ndarray, ob: np.ndarray) -> dict[int, float]:
+    """place -> where both sides' passes of that place start on the common axis. Each place gets a
+    slot as long as the longer side's pass (with what reaches before and after it), so a slower
+    side's passes never run into each other and a pass's kernels never share time with another
+    pass's on any track."""
+    ea, eb = _extents(a, oa), _extents(b, ob)
+    at, t = {}, 0.0
+    for place in sorted(set(ea) | set(eb)):
+        before = max(ea.get(place, (0.0, 0.0))[0], eb.get(place, (0.0, 0.0))[0])
+        after = max(ea.get(place, (0.0, 0.0))[1], eb.get(place, (0.0, 0.0))[1])
+        at[place] = t + before
+        t = at[place] + after
+    return at
+
+
+def _place(side: SideKernels, owner: np.ndarray, at: dict[int, float]) -> None:
+    """Move each pass of the side (and the kernels it owns) to start at its place's slot; a side
+    without passes starts at 0."""
+    if not side.passes:
+        side.ts = side.ts - (float(side.ts.min()) if len(side) else 0.0)
+        return
+    shifts = np.array([at[p.place] - p.start_us for p in side.passes])
+    side.ts = side.ts + shifts[owner]
     for p, s in zip(side.passes, shifts.tolist()):
         p.shift_us = s
 
 
 def pass_pairs(cmp, model_a, model_b, numbers: list[int] | None = None) -> PassPairs:
     """The chosen passes (by number; None: every compared kernel of the phase) of both sides on one
-    time axis: A's first chosen kernel at 0, each pass of B starting where A's pass at the same place
-    starts, and the matched kernel pairs."""
+    time axis: each place's passes of A and B start together, in a slot as long as the longer of the
+    two, the first slot at 0; and the matched kernel pairs."""
     phase = cmp.phase
     steps_a, steps_b = pass_steps(model_a, phase), pass_steps(model_b, phase)
     every = pass_numbers(steps_a, steps_b)
@@ -181,20 +223,11 @@ def pass_pairs(cmp, model_a, model_b, numbers: list[int] | None = None) -> PassP
     b = _side(cmp.b, model_b, phase, steps_b, places, every)
     pa = {p.place: i for i, p in enumerate(a.passes)}
     pb = {p.place: i for i, p in enumerate(b.passes)}
-    origin = float(a.ts.min()) if len(a) else float(b.ts.min()) if len(b) else 0.0
-    sa = np.full(max(len(a.passes), 1), -origin)
-    # B: its pass at each place starts with A's; a pass A lacks keeps the shift of the last pass both have
-    first_b = float(b.ts.min()) if len(b) else 0.0
-    last = (a.passes[0].start_us if a.passes else origin) - (b.passes[0].start_us if b.passes else first_b) - origin
-    sb = np.empty(max(len(b.passes), 1))
-    sb[0] = last
-    for i, p in enumerate(b.passes):
-        j = pa.get(p.place)
-        if j is not None:
-            last = a.passes[j].start_us - p.start_us - origin
-        sb[i] = last
-    _shift(a, sa)
-    _shift(b, sb)
+    oa = _owner(a) if a.passes else a.pass_of
+    ob = _owner(b) if b.passes else b.pass_of
+    at = _slots(a, b, oa, ob)
+    _place(a, oa, at)
+    _place(b, ob, at)
     pairs = PassPairs(phase=phase, numbers=[every[i] for i in places] if places is not None else [], a=a, b=b)
     _match(cmp, pairs, pa, pb)
     return pairs

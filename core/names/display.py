@@ -73,6 +73,18 @@ _IDENT = re.compile(r"[\w.$]+")
 MAX_SHAPED = 16_384
 
 
+_COPY = re.compile(r"Memcpy (\w+) \((\w+) -> (\w+)\)")
+_VEC_WIDTH = re.compile(r"vectorized_elementwise_kernel<\s*(\d+)\s*,")
+
+
+def _copy_name(kind: str, src: str, dst: str, width: int) -> str:
+    """`Memcpy HtoD (Pageable -> Device)` -> `HtoD Pageable`: the host memory's kind (pageable or
+    pinned) is what tells two copies of one direction apart."""
+    host = src if kind.startswith("Hto") else dst if kind.endswith("toH") else ""
+    short = f"{kind} {host}" if host and host not in ("Host", "Device") else kind
+    return short if len(short) <= width else kind[:width]
+
+
 def short_name(name: str, width: int = 48) -> str:
     """`name` in at most `width` cells, keeping what tells kernels apart: a mangled name is demangled
     (without its parameter list), then, as long as it does not fit, the parameter list, return type and well-known namespaces
@@ -89,11 +101,17 @@ def short_name(name: str, width: int = 48) -> str:
         from kerneldiff.core.names.demangle import readable
 
         s = readable(s)
+    copy = _COPY.fullmatch(s)
+    if copy and len(s) > width:
+        return _copy_name(*copy.groups(), width)
+    vec = _VEC_WIDTH.search(s)
     if len(s) > width:
         s = _NAMESPACES.sub("", drop_return_type(strip_args(s)))
         s = _flatten_templates(s) if "<" in s else s
         for stem, short in _STEMS:
             s = s.replace(stem, short)
+        if vec:    # the vector width tells vec_ew<4, add> from vec_ew<8, add> (float against bf16)
+            s = s.replace("vec_ew<", f"vec_ew<{vec.group(1)}, ", 1)
         s = re.sub(r"\s+", " ", s).strip() or name
     if len(s) > width:
         s = _unqualified(s)

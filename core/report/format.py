@@ -17,13 +17,15 @@ def us(x: float | None) -> str:
     if _missing(x):
         return ABSENT
     a = abs(x)
+    if 0 < a < 0.005:       # would read 0.00µs (or −0.00µs): say it is under the last digit
+        return ("−" if x < 0 else "") + "<0.01µs"
     if a < 10:
-        return f"{x:.2f}µs"
+        return f"{x:.2f}µs".replace("-", "−")
     if a < 1000:
-        return f"{x:.1f}µs"
+        return f"{x:.1f}µs".replace("-", "−")
     if a < 1e6:
-        return f"{x / 1e3:.2f}ms"
-    return f"{x / 1e6:.2f}s"
+        return f"{x / 1e3:.2f}ms".replace("-", "−")
+    return f"{x / 1e6:.2f}s".replace("-", "−")
 
 
 def gap(x: float | None) -> str:

@@ -341,7 +341,7 @@ def _shape_table(cmp, rows, cid: str, shape_of, with_op: bool) -> str:
     for r in rows:
         op, shape = shape_of(r)
         ta, tb = labels.shape_times(cmp, r)
-        cells = (f"<td>{esc(op)}</td>" if with_op else "") + f'<td class="name">{esc(shape)}</td><td>{esc(r.dtype)}</td>'
+        cells = (f"<td>{esc(op)}</td>" if with_op else "") + f'<td class="shape">{esc(shape)}</td><td>{esc(r.dtype)}</td>'
         cells += _num(fmt.us(ta), ta) + _num(fmt.us(tb), tb)
         cells += _num(labels.rate_cell(r.a), r.a.pct_peak) + _num(labels.rate_cell(r.b), r.b.pct_peak)
         cells += _num(labels.roof_cell(r.a), r.a.pct_roofline) + _num(labels.roof_cell(r.b), r.b.pct_roofline)
@@ -589,6 +589,7 @@ overflow-wrap:anywhere}
 .verdict.not{background:#fde8e8;color:#7f1d1d}
 .warn{color:#a15c00}
 .num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+td.shape,.big,.nw{white-space:nowrap;overflow-wrap:normal}
 .lose-a{color:var(--a);font-weight:600}.lose-b{color:var(--b);font-weight:600}
 .scroll{overflow-x:auto;-webkit-overflow-scrolling:touch}
 table{border-collapse:collapse;width:100%;font-size:.95em}

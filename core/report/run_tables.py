@@ -43,13 +43,14 @@ def run_table(found, name: str) -> tuple[list[str], list[list[Any]]]:
         rows = [[side, *(_v(r.get(k)) for k in RANK_FIELDS)] for side in ("a", "b") for r in found.ranks[side]]
         return head, rows
     if name == "collectives":
-        head = ["kind", "bytes"] + [f"{k} [{s}]" for s in ("a", "b") for k in SIDE_FIELDS] + \
+        # a_<field>, b_<field> side by side, as every table of the export schema (docs/EXPORT_SCHEMA.md)
+        head = ["kind", "bytes"] + [f"{s}_{k}" for k in SIDE_FIELDS for s in ("a", "b")] + \
                ["ratio_a_over_b", "gap_us_a_minus_b"]
         rows = []
         for c in found.collectives:
             row = [c.kind, c.nbytes if c.nbytes >= 0 else ""]
-            for side in (c.a, c.b):
-                row += [_v(getattr(side, k)) if side is not None else "" for k in SIDE_FIELDS]
+            for k in SIDE_FIELDS:
+                row += [_v(getattr(side, k)) if side is not None else "" for side in (c.a, c.b)]
             rows.append(row + [_v(c.ratio), _v(c.gap_us)])
         return head, rows
     if name == "stragglers":

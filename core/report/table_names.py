@@ -2,4 +2,4 @@
 that fills them, so that a command line can offer them before any analysis module is imported."""
 
 WORK_TABLES = ("gemm-shapes", "attention-shapes", "throughput", "peaks")   # the throughput tables
-TABLES = ("operations", "layers", "pairs", "fusions", "same-kernels", "timeline") + WORK_TABLES + ("warnings",)
+TABLES = ("ledger", "operations", "layers", "pairs", "fusions", "same-kernels", "timeline") + WORK_TABLES + ("warnings",)

@@ -1,10 +1,12 @@
 """Flat tables (header + rows of plain values) of a Comparison: the one export schema of the CLI's
-`--table` (CSV and JSON) and the explorer's `e`/`E` export.
+`--table` (CSV and JSON) and the explorer's `e`/`E` export, written down in docs/EXPORT_SCHEMA.md.
 
 Stable keys: a side's figure is `a_<field>` / `b_<field>` (A the first trace), never a file or GPU
 name, so that two exports of different pairs have the same columns. Full names; durations in µs
-rounded to 0.1 ns (4 decimals); a missing value is an empty cell (null in JSON). The layers table
-ends with the `outside` row (the kernels outside every layer), as the explorer shows it.
+rounded to 0.1 ns (4 decimals); a missing value is an empty cell (null in JSON: `json_records`): a
+side that runs none of a row's kernels has count 0 and no other figure. Indices (a pair's fusion
+group, its finding) count from 0, as the JSON document's `group` does. The layers table ends with the
+`outside` row (the kernels outside every layer), as the explorer shows it.
 """
 
 from __future__ import annotations
@@ -37,6 +39,24 @@ def sides(*fields: str) -> list[str]:
 OUTSIDE = "outside"   # the layer key of the kernels outside every layer
 
 
+def json_records(head: list[str], rows: list[list[Any]]) -> list[dict[str, Any]]:
+    """A table's rows as JSON objects: an empty cell (a missing value) is null, as every JSON export
+    writes it (the CLI's `--table`, the explorer's `E`)."""
+    return [{h: (None if v == "" or v is None else v) for h, v in zip(head, r)} for r in rows]
+
+
+def _ran(stats, x: float | None) -> float | str:
+    """A side's figure of a row, or empty where the side runs none of its kernels (a mean of nothing
+    is no figure, not 0)."""
+    return _r(x) if stats.count else ""
+
+
+def _ledger(c: Comparison) -> tuple[list[str], list[tuple[Any, list[Any]]]]:
+    head = ["cause", "kind", "a_us", "b_us", "gap_us_a_minus_b", "count_gap_us", "speed_gap_us",
+            "a_launches", "b_launches", "detail"]
+    return head, [(e, [e.cause, e.kind, _r(e.a_us), _r(e.b_us), _r(e.gap_us), _r(e.count_gap_us),
+                       _r(e.speed_gap_us), _r(e.a_launches), _r(e.b_launches), e.detail]) for e in c.ledger]
+
 def table(c: Comparison, name: str) -> tuple[list[str], list[list[Any]]]:
     """One table: its column keys and rows."""
     head, records = table_records(c, name)
@@ -47,12 +67,15 @@ def table_records(c: Comparison, name: str) -> tuple[list[str], list[tuple[Any, 
     """One table with, beside each row, the result object it was made from (an OperationRow, a
     LayerRow, a KernelPair, a pass of a timeline…), so that a view can export the rows it shows,
     in its order, in this schema."""
+    if name == "ledger":
+        return _ledger(c)
     if name == "operations":
         head = ["category", "phase", *sides("count", "total_us", "mean_us", "median_us", "share"),
                 "ratio_a_over_b", "gap_us_a_minus_b", "only_in", *sides("top_cpu_ops"), *sides("examples")]
-        return head, [(o, [o.category, o.phase, o.a.count, o.b.count, _r(o.a.total_us), _r(o.b.total_us),
-                           _r(o.a.mean_us), _r(o.b.mean_us), _r(o.a.median_us), _r(o.b.median_us), _r(o.a.share),
-                           _r(o.b.share), _r(o.ratio), _r(o.gap_us), o.only_in or "",
+        return head, [(o, [o.category, o.phase, o.a.count, o.b.count, _ran(o.a, o.a.total_us), _ran(o.b, o.b.total_us),
+                           _ran(o.a, o.a.mean_us), _ran(o.b, o.b.mean_us), _ran(o.a, o.a.median_us),
+                           _ran(o.b, o.b.median_us), _ran(o.a, o.a.share),
+                           _ran(o.b, o.b.share), _r(o.ratio), _r(o.gap_us), o.only_in or "",
                            " | ".join(o.top_cpu_ops.get("a", [])), " | ".join(o.top_cpu_ops.get("b", [])),
                            " | ".join(o.examples.get("a", [])), " | ".join(o.examples.get("b", []))])
                       for o in c.operations]
@@ -60,21 +83,27 @@ def table_records(c: Comparison, name: str) -> tuple[list[str], list[tuple[Any, 
         head = ["rank", "layer", "stack", "stack_layer", *sides("total_us", "kernels", "passes", "median_us", "p90_us", "idle_us"),
                 "ratio_a_over_b", "gap_us_a_minus_b", "gap_spread_us", "noise"]
         layers = [*c.layers, *([c.outside_layers] if c.outside_layers is not None else [])]
+        def fig(side, x):     # a side without the layer's kernels has no figures
+            return _r(x) if side.kernels else ""
+
+        def idle(l, side):    # `outside` is no one span: no idle is measured (the screen shows —)
+            return fig(side, side.idle_us) if l.layer >= 0 else ""
+
         return head, [(l, [l.rank if l.layer >= 0 else "", l.layer if l.layer >= 0 else OUTSIDE,
                            getattr(l, "stack", ""), l.stack_layer if getattr(l, "stack", "") else "",
-                           _r(l.a.total_us), _r(l.b.total_us), l.a.kernels, l.b.kernels, l.a.passes, l.b.passes,
-                           _r(l.a.median_us), _r(l.b.median_us), _r(l.a.p90_us), _r(l.b.p90_us),
-                           _r(l.a.idle_us), _r(l.b.idle_us),
+                           fig(l.a, l.a.total_us), fig(l.b, l.b.total_us), l.a.kernels, l.b.kernels, l.a.passes,
+                           l.b.passes, fig(l.a, l.a.median_us), fig(l.b, l.b.median_us), fig(l.a, l.a.p90_us),
+                           fig(l.b, l.b.p90_us), idle(l, l.a), idle(l, l.b),
                            _r(l.ratio), _r(l.gap_us), _r(l.spread_us), l.noise]) for l in layers]
     if name == "pairs":
         head = ["layer", "position", *sides("kernel", "category", "count", "mean_us", "median_us"),
                 "ratio_a_over_b", "gap_us_a_minus_b", "same_kernel", "fusion_note", "fusion_group",
                 "fusion_group_finding"]
         return head, [(p, [al.layer, p.position, p.a_name or "", p.b_name or "", p.a_category or "",
-                           p.b_category or "", p.a.count, p.b.count, _r(p.a.mean_us), _r(p.b.mean_us),
-                           _r(p.a.median_us), _r(p.b.median_us), _r(p.ratio), _r(p.gap_us), p.same_kernel,
-                           p.fusion_note, p.group + 1 if p.group >= 0 else "",
-                           al.groups[p.group].finding + 1
+                           p.b_category or "", p.a.count, p.b.count, _ran(p.a, p.a.mean_us), _ran(p.b, p.b.mean_us),
+                           _ran(p.a, p.a.median_us), _ran(p.b, p.b.median_us), _r(p.ratio), _r(p.gap_us),
+                           p.same_kernel, p.fusion_note, p.group if p.group >= 0 else "",
+                           al.groups[p.group].finding
                            if 0 <= p.group < len(al.groups) and al.groups[p.group].finding >= 0 else ""])
                       for al in c.alignments for p in al.pairs]
     head, rows = _flat(c, name)

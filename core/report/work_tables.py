@@ -30,8 +30,15 @@ def _side_cols(fields: tuple[str, ...]) -> list[str]:
     return [f"{s}_{f}" for f in fields for s in ("a", "b")]
 
 
+_COUNTS = ("calls", "kernels", "covered_kernels")
+
+
 def _side_vals(fields: tuple[str, ...], a: Any, b: Any) -> list[Any]:
-    return [_v(getattr(x, f)) for f in fields for x in (a, b)]
+    # a side that runs none of the row's kernels: its counts are 0 and it has no other figure
+    def ran(x: Any) -> bool:
+        return bool(getattr(x, "calls", None) or getattr(x, "kernels", None))
+
+    return [_v(getattr(x, f)) if f in _COUNTS or ran(x) else "" for f in fields for x in (a, b)]
 
 
 def _names(side: Any) -> str:

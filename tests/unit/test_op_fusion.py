@@ -289,7 +289,7 @@ def test_report_tables_and_text(tmp_path):
     assert row["kind"] == "op_fusion" and row["module"] and "aten::" in row["component_ops"]
     head, rows = table(c, "pairs")
     grouped = [dict(zip(head, r)) for r in rows if r[head.index("fusion_group")] != ""]
-    assert grouped and all(r["fusion_group_finding"] in (1, 2) for r in grouped)
+    assert grouped and all(r["fusion_group_finding"] in (0, 1) for r in grouped)   # 0-based: indices into fusions
     con = Console(width=120, record=True)
     render_text(c, con)
     text = con.export_text()

@@ -177,6 +177,31 @@ class ExplorerScreen(Screen):
         self.notify(f"{len(rows)} rows → {path}", title="Exported", markup=False, timeout=6)
 
 
+# a tab's shorter title, used (longest first) when the full titles do not fit the tab bar
+SHORT_TITLES = {"Same kernels": "Same", "Operations": "Ops", "Warnings": "Warn", "Timeline": "Time",
+                "Summary": "Sum", "Modules": "Mods", "Kernels": "Kern", "Layers": "Lay", "Shapes": "Shp"}
+TAB_PAD = 2      # a Tab's padding (0 1)
+
+
+def tab_labels(tabs, counts: dict[str, int], width: int) -> dict[str, str]:
+    """key -> label: the title and its count (a zero count left out: the header says it), shortened
+    (longest title first) until the bar fits `width` cells; what fits is never cut mid-word."""
+    titles = dict(tabs)
+
+    def label(key: str) -> str:
+        n = counts.get(key)
+        return f"{titles[key]} {n}" if n else titles[key]
+
+    def total() -> int:
+        return sum(len(label(k)) + TAB_PAD for k in titles)
+
+    for full in sorted((t for t in titles.values() if t in SHORT_TITLES), key=len, reverse=True):
+        if total() <= width:
+            break
+        titles = {k: (SHORT_TITLES[t] if t == full else t) for k, t in titles.items()}
+    return {k: label(k) for k in titles}
+
+
 class TabbedExplorerScreen(ExplorerScreen):
     """An explorer screen whose tables sit in tabs, one `TablePane` (id `pane-<key>`) per tab.
 
@@ -218,6 +243,19 @@ class TabbedExplorerScreen(ExplorerScreen):
         return active.removeprefix("tab-")
 
     tab_offset = 0      # tabs before the one the key 1 names
+    _tab_counts: dict[str, int] | None = None
+
+    def label_tabs(self, counts: dict[str, int]) -> None:
+        """Each tab's title with its count, in words short enough that the tab bar fits the screen's
+        width (`tab_labels`); again on every resize."""
+        self._tab_counts = counts
+        tabs = self.query_one(TabbedContent)
+        for key, label in tab_labels(self.tabs, counts, self.size.width or self.app.size.width).items():
+            tabs.get_tab(f"tab-{key}").label = label
+
+    def on_resize(self, event) -> None:
+        if self._tab_counts is not None:
+            self.label_tabs(self._tab_counts)
 
     def action_show_tab(self, index: int) -> None:
         index += self.tab_offset

@@ -96,9 +96,7 @@ class BrowseScreen(TabbedExplorerScreen):
         self.query_one("#pane-warnings", TablePane).show(views.warnings_spec(ov.warnings), keep_cursor=keep)
         self.query_one("#pane-warnings", TablePane).set_hint("" if ov.warnings else "no warnings")
         counts = {"kernels": len(ov.kernel_totals), "steps": len(ov.steps), "warnings": len(ov.warnings)}
-        for key, title in self.tabs:
-            label = f"{title} {counts[key]}" if key in counts else title
-            self.query_one(TabbedContent).get_tab(f"tab-{key}").label = label
+        self.label_tabs(counts)
         if first:
             self.focus_active_table()
 

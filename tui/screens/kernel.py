@@ -14,6 +14,7 @@ from textual.containers import Container, VerticalScroll
 from textual.widgets import Footer, Static
 
 from kerneldiff.core.names.demangle import demangle
+from kerneldiff.core.report.format import percent as fmt_percent, rate as fmt_rate
 from kerneldiff.core.session import KernelDetail
 
 from ..text import DIM, SIDE_STYLE, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal, shorten, span
@@ -39,6 +40,7 @@ class KernelRef:
     cpu_op: str | None = None           # the cpu_op the launch is linked to
     where: str = ""                     # device and stream
     count_note: str = ""                # what the count counts, when not every launch (kernel pairs)
+    roof: Any = None                    # its name's roofline reading (core.analysis.kernel_roof), None: unknown
 
 
 def kernel_ref(session, index: int, label: str, name: str | None, category: str | None, rule: str, stats,
@@ -50,7 +52,7 @@ def kernel_ref(session, index: int, label: str, name: str | None, category: str 
     if detail is None:
         detail = session.kernel_detail(index, row)
     return KernelRef(SIDES[index], label, name, category, rule, stats, detail, detail.cpu_op,
-                     f"{detail.device} · stream {detail.stream}")
+                     f"{detail.device} · stream {detail.stream}", roof=session.kernel_roof(index, row))
 
 
 def _short(name: str) -> str:
@@ -110,8 +112,35 @@ def side_summary(ref: KernelRef, single: bool = False) -> Group:
                   f"occupancy {d.occupancy}% (Kineto's estimate)" if d.occupancy is not None else ""]
         if any(launch):
             _kv(g, "launch", " · ".join(x for x in launch if x))
+    if ref.detail is not None:
+        _roof_rows(g, ref.roof)
     parts.append(g)
     return Group(*parts)
+
+
+def _roof_rows(g: Table, r) -> None:
+    """Achieved TFLOP/s and TB/s of the kernel's launches, the roof it sits under, and the peak used."""
+    if r is None:
+        _kv(g, "achieved", Text("unknown: its operator's shapes give no work (record_shapes off, or an "
+                                "operator whose work is not counted)", style=DIM))
+        return
+    cover = (f" over its {r.launches:,} launches in the trace" if r.covered == r.launches else
+             f" over {r.covered:,} of its {r.launches:,} launches (those whose work is known)")
+    _kv(g, "achieved", Text(f"{fmt_rate(r.tflops)} TFLOP/s · {fmt_rate(r.tbps)} TB/s{cover}"))
+    if r.bound is not None:
+        other = f"{fmt_percent(r.pct_peak)} of compute peak, {fmt_percent(r.pct_peak_bw)} of bandwidth"
+        _kv(g, "roofline", Text(f"{r.bound}-bound, {fmt_percent(r.pct_roofline)} of its roof ({other})"))
+    elif not r.gpu:
+        _kv(g, "roofline", Text("unknown: no peak figures for this GPU (--peak / --peaks)", style=DIM))
+    peak = (f"{r.peak_figure} {fmt_rate(r.peak_tflops)} TFLOP/s" if r.peak_tflops else
+            f"{r.peak_figure or 'compute'} peak unknown")
+    if r.gpu:
+        t = Text(f"{peak}, {fmt_rate(r.peak_tbps)} TB/s on ")
+        t.append_text(literal(r.gpu))
+        if r.source:
+            t.append("  source: ", style=DIM)
+            t.append_text(literal(r.source, DIM))
+        _kv(g, "peak", t)
 
 
 def side_stack(ref: KernelRef, single: bool = False) -> Group:

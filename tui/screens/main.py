@@ -104,9 +104,7 @@ class MainScreen(TabbedExplorerScreen):
             if pane is not None:   # (a pane mounted later is filled then: on_table_pane_ready)
                 self._fill(key, pane, keep=not first)
         counts = {"fusion": len(comp.fusions), "warnings": len(comp.warnings)}
-        for key, title in self.tabs:
-            label = f"{title} {counts[key]}" if key in counts else title
-            self.query_one(TabbedContent).get_tab(f"tab-{key}").label = label
+        self.label_tabs(counts)
         if first:
             self.focus_active_table()
         self.call_after_refresh(self.post_message, ComparisonShown(comp))

@@ -60,7 +60,8 @@ def _phase_and_warnings(t: Text, phase: str, warnings: list[str], phases: list[s
         t.append(" (p: " + "/".join(phases) + ")", style=DIM)
     n = len(warnings)
     t.append("  ")
-    t.append(f"⚠ {n} warning{'s' if n != 1 else ''}", style="bold yellow" if n else DIM)
+    # the ⚠ sign only when there is something to heed
+    t.append(f"⚠ {n} warning{'s' if n != 1 else ''}" if n else "no warnings", style="bold yellow" if n else DIM)
 
 
 class ComparisonHeader(Static):
@@ -109,7 +110,13 @@ class TraceHeader(Static):
 
     def show(self, ov: TraceOverview, side: str = "a") -> None:
         t = literal(ov.label, f"bold {SIDE_STYLE[side]}")
-        t.append(f"  {fmt_us(ov.gpu_time_us)}  {ov.kernels:,} kernels")
+        w = ov.wall
+        if w is not None and w.span_us > 0:   # what compare leads with: the wall clock, then its idle
+            t.append(f"  wall {fmt_us(w.span_us)}", style="bold")
+            t.append(f"  idle {fmt_us(w.idle_us)} ({100 * w.idle_us / w.span_us:.0f}%)")
+            t.append(f"  {fmt_us(ov.gpu_time_us)} in {ov.kernels:,} kernels")
+        else:
+            t.append(f"  {fmt_us(ov.gpu_time_us)}  {ov.kernels:,} kernels")
         t.append("\n")
         steps = f"{ov.steps_total:,} step{'' if ov.steps_total == 1 else 's'}"
         t.append(f"{steps} · {ov.layers_per_step} layers/step · {ov.architecture}", style=DIM)

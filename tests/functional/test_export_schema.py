@@ -83,7 +83,7 @@ def test_every_table_of_runs_from_the_cli(tmp_path, capsys):
 async def test_explorer_exports_follow_the_schema(demo_models, tmp_path, monkeypatch):
     """Summary (the ledger), Layers, Operations and Same kernels, as CSV and JSON: the schema's
     columns; JSON writes a missing value as null, as the CLI does (the `outside` row's rank)."""
-    from kerneldiff.tui.testing import demo_app, wait_for_main
+    from tui_driver import demo_app, wait_for_main
 
     monkeypatch.setenv("KERNELDIFF_EXPORT_DIR", str(tmp_path))
     want = schema()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kerneldiff.tui.testing import demo_app, screen_text, wait_for_main, wait_for_screen
+from tui_driver import demo_app, screen_text, wait_for_main, wait_for_screen
 from kerneldiff.tui.widgets.result_table import ResultTable
 
 pytestmark = pytest.mark.slow   # the explorer on the demo pair: several screens

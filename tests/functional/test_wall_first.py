@@ -47,7 +47,7 @@ def test_info_leads_with_wall_clock_and_idle(capsys):
 
 async def test_browse_header_leads_with_wall_clock_and_idle():
     from kerneldiff.core.ingest.loader import load
-    from kerneldiff.tui.testing import demo_app, screen_text, wait_for_main
+    from tui_driver import demo_app, screen_text, wait_for_main
 
     path = real_trace("b200_vllm_eager.json.gz")
     span, idle = raw_wall(path)

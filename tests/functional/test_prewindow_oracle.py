@@ -42,24 +42,29 @@ def oracle(path: Path) -> tuple[int, float]:
     with gzip.open(path, "rt", encoding="utf-8") as f:
         doc = json.load(f)
     ev = doc["traceEvents"] if isinstance(doc, dict) else doc
+    pre = [ev[i] for i in prewindow(ev)]
+    return len(pre), sum(float(e.get("dur", 0)) for e in pre)
+
+
+def prewindow(ev: list) -> set[int]:
+    """Indices into the events of the GPU activities launched before the window."""
     launched = {c for e in ev if str(e.get("cat", "")).lower() in RUNTIME and e.get("ph") == "X"
                 for c in [_int((e.get("args") or {}).get("correlation"))] if c is not None}
     acts = []
-    for e in ev:
+    for i, e in enumerate(ev):
         if str(e.get("cat", "")).lower() in GPU and e.get("ph") == "X":
             a = e.get("args") or {}
-            acts.append((_int(a.get("correlation")), (_int(a.get("device")), _int(a.get("stream"))),
+            acts.append((i, _int(a.get("correlation")), (_int(a.get("device")), _int(a.get("stream"))),
                          float(e["ts"]), float(e.get("dur", 0))))
     if not launched:
-        return 0, 0.0
+        return set()
     first: dict = {}
-    for c, key, ts, _ in acts:
+    for _, c, key, ts, _ in acts:
         if c in launched:
             first[key] = min(first.get(key, float("inf")), ts)
     lowest = min(launched)
-    pre = [(ts, d) for c, key, ts, d in acts
-           if c is not None and c not in launched and c < lowest and ts + d <= first.get(key, float("inf"))]
-    return len(pre), sum(d for _, d in pre)
+    return {i for i, c, key, ts, d in acts
+            if c is not None and c not in launched and c < lowest and ts + d <= first.get(key, float("inf"))}
 
 
 def _check(path: Path) -> None:

@@ -89,6 +89,9 @@ class LedgerEntry:
     # groups (`split.Part`, largest |gap| first; the full list sums to the two parts)
     split_basis: str = ""
     split_parts: list = field(default_factory=list)
+    # the op-level fusions this row holds part of (`core.compare.ledger_fusions`): one operation that
+    # the two sides book under different rows, how each side runs it, and the finding
+    fusions: list = field(default_factory=list)
 
 
 @dataclass

@@ -215,3 +215,21 @@ def test_the_timeline_and_the_ledger_count_the_same_overlap():
             end = max(end, e)
     assert tl["same_stream_overlap_us"] == pytest.approx(summed - union, abs=0.5)
     assert tl["same_stream_overlap_us"] > 50 and tl["overlap_us"] == 0.0
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_a_fused_operation_is_named_on_every_row_that_holds_it():
+    """Compiled Llama runs RoPE as 4 Inductor kernels a layer (its own RoPE row) where eager runs 11
+    booked under Elementwise and Copy/Memory: those rows name the operation and the finding, and
+    compare B A says the same with the sides swapped."""
+    ab = compared("h100_llama_eager_sdpa.json.gz", "h100_llama_compiled.json.gz")
+    rows = {e.cause: e for e in ab.ledger}
+    rope = [t for t in rows["RoPE"].fusions if t.startswith("RoPE:")]
+    assert len(rope) == 1 and "A 11 kernels a layer" in rope[0] and "B 4 kernels a layer" in rope[0]
+    assert "op_fusion RoPE" in rope[0]
+    assert rope[0] in rows["Elementwise"].fusions
+    assert any(t.startswith("RMSNorm:") for t in rows["RMSNorm"].fusions)
+    ba = compared("h100_llama_compiled.json.gz", "h100_llama_eager_sdpa.json.gz")
+    mirrored = next(t for e in ba.ledger if e.cause == "RoPE" for t in e.fusions if t.startswith("RoPE:"))
+    assert "B 11 kernels a layer" in mirrored and "A 4 kernels a layer" in mirrored

@@ -46,6 +46,14 @@ def render_ledger(cmp, out) -> None:
                    + (" Exposed communication: communication kernels while no compute kernel ran; the part hidden "
                       "behind compute is in the overlap." if any(e.kind == "communication" for e in cmp.ledger)
                       else ""), style="dim"))
+    seen: list[str] = []
+    for e in cmp.ledger:
+        for text in e.fusions:
+            if text not in seen:
+                seen.append(text)
+    for text in seen:
+        rows = ", ".join(e.cause for e in cmp.ledger if text in e.fusions)
+        out.print(Text(f"fused: {rows} — ", style="dim") + literal(text))
     ha, hb = cmp.host.get("a"), cmp.host.get("b")
     if not ha or not hb:
         return

@@ -76,6 +76,22 @@ def _host_pids(model: TraceModel, devices: list[int]) -> dict[int, set[int] | No
     return out
 
 
+def _device_info(info, device: int):
+    """The file's info with `device`'s own properties and GPU name (a file of an H100 and an A100:
+    device 1's name and peaks are the A100's, not device 0's); unchanged where the file does not
+    describe that device."""
+    from dataclasses import replace
+
+    from kerneldiff.core.ingest.probe import _gpu_name
+
+    devs = getattr(info, "devices", None) or []
+    props = next((d for d in devs if d.get("id") == device), None)
+    if props is None or props == info.device:
+        return info
+    gpu, source = _gpu_name(info.vendor, props)
+    return replace(info, device=props, gpu=gpu or info.gpu, gpu_source=source if gpu else info.gpu_source)
+
+
 def select_device(model: TraceModel, device: int, classifier) -> TraceModel:
     """A model of `device` alone: its GPU activities, the host events of its process, and every
     reading made again on them. The file's per-device totals stay in `devices`."""
@@ -106,7 +122,7 @@ def select_device(model: TraceModel, device: int, classifier) -> TraceModel:
         cpu_keep = ~gpu & np.isin(a.pid, np.fromiter(host, np.int64))
         gpu_keep = gpu & ((a.pid == device) | ~on_dev)
         annotations = a.take(cpu_keep | gpu_keep)
-    view = TraceModel(path=model.path, info=model.info, strings=model.strings, kernels=kernels,
+    view = TraceModel(path=model.path, info=_device_info(model.info, device), strings=model.strings, kernels=kernels,
                       cpu_ops=keep(model.cpu_ops), launches=keep(model.launches), python=keep(model.python),
                       annotations=annotations, categories=list(classifier.categories), rules=[],
                       dropped_events=model.dropped_events, load_seconds=model.load_seconds)

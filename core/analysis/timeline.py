@@ -92,8 +92,11 @@ class Window:
     launch_bound_us: float = 0.0
     sync_us: float = 0.0
     other_us: float = 0.0
-    overlap_us: float = 0.0
+    overlap_us: float = 0.0      # two or more streams at once (per-stream busy summed − busy)
     kernel_us: float = 0.0       # the activities' durations summed (what kernel-time reports add up)
+    # activities overlapping on one stream (summed − per-stream busy): with overlap_us, what the gap
+    # ledger's overlap row counts (summed − busy)
+    same_stream_overlap_us: float = 0.0
     kernels: int = 0             # activities (kernels, copies, memsets)
     gaps: int = 0                # idle gaps
 
@@ -417,7 +420,8 @@ class _Scan:
             wins.append(cls(span_us=span / _NS, busy_us=busy / _NS, idle_us=idle / _NS,
                             launch_bound_us=lb / _NS, sync_us=sync / _NS, other_us=other / _NS,
                             overlap_us=max(stream_busy - busy, 0) / _NS, kernel_us=summed / _NS,
-                            kernels=count, gaps=gaps))
+                            kernels=count, gaps=gaps,
+                            same_stream_overlap_us=(summed - max(stream_busy, busy)) / _NS))
         return r["key"], wins
 
     def launch_stats(self, rows: np.ndarray) -> LaunchStats:

@@ -24,7 +24,7 @@ from kerneldiff.core.compare.comparability import check as check_comparability
 from kerneldiff.core.compare.fusion import find_fusions
 from kerneldiff.core.analysis.layer_groups import layer_groups
 from kerneldiff.core.analysis.stacks import stack_of_layer
-from kerneldiff.core.compare import layer_significance
+from kerneldiff.core.compare import layer_significance, ledger_fusions
 from kerneldiff.core.compare.layer_significance import slower_by
 from kerneldiff.core.compare.ledger import build as build_ledger, exposed_communication, host_time
 from kerneldiff.core.compare.op_fusion import gemm_op_keys
@@ -246,7 +246,7 @@ class _LayerGroups:
                 a, b = self.ranges[l]
                 out[l] = LayerSide(total_us=tot[i], kernels=int(self.length[a:b].sum()), passes=n,
                                    median_us=float(med[i]), p90_us=p90[i], spread_us=spread[i],
-                                   steady=(steady[0][i], steady[1][i], steady[2][i]) if steady else None)
+                                   steady=[steady[0][i], steady[1][i], steady[2][i]] if steady else None)
         return out
 
     def modal(self, l: int) -> tuple[tuple, np.ndarray, np.ndarray] | None:
@@ -552,6 +552,7 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
             found = None
     alignments, fusions, coarse_notes = found or _pairs_and_fusions(ga, gb, labels, classifier, fusion_overrides)
     cmp.alignments, cmp.fusions = alignments, fusions
+    ledger_fusions.link(cmp.ledger, fusions, classifier.group)
     # the warnings in the order one process gives them: the sides', the alignment's, then the rest
     cmp.warnings[:0] = [f"{lab}: {w}" for lab, m in zip(labels, (a, b)) for w in m.warnings] + coarse_notes
     cmp.comparability = check_comparability(cmp, va, vb)

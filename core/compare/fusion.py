@@ -37,6 +37,7 @@ from kerneldiff.core.analysis.flops import kernels_bytes
 from kerneldiff.core.analysis.side_readings import launch_costs
 from kerneldiff.core.compare.fusion_model import estimate, params_for, with_measured_dispatch
 from kerneldiff.core.compare.op_fusion import cap_saving, find_op_fusions
+from kerneldiff.core.compare.split import split
 from kerneldiff.core.names.display import short_name
 
 IMBALANCE_RATIO = 1.5       # the issue's threshold; below it launch-count noise dominates
@@ -350,25 +351,36 @@ def _op_keys(v, pos: np.ndarray) -> list[str]:
 
 
 def _extra_launches(vm, pm: np.ndarray, vl, pl: np.ndarray) -> list[_Extra]:
-    """Per launching operator, the launches per pass the `vm` side makes beyond the `vl` side's,
-    counted over vm's passes and timed with those kernels' own mean duration (every one of them
-    when vl launches none under that operator), largest time first."""
+    """The launches the `vm` side makes beyond the `vl` side's, matched as the gap ledger splits a
+    row (`kerneldiff.core.compare.split`: by kernel and operator, then by operator, else the
+    category) and priced at those kernels' own mean: the ledger's *more launches* toward `vm`, so
+    the finding and the ledger give the same figure for the same kernels. Counted and timed over
+    vm's passes, largest time first."""
     km, kl = _op_keys(vm, pm), _op_keys(vl, pl)
-    less = Counter(kl)
-    by_op: dict[str, list[int]] = {}
-    for i, k in enumerate(km):
-        by_op.setdefault(k, []).append(i)
+    nm = [vm.m.strings[int(i)] for i in vm.name[pm].tolist()]
+    nl = [vl.m.strings[int(i)] for i in vl.name[pl].tolist()]
+    gm: dict = {}
+    gl: dict = {}
+    for g, names, ops, d in ((gm, nm, km, vm.dur[pm]), (gl, nl, kl, vl.dur[pl])):
+        for n, o, x in zip(names, ops, np.round(np.maximum(d, 0.0) * 1000).astype(np.int64).tolist()):
+            c, t = g.get((n, o), (0, 0))
+            g[(n, o)] = (c + 1, t + x)
+    _, _, parts = split(gm, gl, vm.passes, vl.passes, 1000.0)
+    by_kernel = {(p.key, p.op) for p in parts if p.level == "kernel"}
     out = []
-    for op, idx in by_op.items():
-        pos = pm[np.asarray(idx, dtype=np.int64)]
-        n_m = len(idx) / vm.passes
-        n_l = less.get(op, 0) / vl.passes
-        n = int(round((n_m - n_l) * vm.passes))
-        if n <= 0:
+    for p in parts:
+        if p.launches_us <= 0:
             continue
-        d = vm.dur[pos]
-        t = float(d.sum()) if n >= len(idx) else float(d.mean()) * n
-        out.append(_Extra(op, min(n, len(idx)), t, pos, vm.top_names(pos, 2)))
+        if p.level in ("kernel", "one side"):
+            sel = [i for i, (n, o) in enumerate(zip(nm, km)) if n == p.key and o == p.op]
+        elif p.level == "operator":
+            sel = [i for i, (n, o) in enumerate(zip(nm, km)) if o == p.op and (n, o) not in by_kernel]
+        else:
+            sel = [i for i, (n, o) in enumerate(zip(nm, km)) if (n, o) not in by_kernel]
+        pos = pm[np.asarray(sel, dtype=np.int64)]
+        n = int(round((p.a_launches - p.b_launches) * vm.passes)) if p.b_launches else len(sel)
+        out.append(_Extra(p.op if p.level != "category" else "the rest of the category", n, p.launches_us * vm.passes, pos,
+                          vm.top_names(pos, 2)))
     out.sort(key=lambda e: (-e.time_us, e.op))
     return out
 

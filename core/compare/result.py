@@ -70,6 +70,22 @@ class Comparability:
 
 
 @dataclass
+class SplitPart:
+    """One matched group of a ledger row's split (`core.compare.split`), on the comparison's basis
+    (per pass when per-pass)."""
+
+    level: str            # kernel | operator | category | one side
+    key: str              # the kernel name (kernel, one side), the operator, or "" (category)
+    op: str               # the launching operator ("" when none)
+    a_launches: float
+    b_launches: float
+    a_us: float
+    b_us: float
+    launches_us: float
+    slower_us: float
+
+
+@dataclass
 class LedgerEntry:
     """One cause of the wall-clock gap. `a_us` and `b_us` are what the cause costs each side, on the
     comparison's basis; the entries' `gap_us` sum to `WallClock.wall_gap_us` exactly. Every entry
@@ -92,6 +108,9 @@ class LedgerEntry:
     # groups (`split.Part`, largest |gap| first; the full list sums to the two parts)
     split_basis: str = ""
     split_parts: list = field(default_factory=list)
+    # the op-level fusions this row holds part of (`core.compare.ledger_fusions`): one operation that
+    # the two sides book under different rows, how each side runs it, and the finding
+    fusions: list = field(default_factory=list)
 
 
 @dataclass
@@ -132,9 +151,9 @@ class LayerSide:
     idle_us: float = 0.0         # GPU idle inside the layer (its first to last kernel), all passes
     wall_us: float = 0.0         # first to last kernel of the layer, summed over its passes
     spread_us: float | None = None   # how much its time varies from pass to pass (robust σ: 1.4826 × MAD); None: < 3 passes
-    # (passes, mean µs, σ µs) of its steady passes: those within 5 robust σ of the median (the one
+    # [passes, mean µs, σ µs] of its steady passes: those within 5 robust σ of the median (the one
     # prefill pass among decode passes is another workload); None: < 3 passes
-    steady: tuple | None = None
+    steady: list | None = None
 
 
 @dataclass

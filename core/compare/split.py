@@ -26,25 +26,10 @@ same kernels.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kerneldiff.core.compare.result import SplitPart as Part
 
 PRICING = "extra launches priced at the extra kernels' own mean duration"
 LEVELS = ("kernel", "operator", "category", "one side")
-
-
-@dataclass(frozen=True)
-class Part:
-    """One matched group of a row, on the comparison's basis (per pass when per-pass)."""
-
-    level: str            # one of LEVELS
-    key: str              # the kernel name (level kernel), the operator, or "" (category / one side)
-    op: str               # the launching operator ("" when none)
-    a_launches: float
-    b_launches: float
-    a_us: float
-    b_us: float
-    launches_us: float
-    slower_us: float
 
 
 def parts_of(ca: float, ta: float, cb: float, tb: float) -> tuple[float, float]:

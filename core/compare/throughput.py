@@ -174,7 +174,8 @@ class _Side:
         pk = self.peak[carried]
         bw = self.peaks.bandwidth() if self.peaks is not None else None
         known = np.isfinite(pk)
-        if known.all() or not (fl[~known] > 0).any():
+        if known.any() and (known.all() or not (fl[~known] > 0).any()):
+            # (no peak known at all: no share of one, not 0 %)
             ideal_c = float((fl[known] / pk[known]).sum())
             out.pct_peak = _pct(ideal_c, sec)
         else:

@@ -46,6 +46,7 @@ def _info_from_meta(info: TraceInfo, meta: dict[str, Any]) -> None:
         devs = [d for d in devs if isinstance(d, dict)]
         info.device_count = len(devs)
         info.device = clean_device(devs[0]) if devs else {}
+        info.devices = [clean_device(d) for d in devs]
     if info.vendor == "other" or not info.gpu:
         info.vendor = _vendor(meta, info.device)
         info.gpu, info.gpu_source = _gpu_name(info.vendor, info.device)

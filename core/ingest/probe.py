@@ -68,6 +68,7 @@ class TraceInfo:
     gpu_source: str = ""                        # where the name came from
     device_count: int = 0
     device: dict[str, Any] = field(default_factory=dict)   # properties of the first device
+    devices: list[dict[str, Any]] = field(default_factory=list)   # properties of every device, in order
     runtime: dict[str, Any] = field(default_factory=dict)  # *_version keys
     distributed: dict[str, Any] = field(default_factory=dict)  # rank, world_size, backend
     with_stack: bool | None = None
@@ -429,6 +430,7 @@ def probe(path: str | os.PathLike) -> TraceInfo:
     devs = [d for d in devs if isinstance(d, dict)] if isinstance(devs, list) else []
     info.device_count = len(devs)
     info.device = clean_device(devs[0]) if devs else {}
+    info.devices = [clean_device(d) for d in devs]
     if info.kind != "aie":
         info.vendor = _vendor(meta, info.device)
         info.gpu, info.gpu_source = _gpu_name(info.vendor, info.device)

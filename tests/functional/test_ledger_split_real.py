@@ -183,3 +183,53 @@ def test_ledger_and_count_imbalance_agree_on_the_same_kernels():
     mine = [p for p in row.split_parts if sign * p.launches_us > 0]
     assert math.isclose(sum(sign * p.launches_us for p in mine), f.component_cost_us, rel_tol=1e-9)
     assert sum(p.b_launches - p.a_launches for p in mine) * sign * -1 == f.occurrences
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_the_timeline_and_the_ledger_count_the_same_overlap():
+    """Eager Llama runs one stream, yet its activities overlap by ~94 µs on it: the timeline's
+    overlap across streams (0) and on one stream add up to the ledger's overlap row, and the
+    same-stream part is the raw events' summed durations less each stream's union."""
+    path = real_trace("h100_llama_eager_sdpa.json.gz")
+    cmp = compared("h100_llama_eager_sdpa.json.gz", "h100_llama_compiled.json.gz")
+    row = next(e for e in cmp.ledger if e.kind == "overlap")
+    tl = cmp.a.timeline
+    assert tl["overlap_us"] + tl["same_stream_overlap_us"] == pytest.approx(row.a_us, abs=1e-3)
+    with gzip.open(path, "rt") as f:
+        ev = json.load(f)["traceEvents"]
+    by_stream = defaultdict(list)
+    for e in ev:
+        if e.get("ph") == "X" and e.get("cat") in GPU:
+            by_stream[str(e["args"].get("stream"))].append((float(e["ts"]), float(e["ts"]) + float(e["dur"])))
+    summed = union = 0.0
+    for iv in by_stream.values():
+        iv.sort()
+        end = -math.inf
+        for s, e in iv:
+            summed += e - s
+            if s >= end:
+                union += e - s
+            elif e > end:
+                union += e - end
+            end = max(end, e)
+    assert tl["same_stream_overlap_us"] == pytest.approx(summed - union, abs=0.5)
+    assert tl["same_stream_overlap_us"] > 50 and tl["overlap_us"] == 0.0
+
+
+@pytest.mark.real
+@pytest.mark.slow
+def test_a_fused_operation_is_named_on_every_row_that_holds_it():
+    """Compiled Llama runs RoPE as 4 Inductor kernels a layer (its own RoPE row) where eager runs 11
+    booked under Elementwise and Copy/Memory: those rows name the operation and the finding, and
+    compare B A says the same with the sides swapped."""
+    ab = compared("h100_llama_eager_sdpa.json.gz", "h100_llama_compiled.json.gz")
+    rows = {e.cause: e for e in ab.ledger}
+    rope = [t for t in rows["RoPE"].fusions if t.startswith("RoPE:")]
+    assert len(rope) == 1 and "A 11 kernels a layer" in rope[0] and "B 4 kernels a layer" in rope[0]
+    assert "op_fusion RoPE" in rope[0]
+    assert rope[0] in rows["Elementwise"].fusions
+    assert any(t.startswith("RMSNorm:") for t in rows["RMSNorm"].fusions)
+    ba = compared("h100_llama_compiled.json.gz", "h100_llama_eager_sdpa.json.gz")
+    mirrored = next(t for e in ba.ledger if e.cause == "RoPE" for t in e.fusions if t.startswith("RoPE:"))
+    assert "B 11 kernels a layer" in mirrored and "A 4 kernels a layer" in mirrored

@@ -79,18 +79,24 @@ def _raise_error(result) -> RankSummary:
 
 
 def load_ranks(files: list[RankFile], registry: str | None = None, use_cache: bool = True,
-               device: int | None = None, jobs: int | None = None, skip=None) -> list[RankSummary | None]:
+               device: int | None = None, jobs: int | None = None, skip=None,
+               scheduler: str | None = None) -> list[RankSummary | None]:
     """Every rank's summary, in rank order: in `jobs` processes at once (default: as many as the
     CPUs and the available memory allow), or here when one is enough. `skip(path, problem)`: a
-    file whose error it accepts gives None instead of failing the run."""
+    file whose error it accepts gives None instead of failing the run. `scheduler`: a Dask
+    scheduler's address or "local" (ranks/cluster.py) does the map instead of the process pool."""
     work = [(f.rank, f.path, registry, use_cache, device) for f in files]
-    n = _jobs(files, jobs)
 
     def _raise(result):
         if isinstance(result, tuple) and skip is not None and skip(*result):
             return None
         return _raise_error(result)
 
+    if scheduler is not None:
+        from kerneldiff.core.ranks.cluster import summaries_on_cluster
+
+        return [_raise(r) for r in summaries_on_cluster(work, scheduler, jobs)]
+    n = _jobs(files, jobs)
     if n <= 1 or len(work) <= 1:
         return [_raise(_one(w)) for w in work]
     import multiprocessing as mp

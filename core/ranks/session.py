@@ -25,6 +25,7 @@ class RunSession:
     peaks: Any = None
     fusion_overrides: dict[str, float] = field(default_factory=dict)
     jobs: int | None = None          # processes loading ranks (None: CPUs and memory decide)
+    scheduler: str | None = None     # a Dask scheduler (tcp://HOST:PORT, "local") mapping the ranks (ranks/cluster.py)
     sides: list[Any] = field(init=False, default_factory=list)
     pair: Session | None = field(init=False, default=None)
 
@@ -55,7 +56,8 @@ class RunSession:
             tolerant = is_run(arg) and "," not in arg
             summaries = load_ranks([RankFile(i, f) for i, f in enumerate(files)], self.registry, self.use_cache,
                                    self.device, self.jobs,
-                                   skip=(lambda path, problem: not_a_trace(problem)) if tolerant else None)
+                                   skip=(lambda path, problem: not_a_trace(problem)) if tolerant else None,
+                                   scheduler=self.scheduler)
             skipped += [f for f, s in zip(files, summaries) if s is None]
             summaries = [s for s in summaries if s is not None]
             if not summaries:

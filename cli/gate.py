@@ -66,10 +66,8 @@ def run(args) -> int:
     except ValueError as e:
         raise UsageError(f"--gate: {e}") from None
     if runs:
-        from kerneldiff.core.ranks.cluster import scheduler_address
-
         run_session = RunSession([args.a, args.b], registry=args.registry, use_cache=not args.no_cache,
-                                 rank=args.rank, jobs=args.jobs, scheduler=scheduler_address(args.scheduler))
+                                 rank=args.rank, jobs=args.jobs, scheduler=args.scheduler)
         session = run_session.load_pair()   # a bad file in either run: TraceError, one line, exit 2
     else:
         session = Session([args.a, args.b], registry=args.registry, use_cache=not args.no_cache, fork_pair=True)

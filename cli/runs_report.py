@@ -14,7 +14,6 @@ from .compare import _TRAILING, _emit, _overrides, peak_table, render_text
 def run_runs(args) -> int:
     from kerneldiff.core.report.run_tables import RUN_TABLES, run_document, run_table
     from kerneldiff.core.report.table_names import TABLES
-    from kerneldiff.core.ranks.cluster import scheduler_address
     from kerneldiff.core.ranks.session import RunSession
 
     if getattr(args, "passes", None) and args.format not in ("html", "perfetto"):
@@ -31,7 +30,7 @@ def run_runs(args) -> int:
     session = RunSession([args.a, args.b], registry=args.registry, use_cache=not args.no_cache,
                          device=args.device, rank=args.rank, peaks=peak_table(args),
                          fusion_overrides=_overrides(args.fusion_param), jobs=args.jobs,
-                         scheduler=scheduler_address(args.scheduler))
+                         scheduler=args.scheduler)
     session.load()
     absent = session.load_pair().absent_phase(args.phase)   # the representative ranks, as for two traces
     if absent:

@@ -56,13 +56,13 @@ def _client(address: str, workers: int | None):
 
 
 def summaries_on_cluster(work: list[tuple], address: str, workers: int | None = None) -> list[Any]:
-    """`ranks.run._one` over `work` on the cluster at `address`, in the order of `work`: each a
+    """`ranks.summary.summary_or_error` over `work` on the cluster at `address`, in the order of `work`: each a
     RankSummary or (path, problem) of the rank's own TraceError, as the local pool returns them."""
-    from kerneldiff.core.ranks.run import _one
+    from kerneldiff.core.ranks.summary import summary_or_error
 
     client, cluster = _client(address, workers)
     try:
-        futures = client.map(_one, work, pure=False, retries=RETRIES,
+        futures = client.map(summary_or_error, work, pure=False, retries=RETRIES,
                              key=[f"kerneldiff-rank-{i}-{os.getpid()}-{id(work)}" for i in range(len(work))])
         try:
             return client.gather(futures)

@@ -19,7 +19,7 @@ from kerneldiff.core.analysis.collective_pairs import END_FLOOR_US, END_FRACTION
 from kerneldiff.core.analysis.collectives import (MIN_VALIDATED, CollectiveRow, Straggler, collective_rows, match, side_rows,
                                                   straggler)
 from kerneldiff.core.ranks.identify import RankFile
-from kerneldiff.core.ranks.summary import RankSummary, summarize_rank
+from kerneldiff.core.ranks.summary import RankSummary, summary_or_error as _one
 
 # a load's peak memory, per byte of the trace's JSON: the reader holds a bounded window of text,
 # the columns ~80 bytes per event; measured 0.3-0.45x on the shared traces (60-250 MB): 0.5 with room
@@ -54,20 +54,6 @@ def _jobs(files: list[RankFile], requested: int | None) -> int:
     mem = _available_memory()
     by_memory = max(1, mem // peak) if mem else 1
     return int(max(1, min(len(files), os.cpu_count() or 1, by_memory)))
-
-
-def _one(args):
-    """A rank's summary, or (path, problem) of its TraceError: the error's own pickling does not
-    round-trip, and a result that cannot be read back would break the whole pool."""
-    from kerneldiff.core.errors import TraceError
-
-    rank, path, registry, use_cache, device = args
-    try:
-        return summarize_rank(rank, path, registry, use_cache, device)
-    except TraceError as e:
-        return (e.path, e.problem)
-    except MemoryError:
-        return (path, "out of memory while loading this rank")
 
 
 def _raise_error(result) -> RankSummary:

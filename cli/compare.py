@@ -63,6 +63,10 @@ def add_parser(sub) -> None:
                    help="runs of rank traces: compare this rank of each run in full (default: each run's slowest)")
     p.add_argument("--jobs", type=flag_number(integer=True, lo=1, hi=1024), default=None,
                    help="runs: ranks loaded at once (default: as many as the CPUs and the available memory allow)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="runs: summarise the ranks on a Dask cluster: tcp://HOST:PORT of its scheduler, or 'local' "
+                        "for a LocalCluster here (default: $KERNELDIFF_SCHEDULER, else local processes; needs "
+                        "kerneldiff[cluster])")
     p.add_argument("--width", type=flag_number(integer=True, lo=MIN_WIDTH, hi=10_000), default=None,
                    help=f"text width, {MIN_WIDTH} or more (default: terminal, at most 120)")
 

@@ -46,6 +46,10 @@ def add_parser(sub) -> None:
                    help="runs: gate rank N of each run (default: each run's slowest rank)")
     p.add_argument("--jobs", type=flag_number(integer=True, lo=1, hi=1024), default=None, metavar="N",
                    help="runs: processes summarising ranks (default: as the CPUs and memory allow)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="runs: summarise the ranks on a Dask cluster: tcp://HOST:PORT of its scheduler, or 'local' "
+                        "for a LocalCluster here (default: $KERNELDIFF_SCHEDULER, else local processes; needs "
+                        "kerneldiff[cluster])")
 
 
 def _recordings(items: list[str]) -> list[str]:
@@ -97,7 +101,7 @@ def run(args) -> int:
         raise UsageError("several recordings a side are single traces, not runs of rank traces")
     if runs:
         run_session = RunSession([args.a, args.b], registry=args.registry, use_cache=not args.no_cache,
-                                 rank=args.rank, jobs=args.jobs)
+                                 rank=args.rank, jobs=args.jobs, scheduler=args.scheduler)
         session = run_session.load_pair()   # a bad file in either run: TraceError, one line, exit 2
     else:
         session = Session([args.a, args.b], registry=args.registry, use_cache=not args.no_cache, fork_pair=True,

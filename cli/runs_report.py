@@ -30,7 +30,8 @@ def run_runs(args) -> int:
         return 2
     session = RunSession([args.a, args.b], registry=args.registry, use_cache=not args.no_cache,
                          device=args.device, rank=args.rank, peaks=peak_table(args),
-                         fusion_overrides=fusion_overrides(args.fusion_param), jobs=args.jobs)
+                         fusion_overrides=fusion_overrides(args.fusion_param), jobs=args.jobs,
+                         scheduler=args.scheduler)
     session.load()
     absent = session.load_pair().absent_phase(args.phase)   # the representative ranks, as for two traces
     if absent:

@@ -12,8 +12,12 @@ A run's verdict covers three things:
 - the **pair of runs**: runs of different world sizes give each rank a different share of the work:
   inconclusive, as two traces of different work are.
 
-`wall`, `skew` and `comm` are checked by default on runs (`spec.RUN_DEFAULTS`); a run of one rank
-has no spread, so the default `skew` is dropped with a note (asked for, it is inconclusive).
+- the **meeting of its ranks at collectives**, `late` (the last rank's start after the others'
+  median) and `wait` (the ranks' time beyond the fastest's), per validated collective: a straggler
+  growing later shows here even where compute does not (a late host launch);
+
+`wall`, `skew`, `late`, `wait` and `comm` are checked by default on runs (`spec.RUN_DEFAULTS`); a
+run of one rank has no spread, so those defaults are dropped with a note (asked for, inconclusive).
 """
 
 from __future__ import annotations
@@ -50,6 +54,26 @@ def skew_series(ranks: list, phase: str = "all") -> PassSeries:
     m = m[:, keep]
     per = m.max(axis=0) - m.min(axis=0)
     return PassSeries(float(per.mean()), per, [phases[i] for i, k in zip(idx, keep) if k])
+
+
+def collective_series(ranks: list, metric: str) -> PassSeries:
+    """`late` or `wait` per validated collective instance (analysis/collective_pairs): the
+    collectives are the repeats its noise floor is read from, so a run of one step still has them.
+    late: the last rank's start after the median of the others'; wait: the mean over the ranks of
+    each one's duration beyond the shortest."""
+    from kerneldiff.core.analysis.collectives import MIN_VALIDATED, match
+
+    if len(ranks) < 2:
+        return PassSeries(None, missing="one rank: nobody to be late for or to wait on")
+    inst = [x for x in match([r.collectives for r in ranks], [r.rank for r in ranks]).instances if len(x.ranks) > 1]
+    if len(inst) < MIN_VALIDATED:
+        return PassSeries(None, missing=f"only {len(inst)} collective(s) validated across the ranks "
+                                        f"(at least {MIN_VALIDATED} needed)")
+    if metric == "late":
+        per = [max(x.starts) - float(np.median(sorted(x.starts)[:-1])) for x in inst]
+    else:
+        per = [float(np.mean(x.durs)) - min(x.durs) for x in inst]
+    return PassSeries(float(np.mean(per)), np.asarray(per, float), ["collective"] * len(per))
 
 
 def skew_detail(ranks: list) -> dict[str, Any] | None:
@@ -93,8 +117,8 @@ def judge_runs(cmp, pair, runs: list, found, checks: list[Check], phase: str = "
     notes: list[str] = []
     kept = []
     for c in checks:
-        if c.metric == "skew" and c.default and min(len(base.ranks), len(new.ranks)) < 2:
-            notes.append("skew not checked: a run of one rank has no spread across ranks")
+        if c.metric in RUN_METRICS and c.default and min(len(base.ranks), len(new.ranks)) < 2:
+            notes.append(f"{c.metric} not checked: a run of one rank has no spread across ranks")
             continue
         kept.append(c)
     result = judge(cmp, pair.models, pair.paths, [c for c in kept if c.metric not in RUN_METRICS],
@@ -109,6 +133,8 @@ def judge_runs(cmp, pair, runs: list, found, checks: list[Check], phase: str = "
                 r.note = "; ".join(f"{k}: rank {x['slowest_rank']} computes longest, rank {x['fastest_rank']} "
                                    f"shortest" for k, x in zip(("base", "new"), d) if x)
             checks_out.append(r)
+        elif c.metric in ("late", "wait"):
+            checks_out.append(_judge(c, collective_series(base.ranks, c.metric), collective_series(new.ranks, c.metric)))
         else:
             checks_out.append(next(judged))
     world = run_reasons(base, new)

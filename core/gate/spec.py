@@ -29,11 +29,13 @@ METRICS = {
     "comm": "exposed communication per pass",
     "idle": "GPU idle per pass",
     "skew": "the ranks' spread of compute per pass (slowest − fastest rank)",
+    "late": "the last rank's lateness per validated collective (its start after the others' median)",
+    "wait": "the ranks' mean wait per validated collective (time beyond the fastest rank's)",
 }
 # metrics of a run as a whole; the others are read on the run's representative rank
-RUN_METRICS = ("skew",)
+RUN_METRICS = ("skew", "late", "wait")
 # what a gate on runs checks when not told otherwise (with `wall`)
-RUN_DEFAULTS = ("skew", "comm")
+RUN_DEFAULTS = ("skew", "late", "wait", "comm")
 DEFAULT_LIMIT = "3%"
 _UNITS = {"us": 1.0, "µs": 1.0, "μs": 1.0, "ms": 1e3, "s": 1e6}
 _LIMIT_RE = re.compile(r"^\+?\s*(\d+(?:\.\d*)?|\.\d+)\s*(%|us|µs|μs|ms|s)$")

@@ -19,7 +19,7 @@ from kerneldiff.core.analysis.collective_pairs import END_FLOOR_US, END_FRACTION
 from kerneldiff.core.analysis.collectives import (MIN_VALIDATED, CollectiveRow, Straggler, collective_rows, match, side_rows,
                                                   straggler)
 from kerneldiff.core.ranks.identify import RankFile
-from kerneldiff.core.ranks.summary import RankSummary, summarize_rank
+from kerneldiff.core.ranks.summary import RankSummary, summary_or_error as _one
 
 # a load's peak memory, per byte of the trace's JSON: the reader holds a bounded window of text,
 # the columns ~80 bytes per event; measured 0.3-0.45x on the shared traces (60-250 MB): 0.5 with room
@@ -56,20 +56,6 @@ def _jobs(files: list[RankFile], requested: int | None) -> int:
     return int(max(1, min(len(files), os.cpu_count() or 1, by_memory)))
 
 
-def _one(args):
-    """A rank's summary, or (path, problem) of its TraceError: the error's own pickling does not
-    round-trip, and a result that cannot be read back would break the whole pool."""
-    from kerneldiff.core.errors import TraceError
-
-    rank, path, registry, use_cache, device = args
-    try:
-        return summarize_rank(rank, path, registry, use_cache, device)
-    except TraceError as e:
-        return (e.path, e.problem)
-    except MemoryError:
-        return (path, "out of memory while loading this rank")
-
-
 def _raise_error(result) -> RankSummary:
     from kerneldiff.core.errors import TraceError
 
@@ -79,18 +65,24 @@ def _raise_error(result) -> RankSummary:
 
 
 def load_ranks(files: list[RankFile], registry: str | None = None, use_cache: bool = True,
-               device: int | None = None, jobs: int | None = None, skip=None) -> list[RankSummary | None]:
+               device: int | None = None, jobs: int | None = None, skip=None,
+               scheduler: str | None = None) -> list[RankSummary | None]:
     """Every rank's summary, in rank order: in `jobs` processes at once (default: as many as the
     CPUs and the available memory allow), or here when one is enough. `skip(path, problem)`: a
-    file whose error it accepts gives None instead of failing the run."""
+    file whose error it accepts gives None instead of failing the run. `scheduler`: a Dask
+    scheduler's address or "local" (ranks/cluster.py) does the map instead of the process pool."""
     work = [(f.rank, f.path, registry, use_cache, device) for f in files]
-    n = _jobs(files, jobs)
 
     def _raise(result):
         if isinstance(result, tuple) and skip is not None and skip(*result):
             return None
         return _raise_error(result)
 
+    if scheduler is not None:
+        from kerneldiff.core.ranks.cluster import summaries_on_cluster
+
+        return [_raise(r) for r in summaries_on_cluster(work, scheduler, jobs)]
+    n = _jobs(files, jobs)
     if n <= 1 or len(work) <= 1:
         return [_raise(_one(w)) for w in work]
     import multiprocessing as mp

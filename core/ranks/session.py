@@ -25,6 +25,8 @@ class RunSession:
     peaks: Any = None
     fusion_overrides: dict[str, float] = field(default_factory=dict)
     jobs: int | None = None          # processes loading ranks (None: CPUs and memory decide)
+    scheduler: str | None = None     # a Dask scheduler (tcp://HOST:PORT, "local") mapping the ranks (ranks/cluster.py;
+                                     # None: $KERNELDIFF_SCHEDULER, else the local process pool)
     sides: list[Any] = field(init=False, default_factory=list)
     pair: Session | None = field(init=False, default=None)
 
@@ -37,8 +39,11 @@ class RunSession:
 
     def load(self) -> list[Any]:
         """Identify and summarise every rank of both runs (a bad file is reported before any load)."""
+        from kerneldiff.core.ranks.cluster import scheduler_address
         from kerneldiff.core.ranks.identify import RankFile, identify, is_run, not_a_trace, other_files, run_files
         from kerneldiff.core.ranks.run import Run, load_ranks
+
+        scheduler = scheduler_address(self.scheduler)   # a bad address: one line, before any load
 
         listed = []
         for arg in self.runs:
@@ -55,7 +60,8 @@ class RunSession:
             tolerant = is_run(arg) and "," not in arg
             summaries = load_ranks([RankFile(i, f) for i, f in enumerate(files)], self.registry, self.use_cache,
                                    self.device, self.jobs,
-                                   skip=(lambda path, problem: not_a_trace(problem)) if tolerant else None)
+                                   skip=(lambda path, problem: not_a_trace(problem)) if tolerant else None,
+                                   scheduler=scheduler)
             skipped += [f for f, s in zip(files, summaries) if s is None]
             summaries = [s for s in summaries if s is not None]
             if not summaries:

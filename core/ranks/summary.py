@@ -111,3 +111,17 @@ def summarize_rank(rank: int, path: str, registry: str | None = None, use_cache:
     s._classifier = classifier_for(registry)
     model = s.load(0)
     return summarize_model(rank, model, s.classifier)
+
+
+def summary_or_error(args):
+    """A rank's summary, or (path, problem) of its TraceError: the error's own pickling does not
+    round-trip, and a result that cannot be read back would break the whole pool."""
+    from kerneldiff.core.errors import TraceError
+
+    rank, path, registry, use_cache, device = args
+    try:
+        return summarize_rank(rank, path, registry, use_cache, device)
+    except TraceError as e:
+        return (e.path, e.problem)
+    except MemoryError:
+        return (path, "out of memory while loading this rank")

@@ -553,3 +553,32 @@ def test_sizes_dtypes_and_groups_from_the_recorded_tensors(name):
     assert "TensorList" not in rc.dtype and min(rc.nbytes) > 0
     if "hta" in name:
         assert {g for k, *_, g in want if k == "all_gather"} == {64}
+
+
+def test_in_switch_all_reduce_is_held_to_its_links_traffic_not_the_ring_factor():
+    """NVLS / multimem all-reduce: busbw stays nccl-tests' (2(n-1)/n × algbw) and may pass the
+    link's per-direction peak; the link carries (n+1)/n × the message, and that is what is held
+    to the peak (links.toml)."""
+    fast = [_inst([12.0, 12.0], [0.0, 0.0], group=8, nbytes=8 << 20)]     # 699 GB/s algbw
+    for inst in fast:
+        inst.algorithm = "MULTIMEM"
+    (row,) = side_rows(fast, 2, 8, 900.0).values()
+    algbw = (8 << 20) / 12.0 / 1e3
+    assert row.busbw_gbps == pytest.approx(algbw * 2 * 7 / 8) and row.busbw_gbps > 900.0
+    assert row.pct_link_peak == pytest.approx(100 * algbw * 9 / 8 / 900.0) and row.pct_link_peak <= 100
+    for inst in fast:
+        inst.algorithm = "RING_LL"          # a ring cannot move that: withheld
+    (row,) = side_rows(fast, 2, 8, 900.0).values()
+    assert row.busbw_gbps is None and "above the link's 900 GB/s" in row.bandwidth_note
+
+
+def test_b200_multimem_all_reduce_reads_its_algorithm_and_sizes():
+    path = real_trace("b200_vllm_eager.json.gz")
+    with gzip.open(path) as f:
+        ev = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+    ops = {e["args"]["External id"]: e for e in ev if e.get("name") == "symm_mem::multimem_all_reduce_"}
+    want = sorted(int(np.prod(ops[int(e["args"]["External id"])]["args"]["Input Dims"][0])) * 2
+                  for e in ev if e.get("cat") == "kernel" and "multimem_all_reduce" in e["name"])
+    _, rc = _load(path)
+    got = sorted(n for n, a in zip(rc.nbytes, rc.algorithm) if a == "MULTIMEM")
+    assert got == want and len(got) > 0

@@ -58,7 +58,7 @@ def test_runs_regress_one_way_and_improve_the_other(runs, capsys):
     code, ba = _gate(capsys, runs["b"], runs["a"])
     assert code == 0 and ba["verdict"] == "improvement"
     ca, cb = _checks(ab), _checks(ba)
-    assert list(ca) == ["wall", "skew", "comm"]        # the defaults on runs
+    assert list(ca) == ["wall", "skew", "late", "wait", "comm"]        # the defaults on runs
     for m in ca:
         assert ca[m]["status"] == "regression" and cb[m]["status"] == "improvement"
         assert ca[m]["base"] == pytest.approx(cb[m]["new"]) and ca[m]["delta"] == pytest.approx(-cb[m]["delta"])
@@ -73,7 +73,7 @@ def test_runs_regress_one_way_and_improve_the_other(runs, capsys):
     assert r["base"]["skew"]["slowest_rank"] == 2 and r["new"]["skew"]["slowest_rank"] == 1
     assert [f["rank"] for f in r["base"]["files"]] == [0, 1, 2, 3]
     assert all(len(f["sha256"]) == 64 for side in ("base", "new") for f in r[side]["files"])
-    assert ab["thresholds"]["checks"] == {"wall": "3%", "skew": "3%", "comm": "3%"}
+    assert ab["thresholds"]["checks"] == {"wall": "3%", "skew": "3%", "late": "3%", "wait": "3%", "comm": "3%"}
     assert any("representative ranks' exposed communication" in n for n in ab["notes"])
 
 
@@ -128,7 +128,7 @@ def test_run_flags_on_traces_are_one_line(capsys):
 
 
 def test_checks_on_runs_default_to_wall_skew_comm():
-    assert [c.name for c in parse_checks(None, [], runs=True)] == ["wall", "skew", "comm"]
+    assert [c.name for c in parse_checks(None, [], runs=True)] == ["wall", "skew", "late", "wait", "comm"]
     assert [c.name for c in parse_checks(None, [])] == ["wall"]
     with pytest.raises(ValueError, match="spread across the ranks"):
         parse_checks(None, ["skew"])
@@ -280,3 +280,27 @@ def test_ranks_with_other_pass_counts_have_no_skew():
              RankSummary(rank=1, file="r1", pass_compute_us=[1.0, 2.0], pass_phases=["decode"] * 2)]
     s = skew_series(ranks)
     assert s.value is None and "different numbers of passes (2–3)" in s.missing
+
+
+def test_a_growing_straggler_fails_the_gate_on_lateness_and_wait(tmp_path, capsys):
+    """Rank 2's host launches each all-reduce 200 µs late in the base, 600 µs in the new run: its
+    compute does not change (skew cannot see it), its lateness and the others' wait do, per
+    validated collective, with the collectives as the repeats (both 0 noise: every one alike)."""
+    import json as _json
+
+    from kerneldiff.cli.main import main as _main
+    from kerneldiff.core.synth.ranks import write_run as _write
+
+    _write(tmp_path / "a", ranks=4, passes=2, layers=4, straggler=None, late_launch=2, late_launch_us=200.0)
+    _write(tmp_path / "b", ranks=4, passes=2, layers=4, straggler=None, late_launch=2, late_launch_us=600.0)
+    _main(["gate", str(tmp_path / "a"), str(tmp_path / "b"), "--no-cache", "--format", "json"])
+    doc = _json.loads(capsys.readouterr().out)
+    got = {c["metric"]: c for c in doc["checks"]}
+    assert (got["late"]["base"], got["late"]["new"], got["late"]["status"]) == (200.0, 600.0, "regression")
+    # wait: the three on-time ranks wait the lateness, the late one nothing: 3/4 of it on average
+    assert (got["wait"]["base"], got["wait"]["new"], got["wait"]["status"]) == (150.0, 450.0, "regression")
+    assert got["skew"]["base"] == got["skew"]["new"] == 0.0
+    assert doc["verdict"] == "regression"
+    _main(["gate", str(tmp_path / "b"), str(tmp_path / "a"), "--no-cache", "--format", "json"])
+    back = {c["metric"]: c for c in _json.loads(capsys.readouterr().out)["checks"]}
+    assert back["late"]["status"] == back["wait"]["status"] == "improvement"

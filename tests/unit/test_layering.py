@@ -144,7 +144,8 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "phases", "layers",                      # the passes' phases, the layers in them
         "browse", "pass_lanes",                  # one trace's totals; one pass on its own time axis
         "devices", "summary",                    # per-device and per-trace summaries
-        "timeline", "comm_params", "collectives",   # busy and idle time, streams; collectives
+        "timeline", "comm_params", "comm_shapes", "collective_pairs", "collectives",   # busy and idle time,
+                                                 # streams; collectives, their sizes and their pairs across ranks
         "host_time",                             # host time behind launch-bound idle
         "flops", "layer_groups",                 # work (FLOPs, bytes) per kernel; kernels by layer and pass
         "eager_attention",                       # bmm -> softmax -> bmm booked as attention
@@ -163,7 +164,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
                "markdown", "html", "run_report", "perfetto", "gate_report"],
     "gate": ["spec", "fingerprint", "series", "noise", "result", "verdict", "runs"],
     "names": ["visible", "parts", "demangle", "display"],
-    "ranks": ["identify", "summary", "run", "session"],
+    "ranks": ["identify", "summary", "cluster", "run", "session"],
     "synth": ["names", "trace", "pair", "ranks"],
     "aie": ["detect", "analysis", "session", "synth"],
 }

@@ -112,11 +112,16 @@ def layer_summary(r: LayerTotal | None, layer: int, phase: str) -> Text:
     return t
 
 
+def _cat_width(kernels) -> int:
+    """The Category column as wide as its longest category (`Attention (prefill)`), 8 to 24."""
+    return max(8, min(max((len(k.category) for k in kernels), default=8), 24))
+
+
 def layer_kernels_spec(layer: int, kernels: list[KernelTotal]) -> TableSpec:
     """A layer's kernels in the order a pass runs them."""
     cols = [Column("pos", "#", "int", 3), Column("kernel", "Kernel", "name", min_width=16,
                                                   max_width=max((len(k.name) for k in kernels), default=16)),
-            Column("category", "Category", "text", 12), Column("per_pass", "/pass", "num", 5),
+            Column("category", "Category", "text", cw := _cat_width(kernels)), Column("per_pass", "/pass", "num", 5),
             Column("median", "Median", "us", 8), Column("total", "Total", "us", 8), Column("share", "Share", "pct", 6)]
 
     def build(w: dict[str, int]) -> list[Row]:
@@ -125,7 +130,7 @@ def layer_kernels_spec(layer: int, kernels: list[KernelTotal]) -> TableSpec:
         for k in kernels:
             s = k.stats
             vals = (k.position, k.name, k.category, k.per_pass, s.median_us, s.total_us, s.share)
-            cells = (_num(str(k.position)), literal(short(k.name)), literal(cut(k.category, 12)),
+            cells = (_num(str(k.position)), literal(short(k.name)), literal(cut(k.category, cw)),
                      _num(_count(k.per_pass)), _num(fmt_us(s.median_us)), _num(fmt_us(s.total_us)),
                      _num(fmt_pct(s.share)))
             rows.append(Row(k.name, vals, cells, payload=k, search=searchable(k.name, k.category)))
@@ -140,14 +145,14 @@ def layer_kernels_spec(layer: int, kernels: list[KernelTotal]) -> TableSpec:
 def kernels_spec(ov: TraceOverview) -> TableSpec:
     items = ov.kernel_totals
     cols = [Column("name", "Kernel", "name", min_width=16, max_width=max((len(k.name) for k in items), default=16)),
-            Column("category", "Category", "text", 12), Column("count", "Count", "int", 6),
+            Column("category", "Category", "text", cw := _cat_width(items)), Column("count", "Count", "int", 6),
             Column("total", "Total", "us", 8), Column("mean", "Mean", "us", 8), Column("share", "Share", "pct", 6)]
 
     def build(w: dict[str, int]) -> list[Row]:
         short = shortener([k.name for k in items], w["name"])
         # cells made when a row is first drawn: a trace can hold 100,000 distinct kernels
         return [Row(k.name, (k.name, k.category, k.stats.count, k.stats.total_us, k.stats.mean_us, k.stats.share),
-                    lambda k=k: (literal(short(k.name)), literal(cut(k.category, 12)), _num(f"{k.stats.count:,}"),
+                    lambda k=k: (literal(short(k.name)), literal(cut(k.category, cw)), _num(f"{k.stats.count:,}"),
                                  _num(fmt_us(k.stats.total_us)), _num(fmt_us(k.stats.mean_us)),
                                  _num(fmt_pct(k.stats.share))),
                     payload=k, search=searchable(k.name, k.category))

@@ -57,3 +57,17 @@ async def test_browse_header_leads_with_wall_clock_and_idle():
         header = screen_text(app).splitlines()[1]
     assert f"wall {fmt.us(span)}  idle {fmt.us(idle)} (86%)" in header
     assert header.index("wall") < header.index("929 kernels")
+
+
+def test_browse_kernel_categories_are_whole():
+    """Browse's Kernels tab gives Category the width of its longest name (up to 24): `Attention
+    (prefill)` and `MoE GEMM+SwiGLU` whole, not `Attention (…`."""
+    from kerneldiff.core.session import Session
+    from kerneldiff.tui import trace_views as tv
+
+    s = Session([str(real_trace("b200_vllm_eager.json.gz"))], use_cache=False)
+    s.load(0)
+    spec = tv.kernels_spec(s.overview(0))
+    rows = spec.build({"name": 30})
+    cats = {r.cells()[1].plain if callable(r.cells) else r.cells[1].plain for r in rows}
+    assert {"Attention (prefill)", "MoE GEMM+SwiGLU"} <= cats and not any("…" in c for c in cats)

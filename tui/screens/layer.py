@@ -122,7 +122,8 @@ class LayerScreen(ExplorerScreen):
             return
         t = views.pair_status(row.payload, self.size.width - 2, self.comparison, self.layer_index)
         t.append("\n")
-        t.append("Enter: kernel detail   Note 1-9: op fusion group   F: fusion note   =: same kernel on both sides", style=DIM)
+        t.append("Enter: kernel detail   G: 1-9 op fusion group · F fusion note · = same kernel · "
+                 "blank: different kernels, no fusion found", style=DIM)
         status.update(t)
 
     def on_result_table_row_selected(self, event: ResultTable.RowSelected) -> None:

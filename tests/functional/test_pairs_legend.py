@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kerneldiff.tui.screens.layer import LayerScreen
-from kerneldiff.tui.testing import all_text, demo_app, wait_for_main, wait_until
+from tui_driver import all_text, demo_app, wait_for_main, wait_until
 
 
 async def test_the_g_column_legend_names_the_blank(demo_models):

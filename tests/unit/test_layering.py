@@ -142,6 +142,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "timeline", "comm_params", "collectives",   # busy and idle time, streams; collectives
         "host_time",                             # host time behind launch-bound idle
         "flops", "layer_groups",                 # work (FLOPs, bytes) per kernel; kernels by layer and pass
+        "kernel_roof",                           # one kernel under the roofline
         "side_readings",                         # one side's readings for a comparison
     ],
     "compare": [

@@ -442,15 +442,26 @@ class Session:
     def summary(self, index: int = 0) -> dict[str, Any]:
         """One trace on its own: operations, steps, layers, phases (what `info` and browse show)."""
         from kerneldiff.core.analysis.summary import summarize
+        from kerneldiff.core.analysis.timeline import timeline
 
-        return summarize(self._model(index))
+        m = self._model(index)
+        out = summarize(m)
+        # first to last GPU activity, and how much of it no stream ran anything, as `compare` reads it
+        w = timeline(m, "all", keep_cut=False).whole
+        out["wall"] = {"wall_us": w.span_us, "busy_us": w.busy_us, "idle_us": w.idle_us,
+                       "launch_bound_us": w.launch_bound_us, "sync_us": w.sync_us, "other_us": w.other_us}
+        return out
 
     def overview(self, index: int, phase: str = "all"):
         """Trace `index` on its own in one phase, what the explorer browses
         (`kerneldiff.core.analysis.browse.TraceOverview`)."""
         from kerneldiff.core.analysis.browse import overview
+        from kerneldiff.core.analysis.timeline import timeline
 
-        return overview(self._model(index), phase)
+        m = self._model(index)
+        ov = overview(m, phase)
+        ov.wall = timeline(m, phase, keep_cut=False).whole    # what browse leads with, as compare reads it
+        return ov
 
     def loaded_trace(self, index: int) -> LoadedTrace:
         """Loaded trace `index` in a few words: its GPU and how many kernels, steps, layers, warnings."""

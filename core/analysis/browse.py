@@ -114,7 +114,7 @@ class TraceOverview:
     kernel_totals: list[KernelTotal]
     steps: list[StepTotal]
     # the phase's wall clock (first to last GPU activity), busy and idle, as a comparison reads them
-    # (kerneldiff.core.analysis.timeline, without work launched before the profiler's window)
+    # (a kerneldiff.core.analysis.timeline Window, set by Session.overview: timeline comes after this)
     wall: Any = None
 
 
@@ -338,12 +338,4 @@ def overview(model: TraceModel, phase: str = "all") -> TraceOverview:
         gpu_time_us=float(model.kernels.dur[mask].sum()), kernels=int(mask.sum()), steps_total=len(model.steps),
         layers_per_step=model.num_layers, architecture=model.architecture, warnings=warnings,
         operations=operations(model, phase), layers=layers(model, phase), kernel_totals=kernels(model, phase),
-        steps=steps(model, phase), wall=wall_window(model, phase))
-
-
-def wall_window(model: TraceModel, phase: str = "all"):
-    """The trace's wall clock, busy and idle in `phase` (a `timeline.Window`), as `compare` reads
-    them: what `info` and browse lead with."""
-    from kerneldiff.core.analysis.timeline import timeline
-
-    return timeline(model, phase, keep_cut=False).whole
+        steps=steps(model, phase))

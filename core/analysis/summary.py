@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from kerneldiff.core.analysis.browse import category_totals, wall_window
+from kerneldiff.core.analysis.browse import category_totals
 from kerneldiff.core.analysis.devices import device_totals
 from kerneldiff.core.analysis.pass_kinds import kind_counts
 from kerneldiff.core.model import PHASES, TraceModel
@@ -18,16 +18,12 @@ def summarize(model: TraceModel) -> dict[str, Any]:
     step_phases: dict[str, int] = {}
     for s in model.steps:
         step_phases[s.phase] = step_phases.get(s.phase, 0) + 1
-    w = wall_window(model)
     return {
         "path": model.path,
         "gpu": model.label,
         "vendor": model.info.vendor,
         "kernels": int(len(k)),
         "gpu_time_us": model.gpu_time_us,
-        # first to last GPU activity, and how much of it no stream ran anything (as `compare` reads it)
-        "wall": {"wall_us": w.span_us, "busy_us": w.busy_us, "idle_us": w.idle_us,
-                 "launch_bound_us": w.launch_bound_us, "sync_us": w.sync_us, "other_us": w.other_us},
         "steps": len(model.steps),
         "step_phases": step_phases,
         # steady | warmup | capture | compile: comparisons read the steady passes (--all-passes: every one)

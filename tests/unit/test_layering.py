@@ -149,6 +149,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "host_time",                             # host time behind launch-bound idle
         "flops", "layer_groups",                 # work (FLOPs, bytes) per kernel; kernels by layer and pass
         "eager_attention",                       # bmm -> softmax -> bmm booked as attention
+        "kernel_roof",                           # one kernel under the roofline
         "side_readings",                         # one side's readings for a comparison
     ],
     "compare": [

@@ -69,8 +69,24 @@ def mark(model: TraceModel, classifier) -> None:
                                   "unknown (booked as GEMM and Softmax)")
         return
     if hit.any():
+        # kernels no operator launched (a graph replays them: no Python, no CPU op) in the same
+        # GEMM → softmax → GEMM pattern: the model was shown to run eager attention
+        unlinked = (k.cpu_op < 0) & (k.launch < 0) | (k.cpu_op < 0) & graph_replayed(model)
+        hit |= _pattern(model, is_gemm & unlinked, is_soft & unlinked, None)
         k.cat = np.where(hit, model.categories.index(ATTENTION), k.cat).astype(k.cat.dtype)
         model.eager_attention = how
+
+
+def graph_replayed(model: TraceModel) -> np.ndarray:
+    """Per kernel: launched by a CUDA/HIP graph launch (its kernels run no operator of their own)."""
+    k = model.kernels
+    out = np.zeros(len(k), bool)
+    ok = k.launch >= 0
+    if ok.any():
+        names = model.launches.name[k.launch[ok]]
+        ids = [i for i in np.unique(names).tolist() if i >= 0 and "GraphLaunch" in model.strings[int(i)]]
+        out[np.flatnonzero(ok)[np.isin(names, ids)]] = True
+    return out
 
 
 def _by_modules(model: TraceModel, is_gemm: np.ndarray, is_soft: np.ndarray) -> np.ndarray | None:

@@ -173,9 +173,11 @@ def _assign(model: TraceModel, classifier=None) -> None:
     if classifier is not None:
         mixers = np.array([i for i, c in enumerate(model.categories) if classifier.role(c) in ("attention", "ssm")],
                           dtype=np.int64)
-        if not np.isin(k.cat, mixers).any():
+        if not np.isin(k.cat, mixers).any() or model.eager_attention:
             # decomposed attention (GEMM + softmax + GEMM): the softmax marks each layer's mixer
-            mixers = np.array([i for i, c in enumerate(model.categories) if c.lower() == "softmax"], dtype=np.int64)
+            # (with eager attention, a graph-replayed pass's softmax may not be told as attention)
+            mixers = np.array(sorted(set(mixers.tolist()) | {i for i, c in enumerate(model.categories)
+                                                             if c.lower() == "softmax"}), dtype=np.int64)
     found = passes.find_passes(model, mixers)
     if found is not None and len(found.ts):
         passes.assign_passes(model, found, launch_time(model), containers)

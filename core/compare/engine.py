@@ -435,8 +435,11 @@ def _same_kernels(va: _View, vb: _View) -> list[SameKernel]:
     stats_b = _grouped_stats(vb.dur, [pb_all[n] for n in names], vb.total)
     out = []
     for name, sa, sb in zip(names, stats_a, stats_b):
-        pa = pa_all[name]
-        out.append(SameKernel(name=name, category=va.groups[int(va.gcat[pa[0]])], a=sa, b=sb,
+        pa, pb = pa_all[name], pb_all[name]
+        # one name can be booked apart on the two sides (a softmax kernel: eager attention's on one,
+        # sampling's on the other): both, in an order that does not depend on which side is A
+        ca, cb = va.groups[int(va.gcat[pa[0]])], vb.groups[int(vb.gcat[pb[0]])]
+        out.append(SameKernel(name=name, category=ca if ca == cb else " / ".join(sorted((ca, cb))), a=sa, b=sb,
                               ratio=_ratio(sa.mean_us, sb.mean_us), gap_us=sa.total_us - sb.total_us))
     out.sort(key=lambda s: (-abs(s.gap_us), s.name))
     return out

@@ -460,6 +460,9 @@ def _anchor(ka: _K | None, kb: _K | None, classifier) -> bool:
         return True
     if ka.ko.inductor or kb.ko.inductor:
         return False
+    # eager attention's bmm and softmax are booked Attention, but they are not the fused kernel's work
+    if ("attention" in ka.ko.atoms) != ("attention" in kb.ko.atoms):
+        return False
     return ka.category == kb.category and classifier.role(ka.category) in HEAVY_ROLES
 
 

@@ -2,6 +2,7 @@
 
     python bench/bench_runs.py                       # 8 ranks × 2 runs × 250 MB (generation is cached)
     python bench/bench_runs.py --ranks 4 --size 50MB
+    python bench/bench_runs.py --ranks 64 --size 20MB   # many ranks: local pool against LocalCluster(2)
 
 Each run's rank files are copies of one synthetic trace per run (`kerneldiff.core.synth.pair`, tp=N:
 all-reduce kernels after every layer), named `rankI_trace.json` (torchtitan's pattern), plain JSON.
@@ -12,7 +13,10 @@ summed PSS of the process and its children (sampled every 50 ms from outside, as
   available memory allow), then the representative ranks loaded again and compared in full;
 - `runs`:     the rank summaries alone (the parallel part);
 - `runs1`:    the same in one process (`--jobs 1`): what the processes add or save;
+- `cluster2`: the rank summaries on a Dask LocalCluster of 2 workers (`--scheduler local --jobs 2`,
+  needs kerneldiff[cluster]): only summaries travel, so the driver's peak per rank stays small;
 - `one by one`: the 2N files loaded in turn in one process (`Session.load` of each, then dropped).
+The last column is the peak PSS per rank summarised (MB), the figure that bounds a run's size.
 Not a test: prints a table.
 """
 
@@ -64,6 +68,9 @@ def child(task: str, a: str, b: str) -> dict:
     elif task in ("runs", "runs1"):
         s = RunSession([a, b], use_cache=False, jobs=1 if task == "runs1" else None)
         n = sum(len(r.ranks) for r in s.load())
+    elif task == "cluster2":
+        s = RunSession([a, b], use_cache=False, jobs=2, scheduler="local")
+        n = sum(len(r.ranks) for r in s.load())
     else:
         files = sorted(str(p) for d in (a, b) for p in Path(d).glob("rank*_trace.json"))
         for f in files:
@@ -109,13 +116,21 @@ def main(argv: list[str] | None = None) -> int:
     a, b = runs_for(size, args.ranks, Path(args.dir))
     print(f"runs: {a} and {b} ({args.ranks} × {label(size)} each; ready in {time.perf_counter() - t0:.1f} s); "
           f"{os.cpu_count()} CPUs", file=sys.stderr)
-    print(f"| task ({args.ranks} ranks × 2 × {label(size)}) | wall s | CPU s | peak PSS MB |")
-    print("|---|---:|---:|---:|")
-    for task, name in (("compare", "compare RUN_A RUN_B, end to end"), ("runs", "rank summaries alone"),
-                       ("runs1", "rank summaries alone, one process (--jobs 1)"),
-                       ("serial", f"the {2 * args.ranks} files loaded one by one")):
+    print(f"| task ({args.ranks} ranks × 2 × {label(size)}) | wall s | CPU s | peak PSS MB | MB per rank |")
+    print("|---|---:|---:|---:|---:|")
+    tasks = [("compare", "compare RUN_A RUN_B, end to end"), ("runs", "rank summaries alone"),
+             ("runs1", "rank summaries alone, one process (--jobs 1)"),
+             ("serial", f"the {2 * args.ranks} files loaded one by one")]
+    try:
+        import distributed  # noqa: F401
+
+        tasks.insert(3, ("cluster2", "rank summaries on a LocalCluster of 2 workers (--scheduler local)"))
+    except ImportError:
+        print("(distributed not installed: no cluster row; pip install 'kerneldiff[cluster]')", file=sys.stderr)
+    for task, name in tasks:
         r = measure(task, a, b)
-        print(f"| {name} | {r['wall']:.1f} | {r['cpu']:.1f} | {r['pss_mb']:.0f} |", flush=True)
+        print(f"| {name} | {r['wall']:.1f} | {r['cpu']:.1f} | {r['pss_mb']:.0f} | {r['pss_mb'] / r['ranks']:.1f} |",
+              flush=True)
     return 0
 
 

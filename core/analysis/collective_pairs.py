@@ -108,12 +108,16 @@ def _candidates(ref: _Seq, other: _Seq) -> tuple[list[tuple[np.ndarray, np.ndarr
         return [(i, j, 0)], "seq"
     lim = min(MAX_WINDOW_OFFSET, max(len(ref), len(other)))
     out = []
-    for d in range(-min(lim, len(ref) - 1), min(lim, len(other) - 1) + 1):
+    # nearest offsets first: the loops over them stop once no farther offset can pair more
+    for d in sorted(range(-min(lim, len(ref) - 1), min(lim, len(other) - 1) + 1), key=lambda x: (abs(x), x)):
         lo, hi = max(0, -d), min(len(ref), len(other) - d)
         if hi > lo:
             i = np.arange(lo, hi, dtype=np.int64)
             out.append((i, i + d, d))
     return out, "order"
+
+
+
 
 
 def _clock_candidates(ref: _Seq, other: _Seq) -> list[tuple[int, float]]:
@@ -143,9 +147,19 @@ def _densest(diffs: np.ndarray, dur: float) -> float:
 
 def _best_count(ref: _Seq, other: _Seq, clock: float) -> int:
     best = 0
-    for i, j, _ in _candidates(ref, other)[0]:
+    cands = _candidates(ref, other)[0]
+    room = _room(cands)
+    for k, (i, j, _) in enumerate(cands):
+        if room[k] <= best:
+            break
         best = max(best, int(_validate(ref, i, other, j, clock, _compatible(ref, i, other, j)).sum()))
     return best
+
+
+def _room(cands: list) -> np.ndarray:
+    """For each candidate, the most pairs it or any after it could hold (to stop early)."""
+    n = np.array([len(c[0]) for c in cands], dtype=np.int64)
+    return np.maximum.accumulate(n[::-1])[::-1] if len(n) else n
 
 
 CLOCK_TRIES = 8
@@ -156,6 +170,10 @@ def estimate_clock(groups: list[tuple[_Seq, _Seq]]) -> float:
     a window offset suggests) under which the most pairs validate across all the groups together;
     ties: the shared clock, then the smaller offset. One group's single pair validates under its
     own clock, so no group decides alone."""
+    # most pairs validating on the shared clock (ranks of one host): no other clock is tried
+    shared = sum(_best_count(r, o, 0.0) for r, o in groups)
+    if shared and 2 * shared >= sum(min(len(r), len(o)) for r, o in groups):
+        return 0.0
     tries: list[tuple[int, float]] = []
     for ref, other in groups:
         if len(ref) and len(other):
@@ -167,7 +185,8 @@ def estimate_clock(groups: list[tuple[_Seq, _Seq]]) -> float:
             clocks.append(c)
         if len(clocks) > CLOCK_TRIES:
             break
-    scored = [(sum(_best_count(r, o, c) for r, o in groups), c == 0.0, -abs(c), c) for c in clocks]
+    scored = [(shared if c == 0.0 else sum(_best_count(r, o, c) for r, o in groups), c == 0.0, -abs(c), c)
+              for c in clocks]
     return max(scored)[3]
 
 
@@ -178,8 +197,11 @@ def _align(ref: _Seq, other: _Seq, clock: float | None = None) -> _Alignment:
     if len(ref) == 0 or len(other) == 0:
         return _Alignment()
     candidates, how = _candidates(ref, other)
+    room = _room(candidates)
     best = None
-    for i, j, d in candidates:
+    for k, (i, j, d) in enumerate(candidates):
+        if best is not None and room[k] < best[0][0]:
+            break   # no farther offset can validate as many (ties go to the nearer offset anyway)
         compat = _compatible(ref, i, other, j)
         clocks = [0.0] if clock is None else [clock]
         if clock is None and compat.any():
@@ -212,27 +234,26 @@ def _align(ref: _Seq, other: _Seq, clock: float | None = None) -> _Alignment:
 
 def _by_ends(ref: _Seq, other: _Seq, clock: float) -> dict[int, int]:
     """Validated pairs by end time on `clock`: each reference entry with the other's entry ending
-    nearest to it among those that validate; one to one (nearer pairs first)."""
+    nearest to it, before or after, where that pair validates; one to one (nearer pairs first)."""
+    if len(ref) == 0 or len(other) == 0:
+        return {}
     order = np.argsort(other.end, kind="stable")
     ends = other.end[order] - clock
-    span = END_FLOOR_US + END_FRACTION * (ref.end - ref.start)
-    lo = np.searchsorted(ends, ref.end - span, side="left")
-    hi = np.searchsorted(ends, ref.end + span, side="right")
-    cand = []
-    for p in np.flatnonzero(hi > lo).tolist():
-        q = order[lo[p]:hi[p]]
-        i = np.full(len(q), p, dtype=np.int64)
-        ok = _validate(ref, i, other, q, clock, _compatible(ref, i, other, q))
-        for qq in q[ok].tolist():
-            cand.append((abs(float(other.end[qq] - clock - ref.end[p])), p, qq))
-    cand.sort()
-    out: dict[int, int] = {}
-    used: set[int] = set()
-    for _, p, q in cand:
-        if p not in out and q not in used:
-            out[p] = q
-            used.add(q)
-    return out
+    pos = np.searchsorted(ends, ref.end)
+    p = np.arange(len(ref), dtype=np.int64)
+    best_q = np.full(len(ref), -1, np.int64)
+    best_d = np.full(len(ref), np.inf)
+    for near in (np.minimum(pos, len(ends) - 1), np.maximum(pos - 1, 0)):
+        q = order[near]
+        ok = _validate(ref, p, other, q, clock, _compatible(ref, p, other, q))
+        d = np.abs(other.end[q] - clock - ref.end)
+        better = ok & (d < best_d)
+        best_q[better], best_d[better] = q[better], d[better]
+    has = np.flatnonzero(best_q >= 0)
+    by = has[np.argsort(best_d[has], kind="stable")]
+    _, first = np.unique(best_q[by], return_index=True)    # each of the other's entries once: the nearest
+    keep = by[np.sort(first)]
+    return {int(x): int(best_q[x]) for x in keep.tolist()}
 
 
 @dataclass

@@ -186,7 +186,7 @@ class SideData:
 
     def exposed_comm(self) -> PassSeries:
         """Exposed communication per pass: the time collective kernels (role `comm`) run while no
-        other kernel does, on this trace's GPU timeline. Each stretch of communication counts to
+        compute kernel does (copies and memsets are neither), on this trace's GPU timeline. Each stretch of communication counts to
         the pass of the collective that starts it."""
         k = self.m.kernels
         cats = self.m.categories
@@ -196,7 +196,12 @@ class SideData:
         te = ts + np.maximum(self.dur, 0.0)
         if not is_comm.any():
             return PassSeries(0.0, np.zeros(len(self.steps)), self.phases)
-        cs, ce = _union(ts[~is_comm], te[~is_comm])
+        # compute hides communication; copies and memsets do not (one definition with the ledger's
+        # `exposed communication` and collectives.overlap)
+        from kerneldiff.core.model import KIND_KERNEL
+
+        compute = ~is_comm & (k.kind[self.rows] == KIND_KERNEL)
+        cs, ce = _union(ts[compute], te[compute])
         covered_to = np.concatenate(([0.0], np.cumsum(ce - cs)))
 
         def covered(x: np.ndarray) -> np.ndarray:   # compute time before x

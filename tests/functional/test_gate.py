@@ -326,7 +326,11 @@ def test_exposed_communication_agrees_with_an_event_sweep(classifier):
     ts, dur = k.ts[d.rows], np.maximum(k.dur[d.rows], 0)
     is_comm = [classifier.role(m.categories[c]) == "comm" if c >= 0 else False for c in k.cat[d.rows].tolist()]
     assert any(is_comm)
-    swept = _sweep_exposed(ts.tolist(), (ts + dur).tolist(), is_comm)
+    # copies and memsets hide no communication (the one definition, with the ledger's): left out
+    kern = (k.kind[d.rows] == 0).tolist()
+    keep = [i for i, (c, kk) in enumerate(zip(is_comm, kern)) if c or kk]
+    swept = _sweep_exposed([ts.tolist()[i] for i in keep], [(ts + dur).tolist()[i] for i in keep],
+                           [is_comm[i] for i in keep])
     assert s.value * d.passes == pytest.approx(swept, rel=1e-9, abs=1e-3)
     comm_time = float(dur[np.array(is_comm)].sum())
     assert 0 < s.value * d.passes <= comm_time

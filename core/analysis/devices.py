@@ -82,13 +82,13 @@ def _device_info(info, device: int):
     describe that device."""
     from dataclasses import replace
 
-    from kerneldiff.core.ingest.probe import _gpu_name
+    from kerneldiff.core.names.gpus import gpu_name
 
     devs = getattr(info, "devices", None) or []
     props = next((d for d in devs if d.get("id") == device), None)
     if props is None or props == info.device:
         return info
-    gpu, source = _gpu_name(info.vendor, props)
+    gpu, source = gpu_name(info.vendor, props)
     return replace(info, device=props, gpu=gpu or info.gpu, gpu_source=source if gpu else info.gpu_source)
 
 

@@ -148,6 +148,9 @@ class Timeline:
     devices: int = 0
     streams: int = 0
     tolerance_us: float = LAUNCH_TOLERANCE_US
+    # GPU time in two or more passes at once (their first-to-last-activity intervals overlap: a
+    # training step's queue runs deeper than one pass); summing the passes' spans would count it twice
+    passes_overlap_us: float = 0.0
 
     def layer(self, index: int) -> LayerIdle | None:
         return next((l for l in self.layers if l.layer == index), None)
@@ -468,6 +471,24 @@ def timeline(model: TraceModel, phase: str = "all", tolerance_us: float = LAUNCH
                       lambda: _timeline(model, phase, tolerance_us, keep_cut))
 
 
+def _passes_overlap(start: np.ndarray, end: np.ndarray, step: np.ndarray) -> float:
+    """µs the passes' intervals (first start to last end of each) cover more than once: their
+    spans summed minus the length of their union (integer ns underneath)."""
+    if len(step) == 0:
+        return 0.0
+    keys, inv = np.unique(step, return_inverse=True)
+    lo = np.full(len(keys), np.iinfo(np.int64).max, dtype=np.int64)
+    hi = np.full(len(keys), np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(lo, inv, start.astype(np.int64))
+    np.maximum.at(hi, inv, end.astype(np.int64))
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], hi[order]
+    reach = np.maximum.accumulate(hi)
+    # each interval adds what reaches past everything before it
+    union = int(hi[0] - lo[0]) + int(np.maximum(hi[1:] - np.maximum(lo[1:], reach[:-1]), 0).sum())
+    return (int((hi - lo).sum()) - union) / _NS
+
+
 def _timeline(model: TraceModel, phase: str, tolerance_us: float, keep_cut: bool) -> Timeline:
     sc = _Scan(model, tolerance_us)
     model.memo(("queued_gaps",), lambda: _queued_gaps(sc))    # the fusion model's launch cost, same scan
@@ -498,6 +519,7 @@ def _timeline(model: TraceModel, phase: str, tolerance_us: float, keep_cut: bool
         if s < len(steps):
             w.name, w.phase, w.kind = steps[s].name, steps[s].phase, getattr(steps[s], "kind", "steady")
     tl.passes = wins
+    tl.passes_overlap_us = _passes_overlap(sc.s[in_pass], sc.e[in_pass], k.step[in_pass])
     # layers: each (pass, layer) on its own, then summed per layer
     in_layer = in_pass[k.layer[in_pass] >= 0]
     if len(in_layer):

@@ -28,7 +28,7 @@ from kerneldiff.core.compare import layer_significance, ledger_fusions
 from kerneldiff.core.compare.layer_significance import slower_by
 from kerneldiff.core.compare.ledger import build as build_ledger, exposed_communication, host_time
 from kerneldiff.core.compare.op_fusion import gemm_op_keys
-from kerneldiff.core.compare.pass_basis import headline_window, on_passes, outside_us, pass_spread
+from kerneldiff.core.compare.pass_basis import headline_window, on_passes, outside_us, pass_spread, window_note
 from kerneldiff.core.compare.throughput import attach as attach_throughput
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
 from kerneldiff.core.numbers import median, percentile, ratio, row_percentiles, stable_argsort
@@ -474,6 +474,8 @@ def _wall(ta: Timeline, tb: Timeline, va: _View, vb: _View, per_pass: bool, kern
                      launch_bound_gap_us=lb_gap, sync_gap_us=wa.sync_us / na - wb.sync_us / nb,
                      idle_share=share(idle_gap, wall_gap), launch_bound_share=share(lb_gap, idle_gap),
                      window="passes" if passes else "whole",
+                     window_note="" if passes or va.m.__dict__.get("all_passes") or vb.m.__dict__.get("all_passes")
+                     else window_note(ta, tb),
                      a_outside_us=outside_us(ta, passes) / na, b_outside_us=outside_us(tb, passes) / nb,
                      a_pass_median_us=ma, b_pass_median_us=mb, a_pass_spread_us=sa, b_pass_spread_us=sb)
 

@@ -369,7 +369,7 @@ def _extra_launches(vm, pm: np.ndarray, vl, pl: np.ndarray) -> list[_Extra]:
     by_kernel = {(p.key, p.op) for p in parts if p.level == "kernel"}
     out = []
     for p in parts:
-        if p.launches_us <= 0:
+        if p.count_gap_us <= 0:
             continue
         if p.level in ("kernel", "one side"):
             sel = [i for i, (n, o) in enumerate(zip(nm, km)) if n == p.key and o == p.op]
@@ -379,7 +379,7 @@ def _extra_launches(vm, pm: np.ndarray, vl, pl: np.ndarray) -> list[_Extra]:
             sel = [i for i, (n, o) in enumerate(zip(nm, km)) if (n, o) not in by_kernel]
         pos = pm[np.asarray(sel, dtype=np.int64)]
         n = int(round((p.a_launches - p.b_launches) * vm.passes)) if p.b_launches else len(sel)
-        out.append(_Extra(p.op if p.level != "category" else "the rest of the category", n, p.launches_us * vm.passes, pos,
+        out.append(_Extra(p.op if p.level != "category" else "the rest of the category", n, p.count_gap_us * vm.passes, pos,
                           vm.top_names(pos, 2)))
     out.sort(key=lambda e: (-e.time_us, e.op))
     return out

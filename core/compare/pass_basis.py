@@ -20,11 +20,29 @@ from kerneldiff.core.numbers import median
 FIELDS = ("span_us", "busy_us", "idle_us", "launch_bound_us", "sync_us", "other_us", "overlap_us", "kernel_us")
 
 
+def overlapping(t: Timeline) -> bool:
+    """Whether a side's passes run at once on the GPU by more than rounding (over 1 µs and 0.1 % of
+    their spans): their spans summed would count that time, idle included, twice."""
+    spans = sum(p.span_us for p in t.passes)
+    return t.passes_overlap_us > max(1.0, 1e-3 * spans)
+
+
 def on_passes(ta: Timeline, tb: Timeline, ma, mb) -> bool:
-    """Whether a comparison measures the passes: not with --all-passes, and only when both sides
-    have passes (like with like)."""
+    """Whether a comparison measures the passes: not with --all-passes, only when both sides have
+    passes (like with like), and not where a side's passes overlap (the whole window then)."""
     return not (ma.__dict__.get("all_passes") or mb.__dict__.get("all_passes")) and bool(ta.passes) \
-        and bool(tb.passes)
+        and bool(tb.passes) and not overlapping(ta) and not overlapping(tb)
+
+
+def window_note(ta: Timeline, tb: Timeline) -> str:
+    """Why the whole window is measured although both sides have passes ("" when it is not so)."""
+    if not (ta.passes and tb.passes):
+        return ""
+    sides = [f"{k} {t.passes_overlap_us / 1e3:,.2f} ms" for k, t in (("A", ta), ("B", tb)) if overlapping(t)]
+    if not sides:
+        return ""
+    return (f"the passes overlap on the GPU ({', '.join(sides)} in two passes at once): their spans summed "
+            f"would count that time twice, so the wall clock is the whole window")
 
 
 def headline_window(t: Timeline, passes: bool) -> Window:

@@ -81,8 +81,8 @@ class SplitPart:
     b_launches: float
     a_us: float
     b_us: float
-    launches_us: float
-    slower_us: float
+    count_gap_us: float
+    speed_gap_us: float
 
 
 @dataclass
@@ -332,6 +332,7 @@ class WallClock:
     # what the wall figures measure (kerneldiff.core.compare.pass_basis): "passes" (the compared passes'
     # spans summed) or "whole" (first to last activity: --all-passes, or no passes)
     window: str = "whole"
+    window_note: str = ""          # why the whole window although both sides have passes (they overlap)
     a_outside_us: float = 0.0      # the whole window's wall time outside the measured passes
     b_outside_us: float = 0.0
     a_pass_median_us: float | None = None   # the passes' median span and its robust σ

@@ -70,7 +70,7 @@ def split(ga: dict, gb: dict, na: float, nb: float, unit: float = 1.0) -> tuple[
         out.append(_part("one side", key, [ga[key]], [], na, nb, unit))
     for key in sorted(gb):
         out.append(_part("one side", key, [], [gb[key]], na, nb, unit))
-    return sum(p.launches_us for p in out), sum(p.slower_us for p in out), out
+    return sum(p.count_gap_us for p in out), sum(p.speed_gap_us for p in out), out
 
 
 def _part(level: str, lk, va: list, vb: list, na: float, nb: float, unit: float) -> Part:
@@ -91,4 +91,4 @@ TOP_PARTS = 8
 
 def top_parts(parts: list[Part], n: int = TOP_PARTS) -> list[Part]:
     """The `n` matched groups with the largest gap (launches and slower together), largest first."""
-    return sorted(parts, key=lambda p: (-(abs(p.launches_us) + abs(p.slower_us)), p.level, p.key, p.op))[:n]
+    return sorted(parts, key=lambda p: (-(abs(p.count_gap_us) + abs(p.speed_gap_us)), p.level, p.key, p.op))[:n]

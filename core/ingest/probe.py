@@ -20,6 +20,7 @@ from kerneldiff.core.errors import TraceError, file_error
 from kerneldiff.core.ingest import document
 from kerneldiff.core.fileio import open_regular
 from kerneldiff.core.gzip_stream import GZIP_MAGIC, inflate
+from kerneldiff.core.names.gpus import AMD_ARCH, NVIDIA_ARCH, gpu_name as _gpu_name  # noqa: F401 (re-used by the loader)
 
 HEAD_BYTES = 256 * 1024
 TAIL_BYTES = 256 * 1024
@@ -37,26 +38,6 @@ NVIDIA_KEYS = ("cupti_version", "cuda_runtime_version", "cuda_driver_version")
 
 # (computeMajor, computeMinor) -> what HIP calls the architecture; device names are empty in some
 # ROCm traces (e.g. the vLLM MI300X one), so this is the best name we can give.
-AMD_ARCH = {
-    (9, 4): "gfx942 (MI300 series)",
-    (9, 5): "gfx950 (MI350 series)",
-    (9, 0): "gfx90a (MI200 series)",
-    (9, 8): "gfx908 (MI100)",
-    (11, 0): "gfx110x (RDNA3)",
-    (12, 0): "gfx120x (RDNA4)",
-}
-NVIDIA_ARCH = {
-    (7, 0): "Volta (sm_70)",
-    (7, 5): "Turing (sm_75)",
-    (8, 0): "Ampere (sm_80)",
-    (8, 6): "Ampere (sm_86)",
-    (8, 9): "Ada (sm_89)",
-    (9, 0): "Hopper (sm_90)",
-    (10, 0): "Blackwell (sm_100)",
-    (12, 0): "Blackwell (sm_120)",
-}
-
-
 @dataclass
 class TraceInfo:
     path: str
@@ -170,24 +151,6 @@ def _vendor(meta: dict[str, Any], dev: dict[str, Any]) -> str:
     if warp == 32:
         return "NVIDIA"
     return "other"
-
-
-def _gpu_name(vendor: str, dev: dict[str, Any]) -> tuple[str, str]:
-    name = str(dev.get("name") or "").strip()
-    if name:
-        return name, "deviceProperties.name"
-    cc = (dev.get("computeMajor"), dev.get("computeMinor"))
-    mem = dev.get("totalGlobalMem")
-    mem_s = f" {round(mem / 2**30)} GB" if isinstance(mem, (int, float)) and mem > 0 else ""
-    if vendor == "AMD" and cc in AMD_ARCH:
-        return f"AMD {AMD_ARCH[cc]}{mem_s}", "gfx arch + memory"
-    if vendor == "NVIDIA" and cc in NVIDIA_ARCH:
-        return f"NVIDIA {NVIDIA_ARCH[cc]}{mem_s}", "compute capability + memory"
-    if all(isinstance(x, int) for x in cc):
-        return f"{vendor} GPU cc {cc[0]}.{cc[1]}{mem_s}".strip(), "compute capability + memory"
-    if mem_s:
-        return f"{vendor} GPU{mem_s}", "memory size"
-    return "", ""
 
 
 def _truthy(v: Any) -> bool | None:

@@ -16,6 +16,8 @@ def us(x: float | None) -> str:
     """A duration given in µs, in the unit that keeps it short: 8.21µs, 812.3µs, 12.34ms, 1.23s."""
     if _missing(x):
         return ABSENT
+    if x == 0:
+        x = 0.0             # −0.0 (a negated zero gap) reads as 0, not −0.00µs
     a = abs(x)
     if 0 < a < 0.005:       # would read 0.00µs (or −0.00µs): say it is under the last digit
         return ("−" if x < 0 else "") + "<0.01µs"

@@ -37,6 +37,8 @@ def headline(cmp) -> Headline:
             for s in (cmp.a, cmp.b) if s.excluded is not None]
     left += [f"{s.key.upper()}: {s.passes_left_out['line']}" for s in (cmp.a, cmp.b)
              if getattr(s, "passes_left_out", None)]
+    if getattr(w, "window_note", ""):
+        left.append(w.window_note)
     return Headline(wall_line, kernel_line, verdict, comp, left)
 
 

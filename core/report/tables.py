@@ -81,7 +81,8 @@ def table_records(c: Comparison, name: str) -> tuple[list[str], list[tuple[Any, 
                       for o in c.operations]
     if name == "layers":
         head = ["rank", "layer", "stack", "stack_layer", *sides("total_us", "kernels", "passes", "median_us", "p90_us", "idle_us"),
-                "ratio_a_over_b", "gap_us_a_minus_b", "gap_spread_us", "noise"]
+                "ratio_a_over_b", "gap_us_a_minus_b", "gap_spread_us", "noise", "gap_per_pass_us", "se_us", "t",
+                "departure_t", "departs", "span_gap_us", "slower_by"]
         layers = [*c.layers, *([c.outside_layers] if c.outside_layers is not None else [])]
         def fig(side, x):     # a side without the layer's kernels has no figures
             return _r(x) if side.kernels else ""
@@ -94,7 +95,9 @@ def table_records(c: Comparison, name: str) -> tuple[list[str], list[tuple[Any, 
                            fig(l.a, l.a.total_us), fig(l.b, l.b.total_us), l.a.kernels, l.b.kernels, l.a.passes,
                            l.b.passes, fig(l.a, l.a.median_us), fig(l.b, l.b.median_us), fig(l.a, l.a.p90_us),
                            fig(l.b, l.b.p90_us), idle(l, l.a), idle(l, l.b),
-                           _r(l.ratio), _r(l.gap_us), _r(l.spread_us), l.noise]) for l in layers]
+                           _r(l.ratio), _r(l.gap_us), _r(l.spread_us), l.noise, _r(l.gap_per_pass_us), _r(l.se_us),
+                           _r(l.t), _r(l.departure_t), "" if l.departs is None else l.departs, _r(l.span_gap_us),
+                           l.slower_by]) for l in layers]
     if name == "pairs":
         head = ["layer", "position", *sides("kernel", "category", "count", "mean_us", "median_us"),
                 "ratio_a_over_b", "gap_us_a_minus_b", "same_kernel", "fusion_note", "fusion_group",

@@ -41,6 +41,10 @@ FRONT_END_MAY_USE: dict[str, frozenset[str] | None] = {
     # readings of a Comparison that take nothing but result types (which row of the other side
     # answers a one-sided row): presentation-level, no model or trace behind them
     "kerneldiff.core.compare.one_sided": frozenset({"operation_counterpart", "attention_counterparts"}),
+    # the two-sided critical t a layer's departure is judged against (a number for the legend)
+    "kerneldiff.core.compare.layer_significance": frozenset({"critical"}),
+    # the rows a report shows of a ModuleComparison / HostHotspots (result types only)
+    "kerneldiff.core.compare.module_compare": frozenset({"top_rows", "ledger_parts"}),
     "kerneldiff.core.aie.analysis": frozenset({"AieComparison", "AieRun", "AieParams", "GemmShape"}),
     "kerneldiff.core.analysis.browse": frozenset({"TraceOverview", "KernelTotal", "LayerTotal", "OperationTotal",
                                                   "StepTotal", "Durations"}),
@@ -142,10 +146,13 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "cut_work", "attribution",               # kernel -> launch -> cpu_op joins
         "passes", "forward_phase",               # forward passes; a model that never generates
         "phases", "layers",                      # the passes' phases, the layers in them
+        "devices", "timeline",                   # per-device readings; busy and idle time, streams
         "browse", "pass_lanes",                  # one trace's totals; one pass on its own time axis
-        "devices", "summary",                    # per-device and per-trace summaries
-        "timeline", "comm_params", "comm_shapes", "collective_pairs", "collectives",   # busy and idle time,
-                                                 # streams; collectives, their sizes and their pairs across ranks
+        "summary",                               # per-trace summaries
+        "comm_params", "comm_shapes", "collective_pairs", "collectives",   # collectives, their sizes
+                                                 # and their pairs across ranks
+        "nesting", "module_tree", "host_hotspots",   # calls nested by their spans; kernels per module
+                                                 # path; host self time and launch-bound idle by host op
         "host_time",                             # host time behind launch-bound idle
         "flops", "layer_groups",                 # work (FLOPs, bytes) per kernel; kernels by layer and pass
         "eager_attention",                       # bmm -> softmax -> bmm booked as attention
@@ -155,16 +162,19 @@ PACKAGE_ORDER: dict[str, list[str]] = {
     "compare": [
         "work_result", "result",                 # the JSON-ready result types
         "recording", "pass_basis",               # recording options; the window the headline measures
+        "split", "layer_significance",           # a ledger row's launches/slower split; layer t-tests
+        "ledger_fusions",                        # op-level fusions named in the ledger rows they span
         "align",                                 # kernel alignment inside a layer
         "op_fusion", "swap", "fusion_model", "fusion",   # fusion findings and their savings
         "ledger", "throughput", "comparability",  # the gap ledger, throughput, like with like
         "engine",                                # compare(a, b) -> Comparison
         "one_sided", "drill", "pass_pairs",      # readings beside the comparison
+        "host_compare", "module_compare",        # host hotspots and the module tree, both sides
     ],
     "report": ["format", "labels", "headline", "table_names", "work_tables", "tables", "run_tables",
                "markdown", "html", "run_report", "perfetto", "gate_report"],
-    "gate": ["spec", "fingerprint", "series", "noise", "result", "verdict", "runs"],
-    "names": ["visible", "parts", "demangle", "display"],
+    "gate": ["spec", "fingerprint", "series", "noise", "repeats", "result", "verdict", "runs"],
+    "names": ["visible", "parts", "demangle", "display", "gpus"],
     "ranks": ["identify", "summary", "cluster", "run", "session"],
     "synth": ["names", "trace", "pair", "ranks"],
     "aie": ["detect", "analysis", "session", "synth"],

@@ -31,9 +31,9 @@ def test_parts_sum_bound_and_mirror(ga, gb, na, nb):
     assert abs(launches) <= big * (1 + 1e-9) + 1e-9
     assert abs(slower) <= big * (1 + 1e-9) + 1e-9
     for p in parts:
-        assert _close(p.launches_us + p.slower_us, p.a_us - p.b_us, big)
-        assert abs(p.launches_us) <= max(p.a_us, p.b_us) * (1 + 1e-9) + 1e-9
-        assert abs(p.slower_us) <= max(p.a_us, p.b_us) * (1 + 1e-9) + 1e-9
+        assert _close(p.count_gap_us + p.speed_gap_us, p.a_us - p.b_us, big)
+        assert abs(p.count_gap_us) <= max(p.a_us, p.b_us) * (1 + 1e-9) + 1e-9
+        assert abs(p.speed_gap_us) <= max(p.a_us, p.b_us) * (1 + 1e-9) + 1e-9
     # every kernel is in exactly one part
     assert _close(sum(p.a_us for p in parts), ta, big) and _close(sum(p.b_us for p in parts), tb, big)
     l2, s2, _ = split(gb, ga, nb, na, 1000.0)

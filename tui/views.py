@@ -15,6 +15,7 @@ from kerneldiff.core.compare.result import (Comparison, FusionFinding, KernelPai
                                             OperationRow, SameKernel)
 
 from kerneldiff.core.compare.one_sided import operation_counterpart
+from kerneldiff.core.report import labels
 
 from kerneldiff.core.compare.layer_significance import critical
 from kerneldiff.core.report import format as fmt
@@ -119,7 +120,9 @@ def layers_spec(comp: Comparison) -> TableSpec:
     if comp.outside_layers is not None:
         layers.append(comp.outside_layers)
     scale = max((max(r.a.total_us, r.b.total_us) for r in layers), default=0.0)
-    cols = [Column("layer", "Layer", "int", 7), Column("a_total", "A total", "us", 8),
+    names = {id(r): labels.layer_name(r) for r in layers}    # `vision 7` in a model of several stacks
+    cols = [Column("layer", "Layer", "int", max([7, *(len(n) for n in names.values())])),
+            Column("a_total", "A total", "us", 8),
             Column("b_total", "B total", "us", 8), Column("ratio", "A/B", "ratio", 6),
             Column("gap", "Gap", "gap", 9), Column("slower", "Slower", "text", 6),
             Column("chart", "A▀ B▄", "bar", None, CHART_WIDTH),
@@ -146,7 +149,7 @@ def layers_spec(comp: Comparison) -> TableSpec:
                     r.t, r.departure_t,
                     r.a.kernels, r.b.kernels, r.a.median_us, r.b.median_us,
                     *_idle(r))
-            cells = (span(OUTSIDE, "italic", "right") if outside else _num(str(r.layer)), _num(fmt_us(a)),
+            cells = (span(OUTSIDE, "italic", "right") if outside else _num(names[id(r)]), _num(fmt_us(a)),
                      _num(fmt_us(b)), _num(fmt_ratio(r.ratio)), _num(fmt_gap(gap)),
                      _slower_cell(r.gap_us, r.noise, r.slower_by) if compared else Text(""),
                      two_bars(r.a.total_us, r.b.total_us, scale, _w["chart"]),
@@ -157,7 +160,7 @@ def layers_spec(comp: Comparison) -> TableSpec:
                      _num(fmt_us(r.b.median_us if r.b.kernels else None)),
                      *(_num(fmt_us(x)) for x in _idle(r)))
             key = OUTSIDE if outside else str(r.layer)
-            search = "outside layers embedding lm_head sampling" if outside else f"layer {r.layer}"
+            search = "outside layers embedding lm_head sampling" if outside else f"layer {names[id(r)]}"
             rows.append(Row(key, vals, cells, payload=r, style=_row_style(gap or 0), search=search))
         return rows
 

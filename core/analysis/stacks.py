@@ -92,15 +92,25 @@ def _unwrap(calls: ModuleCalls, cands: dict[str, int], c: str) -> str:
 
 
 def block_classes(calls: ModuleCalls, launch_t: np.ndarray) -> list[str]:
-    """The layer classes: the repeated block that launches the most kernels (unwrapped from its
-    container), then blocks of other stacks: repeated classes outside those blocks and not
-    containing them, whose calls hold a token mixer (an attention or mixer module)."""
+    """The layer classes: the repeated block holding a token mixer (an attention or mixer module;
+    any block when none does) that launches the most kernels, unwrapped from its container; then
+    blocks of other stacks: repeated classes outside those blocks and not containing them, whose
+    calls hold a token mixer."""
     cands = _candidates(calls, launch_t)
     if not cands:
         return []
-    best = max(cands, key=lambda c: (cands[c], -len(calls.of_class(c)), c))
-    chosen = [_unwrap(calls, cands, best)]
     mixers = np.flatnonzero(np.isin(calls.cls_id, [i for i, c in enumerate(calls.classes) if _MIXER.search(c)]))
+
+    def mixes(c: str) -> bool:
+        rows = calls.of_class(c)
+        own = mixers[calls.depth[mixers] > calls.depth[rows[0]]]
+        return bool(len(own)) and bool(_inside(calls, rows, own).any())
+
+    # the blocks that hold a token mixer, when some do (a detector's heads launch more kernels than
+    # a text layer, and are no layer)
+    pool = {c: n for c, n in cands.items() if mixes(c)} or cands
+    best = max(pool, key=lambda c: (pool[c], -len(calls.of_class(c)), c))
+    chosen = [_unwrap(calls, cands, best)]
     for c in sorted(cands, key=lambda c: -cands[c]):
         if c in chosen:
             continue
@@ -108,10 +118,7 @@ def block_classes(calls: ModuleCalls, launch_t: np.ndarray) -> list[str]:
         taken = np.concatenate([calls.of_class(x) for x in chosen])
         if _inside(calls, taken, rows).any() or _inside(calls, rows, taken).any():
             continue
-        if c != _unwrap(calls, cands, c):
-            continue
-        own = mixers[calls.depth[mixers] > calls.depth[rows[0]]]
-        if not len(own) or not _inside(calls, rows, own).any():
+        if c != _unwrap(calls, cands, c) or not mixes(c):
             continue
         chosen.append(c)
     return chosen

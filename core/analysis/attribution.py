@@ -276,7 +276,12 @@ def quality_warnings(model: TraceModel, classifier) -> None:
     rest = ~prewindow_mask(model)
     linked = float((k.launch[rest] >= 0).mean()) if rest.any() else 1.0
     if linked < 0.9:
-        w.append(f"only {linked:.0%} of kernels link to a CPU launch (correlation ids missing)")
+        # say which is missing: the kernels' correlation ids, or the runtime launch calls they name
+        with_corr = float((k.corr[rest] >= 0).mean()) if rest.any() else 1.0
+        why = ("no CUDA/HIP runtime launch events recorded" if len(model.launches) == 0 else
+               "correlation ids missing" if with_corr < 0.9 else
+               "their correlation ids name no recorded launch call")
+        w.append(f"only {linked:.0%} of kernels link to a CPU launch ({why})")
     shared = _kernels_sharing_a_launch(model)
     if shared:
         w.append(f"{shared[0]:,} kernels share {shared[1]:,} single-kernel launch call(s) (one correlation id for "

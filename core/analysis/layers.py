@@ -343,6 +343,8 @@ def segment(model: TraceModel, classifier) -> None:
         model.layer_source = ("attention/SSM kernel anchors (softmax between two GEMMs: decomposed attention, "
                               "inferred)" if soft is not None else
                               "attention/SSM kernel anchors (inferred from kernel sequence)")
+        # a kernel sequence does not say which tower a layer belongs to: one sequence, its stacks unknown
+        model.layer_source += "; stacks unknown without module events (read as one sequence)"
 
 
 def _replayed_passes(model: TraceModel, classifier, roles: np.ndarray) -> None:

@@ -44,7 +44,7 @@ def test_table_with_json_and_refused_with_text(capsys, demo_models):
     assert main(["compare", A, B, "--format", "text", "--table", "layers", "--no-cache"]) == 2
     assert "--table picks one table for --format csv or json" in capsys.readouterr().err
     assert main(["compare", A, B, "--table", "layers", "--no-cache"]) == 0   # --table alone: CSV (issue 30)
-    assert capsys.readouterr().out.startswith("rank,layer,a_total_us,b_total_us,")
+    assert capsys.readouterr().out.startswith("rank,layer,stack,stack_layer,a_total_us,b_total_us,")
 
 
 def test_json_report_is_the_document_asdict_and_json_dumps_give(demo_models):

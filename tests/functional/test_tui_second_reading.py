@@ -264,9 +264,10 @@ def test_layer_gaps_are_tested_and_departures_marked(llama_pair):
     assert row.cells[keys.index("slower")].plain.endswith("≈")
     assert row.cells[keys.index("spread")].plain.strip().startswith("±")
     assert row.cells[keys.index("t")].plain.strip().startswith("+")
-    # eager vs compiled: layer 0 (the first, ~5 µs a pass under the others) departs furthest
+    # eager vs compiled: the inferred layer 0 no longer holds the rotary setup Inductor scheduled in
+    # it (it once stood out by ~5 µs a pass, an artifact of the boundary), so it is a typical layer
     eager = {r.layer: r for r in llama_pair.layers}
-    assert eager[0].departs and abs(eager[0].departure_t) == max(abs(r.departure_t) for r in eager.values())
+    assert not eager[0].departs and abs(eager[0].departure_t) < 1
     # compare B A says the same, mirrored
     s2 = Session([real_trace("h200_llama_eager_sdpa.json.gz"), real_trace("h100_llama_eager_sdpa.json.gz")])
     s2.load_all()

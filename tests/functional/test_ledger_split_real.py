@@ -64,12 +64,21 @@ def raw_rows(path, clf) -> dict[str, dict[tuple[str, str], list[int]]]:
                 return lst[j][2]
         return ""
 
-    first = min(float(e["ts"]) for e in gpu if int(e["args"].get("correlation", -1)) in calls)
+    # launched before the window opened (a correlation id below every recorded launch, ending before
+    # its own stream's first launched activity): left out of both sides' work
+    low = min(calls) if calls else None
+    first_launched: dict = {}
+    for e in gpu:
+        if int(e["args"].get("correlation", -1)) in calls:
+            key = (e["pid"], e.get("tid"))
+            first_launched[key] = min(first_launched.get(key, math.inf), float(e["ts"]))
     out: dict = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     for e in gpu:
-        call = calls.get(int(e["args"].get("correlation", -1)))
-        if call is None and float(e["ts"]) < first:
-            continue        # launched before the window opened: left out of both sides' work
+        corr = int(e["args"].get("correlation", -1))
+        call = calls.get(corr)
+        if call is None and low is not None and corr < low and \
+                float(e["ts"]) + float(e.get("dur", 0)) <= first_launched.get((e["pid"], e.get("tid")), -math.inf):
+            continue
         op = op_of(e, call)
         cat, rule = clf.classify(e["name"])
         hit = clf.decide(cat, rule, op) if op else None
@@ -113,7 +122,8 @@ def split_here(ga: dict, gb: dict) -> tuple[float, float]:
 
 
 def compared(a, b):
-    s = Session([str(real_trace(a)), str(real_trace(b))], use_cache=False)
+    # every pass and the whole window (--all-passes): the raw recount here takes every kernel
+    s = Session([str(real_trace(a)), str(real_trace(b))], use_cache=False, all_passes=True)
     s.load_all()
     return s.compare("all")
 

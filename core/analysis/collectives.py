@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from kerneldiff.core.analysis.comm_params import comm_params
+from kerneldiff.core.analysis.comm_places import places
 from kerneldiff.core.analysis.timeline import merge_intervals
 from kerneldiff.core.model import KIND_KERNEL, TraceModel
 
@@ -175,6 +176,17 @@ class RankCollectives:
     pg: list[str] = field(default_factory=list)          # its process group's name, "" unrecorded
     seq: list[int] = field(default_factory=list)         # its sequence number in that group, -1 unrecorded
     pg_ranks: dict[str, tuple[int, ...]] = field(default_factory=dict)  # each group's global ranks, where recorded
+    # where it ran (analysis/comm_places): pass index, the pass's phase, layer, block of the layer
+    step: list[int] = field(default_factory=list)        # -1 outside passes
+    phase: list[str] = field(default_factory=list)       # "" unknown
+    layer: list[int] = field(default_factory=list)       # -1 outside layers
+    block: list[str] = field(default_factory=list)       # attention | mlp | pre-attention | "" outside layers
+
+    def place(self, i: int) -> str:
+        """Entry i's place label ("prefill attention"; "" where nothing is known)."""
+        from kerneldiff.core.analysis.comm_places import place_name
+
+        return place_name(self.phase[i], self.block[i]) if self.phase else ""
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -288,6 +300,7 @@ def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = No
     # exposed: the kernel's span less the compute that ran during it
     out.exposed_us = np.maximum(dur - (compute_until(start + dur) - compute_until(start)), 0.0).tolist()
     out.group, out.pg, out.seq = groups, pgs, seqs
+    out.step, out.phase, out.layer, out.block = places(model, classifier, comm)
     return out
 
 
@@ -377,6 +390,8 @@ class Instance:
     by_seq: bool = False         # matched by process group and sequence number (else by order)
     exposed: list[float] = field(default_factory=list)   # per rank of `ranks`: its time with no compute running
     host_wait: list[float] = field(default_factory=list)  # per rank of `ranks`: device idle waiting for the launch
+    place: str = ""              # phase and block of the layer ("prefill attention"), "" unknown
+    layer: int = -1              # its layer (the first member's that has one), -1 outside layers
 
     @property
     def transfer_us(self) -> float:
@@ -430,11 +445,15 @@ def _instance(ranks: list[RankCollectives], members: list[int], idx: list[int], 
     dtype = next((rc.dtype[i] for rc, i in zip(rs, idx) if rc.dtype[i]), "")
     group = next((rc.group[i] for rc, i in zip(rs, idx) if rc.group and rc.group[i] > 0), -1)
     algo = next((rc.algorithm[i] for rc, i in zip(rs, idx) if rc.algorithm[i]), "")
-    return Instance(kind, nbytes, dtype, algo, list(members),
+    place = next((p for p in (rc.place(i) for rc, i in zip(rs, idx)) if p), "")
+    layer = next((rc.layer[i] for rc, i in zip(rs, idx) if rc.layer and rc.layer[i] >= 0), -1)
+    ins = Instance(kind, nbytes, dtype, algo, list(members),
                     [rc.start_us[i] - shift.get(r, 0.0) for r, rc, i in zip(members, rs, idx)],
                     [rc.dur_us[i] for rc, i in zip(rs, idx)], [rc.compute_before_us[i] for rc, i in zip(rs, idx)],
                     group, by_seq, [rc.exposed_us[i] if rc.exposed_us else 0.0 for rc, i in zip(rs, idx)],
                     [rc.host_wait_us[i] if rc.host_wait_us else 0.0 for rc, i in zip(rs, idx)])
+    ins.place, ins.layer = place, layer
+    return ins
 
 
 def match(ranks: list[RankCollectives], rank_ids: list[int] | None = None) -> Matching:
@@ -496,7 +515,7 @@ def match(ranks: list[RankCollectives], rank_ids: list[int] | None = None) -> Ma
     shift = {r: (o if o is not None and abs(o) > END_FLOOR_US else 0.0) for r, o in offsets.items()}
     out = [_instance(ranks, members, idx, ranks[members[0]].kind[idx[0]], by_seq, shift)
            for members, idx, by_seq in found]
-    out.sort(key=lambda x: (min(x.starts), x.kind, x.nbytes, x.ranks))
+    out.sort(key=lambda x: (min(x.starts), x.kind, x.nbytes, x.ranks, x.place))
     by_seq = sum(1 for x in out if x.by_seq)
     unmatched = sum(pairing.unmatched.values())
     return Matching(out, unmatched, by_seq, len(out) - by_seq - recorded_group, recorded_group,
@@ -533,6 +552,7 @@ class CollectiveSide:
     rejected: dict[int, int] = field(default_factory=dict)
     unmatched: dict[int, int] = field(default_factory=dict)
     clock_offset_us: dict[int, float | None] = field(default_factory=dict)
+    layers: list[int] = field(default_factory=list)   # the layers its instances ran in (sorted), [] outside layers
 
 
 @dataclass
@@ -543,6 +563,7 @@ class CollectiveRow:
     b: CollectiveSide | None
     ratio: float | None             # A / B of total_us
     gap_us: float                   # A − B of total_us
+    place: str = ""                 # phase and block of the layer it ran in ("prefill attention"), "" unknown
 
 
 def bus_factor(kind: str, n: int) -> float | None:
@@ -556,12 +577,12 @@ def side_rows(instances: list[Instance], ranks: int, world: int, link_gbps: floa
     a collective records none; `link_gbps`: the GPU's link peak (None: unknown); without `clocks`
     (the ranks' clocks disagree) skews are not given. Per instance the time is the mean over the
     ranks that took part, the wait the mean of their durations beyond the shortest."""
-    groups: dict[tuple[str, int], list[Instance]] = {}
+    groups: dict[tuple[str, int, str], list[Instance]] = {}
     for ins in instances:
-        key = (ins.kind, ins.nbytes)
+        key = (ins.kind, ins.nbytes, ins.place)
         groups.setdefault(key, []).append(ins)
     out = {}
-    for (kind, nbytes), items in groups.items():
+    for (kind, nbytes, place), items in groups.items():
         transfer = np.array([min(x.durs) for x in items])
         mean_dur = np.array([float(np.mean(x.durs)) for x in items])
         total = float(mean_dur.sum())
@@ -586,7 +607,7 @@ def side_rows(instances: list[Instance], ranks: int, world: int, link_gbps: floa
             note = (f"{kind} of {nbytes:,} bytes in {med:,.1f} µs would be {link:,.0f} GB/s on the link"
                     f"{' (' + algo + ')' if algo else ''}, above the link's {link_gbps:,.0f} GB/s: not given")
             algbw = busbw = link = None
-        out[(kind, nbytes)] = CollectiveSide(
+        out[(kind, nbytes, place)] = CollectiveSide(
             count=len(items), total_us=total, transfer_us=float(transfer.sum()),
             wait_us=max(total - float(transfer.sum()), 0.0) if took > 1 else None, mean_us=total / len(items),
             exposed_us=min(exposed, total),
@@ -595,17 +616,17 @@ def side_rows(instances: list[Instance], ranks: int, world: int, link_gbps: floa
             skew_p50_us=float(np.median(skew)) if clocks and took > 1 else None,
             skew_max_us=float(skew.max()) if clocks and took > 1 else None,
             algorithm=algo, dtype=items[0].dtype, ranks=took,
-            group=n, bandwidth_note=note)
+            group=n, bandwidth_note=note, layers=sorted({x.layer for x in items if x.layer >= 0}))
     ids = rank_ids if rank_ids is not None else list(range(ranks))
-    for (kind, nbytes), side in out.items():
+    for key, side in out.items():
         took: dict[int, int] = {}
-        for x in groups[(kind, nbytes)]:
+        for x in groups[key]:
             for r in x.ranks:
                 took[ids[r]] = took.get(ids[r], 0) + 1
         side.matched = dict(sorted(took.items()))
         if pairing is not None:
-            side.rejected = {ids[r]: n for r, n in sorted(pairing.rejected_by_key.get((kind, nbytes), {}).items())}
-            side.unmatched = {ids[r]: n for r, n in sorted(pairing.unmatched_by_key.get((kind, nbytes), {}).items())}
+            side.rejected = {ids[r]: n for r, n in sorted(pairing.rejected_by_key.get(key, {}).items())}
+            side.unmatched = {ids[r]: n for r, n in sorted(pairing.unmatched_by_key.get(key, {}).items())}
             side.clock_offset_us = {ids[r]: o for r, o in sorted(pairing.clock_offset_us.items())}
     return out
 
@@ -616,7 +637,7 @@ def collective_rows(a: dict, b: dict) -> list[CollectiveRow]:
         sa, sb = a.get(key), b.get(key)
         ta, tb = (sa.total_us if sa else 0.0), (sb.total_us if sb else 0.0)
         rows.append(CollectiveRow(kind=key[0], nbytes=key[1], a=sa, b=sb,
-                                  ratio=ta / tb if sa and sb and tb > 0 else None, gap_us=ta - tb))
+                                  ratio=ta / tb if sa and sb and tb > 0 else None, gap_us=ta - tb, place=key[2]))
     rows.sort(key=lambda r: -abs(r.gap_us))
     return rows
 

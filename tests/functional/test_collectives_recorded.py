@@ -224,8 +224,8 @@ def test_a_reorder_is_rejected_by_validation_not_mispaired(tmp_path):
     good = side_rows(match([r.collectives for r in rp]).instances, 4, 4, None)
     m = match([r.collectives for r in ro])
     big, small = with_p["nbytes"], with_p["nbytes"] // 4
-    assert good[("all_reduce", big)].transfer_us == pytest.approx(6 * with_p["transfer_us"])
-    assert good[("all_reduce", small)].transfer_us == pytest.approx(6 * with_p["transfer_us"] / 2)
+    assert good[("all_reduce", big, "")].transfer_us == pytest.approx(6 * with_p["transfer_us"])
+    assert good[("all_reduce", small, "")].transfer_us == pytest.approx(6 * with_p["transfer_us"] / 2)
     # no validated instance mixes the two groups' sizes or durations
     for x in m.instances:
         assert len({round(d / without["transfer_us"], 1) for d in x.durs}) == 1

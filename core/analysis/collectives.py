@@ -181,6 +181,7 @@ class RankCollectives:
     phase: list[str] = field(default_factory=list)       # "" unknown
     layer: list[int] = field(default_factory=list)       # -1 outside layers
     block: list[str] = field(default_factory=list)       # attention | mlp | pre-attention | "" outside layers
+    stream: list[int] = field(default_factory=list)      # the device stream it ran on
 
     def place(self, i: int) -> str:
         """Entry i's place label ("prefill attention"; "" where nothing is known)."""
@@ -301,6 +302,7 @@ def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = No
     out.exposed_us = np.maximum(dur - (compute_until(start + dur) - compute_until(start)), 0.0).tolist()
     out.group, out.pg, out.seq = groups, pgs, seqs
     out.step, out.phase, out.layer, out.block = places(model, classifier, comm)
+    out.stream = k.stream[comm].astype(np.int64).tolist()
     return out
 
 

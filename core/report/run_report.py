@@ -268,6 +268,8 @@ class RankCollectives:
     def events(self):
         import numpy as np
 
+        from kerneldiff.core.report.perfetto import drawn_starts
+
         for key, side, run in (("a", self.pp.a, self.runs[0]), ("b", self.pp.b, self.runs[1])):
             if not side.passes:
                 continue
@@ -284,18 +286,32 @@ class RankCollectives:
                 yield {"ph": "M", "pid": pid, "name": "process_name",
                        "args": {"name": f"{key.upper()} rank {r.rank}: collectives"}}
                 yield {"ph": "M", "pid": pid, "name": "process_sort_index", "args": {"sort_index": pid}}
-                yield {"ph": "M", "pid": pid, "tid": 1, "name": "thread_name", "args": {"name": "collectives"}}
+                # a track per stream the rank's collectives ran on (tid 1, 2… in stream order)
+                stream = np.asarray(c.stream if c.stream else [0] * len(t), dtype=np.int64)
+                streams = np.unique(stream)
+                tid = np.searchsorted(streams, stream) + 1
+                for n, sid in enumerate(streams.tolist(), start=1):
+                    yield {"ph": "M", "pid": pid, "tid": n, "name": "thread_name",
+                           "args": {"name": f"stream {sid}: collectives"}}
                 i = np.searchsorted(starts[order], t, side="right") - 1
                 ok = i >= 0
                 idx = np.where(ok, order[np.maximum(i, 0)], 0)
                 ok &= t <= ends[idx]
                 self.left_out[key] += int((~ok).sum())
                 self.placed[key] += int(ok.sum())
-                for j in np.flatnonzero(ok).tolist():
-                    yield {"ph": "X", "pid": pid, "tid": 1, "ts": round(float(t[j] + shifts[idx[j]]), 3),
-                           "dur": round(float(c.dur_us[j]), 3), "name": c.kind[j], "cat": "collective",
+                # as the kernels' stream tracks: a collective the profiler recorded starting before
+                # the previous one on its stream ended is drawn from that one's end (tracks nest)
+                sel = np.flatnonzero(ok)
+                ts_ns = np.round((t[sel] + shifts[idx[sel]]) * 1000).astype(np.int64)
+                dur_ns = np.round(np.asarray(c.dur_us, dtype=float)[sel] * 1000).astype(np.int64)
+                drawn = drawn_starts(ts_ns, dur_ns, tid[sel])
+                for j, d0, dn in zip(sel.tolist(), drawn.tolist(), dur_ns.tolist()):
+                    place = c.place(j)
+                    yield {"ph": "X", "pid": pid, "tid": int(tid[j]), "ts": d0 / 1000, "dur": dn / 1000, "name": c.kind[j], "cat": "collective",
                            "args": {"rank": r.rank, "bytes": c.nbytes[j] if c.nbytes[j] >= 0 else None,
                                     "algorithm": c.algorithm[j] or None, "dtype": c.dtype[j] or None,
+                                    "stream": int(stream[j]), "place": place or None,
+                                    "layer": c.layer[j] if c.layer and c.layer[j] >= 0 else None,
                                     "trace_ts": round(float(t[j]), 3)}}
 
     def other_data(self) -> dict:

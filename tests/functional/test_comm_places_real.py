@@ -107,3 +107,44 @@ def test_b200_collectives_table_rows_by_place(tmp_path: Path):
         assert side["layers"] == sorted({x[0] for x in raw if x[1] == block})
         assert got[0]["b"]["count"] == side["count"]
     assert sum(r["a"]["count"] for r in rows if r["kind"] == "all_reduce") == len(raw)
+
+
+# --- group sizes: recorded, proven, or unknown -----------------------------------------------------
+
+def _raw_group_evidence(path) -> tuple[set, list]:
+    """(Group size / Process Group Ranks recorded on record_param_comms, pg_config sizes >= 2)."""
+    d = json.load(gzip.open(path))
+    rec = {(e["args"].get("Group size"), e["args"].get("Process Group Ranks")) for e in d["traceEvents"]
+           if e.get("name") == "record_param_comms" and isinstance(e.get("args"), dict)}
+    cfg = sorted({p["pg_size"] for p in (d.get("distributedInfo") or {}).get("pg_config", []) if p["pg_size"] >= 2})
+    return rec, cfg
+
+
+@pytest.mark.slow
+def test_group_sizes_recorded_proven_or_unknown():
+    """HTA: its all-reduces and all-to-alls record no group (no Group size, no Process Group Ranks,
+    no pg_config) in a world of 128: their group reads unknown, no bus bandwidth (it read 128); the
+    all-gather's shapes prove 64. b200: every process group of 2+ ranks in pg_config has 8 ranks, so
+    the multimem all-reduces' group is 8."""
+    from kerneldiff.core.analysis.collectives import side_rows, match
+
+    hta = real_trace("hta_two_ranks/sampled_rank-0.json.gz")
+    rec, cfg = _raw_group_evidence(hta)
+    assert cfg == [] and all(g is None and r is None for g, r in rec)
+    m, rc = _load(hta)
+    by_kind = {}
+    for k, g in zip(rc.kind, rc.group):
+        by_kind.setdefault(k, set()).add(g)
+    assert by_kind["all_reduce"] == {-1} and by_kind["all_to_all"] == {-1} and by_kind["all_gather"] == {64}
+    rows = side_rows(match([rc]).instances, 1, 128, None)
+    for (kind, _, _), side in rows.items():
+        if kind == "all_gather":
+            assert side.group == 64 and side.busbw_gbps == pytest.approx(side.algbw_gbps * 63 / 64)
+        else:
+            assert side.group is None and side.busbw_gbps is None and "group size unknown" in side.bandwidth_note
+
+    b200 = real_trace("b200_vllm_eager.json.gz")
+    _, cfg = _raw_group_evidence(b200)
+    assert cfg == [8]
+    m, rc = _load(b200)
+    assert {g for g, a in zip(rc.group, rc.algorithm) if a == "MULTIMEM"} == {8}

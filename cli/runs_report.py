@@ -200,9 +200,9 @@ def render_runs(found, out) -> None:
         def table(title, cols):
             t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
             for col in cols:
-                # where is drawn whole (its last word tells attention from mlp): columns drop before it is cut
-                t.add_column(col, justify="left" if col in ("kind", "algorithm", "where") else "right", no_wrap=True,
-                             min_width=max(map(len, where)) if col == "where" and where else None)
+                # where wraps at its spaces rather than being cut (its last words tell attention from mlp)
+                t.add_column(col, justify="left" if col in ("kind", "algorithm", "where") else "right",
+                             no_wrap=col != "where")
             return t
 
         top = found.collectives[:15]

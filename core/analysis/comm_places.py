@@ -7,7 +7,8 @@ place tells them apart. Within a layer (the kernel table's layer column, analysi
 is read from the kernels before the collective in GPU order: the layer's token mixer (attention or
 state-space scan) with no norm since → `attention`; a norm after the mixer (the post-attention norm
 opens the MLP) → `mlp`; no mixer yet in the layer → `pre-attention`. Outside layers, or a trace
-without layers: no block (""), said so rather than guessed.
+without layers: no block (""), said so rather than guessed. In training traces (no inference phase)
+a collective launched inside `autograd::engine::evaluate_function…` is placed in `backward`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 from kerneldiff.core.model import PHASES, TraceModel
 
 MIXERS = ("attention", "ssm")
+BACKWARD_OP = "autograd::engine::evaluate_function"
 
 
 def _roles(model: TraceModel, classifier) -> np.ndarray:
@@ -29,7 +31,8 @@ def _roles(model: TraceModel, classifier) -> np.ndarray:
 
 def places(model: TraceModel, classifier, comm: np.ndarray) -> tuple[list[int], list[str], list[int], list[str]]:
     """Per communication kernel row of `comm`: (pass index or -1, phase or "", layer or -1,
-    block or ""). The phase is the pass's unless unknown ("")."""
+    block or ""). The phase is the pass's; where that is unknown, `backward` for a collective the
+    autograd engine launched (training), else ""."""
     k = model.kernels
     n = len(comm)
     if n == 0:
@@ -38,6 +41,16 @@ def places(model: TraceModel, classifier, comm: np.ndarray) -> tuple[list[int], 
     layer = k.layer[comm].astype(np.int64)
     phase = [PHASES[int(p)] if s >= 0 and PHASES[int(p)] != "unknown" else ""
              for s, p in zip(step.tolist(), k.phase[comm].tolist())]
+    # training: a collective launched by the autograd engine (DDP's gradient all-reduce, a backward
+    # all-to-all) ran in the backward pass, whatever the step's phase
+    from kerneldiff.core.analysis.comm_shapes import enclosing_ops
+
+    ask = np.asarray([i for i in range(n) if not phase[i]], dtype=np.int64)
+    if len(ask):
+        around = enclosing_ops(model, comm[ask], lambda name: name.startswith(BACKWARD_OP))
+        for i, enc in zip(ask.tolist(), around):
+            if enc:
+                phase[i] = "backward"
     block = [""] * n
     inside = np.flatnonzero(layer >= 0)
     if len(inside):

@@ -63,13 +63,25 @@ def test_b200_all_reduces_placed_as_raw_events():
 @pytest.mark.parametrize("name", ["a100_control.json.gz", "v100_test.json.gz"])
 def test_nccl_kernels_placed_in_their_profiler_step(name):
     """Each NCCL kernel's pass is the ProfilerStep#N whose span holds its runtime launch (joined by
-    correlation); these traces have no layers and no phase annotations: no block, no phase."""
+    correlation); these traces have no layers and no phase annotations: no block; a collective the
+    autograd engine launched is in `backward` (DDP's gradient all-reduces), the rest in no phase."""
     path = real_trace(name)
     k, events = _kernels(path)
     steps = [e for e in events if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("ph") == "X"
              and e.get("cat") != "gpu_user_annotation"]
     launch = {e["args"].get("correlation"): e for e in events
               if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in (e.get("args") or {})}
+
+    ops = [e for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X"]
+
+    def backward(e) -> bool:
+        """Launched inside an autograd engine op on its launching thread."""
+        ln = launch.get((e.get("args") or {}).get("correlation"))
+        if ln is None:
+            return False
+        t = float(ln["ts"])
+        return any(o["tid"] == ln["tid"] and o["name"].startswith("autograd::engine::evaluate_function")
+                   and float(o["ts"]) <= t <= float(o["ts"]) + float(o["dur"]) for o in ops)
 
     def step_of(e) -> str | None:
         ln = launch.get((e.get("args") or {}).get("correlation"))
@@ -84,7 +96,9 @@ def test_nccl_kernels_placed_in_their_profiler_step(name):
     assert len(rc) == len(raw) > 0
     mine = [m.steps[s].name if s >= 0 else None for s in rc.step]
     assert mine == raw
-    assert set(rc.block) == {""} and set(rc.layer) == {-1} and set(rc.phase) == {""}
+    assert set(rc.block) == {""} and set(rc.layer) == {-1}
+    want = ["backward" if backward(e) else "" for e in k if e["name"].startswith("nccl")]
+    assert rc.phase == want and 0 < want.count("backward") < len(want)
 
 
 @pytest.mark.slow

@@ -16,7 +16,9 @@ summed PSS of the process and its children (sampled every 50 ms from outside, as
 - `cluster2`: the rank summaries on a Dask LocalCluster of 2 workers (`--scheduler local --jobs 2`,
   needs kerneldiff[cluster]): only summaries travel, so the driver's peak per rank stays small;
 - `one by one`: the 2N files loaded in turn in one process (`Session.load` of each, then dropped).
-The last column is the peak PSS per rank summarised (MB), the figure that bounds a run's size.
+MB per rank is the peak PSS per rank summarised; the driver's columns are its own peak RSS (the
+process that holds every summary: with a cluster, what bounds a run's size). `--tasks runs,cluster2`
+runs a subset.
 Not a test: prints a table.
 """
 
@@ -106,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--size", default="250MB", help="each rank file's size (JSON)")
     p.add_argument("--dir", default=os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")),
                                                  "kerneldiff", "bench"))
+    p.add_argument("--tasks", default="", help="comma-separated subset of compare,runs,runs1,cluster2,serial")
     p.add_argument("--child", nargs=3, metavar=("TASK", "A", "B"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
@@ -116,8 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     a, b = runs_for(size, args.ranks, Path(args.dir))
     print(f"runs: {a} and {b} ({args.ranks} × {label(size)} each; ready in {time.perf_counter() - t0:.1f} s); "
           f"{os.cpu_count()} CPUs", file=sys.stderr)
-    print(f"| task ({args.ranks} ranks × 2 × {label(size)}) | wall s | CPU s | peak PSS MB | MB per rank |")
-    print("|---|---:|---:|---:|---:|")
+    print(f"| task ({args.ranks} ranks × 2 × {label(size)}) | wall s | CPU s | peak PSS MB | MB per rank "
+          f"| driver peak RSS MB | driver MB per rank |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     tasks = [("compare", "compare RUN_A RUN_B, end to end"), ("runs", "rank summaries alone"),
              ("runs1", "rank summaries alone, one process (--jobs 1)"),
              ("serial", f"the {2 * args.ranks} files loaded one by one")]
@@ -127,10 +131,15 @@ def main(argv: list[str] | None = None) -> int:
         tasks.insert(3, ("cluster2", "rank summaries on a LocalCluster of 2 workers (--scheduler local)"))
     except ImportError:
         print("(distributed not installed: no cluster row; pip install 'kerneldiff[cluster]')", file=sys.stderr)
+    if args.tasks:
+        want = args.tasks.split(",")
+        tasks = [t for t in tasks if t[0] in want]
     for task, name in tasks:
         r = measure(task, a, b)
-        print(f"| {name} | {r['wall']:.1f} | {r['cpu']:.1f} | {r['pss_mb']:.0f} | {r['pss_mb'] / r['ranks']:.1f} |",
-              flush=True)
+        # the driver: the process that maps the ranks and holds every summary (its own peak RSS;
+        # the pool's or the cluster's workers are in the PSS column)
+        print(f"| {name} | {r['wall']:.1f} | {r['cpu']:.1f} | {r['pss_mb']:.0f} | {r['pss_mb'] / r['ranks']:.1f} "
+              f"| {r['maxrss_mb']:.0f} | {r['maxrss_mb'] / r['ranks']:.2f} |", flush=True)
     return 0
 
 

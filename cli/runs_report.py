@@ -161,7 +161,7 @@ def render_runs(found, out) -> None:
     from rich.text import Text
 
     from kerneldiff.core.report import format as fmt
-    from kerneldiff.core.report.run_report import (gbps, links_line, rank_cell, size, straggler_legend, straggler_lines,
+    from kerneldiff.core.report.run_report import (gbps, where_cell, links_line, rank_cell, size, straggler_legend, straggler_lines,
                                                    wall_summary)
 
     from .render import literal, us
@@ -200,27 +200,34 @@ def render_runs(found, out) -> None:
         def table(title, cols):
             t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
             for col in cols:
-                t.add_column(col, justify="left" if col in ("kind", "algorithm") else "right", no_wrap=True)
+                # where wraps at its spaces rather than being cut (its last words tell attention from mlp)
+                t.add_column(col, justify="left" if col in ("kind", "algorithm", "where") else "right",
+                             no_wrap=col != "where")
             return t
 
         top = found.collectives[:15]
+        # where: only when the traces place some collective (a pass with a phase, a layer)
+        where = [where_cell(c) for c in top] if any(where_cell(c) != "?" for c in top) else None
         t = table("Collectives: time per rank (kind × message, largest gap first)",
-                  ("kind", "size", "n A/B", "A time", "B time", "A wait", "B wait", "A exposed", "B exposed", "gap"))
-        t.drop_order = (("A wait", "B wait"), ("n A/B",), ("A exposed", "B exposed"))
-        for c in top:
+                  ("kind", "size", *(("where",) if where else ()), "n A/B", "A time", "B time", "A wait", "B wait",
+                   "A exposed", "B exposed", "gap"))
+        t.drop_order = (("A wait", "B wait"), ("n A/B",), ("A exposed", "B exposed"), ("where",))
+        for i, c in enumerate(top):
             a, b = c.a, c.b
-            t.add_row(c.kind, size(c.nbytes), f"{a.count if a else 0}/{b.count if b else 0}",
+            t.add_row(c.kind, size(c.nbytes), *((where[i],) if where else ()), f"{a.count if a else 0}/{b.count if b else 0}",
                       us(a.total_us) if a else "—", us(b.total_us) if b else "—",
                       us(a.wait_us) if a and a.wait_us is not None else "—",
                       us(b.wait_us) if b and b.wait_us is not None else "—",
                       us(a.exposed_us) if a else "—", us(b.exposed_us) if b else "—", fmt.gap(c.gap_us))
         out.print(t)
         t = table("Collectives: bus bandwidth (GB/s, % of the link's peak) and start skew",
-                  ("kind", "size", "A busbw", "B busbw", "A skew", "B skew", "algorithm"))
-        for c in top:
+                  ("kind", "size", *(("where",) if where else ()), "A busbw", "B busbw", "A skew", "B skew",
+                   "algorithm"))
+        t.drop_order = (("A skew", "B skew"), ("where",))
+        for i, c in enumerate(top):
             a, b = c.a, c.b
             algo = " / ".join(x for x in {(a.algorithm if a else ""), (b.algorithm if b else "")} if x)
-            t.add_row(c.kind, size(c.nbytes), gbps(a.busbw_gbps, a.pct_link_peak) if a else fmt.ABSENT,
+            t.add_row(c.kind, size(c.nbytes), *((where[i],) if where else ()), gbps(a.busbw_gbps, a.pct_link_peak) if a else fmt.ABSENT,
                       gbps(b.busbw_gbps, b.pct_link_peak) if b else fmt.ABSENT,
                       us(a.skew_p50_us) if a and a.skew_p50_us is not None else "—",
                       us(b.skew_p50_us) if b and b.skew_p50_us is not None else "—", algo or "—")

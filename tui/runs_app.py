@@ -16,7 +16,7 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from kerneldiff.core.report import format as fmt
-from kerneldiff.core.report.run_report import gbps, ranks_slowest_first, size
+from kerneldiff.core.report.run_report import gbps, ranks_slowest_first, size, where_cell
 
 from .screens.base import TabbedExplorerScreen
 from .text import DIM, SIDE_LETTER, SIDE_STYLE, literal, span
@@ -73,14 +73,12 @@ def fmt_name(name: str, width: int) -> str:
     return name if len(name) <= width else name[:max(width - 1, 1)] + "…"
 
 
-COLLECTIVE_COLUMNS = ("kind", "size", "n A/B", "A time", "B time", "A wait", "B wait", "A busbw", "B busbw",
-                      "A skew", "B skew", "gap")
-
-
 def collectives_spec(found) -> TableSpec:
     items = list(found.collectives)
     cols = [Column("kind", "kind", "name", min_width=10, max_width=max((len(c.kind) for c in items), default=10)),
-            Column("size", "size", "num", 9), Column("n", "n A/B", "text", 9),
+            Column("size", "size", "num", 9),
+            Column("where", "where", "name", min_width=5, max_width=max((len(where_cell(c)) for c in items), default=5)),
+            Column("n", "n A/B", "text", 9),
             Column("a_total", "A time", "us", 9), Column("b_total", "B time", "us", 9),
             Column("a_wait", "A wait", "us", 9), Column("b_wait", "B wait", "us", 9),
             Column("a_exposed", "A exposed", "us", 9), Column("b_exposed", "B exposed", "us", 9),
@@ -94,23 +92,25 @@ def collectives_spec(found) -> TableSpec:
         out = []
         for i, c in enumerate(items):
             a, b = c.a, c.b
-            vals = (c.kind, c.nbytes if c.nbytes >= 0 else None, f"{a.count if a else 0}/{b.count if b else 0}",
+            vals = (c.kind, c.nbytes if c.nbytes >= 0 else None, where_cell(c), f"{a.count if a else 0}/{b.count if b else 0}",
                     get(a, "total_us"), get(b, "total_us"), get(a, "wait_us"), get(b, "wait_us"),
                     get(a, "exposed_us"), get(b, "exposed_us"),
                     get(a, "busbw_gbps"), get(b, "busbw_gbps"), get(a, "skew_p50_us"), get(b, "skew_p50_us"), c.gap_us)
             side = "a" if c.gap_us > 0 else "b" if c.gap_us < 0 else None
-            cells = (literal(fmt_name(c.kind, w.get("kind", 10))), _num(size(c.nbytes)), _num(vals[2]),
-                     *(_num(_us(x)) for x in vals[3:9]),
-                     _num(gbps(vals[9], get(a, "pct_link_peak"))), _num(gbps(vals[10], get(b, "pct_link_peak"))),
-                     _num(_us(vals[11])), _num(_us(vals[12])),
+            cells = (literal(fmt_name(c.kind, w.get("kind", 10))), _num(size(c.nbytes)),
+                     literal(fmt_name(vals[2], w.get("where", 5))), _num(vals[3]),
+                     *(_num(_us(x)) for x in vals[4:10]),
+                     _num(gbps(vals[10], get(a, "pct_link_peak"))), _num(gbps(vals[11], get(b, "pct_link_peak"))),
+                     _num(_us(vals[12])), _num(_us(vals[13])),
                      _num(fmt.gap(c.gap_us), f"bold {SIDE_STYLE[side]}" if side else DIM))
             algo = " ".join(x for x in {get(a, "algorithm") or "", get(b, "algorithm") or "",
                                         get(a, "dtype") or "", get(b, "dtype") or ""} if x)
-            out.append(Row(f"c{i}", vals, cells, payload=c, search=searchable(c.kind, algo)))
+            out.append(Row(f"c{i}", vals, cells, payload=c, search=searchable(c.kind, vals[2], algo)))
         return out
 
-    sorts = {"gap": gap_sort(13), "time": time_sort((3, 4), ("a_total", "b_total")), "name": name_sort(0, "kind")}
-    return TableSpec("collectives", cols, build, default_sort="gap", sorts=sorts, fixed=1)
+    sorts = {"gap": gap_sort(14), "time": time_sort((4, 5), ("a_total", "b_total")), "name": name_sort(0, "kind")}
+    # kind and size stay when the table scrolls sideways: the row's identity
+    return TableSpec("collectives", cols, build, default_sort="gap", sorts=sorts, fixed=2)
 
 
 HEAD_LINES = 5

@@ -263,9 +263,9 @@ class Pairing:
     matched: dict[int, int] = field(default_factory=dict)
     rejected: dict[int, int] = field(default_factory=dict)
     unmatched: dict[int, int] = field(default_factory=dict)
-    # (kind, nbytes) of each rank's own entry -> {rank index: n}
-    rejected_by_key: dict[tuple[str, int], dict[int, int]] = field(default_factory=dict)
-    unmatched_by_key: dict[tuple[str, int], dict[int, int]] = field(default_factory=dict)
+    # (kind, nbytes, place) of each rank's own entry -> {rank index: n}
+    rejected_by_key: dict[tuple[str, int, str], dict[int, int]] = field(default_factory=dict)
+    unmatched_by_key: dict[tuple[str, int, str], dict[int, int]] = field(default_factory=dict)
     clock_offset_us: dict[int, float | None] = field(default_factory=dict)   # against the reference rank
     clock_reference: int = 0    # rank index the offsets are measured against
 
@@ -324,7 +324,7 @@ def pair_group(ranks: list, members: list[int], entries: dict[int, list[int]], p
             if f is None:
                 pairing.matched[r] = pairing.matched.get(r, 0) + 1
                 continue
-            key = (rc.kind[e], rc.nbytes[e])
+            key = (rc.kind[e], rc.nbytes[e], rc.place(e))
             counts, by_key = (pairing.rejected, pairing.rejected_by_key) if f == "rejected" else \
                 (pairing.unmatched, pairing.unmatched_by_key)
             counts[r] = counts.get(r, 0) + 1

@@ -15,7 +15,9 @@ One rank (a pure reading of its model):
 - its message is the recorded element count (the larger of in and out: the gathered output of an
   all-gather, the full input of a reduce-scatter) × the dtype's size; else the first input of its
   launching operator (`record_param_comms`, `c10d::…`, `symm_mem::…`) with record_shapes. Else
-  unknown (-1). Its group is the recorded `Group size`, else the run's world size;
+  unknown (-1). Its group is the recorded `Group size`, else the recorded group's ranks, else what
+  its shapes prove (an all-gather's output over its shard), else the world only where it proves it
+  (a world of 2); else unknown, and its bus bandwidth is not given (the world may hold subgroups);
 - compute/communication overlap: unions of intervals on the device. Exposed communication is the
   time communication kernels run while no compute kernel does (copies and memsets are neither).
 
@@ -36,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from kerneldiff.core.analysis.comm_params import comm_params
+from kerneldiff.core.analysis.comm_places import places
 from kerneldiff.core.analysis.timeline import merge_intervals
 from kerneldiff.core.model import KIND_KERNEL, TraceModel
 
@@ -84,6 +87,16 @@ def link_factor(kind: str, n: int, algorithm: str) -> float | None:
     if IN_SWITCH.match(algorithm or "") and kind in LINK_FACTOR and n >= 1:
         return LINK_FACTOR[kind](n)
     return bus_factor(kind, n)
+
+
+def group_of_world(world: int | None, group_sizes: list[int] | None = None) -> int:
+    """The group size the run's metadata alone proves: a collective spans 2 ranks or more, so where
+    every recorded process group of 2 or more (distributedInfo's pg_config) has one size, that is
+    its group's size; in a world of 2 every group is the world. Else -1: unknown, never assumed
+    (a larger world may hold subgroups)."""
+    if group_sizes and len(set(group_sizes)) == 1:
+        return int(group_sizes[0])
+    return 2 if world == 2 and not group_sizes else -1
 
 
 def comm_rows(model: TraceModel, classifier) -> np.ndarray:
@@ -175,6 +188,18 @@ class RankCollectives:
     pg: list[str] = field(default_factory=list)          # its process group's name, "" unrecorded
     seq: list[int] = field(default_factory=list)         # its sequence number in that group, -1 unrecorded
     pg_ranks: dict[str, tuple[int, ...]] = field(default_factory=dict)  # each group's global ranks, where recorded
+    # where it ran (analysis/comm_places): pass index, the pass's phase, layer, block of the layer
+    step: list[int] = field(default_factory=list)        # -1 outside passes
+    phase: list[str] = field(default_factory=list)       # "" unknown
+    layer: list[int] = field(default_factory=list)       # -1 outside layers
+    block: list[str] = field(default_factory=list)       # attention | mlp | pre-attention | "" outside layers
+    stream: list[int] = field(default_factory=list)      # the device stream it ran on
+
+    def place(self, i: int) -> str:
+        """Entry i's place label ("prefill attention"; "" where nothing is known)."""
+        from kerneldiff.core.analysis.comm_places import place_name
+
+        return place_name(self.phase[i], self.block[i]) if self.phase else ""
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -224,8 +249,11 @@ def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = No
     out = RankCollectives()
     if len(comm) == 0:
         return out
-    # a collective's group is its recorded Group size; where none is recorded, the world
-    world = int((getattr(model.info, "distributed", None) or {}).get("world_size") or 1)
+    # a collective's group is its recorded Group size (or ranks, or what its shapes prove); the world
+    # size only where it proves it (group_of_world)
+    dist = getattr(model.info, "distributed", None) or {}
+    world = int(dist.get("world_size") or 1)
+    implied = group_of_world(world, dist.get("group_sizes"))
     # kind and algorithm per distinct (name, rule): a run has a handful of communication kernels
     pairs: dict[tuple[int, int], tuple[str, str]] = {}
     for n, ru in set(zip(k.name[comm].tolist(), k.rule[comm].tolist())):
@@ -256,11 +284,13 @@ def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = No
         kd = kind_of_name(p.name) if p.name else None
         if kd:
             kinds[i] = kd   # what the process group ran outranks what the kernel's name suggests
-        groups[i] = p.group if p.group else -1
+        # the recorded Group size, else the recorded group's ranks
+        groups[i] = p.group if p.group else (len(p.ranks) if p.ranks else -1)
         pgs[i], seqs[i] = p.pg, p.seq if p.seq is not None else -1
         if p.pg and p.ranks:
             out.pg_ranks.setdefault(p.pg, p.ranks)
-    dtypes, nbytes = _messages(model, comm, ops, kinds, params, groups, world)
+    dtypes, nbytes = _messages(model, comm, ops, kinds, params, groups, implied)
+    groups = [g if g > 0 else implied for g in groups]
     # compute between collectives: the union of compute kernels up to each start
     is_comm = np.zeros(len(k), bool)
     is_comm[comm] = True
@@ -288,6 +318,8 @@ def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = No
     # exposed: the kernel's span less the compute that ran during it
     out.exposed_us = np.maximum(dur - (compute_until(start + dur) - compute_until(start)), 0.0).tolist()
     out.group, out.pg, out.seq = groups, pgs, seqs
+    out.step, out.phase, out.layer, out.block = places(model, classifier, comm)
+    out.stream = k.stream[comm].astype(np.int64).tolist()
     return out
 
 
@@ -308,11 +340,12 @@ def _host_wait(model: TraceModel, comm: np.ndarray) -> np.ndarray:
 
 
 def _messages(model: TraceModel, comm: np.ndarray, ops: np.ndarray, kinds: list[str], params: list,
-              groups: list[int], world: int) -> tuple[list[str], list[int]]:
+              groups: list[int], implied: int) -> tuple[list[str], list[int]]:
     """(dtype, message bytes) of each collective: its recorded element counts; else the tensors of
     its launching operator and of the collective operators and annotations around its launch
     (analysis/comm_shapes), innermost first. A group size the shapes prove (an all-gather's output
-    over its shard) fills `groups` where none is recorded."""
+    over its shard) fills `groups` where none is recorded; `implied`: the group size the run's
+    metadata proves (group_of_world), -1 unknown."""
     from kerneldiff.core.analysis.comm_shapes import enclosing_ops, message_of_tensors, tensors
 
     dtypes, nbytes = [""] * len(comm), [-1] * len(comm)
@@ -348,9 +381,9 @@ def _messages(model: TraceModel, comm: np.ndarray, ops: np.ndarray, kinds: list[
                     nb = m
                 if shard < 0 and sizes and m < 0:
                     shard = sizes[0]
-            g_all = groups[i] if groups[i] > 0 else grp
-            if nb < 0 and shard > 0 and kd == "all_gather":   # the shard alone: × the group
-                nb = shard * (g_all if g_all > 0 else world)
+            g_all = groups[i] if groups[i] > 0 else grp if grp > 0 else implied
+            if nb < 0 and shard > 0 and kd == "all_gather" and g_all > 0:   # the shard alone: × the group
+                nb = shard * g_all
             memo[key] = (dt, nb, grp)
         dt, nb, grp = memo[key]
         dtypes[i], nbytes[i] = dt, nb
@@ -377,6 +410,8 @@ class Instance:
     by_seq: bool = False         # matched by process group and sequence number (else by order)
     exposed: list[float] = field(default_factory=list)   # per rank of `ranks`: its time with no compute running
     host_wait: list[float] = field(default_factory=list)  # per rank of `ranks`: device idle waiting for the launch
+    place: str = ""              # phase and block of the layer ("prefill attention"), "" unknown
+    layer: int = -1              # its layer (the first member's that has one), -1 outside layers
 
     @property
     def transfer_us(self) -> float:
@@ -430,11 +465,15 @@ def _instance(ranks: list[RankCollectives], members: list[int], idx: list[int], 
     dtype = next((rc.dtype[i] for rc, i in zip(rs, idx) if rc.dtype[i]), "")
     group = next((rc.group[i] for rc, i in zip(rs, idx) if rc.group and rc.group[i] > 0), -1)
     algo = next((rc.algorithm[i] for rc, i in zip(rs, idx) if rc.algorithm[i]), "")
-    return Instance(kind, nbytes, dtype, algo, list(members),
+    place = next((p for p in (rc.place(i) for rc, i in zip(rs, idx)) if p), "")
+    layer = next((rc.layer[i] for rc, i in zip(rs, idx) if rc.layer and rc.layer[i] >= 0), -1)
+    ins = Instance(kind, nbytes, dtype, algo, list(members),
                     [rc.start_us[i] - shift.get(r, 0.0) for r, rc, i in zip(members, rs, idx)],
                     [rc.dur_us[i] for rc, i in zip(rs, idx)], [rc.compute_before_us[i] for rc, i in zip(rs, idx)],
                     group, by_seq, [rc.exposed_us[i] if rc.exposed_us else 0.0 for rc, i in zip(rs, idx)],
                     [rc.host_wait_us[i] if rc.host_wait_us else 0.0 for rc, i in zip(rs, idx)])
+    ins.place, ins.layer = place, layer
+    return ins
 
 
 def match(ranks: list[RankCollectives], rank_ids: list[int] | None = None) -> Matching:
@@ -496,7 +535,7 @@ def match(ranks: list[RankCollectives], rank_ids: list[int] | None = None) -> Ma
     shift = {r: (o if o is not None and abs(o) > END_FLOOR_US else 0.0) for r, o in offsets.items()}
     out = [_instance(ranks, members, idx, ranks[members[0]].kind[idx[0]], by_seq, shift)
            for members, idx, by_seq in found]
-    out.sort(key=lambda x: (min(x.starts), x.kind, x.nbytes, x.ranks))
+    out.sort(key=lambda x: (min(x.starts), x.kind, x.nbytes, x.ranks, x.place))
     by_seq = sum(1 for x in out if x.by_seq)
     unmatched = sum(pairing.unmatched.values())
     return Matching(out, unmatched, by_seq, len(out) - by_seq - recorded_group, recorded_group,
@@ -523,8 +562,8 @@ class CollectiveSide:
     algorithm: str = ""
     dtype: str = ""
     ranks: int = 0                  # ranks that took part (the most among these collectives)
-    group: int = 0                  # ranks in the collective's group: the bus factor's n (recorded Group size,
-                                    # else the world size)
+    group: int | None = 0           # ranks in the collective's group: the bus factor's n (recorded Group size or
+                                    # ranks, or shapes; the world only where it proves it); None unknown
     bandwidth_note: str = ""        # why no bandwidth is given where the figures would pass the link's peak
     # per rank (its global rank): validated instances of this row it took part in; its own
     # collectives of this kind × size that failed validation (rejected) or found no partner in the
@@ -533,6 +572,7 @@ class CollectiveSide:
     rejected: dict[int, int] = field(default_factory=dict)
     unmatched: dict[int, int] = field(default_factory=dict)
     clock_offset_us: dict[int, float | None] = field(default_factory=dict)
+    layers: list[int] = field(default_factory=list)   # the layers its instances ran in (sorted), [] outside layers
 
 
 @dataclass
@@ -543,6 +583,7 @@ class CollectiveRow:
     b: CollectiveSide | None
     ratio: float | None             # A / B of total_us
     gap_us: float                   # A − B of total_us
+    place: str = ""                 # phase and block of the layer it ran in ("prefill attention"), "" unknown
 
 
 def bus_factor(kind: str, n: int) -> float | None:
@@ -552,16 +593,17 @@ def bus_factor(kind: str, n: int) -> float | None:
 
 def side_rows(instances: list[Instance], ranks: int, world: int, link_gbps: float | None,
               clocks: bool = True, pairing=None, rank_ids: list[int] | None = None) -> dict[tuple[str, int], CollectiveSide]:
-    """Instances grouped by kind × size. `ranks`: ranks in the run; `world`: the group size where
+    """Instances grouped by kind × size × place. `ranks`: ranks in the run; `world`: the run's world
+    size, a group size only where it proves one (group_of_world);
     a collective records none; `link_gbps`: the GPU's link peak (None: unknown); without `clocks`
     (the ranks' clocks disagree) skews are not given. Per instance the time is the mean over the
     ranks that took part, the wait the mean of their durations beyond the shortest."""
-    groups: dict[tuple[str, int], list[Instance]] = {}
+    groups: dict[tuple[str, int, str], list[Instance]] = {}
     for ins in instances:
-        key = (ins.kind, ins.nbytes)
+        key = (ins.kind, ins.nbytes, ins.place)
         groups.setdefault(key, []).append(ins)
     out = {}
-    for (kind, nbytes), items in groups.items():
+    for (kind, nbytes, place), items in groups.items():
         transfer = np.array([min(x.durs) for x in items])
         mean_dur = np.array([float(np.mean(x.durs)) for x in items])
         total = float(mean_dur.sum())
@@ -570,15 +612,19 @@ def side_rows(instances: list[Instance], ranks: int, world: int, link_gbps: floa
         skew = np.array([x.skew_us for x in items])
         med = float(np.median(transfer))
         algbw = nbytes / (med * 1e3) if nbytes > 0 and med > 0 else None   # bytes/µs → GB/s: /1e3
-        sizes = [x.group if x.group > 0 else world for x in items]
+        sizes = [x.group if x.group > 0 else group_of_world(world) for x in items]
         n = max(sorted(set(sizes)), key=sizes.count)
-        f = bus_factor(kind, n)
+        f = bus_factor(kind, n) if n > 0 else None
         busbw = algbw * f if algbw is not None and f is not None else None
         algos = [x.algorithm for x in items if x.algorithm]
         algo = max(sorted(set(algos)), key=algos.count) if algos else ""
-        lf = link_factor(kind, n, algo)
+        lf = link_factor(kind, n, algo) if n > 0 else None
         link = algbw * lf if algbw is not None and lf is not None else None   # the link's own traffic
         note = ""
+        if n <= 0 and algbw is not None:
+            note = (f"group size unknown (no Group size, Process Group Ranks or process-group sizes recorded, no "
+                    f"shapes that prove it; the world of {world} may hold smaller groups): bus bandwidth and link "
+                    f"share not given")
         if link is not None and link_gbps and link > link_gbps:
             # more than the link carries: the transfer time is not the time these bytes moved (a
             # rank's kernel that began before the others arrived), or the message was misread; a
@@ -586,7 +632,7 @@ def side_rows(instances: list[Instance], ranks: int, world: int, link_gbps: floa
             note = (f"{kind} of {nbytes:,} bytes in {med:,.1f} µs would be {link:,.0f} GB/s on the link"
                     f"{' (' + algo + ')' if algo else ''}, above the link's {link_gbps:,.0f} GB/s: not given")
             algbw = busbw = link = None
-        out[(kind, nbytes)] = CollectiveSide(
+        out[(kind, nbytes, place)] = CollectiveSide(
             count=len(items), total_us=total, transfer_us=float(transfer.sum()),
             wait_us=max(total - float(transfer.sum()), 0.0) if took > 1 else None, mean_us=total / len(items),
             exposed_us=min(exposed, total),
@@ -595,17 +641,17 @@ def side_rows(instances: list[Instance], ranks: int, world: int, link_gbps: floa
             skew_p50_us=float(np.median(skew)) if clocks and took > 1 else None,
             skew_max_us=float(skew.max()) if clocks and took > 1 else None,
             algorithm=algo, dtype=items[0].dtype, ranks=took,
-            group=n, bandwidth_note=note)
+            group=n if n > 0 else None, bandwidth_note=note, layers=sorted({x.layer for x in items if x.layer >= 0}))
     ids = rank_ids if rank_ids is not None else list(range(ranks))
-    for (kind, nbytes), side in out.items():
+    for key, side in out.items():
         took: dict[int, int] = {}
-        for x in groups[(kind, nbytes)]:
+        for x in groups[key]:
             for r in x.ranks:
                 took[ids[r]] = took.get(ids[r], 0) + 1
         side.matched = dict(sorted(took.items()))
         if pairing is not None:
-            side.rejected = {ids[r]: n for r, n in sorted(pairing.rejected_by_key.get((kind, nbytes), {}).items())}
-            side.unmatched = {ids[r]: n for r, n in sorted(pairing.unmatched_by_key.get((kind, nbytes), {}).items())}
+            side.rejected = {ids[r]: n for r, n in sorted(pairing.rejected_by_key.get(key, {}).items())}
+            side.unmatched = {ids[r]: n for r, n in sorted(pairing.unmatched_by_key.get(key, {}).items())}
             side.clock_offset_us = {ids[r]: o for r, o in sorted(pairing.clock_offset_us.items())}
     return out
 
@@ -616,7 +662,7 @@ def collective_rows(a: dict, b: dict) -> list[CollectiveRow]:
         sa, sb = a.get(key), b.get(key)
         ta, tb = (sa.total_us if sa else 0.0), (sb.total_us if sb else 0.0)
         rows.append(CollectiveRow(kind=key[0], nbytes=key[1], a=sa, b=sb,
-                                  ratio=ta / tb if sa and sb and tb > 0 else None, gap_us=ta - tb))
+                                  ratio=ta / tb if sa and sb and tb > 0 else None, gap_us=ta - tb, place=key[2]))
     rows.sort(key=lambda r: -abs(r.gap_us))
     return rows
 

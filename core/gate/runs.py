@@ -28,7 +28,10 @@ from typing import Any
 import numpy as np
 
 from kerneldiff.core.gate.fingerprint import fingerprint
+from kerneldiff.core.gate.rank_floor import few_passes, series_from_ranks
+from kerneldiff.core.gate.repeats import WITHIN_ONLY
 from kerneldiff.core.gate.result import GateResult
+from kerneldiff.core.gate.series import MIN_REPEATS
 from kerneldiff.core.gate.series import PassSeries
 from kerneldiff.core.gate.spec import RUN_METRICS, Check
 from kerneldiff.core.gate.verdict import _judge, _pair_reasons, _verdict, comparability_of, judge
@@ -93,6 +96,20 @@ def skew_detail(ranks: list) -> dict[str, Any] | None:
             "fastest_compute_us": per_pass(lo)}
 
 
+def _from_ranks(c: Check, r, base_ranks: list, new_ranks: list):
+    """A representative ranks' check that had no floor (too few passes and layers) judged again with
+    the floor of the spread across each run's ranks (gate/rank_floor); else it stays, saying why the
+    ranks could not give one."""
+    if r.noise is not None or r.status != "inconclusive" or r.base is None or r.new is None:
+        return r
+    got = [series_from_ranks(v, c.metric, rs) for v, rs in ((r.base, base_ranks), (r.new, new_ranks))]
+    if any(s is None for s, _ in got):
+        why = next(w for s, w in got if s is None)
+        r.note = f"{r.note}; nor from the ranks ({why})" if r.note else why
+        return r
+    return _judge(c, got[0][0], got[1][0])
+
+
 def run_reasons(base, new) -> list[str]:
     """Why two runs did different work per rank (the gate is then inconclusive)."""
     if base.world_size != new.world_size:
@@ -116,9 +133,16 @@ def judge_runs(cmp, pair, runs: list, found, checks: list[Check], phase: str = "
     base, new = runs
     notes: list[str] = []
     kept = []
+    short = {k: few_passes(x.ranks) for k, x in (("base", base), ("new", new))}
     for c in checks:
         if c.metric in RUN_METRICS and c.default and min(len(base.ranks), len(new.ranks)) < 2:
             notes.append(f"{c.metric} not checked: a run of one rank has no spread across ranks")
+            continue
+        if c.metric == "skew" and c.default and any(v is not None for v in short.values()):
+            which = ", ".join(f"{k} {v} pass{'es' if v != 1 else ''}" for k, v in short.items() if v is not None)
+            notes.append(f"skew not checked: {which} (at least {MIN_REPEATS} needed to read the noise of the ranks' "
+                         f"spread per pass; the spread is the figure itself, so the ranks cannot give it); the "
+                         f"ranks' meeting is judged per collective by late and wait")
             continue
         kept.append(c)
     result = judge(cmp, pair.models, pair.paths, [c for c in kept if c.metric not in RUN_METRICS],
@@ -136,7 +160,7 @@ def judge_runs(cmp, pair, runs: list, found, checks: list[Check], phase: str = "
         elif c.metric in ("late", "wait"):
             checks_out.append(_judge(c, collective_series(base.ranks, c.metric), collective_series(new.ranks, c.metric)))
         else:
-            checks_out.append(next(judged))
+            checks_out.append(_from_ranks(c, next(judged), base.ranks, new.ranks))
     world = run_reasons(base, new)
     verdict, reasons = _verdict(_pair_reasons(cmp, pair.models, phase) + run_reasons(base, new)
                                 + [r for r in result.reasons if r.startswith("hardware changed")], checks_out)
@@ -152,6 +176,11 @@ def judge_runs(cmp, pair, runs: list, found, checks: list[Check], phase: str = "
     notes += [n for n in found.notes]
     result.verdict, result.reasons, result.checks = verdict, reasons, checks_out
     result.notes = notes + result.notes
+    ranked = [c.metric for c in checks_out if c.noise_from.startswith("the spread across")]
+    if ranked:   # the floor was not read within each trace for these: say where it came from
+        result.notes = [f"noise floor of {', '.join(ranked)} from the spread across each run's ranks (too few passes "
+                        f"and layers to read one within a trace; ranks that do unequal work widen it); "
+                        f"{WITHIN_ONLY.split(': ', 1)[1]}" if n == WITHIN_ONLY else n for n in result.notes]
     result.thresholds["checks"] = {x.name: x.limit.text for x in kept}
     result.runs = {"base": _run(base, found, "a"), "new": _run(new, found, "b"), "representative": rep["how"]}
     return result

@@ -107,7 +107,8 @@ def clean_device(dev: dict) -> dict[str, Any]:
 
 
 def clean_distributed(dist: dict) -> dict[str, Any]:
-    """rank, world_size (non-negative 64-bit integers) and backend (text) where they are usable."""
+    """rank, world_size (non-negative 64-bit integers), backend (text) and the sizes of its process
+    groups of 2 ranks or more (group_sizes) where they are usable."""
     out: dict[str, Any] = {}
     for k in ("rank", "world_size"):
         v = _count(dist.get(k))
@@ -115,6 +116,14 @@ def clean_distributed(dist: dict) -> dict[str, Any]:
             out[k] = v
     if isinstance(dist.get("backend"), str):
         out["backend"] = dist["backend"]
+    # the sizes of the process groups (pg_config's pg_size) that span 2 ranks or more: where they are
+    # all one size, every collective's group has it (analysis.collectives.group_of_world)
+    cfg = dist.get("pg_config")
+    if isinstance(cfg, list):
+        sizes = {_count(p.get("pg_size")) for p in cfg if isinstance(p, dict)}
+        sizes = sorted(x for x in sizes if x is not None and x >= 2)
+        if sizes:
+            out["group_sizes"] = sizes
     return out
 
 

@@ -104,22 +104,42 @@ def links_line(found) -> str:
             f"skew = last rank's start − first's (median); matched by {found.matched_by}")
 
 
+def layers_text(layers: list[int]) -> str:
+    """Layer indexes as ranges: "0–35", "0–3, 7"; "" for none."""
+    out, i = [], 0
+    while i < len(layers):
+        j = i
+        while j + 1 < len(layers) and layers[j + 1] == layers[j] + 1:
+            j += 1
+        out.append(str(layers[i]) if i == j else f"{layers[i]}–{layers[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
+def where_cell(c) -> str:
+    """Where a row's collectives ran: phase, block of the layer and layers ("prefill attention
+    L0–35"); "?" where the traces place them nowhere (no passes with a phase, no layers)."""
+    layers = sorted(set((c.a.layers if c.a else []) + (c.b.layers if c.b else [])))
+    text = " ".join(x for x in (c.place, f"L{layers_text(layers)}" if layers else "") if x)
+    return text or "?"
+
+
 def collective_cells(c) -> list[str]:
-    """kind, size, n A/B, A time, B time, A wait, B wait, A exposed, B exposed, A busbw, B busbw, A skew, B skew, gap."""
+    """kind, size, where, n A/B, A time, B time, A wait, B wait, A exposed, B exposed, A busbw, B busbw, A skew, B skew, gap."""
     a, b = c.a, c.b
 
     def opt(side, key) -> str:
         v = getattr(side, key) if side is not None else None
         return fmt.ABSENT if v is None else fmt.us(v)
 
-    return [c.kind, size(c.nbytes), f"{a.count if a else 0}/{b.count if b else 0}", opt(a, "total_us"),
+    return [c.kind, size(c.nbytes), where_cell(c), f"{a.count if a else 0}/{b.count if b else 0}", opt(a, "total_us"),
             opt(b, "total_us"), opt(a, "wait_us"), opt(b, "wait_us"), opt(a, "exposed_us"), opt(b, "exposed_us"),
             gbps(a.busbw_gbps, a.pct_link_peak) if a else fmt.ABSENT,
             gbps(b.busbw_gbps, b.pct_link_peak) if b else fmt.ABSENT, opt(a, "skew_p50_us"), opt(b, "skew_p50_us"),
             fmt.gap(c.gap_us)]
 
 
-COLLECTIVE_HEAD = ("kind", "size", "n A/B", "A time", "B time", "A wait", "B wait", "A exposed", "B exposed",
+COLLECTIVE_HEAD = ("kind", "size", "where", "n A/B", "A time", "B time", "A wait", "B wait", "A exposed", "B exposed",
                    "A busbw", "B busbw", "A skew", "B skew", "gap")
 
 
@@ -204,13 +224,14 @@ def runs_html(found) -> list[tuple[str, str, str]]:
         for c in found.collectives:
             cells = collective_cells(c)
             a, b = c.a, c.b
-            vals = [None, c.nbytes, None, a.total_us if a else None, b.total_us if b else None,
+            vals = [None, c.nbytes, None, None, a.total_us if a else None, b.total_us if b else None,
                     a.wait_us if a else None, b.wait_us if b else None, a.exposed_us if a else None,
                     b.exposed_us if b else None, a.busbw_gbps if a else None,
                     b.busbw_gbps if b else None, a.skew_p50_us if a else None, b.skew_p50_us if b else None]
-            tds = [f"<td>{esc(cells[0])}</td>"] + [_num(t, v) for t, v in zip(cells[1:-1], vals[1:])] + [_gap(c.gap_us)]
+            tds = [f"<td>{esc(cells[0])}</td>", _num(cells[1], vals[1]), f"<td>{esc(cells[2])}</td>"] + \
+                [_num(t, v) for t, v in zip(cells[3:-1], vals[3:])] + [_gap(c.gap_us)]
             crow.append(f"<tr>{''.join(tds)}</tr>")
-        chead = [(h, h != "kind") for h in COLLECTIVE_HEAD]
+        chead = [(h, h not in ("kind", "where")) for h in COLLECTIVE_HEAD]
         out.append(("collectives", "Collectives",
                     f'<section id="collectives"><h2>Collectives</h2><p class="muted small">{esc(links_line(found), 800)}'
                     f'</p>{_table("t-collectives", chead, crow)}</section>'))
@@ -247,6 +268,8 @@ class RankCollectives:
     def events(self):
         import numpy as np
 
+        from kerneldiff.core.report.perfetto import drawn_starts
+
         for key, side, run in (("a", self.pp.a, self.runs[0]), ("b", self.pp.b, self.runs[1])):
             if not side.passes:
                 continue
@@ -263,18 +286,32 @@ class RankCollectives:
                 yield {"ph": "M", "pid": pid, "name": "process_name",
                        "args": {"name": f"{key.upper()} rank {r.rank}: collectives"}}
                 yield {"ph": "M", "pid": pid, "name": "process_sort_index", "args": {"sort_index": pid}}
-                yield {"ph": "M", "pid": pid, "tid": 1, "name": "thread_name", "args": {"name": "collectives"}}
+                # a track per stream the rank's collectives ran on (tid 1, 2… in stream order)
+                stream = np.asarray(c.stream if c.stream else [0] * len(t), dtype=np.int64)
+                streams = np.unique(stream)
+                tid = np.searchsorted(streams, stream) + 1
+                for n, sid in enumerate(streams.tolist(), start=1):
+                    yield {"ph": "M", "pid": pid, "tid": n, "name": "thread_name",
+                           "args": {"name": f"stream {sid}: collectives"}}
                 i = np.searchsorted(starts[order], t, side="right") - 1
                 ok = i >= 0
                 idx = np.where(ok, order[np.maximum(i, 0)], 0)
                 ok &= t <= ends[idx]
                 self.left_out[key] += int((~ok).sum())
                 self.placed[key] += int(ok.sum())
-                for j in np.flatnonzero(ok).tolist():
-                    yield {"ph": "X", "pid": pid, "tid": 1, "ts": round(float(t[j] + shifts[idx[j]]), 3),
-                           "dur": round(float(c.dur_us[j]), 3), "name": c.kind[j], "cat": "collective",
+                # as the kernels' stream tracks: a collective the profiler recorded starting before
+                # the previous one on its stream ended is drawn from that one's end (tracks nest)
+                sel = np.flatnonzero(ok)
+                ts_ns = np.round((t[sel] + shifts[idx[sel]]) * 1000).astype(np.int64)
+                dur_ns = np.round(np.asarray(c.dur_us, dtype=float)[sel] * 1000).astype(np.int64)
+                drawn = drawn_starts(ts_ns, dur_ns, tid[sel])
+                for j, d0, dn in zip(sel.tolist(), drawn.tolist(), dur_ns.tolist()):
+                    place = c.place(j)
+                    yield {"ph": "X", "pid": pid, "tid": int(tid[j]), "ts": d0 / 1000, "dur": dn / 1000, "name": c.kind[j], "cat": "collective",
                            "args": {"rank": r.rank, "bytes": c.nbytes[j] if c.nbytes[j] >= 0 else None,
                                     "algorithm": c.algorithm[j] or None, "dtype": c.dtype[j] or None,
+                                    "stream": int(stream[j]), "place": place or None,
+                                    "layer": c.layer[j] if c.layer and c.layer[j] >= 0 else None,
                                     "trace_ts": round(float(t[j]), 3)}}
 
     def other_data(self) -> dict:

@@ -44,11 +44,12 @@ def run_table(found, name: str) -> tuple[list[str], list[list[Any]]]:
         return head, rows
     if name == "collectives":
         # a_<field>, b_<field> side by side, as every table of the export schema (docs/EXPORT_SCHEMA.md)
-        head = ["kind", "bytes"] + [f"{s}_{k}" for k in SIDE_FIELDS for s in ("a", "b")] + \
+        head = ["kind", "bytes", "place", "layers"] + [f"{s}_{k}" for k in SIDE_FIELDS for s in ("a", "b")] + \
                ["ratio_a_over_b", "gap_us_a_minus_b"]
         rows = []
         for c in found.collectives:
-            row = [c.kind, c.nbytes if c.nbytes >= 0 else ""]
+            layers = sorted(set((c.a.layers if c.a else []) + (c.b.layers if c.b else [])))
+            row = [c.kind, c.nbytes if c.nbytes >= 0 else "", c.place, " ".join(map(str, layers))]
             for k in SIDE_FIELDS:
                 row += [_v(getattr(side, k)) if side is not None else "" for side in (c.a, c.b)]
             rows.append(row + [_v(c.ratio), _v(c.gap_us)])

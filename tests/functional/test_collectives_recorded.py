@@ -212,7 +212,7 @@ def test_without_parameters_order_decides_and_the_report_says_so(tmp_path):
     assert m.how.startswith("kind and order")
     assert [x.transfer_us for x in m.instances] == pytest.approx([truth["transfer_us"]] * truth["collectives"])
     assert straggler(m.instances, [0, 1, 2, 3]).rank == 2
-    assert {x.group for x in m.instances} == {-1}      # the world size stands in
+    assert {x.group for x in m.instances} == {-1}      # unrecorded: unknown (the world may hold subgroups)
 
 
 def test_a_reorder_is_rejected_by_validation_not_mispaired(tmp_path):
@@ -224,8 +224,8 @@ def test_a_reorder_is_rejected_by_validation_not_mispaired(tmp_path):
     good = side_rows(match([r.collectives for r in rp]).instances, 4, 4, None)
     m = match([r.collectives for r in ro])
     big, small = with_p["nbytes"], with_p["nbytes"] // 4
-    assert good[("all_reduce", big)].transfer_us == pytest.approx(6 * with_p["transfer_us"])
-    assert good[("all_reduce", small)].transfer_us == pytest.approx(6 * with_p["transfer_us"] / 2)
+    assert good[("all_reduce", big, "")].transfer_us == pytest.approx(6 * with_p["transfer_us"])
+    assert good[("all_reduce", small, "")].transfer_us == pytest.approx(6 * with_p["transfer_us"] / 2)
     # no validated instance mixes the two groups' sizes or durations
     for x in m.instances:
         assert len({round(d / without["transfer_us"], 1) for d in x.durs}) == 1
@@ -303,8 +303,13 @@ def test_bus_bandwidth_uses_the_collectives_group_and_never_passes_the_link_peak
     items = [_inst([100.0, 120.0], [0.0, 5.0], group=2)]
     (row,) = side_rows(items, 2, 8, None).values()
     assert row.group == 2 and row.busbw_gbps == pytest.approx(row.algbw_gbps * 2 * (2 - 1) / 2)
+    # no group recorded in a world of 8: unknown (it may be a subgroup), never the world size
     (row,) = side_rows([_inst([100.0, 120.0], [0.0, 5.0])], 2, 8, None).values()
-    assert row.group == 8 and row.busbw_gbps == pytest.approx(row.algbw_gbps * 2 * 7 / 8)
+    assert row.group is None and row.busbw_gbps is None and row.algbw_gbps is not None
+    assert row.bandwidth_note.startswith("group size unknown")
+    # in a world of 2 every group is the world
+    (row,) = side_rows([_inst([100.0, 120.0], [0.0, 5.0])], 2, 2, None).values()
+    assert row.group == 2 and row.busbw_gbps == pytest.approx(row.algbw_gbps * 2 * (2 - 1) / 2)
     (row,) = side_rows(items, 2, 8, 50.0).values()          # 8 MB in 100 µs: 84 GB/s on a 50 GB/s link
     assert row.busbw_gbps is None and row.algbw_gbps is None and row.pct_link_peak is None
     assert "above the link's 50 GB/s" in row.bandwidth_note

@@ -163,9 +163,11 @@ def _raw_pass_compute(path) -> list[float]:
 @pytest.mark.slow
 def test_real_two_rank_run_skew_against_raw_events(capsys):
     hta = real_trace("hta_two_ranks")
-    code, d = _gate(capsys, str(hta), str(hta))
-    # two ProfilerSteps: too few repeats to read a noise floor, so inconclusive, never pass
+    # two ProfilerSteps: too few repeats to read the skew's noise floor; asked for, it is
+    # inconclusive, never pass (by default it is left out with a note, gate/rank_floor)
+    code, d = _gate(capsys, str(hta), str(hta), "--gate", "skew:3%")
     assert code == 1 and d["verdict"] == "inconclusive"
+    assert _checks(d)["skew"]["status"] == "inconclusive"
     raw = [_raw_pass_compute(hta / f"sampled_rank-{r}.json.gz") for r in (0, 1)]
     want = sum(abs(x - y) for x, y in zip(*raw)) / len(raw[0])     # 30,826.5 µs per pass
     c = _checks(d)
@@ -291,8 +293,8 @@ def test_a_growing_straggler_fails_the_gate_on_lateness_and_wait(tmp_path, capsy
     from kerneldiff.cli.main import main as _main
     from kerneldiff.core.synth.ranks import write_run as _write
 
-    _write(tmp_path / "a", ranks=4, passes=2, layers=4, straggler=None, late_launch=2, late_launch_us=200.0)
-    _write(tmp_path / "b", ranks=4, passes=2, layers=4, straggler=None, late_launch=2, late_launch_us=600.0)
+    _write(tmp_path / "a", ranks=4, passes=4, layers=4, straggler=None, late_launch=2, late_launch_us=200.0)
+    _write(tmp_path / "b", ranks=4, passes=4, layers=4, straggler=None, late_launch=2, late_launch_us=600.0)
     _main(["gate", str(tmp_path / "a"), str(tmp_path / "b"), "--no-cache", "--format", "json"])
     doc = _json.loads(capsys.readouterr().out)
     got = {c["metric"]: c for c in doc["checks"]}

@@ -163,7 +163,8 @@ def test_text_and_csv_reports(runs, capsys, tmp_path):
     assert "Ranks (slowest first)" in out and "A straggler: rank 2" in out and "B straggler: rank 1" in out
     assert main(["compare", pa, pb, "--no-cache", "--format", "csv", "--table", "collectives"]) == 0
     rows = capsys.readouterr().out.strip().splitlines()
-    assert rows[0].startswith("kind,bytes,a_count,b_count") and rows[1].startswith("all_reduce,8388608,12")
+    assert rows[0].startswith("kind,bytes,place,layers,a_count,b_count")
+    assert rows[1].split(",")[:2] == ["all_reduce", "8388608"] and rows[1].split(",")[4] == "12"
     assert main(["compare", pa, pb, "--no-cache", "--format", "csv", "-o", str(tmp_path / "r.csv")]) == 0
     assert (tmp_path / "r.ranks.csv").exists() and (tmp_path / "r.stragglers.csv").exists()
 

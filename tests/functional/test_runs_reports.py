@@ -112,7 +112,7 @@ def test_html_is_one_page_with_ranks_collectives_and_the_representative_ranks(ru
                                                       "exposed_comm_us", "idle_us")]
     (c,) = doc["collectives"]
     (crow,) = p.tables["t-collectives"][1:]
-    assert crow[0] == "all_reduce" and crow[3] == fmt.us(c["a"]["total_us"]) and crow[-1] == fmt.gap(c["gap_us"])
+    assert crow[0] == "all_reduce" and crow[4] == fmt.us(c["a"]["total_us"]) and crow[-1] == fmt.gap(c["gap_us"])
 
 
 def test_perfetto_is_the_representative_ranks_read_back(runs, doc, tmp_path):

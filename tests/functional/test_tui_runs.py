@@ -46,9 +46,34 @@ async def test_collectives_tab(found):
         c = app.query_one("#collectives", ResultTable)
         assert c.row_count == 1
         row = [str(x) for x in c.get_row_at(0)]
-        assert row[0] == "all_reduce" and row[2] == "4/4"
+        assert row[0] == "all_reduce" and row[3] == "4/4"
         await pilot.press("q")
     assert app.return_value is None
+
+
+async def test_collectives_keep_kind_and_size_when_scrolled(found):
+    """At 80 columns the Collectives table scrolls sideways; kind and size stay on screen at its far
+    end, beside the gap (its last column), as drawn."""
+    import re
+
+    from tui_driver import screen_text
+
+    from kerneldiff.core.report.run_report import size
+
+    app = RunsApp(found)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("2")
+        await pilot.pause()
+        c = app.query_one("#collectives", ResultTable)
+        assert c.max_scroll_x > 0                    # the table is wider than the screen
+        await pilot.press("end")
+        await pilot.pause()
+        assert c.scroll_x == c.max_scroll_x
+        text = screen_text(app)
+        head = next(line for line in text.splitlines() if "kind" in line)
+        assert re.search(r"kind\s+size\b", head) and "gap" in head and "n A/B" not in head
+        c0 = found.collectives[0]
+        assert any(line.lstrip("▌ ").startswith("all_reduce") and size(c0.nbytes) in line for line in text.splitlines())
 
 
 @pytest.mark.slow

@@ -41,3 +41,9 @@ def test_runs_collectives(snap_compare, found, size):
 @pytest.mark.slow
 def test_runs_help_80x24(snap_compare, found):
     assert snap_compare(RunsApp(found), press=["question_mark"], terminal_size=SMALL)
+
+
+@pytest.mark.slow
+def test_runs_collectives_scrolled_80x24(snap_compare, found):
+    """Scrolled to the far end: kind and size stay beside the last columns."""
+    assert snap_compare(RunsApp(found), press=["2", "end"], terminal_size=SMALL)

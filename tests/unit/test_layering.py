@@ -149,7 +149,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "devices", "timeline",                   # per-device readings; busy and idle time, streams
         "browse", "pass_lanes",                  # one trace's totals; one pass on its own time axis
         "summary",                               # per-trace summaries
-        "comm_params", "comm_shapes", "collective_pairs", "collectives",   # collectives, their sizes
+        "comm_params", "comm_shapes", "comm_places", "collective_pairs", "collectives",   # collectives, their sizes
                                                  # and their pairs across ranks
         "nesting", "module_tree", "host_hotspots",   # calls nested by their spans; kernels per module
                                                  # path; host self time and launch-bound idle by host op
@@ -172,8 +172,8 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "host_compare", "module_compare",        # host hotspots and the module tree, both sides
     ],
     "report": ["format", "labels", "headline", "table_names", "work_tables", "tables", "run_tables",
-               "markdown", "html", "run_report", "perfetto", "gate_report"],
-    "gate": ["spec", "fingerprint", "series", "noise", "repeats", "result", "verdict", "runs"],
+               "markdown", "html", "perfetto", "run_report", "gate_report"],
+    "gate": ["spec", "fingerprint", "series", "noise", "repeats", "result", "verdict", "rank_floor", "runs"],
     "names": ["visible", "parts", "demangle", "display", "gpus"],
     "ranks": ["identify", "summary", "cluster", "run", "session"],
     "synth": ["names", "trace", "pair", "ranks"],

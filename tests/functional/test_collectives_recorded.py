@@ -481,8 +481,11 @@ def test_hta_rank_on_another_clock_gives_the_same_pairs_and_its_offset(by):
     assert straggler(m.instances, [0, 1]).rank == 1
 
 
+# a shift within the pair validation's own tolerance (20 µs + 5 % of a ~250 µs transfer, ~33 µs)
+# reads as arrival spread, not as another clock: the moved clocks start beyond it (known gap: at
+# 31 µs on 2 ranks with a dropped instance, one more pair validated than unmoved)
 @settings(max_examples=40, deadline=None)
-@given(_ranks(), st.floats(-400, 400).filter(lambda x: abs(x) > 30), st.integers(0, 4))
+@given(_ranks(), st.floats(-400, 400).filter(lambda x: abs(x) > 40), st.integers(0, 4))
 def test_a_rank_on_another_clock_pairs_the_same(ranks, by, which):
     """Generated collectives repeat every 1,000 µs, all alike: a clock moved by less than half that
     is found (more is ambiguous in such a run: the smallest offset is taken; HTA's real, unlike

@@ -10,7 +10,7 @@ summation, so they are bit-identical to summing each group on its own.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 import numpy as np
@@ -517,7 +517,46 @@ def _pairs_and_fusions(ga: "_LayerGroups", gb: "_LayerGroups", labels: tuple[str
     beside the rest (`compare(beside=True)`)."""
     notes: list[str] = []
     alignments = _alignments(ga, gb, labels, classifier, notes)
-    return alignments, find_fusions(ga.v, gb.v, labels, classifier, alignments, fusion_overrides), notes
+    phases = _fusion_phases(ga.v, gb.v)
+    if len(phases) < 2:
+        return alignments, find_fusions(ga.v, gb.v, labels, classifier, alignments, fusion_overrides), notes
+    # Phase `all` over prefill and decode: a layer's most common kernel sequence is decode's (47
+    # passes against 1), so matching it alone leaves prefill's fusions out. Each phase is matched on
+    # its own and `all` lists every phase's findings, each tagged with its phase.
+    fusions: list = []
+    for p in phases:
+        pa, pb = _LayerGroups(_View("a", ga.v.m, p, classifier)), _LayerGroups(_View("b", gb.v.m, p, classifier))
+        al_p = _alignments(pa, pb, labels, classifier, [])
+        found = find_fusions(pa.v, pb.v, labels, classifier, al_p, fusion_overrides)
+        for f in found:
+            f.phase = p
+        _copy_groups(al_p, alignments, len(fusions))
+        fusions += found
+    return alignments, fusions, notes
+
+
+def _fusion_phases(va: "_View", vb: "_View") -> list[str]:
+    """The phases phase `all` is matched by, one at a time: those both sides ran, when they ran
+    passes of two phases or more (work outside every pass, `unknown`, then on its own too)."""
+    if va.phase != "all":
+        return []
+    pb = compared_phases(vb.m)
+    common = [p for p in compared_phases(va.m) if p in pb]
+    return common if len([p for p in common if p != "unknown"]) >= 2 else []
+
+
+def _copy_groups(src: list[LayerAlignment], dst: list[LayerAlignment], offset: int) -> None:
+    """Mark a phase's fusion groups on the `all` alignments whose layer pairs the same kernels (the
+    phase whose sequence is the most common one), their findings shifted to the merged list."""
+    by_layer = {al.layer: al for al in src}
+    for al in dst:
+        s = by_layer.get(al.layer)
+        if s is None or al.groups or not s.groups or \
+                [(p.a_name, p.b_name) for p in s.pairs] != [(p.a_name, p.b_name) for p in al.pairs]:
+            continue
+        al.groups = [replace(g, finding=g.finding + offset) for g in s.groups]
+        for p, q in zip(al.pairs, s.pairs):
+            p.group = q.group
 
 
 def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None,

@@ -293,6 +293,7 @@ class FusionFinding:
     layers: list[int] = field(default_factory=list)
     fused_group: list[GroupKernel] = field(default_factory=list)      # op-level: both sides' kernels, in
     component_group: list[GroupKernel] = field(default_factory=list)  # order, with their operations
+    phase: str = ""              # the phase it was found in, where phase `all` spans several ("" otherwise)
 
 
 @dataclass

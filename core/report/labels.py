@@ -85,7 +85,11 @@ def operation_times(cmp, o) -> tuple[float | None, float | None]:
 
 
 def fusion_what(f) -> str:
-    """What a fusion finding fuses, in one line."""
+    """What a fusion finding fuses, in one line (led by its phase where phase `all` spans several)."""
+    return (f"{f.phase}: " if getattr(f, "phase", "") else "") + _what(f)
+
+
+def _what(f) -> str:
     if f.fused_group:
         return (f"{f.fused_category}{' in ' + f.module if f.module else ''}: {len(f.fused_group)} kernel"
                 f"{'s' if len(f.fused_group) != 1 else ''} for {len(f.component_group)} "

@@ -25,7 +25,7 @@ from .widgets.result_table import Column, Row, Sort, TableSpec
 
 CHART_WIDTH = 16  # the smallest per-layer chart that still shows a 10% difference
 NONE_CELL = "· none ·"
-KIND_LABEL = {"op_fusion": "ops", "fused_category": "fused op", "sequence": "sequence", "count_imbalance": "count",
+KIND_LABEL = {"op_fusion": "ops", "fused_category": "fused op", "sequence": "sequence", "count_imbalance": "count", "launch_count": "launches",
               "missing_kernel": "missing"}
 
 
@@ -437,7 +437,9 @@ def fusion_spec(comp: Comparison) -> TableSpec:
             saving = f.estimated_saving.total_all_us if f.estimated_saving else None
             vals = (i, SIDE_LETTER.get(f.fused_side, f.fused_side), f.kind, f.fused_category,
                     f.component_cost_us, f.measured_saving_us, saving, f.confidence)
-            cells = (_num(str(i)), span(SIDE_LETTER.get(f.fused_side, "?"), f"bold {SIDE_STYLE.get(f.fused_side, '')}"),
+            fused = span("—", DIM) if f.kind == "launch_count" else \
+                span(SIDE_LETTER.get(f.fused_side, "?"), f"bold {SIDE_STYLE.get(f.fused_side, '')}")
+            cells = (_num(str(i)), fused,
                      Text(KIND_LABEL.get(f.kind, f.kind)), literal(cut(f.fused_category, w["category"])),
                      _num(fmt_us(f.component_cost_us)), _num(fmt_gap(f.measured_saving_us)),
                      _num(fmt_us(saving)), _num(f"{f.confidence:.0%}"))
@@ -455,8 +457,12 @@ def fusion_spec(comp: Comparison) -> TableSpec:
 
 def fusion_evidence(f: FusionFinding, comp: Comparison) -> Group:
     fs, cs = f.fused_side, f.component_side
-    head = span("Fused on ", "bold")
-    head.append_text(side_text(fs, comp))
+    if f.kind == "launch_count":   # extra memsets: nothing is fused
+        head = span("Not a fusion: more launches on ", "bold")
+        head.append_text(side_text(cs, comp))
+    else:
+        head = span("Fused on ", "bold")
+        head.append_text(side_text(fs, comp))
     head.append(f"   {KIND_LABEL.get(f.kind, f.kind)}, confidence {f.confidence:.0%}", style=DIM)
     parts: list[Any] = [head, literal(f.evidence)]
     g = Table.grid(padding=(0, 1))
@@ -483,7 +489,7 @@ def fusion_evidence(f: FusionFinding, comp: Comparison) -> Group:
         g.add_row(Text("  categories"), literal(", ".join(f.component_categories)))
     g.add_row(Text("occurrences"), Text(f"{f.occurrences:,}"))
     cost = side_text(cs)
-    if f.kind == "count_imbalance":     # the finding holds the extra launches only (see fusion.py)
+    if f.kind in ("count_imbalance", "launch_count"):     # the finding holds the extra launches only (see fusion.py)
         cost.append(f" {f.occurrences} extra launches {fmt_us(f.component_cost_us)}; the rest of the category's "
                     "gap is speed, not counted")
     else:

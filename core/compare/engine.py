@@ -10,7 +10,7 @@ summation, so they are bit-identical to summing each group on its own.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -517,47 +517,42 @@ def _pairs_and_fusions(ga: "_LayerGroups", gb: "_LayerGroups", labels: tuple[str
     beside the rest (`compare(beside=True)`)."""
     notes: list[str] = []
     alignments = _alignments(ga, gb, labels, classifier, notes)
-    phases = _fusion_phases(ga.v, gb.v)
-    if len(phases) < 2:
-        return alignments, find_fusions(ga.v, gb.v, labels, classifier, alignments, fusion_overrides), notes
-    # Phase `all` over prefill and decode: a layer's most common kernel sequence is decode's (47
-    # passes against 1), so matching it alone leaves prefill's fusions out. Each phase is matched on
-    # its own and `all` lists every phase's findings, each tagged with its phase.
-    fusions: list = []
-    for p in phases:
-        pa, pb = _LayerGroups(_View("a", ga.v.m, p, classifier)), _LayerGroups(_View("b", gb.v.m, p, classifier))
-        al_p = _alignments(pa, pb, labels, classifier, [])
-        found = find_fusions(pa.v, pb.v, labels, classifier, al_p, fusion_overrides)
-        for f in found:
-            f.phase = p
-        _copy_groups(al_p, alignments, len(fusions))
-        fusions += found
-    return alignments, fusions, notes
+    fusions = find_fusions(ga.v, gb.v, labels, classifier, alignments, fusion_overrides)
+    return alignments, fusions + _other_phases_fusions(ga, gb, fusions, labels, classifier, fusion_overrides), notes
 
 
-def _fusion_phases(va: "_View", vb: "_View") -> list[str]:
-    """The phases phase `all` is matched by, one at a time: those both sides ran, when they ran
-    passes of two phases or more (work outside every pass, `unknown`, then on its own too)."""
-    if va.phase != "all":
+def _other_phases_fusions(ga: "_LayerGroups", gb: "_LayerGroups", fusions: list, labels, classifier,
+                          fusion_overrides) -> list:
+    """Phase `all` over prefill and decode: each layer's kernels are aligned on its most common
+    sequence, decode's (47 passes against 1), so the op-level fusions read decode alone and left
+    prefill's out (eager vs compiled Llama: its ~1 ms RMSNorm saving). The op-level findings of
+    `fusions` are tagged with the phase they read; each other phase is aligned on its own and its
+    op-level findings added, tagged (the category-level findings already read every phase)."""
+    if ga.v.phase != "all":
         return []
-    pb = compared_phases(vb.m)
-    common = [p for p in compared_phases(va.m) if p in pb]
-    return common if len([p for p in common if p != "unknown"]) >= 2 else []
-
-
-def _copy_groups(src: list[LayerAlignment], dst: list[LayerAlignment], offset: int) -> None:
-    """Mark a phase's fusion groups on the `all` alignments whose layer pairs the same kernels (the
-    phase whose sequence is the most common one), their findings shifted to the merged list."""
-    by_layer = {al.layer: al for al in src}
-    for al in dst:
-        s = by_layer.get(al.layer)
-        if s is None or al.groups or not s.groups or \
-                [(p.a_name, p.b_name) for p in s.pairs] != [(p.a_name, p.b_name) for p in al.pairs]:
+    pb = compared_phases(gb.v.m)
+    phases = [p for p in compared_phases(ga.v.m) if p in pb and p != "unknown"]
+    if len(phases) < 2:
+        return []
+    out = []
+    for p in phases:
+        pa, pb_ = _LayerGroups(_View("a", ga.v.m, p, classifier)), _LayerGroups(_View("b", gb.v.m, p, classifier))
+        layers = sorted(set(pa.ranges) & set(pb_.ranges))
+        if not layers:
             continue
-        al.groups = [replace(g, finding=g.finding + offset) for g in s.groups]
-        for p, q in zip(al.pairs, s.pairs):
-            p.group = q.group
-
+        same = sum(all((g.modal(l) or ((),))[0] == (h.modal(l) or ((),))[0] for g, h in ((ga, pa), (gb, pb_)))
+                   for l in layers)
+        if 2 * same > len(layers):    # the sequences `all` aligned are this phase's
+            for f in fusions:
+                if f.kind == "op_fusion":
+                    f.phase = p
+            continue
+        al_p = _alignments(pa, pb_, labels, classifier, [])
+        for f in find_fusions(pa.v, pb_.v, labels, classifier, al_p, fusion_overrides):
+            if f.kind == "op_fusion":
+                f.phase = p
+                out.append(f)
+    return out
 
 def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None,
             fusion_overrides: dict[str, Any] | None = None, peaks=None, beside: bool = False) -> Comparison:

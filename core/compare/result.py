@@ -272,6 +272,7 @@ class PairGroup:
 @dataclass
 class FusionFinding:
     kind: str                    # "op_fusion" | "fused_category" | "sequence" | "count_imbalance" | "missing_kernel"
+    #                              | "launch_count" (extra memsets: not a fusion; fused_side makes fewer launches)
     fused_side: str              # side that runs fewer kernels ("a" | "b")
     fused_kernels: list[str]     # the fused kernel name(s) on fused_side (may be empty for imbalance)
     fused_category: str

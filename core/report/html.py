@@ -293,12 +293,27 @@ def _operations(cmp) -> str:
 
 
 # --- fusion findings ----------------------------------------------------------------------------
-def _fusions(cmp) -> str:
-    if not cmp.fusions:
+def _launch_counts(cmp, found) -> str:
+    """Extra memsets one side launches: a launch-count difference, not a fusion."""
+    if not found:
         return ""
     side = {"a": cmp.a.label, "b": cmp.b.label}
+    rows = [f'<tr><td>{esc(side[f.component_side], 40)}</td><td class="name">{esc(labels.fusion_what(f), 160)}</td>'
+            f'{_num(str(f.occurrences), f.occurrences)}{_num(fmt.us(f.component_cost_us), f.component_cost_us)}</tr>'
+            for f in found]
+    items = "".join(f"<li><div>{esc(f.evidence, 1000)}</div></li>" for f in found)
+    head = [("more on", False), ("what", False), ("n", True), ("time", True)]
+    return (f'<h2>Launch-count differences (not fusions)</h2>{_table("t-launch-counts", head, rows)}'
+            f'<ol class="evidence">{items}</ol>')
+
+
+def _fusions(cmp) -> str:
+    fusions, launch_counts = labels.fusions_and_launch_counts(cmp.fusions)
+    if not fusions:
+        return f'<section id="fusion">{_launch_counts(cmp, launch_counts)}</section>' if launch_counts else ""
+    side = {"a": cmp.a.label, "b": cmp.b.label}
     rows, items = [], []
-    for f in cmp.fusions:
+    for f in fusions:
         rows.append(f'<tr><td>{esc(f.kind)}</td><td>{esc(side[f.fused_side], 40)}</td>'
                     f'<td class="name">{esc(labels.fusion_what(f), 160)}</td>{_num(str(f.occurrences), f.occurrences)}'
                     f'{_num(fmt.gap(f.measured_saving_us), f.measured_saving_us)}'   # a saving, not A − B: no side's colour
@@ -316,8 +331,8 @@ def _fusions(cmp) -> str:
         items.append(f'<li><div>{esc(f.evidence, 1000)} <span class="muted">(confidence {f.confidence:.2f})</span></div>'
                      f'<div class="groups">{"".join(groups)}</div></li>')
     head = [("kind", False), ("fused on", False), ("what", False), ("n", True), ("measured", True), ("est.", True)]
-    return (f'<section id="fusion"><h2>Fusion differences</h2>{_table("t-fusions", head, rows)}'
-            f'<ol class="evidence">{"".join(items)}</ol></section>')
+    return (f'<section id="fusion">{_launch_counts(cmp, launch_counts)}<h2>Fusion differences</h2>'
+            f'{_table("t-fusions", head, rows)}<ol class="evidence">{"".join(items)}</ol></section>')
 
 
 # --- shapes -------------------------------------------------------------------------------------

@@ -534,7 +534,7 @@ def _other_phases_fusions(ga: "_LayerGroups", gb: "_LayerGroups", fusions: list,
     phases = [p for p in compared_phases(ga.v.m) if p in pb and p != "unknown"]
     if len(phases) < 2:
         return []
-    out = []
+    out, covered, apart = [], [], 0
     for p in phases:
         pa, pb_ = _LayerGroups(_View("a", ga.v.m, p, classifier)), _LayerGroups(_View("b", gb.v.m, p, classifier))
         layers = sorted(set(pa.ranges) & set(pb_.ranges))
@@ -542,17 +542,20 @@ def _other_phases_fusions(ga: "_LayerGroups", gb: "_LayerGroups", fusions: list,
             continue
         same = sum(all((g.modal(l) or ((),))[0] == (h.modal(l) or ((),))[0] for g, h in ((ga, pa), (gb, pb_)))
                    for l in layers)
-        if 2 * same > len(layers):    # the sequences `all` aligned are this phase's
-            for f in fusions:
-                if f.kind == "op_fusion":
-                    f.phase = p
+        if 2 * same > len(layers):    # the sequences `all` aligned are this phase's: counted there
+            covered.append(p)
             continue
+        apart += 1
         al_p = _alignments(pa, pb_, labels, classifier, [])
         for f in find_fusions(pa.v, pb_.v, labels, classifier, al_p, fusion_overrides):
             if f.kind == "op_fusion":
                 f.phase = p
                 out.append(f)
+    for f in fusions:
+        if f.kind == "op_fusion" and apart:
+            f.phase = "+".join(covered)    # the phases whose passes run the sequence `all` aligned
     return out
+
 
 def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None,
             fusion_overrides: dict[str, Any] | None = None, peaks=None, beside: bool = False) -> Comparison:

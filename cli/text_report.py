@@ -107,7 +107,20 @@ def render_text(cmp, out) -> None:
                            f"|t| > {critical(len(cmp.layers)):.2f} (5 %, corrected for {len(cmp.layers)} layers)",
                            style="dim"))
 
-    if cmp.fusions:
+    fusions, launch_counts = labels.fusions_and_launch_counts(cmp.fusions)
+    if launch_counts:
+        t = Table(title="Launch-count differences (not fusions)", title_justify="left")
+        t.add_column("more on", no_wrap=True)   # the side's letter: a GPU name cut at 14 columns reads as a number
+        t.add_column("what", overflow="fold", max_width=max(20, w - 32))
+        t.add_column("n", justify="right")
+        t.add_column("time", justify="right", no_wrap=True)
+        for f in launch_counts:
+            t.add_row(f.component_side.upper(), literal(labels.fusion_what(f)), str(f.occurrences),
+                      fmt.us(f.component_cost_us))
+        out.print(t)
+        for f in launch_counts:
+            out.print(Text("• ", style="bold") + literal(f.evidence))
+    if fusions:
         t = Table(title="Fusion differences", title_justify="left")
         t.add_column("kind", no_wrap=True)
         t.add_column("fused on", no_wrap=True, overflow="ellipsis", max_width=14)
@@ -115,17 +128,17 @@ def render_text(cmp, out) -> None:
         t.add_column("n", justify="right")
         t.add_column("measured", justify="right", no_wrap=True)
         t.add_column("est.", justify="right", no_wrap=True)
-        for f in cmp.fusions:
+        for f in fusions:
             side = A if f.fused_side == "a" else B
             what = labels.fusion_what(f)
             capped = f.estimated_saving is not None and f.estimated_saving.capped
             t.add_row(f.kind, literal(side), literal(what), str(f.occurrences), fmt.gap(f.measured_saving_us),
                       labels.estimated_saving(f) + ("*" if capped else ""))
         out.print(t)
-        if any(f.estimated_saving and f.estimated_saving.capped for f in cmp.fusions):
+        if any(f.estimated_saving and f.estimated_saving.capped for f in fusions):
             out.print(Text("* only the measured cost: the model says more than the component kernels take, so the "
                            "estimate is their measured time", style="dim"))
-        for f in cmp.fusions:
+        for f in fusions:
             out.print(Text("• ", style="bold") + literal(f.evidence) + Text(f"  (confidence {f.confidence:.2f})"))
             for key, group in ((f.fused_side, f.fused_group), (f.component_side, f.component_group)):
                 if group:

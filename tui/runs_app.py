@@ -113,10 +113,16 @@ def collectives_spec(found) -> TableSpec:
     return TableSpec("collectives", cols, build, default_sort="gap", sorts=sorts, fixed=2)
 
 
-HEAD_LINES = 5
+HEAD_LINES = 5          # at 80×24: the tables keep the rest
+TABLE_LINES = 19        # the lines the screen keeps below the head (tabs, a table, the footer)
 
 
-def runs_head(found) -> Group:
+def head_lines(height: int) -> int:
+    """The head's lines on a screen `height` rows high: 5 at 24 rows, more where there is room."""
+    return max(HEAD_LINES, height - TABLE_LINES)
+
+
+def runs_head(found, max_lines: int = HEAD_LINES) -> Group:
     """The runs in a few lines, one line each (cut with … at the width; the full text is in
     `kerneldiff compare RUN_A RUN_B`): each run, the stragglers, the notes."""
     rep = found.representative
@@ -137,7 +143,7 @@ def runs_head(found) -> Group:
                      f"{fmt.us(st.others_compute_before_us)}")
             lines.append(t)
     notes = [Text.assemble(("note: ", "yellow"), literal(n)) for n in found.notes]
-    room = HEAD_LINES - len(lines)
+    room = max_lines - len(lines)
     if len(notes) > room:
         notes = notes[:max(room - 1, 0)] + [span(f"{len(notes) - max(room - 1, 0)} more notes: "
                                                  f"kerneldiff compare RUN_A RUN_B prints them", DIM)]
@@ -163,7 +169,12 @@ class RunsScreen(TabbedExplorerScreen):
         self.found = found
 
     def _header(self) -> Static:
-        return Static(runs_head(self.found), id="runs-head")
+        return Static(runs_head(self.found, head_lines(self.app.size.height)), id="runs-head")
+
+    def on_resize(self, event) -> None:
+        super().on_resize(event)
+        for head in self.query("#runs-head"):
+            head.update(runs_head(self.found, head_lines(self.app.size.height)))
 
     def _pane(self, key: str) -> TablePane:
         if key == "ranks":

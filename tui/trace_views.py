@@ -192,7 +192,7 @@ def steps_spec(ov: TraceOverview) -> TableSpec:
 
 
 def steps_hint() -> Text:
-    return Text("Start/Span: from its first kernel to its last · Busy: GPU time over the span",
+    return Text("Start/Span: first kernel to last · Busy: GPU time over the span · ⏎ timeline",
                 style=DIM)
 
 

@@ -26,7 +26,7 @@ from .widgets.result_table import Column, Row, Sort, TableSpec
 
 CHART_WIDTH = 16  # the smallest per-layer chart that still shows a 10% difference
 NONE_CELL = "· none ·"
-KIND_LABEL = {"op_fusion": "ops", "fused_category": "fused op", "sequence": "sequence", "count_imbalance": "count",
+KIND_LABEL = {"op_fusion": "ops", "fused_category": "fused op", "sequence": "sequence", "count_imbalance": "count", "launch_count": "launches",
               "missing_kernel": "missing"}
 
 
@@ -426,10 +426,16 @@ def pair_status(p: KernelPair, width: int = 80, comp: Comparison | None = None, 
 
 # --- fusion ---------------------------------------------------------------------------------
 
+def _kind_text(f: FusionFinding) -> str:
+    """The finding's kind, with the phase its passes ran in where phase `all` spans several."""
+    return f"{KIND_LABEL.get(f.kind, f.kind)} {f.phase}" if f.phase else KIND_LABEL.get(f.kind, f.kind)
+
+
 def fusion_spec(comp: Comparison) -> TableSpec:
+    phased = any(f.phase for f in comp.fusions)   # the kind says the phase: "ops prefill" (11 columns)
     cols = [Column("n", "#", "int", 3), Column("fused_side", "Fused", "text", 5),
-            Column("kind", "Kind", "text", 8),
-            Column("category", "Fused op", "name", min_width=14,
+            Column("kind", "Kind", "text", 11 if phased else 8),
+            Column("category", "Fused op", "name", min_width=10 if phased else 14,
                    max_width=max((len(f.fused_category) for f in comp.fusions), default=14)),
             Column("cost", "Comp. cost", "us", 10), Column("measured", "Measured", "gap", 9),
             Column("saving", "Est.", "us", 9), Column("conf", "Conf.", "pct", 5)]
@@ -438,10 +444,12 @@ def fusion_spec(comp: Comparison) -> TableSpec:
         rows = []
         for i, f in enumerate(comp.fusions, 1):
             saving = f.estimated_saving.total_all_us if f.estimated_saving else None
-            vals = (i, SIDE_LETTER.get(f.fused_side, f.fused_side), f.kind, f.fused_category,
+            vals = (i, SIDE_LETTER.get(f.fused_side, f.fused_side), _kind_text(f), f.fused_category,
                     f.component_cost_us, f.measured_saving_us, saving, f.confidence)
-            cells = (_num(str(i)), span(SIDE_LETTER.get(f.fused_side, "?"), f"bold {SIDE_STYLE.get(f.fused_side, '')}"),
-                     Text(KIND_LABEL.get(f.kind, f.kind)), literal(cut(f.fused_category, w["category"])),
+            fused = span("—", DIM) if f.kind == "launch_count" else \
+                span(SIDE_LETTER.get(f.fused_side, "?"), f"bold {SIDE_STYLE.get(f.fused_side, '')}")
+            cells = (_num(str(i)), fused,
+                     Text(_kind_text(f)), literal(cut(f.fused_category, w["category"])),
                      _num(fmt_us(f.component_cost_us)), _num(fmt_gap(f.measured_saving_us)),
                      _num(fmt_us(saving)), _num(f"{f.confidence:.0%}"))
             search = " ".join([f.fused_category, f.module, *f.fused_kernels, *f.component_kernels,
@@ -458,9 +466,14 @@ def fusion_spec(comp: Comparison) -> TableSpec:
 
 def fusion_evidence(f: FusionFinding, comp: Comparison) -> Group:
     fs, cs = f.fused_side, f.component_side
-    head = span("Fused on ", "bold")
-    head.append_text(side_text(fs, comp))
-    head.append(f"   {KIND_LABEL.get(f.kind, f.kind)}, confidence {f.confidence:.0%}", style=DIM)
+    if f.kind == "launch_count":   # extra memsets: nothing is fused
+        head = span("Not a fusion: more launches on ", "bold")
+        head.append_text(side_text(cs, comp))
+    else:
+        head = span("Fused on ", "bold")
+        head.append_text(side_text(fs, comp))
+    head.append(f"   {KIND_LABEL.get(f.kind, f.kind)}{', ' + f.phase if f.phase else ''}, confidence {f.confidence:.0%}",
+                style=DIM)
     parts: list[Any] = [head, literal(f.evidence)]
     g = Table.grid(padding=(0, 1))
     g.add_column(no_wrap=True)
@@ -486,7 +499,7 @@ def fusion_evidence(f: FusionFinding, comp: Comparison) -> Group:
         g.add_row(Text("  categories"), literal(", ".join(f.component_categories)))
     g.add_row(Text("occurrences"), Text(f"{f.occurrences:,}"))
     cost = side_text(cs)
-    if f.kind == "count_imbalance":     # the finding holds the extra launches only (see fusion.py)
+    if f.kind in ("count_imbalance", "launch_count"):     # the finding holds the extra launches only (see fusion.py)
         cost.append(f" {f.occurrences} extra launches {fmt_us(f.component_cost_us)}; the rest of the category's "
                     "gap is speed, not counted")
     else:

@@ -31,6 +31,17 @@ class PassKernels:
     def span_us(self) -> float:
         return float(self.end.max()) if len(self.end) else 0.0
 
+    @property
+    def idle_us(self) -> float:
+        """The pass's span that no stream runs a kernel in (the union of the kernels, subtracted)."""
+        if not len(self.start):
+            return 0.0
+        order = np.argsort(self.start, kind="stable")
+        st, en = self.start[order], self.end[order]
+        reach = np.maximum.accumulate(en)
+        gaps = st[1:] - reach[:-1]
+        return float(gaps[gaps > 0].sum() + max(float(st[0]), 0.0))
+
     def share_outside(self, streams) -> float:
         """The fraction of the pass's kernel time on streams other than `streams` (those not drawn)."""
         total = sum(self.busy_us.values()) or 1.0

@@ -517,7 +517,44 @@ def _pairs_and_fusions(ga: "_LayerGroups", gb: "_LayerGroups", labels: tuple[str
     beside the rest (`compare(beside=True)`)."""
     notes: list[str] = []
     alignments = _alignments(ga, gb, labels, classifier, notes)
-    return alignments, find_fusions(ga.v, gb.v, labels, classifier, alignments, fusion_overrides), notes
+    fusions = find_fusions(ga.v, gb.v, labels, classifier, alignments, fusion_overrides)
+    return alignments, fusions + _other_phases_fusions(ga, gb, fusions, labels, classifier, fusion_overrides), notes
+
+
+def _other_phases_fusions(ga: "_LayerGroups", gb: "_LayerGroups", fusions: list, labels, classifier,
+                          fusion_overrides) -> list:
+    """Phase `all` over prefill and decode: each layer's kernels are aligned on its most common
+    sequence, decode's (47 passes against 1), so the op-level fusions read decode alone and left
+    prefill's out (eager vs compiled Llama: its ~1 ms RMSNorm saving). The op-level findings of
+    `fusions` are tagged with the phase they read; each other phase is aligned on its own and its
+    op-level findings added, tagged (the category-level findings already read every phase)."""
+    if ga.v.phase != "all":
+        return []
+    pb = compared_phases(gb.v.m)
+    phases = [p for p in compared_phases(ga.v.m) if p in pb and p != "unknown"]
+    if len(phases) < 2:
+        return []
+    out, covered, apart = [], [], 0
+    for p in phases:
+        pa, pb_ = _LayerGroups(_View("a", ga.v.m, p, classifier)), _LayerGroups(_View("b", gb.v.m, p, classifier))
+        layers = sorted(set(pa.ranges) & set(pb_.ranges))
+        if not layers:
+            continue
+        same = sum(all((g.modal(l) or ((),))[0] == (h.modal(l) or ((),))[0] for g, h in ((ga, pa), (gb, pb_)))
+                   for l in layers)
+        if 2 * same > len(layers):    # the sequences `all` aligned are this phase's: counted there
+            covered.append(p)
+            continue
+        apart += 1
+        al_p = _alignments(pa, pb_, labels, classifier, [])
+        for f in find_fusions(pa.v, pb_.v, labels, classifier, al_p, fusion_overrides):
+            if f.kind == "op_fusion":
+                f.phase = p
+                out.append(f)
+    for f in fusions:
+        if f.kind == "op_fusion" and apart:
+            f.phase = "+".join(covered)    # the phases whose passes run the sequence `all` aligned
+    return out
 
 
 def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None,

@@ -10,7 +10,8 @@ from strongest evidence to weakest:
 2. sequence        — a category that only one side runs, and that (almost) always follows the
    same category both sides run, whose kernels on the other side are named for that work too
    (e.g. `add_rmsnorm_quant` where the other side runs rmsnorm then quant): folded in.
-3. count_imbalance — the same category launched ≥ 1.5× as often per forward pass on one side.
+3. count_imbalance — the same category launched ≥ 1.5× as often per forward pass on one side
+   (launch_count when the extra launches are all memsets: a launch-count difference, not a fusion).
 4. missing_kernel  — an aligned position one side fills in most layers and the other never does,
    not explained by 1–3.
 Categories explained by a stronger finding are not reported again by a weaker detector.
@@ -38,6 +39,7 @@ from kerneldiff.core.analysis.side_readings import launch_costs
 from kerneldiff.core.compare.fusion_model import estimate, params_for, with_measured_dispatch
 from kerneldiff.core.compare.op_fusion import cap_saving, find_op_fusions
 from kerneldiff.core.compare.split import split
+from kerneldiff.core.model import KIND_MEMSET
 from kerneldiff.core.names.display import short_name
 
 IMBALANCE_RATIO = 1.5       # the threshold; below it launch-count noise dominates
@@ -264,8 +266,11 @@ def _find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[
         rest_ab = rest if more == "a" else -rest      # said as every gap is: A − B
         rest_text = f"{rest_ab:+,.1f}".replace("-", "−")
         speed = _speed_text(vm, pm, vl, pl, lab[more], lab[less])
+        # memsets one side needs and the other does not (cuBLAS's workspace clears) fuse nothing:
+        # a launch-count difference, said as one
+        memsets = len(extra_pos) > 0 and bool((vm.m.kernels.kind[vm.rows[extra_pos]] == KIND_MEMSET).all())
         findings.append(FusionFinding(
-            kind="count_imbalance", fused_side=less, fused_kernels=vl.top_names(pl, 3), fused_category=cat,
+            kind="launch_count" if memsets else "count_imbalance", fused_side=less, fused_kernels=vl.top_names(pl, 3), fused_category=cat,
             component_side=more, component_kernels=vm.top_names(extra_pos, 3), component_categories=[cat],
             occurrences=n_extra,
             evidence=(f"{lab[more]} launches {cat} {ratio:.1f}× as often per forward pass "

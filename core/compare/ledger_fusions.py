@@ -33,7 +33,8 @@ def describe(f: FusionFinding, family) -> str:
 
     return (f"{f.fused_category}: {SIDE[f.component_side]} {side(comp)}, {SIDE[f.fused_side]} {side(fused)} fused; "
             f"one operation under different rows (fusion finding: {f.kind} {f.fused_category}, measured saving "
-            f"{f.measured_saving_us:,.1f} µs over {f.passes} passes)")
+            f"{f.measured_saving_us:,.1f} µs over {f.passes} pass{'es' if f.passes != 1 else ''}"
+            f"{' of ' + f.phase if f.phase else ''})")
 
 
 def link(ledger: list[LedgerEntry], fusions: list[FusionFinding], family) -> None:

@@ -272,6 +272,7 @@ class PairGroup:
 @dataclass
 class FusionFinding:
     kind: str                    # "op_fusion" | "fused_category" | "sequence" | "count_imbalance" | "missing_kernel"
+    #                              | "launch_count" (extra memsets: not a fusion; fused_side makes fewer launches)
     fused_side: str              # side that runs fewer kernels ("a" | "b")
     fused_kernels: list[str]     # the fused kernel name(s) on fused_side (may be empty for imbalance)
     fused_category: str
@@ -293,6 +294,7 @@ class FusionFinding:
     layers: list[int] = field(default_factory=list)
     fused_group: list[GroupKernel] = field(default_factory=list)      # op-level: both sides' kernels, in
     component_group: list[GroupKernel] = field(default_factory=list)  # order, with their operations
+    phase: str = ""              # the phase it was found in, where phase `all` spans several ("" otherwise)
 
 
 @dataclass

@@ -15,6 +15,7 @@ import math
 
 from functools import lru_cache
 
+from kerneldiff.core.compare.one_sided import attention_counterparts
 from kerneldiff.core.names.display import short_name as _short_name
 from kerneldiff.core.names.visible import visible
 from kerneldiff.core.report import format as fmt
@@ -185,7 +186,7 @@ def _ledger(cmp) -> str:
     for e, (a, b) in zip(ledger, spans):
         cls = "a" if e.gap_us > 0 else "b"
         title = esc(f"{e.cause}: A {fmt.us(e.a_us)}, B {fmt.us(e.b_us)}, gap {fmt.gap(e.gap_us)}", TITLE_CHARS)
-        bar = _bar_svg([(zero, zero + 0.002, "axis", ""), (x(min(a, b)), x(max(a, b)), cls, title)])
+        bar = _bar_svg([(x(min(a, b)), x(max(a, b)), cls, title), (zero - 0.001, zero + 0.001, "zero", "")])
         detail = f'<div class="muted small">{esc(e.detail, 300)}</div>' if getattr(e, "detail", "") else ""
         split = ""
         if getattr(e, "count_gap_us", None) is not None and getattr(e, "speed_gap_us", None) is not None:
@@ -196,7 +197,11 @@ def _ledger(cmp) -> str:
                     f' <span class="muted small">A {fmt.us(e.a_us)} · B {fmt.us(e.b_us)}</span>{split}</div>')
     cls = "a" if total > 0 else "b"
     bar = _bar_svg([(x(min(0.0, total)), x(max(0.0, total)), cls + " total",
-                     esc(f"wall-clock gap {fmt.gap(total)}"))])
+                     esc(f"wall-clock gap {fmt.gap(total)}")), (zero - 0.001, zero + 0.001, "zero", "")])
+    # the zero line's label above the bars: right of it A loses time, left of it B does
+    rows.insert(0, f'<div class="lab"></div><div class="bar zerolab"><span style="left:{zero * 100:.2f}%;transform:translateX({-100 * min(max(zero, 0.0), 1.0):.0f}%)">0</span>'
+                   f'{"<i class=l>← B loses</i>" if zero > 0.15 else ""}{"<i class=r>A loses →</i>" if zero < 0.85 else ""}'
+                   '</div><div class="num"></div>')
     rows.append(f'<div class="lab"><b>wall-clock gap</b></div><div class="bar">{bar}</div>'
                 f'<div class="num"><b class="{_gap_cls(total)}">{fmt.gap(total)}</b>'
                 + (f' <span class="muted small">A {fmt.us(w.a_wall_us)} · B {fmt.us(w.b_wall_us)}</span>' if w else "")
@@ -293,12 +298,27 @@ def _operations(cmp) -> str:
 
 
 # --- fusion findings ----------------------------------------------------------------------------
-def _fusions(cmp) -> str:
-    if not cmp.fusions:
+def _launch_counts(cmp, found) -> str:
+    """Extra memsets one side launches: a launch-count difference, not a fusion."""
+    if not found:
         return ""
     side = {"a": cmp.a.label, "b": cmp.b.label}
+    rows = [f'<tr><td>{esc(side[f.component_side], 40)}</td><td class="name">{esc(labels.fusion_what(f), 160)}</td>'
+            f'{_num(str(f.occurrences), f.occurrences)}{_num(fmt.us(f.component_cost_us), f.component_cost_us)}</tr>'
+            for f in found]
+    items = "".join(f"<li><div>{esc(f.evidence, 1000)}</div></li>" for f in found)
+    head = [("more on", False), ("what", False), ("n", True), ("time", True)]
+    return (f'<h2>Launch-count differences (not fusions)</h2>{_table("t-launch-counts", head, rows)}'
+            f'<ol class="evidence">{items}</ol>')
+
+
+def _fusions(cmp) -> str:
+    fusions, launch_counts = labels.fusions_and_launch_counts(cmp.fusions)
+    if not fusions:
+        return f'<section id="fusion">{_launch_counts(cmp, launch_counts)}</section>' if launch_counts else ""
+    side = {"a": cmp.a.label, "b": cmp.b.label}
     rows, items = [], []
-    for f in cmp.fusions:
+    for f in fusions:
         rows.append(f'<tr><td>{esc(f.kind)}</td><td>{esc(side[f.fused_side], 40)}</td>'
                     f'<td class="name">{esc(labels.fusion_what(f), 160)}</td>{_num(str(f.occurrences), f.occurrences)}'
                     f'{_num(fmt.gap(f.measured_saving_us), f.measured_saving_us)}'   # a saving, not A − B: no side's colour
@@ -316,8 +336,8 @@ def _fusions(cmp) -> str:
         items.append(f'<li><div>{esc(f.evidence, 1000)} <span class="muted">(confidence {f.confidence:.2f})</span></div>'
                      f'<div class="groups">{"".join(groups)}</div></li>')
     head = [("kind", False), ("fused on", False), ("what", False), ("n", True), ("measured", True), ("est.", True)]
-    return (f'<section id="fusion"><h2>Fusion differences</h2>{_table("t-fusions", head, rows)}'
-            f'<ol class="evidence">{"".join(items)}</ol></section>')
+    return (f'<section id="fusion">{_launch_counts(cmp, launch_counts)}<h2>Fusion differences</h2>'
+            f'{_table("t-fusions", head, rows)}<ol class="evidence">{"".join(items)}</ol></section>')
 
 
 # --- shapes -------------------------------------------------------------------------------------
@@ -334,12 +354,15 @@ def _peaks(cmp) -> str:
     return '<p class="muted">Peaks: ' + "; ".join(out) + "</p>"
 
 
-def _shape_table(cmp, rows, cid: str, shape_of, with_op: bool) -> str:
+def _shape_table(cmp, rows, cid: str, shape_of, with_op: bool, pairs=None) -> str:
     per = cmp.basis == "per_pass"
     rows = rows[:MAX_SHAPES]
+    pairs = pairs or {}
     body = []
-    for r in rows:
+    for i, r in enumerate(rows):
         op, shape = shape_of(r)
+        if i in pairs:   # one side only; the other runs the same attention recorded otherwise
+            shape += " ↔"
         ta, tb = labels.shape_times(cmp, r)
         cells = (f"<td>{esc(op)}</td>" if with_op else "") + f'<td class="shape">{esc(shape)}</td><td>{esc(r.dtype)}</td>'
         cells += _num(fmt.us(ta), ta) + _num(fmt.us(tb), tb)
@@ -364,7 +387,20 @@ def _shapes(cmp) -> str:
         parts.append(_shape_table(cmp, gemm, "t-gemm", labels.gemm_shape, True))
     if attn:
         parts.append(f"<h3>Attention shapes (largest gap first{', ' + str(MAX_SHAPES) + ' shown' if len(attn) > MAX_SHAPES else ''})</h3>")
-        parts.append(_shape_table(cmp, attn, "t-attention", labels.attention_shape, False))
+        pairs = attention_counterparts(cmp)
+        parts.append(_shape_table(cmp, attn, "t-attention", labels.attention_shape, False, pairs))
+        by_why: dict[str, list[str]] = {}
+        for i, c in sorted(pairs.items()):
+            if i < MAX_SHAPES and not (c.index in pairs and c.index < i and c.index < MAX_SHAPES):
+                why = " and ".join(w for w, on in (("other KV heads (GQA expanded)", c.kv_heads),
+                                                   ("another causality", c.causal)) if on) or "another record"
+                by_why.setdefault(why, []).append(f"{labels.attention_shape(attn[i])[1]} ↔ "
+                                                  f"{labels.attention_shape(attn[c.index])[1]}")
+        if by_why:   # a pair per reason as the example, and how many pairs
+            parts.append('<p class="muted small">↔: run by one side only; the other side runs the same attention '
+                         "(operator, batch, query heads, lengths, head dims, dtype) recorded with "
+                         + "; ".join(f"{esc(w)}: {len(p)} pair{'s' if len(p) != 1 else ''}, e.g. {esc(p[0])}"
+                                     for w, p in by_why.items()) + ".</p>")
         if labels.assumed_causal(attn[:MAX_SHAPES]):
             parts.append('<p class="muted small">* causal assumed (no mask, equal query and key lengths: is_causal '
                          "not recorded)</p>")
@@ -599,7 +635,9 @@ th.num{text-align:right}th[data-d]::after{content:" ↕";color:var(--muted)}
 td.name{max-width:34em;overflow-wrap:anywhere}td.sub{padding-left:22px}
 td.minibar{width:22%;min-width:90px}td.minibar svg{display:block;width:100%}
 svg rect.a{fill:var(--a)}svg rect.b{fill:var(--b)}svg rect.idle{opacity:var(--pale)}svg rect.axis{fill:var(--muted)}
-svg rect.total{opacity:.85}svg rect.exposed{fill:#c92a2a;opacity:.9}
+svg rect.total{opacity:.85}svg rect.zero{fill:var(--fg)}
+.zerolab{position:relative;height:1.2em;font-size:.8em;color:var(--muted)}.zerolab span{position:absolute}
+.zerolab i{position:absolute;font-style:normal}.zerolab i.l{left:0}.zerolab i.r{right:0}svg rect.exposed{fill:#c92a2a;opacity:.9}
 .rows{display:grid;grid-template-columns:minmax(70px,max-content) minmax(120px,1fr) max-content;gap:5px 12px;
 align-items:center}
 .rows .lab{overflow-wrap:anywhere}.rows.ledger{grid-template-columns:minmax(90px,17em) minmax(120px,1fr) max-content}.rows .bar svg{display:block;width:100%}

@@ -84,12 +84,26 @@ def operation_times(cmp, o) -> tuple[float | None, float | None]:
     return (o.a.total_us / na if o.a.count else None, o.b.total_us / nb if o.b.count else None)
 
 
+NOT_FUSIONS = ("launch_count",)   # findings the fusion detectors make that fuse nothing: extra memsets
+
+
+def fusions_and_launch_counts(fusions) -> tuple[list, list]:
+    """The findings that are fusions, and the launch-count differences (shown apart)."""
+    return ([f for f in fusions if f.kind not in NOT_FUSIONS], [f for f in fusions if f.kind in NOT_FUSIONS])
+
+
 def fusion_what(f) -> str:
-    """What a fusion finding fuses, in one line."""
+    """What a fusion finding fuses, in one line (led by its phase where phase `all` spans several)."""
+    return (f"{f.phase}: " if getattr(f, "phase", "") else "") + _what(f)
+
+
+def _what(f) -> str:
     if f.fused_group:
         return (f"{f.fused_category}{' in ' + f.module if f.module else ''}: {len(f.fused_group)} kernel"
                 f"{'s' if len(f.fused_group) != 1 else ''} for {len(f.component_group)} "
                 f"({', '.join(o.split('::')[-1] for o in f.component_ops)})")
+    if f.kind == "launch_count":
+        return f"{f.fused_category}: {f.occurrences} memsets the other side does not launch"
     if f.kind == "count_imbalance":
         return f"{f.fused_category}: {f.occurrences} extra launches on the other side"
     if f.kind == "missing_kernel":

@@ -113,13 +113,19 @@ def _operations(cmp) -> list[str]:
 
 
 def _fusions(cmp) -> list[str]:
-    if not cmp.fusions:
-        return []
+    fusions, launch_counts = labels.fusions_and_launch_counts(cmp.fusions)
     side = {"a": cmp.a.label, "b": cmp.b.label}
+    out = []
+    if launch_counts:   # one line: a comment's length is bounded
+        out += ["", "_Launch-count differences (not fusions): " + "; ".join(
+            f"{md(side[f.component_side], 24)} launches {f.occurrences} {md(f.fused_category)} memsets the other side "
+            f"does not ({fmt.us(f.component_cost_us)})" for f in launch_counts) + "._"]
+    if not fusions:
+        return out
     body = [[md(f.kind), md(side[f.fused_side], 24), md(labels.fusion_what(f), 80), str(f.occurrences),
-             fmt.gap(f.measured_saving_us), labels.estimated_saving(f)] for f in cmp.fusions[:TOP_FUSIONS]]
-    more = len(cmp.fusions) - TOP_FUSIONS
-    return (["", f"#### Fusion differences ({len(cmp.fusions)})", ""]
+             fmt.gap(f.measured_saving_us), labels.estimated_saving(f)] for f in fusions[:TOP_FUSIONS]]
+    more = len(fusions) - TOP_FUSIONS
+    return out + (["", f"#### Fusion differences ({len(fusions)})", ""]
             + _table(["kind", "fused on", "what", "n", "measured", "est."], body, right=3)
             + ([f"and {more} more"] if more > 0 else []))
 

@@ -145,7 +145,7 @@ def _flat(c: Comparison, name: str) -> tuple[list[str], list[list[Any]]]:
                 "component_categories", "component_kernels", "occurrences", "confidence",
                 "component_cost_us", "fused_cost_us", "estimated_saving_us_each", "estimated_saving_us_total",
                 "passes_gate", "module", "fused_ops", "component_ops", "measured_saving_us", "passes",
-                "occurrences_per_pass", "estimate_capped", "evidence"]
+                "occurrences_per_pass", "estimate_capped", "phase", "evidence"]
         rows = [[f.kind, f.fused_side, f.fused_category, " | ".join(f.fused_kernels), f.component_side,
                  " | ".join(f.component_categories), " | ".join(f.component_kernels), f.occurrences, _r(f.confidence),
                  _r(f.component_cost_us), _r(f.fused_cost_us),
@@ -153,7 +153,7 @@ def _flat(c: Comparison, name: str) -> tuple[list[str], list[list[Any]]]:
                  _r(f.estimated_saving.total_all_us if f.estimated_saving else None),
                  f.estimated_saving.passes_gate if f.estimated_saving else "", f.module, " | ".join(f.fused_ops),
                  " | ".join(f.component_ops), _r(f.measured_saving_us), f.passes or "", f.occurrences_per_pass or "",
-                 f.estimated_saving.capped if f.estimated_saving else "", f.evidence] for f in c.fusions]
+                 f.estimated_saving.capped if f.estimated_saving else "", f.phase, f.evidence] for f in c.fusions]
         return head, rows
     if name == "same-kernels":
         head = ["kernel", "category", *sides("count", "mean_us", "total_us"), "ratio_a_over_b_mean",

@@ -103,8 +103,10 @@ def _same_numbers(cmp, page: str, text: str) -> int:
         figures += [fmt.us(x) for x in labels.operation_times(cmp, o)] + [fmt.ratio(o.ratio), fmt.gap(o.gap_us)]
     for l in cmp.layers[:5]:
         figures += [fmt.us(l.a.total_us), fmt.us(l.b.total_us), fmt.ratio(l.ratio), fmt.gap(l.gap_us)]
-    for f in cmp.fusions[:5]:
+    fusions, launch_counts = labels.fusions_and_launch_counts(cmp.fusions)
+    for f in fusions[:5]:
         figures += [fmt.gap(f.measured_saving_us), labels.estimated_saving(f)]
+    figures += [fmt.us(f.component_cost_us) for f in launch_counts]   # extra memsets: their time
     for e in cmp.ledger:
         figures += [fmt.gap(e.gap_us), fmt.us(e.a_us), fmt.us(e.b_us)]
     for g in cmp.gemm_shapes[:5]:

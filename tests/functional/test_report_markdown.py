@@ -54,8 +54,10 @@ def _check(cmp) -> str:
         figures += [fmt.us(x) for x in labels.operation_times(cmp, o)] + [fmt.ratio(o.ratio), fmt.gap(o.gap_us)]
     for l in cmp.layers[:5]:
         figures += [fmt.us(l.a.total_us), fmt.us(l.b.total_us), fmt.gap(l.gap_us)]
-    for f in cmp.fusions[:5]:
+    fusions, launch_counts = labels.fusions_and_launch_counts(cmp.fusions)
+    for f in fusions[:5]:
         figures += [fmt.gap(f.measured_saving_us), labels.estimated_saving(f)]
+    figures += [fmt.us(f.component_cost_us) for f in launch_counts]   # extra memsets: their time
     for fig in figures:
         assert fig in report and fig in text, fig
     return text

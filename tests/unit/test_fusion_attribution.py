@@ -65,7 +65,7 @@ def test_qwen_copy_imbalance_is_not_the_whole_category_gap():
     a = load(real_trace("mi300x_qwen1.5-0.5b_hf.json.gz"), classifier=CLF)
     b = load(real_trace("h100_qwen1.5-0.5b_hf.json.gz"), classifier=CLF)
     c = compare(a, b, classifier=CLF)
-    f = next(f for f in c.fusions if f.kind == "count_imbalance" and f.fused_category == "Copy/Memory")
+    f = next(f for f in c.fusions if f.kind == "launch_count" and f.fused_category == "Copy/Memory")
     gap = _category_time(c, "b", "Copy/Memory") - _category_time(c, "a", "Copy/Memory")
     assert f.component_side == "b" and f.fused_cost_us == 0
     assert 0 < f.measured_saving_us == f.component_cost_us < 0.5 * gap
@@ -103,7 +103,8 @@ def test_eager_vs_compiled_estimates_carry_information():
     a = load(real_trace("h100_llama_eager_sdpa.json.gz"), classifier=CLF)
     b = load(real_trace("h100_llama_compiled.json.gz"), classifier=CLF)
     c = compare(a, b, classifier=CLF)
-    ops = [f for f in c.fusions if f.kind == "op_fusion"]
+    # decode's (prefill's single pass of long kernels is priced at its measured cost: capped)
+    ops = [f for f in c.fusions if f.kind == "op_fusion" and f.phase == "decode"]
     assert ops
     for f in ops:
         s = f.estimated_saving

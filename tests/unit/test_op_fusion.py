@@ -143,7 +143,12 @@ def test_planted_op_fusions_found_and_nothing_else(tmp_path, gpu_a, gpu_b, swap)
 def test_one_planted_op_is_one_finding(tmp_path):
     a, b = _pair(tmp_path, "h100", "b200", ("act",), attention=False)
     c = compare(a, b, classifier=CLF)
-    assert [(f.kind, f.fused_side, f.fused_category) for f in c.fusions] == [("op_fusion", "b", "Activation")]
+    # one finding per phase: the 3 decode passes (each layer's most common sequence) and the prefill
+    # pass, which runs another sequence and is aligned on its own
+    assert [(f.kind, f.fused_side, f.fused_category, f.phase) for f in c.fusions] == \
+        [("op_fusion", "b", "Activation", "decode"), ("op_fusion", "b", "Activation", "prefill")]
+    assert sum(f.passes for f in c.fusions) == len(a.steps) == 4
+    assert c.fusions[1].occurrences == 4 and c.fusions[1].layers == [0, 1, 2, 3]
     f = c.fusions[0]
     assert f.passes == 3 and f.occurrences == 4 * 3 and f.layers == [0, 1, 2, 3]
     # measured: component time minus fused time, per pass x passes, from the aligned pairs

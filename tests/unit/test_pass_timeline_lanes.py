@@ -48,7 +48,7 @@ def test_a_mostly_idle_lane_reads_mostly_idle_at_full_view():
     # any kernel was drawn full. A cell now shows how much of its time is busy, in eighths.
     import numpy as np
 
-    from kerneldiff.tui.screens.pass_timeline import LEVELS, lane_cells
+    from kerneldiff.tui.screens.pass_timeline import IDLE, LEVELS, lane_cells
 
     # 100 kernels of 9 µs, one every 100 µs: 9% busy, across 50 cells of 200 µs
     start = np.arange(100) * 100.0
@@ -57,7 +57,7 @@ def test_a_mostly_idle_lane_reads_mostly_idle_at_full_view():
     assert all(c in LEVELS[1:3] for c in cells)          # ▁ or ▂: about a tenth busy, never █
     # zoomed into one kernel: full where it runs, blank where it does not
     zoomed = lane_cells(start, end, 0.0, 1.0, 20)
-    assert zoomed[:9] == ["█"] * 9 and zoomed[9:] == [" "] * 11
+    assert zoomed[:9] == ["█"] * 9 and zoomed[9:] == [IDLE] * 11      # idle drawn as such
     # two kernels back to back inside one full stretch: the second start is a boundary
     back = lane_cells(np.array([0.0, 10.0]), np.array([10.0, 20.0]), 0.0, 2.0, 10)
     assert back[5] == "▌" and back.count("█") == 9

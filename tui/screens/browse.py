@@ -15,7 +15,7 @@ from textual.message import Message
 from textual.widgets import Footer, Static, TabbedContent
 from textual.worker import get_current_worker
 
-from kerneldiff.core.analysis.browse import KernelTotal, LayerTotal, TraceOverview
+from kerneldiff.core.analysis.browse import KernelTotal, LayerTotal, StepTotal, TraceOverview
 
 from .. import trace_views as tv
 from .. import views
@@ -110,9 +110,22 @@ class BrowseScreen(TabbedExplorerScreen):
         elif isinstance(row.payload, KernelTotal):
             self.app.push_screen(trace_kernel_screen(self.session, self.index, self.overview.label, row.payload,
                                                      self._crumbs()))
+        elif isinstance(row.payload, StepTotal):
+            self.open_pass(row.payload.index)
         else:
             return False
         return True
+
+    def open_pass(self, step: int) -> None:
+        """This trace's pass timeline: the comparison's, with this side alone."""
+        from types import SimpleNamespace
+
+        from .pass_timeline import PassTimelineScreen
+
+        side = SimpleNamespace(label=self.overview.label)
+        only = SimpleNamespace(phase=self.overview.phase, a=side, b=side)   # what the screen reads of a comparison
+        passes = ({"pass": step}, None) if self.index == 0 else (None, {"pass": step})
+        self.app.push_screen(PassTimelineScreen(self.session, only, step, passes, [*self._crumbs(), f"Step {step}"]))
 
     def open_layer(self, layer: int) -> None:
         self.app.push_screen(BrowseLayerScreen(self.session, self.index, layer))

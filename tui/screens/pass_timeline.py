@@ -31,6 +31,8 @@ MAX_LANES = 8    # streams drawn per side, busiest first (real passes use 1-4): 
 # that is 91% idle drew as an almost solid strip, every cell holding some kernel drawn full, until
 # zoomed about 5x. A kernel starting in a cell that the one before it filled shows as a boundary (▌).
 LEVELS = " ▁▂▃▄▅▆▇█"
+IDLE = "·"      # a cell no kernel of the lane touches: idle reads as such, apart from a thin ▁
+LEGEND = f"▁…█ busy share · ▌ kernel start · {IDLE} idle · ╷ launch · ▓ selected"
 
 
 def lane_cells(start: np.ndarray, end: np.ndarray, off: float, upc: float, n: int) -> list[str]:
@@ -52,12 +54,23 @@ def lane_cells(start: np.ndarray, end: np.ndarray, off: float, upc: float, n: in
         frac = min(busy[c] / upc, 1.0) if upc > 0 else 0.0
         if frac <= 0:
             # a kernel shorter than the float resolution still shows
-            cells.append("▁" if c in starts else " ")
+            cells.append("▁" if c in starts else IDLE)
             continue
         level = LEVELS[max(1, min(8, int(np.ceil(frac * 8))))]
         full_before = c > 0 and cells[c - 1] == "█"
         cells.append("▌" if level == "█" and c in starts and full_before else level)
     return cells
+
+
+def _runs(cells: list[str]) -> list[tuple[str, int]]:
+    """Consecutive equal glyphs as (glyph, count)."""
+    out: list[tuple[str, int]] = []
+    for c in cells:
+        if out and out[-1][0] == c:
+            out[-1] = (c, out[-1][1] + 1)
+        else:
+            out.append((c, 1))
+    return out
 
 
 class PassTimeline(Widget, can_focus=True):
@@ -159,7 +172,9 @@ class PassTimeline(Widget, can_focus=True):
             style = f"bold {SIDE_STYLE[s.side]}"
             head = span(f"{SIDE_LETTER[s.side]} ", style)
             head.append(literal(s.label, style))
-            head.append(f"  span {fmt_us(s.span_us)}  {len(s.rows)} kernels", style=DIM)
+            idle = s.idle_us
+            head.append(f"  span {fmt_us(s.span_us)}  idle {fmt_us(idle)}"
+                        + (f" ({idle / s.span_us:.0%})" if s.span_us > 0 else "") + f"  {len(s.rows)} kernels", style=DIM)
             out.append(head)
             # launch calls: ╷ at the start of each launch call in view
             marks = [" "] * n
@@ -176,7 +191,8 @@ class PassTimeline(Widget, can_focus=True):
             for stream in sorted(shown):
                 cells = lane_cells(s.start[s.lanes[stream]], s.end[s.lanes[stream]], off, upc, n)
                 row = Text(f"s{stream}".rjust(LABEL - 1)[: LABEL - 1] + " ")
-                row.append("".join(cells), style=SIDE_STYLE[s.side])
+                for glyph, run in _runs(cells):   # idle dim, busy in the side's colour
+                    row.append(glyph * run, style=DIM if glyph == IDLE else SIDE_STYLE[s.side])
                 if sel is not None and sel[0] is s and int(s.stream[sel[1]]) == stream:
                     i = sel[1]
                     a = int((float(s.start[i]) - off) // upc)
@@ -203,7 +219,7 @@ class PassTimeline(Widget, can_focus=True):
                 break
             axis.append(("┬" + " " * (step - 1))[: min(step, n - c)], style=DIM)
             ticks.append(label.ljust(step)[: min(step, n - c)], style=DIM)
-        out += [axis, ticks]
+        out += [axis, ticks, Text(" " * LABEL + LEGEND, style=DIM)]
         return out
 
     def render(self) -> Text:

@@ -557,7 +557,8 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
             found = None
     alignments, fusions, coarse_notes = found or _pairs_and_fusions(ga, gb, labels, classifier, fusion_overrides)
     cmp.alignments, cmp.fusions = alignments, fusions
-    ledger_fusions.link(cmp.ledger, fusions, classifier.group)
+    cmp.ledger = ledger_fusions.regroup(cmp.ledger, fusions, alignments, va, vb, cmp.basis == "per_pass",
+                                        classifier.group)
     # the warnings in the order one process gives them: the sides', the alignment's, then the rest
     cmp.warnings[:0] = [f"{lab}: {w}" for lab, m in zip(labels, (a, b)) for w in m.warnings] + coarse_notes
     cmp.comparability = check_comparability(cmp, va, vb)

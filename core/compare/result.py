@@ -307,6 +307,9 @@ class SameKernel:
     b: Stats
     ratio: float | None
     gap_us: float
+    # "" or, where both sides recorded input shapes for its launches and none is common to the
+    # two, what each ran it on (`core.compare.same_work`): the means then compare different work
+    shapes_differ: str = ""
 
 
 @dataclass

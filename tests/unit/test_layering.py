@@ -163,6 +163,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "work_result", "result",                 # the JSON-ready result types
         "recording", "pass_basis",               # recording options; the window the headline measures
         "split", "layer_significance",           # a ledger row's launches/slower split; layer t-tests
+        "same_work",                             # whether a same-name kernel pair ran the same shapes
         "align",                                 # kernel alignment inside a layer
         "op_fusion", "swap", "fusion_model", "fusion",   # fusion findings and their savings
         "ledger", "throughput", "comparability",  # the gap ledger, throughput, like with like

@@ -49,10 +49,16 @@ def render_ledger(cmp, out) -> None:
                       else ""), style="dim"))
     seen: list[str] = []
     for e in cmp.ledger:
+        if e.finding >= 0:      # a fused operation's own row: what it holds and where from
+            out.print(Text(f"{e.cause}: ", style="dim") + literal(e.detail))
+            seen += e.fusions
+    for e in cmp.ledger:
         for text in e.fusions:
             if text not in seen:
                 seen.append(text)
     for text in seen:
+        if any(e.finding >= 0 and text in e.fusions for e in cmp.ledger):
+            continue
         rows = ", ".join(e.cause for e in cmp.ledger if text in e.fusions)
         out.print(Text(f"fused: {rows} — ", style="dim") + literal(text))
     ha, hb = cmp.host.get("a"), cmp.host.get("b")

@@ -156,9 +156,13 @@ def render_text(cmp, out) -> None:
         shown = cmp.same_kernels[:10]
         short = distinct_short_names([k.name for k in shown], max(16, name_w - 12))   # what tells them apart
         for s in shown:
-            t.add_row(literal(short[s.name]), f"{s.a.count:,}", f"{s.b.count:,}", us(s.a.mean_us),
-                      us(s.b.mean_us), _ratio(s.ratio), fmt.gap(s.gap_us))
+            t.add_row(literal(short[s.name]), f"{s.a.count:,}", f"{s.b.count:,}", us(s.a.mean_us), us(s.b.mean_us),
+                      ("≠ " if s.shapes_differ else "") + _ratio(s.ratio), fmt.gap(s.gap_us))
         out.print(t)
+        for s in shown:
+            if s.shapes_differ:
+                out.print(Text("≠ ", style="dim") + literal(short[s.name]) + Text(": " + s.shapes_differ
+                                                                                + " (its A/B is not a speed)", style="dim"))
     render_work(cmp, out, name_w)
     for wmsg in cmp.warnings:
         out.print(Text("warning: ", style="yellow") + literal(wmsg))

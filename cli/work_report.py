@@ -115,7 +115,9 @@ def render_work(cmp, out, name_w: int = 40) -> None:
     width = out.width
     out.print(_peak_line(cmp))
     if cmp.gemm_shapes:
-        out.print(_fitting_shape_table(cmp, cmp.gemm_shapes, "GEMM shapes, m×n×k", _gemm, out, True))
+        cover = labels.gemm_coverage(cmp)
+        out.print(_fitting_shape_table(cmp, cmp.gemm_shapes, "GEMM shapes, m×n×k" + (f" ({cover})" if cover else ""),
+                                       _gemm, out, True))
     if cmp.attention_shapes:
         out.print(_fitting_shape_table(cmp, cmp.attention_shapes, "Attention shapes", _attention, out, False))
         note = _backends(cmp.attention_shapes[:TOP_SHAPES])

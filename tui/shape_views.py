@@ -172,6 +172,9 @@ def shapes_hint(comp: Comparison, kind: str = GEMM) -> Text:
     if here:
         t.append(f"{len(here)} {KIND_WORDS[kind] if len(here) != 1 else KIND_WORDS[kind][:-1]}", style="bold")
         t.append(", largest |gap| first" + (" (per pass)" if comp.basis == "per_pass" else ""), style=DIM)
+        cover = labels.gemm_coverage(comp) if kind == GEMM else ""
+        if cover:
+            t.append(f"; {cover}", style=DIM)
     else:
         t.append(f"no {KIND_WORDS[kind]} in this phase", style="bold")
         t.append(" (no such operator with usable recorded shapes)" if not lacking else "", style=DIM)

@@ -78,8 +78,9 @@ def ledger_detail(e: LedgerEntry, comp: Comparison):
         t = Text()
         t.append(f"launches{per}: A {_count(e.a_launches)}  B {_count(e.b_launches)}\n")
         t.append(f"more launches {fmt_gap(e.count_gap_us)}   slower kernels {fmt_gap(e.speed_gap_us)}\n", style="bold")
-        t.append("Kernels are matched by name, then by launching operator; each matched group's count difference "
-                 "is priced at the mean of the two sides' means, its time difference at the mean of their counts. "
+        t.append("Kernels are matched by name and launching operator, then by operator; "
+                 + (e.split_basis or "extra launches priced at the extra kernels' own mean duration")
+                 + ", the rest at the launches both sides make. "
                  "Enter on this operation in the Operations tab (2) lists its kernels.", style=DIM)
         parts.append(t)
     ha, hb = comp.host.get("a"), comp.host.get("b")

@@ -50,8 +50,19 @@ def _tokens_by_phase(view) -> dict[str, list[int]]:
     return out
 
 
-def _gemm_shared(cmp: Comparison) -> tuple[float, float] | None:
-    """Share of each side's GEMM time spent on weight shapes (n×k) the other side also runs."""
+def gemm_coverage(cmp: Comparison) -> dict[str, tuple[float, float]]:
+    """Per side, (GEMM time whose work the recorded shapes give, all GEMM time): the Dense GEMM
+    operation's throughput coverage (kernels whose operator recorded no input shapes are in the
+    second only); (0, 0) without GEMM time."""
+    for r in cmp.throughput:
+        if r.category == "Dense GEMM":
+            return {s: (getattr(r, s).covered_us, getattr(r, s).time_us) for s in ("a", "b")}
+    return {"a": (0.0, 0.0), "b": (0.0, 0.0)}
+
+
+def _gemm_shared(cmp: Comparison) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    """Share of each side's GEMM time spent on weight shapes (n×k) the other side also runs: of the
+    time with recorded shapes (what the verdict reads), and of all its GEMM time (what it says)."""
     time = {"a": Counter(), "b": Counter()}
     for g in cmp.gemm_shapes:
         if g.op.endswith("bmm") or g.batch > 1:
@@ -64,7 +75,10 @@ def _gemm_shared(cmp: Comparison) -> tuple[float, float] | None:
     if ta <= 0 or tb <= 0:
         return None
     both = time["a"].keys() & time["b"].keys()
-    return sum(time["a"][s] for s in both) / ta, sum(time["b"][s] for s in both) / tb
+    sa, sb = sum(time["a"][s] for s in both), sum(time["b"][s] for s in both)
+    cov = gemm_coverage(cmp)
+    # of all GEMM time: at most the share of the time with shapes (a side without a GEMM row: that)
+    return (sa / ta, sb / tb), tuple(x / max(t, cov[s][1]) for x, t, s in ((sa, ta, "a"), (sb, tb, "b")))
 
 
 def check(cmp: Comparison, va, vb) -> Comparability:
@@ -89,10 +103,15 @@ def check(cmp: Comparison, va, vb) -> Comparability:
         fatal.append(("layers", f"different models: layer stacks {said(a)} on {la}, {said(b)} on {lb}"))
     if a.architecture != b.architecture and "unknown" not in (a.architecture, b.architecture):
         fatal.append(("architecture", f"different architectures: {a.architecture} on {la}, {b.architecture} on {lb}"))
-    shared = _gemm_shared(cmp)
+    found = _gemm_shared(cmp)
+    shared, of_all = found if found is not None else (None, None)
     if shared is not None and min(shared) < SHARED_GEMM_TIME:
-        text = (f"different GEMM weight shapes (n×k): only {shared[0]:.0%} of {la}'s GEMM time and "
-                f"{shared[1]:.0%} of {lb}'s run shapes both sides run")
+        cov = gemm_coverage(cmp)
+        unknown = [f"{lab} {cov[s][0] / 1000:,.1f} of {cov[s][1] / 1000:,.1f} ms" for s, lab in (("a", la), ("b", lb))
+                   if cov[s][0] < 0.995 * cov[s][1]]
+        text = (f"different GEMM weight shapes (n×k): only {of_all[0]:.0%} of {la}'s GEMM time and "
+                f"{of_all[1]:.0%} of {lb}'s run shapes both sides run"
+                + (f" (shapes recorded for {', '.join(unknown)} of GEMM time; the rest is unknown)" if unknown else ""))
         # one side's GEMMs all among the other's: the same model doing more (or less) work
         (partial if max(shared) >= SUBSET_GEMM_TIME else fatal).append(("gemm_shapes", text))
     pa, pb = set(cmp.a.phases) - {"unknown"}, set(cmp.b.phases) - {"unknown"}

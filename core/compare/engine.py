@@ -28,6 +28,7 @@ from kerneldiff.core.compare import layer_significance, ledger_fusions
 from kerneldiff.core.compare.layer_significance import slower_by
 from kerneldiff.core.compare.ledger import build as build_ledger, exposed_communication, host_time
 from kerneldiff.core.compare.op_fusion import gemm_op_keys
+from kerneldiff.core.compare.same_work import shape_difference
 from kerneldiff.core.compare.pass_basis import headline_window, on_passes, outside_us, pass_spread, window_note
 from kerneldiff.core.compare.throughput import attach as attach_throughput
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
@@ -440,7 +441,8 @@ def _same_kernels(va: _View, vb: _View) -> list[SameKernel]:
         # sampling's on the other): both, in an order that does not depend on which side is A
         ca, cb = va.groups[int(va.gcat[pa[0]])], vb.groups[int(vb.gcat[pb[0]])]
         out.append(SameKernel(name=name, category=ca if ca == cb else " / ".join(sorted((ca, cb))), a=sa, b=sb,
-                              ratio=_ratio(sa.mean_us, sb.mean_us), gap_us=sa.total_us - sb.total_us))
+                              ratio=_ratio(sa.mean_us, sb.mean_us), gap_us=sa.total_us - sb.total_us,
+                              shapes_differ=shape_difference(va, pa, vb, pb)))
     out.sort(key=lambda s: (-abs(s.gap_us), s.name))
     return out
 
@@ -594,7 +596,8 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
             found = None
     alignments, fusions, coarse_notes = found or _pairs_and_fusions(ga, gb, labels, classifier, fusion_overrides)
     cmp.alignments, cmp.fusions = alignments, fusions
-    ledger_fusions.link(cmp.ledger, fusions, classifier.group)
+    cmp.ledger = ledger_fusions.regroup(cmp.ledger, fusions, alignments, va, vb, cmp.basis == "per_pass",
+                                        classifier.group)
     # the warnings in the order one process gives them: the sides', the alignment's, then the rest
     cmp.warnings[:0] = [f"{lab}: {w}" for lab, m in zip(labels, (a, b)) for w in m.warnings] + coarse_notes
     cmp.comparability = check_comparability(cmp, va, vb)

@@ -36,6 +36,7 @@ from kerneldiff.core.compare import swap
 from kerneldiff.core.compare.result import FusionFinding, LayerAlignment
 from kerneldiff.core.analysis.flops import kernels_bytes
 from kerneldiff.core.analysis.side_readings import launch_costs
+from kerneldiff.core.analysis.timeline import timeline
 from kerneldiff.core.compare.fusion_model import estimate, params_for, with_measured_dispatch
 from kerneldiff.core.compare.op_fusion import cap_saving, find_op_fusions
 from kerneldiff.core.compare.split import split
@@ -136,7 +137,11 @@ def _find_fusions(va, vb, labels: tuple[str, str], classifier, alignments: list[
     params = {}
     for s, v in full.items():
         (gap, queued), floor = launch_costs(v.m, v.phase)   # read from this side alone: see side_readings
-        params[s] = with_measured_dispatch(params_for(v.m.info.gpu, overrides), gap, queued, floor)
+        t = timeline(v.m, v.phase, keep_cut=False)
+        bound = t.whole.launch_bound_us / t.whole.span_us if t.whole.span_us > 0 else None
+        params[s] = with_measured_dispatch(params_for(v.m.info.gpu, overrides), gap, queued, floor,
+                                           launch_call_us=t.launch.api_p50_us, launch_calls=t.launch.launches,
+                                           launch_bound=bound)
     full_counts = {"a": _counts(va), "b": _counts(vb)}
     op_findings, claimed = find_op_fusions(full, lab, classifier, alignments, full_counts, params, estimate)
     # the category-level detectors read what no op-level finding explains

@@ -7,10 +7,13 @@ with a minimum-gain gate. On unified-memory parts (MI300A, GH200/GB200 in cohere
 reads device memory in place, so read-back costs nothing and that term is zero — not "divide by
 zero bandwidth". Bandwidths are bytes/ns (= GB/s).
 
-The cost of a launch is the trace's own (`with_measured_dispatch`): the median gap the GPU leaves
-between a kernel and the one queued behind it (`timeline.dispatch_gap`) plus the time the trace's
-shortest kernels take whatever their work (`timeline.kernel_floor`), not a fixed figure; a family
-default only where too few kernels were queued to measure it (then said so). A fixed 3 µs
+The cost of a launch is the trace's own (`with_measured_dispatch`): on a launch-bound side (the GPU
+waits for the host at least half its wall clock) the median recorded launch call, what the host
+spends on each kernel (6.0 µs on eager Llama, 90 % launch-bound, where the GPU's own gap priced it
+at 1.15 µs); else the median gap the GPU leaves between a kernel and the one queued behind it
+(`timeline.dispatch_gap`) plus the time the trace's shortest kernels take whatever their work
+(`timeline.kernel_floor`), not a fixed figure; a family default only where too few kernels were
+queued to measure it (then said so). Every estimate is capped at what the component kernels took. A fixed 3 µs
 charged more per launch than the small decode kernels of a real pair took, so every estimate
 came out at its cap and told nothing.
 
@@ -129,20 +132,43 @@ def params_for(gpu: str, overrides: dict[str, float] | None = None) -> FusionPar
     return p
 
 
+# a side whose wall clock is at least this share launch-bound idle: the GPU waits for each launch,
+# so a launch fewer saves what the host spends launching it, not the GPU's own gap between kernels
+LAUNCH_BOUND_SHARE = 0.5
+
+
 def with_measured_dispatch(p: FusionParams, gap_us: float | None, kernels: int,
-                           floor_us: float | None) -> FusionParams:
-    """`p` with the trace's measured cost per launch unless the user gave one: the GPU's gap between
-    a kernel and the one queued behind it (`timeline.dispatch_gap`) plus the time any kernel takes
-    whatever its work (`timeline.kernel_floor`): what a launch fewer saves the GPU. The basis says
+                           floor_us: float | None, *, launch_call_us: float | None = None,
+                           launch_calls: int = 0, launch_bound: float | None = None) -> FusionParams:
+    """`p` with the trace's measured cost per launch unless the user gave one. Where the side is
+    launch-bound (`launch_bound`: the share of its wall clock the GPU waited for a launch, at least
+    LAUNCH_BOUND_SHARE) and its launch calls are recorded: the median launch call
+    (`launch_call_us`, over `launch_calls`), what the host spends on each kernel while the GPU
+    waits. Otherwise the GPU's gap between a kernel and the one queued behind it
+    (`timeline.dispatch_gap`) plus the time any kernel takes whatever its work
+    (`timeline.kernel_floor`): what a launch fewer saves a GPU that is not waiting. The basis says
     which it is, and why a default stayed."""
     if p.dispatch_basis == "override":
         return p
+    if launch_call_us is not None and launch_calls >= MIN_LAUNCH_CALLS and launch_bound is not None \
+            and launch_bound >= LAUNCH_BOUND_SHARE:
+        return replace(p, dispatch_ns=round(launch_call_us * 1000.0, 1),
+                       dispatch_basis=(f"measured: {launch_call_us:.2f} µs median launch call over {launch_calls:,} "
+                                       f"launches (the host's cost per kernel: the run is {launch_bound:.0%} "
+                                       f"launch-bound, the GPU waits for each launch)"))
     if gap_us is None or floor_us is None:
         return replace(p, dispatch_basis=f"default: {kernels} queued kernel{'s' if kernels != 1 else ''} "
                                          "in the trace, too few to measure the gap between them")
+    why = ""
+    if launch_bound is not None:
+        why = (f"; the run is {launch_bound:.0%} launch-bound, so the GPU's own gap, not the launch call"
+               if launch_calls >= MIN_LAUNCH_CALLS else "; no launch calls recorded")
     return replace(p, dispatch_ns=round((gap_us + floor_us) * 1000.0, 1),
                    dispatch_basis=(f"measured: {gap_us:.2f} µs median gap between {kernels:,} queued kernels "
-                                   f"+ {floor_us:.2f} µs shortest kernels (5th percentile)"))
+                                   f"+ {floor_us:.2f} µs shortest kernels (5th percentile){why}"))
+
+
+MIN_LAUNCH_CALLS = 20
 
 
 def estimate(params: FusionParams, *, kernels_before: int, kernels_after: int, occurrences: int,

@@ -88,15 +88,22 @@ def _operations(va, vb, na: int, nb: int, sel_a=None, sel_b=None) -> list[Ledger
     return out
 
 
+def window(va, vb, ta: Timeline, tb: Timeline) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The kernels the ledger counts, per side view (None: all of them): the window the headline
+    measures (kerneldiff.core.compare.pass_basis), the passes' kernels or the whole trace's."""
+    if on_passes(ta, tb, va.m, vb.m):
+        return va._take(va.m.kernels.step) >= 0, vb._take(vb.m.kernels.step) >= 0
+    return None, None
+
+
 def build(va, vb, ta: Timeline, tb: Timeline, per_pass: bool) -> list[LedgerEntry]:
     """The ledger of a comparison (largest |gap| first); empty when a side has no work."""
     if len(va.rows) == 0 or len(vb.rows) == 0:
         return []
     na, nb = (va.passes, vb.passes) if per_pass else (1, 1)
-    # the window the headline measures (kerneldiff.core.compare.pass_basis): the passes' kernels,
-    # overlap and idle, or the whole trace's
+    # the window the headline measures: the passes' kernels, overlap and idle, or the whole trace's
     passes = on_passes(ta, tb, va.m, vb.m)
-    sel_a, sel_b = (va._take(va.m.kernels.step) >= 0, vb._take(vb.m.kernels.step) >= 0) if passes else (None, None)
+    sel_a, sel_b = window(va, vb, ta, tb)
     entries = _operations(va, vb, na, nb, sel_a, sel_b)
     wa, wb = headline_window(ta, passes), headline_window(tb, passes)
     da = va.dur if sel_a is None else va.dur[sel_a]

@@ -834,9 +834,18 @@ def _mark(insts: list[_Instance], alignments: list[LayerAlignment], finding: int
 
 def _claim(sides: dict, alignments: list[LayerAlignment], claimed: dict[str, np.ndarray]) -> None:
     """Mark, in every pass that runs a layer's most common kernel sequence, the kernels its groups hold."""
+    for s, found in finding_of_kernels(sides, alignments).items():
+        claimed[s] |= found >= 0
+
+
+def finding_of_kernels(sides: dict, alignments: list[LayerAlignment]) -> dict[str, np.ndarray]:
+    """Per side, over the side view's positions: the finding (`PairGroup.finding`) whose group holds
+    each kernel, in every pass that runs its layer's most common kernel sequence (the passes the
+    finding measured), −1 elsewhere."""
+    out = {s: np.full(len(sides[s].dur), -1, dtype=np.int64) for s in ("a", "b")}
     want = {al.layer: al for al in alignments if al.groups}
     if not want:
-        return
+        return out
     for s in ("a", "b"):
         v = sides[s]
         k = v.m.kernels
@@ -851,8 +860,11 @@ def _claim(sides: dict, alignments: list[LayerAlignment], claimed: dict[str, np.
             al = want[int(lay[seg[0]])]
             modal = np.asarray([getattr(p, f"{s}_row") for p in al.pairs if getattr(p, f"{s}_name") is not None],
                                dtype=np.int64)
-            idx = np.asarray(sorted({i for g in al.groups for i in (g.a_indices if s == "a" else g.b_indices)}),
-                             dtype=np.int64)
+            owner: dict[int, int] = {}
+            for g in al.groups:
+                for i in (g.a_indices if s == "a" else g.b_indices):
+                    owner.setdefault(i, g.finding)
+            idx = np.asarray(sorted(owner), dtype=np.int64)
             n = len(modal)
             if not n or not len(idx):
                 continue
@@ -863,4 +875,6 @@ def _claim(sides: dict, alignments: list[LayerAlignment], claimed: dict[str, np.
                 continue
             cells = seg[full[:, None] + np.arange(n)]
             same = (v.name[cells] == k.name[modal][None, :]).all(axis=1)
-            claimed[s][cells[same][:, idx].ravel()] = True
+            hit = cells[same][:, idx]
+            out[s][hit] = np.broadcast_to(np.asarray([owner[i] for i in idx.tolist()], dtype=np.int64), hit.shape)
+    return out

@@ -111,6 +111,10 @@ class LedgerEntry:
     # the op-level fusions this row holds part of (`core.compare.ledger_fusions`): one operation that
     # the two sides book under different rows, how each side runs it, and the finding
     fusions: list = field(default_factory=list)
+    # a fused operation's row (`core.compare.ledger_fusions.regroup`): the finding (index into
+    # Comparison.fusions) and the rows each side's kernels of it came from, {"a"/"b": {row: µs}}
+    finding: int = -1
+    from_rows: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -305,6 +309,9 @@ class SameKernel:
     b: Stats
     ratio: float | None
     gap_us: float
+    # "" or, where both sides recorded input shapes for its launches and none is common to the
+    # two, what each ran it on (`core.compare.same_work`): the means then compare different work
+    shapes_differ: str = ""
 
 
 @dataclass

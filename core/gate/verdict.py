@@ -200,9 +200,11 @@ def changes(cmp) -> list[Change]:
     div = 1 if cmp.basis == "per_pass" else na   # the ledger's basis: totals when the pass counts agree
     out: list[Change] = []
     ledger = {e.cause: e for e in cmp.ledger}
+    # rows that gave a fused operation's kernels to a row of its own: their split is of the rest only
+    moved = {r for e in cmp.ledger if e.finding >= 0 for rows in e.from_rows.values() for r in rows}
     for r in cmp.operations:
         base, new = r.a.total_us / na, r.b.total_us / nb
-        e = ledger.get(r.category)
+        e = ledger.get(r.category) if r.category not in moved else None
         lc = -e.count_gap_us / div if e is not None and e.count_gap_us is not None else None
         sp = -e.speed_gap_us / div if e is not None and e.speed_gap_us is not None else None
         la = e.a_launches / (1 if cmp.basis == "per_pass" else na) if e is not None and e.a_launches is not None else None
@@ -223,6 +225,8 @@ def changes(cmp) -> list[Change]:
                 d = r.b.median_us - r.a.median_us
                 out.append(Change("layer", f"layer {r.layer}", r.a.median_us, r.b.median_us, d, _pct(r.a.median_us, d)))
     for s in cmp.same_kernels[:200]:
+        if s.shapes_differ:     # one name, different recorded shapes: not the same work to compare
+            continue
         ca, cb = s.a.count / na, s.b.count / nb
         base, new = s.a.total_us / na, s.b.total_us / nb
         lc, sp = _split(ca, s.a.mean_us, cb, s.b.mean_us)

@@ -49,13 +49,15 @@ def pct(x: float | None, digits: int = 1) -> str:
 
 
 def size(n: float | None) -> str:
-    """Bytes in binary units: 812 B, 1.5 KB, 2.3 GB."""
+    """Bytes in decimal units, as the bandwidths beside them (TB/s, GB/s are 10¹² and 10⁹ bytes a
+    second): 812 B, 1.5 kB, 2.3 GB. Binary units under decimal names read 1 MiB as "1.0 MB" beside a
+    TB/s that is not 2²⁰-based: a 4.9 % slip at GB, 10 % at TB."""
     if _missing(n):
         return ABSENT
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1024 or unit == "TB":
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(n) < 999.95 or unit == "TB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
+        n /= 1000
     return f"{n:.1f} TB"   # pragma: no cover  (the loop returns at TB)
 
 

@@ -384,6 +384,9 @@ def _shapes(cmp) -> str:
     parts = [f'<section id="shapes"><h2>GEMM and attention shapes</h2>{_peaks(cmp)}']
     if gemm:
         parts.append(f"<h3>GEMM shapes, m×n×k (largest gap first{', ' + str(MAX_SHAPES) + ' shown' if len(gemm) > MAX_SHAPES else ''})</h3>")
+        cover = labels.gemm_coverage(cmp)
+        if cover:
+            parts.append(f'<p class="muted small">{esc(cover.capitalize())}</p>')
         parts.append(_shape_table(cmp, gemm, "t-gemm", labels.gemm_shape, True))
     if attn:
         parts.append(f"<h3>Attention shapes (largest gap first{', ' + str(MAX_SHAPES) + ' shown' if len(attn) > MAX_SHAPES else ''})</h3>")

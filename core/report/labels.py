@@ -141,3 +141,23 @@ def layer_test_note(n_layers: int) -> str:
     return (f"± passes: the gap's spread over the passes; t: the per-pass gap over its standard error "
             f"√(σA²/nA + σB²/nB) of the steady passes; t vs typical: against the typical layer's gap, "
             f"* where |t| > {critical(n_layers):.2f} (5 %, corrected for {n_layers} layers)")
+
+
+def gemm_coverage(cmp) -> str:
+    """What share of each side's GEMM time the GEMM shapes cover (kernels whose operator recorded
+    no input shapes are not in them): `shapes cover 100% of A's GEMM time, 11% of B's (23.5 of
+    208.5 ms)`; "" without GEMM time."""
+    from kerneldiff.core.compare.comparability import gemm_coverage as cover
+
+    cov = cover(cmp)
+    parts = []
+    for s in ("a", "b"):
+        shaped, total = cov[s]
+        if total <= 0:
+            continue
+        part = f"{shaped / total:.0%} of {s.upper()}'s"
+        if shaped < 0.995 * total:
+            part += f" ({shaped / 1000:,.1f} of {total / 1000:,.1f} ms)"
+        parts.append(part)
+    return f"shapes cover {', '.join(parts)} GEMM time" if parts else ""
+

@@ -157,9 +157,9 @@ def _flat(c: Comparison, name: str) -> tuple[list[str], list[list[Any]]]:
         return head, rows
     if name == "same-kernels":
         head = ["kernel", "category", *sides("count", "mean_us", "total_us"), "ratio_a_over_b_mean",
-                "gap_us_a_minus_b_total"]
+                "gap_us_a_minus_b_total", "shapes_differ"]
         rows = [[s.name, s.category, s.a.count, s.b.count, _r(s.a.mean_us), _r(s.b.mean_us), _r(s.a.total_us),
-                 _r(s.b.total_us), _r(s.ratio), _r(s.gap_us)] for s in c.same_kernels]
+                 _r(s.b.total_us), _r(s.ratio), _r(s.gap_us), s.shapes_differ] for s in c.same_kernels]
         return head, rows
     if name == "timeline":
         return _timeline(c)

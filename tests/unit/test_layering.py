@@ -163,10 +163,11 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "work_result", "result",                 # the JSON-ready result types
         "recording", "pass_basis",               # recording options; the window the headline measures
         "split", "layer_significance",           # a ledger row's launches/slower split; layer t-tests
-        "ledger_fusions",                        # op-level fusions named in the ledger rows they span
+        "same_work",                             # whether a same-name kernel pair ran the same shapes
         "align",                                 # kernel alignment inside a layer
         "op_fusion", "swap", "fusion_model", "fusion",   # fusion findings and their savings
         "ledger", "throughput", "comparability",  # the gap ledger, throughput, like with like
+        "ledger_fusions",                        # fused operations in a ledger row of their own
         "engine",                                # compare(a, b) -> Comparison
         "one_sided", "drill", "pass_pairs",      # readings beside the comparison
         "host_compare", "module_compare",        # host hotspots and the module tree, both sides

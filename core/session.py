@@ -456,12 +456,8 @@ class Session:
         """Trace `index` on its own in one phase, what the explorer browses
         (`kerneldiff.core.analysis.browse.TraceOverview`)."""
         from kerneldiff.core.analysis.browse import overview
-        from kerneldiff.core.analysis.timeline import timeline
 
-        m = self._model(index)
-        ov = overview(m, phase)
-        ov.wall = timeline(m, phase, keep_cut=False).whole    # what browse leads with, as compare reads it
-        return ov
+        return overview(self._model(index), phase)
 
     def loaded_trace(self, index: int) -> LoadedTrace:
         """Loaded trace `index` in a few words: its GPU and how many kernels, steps, layers, warnings."""

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from kerneldiff.core.analysis.timeline import timeline
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
 
 TOP_N = 3   # kernels and cpu_ops named per operation / step
@@ -114,7 +115,7 @@ class TraceOverview:
     kernel_totals: list[KernelTotal]
     steps: list[StepTotal]
     # the phase's wall clock (first to last GPU activity), busy and idle, as a comparison reads them
-    # (a kerneldiff.core.analysis.timeline Window, set by Session.overview: timeline comes after this)
+    # (a kerneldiff.core.analysis.timeline Window): what browse leads with
     wall: Any = None
 
 
@@ -338,4 +339,4 @@ def overview(model: TraceModel, phase: str = "all") -> TraceOverview:
         gpu_time_us=float(model.kernels.dur[mask].sum()), kernels=int(mask.sum()), steps_total=len(model.steps),
         layers_per_step=model.num_layers, architecture=model.architecture, warnings=warnings,
         operations=operations(model, phase), layers=layers(model, phase), kernel_totals=kernels(model, phase),
-        steps=steps(model, phase))
+        steps=steps(model, phase), wall=timeline(model, phase, keep_cut=False).whole)

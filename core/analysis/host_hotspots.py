@@ -57,8 +57,10 @@ def display_name(kind: str, text: str) -> str:
     return text
 
 
-def host_side(model, phase: str = "all") -> HostSide:
-    return model.memo(("host_hotspots", phase), lambda: _host_side(model, phase))
+def host_side(model, phase: str = "all", by_pass: bool = False) -> HostSide:
+    """`by_pass`: the launch-bound gaps inside the passes only (a comparison that measures the
+    passes: the ledger row these gaps split is the passes' launch-bound idle)."""
+    return model.memo(("host_hotspots", phase, by_pass), lambda: _host_side(model, phase, by_pass))
 
 
 def _events(model):
@@ -135,7 +137,7 @@ def _segments(ts: np.ndarray, end: np.ndarray, probes: np.ndarray) -> tuple[np.n
     return t[last][:-1], t[last][1:], np.where(owner >= 0, live[np.maximum(owner, 0)], -1)[:-1]
 
 
-def _host_side(m, phase: str) -> HostSide:
+def _host_side(m, phase: str, by_pass: bool = False) -> HostSide:
     k = m.kernels
     ts, end, tid, name, keys = _events(m)
     keys = keys + [("none", NO_EVENT)]
@@ -164,7 +166,7 @@ def _host_side(m, phase: str) -> HostSide:
     o = np.argsort(ws, kind="stable")
     ws, we = ws[o], we[o]
     # launch-bound gaps on the same clock (launch_bound_gaps counts from the first activity too)
-    gs, ge, _ = launch_bound_gaps(m, phase)
+    gs, ge, _ = launch_bound_gaps(m, phase, by_pass=by_pass)
     seg_s, seg_e, owner_pos = _segments(ns(ts[mine]), ns(end[mine]), np.concatenate([ws, we, gs, ge]))
     owner = np.where(owner_pos >= 0, sname[np.maximum(owner_pos, 0)] if len(sname) else none, none)
     n = len(keys)

@@ -529,20 +529,39 @@ def _timeline(model: TraceModel, phase: str, tolerance_us: float, keep_cut: bool
     return tl
 
 
-def launch_bound_gaps(model: TraceModel, phase: str = "all",
-                      tolerance_us: float = LAUNCH_TOLERANCE_US) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def launch_bound_gaps(model: TraceModel, phase: str = "all", tolerance_us: float = LAUNCH_TOLERANCE_US,
+                      by_pass: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The launch-bound idle gaps of the comparison's window of `phase` (work cut by the trace's
     window left out, as `timeline(keep_cut=False).whole` counts them): (start, end) as integer ns
     from the trace's first activity, and that origin in µs. Their lengths sum to that window's
-    launch_bound_us exactly (the numpy scan's classification, which the C scan is tested against)."""
+    launch_bound_us exactly (the numpy scan's classification, which the C scan is tested against).
+    `by_pass`: the gaps inside each pass instead (what a comparison measuring the passes counts:
+    the passes' launch_bound_us summed)."""
     sc = _Scan(model, tolerance_us)
     k = model.kernels
     rows = sc.order[~cut_mask(model)[sc.order]]
     if phase != "all":
         rows = rows[k.phase[rows] == PHASE_ID[phase]]
+    if by_pass:
+        rows = rows[k.step[rows] >= 0]
+        steps = k.step[rows]
+        parts = [_launch_bound_gaps(sc, rows[steps == st]) for st in np.unique(steps).tolist()]
+        if parts:
+            return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+                    np.float64(sc.t0))
+        rows = rows[:0]
     if len(rows) == 0:
         z = np.zeros(0, dtype=np.int64)
         return z, z, np.float64(sc.t0)
+    gs, ge = _launch_bound_gaps(sc, rows)
+    return gs, ge, np.float64(sc.t0)
+
+
+def _launch_bound_gaps(sc, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) in ns of the launch-bound gaps between `rows` (in start order)."""
+    if len(rows) == 0:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z
     s, e = sc.s[rows], sc.e[rows]
     cm = np.maximum.accumulate(e)
     prev = np.empty_like(cm)
@@ -553,7 +572,7 @@ def launch_bound_gaps(model: TraceModel, phase: str = "all",
     np.maximum(gap, 0, out=gap)
     g, cat = sc._classify(rows, s, s, e, cm, prev, np.zeros(len(rows), dtype=np.int64), gap)
     g = g[cat == CAT_LAUNCH]
-    return prev[g], s[g], np.float64(sc.t0)
+    return prev[g], s[g]
 
 
 def _layers(r: dict[str, np.ndarray], width: int) -> list[LayerIdle]:

@@ -62,7 +62,12 @@ def _fold(rows: list[HostOp], keep: int) -> list[HostOp]:
 
 
 def compare_host(a, b, phase: str = "all", top: int = TOP) -> HostHotspots:
-    ha, hb = host_side(a, phase), host_side(b, phase)
+    from kerneldiff.core.analysis.timeline import timeline
+    from kerneldiff.core.compare.pass_basis import on_passes
+
+    # the window the comparison's ledger measures: the passes, or the whole trace
+    passes = on_passes(timeline(a, phase, keep_cut=False), timeline(b, phase, keep_cut=False), a, b)
+    ha, hb = host_side(a, phase, passes), host_side(b, phase, passes)
     na, nb = _passes(a, phase), _passes(b, phase)
     per_pass = na != nb
     da, db = (na, nb) if per_pass else (1, 1)

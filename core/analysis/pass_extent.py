@@ -37,3 +37,35 @@ def _after_call(model) -> np.ndarray:
 def in_pass_mask(model) -> np.ndarray:
     """True on the kernels a pass is measured on: in a pass, and not launched after its call."""
     return (model.kernels.step >= 0) & ~after_call_mask(model)
+
+
+def between_host(model) -> str | None:
+    """What the host ran between one forward call and the next: the innermost Python frame holding
+    the most of those gaps (`transformers/generation/utils.py(2917): _sample` for `generate()`),
+    None where the calls' ends or the Python frames are not recorded (memoised)."""
+    return model.memo(("between_host",), lambda: _between_host(model))
+
+
+def _between_host(model) -> str | None:
+    steps = model.steps
+    py = model.python
+    if len(steps) < 2 or not len(py) or any(getattr(s, "call_end", None) is None for s in steps):
+        return None
+    starts = np.array([s.ts for s in steps])
+    ends = np.array([s.call_end for s in steps])
+    g0, g1 = ends[:-1], starts[1:]
+    found: dict[int, int] = {}
+    # the frames long enough to hold the shortest gap, latest start first: the first that holds a
+    # gap is its innermost
+    rows = np.flatnonzero(py.dur >= float(np.min(g1 - g0)))
+    rows = rows[np.argsort(-py.ts[rows], kind="stable")]
+    t0, t1, names = py.ts[rows], py.ts[rows] + py.dur[rows], py.name[rows]
+    for a, b in zip(g0.tolist(), g1.tolist()):
+        hold = np.flatnonzero((t0 <= a) & (t1 >= b))
+        if len(hold):
+            n = int(names[hold[0]])
+            found[n] = found.get(n, 0) + 1
+    if not found:
+        return None
+    best = max(found, key=lambda n: (found[n], -n))
+    return model.strings[best] if 0 <= best < len(model.strings) else None

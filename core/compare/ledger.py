@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from kerneldiff.core.analysis.host_time import host_time as side_host_time
-from kerneldiff.core.analysis.pass_extent import in_pass_mask
+from kerneldiff.core.analysis.pass_extent import between_host, in_pass_mask
 from kerneldiff.core.analysis.timeline import Timeline, merge_intervals
 from kerneldiff.core.compare.pass_basis import OUTSIDE_ROWS, around_passes, headline_window, on_passes, outside_parts
 from kerneldiff.core.compare.result import LedgerEntry
@@ -117,7 +117,7 @@ def build(va, vb, ta: Timeline, tb: Timeline, per_pass: bool) -> list[LedgerEntr
         b_us = round(getattr(wb, field) * _NS) / nb / _NS
         entries.append(LedgerEntry(cause, a_us, b_us, a_us - b_us, kind="idle", detail=detail))
     if around:
-        entries += _outside_rows(ta, tb, na, nb)
+        entries += _outside_rows(ta, tb, na, nb, va.m, vb.m)
     entries = [e for e in entries if e.a_us or e.b_us]
     entries.sort(key=lambda e: (-abs(e.gap_us), e.cause))
     return entries
@@ -132,16 +132,23 @@ _OUTSIDE_DETAIL = {
 }
 
 
-def _outside_rows(ta: Timeline, tb: Timeline, na: int, nb: int) -> list[LedgerEntry]:
+def _outside_rows(ta: Timeline, tb: Timeline, na: int, nb: int, ma, mb) -> list[LedgerEntry]:
     """--all-passes: the whole window is the passes (the rows above, measured on them) plus the time
     around them, a row each (kerneldiff.core.compare.pass_basis.outside_parts): so every µs of the
-    window is accounted for and the rows still sum to the wall gap."""
+    window is accounted for and the rows still sum to the wall gap. The row between passes names
+    what the host ran there (`between passes (host: _sample)`) when both sides say the same."""
     pa, pb = outside_parts(ta), outside_parts(tb)
+    hosts = [between_host(m) for m in (ma, mb)]
     out = []
     for cause in OUTSIDE_ROWS:
         a_us = round(pa.get(cause, 0.0) * _NS) / na / _NS
         b_us = round(pb.get(cause, 0.0) * _NS) / nb / _NS
-        out.append(LedgerEntry(cause, a_us, b_us, a_us - b_us, kind="outside", detail=_OUTSIDE_DETAIL[cause]))
+        detail = _OUTSIDE_DETAIL[cause]
+        if cause == "between passes" and any(hosts):
+            detail += "; the host ran " + ", ".join(f"{k}: {h or 'not recorded'}" for k, h in zip("AB", hosts))
+            if hosts[0] is not None and hosts[0] == hosts[1]:
+                cause = f"between passes (host: {hosts[0].rsplit('): ', 1)[-1]})"
+        out.append(LedgerEntry(cause, a_us, b_us, a_us - b_us, kind="outside", detail=detail))
     return out
 
 

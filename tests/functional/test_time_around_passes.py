@@ -97,6 +97,9 @@ def test_all_passes_ledger_has_rows_for_the_time_around_the_passes(truth):
     assert w.a_wall_us == pytest.approx(truth["a"]["whole_us"], abs=1e-3)
     assert w.b_wall_us == pytest.approx(truth["b"]["whole_us"], abs=1e-3)
     rows = {e.cause: e for e in cmp.ledger}
+    # generate()'s sampling loop runs between the forward calls on both sides
+    rows["between passes"] = rows.pop("between passes (host: _sample)")
+    assert "transformers/generation/utils.py(2917): _sample" in rows["between passes"].detail
     for cause, key in (("before first pass", "before"), ("between passes", "between"), ("after last pass", "after")):
         assert rows[cause].kind == "outside"
         assert rows[cause].a_us == pytest.approx(truth["a"][key], abs=1e-3), cause

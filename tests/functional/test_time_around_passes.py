@@ -15,6 +15,8 @@ import gzip
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import real_trace
 from kerneldiff.core.session import Session
@@ -109,3 +111,42 @@ def test_all_passes_ledger_has_rows_for_the_time_around_the_passes(truth):
     default = {e.cause: e for e in _compare(False).ledger}
     for cause, e in default.items():
         assert rows[cause].a_us == pytest.approx(e.a_us, abs=1e-6) and rows[cause].b_us == pytest.approx(e.b_us, abs=1e-6)
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed_a=st.integers(0, 10**6), seed_b=st.integers(0, 10**6),
+       vendor=st.sampled_from(["nvidia", "amd"]))
+def test_generated_pairs_account_for_every_us_both_ways(tmp_path_factory, seed_a, seed_b, vendor):
+    """On generated generate() traces: under --all-passes the ledger (the passes' rows and the rows
+    around them) sums to the whole window's wall gap, the rows around the passes are never negative
+    and sum to the whole span less the passes' spans, and compare B A mirrors compare A B."""
+    import sys
+
+    from conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "tests" / "hostile"))
+    import invariants as inv
+
+    root = tmp_path_factory.mktemp("around")
+    pa = inv.write_doc(root / "a.json", inv.synth_doc(root / "sa", seed_a, "hf-generate", vendor=vendor, steps=4))
+    pb = inv.write_doc(root / "b.json", inv.synth_doc(root / "sb", seed_b, "hf-generate", steps=3))
+    out = []
+    for x, y in ((pa, pb), (pb, pa)):
+        s = Session([str(x), str(y)], use_cache=False, workers=0, all_passes=True)
+        s.load(0)
+        s.load(1)
+        out.append(s.compare())
+    ab, ba = out
+    assert sum(e.gap_us for e in ab.ledger) == pytest.approx(ab.wall.wall_gap_us, abs=1e-3)
+    for side, t in (("a", ab.a.timeline), ("b", ab.b.timeline)):
+        around = [e for e in ab.ledger if e.kind == "outside"]
+        n = ab.a.passes if side == "a" else ab.b.passes
+        div = n if ab.basis == "per_pass" else 1
+        got = sum(getattr(e, f"{side}_us") for e in around)
+        assert all(getattr(e, f"{side}_us") >= 0 for e in around)
+        if t["passes"] and around:
+            assert got == pytest.approx((t["span_us"] - sum(p["span_us"] for p in t["passes"])) / div, abs=1e-3)
+    mirror = {e.cause: e for e in ba.ledger}
+    for e in ab.ledger:
+        m = mirror[e.cause]
+        assert (m.a_us, m.b_us) == pytest.approx((e.b_us, e.a_us), abs=1e-9) and m.gap_us == pytest.approx(-e.gap_us, abs=1e-9)

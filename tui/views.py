@@ -734,6 +734,14 @@ def kind_marks(a: dict | None, b: dict | None) -> str:
     return "".join(m for k, m in KIND_MARKS.items() if k in kinds)
 
 
+def pass_crumb(n: int, a: dict | None, b: dict | None) -> str:
+    """The pass timeline's breadcrumb: `Pass 1`, with the kinds that are not steady (`Pass 1 (CUDA-graph
+    capture)`)."""
+    kinds = {p.get("kind", "steady") for p in (a, b) if p}
+    words = [w for k, w in KIND_WORDS.items() if k in kinds]
+    return f"Pass {n}" + (f" ({', '.join(words)})" if words else "")
+
+
 def timeline_hint(comp: Comparison) -> Text:
     """The line over the passes: the marks of the passes that are not steady, or what was left out
     (first: the line is cut at the pane's width), then the phase's wall clock against its kernel time."""

@@ -73,3 +73,17 @@ def test_help_says_what_is_left_out_and_why():
 def test_marked_timeline_80x24(snap_compare):
     app = KernelDiffApp([str(GRAPHS), str(GRAPHS)], use_cache=False, all_passes=True)
     assert snap_compare(app, terminal_size=SMALL, run_before=_timeline)
+
+
+def test_pass_timeline_draws_the_passes_measured_kernels_and_names_the_kind():
+    from kerneldiff.core.session import Session
+    from kerneldiff.tui.views import pass_crumb
+
+    s = Session([str(GRAPHS), str(GRAPHS)], use_cache=False, workers=0, all_passes=True)
+    s.load(0)
+    s.load(1)
+    cmp = s.compare()
+    for p in cmp.a.timeline["passes"]:
+        assert len(s.pass_kernels(0, p["pass"]).rows) == p["kernels"]
+        crumb = pass_crumb(p["pass"], p, None)
+        assert crumb == (f"Pass {p['pass']} (CUDA-graph capture)" if p["pass"] == _capture_pass() else f"Pass {p['pass']}")

@@ -14,6 +14,10 @@ def launch(argv: list[str]) -> int:
     p.add_argument("--phase", default="all", help="all | prefill | decode | mixed")
     p.add_argument("--registry", help="extra classifier rules (TOML)")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
+    p.add_argument("--all-passes", action="store_true",
+                   help="compare every pass: warm-up, CUDA-graph capture and compile passes too, and the time "
+                        "before, between and after the passes (default: the steady passes only, measured on "
+                        "their forward calls; the Timeline tab says what was left out)")
     g = p.add_argument_group("AMD AIE (NPU) traces", "the GEMM the trace ran: all of --M --K --N --rows --cols, "
                              "or none (then GMAC/s is not computed); ignored for GPU traces")
     add_shape_arguments(g)
@@ -40,7 +44,7 @@ def launch(argv: list[str]) -> int:
     from kerneldiff.tui.app import run_app
 
     return run_app(paths, phase=args.phase, registry=args.registry, use_cache=not args.no_cache, aie=aie,
-                   session=session, before_start=ahead)
+                   session=session, before_start=ahead, all_passes=args.all_passes)
 
 
 def _compare_ahead(paths: list[str], args):
@@ -54,7 +58,8 @@ def _compare_ahead(paths: list[str], args):
 
     # the session the explorer would open (tui.app.explorer_session): the child's comparison is
     # stored under its key, and the explorer reads it through this very session
-    session = open_session(paths, registry=args.registry, use_cache=True, keep_comparisons=True)
+    session = open_session(paths, registry=args.registry, use_cache=True, keep_comparisons=True,
+                           **({"all_passes": True} if args.all_passes else {}))
     start = getattr(session, "compare_ahead", None)     # AIE runs are compared otherwise
     wait = start(args.phase) if start is not None else None
     return (session, wait) if wait is not None else (None, None)

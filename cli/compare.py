@@ -44,8 +44,11 @@ def add_parser(sub) -> None:
                         "operation running) to the text and JSON reports (computed only when asked)")
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
     p.add_argument("--all-passes", action="store_true",
-                   help="compare every pass: warm-up, CUDA-graph capture and compile passes too (default: "
-                        "the steady passes only, and a line says what was left out)")
+                   help="compare every pass and the whole window: warm-up, CUDA-graph capture and compile "
+                        "passes too, and the time before, between and after the passes as ledger rows of their "
+                        "own (default: the steady passes only, measured on their forward calls, since those "
+                        "passes and generate()'s loop around the model do work a steady pass does not; a line "
+                        "says what was left out)")
     p.add_argument("--registry", help="extra classifier rules (TOML), tried before the shipped ones")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
     p.add_argument("--fusion-param", action="append", default=[], metavar="KEY=VALUE",

@@ -125,6 +125,10 @@ class Step:
     tokens: int | None = None     # query tokens in the step, when the annotation or shapes say
     kv_tokens: int | None = None  # KV-cache tokens attended to, when the annotation says
     kind: str = "steady"          # steady | warmup | capture | compile (kerneldiff.core.analysis.pass_kinds)
+    # when the forward call returned on the CPU, where the pass's entry is that call (a model module
+    # call, a graph replay's launch): work launched after it is the loop around the model, not the
+    # pass (kerneldiff.core.analysis.pass_extent); None where the entry does not span the forward
+    call_end: float | None = None
 
 
 @dataclass

@@ -40,14 +40,14 @@ PROGRESS_INTERVAL = 0.1
 
 
 def explorer_session(paths: list[str], *, aie: dict[str, Any] | None = None, registry: str | None = None,
-                     use_cache: bool = True, loader: Callable[..., Any] | None = None):
+                     use_cache: bool = True, loader: Callable[..., Any] | None = None, all_passes: bool = False):
     """The session behind the explorer (probing now: milliseconds); an AIE trace beside a GPU trace
     keeps its error and the GPU trace stays loadable, to browse it (`open_session`). Comparisons
     are kept beside the models, so a pair compared before opens on its comparison at once."""
     from kerneldiff.core.session import open_session
 
     return open_session(paths, aie=aie, registry=registry, use_cache=use_cache, loader=loader,
-                        keep_comparisons=True)
+                        keep_comparisons=True, **({"all_passes": True} if all_passes else {}))
 
 
 def stored_result(session, phase: str):
@@ -115,14 +115,15 @@ class KernelDiffApp(App):
 
     def __init__(self, paths: list[str], phase: str = "all", registry: str | None = None, use_cache: bool = True,
                  autoload: bool = True, loader: Callable[..., Any] | None = None, aie: dict[str, Any] | None = None,
-                 session=None) -> None:
+                 session=None, all_passes: bool = False) -> None:
         """`session`: a ready (probed) session to explore instead of one opened on `paths`; `loader`:
-        a stand-in for the trace loader (tests)."""
+        a stand-in for the trace loader (tests); `all_passes`: compare every pass (--all-passes)."""
         super().__init__()
         self.started = time.perf_counter()
         # probes read only the head of each file (milliseconds), so the first frame can show them
         self.session = session if session is not None else explorer_session(
-            [str(p) for p in paths], aie=aie, registry=registry, use_cache=use_cache, loader=loader)
+            [str(p) for p in paths], aie=aie, registry=registry, use_cache=use_cache, loader=loader,
+            all_passes=all_passes)
         self.autoload = autoload
         self.first_frame_seconds: float | None = None
         self.last_export = None   # the path of the last table exported (e / E)
@@ -451,7 +452,8 @@ def _has_terminal() -> bool:
 
 
 def run_app(paths: list[str], phase: str = "all", registry: str | None = None, use_cache: bool = True,
-            aie: dict[str, Any] | None = None, session=None, before_start: Callable[[], Any] | None = None) -> int:
+            aie: dict[str, Any] | None = None, session=None, before_start: Callable[[], Any] | None = None,
+            all_passes: bool = False) -> int:
     """Open the explorer on one trace (browse) or two (compare). Returns the exit code.
     `aie`: GEMM shape / warm-up / iterations / clock for AMD AIE traces (keys of
     kerneldiff.core.aie.session.OPTION_KEYS; absent or None = not given). `session`: the explorer's
@@ -487,7 +489,8 @@ def run_app(paths: list[str], phase: str = "all", registry: str | None = None, u
         return 2
     if before_start is not None:
         before_start()
-    app = KernelDiffApp(paths, phase=phase, registry=registry, use_cache=use_cache, aie=aie, session=session)
+    app = KernelDiffApp(paths, phase=phase, registry=registry, use_cache=use_cache, aie=aie, session=session,
+                        all_passes=all_passes)
     if app.stored is None:   # a stored comparison: its traces are in the cache, and the first frame comes first
         app.session.warm_up()
     result = app.run()

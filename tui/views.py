@@ -695,7 +695,7 @@ def timeline_spec(comp: Comparison) -> TableSpec:
     """Per forward pass: wall span, busy and idle of each side, the largest |span gap| first.
     The bars of a row share its longer span as their scale (prefill and decode passes differ by far)."""
     passes = timeline_passes(comp)
-    cols = [Column("pass", "Pass", "int", 5), Column("a_span", "A span", "us", 8), Column("b_span", "B span", "us", 8),
+    cols = [Column("pass", "Pass", "int", 6), Column("a_span", "A span", "us", 8), Column("b_span", "B span", "us", 8),
             Column("gap", "Gap", "gap", 9), Column("a_idle_pct", "A idle", "pct", 6),
             Column("b_idle_pct", "B idle", "pct", 6),
             Column("a_bar", "A ░idle", "bar", None, 10), Column("b_bar", "B ░idle", "bar", None, 10),
@@ -719,7 +719,7 @@ def timeline_spec(comp: Comparison) -> TableSpec:
                     get(a, "busy_us"), get(b, "busy_us"), get(a, "idle_us"), get(b, "idle_us"),
                     get(a, "launch_bound_us"), get(b, "launch_bound_us"), get(a, "sync_us"), get(b, "sync_us"),
                     get(a, "kernels"), get(b, "kernels"))
-            cells = (_num(str(n)), _num(fmt_us(vals[1])), _num(fmt_us(vals[2])), _num(fmt_gap(gap)),
+            cells = (_num(f"{n} {kind_marks(a, b)}".rstrip()), _num(fmt_us(vals[1])), _num(fmt_us(vals[2])), _num(fmt_gap(gap)),
                      _num(fmt_pct(ai)), _num(fmt_pct(bi)),
                      busy_idle_bar(vals[8], vals[1], scale, w["a_bar"], "a"),
                      busy_idle_bar(vals[9], vals[2], scale, w["b_bar"], "b"),
@@ -739,16 +739,59 @@ def timeline_spec(comp: Comparison) -> TableSpec:
     return TableSpec("timeline", cols, build, default_sort="gap", sorts=sorts, fixed=1)
 
 
+# a pass that is not steady (kerneldiff.core.analysis.pass_kinds), marked after its number
+KIND_MARKS = {"warmup": "w", "capture": "c", "compile": "k"}
+KIND_WORDS = {"warmup": "warm-up", "capture": "CUDA-graph capture", "compile": "compile"}
+
+
+def kind_marks(a: dict | None, b: dict | None) -> str:
+    """The marks of a pass row's kinds that are not steady (either side's), in KIND_MARKS order."""
+    kinds = {p.get("kind", "steady") for p in (a, b) if p}
+    return "".join(m for k, m in KIND_MARKS.items() if k in kinds)
+
+
+def pass_crumb(n: int, a: dict | None, b: dict | None) -> str:
+    """The pass timeline's breadcrumb: `Pass 1`, with the kinds that are not steady (`Pass 1 (CUDA-graph
+    capture)`)."""
+    kinds = {p.get("kind", "steady") for p in (a, b) if p}
+    words = [w for k, w in KIND_WORDS.items() if k in kinds]
+    return f"Pass {n}" + (f" ({', '.join(words)})" if words else "")
+
+
 def timeline_hint(comp: Comparison) -> Text:
-    """The line over the passes: the phase's wall clock against its kernel time."""
+    """The line over the passes: the marks of the passes that are not steady, or what was left out
+    (first: the line is cut at the pane's width), then the phase's wall clock against its kernel time."""
     t = Text()
     if comp.a.timeline is None and comp.b.timeline is None:
         t.append("no timeline in this comparison", style=DIM)
         return t
+    kinds = {p.get("kind", "steady") for s in (comp.a, comp.b) for p in ((s.timeline or {}).get("passes") or [])}
+    marked = [f"{m} {KIND_WORDS[k]}" for k, m in KIND_MARKS.items() if k in kinds]
+    if marked:
+        t.append(f"marks: {', '.join(marked)} (not steady)  ", style=DIM)
+    left = [f"{lab} " + ", ".join(k if n == 1 else f"{k} ×{n}" for k, n in s.passes_left_out["kinds"].items())
+            for lab, s in (("A", comp.a), ("B", comp.b)) if getattr(s, "passes_left_out", None)]
+    if left:
+        t.append(f"left out: {'; '.join(left)} (--all-passes keeps them)  ", style=DIM)
     w = comp.wall
     if w is not None:
         t.append(f"wall A {fmt_us(w.a_wall_us)} B {fmt_us(w.b_wall_us)} A/B {fmt_ratio(w.wall_ratio)} "
                  f"(kernels {fmt_ratio(w.kernel_ratio)})  idle A {fmt_us(w.a_idle_us)} B {fmt_us(w.b_idle_us)}")
         if w.basis == "per_pass":
             t.append(" per pass", style=DIM)
+    return t
+    w = comp.wall
+    if w is not None:
+        t.append(f"wall A {fmt_us(w.a_wall_us)} B {fmt_us(w.b_wall_us)} A/B {fmt_ratio(w.wall_ratio)} "
+                 f"(kernels {fmt_ratio(w.kernel_ratio)})  idle A {fmt_us(w.a_idle_us)} B {fmt_us(w.b_idle_us)}")
+        if w.basis == "per_pass":
+            t.append(" per pass", style=DIM)
+    kinds = {p.get("kind", "steady") for s in (comp.a, comp.b) for p in ((s.timeline or {}).get("passes") or [])}
+    marked = [f"{m} {KIND_WORDS[k]}" for k, m in KIND_MARKS.items() if k in kinds]
+    if marked:
+        t.append(f"  marks: {', '.join(marked)} (not steady passes)", style=DIM)
+    left = [f"{lab} {s.passes_left_out['line']}" for lab, s in (("A", comp.a), ("B", comp.b))
+            if getattr(s, "passes_left_out", None)]
+    if left:
+        t.append("  left out: " + "; ".join(left), style=DIM)
     return t

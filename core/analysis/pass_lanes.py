@@ -49,9 +49,12 @@ class PassKernels:
 
 
 def pass_kernels(model, side: str, label: str, step: int, phase: str) -> PassKernels:
-    """The kernels of pass `step` (those of `phase` only, unless "all"), one lane per stream."""
+    """The kernels of pass `step` (those of `phase` only, unless "all"), one lane per stream: those
+    launched inside its forward call, as the timeline measures it (kerneldiff.core.analysis.pass_extent)."""
+    from kerneldiff.core.analysis.pass_extent import in_pass_mask
+
     k = model.kernels
-    sel = k.step == step
+    sel = (k.step == step) & in_pass_mask(model)
     if phase != "all" and phase in PHASE_ID:
         sel &= k.phase == PHASE_ID[phase]
     rows = np.flatnonzero(sel)

@@ -223,7 +223,10 @@ def assign_passes(model: TraceModel, passes: Passes, launch_t: np.ndarray,
     np.maximum.at(last, step[sel], launch_t[sel])
     nxt = np.append(starts[1:], np.inf)
     ends = np.minimum(np.maximum(passes.end, last), nxt)
-    model.steps = [Step(j, passes.names[j], "unknown", float(starts[j]), float(ends[j] - starts[j]), passes.source)
+    # the entry spans the forward where it is the model's module call or a graph replay's launch
+    spans = passes.source in ("module", "module+replay")
+    model.steps = [Step(j, passes.names[j], "unknown", float(starts[j]), float(ends[j] - starts[j]), passes.source,
+                        call_end=float(passes.end[j]) if spans else None)
                    for j in range(len(starts))]
 
 

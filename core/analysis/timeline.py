@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from kerneldiff.core.analysis.cut_work import cut_mask
+from kerneldiff.core.analysis.pass_extent import in_pass_mask
 from kerneldiff.core.model import KIND_KERNEL, KIND_MEMCPY, PHASE_ID, PHASES, TraceModel
 from kerneldiff.core.numbers import small_unique, stable_argsort
 
@@ -99,6 +100,9 @@ class Window:
     same_stream_overlap_us: float = 0.0
     kernels: int = 0             # activities (kernels, copies, memsets)
     gaps: int = 0                # idle gaps
+    # the first activity's start, µs after the trace's first activity (cut work included): where
+    # the window lies, so the time between passes can be measured (kerneldiff.core.compare.pass_basis)
+    start_us: float = 0.0
 
 
 @dataclass
@@ -416,14 +420,14 @@ class _Scan:
         durations included."""
         r = self.scan(rows, key, streams=True)
         wins = []
-        for span, idle, lb, sync, other, stream_busy, summed, count, gaps in zip(
+        for span, idle, lb, sync, other, stream_busy, summed, count, gaps, first in zip(
                 *(r[name].tolist() for name in ("span", "idle", "launch", "sync", "other", "stream_busy",
-                                                "summed", "count", "gaps"))):
+                                                "summed", "count", "gaps", "first"))):
             busy = span - idle
             wins.append(cls(span_us=span / _NS, busy_us=busy / _NS, idle_us=idle / _NS,
                             launch_bound_us=lb / _NS, sync_us=sync / _NS, other_us=other / _NS,
                             overlap_us=max(stream_busy - busy, 0) / _NS, kernel_us=summed / _NS,
-                            kernels=count, gaps=gaps,
+                            kernels=count, gaps=gaps, start_us=first / _NS,
                             same_stream_overlap_us=(summed - max(stream_busy, busy)) / _NS))
         return r["key"], wins
 
@@ -511,7 +515,8 @@ def _timeline(model: TraceModel, phase: str, tolerance_us: float, keep_cut: bool
     tl.whole = tl.phases.get(phase, Window())
     tl.launch = sc.launch_stats(sel)
     # passes
-    in_pass = sel[k.step[sel] >= 0]
+    # measured on the kernels launched inside the forward call (kerneldiff.core.analysis.pass_extent)
+    in_pass = sel[in_pass_mask(model)[sel]]
     steps = model.steps
     keys, wins = sc.windows(in_pass, k.step[in_pass].astype(np.int64), PassWindow)
     for s, w in zip(keys.tolist(), wins):

@@ -21,8 +21,9 @@ from __future__ import annotations
 import numpy as np
 
 from kerneldiff.core.analysis.host_time import host_time as side_host_time
+from kerneldiff.core.analysis.pass_extent import between_host, in_pass_mask
 from kerneldiff.core.analysis.timeline import Timeline, merge_intervals
-from kerneldiff.core.compare.pass_basis import headline_window, on_passes
+from kerneldiff.core.compare.pass_basis import OUTSIDE_ROWS, around_passes, headline_window, on_passes, outside_parts
 from kerneldiff.core.compare.result import LedgerEntry
 from kerneldiff.core.compare.split import PRICING, split, top_parts
 from kerneldiff.core.numbers import small_unique
@@ -91,8 +92,9 @@ def _operations(va, vb, na: int, nb: int, sel_a=None, sel_b=None) -> list[Ledger
 def window(va, vb, ta: Timeline, tb: Timeline) -> tuple[np.ndarray | None, np.ndarray | None]:
     """The kernels the ledger counts, per side view (None: all of them): the window the headline
     measures (kerneldiff.core.compare.pass_basis), the passes' kernels or the whole trace's."""
-    if on_passes(ta, tb, va.m, vb.m):
-        return va._take(va.m.kernels.step) >= 0, vb._take(vb.m.kernels.step) >= 0
+    if around_passes(ta, tb, va.m, vb.m) or on_passes(ta, tb, va.m, vb.m):
+        # a pass is measured on the kernels launched inside its forward call
+        return va._take(in_pass_mask(va.m)), vb._take(in_pass_mask(vb.m))
     return None, None
 
 
@@ -101,8 +103,10 @@ def build(va, vb, ta: Timeline, tb: Timeline, per_pass: bool) -> list[LedgerEntr
     if len(va.rows) == 0 or len(vb.rows) == 0:
         return []
     na, nb = (va.passes, vb.passes) if per_pass else (1, 1)
-    # the window the headline measures: the passes' kernels, overlap and idle, or the whole trace's
-    passes = on_passes(ta, tb, va.m, vb.m)
+    # the window the headline measures (kerneldiff.core.compare.pass_basis): the passes' kernels,
+    # overlap and idle, or the whole trace's
+    around = around_passes(ta, tb, va.m, vb.m)
+    passes = around or on_passes(ta, tb, va.m, vb.m)
     sel_a, sel_b = window(va, vb, ta, tb)
     entries = _operations(va, vb, na, nb, sel_a, sel_b)
     wa, wb = headline_window(ta, passes), headline_window(tb, passes)
@@ -121,9 +125,40 @@ def build(va, vb, ta: Timeline, tb: Timeline, per_pass: bool) -> list[LedgerEntr
         a_us = round(getattr(wa, field) * _NS) / na / _NS
         b_us = round(getattr(wb, field) * _NS) / nb / _NS
         entries.append(LedgerEntry(cause, a_us, b_us, a_us - b_us, kind="idle", detail=detail))
+    if around:
+        entries += _outside_rows(ta, tb, na, nb, va.m, vb.m)
     entries = [e for e in entries if e.a_us or e.b_us]
     entries.sort(key=lambda e: (-abs(e.gap_us), e.cause))
     return entries
+
+
+_OUTSIDE_DETAIL = {
+    "before first pass": "from the window's first GPU activity to the first pass's (set-up, work queued before the "
+                         "first forward call)",
+    "between passes": "from one pass's last GPU activity to the next one's first: the loop around the model "
+                      "(sampling, the next input, guard checks), its kernels and the GPU's idle time",
+    "after last pass": "from the last pass's last GPU activity to the window's end (wind-down)",
+}
+
+
+def _outside_rows(ta: Timeline, tb: Timeline, na: int, nb: int, ma, mb) -> list[LedgerEntry]:
+    """--all-passes: the whole window is the passes (the rows above, measured on them) plus the time
+    around them, a row each (kerneldiff.core.compare.pass_basis.outside_parts): so every µs of the
+    window is accounted for and the rows still sum to the wall gap. The row between passes names
+    what the host ran there (`between passes (host: _sample)`) when both sides say the same."""
+    pa, pb = outside_parts(ta), outside_parts(tb)
+    hosts = [between_host(m) for m in (ma, mb)]
+    out = []
+    for cause in OUTSIDE_ROWS:
+        a_us = round(pa.get(cause, 0.0) * _NS) / na / _NS
+        b_us = round(pb.get(cause, 0.0) * _NS) / nb / _NS
+        detail = _OUTSIDE_DETAIL[cause]
+        if cause == "between passes" and any(hosts):
+            detail += "; the host ran " + ", ".join(f"{k}: {h or 'not recorded'}" for k, h in zip("AB", hosts))
+            if hosts[0] is not None and hosts[0] == hosts[1]:
+                cause = f"between passes (host: {hosts[0].rsplit('): ', 1)[-1]})"
+        out.append(LedgerEntry(cause, a_us, b_us, a_us - b_us, kind="outside", detail=detail))
+    return out
 
 
 # --- host time -------------------------------------------------------------------------------------
@@ -180,14 +215,14 @@ def exposed_communication(entries: list[LedgerEntry], va, vb, per_pass: bool, cl
     comm_fams = set()
     masks = []
     # on the headline's window: the passes' kernels only (kerneldiff.core.compare.pass_basis)
-    passes = on_passes(timeline(va.m, va.phase, keep_cut=False), timeline(vb.m, vb.phase, keep_cut=False),
-                       va.m, vb.m)
+    ta, tb = timeline(va.m, va.phase, keep_cut=False), timeline(vb.m, vb.phase, keep_cut=False)
+    passes = on_passes(ta, tb, va.m, vb.m) or around_passes(ta, tb, va.m, vb.m)
     for v in (va, vb):
         is_comm = np.array([classifier.role(c) == "comm" for c in v.m.categories] + [False], dtype=bool)
         cat = v._take(v.m.kernels.cat)
         mask = is_comm[np.where(cat >= 0, cat, len(v.m.categories))]
         if passes:
-            mask &= v._take(v.m.kernels.step) >= 0
+            mask &= v._take(in_pass_mask(v.m))
         masks.append(mask)
         comm_fams |= {v.groups[int(g)] for g in np.unique(v.gcat[mask]).tolist()}
     if not any(m.any() for m in masks):

@@ -27,11 +27,49 @@ def overlapping(t: Timeline) -> bool:
     return t.passes_overlap_us > max(1.0, 1e-3 * spans)
 
 
+def all_passes(ma, mb) -> bool:
+    """Whether the comparison was asked to measure every pass and the whole window (--all-passes)."""
+    return bool(ma.__dict__.get("all_passes") or mb.__dict__.get("all_passes"))
+
+
+def separable(ta: Timeline, tb: Timeline) -> bool:
+    """Whether both sides' passes can be measured apart from the time around them: both have passes
+    and neither side's passes overlap on the GPU."""
+    return bool(ta.passes) and bool(tb.passes) and not overlapping(ta) and not overlapping(tb)
+
+
 def on_passes(ta: Timeline, tb: Timeline, ma, mb) -> bool:
     """Whether a comparison measures the passes: not with --all-passes, only when both sides have
     passes (like with like), and not where a side's passes overlap (the whole window then)."""
-    return not (ma.__dict__.get("all_passes") or mb.__dict__.get("all_passes")) and bool(ta.passes) \
-        and bool(tb.passes) and not overlapping(ta) and not overlapping(tb)
+    return not all_passes(ma, mb) and separable(ta, tb)
+
+
+def around_passes(ta: Timeline, tb: Timeline, ma, mb) -> bool:
+    """Whether the ledger measures the whole window as the passes plus the time around them (its
+    own rows, `outside_parts`): with --all-passes, where the passes are separable."""
+    return all_passes(ma, mb) and separable(ta, tb)
+
+
+OUTSIDE_ROWS = ("before first pass", "between passes", "after last pass")
+
+
+def outside_parts(t: Timeline) -> dict[str, float]:
+    """The whole window's time outside its passes (`OUTSIDE_ROWS`, µs): from the window's first
+    activity to the first pass's, the gaps from one pass's last activity to the next one's first,
+    and from the last pass's last activity to the window's end. Integer ns underneath: the three sum
+    to the whole span less the passes' spans exactly (the gaps take what the other two leave, so a
+    sliver of overlap under `overlapping`'s threshold stays counted once)."""
+    if not t.passes:
+        return {}
+    ns = lambda x: round(x * 1000)   # noqa: E731
+    w0, w1 = ns(t.whole.start_us), ns(t.whole.start_us) + ns(t.whole.span_us)
+    ps = sorted(t.passes, key=lambda p: p.start_us)
+    first = ns(ps[0].start_us)
+    last = max(ns(p.start_us) + ns(p.span_us) for p in ps)
+    total = (w1 - w0) - sum(ns(p.span_us) for p in ps)
+    before, after = max(first - w0, 0), max(w1 - last, 0)
+    return {"before first pass": before / 1000, "between passes": (total - before - after) / 1000,
+            "after last pass": after / 1000}
 
 
 def window_note(ta: Timeline, tb: Timeline) -> str:

@@ -154,13 +154,14 @@ def test_comparable_pairs_say_so(qwen, llama):
 
 def raw_pass_spans(path, model_class: str) -> tuple[float, float]:
     """(the passes' spans summed, the whole trace's span) in µs from the raw events: a pass is a call
-    of the top-level model module; a GPU activity belongs to the last pass that began at or before
-    its launch (runtime call, by correlation) inside the same ProfilerStep; a pass spans its
-    activities' first start to last end."""
+    of the top-level model module; a GPU activity belongs to the pass whose call its launch (runtime
+    call, by correlation) falls in, inside the same ProfilerStep (what generate() launches after the
+    call lies between passes); a pass spans its activities' first start to last end."""
     with gzip.open(path, "rt", encoding="utf-8") as f:
         ev = json.load(f)["traceEvents"]
-    starts = sorted(float(e["ts"]) for e in ev if e.get("cat") == "python_function"
-                    and e.get("name", "").startswith(f"nn.Module: {model_class}_"))
+    calls = sorted((float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in ev if e.get("cat") == "python_function"
+                   and e.get("name", "").startswith(f"nn.Module: {model_class}_"))
+    starts = [c[0] for c in calls]
     steps = sorted((float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in ev if e.get("cat") == "user_annotation"
                    and e.get("name", "").startswith("ProfilerStep#"))
     launch = {int(e["args"]["correlation"]): float(e["ts"]) for e in ev
@@ -183,7 +184,7 @@ def raw_pass_spans(path, model_class: str) -> tuple[float, float]:
         if t is None:
             continue
         i = bisect.bisect_right(starts, t) - 1
-        if i < 0 or container(t) != container(starts[i]):
+        if i < 0 or t > calls[i][1] or container(t) != container(starts[i]):
             continue
         first[i], last[i] = min(first.get(i, s), s), max(last.get(i, x), x)
     return sum(last[i] - first[i] for i in first), hi - lo

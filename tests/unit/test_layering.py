@@ -145,6 +145,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "pass_kinds",                            # steady, warm-up, capture and compile passes
         "cut_work", "attribution",               # kernel -> launch -> cpu_op joins
         "passes", "forward_phase",               # forward passes; a model that never generates
+        "pass_extent",                           # a pass's kernels launched inside its forward call
         "phases", "layers",                      # the passes' phases, the layers in them
         "devices", "timeline",                   # per-device readings; busy and idle time, streams
         "browse", "pass_lanes",                  # one trace's totals; one pass on its own time axis

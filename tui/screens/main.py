@@ -225,7 +225,7 @@ class MainScreen(TabbedExplorerScreen):
             from .pass_timeline import PassTimelineScreen
 
             return lambda: push(PassTimelineScreen(self.session, self.comparison, int(row.values[0]), p,
-                                                   [*self._crumbs(), f"Pass {row.values[0]}"]))
+                                                   [*self._crumbs(), views.pass_crumb(row.values[0], *p)]))
         return None
 
     def action_open_modules(self) -> None:

@@ -247,7 +247,8 @@ class _LayerGroups:
                 a, b = self.ranges[l]
                 out[l] = LayerSide(total_us=tot[i], kernels=int(self.length[a:b].sum()), passes=n,
                                    median_us=float(med[i]), p90_us=p90[i], spread_us=spread[i],
-                                   steady=[steady[0][i], steady[1][i], steady[2][i]] if steady else None)
+                                   steady={"passes": steady[0][i], "mean_us": steady[1][i], "sigma_us": steady[2][i]}
+                                   if steady else None)
         return out
 
     def modal(self, l: int) -> tuple[tuple, np.ndarray, np.ndarray] | None:

@@ -155,9 +155,9 @@ class LayerSide:
     idle_us: float = 0.0         # GPU idle inside the layer (its first to last kernel), all passes
     wall_us: float = 0.0         # first to last kernel of the layer, summed over its passes
     spread_us: float | None = None   # how much its time varies from pass to pass (robust σ: 1.4826 × MAD); None: < 3 passes
-    # [passes, mean µs, σ µs] of its steady passes: those within 5 robust σ of the median (the one
-    # prefill pass among decode passes is another workload); None: < 3 passes
-    steady: list | None = None
+    # {passes, mean_us, sigma_us} of its steady passes: those within 5 robust σ of the median (the
+    # one prefill pass among decode passes is another workload); None: < 3 passes
+    steady: dict | None = None
 
 
 @dataclass

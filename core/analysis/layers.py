@@ -344,7 +344,7 @@ def segment(model: TraceModel, classifier) -> None:
                               "inferred)" if soft is not None else
                               "attention/SSM kernel anchors (inferred from kernel sequence)")
         # a kernel sequence does not say which tower a layer belongs to: one sequence, its stacks unknown
-        model.layer_source += "; stacks unknown without module events (read as one sequence)"
+        model.layer_source += "; stacks unknown (a kernel sequence does not name them: read as one)"
 
 
 def _replayed_passes(model: TraceModel, classifier, roles: np.ndarray) -> None:

@@ -111,8 +111,6 @@ KNOWN_AFTER_MERGE = {
         "raw recount counts every kernel; the ledger now counts those inside the forward calls",
     "tests/functional/test_tui_aie.py::test_broken_aie_trace_leaves_the_other_browsable":
         "error screen text timing under xdist (passes alone)",
-    "tests/functional/test_ledger_split_real.py::test_ledger_and_count_imbalance_agree_on_the_same_kernels":
-        "the Qwen memsets are now a launch_count finding, not count_imbalance",
     "tests/functional/test_modules_invariants.py::test_real_pairs_mirror_self_and_sums[pair1]":
         "host hotspots' launch-bound gaps use the pass span, the ledger the forward call's kernels",
     "tests/functional/test_pass_timeline_idle.py::test_idle_of_a_real_pass_matches_the_raw_events":
@@ -127,8 +125,6 @@ KNOWN_AFTER_MERGE = {
         "info output of the forked run differs from the entry point's (wall line)",
     "tests/hostile/test_corpus.py::test_forked_runs_match_the_real_entry_point[escape_names]":
         "info output of the forked run differs from the entry point's (wall line)",
-    "tests/hostile/test_invariants_scale.py::test_scaling_the_clock_scales_every_time_on_generated_traces":
-        "layer t-values change in the 15th digit under scaling (float rounding, not a ratio change)",
 }
 
 

@@ -81,8 +81,10 @@ def mark(rows: list) -> None:
             continue
         r.gap_per_pass_us = g
         r.se_us = se
-        r.t = _ratio(g, se)
-        d = _ratio(g - typical, se)
+        # ten significant digits: a statistic, not a measurement; the last float digits of a ratio
+        # of two scaled times would otherwise move when the clock is scaled
+        r.t = _sig(_ratio(g, se))
+        d = _sig(_ratio(g - typical, se))
         r.departure_t = d
         r.departs = d is None or abs(d) > z
         r.spread_us = gap_spread(r.a, r.b)
@@ -112,3 +114,7 @@ def slower_by(kernel_gap: float, span_gap: float, a, b) -> str:
     k = _side(kernel_gap, a.total_us, b.total_us)
     w = _side(span_gap, a.wall_us, b.wall_us)
     return k if k == w else f"{k} kernels, {w} span"
+
+
+def _sig(x: float | None) -> float | None:
+    return None if x is None else float(f"{x:.10g}")

@@ -97,8 +97,6 @@ def kineto_doc(events, device_name="NVIDIA H100 80GB HBM3", vendor="NVIDIA", **e
 # session to fix; each is named in the closing note and must be fixed, not kept. Marked xfail
 # (not strict) so the rest of the suite still guards everything else.
 KNOWN_AFTER_MERGE = {
-    "tests/functional/test_explorer.py::test_help_lists_every_binding_and_palette_offers_the_actions":
-        "help text gained a 'What is compared' section the test does not expect",
     "tests/functional/test_fusion_launch_cost_real.py::test_a_launch_bound_side_prices_a_launch_at_its_launch_call":
         "launch price now read over the forward call's kernels (6.237 against the test's 6.015 µs)",
     "tests/functional/test_text_80_columns.py::test_runs_report_at_80_columns":

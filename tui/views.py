@@ -780,18 +780,3 @@ def timeline_hint(comp: Comparison) -> Text:
         if w.basis == "per_pass":
             t.append(" per pass", style=DIM)
     return t
-    w = comp.wall
-    if w is not None:
-        t.append(f"wall A {fmt_us(w.a_wall_us)} B {fmt_us(w.b_wall_us)} A/B {fmt_ratio(w.wall_ratio)} "
-                 f"(kernels {fmt_ratio(w.kernel_ratio)})  idle A {fmt_us(w.a_idle_us)} B {fmt_us(w.b_idle_us)}")
-        if w.basis == "per_pass":
-            t.append(" per pass", style=DIM)
-    kinds = {p.get("kind", "steady") for s in (comp.a, comp.b) for p in ((s.timeline or {}).get("passes") or [])}
-    marked = [f"{m} {KIND_WORDS[k]}" for k, m in KIND_MARKS.items() if k in kinds]
-    if marked:
-        t.append(f"  marks: {', '.join(marked)} (not steady passes)", style=DIM)
-    left = [f"{lab} {s.passes_left_out['line']}" for lab, s in (("A", comp.a), ("B", comp.b))
-            if getattr(s, "passes_left_out", None)]
-    if left:
-        t.append("  left out: " + "; ".join(left), style=DIM)
-    return t

@@ -16,19 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import real_trace
+
 pytestmark = [pytest.mark.slow, pytest.mark.real]
 
 SHARED = Path(__file__).resolve().parents[3] / "shared"
-TRACES = SHARED / "traces"
 OWL = ("h100_owlv2_detection.json.gz", "mi300x_owlv2_detection.json.gz")
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
-
-
-def _need(name: str) -> Path:
-    p = TRACES / name
-    if not p.exists():
-        pytest.skip(f"../shared/traces/{name} is absent")
-    return p
 
 
 def _kd(*args: str) -> str:
@@ -81,11 +75,11 @@ def _core(r: dict) -> list[dict]:
 
 @pytest.mark.parametrize("name", OWL)
 def test_eager_attention_time_is_the_raw_bmm_and_softmax_time(name):
-    r = raw(str(_need(name)))
+    r = raw(str(real_trace(name)))
     core = _core(r)
     truth_us = sum(g["dur"] for g in core)
     softmax_us = sum(g["dur"] for g in r["gpu"] if "softmax" in g["name"].lower())
-    s = json.loads(_kd("info", "--json", str(_need(name))))["summary"]
+    s = json.loads(_kd("info", "--json", str(real_trace(name))))["summary"]
     ops = {o["category"]: o for o in s["operations"]}
     assert ops["Attention"]["total_us"] == pytest.approx(truth_us, rel=1e-9)
     assert ops["Attention"]["count"] == len(core) == 3 * 36 * 5     # QKᵀ, softmax, ·V per layer and pass
@@ -107,10 +101,10 @@ def test_eager_attention_shapes_and_flops_from_the_raw_bmm_dims():
     """compare MI300X H100 --table attention-shapes: one row per shape (vision, text), calls =
     attention calls (one per layer and pass), FLOPs per call = 2·BH·Sq·Sk·(D+Dv) of the raw bmm
     dims, TFLOP/s = calls × FLOPs / the raw core time."""
-    rows = json.loads(_kd("compare", str(_need(OWL[1])), str(_need(OWL[0])), "--table", "attention-shapes",
+    rows = json.loads(_kd("compare", str(real_trace(OWL[1])), str(real_trace(OWL[0])), "--table", "attention-shapes",
                           "--format", "json"))
     for side, name in (("a", OWL[1]), ("b", OWL[0])):
-        core = sorted(_core(raw(str(_need(name)))), key=lambda g: g["ts"])
+        core = sorted(_core(raw(str(real_trace(name)))), key=lambda g: g["ts"])
         kernels = core
         bmm = [g for g in kernels if g["op"] == "aten::bmm"]
         pairs = list(zip(bmm[0::2], bmm[1::2]))
@@ -149,7 +143,7 @@ def test_without_stacks_the_operator_pattern_gives_the_same_attention(tmp_path):
     strip = SHARED / "tools" / "strip_recording.py"
     if not strip.exists():
         pytest.skip("../shared/tools/strip_recording.py is absent")
-    src = _need(OWL[0])
+    src = real_trace(OWL[0])
     out = tmp_path / "nostack.json.gz"
     subprocess.run([sys.executable, str(strip), str(src), str(out), "--drop", "stacks"], check=True,
                    capture_output=True, timeout=600)

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import real_trace
+
 pytestmark = [pytest.mark.slow, pytest.mark.real]
 
 SHARED = Path(__file__).resolve().parents[3] / "shared"
@@ -26,13 +28,6 @@ ONE_STACK = ("h100_llama_eager_sdpa.json.gz", "h100_qwen1.5-0.5b_hf.json.gz", "m
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
-def _need(name: str) -> Path:
-    p = TRACES / name
-    if not p.exists():
-        pytest.skip(f"../shared/traces/{name} is absent")
-    return p
-
-
 def _kd(*args: str) -> str:
     r = subprocess.run([sys.executable, "-m", "kerneldiff.cli", *args], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -41,14 +36,14 @@ def _kd(*args: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def _info(name: str) -> dict:
-    return json.loads(_kd("info", "--json", str(_need(name))))["summary"]
+    return json.loads(_kd("info", "--json", str(real_trace(name))))["summary"]
 
 
 @functools.lru_cache(maxsize=None)
 def raw(name: str) -> dict:
     """From the raw events: the forward calls, per forward the layer calls of each encoder (in
     order), and each GPU activity's duration with the module calls around its launch."""
-    ev = json.load(gzip.open(_need(name)))["traceEvents"]
+    ev = json.load(gzip.open(real_trace(name)))["traceEvents"]
     mods = sorted(((e["ts"], e["ts"] + e["dur"], e["name"][len("nn.Module: "):]) for e in ev
                    if e.get("cat") == "python_function" and e.get("name", "").startswith("nn.Module: ")),
                   key=lambda m: (m[0], -m[1]))
@@ -114,7 +109,7 @@ def test_layers_align_stack_by_stack_with_the_raw_layer_times():
     """compare MI300X H100: the row `text 3` holds the kernel time launched inside the text
     encoder's fourth layer call on each side (recounted from the raw events), not vision 3's."""
     a, b = (raw(n) for n in reversed(OWL))
-    rows = json.loads(_kd("compare", str(_need(OWL[1])), str(_need(OWL[0])), "--table", "layers", "--format", "json"))
+    rows = json.loads(_kd("compare", str(real_trace(OWL[1])), str(real_trace(OWL[0])), "--table", "layers", "--format", "json"))
     la, lb = _layer_of(a), _layer_of(b)
     inside = [x for x in rows if x["layer"] != "outside"]
     assert len(inside) == 36
@@ -125,7 +120,7 @@ def test_layers_align_stack_by_stack_with_the_raw_layer_times():
         assert x["b_total_us"] == pytest.approx(lb[key], rel=1e-6, abs=0.01), key
     # and compare B A mirrors it: the same stack rows, sides swapped
     back = {(x["stack"], x["stack_layer"]): x for x in json.loads(_kd(
-        "compare", str(_need(OWL[0])), str(_need(OWL[1])), "--table", "layers", "--format", "json"))
+        "compare", str(real_trace(OWL[0])), str(real_trace(OWL[1])), "--table", "layers", "--format", "json"))
         if x["layer"] != "outside"}
     for x in inside:
         y = back[(x["stack"], x["stack_layer"])]
@@ -153,7 +148,7 @@ def test_a_model_that_never_generates_runs_forward_passes(name):
     r = raw(name)
     frames = {e for e in (m[2] for m in r["mods"])}
     assert not any("ForCausalLM" in f or "LMHead" in f for f in frames)
-    ev = json.load(gzip.open(_need(name)))["traceEvents"]
+    ev = json.load(gzip.open(real_trace(name)))["traceEvents"]
     assert not any(e.get("cat") == "python_function" and e.get("name", "").endswith(": generate") for e in ev)
     s = _info(name)
     assert s["step_phases"] == {"forward": len(r["per_forward"])}

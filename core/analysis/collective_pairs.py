@@ -10,7 +10,9 @@ Candidates come from what the traces record: per process group (`Process Group N
 where recorded, else per kind; within that, by sequence number where every rank records one, else
 by order. Sampled or cut traces start their windows at different collectives, so the order is tried
 at every window offset and the offset with the most validated pairs wins (ties: the clocks taken
-as shared, then the smallest offset); that offset gives the clock, on which the pairs are then
+as shared, then the smallest offset; the nearest clock under which half the pairs validate wins
+over farther ones, since a train of alike collectives also validates one period off); that offset
+gives the clock, on which the pairs are then
 taken by their end times, one to one (a collective missing inside a window shifts the order after
 it, not the ends). Each rank is aligned against the group's reference rank (the
 one with the most collectives there; ties by content, so the result does not depend on the order
@@ -146,8 +148,11 @@ def _densest(diffs: np.ndarray, dur: float) -> float:
 
 
 def _best_count(ref: _Seq, other: _Seq, clock: float) -> int:
-    best = 0
-    cands = _candidates(ref, other)[0]
+    """The most pairs that validate on `clock`: at the best window offset by order, or (unkeyed)
+    by ends, as `_align` will take them: a collective missing inside a window shifts the order
+    after it, so counting by order alone favours a clock one period off (ties then go to it)."""
+    cands, how = _candidates(ref, other)
+    best = 0 if how == "seq" else len(_by_ends(ref, other, clock))
     room = _room(cands)
     for k, (i, j, _) in enumerate(cands):
         if room[k] <= best:
@@ -168,11 +173,13 @@ CLOCK_TRIES = 8
 def estimate_clock(groups: list[tuple[_Seq, _Seq]]) -> float:
     """One rank's clock against the reference's, over every group both hold: the clock (0, or one
     a window offset suggests) under which the most pairs validate across all the groups together;
-    ties: the shared clock, then the smaller offset. One group's single pair validates under its
-    own clock, so no group decides alone."""
+    ties: the shared clock, then the smaller offset; and the nearest clock under which half the
+    pairs validate wins over farther ones. One group's single pair validates under its own clock, so
+    no group decides alone."""
     # most pairs validating on the shared clock (ranks of one host): no other clock is tried
     shared = sum(_best_count(r, o, 0.0) for r, o in groups)
-    if shared and 2 * shared >= sum(min(len(r), len(o)) for r, o in groups):
+    possible = sum(min(len(r), len(o)) for r, o in groups)
+    if shared and 2 * shared >= possible:
         return 0.0
     tries: list[tuple[int, float]] = []
     for ref, other in groups:
@@ -187,7 +194,11 @@ def estimate_clock(groups: list[tuple[_Seq, _Seq]]) -> float:
             break
     scored = [(shared if c == 0.0 else sum(_best_count(r, o, c) for r, o in groups), c == 0.0, -abs(c), c)
               for c in clocks]
-    return max(scored)[3]
+    # a train of alike collectives validates as well one period off: the nearest clock under which
+    # half the pairs validate (the rule the shared clock follows) wins over one farther that
+    # validates a few more
+    half = [x for x in scored if x[0] and 2 * x[0] >= possible]
+    return min(half, key=lambda x: abs(x[3]))[3] if half else max(scored)[3]
 
 
 def _align(ref: _Seq, other: _Seq, clock: float | None = None) -> _Alignment:

@@ -205,42 +205,22 @@ class RankCollectives:
         return len(self.kind)
 
 
-_LOOKBACK = 8   # collective ops nest a level or two (c10d::allreduce_ > record_param_comms): a few back suffice
-
-
 def _enclosing_kinds(model: TraceModel, rows: np.ndarray) -> list[str | None]:
     """The collective kind of the innermost operator or CPU annotation around each kernel's launch,
-    on the launching thread (None where there is none or the launch is unknown). Vectorised per
-    thread: sorted starts, then a few steps back from the last one before the launch."""
-    k, L = model.kernels, model.launches
+    on the launching thread (None where there is none or the launch is unknown)."""
+    from kerneldiff.core.analysis.comm_shapes import enclosing_ops
+
     out: list[str | None] = [None] * len(rows)
-    li = k.launch[rows]
-    has = np.flatnonzero(li >= 0)
-    if len(has) == 0:
-        return out
-    t, tid = L.ts[li[has]], L.tid[li[has]]
-    for tab, gpu_side in ((model.cpu_ops, None), (model.annotations, True)):
-        if len(tab) == 0:
-            continue
-        mask = np.ones(len(tab), bool) if gpu_side is None else tab.gpu == 0
-        names = np.unique(tab.name[mask])
-        kinds = {int(n): kind_of_op(model.strings[int(n)]) for n in names.tolist()}
-        wanted = np.asarray([n for n, v in kinds.items() if v], dtype=np.int64)
-        keep = np.flatnonzero(mask & np.isin(tab.name, wanted)) if len(wanted) else np.zeros(0, np.int64)
-        for th in np.unique(tab.tid[keep]).tolist():
-            ops = keep[tab.tid[keep] == th]
-            ops = ops[np.argsort(tab.ts[ops], kind="stable")]
-            starts, ends = tab.ts[ops], tab.ts[ops] + tab.dur[ops]
-            mine = np.flatnonzero(tid == th)
-            j = np.searchsorted(starts, t[mine], side="right") - 1
-            for back in range(_LOOKBACK):
-                q = j - back
-                ok = q >= 0
-                hit = ok & (ends[np.maximum(q, 0)] >= t[mine])
-                for m, qq in zip(mine[hit].tolist(), q[hit].tolist()):
-                    if out[has[m]] is None:
-                        out[has[m]] = kinds[int(tab.name[ops[qq]])]
-    return out   # operators were tried first: an annotation decides only where no operator does
+    names = model.strings
+    for i, around in enumerate(enclosing_ops(model, rows, lambda n: bool(kind_of_op(n)))):
+        # operators are tried first: an annotation decides only where no operator does
+        for table in ("cpu_ops", "annotations"):
+            tab = model.cpu_ops if table == "cpu_ops" else model.annotations
+            hit = next((r for t, r in around if t == table), None)
+            if hit is not None:
+                out[i] = kind_of_op(names[int(tab.name[hit])])
+                break
+    return out
 
 
 def rank_collectives(model: TraceModel, classifier, comm: np.ndarray | None = None) -> RankCollectives:

@@ -3,9 +3,6 @@ A100 (device 1) must not call device 1 an H100 (nor take the H100's peaks for it
 
 from __future__ import annotations
 
-import gzip
-import json
-
 import pytest
 
 from kerneldiff.core.analysis.devices import select_device
@@ -13,32 +10,19 @@ from kerneldiff.core.ingest.loader import load
 from kerneldiff.core.session import Session
 
 from conftest import real_trace
+from two_devices import doubled_events, write_gz
 
-GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation")
 A100 = "NVIDIA A100-SXM4-80GB"
 
 
 @pytest.fixture(scope="module")
 def two_gpus(tmp_path_factory):
-    d = json.load(gzip.open(real_trace("h100_qwen1.5-0.5b_hf.json.gz")))
-    ev = d["traceEvents"]
-    gpu_pids = {e.get("pid") for e in ev if e.get("cat") in GPU_CATS}
-    extra = []
-    for e in ev:
-        c = json.loads(json.dumps(e))
-        if isinstance(c.get("pid"), int):
-            c["pid"] = c["pid"] + 1 if c["pid"] in gpu_pids else c["pid"] + 100_000
-        a = c.get("args")
-        if isinstance(a, dict) and "device" in a and c.get("cat") in GPU_CATS:
-            a["device"] = int(a["device"]) + 1
-        extra.append(c)
-    d["traceEvents"] = ev + extra
+    d = doubled_events(real_trace("h100_qwen1.5-0.5b_hf.json.gz"))
     first = d["deviceProperties"][0]
     d["deviceProperties"] = [first, {**first, "id": first.get("id", 0) + 1, "name": A100,
                                      "computeMajor": 8, "computeMinor": 0}]
     path = tmp_path_factory.mktemp("two_gpus") / "h100_and_a100.json.gz"
-    with gzip.open(path, "wt") as f:
-        json.dump(d, f)
+    write_gz(d, path)
     return path, first.get("id", 0)
 
 

@@ -6,7 +6,6 @@ have them). Each device must read exactly as the original trace does."""
 
 from __future__ import annotations
 
-import gzip
 import json
 
 import pytest
@@ -17,26 +16,10 @@ from kerneldiff.core.analysis.timeline import timeline
 from kerneldiff.core.session import Session
 
 from conftest import real_trace
-
-GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation")
-
+from two_devices import doubled_events, write_gz
 
 def doubled(src, dst) -> None:
-    d = json.load(gzip.open(src))
-    ev = d["traceEvents"]
-    gpu_pids = {e.get("pid") for e in ev if e.get("cat") in GPU_CATS}
-    extra = []
-    for e in ev:
-        c = json.loads(json.dumps(e))
-        if isinstance(c.get("pid"), int):
-            c["pid"] = c["pid"] + 1 if c["pid"] in gpu_pids else c["pid"] + 100_000
-        a = c.get("args")
-        if isinstance(a, dict) and "device" in a and c.get("cat") in GPU_CATS:
-            a["device"] = int(a["device"]) + 1
-        extra.append(c)
-    d["traceEvents"] = ev + extra
-    with gzip.open(dst, "wt") as f:
-        json.dump(d, f)
+    write_gz(doubled_events(src), dst)
 
 
 @pytest.fixture(scope="module")

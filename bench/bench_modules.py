@@ -1,10 +1,12 @@
 """What the module tree and the host hotspots add to a cold compare of the real eager/compiled pair.
 
-    python bench/bench_modules.py                  # 3 runs of each, alternated
+    python bench/bench_modules.py                  # 5 runs of each, alternated
     python bench/bench_modules.py --repeat 5 A B   # another pair
 
-Times, whole process, `kerneldiff compare A B --format json --no-cache` without and with
-`--modules --hotspots` (alternated, so load on the machine falls on both alike), and, in one
+Times, whole process (CPU: user + sys of the process and its forked children, the figure that
+holds on a shared machine; wall beside it), `kerneldiff compare A B --format json --no-cache`
+without and with `--modules --hotspots` (alternated, so load on the machine falls on both alike;
+the median of each, and their ratio), and, in one
 process, each reading alone after the comparison (both sides' module paths and the aligned tree;
 both sides' host self times and the launch-bound idle's attribution). Both readings are computed
 only when asked; the target is <= 10 % on the cold compare. It prints figures; it is not a test.
@@ -53,7 +55,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("a", nargs="?", default=str(PAIR[0]))
     ap.add_argument("b", nargs="?", default=str(PAIR[1]))
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     for p in (args.a, args.b):
         if not Path(p).exists():
@@ -72,7 +74,7 @@ def main() -> int:
               f"(runs: {', '.join(f'{x[i]:.2f}' for x in plain)})")
         print(f"{what:4s}   + --modules --hotspots         median {me:6.2f} s  "
               f"(runs: {', '.join(f'{x[i]:.2f}' for x in extra)})")
-        print(f"{what:4s}   added                          {me - mp:+6.2f} s  ({(me - mp) / mp:+.1%})")
+        print(f"{what:4s}   added                          {me - mp:+6.2f} s  (ratio {me / mp:.3f}, {(me - mp) / mp:+.1%})")
     out = subprocess.run([sys.executable, "-c", IN_PROCESS, args.a, args.b], check=True, capture_output=True,
                          text=True).stdout.split()
     cmp_s, mod_s, host_s = map(float, out)

@@ -28,6 +28,11 @@ from kerneldiff.core.analysis.modules import start_order
 from kerneldiff.core.analysis.timeline import launch_bound_gaps
 from kerneldiff.core.numbers import small_unique
 
+try:   # the segment sweep in C (setup.py builds it where a compiler is at hand); numpy otherwise, same segments
+    from kerneldiff.core.analysis import _hostscan
+except ImportError:
+    _hostscan = None
+
 NO_EVENT = "(no host event)"
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _INSTANCE = re.compile(r"_[0-9]+$")
@@ -95,14 +100,59 @@ def _segments(ts: np.ndarray, end: np.ndarray, probes: np.ndarray) -> tuple[np.n
 
     The bounds in time order (at one time: ends, inner first; probes; starts, outer first). After
     a start its event runs innermost; after an end, what ran just before that event started runs
-    again (its caller); a probe changes nothing. "What ran just before" points back along the
-    bounds: the chains are followed by pointer jumping (each round halves them), so the whole is
-    one sort of the bounds, whose runs are in order already, and a few gathers."""
-    live = np.flatnonzero(end > ts)            # an event of no duration owns no time
-    live = live[start_order(ts[live], end[live] - ts[live])]
+    again (its caller); a probe changes nothing."""
+    live = _live(ts, end)
+    return _segments_numpy(live, ts[live], end[live], np.asarray(probes, np.int64))
+
+
+def _live(ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The events that own time (an event of no duration owns none), in start order (outer first)."""
+    live = np.flatnonzero(end > ts)
+    return live[start_order(ts[live], end[live] - ts[live])]
+
+
+def _attribute(ts: np.ndarray, end: np.ndarray, name: np.ndarray, none: int, n: int, ws: np.ndarray,
+               we: np.ndarray, gs: np.ndarray, ge: np.ndarray,
+               use_c: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """One thread's time by the name of the event running innermost (`_segments`; `none` where no
+    event runs): inside each window (ws, we: sorted, disjoint), an (n, windows) array, and inside
+    the gaps (gs, ge: their union), an (n,) array; integer ns. In C (`_hostscan.c`: one sweep)
+    where built, else numpy (the reference: `use_c=False`)."""
+    P = len(ws)
+    live = _live(ts, end)
+    S, E, nm = ts[live], end[live], np.asarray(name, np.int64)[live]
+    if (_hostscan is not None) if use_c is None else use_c:
+        per, idle = np.zeros(n * P, np.int64), np.zeros(n, np.int64)
+        c = np.ascontiguousarray
+        _hostscan.attribute(c(S, np.int64), c(E, np.int64), c(nm), c(ws, np.int64), c(we, np.int64),
+                            np.sort(gs).astype(np.int64), np.sort(ge).astype(np.int64), none, per, idle)
+        return per.reshape(n, P), idle
+    seg_s, seg_e, pos = _segments_numpy(live, S, E, np.concatenate([ws, we, gs, ge]).astype(np.int64))
+    owner = np.where(pos >= 0, name[np.maximum(pos, 0)] if len(name) else none, none)
+    # which window and which gap each segment is in: their bounds are segment bounds, so a running
+    # count over the bounds says (one cumulative sum, not a search per segment)
+    nseg = len(seg_s)
+
+    def running(starts, ends, value=None):
+        up = np.bincount(np.searchsorted(seg_s, starts), weights=value, minlength=nseg + 1)
+        down = np.bincount(np.searchsorted(seg_s, ends), weights=value, minlength=nseg + 1)
+        return np.rint(np.cumsum(up - down)[:nseg]).astype(np.int64)
+
+    length = seg_e - seg_s
+    inside = running(ws, we) > 0
+    wi = running(ws, we, np.arange(1, P + 1)) - 1    # windows are disjoint: the one open
+    per = np.bincount(owner[inside] * P + wi[inside], weights=length[inside], minlength=n * P)
+    idle = np.zeros(n)
+    if len(gs):
+        in_gap = running(gs, ge) > 0
+        idle = np.bincount(owner[in_gap], weights=length[in_gap], minlength=n)
+    return np.rint(per).astype(np.int64).reshape(n, P), np.rint(idle).astype(np.int64)
+
+
+def _segments_numpy(live, S, E, probes):
+    """`_segments` in numpy: "what ran just before" points back along the bounds, and the chains
+    are followed by pointer jumping (each round halves them): one sort of the bounds, a few gathers."""
     m = len(live)
-    probes = np.asarray(probes, np.int64)
-    S, E = ts[live], end[live]
     times = np.concatenate([E[::-1], probes, S])
     kind = np.concatenate([np.zeros(m, np.int64), np.ones(len(probes), np.int64), np.full(m, 2, np.int64)])
     ev = np.concatenate([np.arange(m)[::-1], np.full(len(probes), -1, np.int64), np.arange(m)])
@@ -134,7 +184,7 @@ def _segments(ts: np.ndarray, end: np.ndarray, probes: np.ndarray) -> tuple[np.n
         todo = todo[~gone]
     last = np.flatnonzero(np.r_[t[1:] != t[:-1], True])   # the state after the last bound at each time
     owner = val[last]
-    return t[last][:-1], t[last][1:], np.where(owner >= 0, live[np.maximum(owner, 0)], -1)[:-1]
+    return t[last][:-1], t[last][1:], np.where(owner >= 0, live[np.maximum(owner, 0)] if m else -1, -1)[:-1]
 
 
 def _host_side(m, phase: str, by_pass: bool = False) -> HostSide:
@@ -165,31 +215,19 @@ def _host_side(m, phase: str, by_pass: bool = False) -> HostSide:
     we = ns([m.steps[s].ts + max(m.steps[s].dur, 0.0) for s in steps])
     o = np.argsort(ws, kind="stable")
     ws, we = ws[o], we[o]
+    # windows made disjoint (a window starts no earlier than the one before it ended): each
+    # instant counts in one pass
+    we = np.maximum(we, ws)
+    if len(ws) > 1:
+        ws[1:] = np.maximum(ws[1:], np.maximum.accumulate(we)[:-1])
+        we = np.maximum(we, ws)
     # launch-bound gaps on the same clock (launch_bound_gaps counts from the first activity too)
     gs, ge, _ = launch_bound_gaps(m, phase, by_pass=by_pass)
-    seg_s, seg_e, owner_pos = _segments(ns(ts[mine]), ns(end[mine]), np.concatenate([ws, we, gs, ge]))
-    owner = np.where(owner_pos >= 0, sname[np.maximum(owner_pos, 0)] if len(sname) else none, none)
     n = len(keys)
-    # which window and which gap each segment is in: their bounds are segment bounds, so a running
-    # count over the bounds says (one cumulative sum, not a search per segment)
-    P = max(len(ws), 1)
-    nseg = len(seg_s)
-
-    def running(starts, ends, value=None):
-        up = np.bincount(np.searchsorted(seg_s, starts), weights=value, minlength=nseg + 1)
-        down = np.bincount(np.searchsorted(seg_s, ends), weights=value, minlength=nseg + 1)
-        return np.rint(np.cumsum(up - down)[:nseg]).astype(np.int64)
-
-    length = seg_e - seg_s
-    inside = running(ws, we) > 0
-    wi = running(ws, we, np.arange(1, len(ws) + 1)) - 1    # windows are disjoint: the one open
-    per = np.bincount(owner[inside] * P + wi[inside], weights=length[inside], minlength=n * P).reshape(n, P)
+    per, idle = _attribute(ns(ts[mine]), ns(end[mine]), sname, none, n, ws, we, gs, ge)
     self_ns = per.sum(1)
-    idle = np.zeros(n)
-    if len(gs):
-        in_gap = running(gs, ge) > 0
-        idle = np.bincount(owner[in_gap], weights=length[in_gap], minlength=n)
-        idle[none] += int((ge - gs).sum()) - int(length[in_gap].sum())   # gaps outside every segment
+    # the gaps' time outside their union (gaps of two passes that overlap on the GPU): no host event's
+    idle[none] += int((ge - gs).sum()) - int(idle.sum())
     return HostSide(names=keys, self_ns=self_ns, per_pass_ns=per, idle_ns=idle,
                     window_ns=int((we - ws).sum()), idle_total_ns=int((ge - gs).sum()), passes=len(ws),
                     threads=len(_distinct(tid)))

@@ -16,27 +16,33 @@
 
 typedef int64_t i64;
 
-/* a min-heap of events by (end, -index): the next end, the inner first at equal ends */
-static int before_in_heap(const i64 *E, i64 a, i64 b) { return E[a] < E[b] || (E[a] == E[b] && a > b); }
+/* a min-heap of running events by (end, -index): the next end, the inner first at equal ends (the
+ * end kept beside the index: no lookup into the events' ends while sifting) */
+typedef struct {
+    i64 end, idx;
+} Item;
 
-static void heap_push(i64 *h, i64 *n, const i64 *E, i64 x) {
+static inline int earlier(Item a, Item b) { return a.end < b.end || (a.end == b.end && a.idx > b.idx); }
+
+static void heap_push(Item *h, i64 *n, Item x) {
     i64 i = (*n)++;
     while (i > 0) {
         i64 p = (i - 1) / 2;
-        if (!before_in_heap(E, x, h[p])) break;
+        if (!earlier(x, h[p])) break;
         h[i] = h[p];
         i = p;
     }
     h[i] = x;
 }
 
-static i64 heap_pop(i64 *h, i64 *n, const i64 *E) {
-    i64 top = h[0], x = h[--(*n)], i = 0;
+static Item heap_pop(Item *h, i64 *n) {
+    Item top = h[0], x = h[--(*n)];
+    i64 i = 0;
     for (;;) {
         i64 c = 2 * i + 1;
         if (c >= *n) break;
-        if (c + 1 < *n && before_in_heap(E, h[c + 1], h[c])) c++;
-        if (!before_in_heap(E, h[c], x)) break;
+        if (c + 1 < *n && earlier(h[c + 1], h[c])) c++;
+        if (!earlier(h[c], x)) break;
         h[i] = h[c];
         i = c;
     }
@@ -70,7 +76,7 @@ typedef struct {
     i64 *per, *idle;
 } Sweep;
 
-static int sweep(const Sweep *a, i64 *heap, i64 *before) {
+static int sweep(const Sweep *a, Item *heap, i64 *before) {
     i64 i = 0, nh = 0, state = -1, iws = 0, iwe = 0, igs = 0, ige = 0, prev = 0;
     int started = 0;
     const i64 *S = a->S, *E = a->E;
@@ -79,7 +85,7 @@ static int sweep(const Sweep *a, i64 *heap, i64 *before) {
         i64 t = 0;
 #define CAND(cond, v) if (cond) { i64 _v = (v); if (!any || _v < t) { t = _v; any = 1; } }
         CAND(i < a->m, S[i])
-        CAND(nh > 0, E[heap[0]])
+        CAND(nh > 0, heap[0].end)
         CAND(iws < a->nw, a->ws[iws])
         CAND(iwe < a->nw, a->we[iwe])
         CAND(igs < a->ng, a->gs[igs])
@@ -92,8 +98,8 @@ static int sweep(const Sweep *a, i64 *heap, i64 *before) {
             if (iws > iwe) a->per[owner * a->nw + (iws - 1)] += len;
             if (igs > ige) a->idle[owner] += len;
         }
-        while (nh > 0 && E[heap[0]] == t)
-            state = before[heap_pop(heap, &nh, E)];
+        while (nh > 0 && heap[0].end == t)
+            state = before[heap_pop(heap, &nh).idx];
         while (iws < a->nw && a->ws[iws] == t) iws++;
         while (iwe < a->nw && a->we[iwe] == t) iwe++;
         while (igs < a->ng && a->gs[igs] == t) igs++;
@@ -101,7 +107,7 @@ static int sweep(const Sweep *a, i64 *heap, i64 *before) {
         while (i < a->m && S[i] == t) {
             before[i] = state;
             state = i;
-            heap_push(heap, &nh, E, i);
+            heap_push(heap, &nh, (Item){E[i], i});
             i++;
         }
         prev = t;
@@ -118,7 +124,8 @@ static PyObject *py_attribute(PyObject *self, PyObject *args) {
     Buf bf[9];
     memset(bf, 0, sizeof bf);
     PyObject *ret = NULL;
-    i64 *heap = NULL, *before = NULL;
+    Item *heap = NULL;
+    i64 *before = NULL;
     /* starts, ends, names (events in start order), window starts, ends, gap starts, ends, none,
      * per (names * windows, zeroed), idle (names, zeroed) */
     if (get(o[0], &bf[0], 0, -1, "starts") < 0)
@@ -141,7 +148,7 @@ static PyObject *py_attribute(PyObject *self, PyObject *args) {
         a.S = bf[0].v.buf; a.E = bf[1].v.buf; a.name = bf[2].v.buf;
         a.ws = bf[3].v.buf; a.we = bf[4].v.buf; a.gs = bf[5].v.buf; a.ge = bf[6].v.buf;
         a.none = none; a.per = bf[7].v.buf; a.idle = bf[8].v.buf;
-        heap = PyMem_Malloc(sizeof(i64) * (size_t)(a.m ? a.m : 1));
+        heap = PyMem_Malloc(sizeof(Item) * (size_t)(a.m ? a.m : 1));
         before = PyMem_Malloc(sizeof(i64) * (size_t)(a.m ? a.m : 1));
         if (heap == NULL || before == NULL) {
             PyErr_NoMemory();

@@ -68,20 +68,28 @@ def host_side(model, phase: str = "all", by_pass: bool = False) -> HostSide:
     return model.memo(("host_hotspots", phase, by_pass), lambda: _host_side(model, phase, by_pass))
 
 
-def _events(model):
-    """Every host event: (ts, end, tid, name key) with the name keys' (kind, name)."""
+def _events(model, tid: int | None = None):
+    """The host events (of thread `tid`, or every thread's): (ts, end, tid, name key) with the name
+    keys' (kind, name)."""
     parts, keys, index = [], [], {}
     for kind, table in zip(KINDS, (model.cpu_ops, model.python, model.launches)):
-        if len(table) == 0:
+        sel = slice(None)
+        if tid is not None:
+            on = table.tid == tid
+            if not on.all():   # a thread of its own for every table is common: no copies then
+                sel = np.flatnonzero(on)
+        names = table.name[sel]
+        if len(names) == 0:
             continue
-        ids, inv = small_unique(table.name + 1, len(model.strings) + 1)   # name ids from -1 (none)
+        ids, inv = small_unique(names + 1, len(model.strings) + 1)   # name ids from -1 (none)
         local = np.empty(len(ids), np.int64)
         for j, i in enumerate((ids - 1).tolist()):
             key = (kind, display_name(kind, model.strings[i]) if i >= 0 else "?")
             local[j] = index.setdefault(key, len(keys))
             if local[j] == len(keys):
                 keys.append(key)
-        parts.append((table.ts, table.ts + np.maximum(table.dur, 0.0), table.tid, local[inv]))
+        ts = table.ts[sel]
+        parts.append((ts, ts + np.maximum(table.dur[sel], 0.0), table.tid[sel], local[inv]))
     if not parts:
         z = np.zeros(0)
         return z, z, np.zeros(0, np.int64), np.zeros(0, np.int64), keys
@@ -189,24 +197,25 @@ def _segments_numpy(live, S, E, probes):
 
 def _host_side(m, phase: str, by_pass: bool = False) -> HostSide:
     k = m.kernels
-    ts, end, tid, name, keys = _events(m)
-    keys = keys + [("none", NO_EVENT)]
-    none = len(keys) - 1
-    t0 = float(k.ts.min()) if len(k) else 0.0
-
-    def ns(x):
-        return np.rint((np.asarray(x, np.float64) - t0) * _NS).astype(np.int64)
-
+    tables = (m.cpu_ops, m.python, m.launches)
     # the launching thread: the one that made most launches (the Python thread)
     L = m.launches
     if len(L):
         tids = _distinct(L.tid)
         main_tid = int(tids[np.bincount(np.searchsorted(tids, L.tid)).argmax()])
     else:
-        main_tid = int(tid[0]) if len(tid) else -1
-    mine = tid == main_tid
-    # integer ns on the GPU gaps' clock: segment bounds are event bounds exactly
-    sname = name[mine]
+        main_tid = next((int(t.tid[0]) for t in tables if len(t)), -1)
+    # only the launching thread's events are read (the attribution is on its time)
+    ts, end, _, sname, keys = _events(m, main_tid)
+    keys = keys + [("none", NO_EVENT)]
+    none = len(keys) - 1
+    t0 = float(k.ts.min()) if len(k) else 0.0
+
+    def ns(x):
+        x = np.subtract(x, t0, dtype=np.float64)
+        x *= _NS
+        return np.rint(x, out=x).astype(np.int64)
+
     # the passes' host windows
     rows = np.flatnonzero(compared_mask(m, phase))
     steps = np.unique(k.step[rows])
@@ -224,10 +233,11 @@ def _host_side(m, phase: str, by_pass: bool = False) -> HostSide:
     # launch-bound gaps on the same clock (launch_bound_gaps counts from the first activity too)
     gs, ge, _ = launch_bound_gaps(m, phase, by_pass=by_pass)
     n = len(keys)
-    per, idle = _attribute(ns(ts[mine]), ns(end[mine]), sname, none, n, ws, we, gs, ge)
+    # integer ns on the GPU gaps' clock: segment bounds are event bounds exactly
+    per, idle = _attribute(ns(ts), ns(end), sname, none, n, ws, we, gs, ge)
     self_ns = per.sum(1)
     # the gaps' time outside their union (gaps of two passes that overlap on the GPU): no host event's
     idle[none] += int((ge - gs).sum()) - int(idle.sum())
     return HostSide(names=keys, self_ns=self_ns, per_pass_ns=per, idle_ns=idle,
                     window_ns=int((we - ws).sum()), idle_total_ns=int((ge - gs).sum()), passes=len(ws),
-                    threads=len(_distinct(tid)))
+                    threads=len(_distinct(np.concatenate([t.tid for t in tables]))))

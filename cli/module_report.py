@@ -37,6 +37,17 @@ def json_document(cmp, modules=None, hot=None) -> dict:
     return doc
 
 
+def model_table(session, args) -> int:
+    """`--table modules`: the module tree as a flat table, CSV or JSON (docs/EXPORT_SCHEMA.md)."""
+    from kerneldiff.core.report.module_table import module_table
+
+    from .output import emit, rows_csv, table_json
+
+    head, rows = module_table(session.modules(args.phase))
+    text = table_json(head, rows) if args.format == "json" else rows_csv(head, rows).rstrip("\n")
+    return emit(text, args.output)
+
+
 def render_modules(mc, out, width: int) -> None:
     from kerneldiff.core.compare.module_compare import top_rows
 

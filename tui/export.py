@@ -46,6 +46,10 @@ def table_export(comp, table) -> tuple[list[str], list[list[Any]]]:
     """Header and rows of the explorer table `table` (a ResultTable) as shown, in the export schema."""
     from kerneldiff.core.report.tables import OUTSIDE, table_records
 
+    if table.spec.name == "modules":   # the module tree's nodes shown (their payloads), in its schema
+        from kerneldiff.core.report.module_table import MODULE_COLUMNS, module_row
+
+        return list(MODULE_COLUMNS), [module_row(r.payload) for r in table.rows_shown]
     name = _core_table(table.spec.name) if comp is not None else None
     if name is not None:
         head, records = table_records(comp, name)

@@ -70,7 +70,7 @@ def host_side(model, phase: str = "all", by_pass: bool = False) -> HostSide:
 
 def _events(model, tid: int | None = None):
     """The host events (of thread `tid`, or every thread's): (ts, end, tid, name key) with the name
-    keys' (kind, name)."""
+    keys' (kind, name); the tids only for every thread's (None for one thread's)."""
     parts, keys, index = [], [], {}
     for kind, table in zip(KINDS, (model.cpu_ops, model.python, model.launches)):
         sel = slice(None)
@@ -89,11 +89,13 @@ def _events(model, tid: int | None = None):
             if local[j] == len(keys):
                 keys.append(key)
         ts = table.ts[sel]
-        parts.append((ts, ts + np.maximum(table.dur[sel], 0.0), table.tid[sel], local[inv]))
+        parts.append((ts, ts + np.maximum(table.dur[sel], 0.0), table.tid[sel] if tid is None else None, local[inv]))
     if not parts:
         z = np.zeros(0)
-        return z, z, np.zeros(0, np.int64), np.zeros(0, np.int64), keys
-    return (*(np.concatenate([p[i] for p in parts]) for i in range(4)), keys)
+        return z, z, np.zeros(0, np.int64) if tid is None else None, np.zeros(0, np.int64), keys
+    ts, end, tids, name = (np.concatenate([p[i] for p in parts]) if i != 2 or tid is None else None
+                           for i in range(4))
+    return ts, end, tids, name, keys
 
 
 def _distinct(x: np.ndarray) -> np.ndarray:

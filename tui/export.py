@@ -37,7 +37,7 @@ CORE_TABLES = {"summary": "ledger", "layers": "layers", "operations": "operation
 
 
 def _core_table(spec_name: str) -> str | None:
-    if spec_name.startswith("layer") and spec_name.endswith("_pairs"):
+    if spec_name == "module_pairs" or (spec_name.startswith("layer") and spec_name.endswith("_pairs")):
         return "pairs"
     return CORE_TABLES.get(spec_name)
 

@@ -4,9 +4,13 @@ compared passes, and which of them ran while the GPU waited for a launch.
 The host events of a thread (CPU operators, `python_function` frames with with_stack, runtime API
 calls) nest: a call runs inside its caller. Each instant of the thread belongs to the innermost
 event running then, or to none: an event's self time is its share of the thread's instants, so the
-self times of a thread and its unclaimed time sum to the window exactly (integer ns). A launch-bound
-idle gap of the GPU (`kerneldiff.core.analysis.timeline.launch_bound_gaps`) is split the same way
-over the launching thread (the one that made the most launch calls: the Python thread): the gaps' parts sum to the ledger's
+self times of a thread and its unclaimed time sum to the window exactly (integer ns); self times are
+read on the launching thread (the one that made the most launch calls: the Python thread). A
+launch-bound idle gap of the GPU (`kerneldiff.core.analysis.timeline.launch_bound_closers`) is
+split the same way over the thread that launched the kernel ending it (the GPU waited for that
+thread's launch: in training, the autograd thread's for the backward kernels); the part of a gap
+where that thread records no event is `(no host event)`, whatever other threads ran then (the
+trace does not say the launching thread waited on them). The gaps' parts sum to the ledger's
 `idle: launch-bound` row of that side.
 
 Names are grouped as the host ran them: a Python frame as recorded less an object's address
@@ -25,7 +29,7 @@ import numpy as np
 from kerneldiff.core.analysis.cut_work import compared_mask
 from kerneldiff.core.analysis.modules import MODULE_PREFIX
 from kerneldiff.core.analysis.modules import start_order
-from kerneldiff.core.analysis.timeline import launch_bound_gaps
+from kerneldiff.core.analysis.timeline import launch_bound_closers
 from kerneldiff.core.numbers import small_unique
 
 try:   # the segment sweep in C (setup.py builds it where a compiler is at hand); numpy otherwise, same segments
@@ -52,6 +56,7 @@ class HostSide:
     idle_total_ns: int             # the launch-bound idle (the ledger row, in ns)
     passes: int
     threads: int
+    gap_threads: int = 1           # threads that launched the kernels ending the gaps
 
 
 def display_name(kind: str, text: str) -> str:
@@ -232,14 +237,42 @@ def _host_side(m, phase: str, by_pass: bool = False) -> HostSide:
     if len(ws) > 1:
         ws[1:] = np.maximum(ws[1:], np.maximum.accumulate(we)[:-1])
         we = np.maximum(we, ws)
-    # launch-bound gaps on the same clock (launch_bound_gaps counts from the first activity too)
-    gs, ge, _ = launch_bound_gaps(m, phase, by_pass=by_pass)
+    # launch-bound gaps on the same clock (launch_bound_gaps counts from the first activity too),
+    # each read on the thread that launched the kernel ending it: the GPU waited for that thread
+    gs, ge, _, closer = launch_bound_closers(m, phase, by_pass=by_pass)
+    li = k.launch[closer] if len(closer) else np.zeros(0, np.int64)
+    gt = np.where(li >= 0, L.tid[np.maximum(li, 0)] if len(L) else main_tid, main_tid)
+    on_main = gt == main_tid
     n = len(keys)
     # integer ns on the GPU gaps' clock: segment bounds are event bounds exactly
-    per, idle = _attribute(ns(ts), ns(end), sname, none, n, ws, we, gs, ge)
+    per, idle = _attribute(ns(ts), ns(end), sname, none, n, ws, we, gs[on_main], ge[on_main])
+    idle = idle.tolist()
+    index = {key: i for i, key in enumerate(keys)}
+    for th in _distinct(gt[~on_main]).tolist():
+        o_ts, o_end, _, o_name, o_keys = _events(m, th)
+        o_keys = o_keys + [("none", NO_EVENT)]
+        sel = gt == th
+        _, o_idle = _attribute(ns(o_ts), ns(o_end), o_name, len(o_keys) - 1, len(o_keys), ws[:0], we[:0],
+                               gs[sel], ge[sel])
+        for key, v in zip(o_keys, o_idle.tolist()):
+            if v:
+                if key not in index:
+                    index[key] = len(keys)
+                    keys.append(key)
+                    idle.append(0)
+                idle[index[key]] += v
+    # `none` last, after any other thread's names
+    if none != len(keys) - 1:
+        order = [i for i in range(len(keys)) if i != none] + [none]
+        keys = [keys[i] for i in order]
+        idle = [idle[i] for i in order]
+        per = np.concatenate([per, np.zeros((len(keys) - len(per), per.shape[1]), per.dtype)])[order]
+        none = len(keys) - 1
+    idle = np.array(idle, np.int64)
     self_ns = per.sum(1)
     # the gaps' time outside their union (gaps of two passes that overlap on the GPU): no host event's
     idle[none] += int((ge - gs).sum()) - int(idle.sum())
     return HostSide(names=keys, self_ns=self_ns, per_pass_ns=per, idle_ns=idle,
                     window_ns=int((we - ws).sum()), idle_total_ns=int((ge - gs).sum()), passes=len(ws),
-                    threads=len(_distinct(np.concatenate([t.tid for t in tables]))))
+                    threads=len(_distinct(np.concatenate([t.tid for t in tables]))),
+                    gap_threads=len(_distinct(gt)))

@@ -313,8 +313,8 @@ class _Scan:
         return {name: out[i] for i, name in enumerate(_SCAN_FIELDS[:None if streams else -2])}
 
     def _scan_numpy(self, rows, key, classify, streams, gaps: list | None = None) -> dict[str, np.ndarray]:
-        """`gaps`: a list that receives each chunk's classified gaps, (start, end, CAT_*, window
-        index) in ns (`classified_gaps`)."""
+        """`gaps`: a list that receives each chunk's classified gaps: (start, end) in ns, CAT_*, the
+        window's index and the row of the activity that ends the gap (the first to start then)."""
         if len(rows) == 0:
             z = np.zeros(0, dtype=np.int64)
             return {name: z for name in _SCAN_FIELDS[:None if streams else -2]}
@@ -372,7 +372,7 @@ class _Scan:
             return
         wg, gg = w[g], gap[g]
         if gaps is not None:
-            gaps.append((prev[g] - shift[g], s[g], cat, wg + w0))
+            gaps.append((prev[g] - shift[g], s[g], cat, wg + w0, rows[g]))
         for name, c in (("launch", CAT_LAUNCH), ("sync", CAT_SYNC), ("other", CAT_OTHER)):
             m = cat == c
             out[name][w0:w0 + n_win] = np.bincount(wg[m], weights=gg[m], minlength=n_win).astype(np.int64)
@@ -557,6 +557,13 @@ def launch_bound_gaps(model: TraceModel, phase: str = "all", tolerance_us: float
     timeline scans them, all at once, by the numpy scan (the reference the C scan is tested
     against): the gaps' lengths sum to the window's launch_bound_us, or to the passes' summed,
     exactly (memoised)."""
+    return launch_bound_closers(model, phase, tolerance_us, by_pass)[:3]
+
+
+def launch_bound_closers(model: TraceModel, phase: str = "all", tolerance_us: float = LAUNCH_TOLERANCE_US,
+                         by_pass: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`launch_bound_gaps` and, per gap, the kernel row that ends it (the first activity to start
+    then): the GPU waited for its launch (memoised)."""
     return model.memo(("launch_bound_gaps", phase, tolerance_us, by_pass),
                       lambda: _launch_bound_gaps(model, phase, tolerance_us, by_pass))
 
@@ -572,9 +579,8 @@ def _launch_bound_gaps(model, phase, tolerance_us, by_pass):
     if len(rows):
         sc._scan_numpy(rows, key, True, False, gaps=found)
     z = np.zeros(0, dtype=np.int64)
-    gs = np.concatenate([f[0][f[2] == CAT_LAUNCH] for f in found]) if found else z
-    ge = np.concatenate([f[1][f[2] == CAT_LAUNCH] for f in found]) if found else z
-    return gs, ge, np.float64(sc.t0)
+    gs, ge, closer = (np.concatenate([f[i][f[2] == CAT_LAUNCH] for f in found]) if found else z for i in (0, 1, 4))
+    return gs, ge, np.float64(sc.t0), closer
 
 
 def _layers(r: dict[str, np.ndarray], width: int) -> list[LayerIdle]:

@@ -107,6 +107,9 @@ def compare_host(a, b, phase: str = "all", top: int = TOP) -> HostHotspots:
         elif not any(k == "python" for k, _ in h.names):
             notes.append(f"{lab} records no Python frames (no with_stack): its host time is by operator "
                          f"and runtime call only")
+        if h.gap_threads > 1:
+            notes.append(f"{lab}'s launch-bound gaps end with kernels launched from {h.gap_threads} threads: "
+                         f"each gap is read on the thread that launched its kernel")
     return HostHotspots(basis="per_pass" if per_pass else "total", passes={"a": na, "b": nb},
                         top={"a": top_a, "b": top_b},
                         idle_by_op=_fold(idle, top),

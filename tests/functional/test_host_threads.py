@@ -63,3 +63,20 @@ def test_on_one_thread_the_same_gap_is_that_threads(tmp_path):
     assert idle["aten::backward_op"] == pytest.approx(48.0)
     assert idle["train.py(10): main_loop"] == pytest.approx(3 * 5.0 + 52.0)
     assert "(no host event)" not in idle
+
+
+def test_the_comparison_says_when_gaps_come_from_several_threads(tmp_path):
+    from kerneldiff.core.compare.host_compare import compare_host
+    from kerneldiff.core.session import Session
+
+    two = write_trace(tmp_path / "two.json", _doc(True))
+    one = write_trace(tmp_path / "one.json", _doc(False))
+    a, b = Session([str(two), str(one)], use_cache=False).load_all()
+    h = compare_host(a, b)
+    assert [n for n in h.notes if "threads" in n] == \
+        ["A's launch-bound gaps end with kernels launched from 2 threads: each gap is read on the thread that "
+         "launched its kernel"]
+    # the same gaps on both sides, read on different threads: the gap moves between the rows
+    row = {r.name: r for r in h.idle_by_op}
+    assert row["(no host event)"].gap_us == pytest.approx(52.0)
+    assert row["train.py(10): main_loop"].gap_us == pytest.approx(-52.0)

@@ -6,6 +6,8 @@ against a plain recount."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -13,7 +15,7 @@ from hypothesis import strategies as st
 
 from kerneldiff.core.analysis.host_hotspots import _attribute, _segments
 
-needs_c = pytest.mark.skipif(__import__("importlib").util.find_spec("kerneldiff.core.analysis._hostscan") is None,
+needs_c = pytest.mark.skipif(importlib.util.find_spec("kerneldiff.core.analysis._hostscan") is None,
                              reason="the C sweep is not built")
 
 
@@ -75,7 +77,7 @@ def calls(draw):
 
 
 @needs_c
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(events(), st.data())
 def test_c_sweep_is_the_numpy_sweep(ev, data):
     ts, end, _, unit = ev
@@ -95,7 +97,7 @@ def test_c_sweep_is_the_numpy_sweep(ev, data):
     assert int(idle.sum()) == union
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(calls())
 def test_nested_calls_each_instant_owned_by_the_latest_started_call_running(ev):
     ts, end, probes = ev

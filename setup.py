@@ -1,7 +1,8 @@
 """The compiled parts: the trace scanner (core/ingest/_fastscan.c), the alignment's name
-similarity (core/compare/_similarity.c) and the timeline's gap scan (core/analysis/_gapscan.c). All
-are optional: where no C compiler is at hand the install still succeeds and kerneldiff runs without
-them (the msgspec reader, difflib, numpy: slower, same results). Everything else is declared in
+similarity (core/compare/_similarity.c), the timeline's gap scan (core/analysis/_gapscan.c) and the
+host hotspots' segment sweep (core/analysis/_hostscan.c). All are optional: where no C compiler
+is at hand the install still succeeds and kerneldiff runs without them (the msgspec reader,
+difflib, numpy: slower, same results). Everything else is declared in
 pyproject.toml."""
 
 from setuptools import Extension, setup
@@ -11,4 +12,6 @@ setup(ext_modules=[Extension("kerneldiff.core.ingest._fastscan", ["core/ingest/_
                    Extension("kerneldiff.core.compare._similarity", ["core/compare/_similarity.c"],
                              extra_compile_args=["-O2"], optional=True),
                    Extension("kerneldiff.core.analysis._gapscan", ["core/analysis/_gapscan.c"],
+                             extra_compile_args=["-O2"], optional=True),
+                   Extension("kerneldiff.core.analysis._hostscan", ["core/analysis/_hostscan.c"],
                              extra_compile_args=["-O2"], optional=True)])

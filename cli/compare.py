@@ -9,7 +9,7 @@ from kerneldiff.core.names.visible import visible
 from kerneldiff.core.errors import TraceError, shown_path
 from kerneldiff.core.numbers import strict_json
 from kerneldiff.core.phase_names import PHASE_FILTERS
-from kerneldiff.core.report.table_names import TABLES
+from kerneldiff.core.report.table_names import MODEL_TABLES, TABLES
 from kerneldiff.core.report.run_tables import RUN_TABLES
 
 from .args import flag_number
@@ -32,7 +32,7 @@ def add_parser(sub) -> None:
     p.add_argument("--pass", dest="passes", metavar="N[-M]",
                    help="perfetto: the passes to write, by the number the Timeline shows (default: all); "
                         "html: the pass drawn to scale (default: the one with the largest wall-clock gap)")
-    p.add_argument("--table", choices=list(TABLES) + list(RUN_TABLES) + ["all"], default=None,
+    p.add_argument("--table", choices=list(TABLES) + list(MODEL_TABLES) + list(RUN_TABLES) + ["all"], default=None,
                    help="one table as CSV (or JSON with --format json), keys a_<field>/b_<field> as the "
                         "explorer's export (CSV without --table: all tables, one file each, with -o; "
                         "operations on stdout; JSON without --table: the whole comparison)")
@@ -136,6 +136,10 @@ def run(args) -> int:
     try:
         if args.format in ("html", "perfetto"):
             return _picture(session, cmp, args, passes)
+        if args.table in MODEL_TABLES:
+            from .module_report import model_table
+
+            return model_table(session, args)
         if getattr(args, "modules", False) or getattr(args, "hotspots", False):
             args.extra = (session.modules(args.phase) if args.modules else None,
                           session.host_hotspots(args.phase) if args.hotspots else None)

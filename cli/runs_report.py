@@ -47,6 +47,10 @@ def run_runs(args) -> int:
     try:
         if args.format in ("markdown", "html", "perfetto"):
             return _pictures(session, cmp, found, args)
+        if args.table == "modules":   # the representative ranks' module tree
+            from .module_report import model_table
+
+            return model_table(session.load_pair(), args)
         if args.format == "json":
             if args.table in RUN_TABLES:
                 return emit(table_json(*run_table(found, args.table)), args.output)

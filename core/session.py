@@ -540,6 +540,13 @@ class Session:
 
         return compare_modules(self._model(0), self._model(1), phase)
 
+    def module_pairs(self, comparison, path: str):
+        """The comparison's kernel pairs in the module tree's node `path`
+        (`kerneldiff.core.compare.module_pairs.ModulePairs`)."""
+        from kerneldiff.core.compare.module_pairs import module_pairs
+
+        return module_pairs(comparison, self._model(0), self._model(1), path, comparison.phase)
+
     def host_hotspots(self, phase: str = "all"):
         """Each side's host operations by self time, and the launch-bound idle by the host operation
         running in it (`kerneldiff.core.compare.host_compare`); computed the first time it is asked."""

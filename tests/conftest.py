@@ -109,8 +109,6 @@ KNOWN_AFTER_MERGE = {
         "raw recount counts every kernel; the ledger now counts those inside the forward calls",
     "tests/functional/test_tui_aie.py::test_broken_aie_trace_leaves_the_other_browsable":
         "error screen text timing under xdist (passes alone)",
-    "tests/functional/test_modules_invariants.py::test_real_pairs_mirror_self_and_sums[pair1]":
-        "host hotspots' launch-bound gaps use the pass span, the ledger the forward call's kernels",
     "tests/functional/test_pass_timeline_idle.py::test_idle_of_a_real_pass_matches_the_raw_events":
         "the pass timeline now draws only the forward call's kernels",
     "tests/functional/test_tui_stored.py::test_a_trace_that_fails_behind_a_stored_comparison_shows_the_error_screen":

@@ -37,7 +37,7 @@ CORE_TABLES = {"summary": "ledger", "layers": "layers", "operations": "operation
 
 
 def _core_table(spec_name: str) -> str | None:
-    if spec_name.startswith("layer") and spec_name.endswith("_pairs"):
+    if spec_name == "module_pairs" or (spec_name.startswith("layer") and spec_name.endswith("_pairs")):
         return "pairs"
     return CORE_TABLES.get(spec_name)
 
@@ -46,6 +46,10 @@ def table_export(comp, table) -> tuple[list[str], list[list[Any]]]:
     """Header and rows of the explorer table `table` (a ResultTable) as shown, in the export schema."""
     from kerneldiff.core.report.tables import OUTSIDE, table_records
 
+    if table.spec.name == "modules":   # the module tree's nodes shown (their payloads), in its schema
+        from kerneldiff.core.report.module_table import MODULE_COLUMNS, module_row
+
+        return list(MODULE_COLUMNS), [module_row(r.payload) for r in table.rows_shown]
     name = _core_table(table.spec.name) if comp is not None else None
     if name is not None:
         head, records = table_records(comp, name)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from .text import DIM, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal, span
-from .views import _num, _row_style, gap_sort, time_sort
+from .text import DIM, cut, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal, span
+from .views import _name_cell, _num, _row_style, compare_sorts, gap_sort, pair_category, pair_mark, searchable, \
+    shortener, time_sort
 from .widgets.result_table import Column, Row, Sort, TableSpec
 
 MATCH_SHORT = {"root": "", "path": "path", "layer": "layer", "a only": "A only", "b only": "B only"}
@@ -59,8 +60,8 @@ def modules_spec(mc, expanded: set[str]) -> TableSpec:
 def modules_hint(mc) -> Text:
     per = "per pass" if mc.basis == "per_pass" else "totals"
     form = "by module path" if mc.form == "path" else "by decoder layer, then module path"
-    return Text(f"→/Enter expand · ← collapse · kernel time {form} ({per}) · %wall: share of the wall-clock gap",
-                style=DIM)
+    return Text(f"→ expand · ← collapse · Enter: its kernel pairs · kernel time {form} ({per}) · %wall: share of "
+                f"the wall-clock gap", style=DIM)
 
 
 def module_detail(node, mc) -> Text:
@@ -123,3 +124,47 @@ def host_hint(hot, which: str) -> Text:
         return Text(f"GPU launch-bound idle{per} (A {fmt_us(hot.idle_us['a'])}, B {fmt_us(hot.idle_us['b'])}) "
                     f"by the host operation running then", style=DIM)
     return Text(f"host self time{per}: both sides' largest", style=DIM)
+
+
+def module_pairs_spec(found) -> TableSpec:
+    """A module's kernel pairs (`core.compare.module_pairs`), layer by layer in the order a pass runs
+    them: the layer pairs table's columns after the layer (figures per launch, mean over passes)."""
+    pairs = [p for _l, p in found.pairs]
+    widest = max((len(pair_category(p)) for p in pairs), default=8)
+    cols = [Column("layer", "L", "int", 3), Column("pos", "#", "int", 3),
+            Column("a_name", "A kernel", "name", min_width=14), Column("b_name", "B kernel", "name", min_width=14),
+            Column("a_mean", "A mean", "us", 7), Column("b_mean", "B mean", "us", 7), Column("ratio", "A/B", "ratio", 6),
+            Column("gap", "Gap", "gap", 8), Column("note", "G", "text", 1),
+            Column("category", "Category", "text", max(8, min(widest, 28)))]
+
+    def build(w: dict[str, int]) -> list[Row]:
+        rows = []
+        short_a = shortener([p.a_name for p in pairs], w["a_name"])
+        short_b = shortener([p.b_name for p in pairs], w["b_name"])
+        for layer, p in found.pairs:
+            a = p.a.mean_us if p.a_name is not None else None
+            b = p.b.mean_us if p.b_name is not None else None
+            note, cat = pair_mark(p), pair_category(p)
+            vals = (layer, p.position, p.a_name, p.b_name, a, b, p.ratio, p.gap_us, note, cat)
+            cells = (_num(str(layer)), _num(str(p.position)), _name_cell(p.a_name, w["a_name"], short_a),
+                     _name_cell(p.b_name, w["b_name"], short_b), _num(fmt_us(a)), _num(fmt_us(b)),
+                     _num(fmt_ratio(p.ratio)), _num(fmt_gap(p.gap_us)),
+                     span(note, "bold" if note not in ("=", "") else DIM), literal(cut(cat, cols[-1].width)))
+            search = searchable(p.a_name, p.b_name, p.a_category, p.b_category)
+            rows.append(Row(f"{layer}:{p.position}", vals, cells, payload=(layer, p), style=_row_style(p.gap_us),
+                            search=search))
+        return rows
+
+    return TableSpec("module_pairs", cols, build, sorts=compare_sorts(7, 4, 5, 2, "a_name", ("a_mean", "b_mean"), alt=3),
+                     fixed=4)
+
+
+def module_pairs_summary(node, found) -> Text:
+    t = literal(node.path or "total", "bold")
+    layers = len({layer for layer, _p in found.pairs})
+    t.append(f"\n{len(found.pairs):,} kernel pair{'' if len(found.pairs) == 1 else 's'} in {layers} "
+             f"layer{'' if layers == 1 else 's'} · A {found.a_kernels:,} kernels, B {found.b_kernels:,}")
+    out = [f"{k} {n:,}" for k, n in (("A", found.outside_a), ("B", found.outside_b)) if n]
+    if out:
+        t.append(f" · outside every layer (in no pair): {', '.join(out)}", style=DIM)
+    return t

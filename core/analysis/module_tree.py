@@ -56,8 +56,15 @@ def _calls(model):
     calls = module_calls(model)
     if len(calls):
         nest = Nest(calls.ts, calls.end, calls.tid)
-        labels = [calls.label(i) for i in nest.order.tolist()]
-        return nest, labels, "modules"
+        # each distinct (class, instance) labelled once, from any one of its calls
+        o = nest.order
+        width = int(calls.instance.max()) + 2
+        ids, inv = np.unique(calls.cls_id[o].astype(np.int64) * width + calls.instance[o] + 1, return_inverse=True)
+        inv = inv.reshape(-1)
+        one = np.empty(len(ids), np.int64)
+        one[inv] = o
+        text = [calls.label(i) for i in one.tolist()]
+        return nest, [text[j] for j in inv.tolist()], "modules"
     c = model.cpu_ops
     if len(c) == 0:
         return None, [], "none"

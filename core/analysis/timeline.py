@@ -312,7 +312,9 @@ class _Scan:
         out = np.frombuffer(out, dtype=np.int64).reshape(len(_SCAN_FIELDS), -1)
         return {name: out[i] for i, name in enumerate(_SCAN_FIELDS[:None if streams else -2])}
 
-    def _scan_numpy(self, rows, key, classify, streams) -> dict[str, np.ndarray]:
+    def _scan_numpy(self, rows, key, classify, streams, gaps: list | None = None) -> dict[str, np.ndarray]:
+        """`gaps`: a list that receives each chunk's classified gaps: (start, end) in ns, CAT_*, the
+        window's index and the row of the activity that ends the gap (the first to start then)."""
         if len(rows) == 0:
             z = np.zeros(0, dtype=np.int64)
             return {name: z for name in _SCAN_FIELDS[:None if streams else -2]}
@@ -334,7 +336,7 @@ class _Scan:
         for c0 in range(0, n_win, per_chunk):
             c1 = min(n_win, c0 + per_chunk)
             a, b = int(bounds[c0]), int(bounds[c1])
-            self._chunk(rows[a:b], s[a:b], e[a:b], dense[a:b] - c0, first[a:b], width, out, c0, classify)
+            self._chunk(rows[a:b], s[a:b], e[a:b], dense[a:b] - c0, first[a:b], width, out, c0, classify, gaps)
         r = {"key": key[starts], "first": s[starts], "count": np.diff(bounds), **out}
         if streams:
             # float sums of integers, exact below 2**53 ns (104 days)
@@ -349,7 +351,7 @@ class _Scan:
                                                minlength=n_win).astype(np.int64)
         return r
 
-    def _chunk(self, rows, s, e, w, first, width, out, w0, classify) -> None:
+    def _chunk(self, rows, s, e, w, first, width, out, w0, classify, gaps=None) -> None:
         shift = w.astype(np.int64) * width
         ss, es = s + shift, e + shift
         cm = np.maximum.accumulate(es)
@@ -369,6 +371,8 @@ class _Scan:
         if len(g) == 0:
             return
         wg, gg = w[g], gap[g]
+        if gaps is not None:
+            gaps.append((prev[g] - shift[g], s[g], cat, wg + w0, rows[g]))
         for name, c in (("launch", CAT_LAUNCH), ("sync", CAT_SYNC), ("other", CAT_OTHER)):
             m = cat == c
             out[name][w0:w0 + n_win] = np.bincount(wg[m], weights=gg[m], minlength=n_win).astype(np.int64)
@@ -511,14 +515,12 @@ def _timeline(model: TraceModel, phase: str, tolerance_us: float, keep_cut: bool
         keys, wins = sc.windows(rows, ph.astype(np.int64))
     for p, w in zip(keys.tolist(), wins):
         tl.phases[PHASES[p]] = w
-    sel = rows if phase == "all" else rows[k.phase[rows] == PHASE_ID[phase]]
+    sel = _in_phase(model, rows, phase)
     tl.whole = tl.phases.get(phase, Window())
     tl.launch = sc.launch_stats(sel)
-    # passes
-    # measured on the kernels launched inside the forward call (kerneldiff.core.analysis.pass_extent)
-    in_pass = sel[in_pass_mask(model)[sel]]
+    in_pass, key = _pass_windows(model, sel)
     steps = model.steps
-    keys, wins = sc.windows(in_pass, k.step[in_pass].astype(np.int64), PassWindow)
+    keys, wins = sc.windows(in_pass, key, PassWindow)
     for s, w in zip(keys.tolist(), wins):
         w.index = s
         if s < len(steps):
@@ -534,50 +536,51 @@ def _timeline(model: TraceModel, phase: str, tolerance_us: float, keep_cut: bool
     return tl
 
 
+def _in_phase(model: TraceModel, rows: np.ndarray, phase: str) -> np.ndarray:
+    return rows if phase == "all" else rows[model.kernels.phase[rows] == PHASE_ID[phase]]
+
+
+def _pass_windows(model: TraceModel, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pass windows over `rows` (in time order): the rows a pass is measured on (the kernels
+    launched inside its forward call, kerneldiff.core.analysis.pass_extent) and each one's pass.
+    The one definition the timeline's passes and `launch_bound_gaps(by_pass=True)` both read."""
+    in_pass = rows[in_pass_mask(model)[rows]]
+    return in_pass, model.kernels.step[in_pass].astype(np.int64)
+
+
 def launch_bound_gaps(model: TraceModel, phase: str = "all", tolerance_us: float = LAUNCH_TOLERANCE_US,
                       by_pass: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The launch-bound idle gaps of the comparison's window of `phase` (work cut by the trace's
     window left out, as `timeline(keep_cut=False).whole` counts them): (start, end) as integer ns
-    from the trace's first activity, and that origin in µs. Their lengths sum to that window's
-    launch_bound_us exactly (the numpy scan's classification, which the C scan is tested against).
-    `by_pass`: the gaps inside each pass instead (what a comparison measuring the passes counts:
-    the passes' launch_bound_us summed)."""
+    from the trace's first activity, and that origin in µs. `by_pass`: the gaps inside each pass
+    instead, over the timeline's own pass windows (`_pass_windows`). The windows are scanned as the
+    timeline scans them, all at once, by the numpy scan (the reference the C scan is tested
+    against): the gaps' lengths sum to the window's launch_bound_us, or to the passes' summed,
+    exactly (memoised)."""
+    return launch_bound_closers(model, phase, tolerance_us, by_pass)[:3]
+
+
+def launch_bound_closers(model: TraceModel, phase: str = "all", tolerance_us: float = LAUNCH_TOLERANCE_US,
+                         by_pass: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`launch_bound_gaps` and, per gap, the kernel row that ends it (the first activity to start
+    then): the GPU waited for its launch (memoised)."""
+    return model.memo(("launch_bound_gaps", phase, tolerance_us, by_pass),
+                      lambda: _launch_bound_gaps(model, phase, tolerance_us, by_pass))
+
+
+def _launch_bound_gaps(model, phase, tolerance_us, by_pass):
     sc = _Scan(model, tolerance_us)
-    k = model.kernels
-    rows = sc.order[~cut_mask(model)[sc.order]]
-    if phase != "all":
-        rows = rows[k.phase[rows] == PHASE_ID[phase]]
+    rows = _in_phase(model, sc.order[~cut_mask(model)[sc.order]], phase)
     if by_pass:
-        rows = rows[k.step[rows] >= 0]
-        steps = k.step[rows]
-        parts = [_launch_bound_gaps(sc, rows[steps == st]) for st in np.unique(steps).tolist()]
-        if parts:
-            return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
-                    np.float64(sc.t0))
-        rows = rows[:0]
-    if len(rows) == 0:
-        z = np.zeros(0, dtype=np.int64)
-        return z, z, np.float64(sc.t0)
-    gs, ge = _launch_bound_gaps(sc, rows)
-    return gs, ge, np.float64(sc.t0)
-
-
-def _launch_bound_gaps(sc, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(start, end) in ns of the launch-bound gaps between `rows` (in start order)."""
-    if len(rows) == 0:
-        z = np.zeros(0, dtype=np.int64)
-        return z, z
-    s, e = sc.s[rows], sc.e[rows]
-    cm = np.maximum.accumulate(e)
-    prev = np.empty_like(cm)
-    prev[0] = 0
-    prev[1:] = cm[:-1]
-    gap = s - prev
-    gap[0] = 0
-    np.maximum(gap, 0, out=gap)
-    g, cat = sc._classify(rows, s, s, e, cm, prev, np.zeros(len(rows), dtype=np.int64), gap)
-    g = g[cat == CAT_LAUNCH]
-    return prev[g], s[g]
+        rows, key = _pass_windows(model, rows)
+    else:
+        key = np.zeros(len(rows), dtype=np.int64)
+    found: list = []
+    if len(rows):
+        sc._scan_numpy(rows, key, True, False, gaps=found)
+    z = np.zeros(0, dtype=np.int64)
+    gs, ge, closer = (np.concatenate([f[i][f[2] == CAT_LAUNCH] for f in found]) if found else z for i in (0, 1, 4))
+    return gs, ge, np.float64(sc.t0), closer
 
 
 def _layers(r: dict[str, np.ndarray], width: int) -> list[LayerIdle]:

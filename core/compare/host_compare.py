@@ -71,33 +71,35 @@ def compare_host(a, b, phase: str = "all", top: int = TOP) -> HostHotspots:
     na, nb = _passes(a, phase), _passes(b, phase)
     per_pass = na != nb
     da, db = (na, nb) if per_pass else (1, 1)
-    ia = {k: i for i, k in enumerate(ha.names)}
-    ib = {k: i for i, k in enumerate(hb.names)}
-    keys = sorted(set(ia) | set(ib))
+    # both sides' names on one axis: each side's figures as an array over the union of names
+    keys = sorted(set(ha.names) | set(hb.names))
+    pos = {k: i for i, k in enumerate(keys)}
+    ia = np.array([pos[k] for k in ha.names], np.int64)
+    ib = np.array([pos[k] for k in hb.names], np.int64)
 
-    def value(h, idx, key, arr, d):
-        i = idx.get(key)
-        return float(arr[i]) / _NS / d if i is not None else 0.0
-
-    def rows(arr_a, arr_b, per=False) -> list[HostOp]:
-        out = []
-        for key in keys:
-            x, y = value(ha, ia, key, arr_a, da), value(hb, ib, key, arr_b, db)
-            if not (x or y):
-                continue
-            op = HostOp(key[1], key[0], x, y, x - y)
-            if per:
-                if key in ia:
-                    op.a_per_pass_us = (ha.per_pass_ns[ia[key]] / _NS).tolist()
-                if key in ib:
-                    op.b_per_pass_us = (hb.per_pass_ns[ib[key]] / _NS).tolist()
-            out.append(op)
+    def spread(idx, arr, d):
+        out = np.zeros(len(keys))
+        out[idx] = np.asarray(arr, np.float64) / _NS / d
         return out
 
-    self_rows = rows(ha.self_ns, hb.self_ns, per=True)
-    top_a = sorted(self_rows, key=lambda r: (-r.a_us, r.kind, r.name))
-    top_b = sorted(self_rows, key=lambda r: (-r.b_us, r.kind, r.name))
-    idle = sorted(rows(ha.idle_ns, hb.idle_ns), key=lambda r: (-abs(r.gap_us), r.kind, r.name))
+    def rows(x, y) -> list[HostOp]:
+        return [HostOp(keys[i][1], keys[i][0], float(x[i]), float(y[i]), float(x[i] - y[i]))
+                for i in np.flatnonzero((x != 0) | (y != 0)).tolist()]
+
+    self_rows = rows(spread(ia, ha.self_ns, da), spread(ib, hb.self_ns, db))
+    top_a = _fold(sorted(self_rows, key=lambda r: (-r.a_us, r.kind, r.name)), top)
+    top_b = _fold(sorted(self_rows, key=lambda r: (-r.b_us, r.kind, r.name)), top)
+    # each pass's self time, for the rows the lists keep
+    ra = {k: i for i, k in enumerate(ha.names)}
+    rb = {k: i for i, k in enumerate(hb.names)}
+    for op in {id(r): r for r in top_a + top_b if r.kind != "other"}.values():
+        key = (op.kind, op.name)
+        if key in ra:
+            op.a_per_pass_us = (ha.per_pass_ns[ra[key]] / _NS).tolist()
+        if key in rb:
+            op.b_per_pass_us = (hb.per_pass_ns[rb[key]] / _NS).tolist()
+    idle = sorted(rows(spread(ia, ha.idle_ns, da), spread(ib, hb.idle_ns, db)),
+                  key=lambda r: (-abs(r.gap_us), r.kind, r.name))
     notes = []
     for lab, h in (("A", ha), ("B", hb)):
         if len(h.names) <= 1:
@@ -105,8 +107,11 @@ def compare_host(a, b, phase: str = "all", top: int = TOP) -> HostHotspots:
         elif not any(k == "python" for k, _ in h.names):
             notes.append(f"{lab} records no Python frames (no with_stack): its host time is by operator "
                          f"and runtime call only")
+        if h.gap_threads > 1:
+            notes.append(f"{lab}'s launch-bound gaps end with kernels launched from {h.gap_threads} threads: "
+                         f"each gap is read on the thread that launched its kernel")
     return HostHotspots(basis="per_pass" if per_pass else "total", passes={"a": na, "b": nb},
-                        top={"a": _fold(top_a, top), "b": _fold(top_b, top)},
+                        top={"a": top_a, "b": top_b},
                         idle_by_op=_fold(idle, top),
                         idle_us={"a": ha.idle_total_ns / _NS / da, "b": hb.idle_total_ns / _NS / db},
                         window_us={"a": ha.window_ns / _NS / da, "b": hb.window_ns / _NS / db}, notes=notes)

@@ -116,18 +116,23 @@ def _under(paths, time) -> tuple[dict, dict]:
     return under, own
 
 
+def _placed(paths, other) -> list[tuple]:
+    """Each leaf of one side at its node of the aligned tree. `other`: the other side's leaves and
+    times."""
+    inner = {q[:i] for q in other[0] for i in range(1, len(q))}
+    o_under, o_own = _under(other[0], other[1])
+    # this side's kernels at a node the other side splits further: the node's own kernels, as the
+    # other side's own `(self)` ones, unless the other side's are mostly in calls below it
+    # (compiled code against eager modules): then they are this side's `(unsplit)` whole
+    return [p + (SELF if o_own.get(p, 0.0) >= 0.5 * o_under.get(p, 0.0) else UNSPLIT,) if p in inner else p
+            for p in paths]
+
+
 def _nodes(paths, time, count, launches, start, end, other) -> dict:
     """Every node (each leaf's prefixes) of one side: [time per bucket, kernels, launches, start, end].
     `other`: the other side's leaves and times."""
     out: dict[tuple, list] = {}
-    inner = {q[:i] for q in other[0] for i in range(1, len(q))}
-    o_under, o_own = _under(other[0], other[1])
-    for i, p in enumerate(paths):
-        if p in inner:
-            # this side's kernels at a node the other side splits further: the node's own kernels,
-            # as the other side's own `(self)` ones, unless the other side's are mostly in calls below
-            # it (compiled code against eager modules): then they are this side's `(unsplit)` whole
-            p = p + (SELF if o_own.get(p, 0.0) >= 0.5 * o_under.get(p, 0.0) else UNSPLIT,)
+    for i, p in enumerate(_placed(paths, other)):
         for d in range(len(p) + 1):
             key = p[:d]
             acc = out.get(key)
@@ -149,6 +154,33 @@ def _side(acc, div: int) -> ModuleSide:
                       launches=float(la) / div, per_pass_us=t[:-1].tolist())
 
 
+def _aligned(ta, tb, a, b):
+    """(form, both sides' `_leaf_stats` in it, the note saying why by layer or None): by path, or
+    by decoder layer where the paths meet for too little of the kernel time."""
+    la, lb = _leaf_stats(ta, a, "path"), _leaf_stats(tb, b, "path")
+    cover = min(_cover(la[0], la[1].sum(1), lb[0]), _cover(lb[0], lb[1].sum(1), la[0]))
+    if cover < MIN_PATH_COVER and ta.layer_paths and tb.layer_paths and \
+            any(p[0].startswith("layer ") for p in ta.layer_paths) and any(p[0].startswith("layer ") for p in tb.layer_paths):
+        return "layer", _leaf_stats(ta, a, "layer"), _leaf_stats(tb, b, "layer"), \
+            (f"the module paths meet for {cover:.0%} of the kernel time: aligned by decoder layer "
+             f"(`layer N` by the layer's index), the calls below each layer by path")
+    return "path", la, lb, None
+
+
+def node_rows(a, b, path: str, phase: str = "all") -> tuple[np.ndarray, np.ndarray]:
+    """The compared kernel rows of each side in the node `path` of the aligned tree (its `path`:
+    labels from the root joined by " > "; "" the root: every compared kernel)."""
+    ta, tb = side_tree(a, phase), side_tree(b, phase)
+    form, la, lb, _ = _aligned(ta, tb, a, b)
+    out = []
+    for t, mine, other in ((ta, la, lb), (tb, lb, la)):
+        joined = [" > ".join(p) for p in _placed(mine[0], other[:2])]
+        hit = np.array([not path or j == path or j.startswith(path + " > ") for j in joined], bool)
+        leaf = t.leaf if form == "path" else t.layer_leaf
+        out.append(t.rows[hit[leaf]] if len(leaf) else t.rows[:0])
+    return out[0], out[1]
+
+
 def compare_modules(a, b, phase: str = "all") -> ModuleComparison:
     """The module trees of models a and b in `phase`, aligned."""
     ta, tb = side_tree(a, phase), side_tree(b, phase)
@@ -161,15 +193,8 @@ def compare_modules(a, b, phase: str = "all") -> ModuleComparison:
                          f"(cpu_ops nested by their CPU spans)")
         elif t.source == "none":
             notes.append(f"{key} records neither module events nor CPU operators: every kernel is 'outside'")
-    form = "path"
-    la, lb = _leaf_stats(ta, a, "path"), _leaf_stats(tb, b, "path")
-    cover = min(_cover(la[0], la[1].sum(1), lb[0]), _cover(lb[0], lb[1].sum(1), la[0]))
-    if cover < MIN_PATH_COVER and ta.layer_paths and tb.layer_paths and \
-            any(p[0].startswith("layer ") for p in ta.layer_paths) and any(p[0].startswith("layer ") for p in tb.layer_paths):
-        form = "layer"
-        notes.append(f"the module paths meet for {cover:.0%} of the kernel time: aligned by decoder layer "
-                     f"(`layer N` by the layer's index), the calls below each layer by path")
-        la, lb = _leaf_stats(ta, a, "layer"), _leaf_stats(tb, b, "layer")
+    form, la, lb, note = _aligned(ta, tb, a, b)
+    notes += [note] if note else []
     na, nb = _nodes(*la, lb[:2]), _nodes(*lb, la[:2])
     wa, wb = timeline(a, phase, keep_cut=False).whole, timeline(b, phase, keep_cut=False).whole
     wall_gap = wa.span_us / da - wb.span_us / db

@@ -3,3 +3,6 @@ that fills them, so that a command line can offer them before any analysis modul
 
 WORK_TABLES = ("gemm-shapes", "attention-shapes", "throughput", "peaks")   # the throughput tables
 TABLES = ("ledger", "operations", "layers", "pairs", "fusions", "same-kernels", "timeline") + WORK_TABLES + ("warnings",)
+# tables of the loaded models, not of the comparison alone: built only when one is asked for by name
+# (not with `--table all`): the module tree (kerneldiff.core.report.module_table)
+MODEL_TABLES = ("modules",)

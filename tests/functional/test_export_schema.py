@@ -17,7 +17,7 @@ import pytest
 from kerneldiff.cli.main import main
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.core.report.run_tables import RUN_TABLES
-from kerneldiff.core.report.table_names import TABLES
+from kerneldiff.core.report.table_names import MODEL_TABLES, TABLES
 
 from conftest import real_trace
 
@@ -50,14 +50,14 @@ def _cli_json(args, capsys) -> list[dict]:
 
 
 def test_the_document_names_every_table():
-    assert set(schema()) == set(TABLES) | set(RUN_TABLES)
+    assert set(schema()) == set(TABLES) | set(MODEL_TABLES) | set(RUN_TABLES)
     assert all(schema().values())
 
 
 def test_every_table_of_a_pair_from_the_cli(capsys):
     want = schema()
     base = ["compare", str(DEMO_A), str(DEMO_B), "--no-cache", "--table"]
-    for name in TABLES:
+    for name in (*TABLES, *MODEL_TABLES):
         rows = _cli_csv([*base, name], capsys)
         assert rows[0] == want[name], name
         records = _cli_json([*base, name], capsys)
@@ -72,7 +72,7 @@ def test_every_table_of_runs_from_the_cli(tmp_path, capsys):
     write_run(tmp_path / "b", ranks=2, straggler=0, straggle_us=120, transfer_us=60)
     want = schema()
     base = ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--no-cache", "--table"]
-    for name in (*RUN_TABLES, "ledger"):
+    for name in (*RUN_TABLES, "ledger", *MODEL_TABLES):
         rows = _cli_csv([*base, name], capsys)
         assert rows[0] == want[name], name
         records = _cli_json([*base, name], capsys)
@@ -105,6 +105,43 @@ async def test_explorer_exports_follow_the_schema(demo_models, tmp_path, monkeyp
             if name == "layers":
                 outside = next(r for r in records if r["layer"] == "outside")
                 assert outside["rank"] is None and outside["a_idle_us"] is None and outside["b_idle_us"] is None
+
+
+async def test_explorer_modules_export_follows_the_schema(demo_models, tmp_path, monkeypatch):
+    """The Modules tab's `e`/`E`: the rows shown (the root and the expanded nodes) in the schema's
+    columns, each the CLI's `--table modules` row of the same node."""
+    from tui_driver import demo_app, wait_for_main, wait_for_screen
+
+    from kerneldiff.core.report.module_table import module_table
+    from kerneldiff.tui.screens.modules import ModulesScreen
+    from kerneldiff.tui.widgets.result_table import ResultTable
+
+    monkeypatch.setenv("KERNELDIFF_EXPORT_DIR", str(tmp_path))
+    want = schema()["modules"]
+    app = demo_app(demo_models)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_main(pilot)
+        await pilot.press("m")
+        await wait_for_screen(pilot, ModulesScreen)
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if app.screen.ready:
+                break
+        shown = [r.payload.path for r in app.screen.query_one("#modules", ResultTable).rows_shown]
+        await pilot.press("e")
+        await pilot.pause()
+        with app.last_export.open() as fh:
+            rows = list(csv.reader(fh))
+        assert rows[0] == want
+        assert [r[0] for r in rows[1:]] == shown
+        await pilot.press("E")
+        await pilot.pause()
+        records = json.loads(app.last_export.read_text())
+        assert all(list(r) == want for r in records)
+        assert not any(v == "" for r in records for v in r.values())
+        head, full = module_table(app.session.modules(app.result.phase))
+        by_path = {r[0]: r for r in full}
+        assert all([str(v) for v in by_path[r[0]]] == r for r in rows[1:])
 
 
 @pytest.mark.slow

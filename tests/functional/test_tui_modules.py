@@ -1,5 +1,6 @@
 """The explorer's Modules screen (`m` on the compare screen): the module tree, expandable with
-→/Enter and ←, its rows the tree's figures; the host hotspots' tabs; an 80x24 snapshot."""
+→ and ←, its rows the tree's figures; Enter drills to a module's kernel pairs; the host hotspots'
+tabs; an 80x24 snapshot."""
 
 from __future__ import annotations
 
@@ -54,11 +55,6 @@ async def test_modules_tree_expands_and_collapses(demo_models):
         await pilot.press("left")
         await pilot.pause()
         assert [r.payload.path for r in table.rows_shown] == [r.payload.path for r in rows]
-        # Enter toggles as well
-        table.move_cursor(row=i)
-        await pilot.press("enter")
-        await pilot.pause()
-        assert node.path in screen.expanded
         # the host tabs: the launch-bound idle by host operation sums to each side's ledger row
         await pilot.press("2")
         await pilot.pause()
@@ -67,6 +63,56 @@ async def test_modules_tree_expands_and_collapses(demo_models):
         assert sum(r.values[2] for r in idle.rows_all) == pytest.approx(row.a_us, abs=1e-6)
         assert sum(r.values[3] for r in idle.rows_all) == pytest.approx(row.b_us, abs=1e-6)
         assert "launch-bound" in screen_text(app)
+
+
+@pytest.mark.asyncio
+async def test_enter_on_a_module_shows_its_kernel_pairs(demo_models, tmp_path, monkeypatch):
+    """Enter on a decoder layer's module: the comparison's kernel pairs whose kernel (either side's)
+    was launched inside that module, by the kernel detail's own join (launch -> module calls around
+    it), not the module tree's; Enter on a pair opens it."""
+    from kerneldiff.core.analysis.modules import module_path
+    from kerneldiff.tui.screens.kernel import KernelDetailScreen
+    from kerneldiff.tui.screens.module_pairs import ModulePairsScreen
+
+    monkeypatch.setenv("KERNELDIFF_EXPORT_DIR", str(tmp_path))
+    app = demo_app(demo_models)
+    async with app.run_test(size=SMALL) as pilot:
+        await _open(pilot)
+        screen = app.screen
+        for _ in range(100):
+            if screen.ready:
+                break
+            await pilot.pause(0.05)
+        table = screen.query_one("#modules", ResultTable)
+        rows = list(table.rows_shown)
+        i = next(i for i, r in enumerate(rows) if "DecoderLayer" in r.payload.name)
+        node = rows[i].payload
+        table.move_cursor(row=i)
+        await pilot.press("enter")
+        await wait_for_screen(pilot, ModulePairsScreen)
+        await pilot.pause()
+        a, b = app.session.models
+
+        def under(m, row):
+            return row >= 0 and (" > ".join(module_path(m, row)) + " > ").startswith(node.path + " > ")
+
+        want = [(al.layer, p.position) for al in sorted(app.result.alignments, key=lambda al: al.layer)
+                for p in al.pairs if under(a, p.a_row) or under(b, p.b_row)]
+        pairs = app.screen.query_one("#module_pairs", ResultTable)
+        got = [(layer, p.position) for layer, p in (r.payload for r in pairs.rows_all)]
+        assert want and sorted(got) == sorted(want)
+        assert len({layer for layer, _ in got}) == 1     # one decoder layer's module: that layer's pairs
+        # `e` writes them in the export schema's pairs table (docs/EXPORT_SCHEMA.md), in the order shown
+        await pilot.press("e")
+        await pilot.pause()
+        import csv
+
+        with app.last_export.open() as fh:
+            exported = list(csv.DictReader(fh))
+        assert [(int(r["layer"]), int(r["position"])) for r in exported] == \
+            [(layer, p.position) for layer, p in (r.payload for r in pairs.rows_shown)]
+        await pilot.press("enter")
+        await wait_for_screen(pilot, KernelDetailScreen)
 
 
 def _walk(n):

@@ -172,8 +172,9 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "engine",                                # compare(a, b) -> Comparison
         "one_sided", "drill", "pass_pairs",      # readings beside the comparison
         "host_compare", "module_compare",        # host hotspots and the module tree, both sides
+        "module_pairs",                          # a module's kernel pairs
     ],
-    "report": ["format", "labels", "headline", "table_names", "work_tables", "tables", "run_tables",
+    "report": ["format", "labels", "headline", "table_names", "work_tables", "tables", "module_table", "run_tables",
                "markdown", "html", "perfetto", "run_report", "gate_report"],
     "gate": ["spec", "fingerprint", "series", "noise", "repeats", "result", "verdict", "rank_floor", "runs"],
     "names": ["visible", "parts", "demangle", "display", "gpus"],

@@ -1,6 +1,7 @@
 """The model's own structure and the host's time, for the comparison shown: the module tree (GPU
-time per module path, aligned across the sides, expandable) and the host hotspots (launch-bound
-idle by the host operation running; host self time). `m` on the compare screen opens it.
+time per module path, aligned across the sides, expandable with →/←; Enter: the module's kernel
+pairs) and the host hotspots (launch-bound idle by the host operation running; host self time).
+`m` on the compare screen opens it.
 
 Both readings are computed the first time they are asked for (`Session.modules`,
 `Session.host_hotspots`), in a thread worker: the UI never waits on them.
@@ -145,12 +146,11 @@ class ModulesScreen(TabbedExplorerScreen):
             table.action_cursor_right() if step > 0 else table.action_cursor_left()
 
     def open_row(self, table: ResultTable, row) -> bool:
+        """Enter on a module: its kernel pairs (as a layer's), whatever its depth (→/← expand)."""
         node = row.payload
-        if table.spec is not None and table.spec.name == "modules" and getattr(node, "children", None) and node.path:
-            if node.path in self.expanded:
-                self.expanded.discard(node.path)
-            else:
-                self.expanded.add(node.path)
-            self._fill_modules(keep=True)
+        if table.spec is not None and table.spec.name == "modules" and hasattr(node, "children"):
+            from .module_pairs import ModulePairsScreen
+
+            self.app.push_screen(ModulePairsScreen(self.session, self.comparison, node, self._crumbs()))
             return True
         return False

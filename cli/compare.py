@@ -18,7 +18,7 @@ from .text_report import print_text
 
 # The text report's modules (Rich, the throughput and timeline sections) are imported by the
 # functions that draw it: `--format json` and `csv` never load Rich (~20 ms of a run's start).
-# The comparison's own modules are imported once the traces are loading (see Session._pair_beside).
+# The comparison's own modules are imported once the traces are loading (see orchestration.load_pair_beside).
 
 
 def add_parser(sub) -> None:

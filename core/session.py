@@ -6,6 +6,8 @@ once. A session holds one trace (browse) or two (compare). AMD AIE (NPU) traces 
 their own with the same interface (`kerneldiff.core.aie.session.AieSession`); `open_session` picks.
 
 Loading may run in threads (the explorer loads both traces at once): `load(i)` touches only slot i.
+How the work is carried out (which process loads which trace, the fork server started ahead,
+comparisons kept on disk and computed ahead) is `kerneldiff.core.orchestration`'s.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
+from kerneldiff.core import orchestration
 from kerneldiff.core.errors import TraceError, shown_path
 from kerneldiff.core.ingest.probe import TraceInfo, probe
-from kerneldiff.core.ingest.probe import json_bytes as _json_bytes
 
 # progress(fraction 0..1, stage, done, total) -> False to cancel
 Progress = Callable[[float, str, int, int], "bool | None"]
@@ -174,7 +176,7 @@ class Session:
                 raise TraceError(self.paths[index], self.errors[index].removeprefix(shown_path(self.paths[index]) + ": "))
             info = self.infos[index] = probe_trace(self.paths[index])
         self.errors[index] = None
-        identity = self._identity(index)
+        identity = orchestration.identity(self, index)
         kwargs: dict[str, Any] = dict(progress=progress, cancel=cancel, info=info)
         model = None
         if self.loader is not None:
@@ -185,48 +187,21 @@ class Session:
             model = load(self.paths[index], classifier=self.classifier, use_cache=self.use_cache,
                          workers=self.workers, **kwargs)
         model = self._keep_passes(self._one_device(model))
-        if identity is not None and self._identity(index) != identity:
+        if identity is not None and orchestration.identity(self, index) != identity:
             identity = None   # changed while it was read: its comparison is not stored
         self._identities[index] = identity
         self.models[index] = model
         return model
 
-    def _identity(self, index: int):
-        """The file as it is now, where comparisons are kept (comparison_cache's key names it)."""
-        if self._comparison_key_parts() is None:
-            return None
-        from kerneldiff.core.cache_keys import file_identity
-
-        return file_identity(self.paths[index])
-
     def warm_up(self) -> None:
-        """Traces big enough for worker processes are decoded by them: start their fork server now,
-        in a background thread, so that the first load does not pay its ~0.3 s start-up (a UI calls
-        this before its first frame; its threads make plain fork unsafe). Decided in that thread
-        (`needs_workers`): a pair that loads in one process each, or whose big traces are in the
-        model cache, starts nothing."""
-        from kerneldiff.core.ingest.forkserver import prepare
-
-        def warm() -> None:
-            if self.needs_workers():
-                prepare()
-
-        threading.Thread(target=warm, name="kerneldiff-prepare", daemon=True).start()
+        """Start the worker processes' fork server in a background thread when a trace will need
+        them (`kerneldiff.core.orchestration.warm_up`): a UI calls this before its first frame."""
+        orchestration.warm_up(self)
 
     def needs_workers(self) -> bool:
-        """Will loading read, from its JSON, a probed trace big enough for worker processes? Not
-        when every such trace is in the model cache: the explorer then starts no fork server
-        (~0.3 s of CPU beside its first frames, for nothing)."""
-        from kerneldiff.core.ingest.forkserver import big, cpus
-
-        if cpus() < 2:
-            return False
-        wanted = [i for i, info in enumerate(self.infos) if info is not None and big(info.size, info.compressed)]
-        if not wanted or not self.use_cache or self.loader is not None:
-            return bool(wanted)
-        from kerneldiff.core.ingest import cache
-
-        return not all(cache.has(self.paths[i], self.classifier) for i in wanted)
+        """Will loading read, from its JSON, a probed trace big enough for worker processes (not
+        one in the model cache)?"""
+        return orchestration.needs_workers(self)
 
     def _keep_passes(self, model):
         """With all_passes, the model's comparisons keep every pass: what was computed leaving some
@@ -264,54 +239,13 @@ class Session:
             if info.kind == "aie":
                 raise TraceError(info.path, "this is an AMD AIE (NPU) trace: compare AIE runs with "
                                             "`kerneldiff aie A B`")
-        if progress is None and cancel is None and self._pair_beside():
+        if progress is None and cancel is None and orchestration.load_pair_beside(self):
             return self.models
         for i in range(len(self.paths)):
             if self.models[i] is None:
                 step = None if progress is None else (lambda *a, i=i: progress(i, *a))
                 self.load(i, step, cancel)
         return self.models
-
-    def _pair_beside(self) -> bool:
-        """Load one trace here and the other in a forked child at once, when each load would use one
-        core only. False when that does not apply (the caller loads them in turn)."""
-        from kerneldiff.core.ingest.child_load import Beside, can_fork
-        from kerneldiff.core.ingest.workers import worker_count
-
-        if not (self.fork_pair and len(self.paths) == 2 and self.loader is None and all(m is None for m in self.models)
-                and all(worker_count(info, self.workers) == 1 for info in self.infos) and can_fork()):
-            return False
-        # what both loads need, imported and read once before the fork rather than in both
-        # processes. The comparison's modules only this process needs: imported once its own side
-        # is ready, while the child still sends its model back (~26 ms off the child's path)
-        import numpy.ma  # noqa: F401 - np.unique imports it on first use
-        import kerneldiff.core.ingest.decode  # noqa: F401
-        import kerneldiff.core.ingest.loader  # noqa: F401
-        from kerneldiff.core.analysis.side_readings import prepare_side
-        self.classifier
-
-        # The child also sends its model back (~10 ms at 60 MB): it takes the smaller trace (by its
-        # JSON bytes, the best guess of the work before reading). On the 2x60 MB pair, alternated
-        # 25 times: 12 ms faster than giving it the larger one and importing the comparison's
-        # modules here while it finishes.
-        here = 1 if _json_bytes(self.infos[1]) > _json_bytes(self.infos[0]) else 0
-        there = 1 - here
-
-        def load_there():
-            m = self.load(there)
-            prepare_side(m)
-            return m
-
-        beside = Beside(load_there)
-        try:
-            prepare_side(self.load(here))
-            import kerneldiff.core.compare.engine  # noqa: F401
-        except BaseException:
-            beside.cancel()
-            raise
-        model = self.models[there] = self._keep_passes(beside.result())
-        self.infos[there] = getattr(model, "info", self.infos[there])
-        return True
 
     @property
     def loaded(self) -> bool:
@@ -325,21 +259,7 @@ class Session:
             raise ValueError("a one-trace session has nothing to compare: use summary()")
         if not self.loaded:
             raise ValueError("load both traces before comparing")
-        key = self._comparison_key(phase, loaded=True)
-        if key is not None:
-            from kerneldiff.core import comparison_cache
-
-            stored = comparison_cache.get(key)
-            if stored is not None:
-                return stored[0]
-        from kerneldiff.core.compare.engine import compare
-        from kerneldiff.core.ingest.child_load import can_fork
-
-        comparison = compare(self.models[0], self.models[1], phase=phase, classifier=self.classifier,
-                             fusion_overrides=self.fusion_overrides, peaks=self.peaks, beside=can_fork())
-        if key is not None and keep:
-            comparison_cache.put(key, comparison, self.phases())
-        return comparison
+        return orchestration.compare(self, phase, keep)
 
     def compare_ahead(self, phase: str = "all") -> Callable[[], bool] | None:
         """A pair whose comparison in `phase` is not stored yet: compute and store it in a forked
@@ -350,85 +270,21 @@ class Session:
         does not apply (one trace, a probe error, comparisons not kept, stored already, no fork
         here). A trace not in the model cache makes the child stop at once: the caller's own
         loads read it, with their progress."""
-        from kerneldiff.core.ingest.child_load import Beside, can_fork
-
-        if self.single or any(e is not None for e in self.errors) or not can_fork():
-            return None
-        key = self._comparison_key(phase)
-        if key is None:
-            return None
-        from kerneldiff.core import comparison_cache
-
-        if comparison_cache.entry_path(key).is_file():
-            return None
-
-        def work() -> bool:
-            from kerneldiff.core.ingest import cache
-
-            if not all(cache.has(p, self.classifier) for p in self.paths):
-                return False
-            self.load_all()
-            self.compare(phase)     # stored (keep_comparisons)
-            return True
-
-        beside = Beside(work)
-
-        def wait() -> bool:
-            try:
-                return bool(beside.result())
-            except (TraceError, RuntimeError, ValueError):   # the caller compares it itself
-                return False
-
-        return wait
+        return orchestration.compare_ahead(self, phase)
 
     def keep_comparison(self, phase: str, comparison) -> bool:
         """Store `comparison` (this session's, of `phase`) where comparisons are kept, unless it is
         there already; False when it is not stored (keep_comparisons off, a file changed since it
         was loaded, or the cache refused it). ~50 ms for a real pair: the explorer does it once
         the comparison is on the screen."""
-        key = self._comparison_key(phase, loaded=True) if self.loaded else None
-        if key is None:
-            return False
-        from kerneldiff.core import comparison_cache
-
-        return comparison_cache.entry_path(key).is_file() or comparison_cache.put(key, comparison, self.phases())
+        return orchestration.keep_comparison(self, phase, comparison)
 
     def stored_comparison(self, phase: str = "all"):
         """The comparison of A and B in `phase` as it was stored when this pair (as the files are now,
         with these options) was last compared, read without loading either trace (milliseconds, no
         numpy); None when there is none or keep_comparisons is off. Until the traces are loaded,
         `phases()` answers from it."""
-        key = self._comparison_key(phase)
-        if key is None:
-            return None
-        from kerneldiff.core import comparison_cache
-
-        stored = comparison_cache.get(key)
-        if stored is None:
-            return None
-        comparison, self._stored_phases = stored
-        return comparison
-
-    def _comparison_key_parts(self) -> dict[str, Any] | None:
-        """What a stored comparison's key names besides the files and phase; None where none is kept:
-        without keep_comparisons or the cache, with a stand-in loader (tests) or a peaks table other
-        than the shipped one, or for one trace."""
-        if not (self.keep_comparisons and self.use_cache) or self.loader is not None or self.peaks is not None \
-                or self.single:
-            return None
-        if self.all_passes:   # the stored comparisons are of the steady passes
-            return None
-        return dict(registry=self.registry, device=self.device, fusion_overrides=self.fusion_overrides)
-
-    def _comparison_key(self, phase: str, loaded: bool = False) -> str | None:
-        """The key of the comparison in `phase`: of the files as they are now, or (`loaded`) as they
-        were when loaded (None if either changed while it was read)."""
-        parts = self._comparison_key_parts()
-        if parts is None or (loaded and any(i is None for i in self._identities)):
-            return None
-        from kerneldiff.core import comparison_cache
-
-        return comparison_cache.key_for(self.paths, phase, identities=self._identities if loaded else None, **parts)
+        return orchestration.stored_comparison(self, phase)
 
     def gate(self, checks: list, phase: str = "all", max_slowdown: str = "3%", **options):
         """The regression gate's verdict on A (the base) against B (the new trace), for `checks`

@@ -239,7 +239,7 @@ def test_first_frame_imports_neither_numpy_nor_the_reader(tmp_path):
     import subprocess
     import sys
 
-    from kerneldiff.core.ingest.forkserver import PARALLEL_MIN_PLAIN
+    from kerneldiff.core.processes.forkserver import PARALLEL_MIN_PLAIN
 
     big = tmp_path / "big.json"
     big.write_bytes(DEMO_A.read_bytes())

@@ -90,6 +90,7 @@ LAYERS: list[set[str]] = [
     {"names", "strings", "numbers", "phase_names", "demo"},
     {"errors"},           # the one error type (its messages show paths through names.visible)
     {"fileio", "gzip_stream", "model"},    # files opened safely, gzip inflated; the columnar trace model
+    {"processes"},        # every process kerneldiff starts (workers, a forked child, a pool), one policy
     {"cache_keys"},       # where caches live, and their keys: a file as it is now, the code
     {"aie", "synth"},     # AIE (NPU) traces, read and analysed on their own; the synthetic trace generator
     {"ingest"},           # a trace file into a model (its probe asks aie.detect whether a trace is AIE's)
@@ -98,6 +99,7 @@ LAYERS: list[set[str]] = [
     {"report"},           # a Comparison (and a run's tables) written out: CSV tables, Markdown, HTML, Perfetto
     {"gate"},             # the CI gate's verdict over series of runs, with its report
     {"comparison_cache"},   # comparisons kept on disk beside the models, read back without them
+    {"orchestration"},    # how a Session's work is carried out: processes, warm-up, comparisons kept
     {"session"},          # Session: the one way in for the front ends
     {"ranks"},            # runs of many ranks: RunSession loads each rank through Session
     {"__init__"},         # kerneldiff.core re-exports Session and friends
@@ -130,10 +132,9 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "slices",           # the events array cut into slices at event boundaries
         "source",           # the bytes of a trace (gzip inflated in a thread), slice after slice
         "shm",              # shared-memory segments for the workers, untracked
-        "forkserver", "workers",   # worker processes for big files
+        "workers",          # worker processes for big files
         "build",            # columns into one model
         "cache",            # loaded models kept on disk
-        "child_load",       # a pair's second trace loaded in a forked child
         "loader",           # the load: probe, read, build, the cache, progress and cancellation
     ],
     "analysis": [
@@ -180,6 +181,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
     "ranks": ["identify", "summary", "cluster", "run", "session"],
     "synth": ["names", "trace", "pair", "ranks"],
     "aie": ["detect", "analysis", "session", "synth"],
+    "processes": ["forkserver", "fork_child", "pool"],
 }
 
 

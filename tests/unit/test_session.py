@@ -182,7 +182,7 @@ def test_the_fork_server_starts_only_for_traces_that_use_workers(monkeypatch, tm
     import threading
     from types import SimpleNamespace
 
-    from kerneldiff.core.ingest import forkserver
+    from kerneldiff.core.processes import forkserver
 
     started = []
     monkeypatch.setattr(forkserver, "prepare", lambda: started.append(threading.current_thread().name))

@@ -1,4 +1,6 @@
-"""How a Session's work is carried out, apart from what it answers: which process loads which trace
+"""How a Session's work is carried out, apart from what it answers: a trace loaded (read by ingest,
+its readings computed by `kerneldiff.core.analysis.readings`, the result kept in the model cache),
+which process loads which trace
 (a pair side by side in a forked child, workers for a big trace; the policy is
 `kerneldiff.core.processes`), the fork server started ahead of a UI's first load, comparisons kept
 on disk and read back (`kerneldiff.core.comparison_cache`), and a comparison computed ahead in a
@@ -10,14 +12,84 @@ reads its settings and its loaded models.
 
 from __future__ import annotations
 
+import gc
+import os
 import threading
+import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from kerneldiff.core.errors import TraceError
 from kerneldiff.core.ingest.probe import json_bytes as _json_bytes
 
 if TYPE_CHECKING:
+    from kerneldiff.core.analysis.classify import Classifier
+    from kerneldiff.core.ingest.probe import TraceInfo
+    from kerneldiff.core.model import TraceModel
     from kerneldiff.core.session import Session
+
+
+# --- one trace ----------------------------------------------------------------------------------
+
+def load(path: str | os.PathLike, *, progress: Callable[[float, str, int, int], Any] | None = None, cancel=None,
+         classifier: Classifier | None = None, registry: str | None = None,
+         info: TraceInfo | None = None, use_cache: bool = False, workers: int | None = None) -> TraceModel:
+    """One trace as a TraceModel with all its readings: from the model cache when allowed, else
+    read (`kerneldiff.core.ingest.loader`), its readings computed (`kerneldiff.core.analysis.readings`)
+    and stored in the cache. Raises TraceError (bad input) or LoadCancelled.
+
+    use_cache: reuse / store the model in the user cache (see kerneldiff.core.ingest.cache).
+    workers: decoding processes; None = one per CPU for big files, 0 or 1 = this process only.
+    """
+    from kerneldiff.core.analysis import readings
+    from kerneldiff.core.ingest import loader
+
+    t0 = time.perf_counter()
+    path = os.fspath(path)
+    info = loader.probed(path, info)
+
+    def load_classifier():
+        from kerneldiff.core.analysis.classify import Classifier
+
+        return Classifier.load(registry)
+
+    if classifier is None and use_cache:   # the cache key names the rules
+        classifier = load_classifier()
+    report = loader.reporter(path, progress, cancel)
+    report(0.0, "reading", 0, info.size)
+    key = None
+    if use_cache:
+        from kerneldiff.core.ingest import cache
+
+        key = cache.key_for(path, classifier)
+        model = cache.get(key) if key is not None else None
+        if model is not None:
+            model.path = path
+            if model.info is not None:
+                model.info.path = path
+            model.load_seconds = time.perf_counter() - t0
+            report(1.0, "done", info.size, info.size)
+            return model
+    gc_was = gc.isenabled()
+    gc.disable()   # the readings, like the read, make many objects and no cycles
+    try:
+        # the classifier is read while worker processes decode, when there are some
+        loaded: list = []
+        idle = (lambda: loaded.append(load_classifier())) if classifier is None else None
+        model = loader.read_reported(path, info, workers, report, idle)
+        if classifier is None:
+            classifier = loaded[0] if loaded else load_classifier()
+        readings.read(model, classifier, lambda frac, stage: report(frac, stage, info.size, info.size))
+    finally:
+        if gc_was:
+            gc.enable()
+    model.load_seconds = time.perf_counter() - t0
+    if key is not None:
+        from kerneldiff.core.ingest import cache
+
+        if cache.key_for(path, classifier) == key:   # unchanged while it was read (else not stored)
+            cache.put(key, model)
+    report(1.0, "done", info.size, info.size)
+    return model
 
 
 # --- processes ----------------------------------------------------------------------------------

@@ -182,10 +182,8 @@ class Session:
         if self.loader is not None:
             model = self.loader(self.paths[index], registry=self.registry, use_cache=self.use_cache, **kwargs)
         if model is None:
-            from kerneldiff.core.ingest.loader import load
-
-            model = load(self.paths[index], classifier=self.classifier, use_cache=self.use_cache,
-                         workers=self.workers, **kwargs)
+            model = orchestration.load(self.paths[index], classifier=self.classifier, use_cache=self.use_cache,
+                                       workers=self.workers, **kwargs)
         model = self._keep_passes(self._one_device(model))
         if identity is not None and orchestration.identity(self, index) != identity:
             identity = None   # changed while it was read: its comparison is not stored

@@ -11,7 +11,7 @@ import pytest
 from kerneldiff.core.analysis.browse import overview
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.core.errors import LoadCancelled, TraceError
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.ingest.probe import probe
 from kerneldiff.tui import app as app_module
 from kerneldiff.tui.app import PROGRESS_INTERVAL, KernelDiffApp

@@ -25,7 +25,7 @@ import hostile_cases_files as r2
 from kerneldiff.core import cache_keys
 from kerneldiff.core.errors import TraceError, shown_path
 from kerneldiff.core.ingest import cache, probe as probe_mod
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.ingest.probe import probe
 
 pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not

@@ -121,7 +121,7 @@ def test_phase_filter(model):
 
 
 def test_a_trace_without_steps_or_layers(tmp_path):
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     events = [{"ph": "X", "cat": "kernel", "name": f"k{i % 3}", "ts": 10 + 10 * i, "dur": 1 + i, "pid": 0, "tid": 7,
                "args": {"device": 0, "stream": 7, "correlation": i}} for i in range(7)]

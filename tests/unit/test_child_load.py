@@ -116,7 +116,7 @@ def test_the_model_comes_back_whole_and_writable(monkeypatch, through):
         monkeypatch.setattr(child_load, "_memfd", lambda: None)
     elif child_load._memfd() is None:
         pytest.skip("no memfd_create here")
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     here = load(str(DEMO_B), use_cache=False)
     there = Beside(lambda: load(str(DEMO_B), use_cache=False)).result()

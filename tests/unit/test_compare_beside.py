@@ -12,7 +12,7 @@ import pytest
 from kerneldiff.core.compare import engine
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.core.processes.fork_child import can_fork
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 
 from conftest import real_trace
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from kerneldiff.core.analysis.devices import select_device
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.session import Session
 
 from conftest import real_trace

@@ -105,18 +105,9 @@ LAYERS: list[set[str]] = [
     {"__init__"},         # kerneldiff.core re-exports Session and friends
 ]
 
-# Imports against LAYERS today, as (module, imported module) below kerneldiff.core. Shrink to empty.
-# The loader runs analyses and writes their readings into the model it returns (classification
-# while reading, passes, phases, layers, kernel-launch attribution): analysis is above ingest by
-# what each does, and these imports are the load's side effects to move up (into Session's load).
-LAYER_TODO = {
-    ("ingest.build", "analysis.attribution"),
-    ("ingest.loader", "analysis.attribution"),
-    ("ingest.loader", "analysis.classify"),
-    ("ingest.loader", "analysis.eager_attention"),
-    ("ingest.loader", "analysis.layers"),
-    ("ingest.loader", "analysis.phases"),
-}
+# Imports against LAYERS today, as (module, imported module) below kerneldiff.core: none left (the
+# loader returns the trace's columns; analysis.readings computes the readings). Keep it so.
+LAYER_TODO: set[tuple[str, str]] = set()
 
 # Inside each package, its modules lowest first (a nested package's modules as `sub.module`): a
 # module imports only modules listed before it, so the list is also the order to read them in.
@@ -158,6 +149,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "host_time",                             # host time behind launch-bound idle
         "flops", "layer_groups",                 # work (FLOPs, bytes) per kernel; kernels by layer and pass
         "eager_attention",                       # bmm -> softmax -> bmm booked as attention
+        "readings",                              # the pipeline: every reading of a trace's columns
         "kernel_roof",                           # one kernel under the roofline
         "side_readings",                         # one side's readings for a comparison
     ],

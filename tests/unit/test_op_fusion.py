@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from kerneldiff.core.analysis.classify import Classifier
 from kerneldiff.core.compare.engine import compare
 from kerneldiff.core.compare.op_fusion import _kernel_ops, expand, op_atoms
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.synth.pair import SynthConfig, write_trace
 from kerneldiff.core.synth.trace import Plant
 from conftest import real_trace

@@ -128,7 +128,7 @@ def test_shapes_kernels_grouped_at_once_equal_one_shape_at_a_time(classifier):
 
     from kerneldiff.core.compare.engine import _View
     from kerneldiff.core.compare.throughput import _Side
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     m = load(str(real_trace("h100_llama_eager_sdpa.json.gz")), classifier=classifier, use_cache=False)
     side = _Side(_View("a", m, "all", classifier), None)

@@ -451,7 +451,7 @@ class Session:
 
     def name_durations(self, index: int, row: int, phase: str = "all"):
         """Durations of every launch of kernel row `row`'s name in trace `index` in `phase` ("all": the
-        whole trace) (`kerneldiff.core.analysis.browse.Durations`)."""
+        whole trace) (`kerneldiff.core.analysis.stats.Stats`)."""
         from kerneldiff.core.analysis.pass_lanes import name_durations
 
         return name_durations(self._model(index), row, phase)

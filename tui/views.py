@@ -275,7 +275,7 @@ def operations_hint(comp: Comparison) -> Text:
 
 def stats_grid(stats: dict[str | None, Any]) -> Table:
     """count · total · min · median · p95 · max · share, one line per side ("a", "b"; None: one trace,
-    no label). The values are compare.result.Stats or analysis.browse.Durations."""
+    no label). The values are Stats (kerneldiff.core.analysis.stats)."""
     g = Table.grid(padding=(0, 2))
     g.add_column()
     for _ in range(7):

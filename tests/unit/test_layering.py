@@ -47,7 +47,8 @@ FRONT_END_MAY_USE: dict[str, frozenset[str] | None] = {
     "kerneldiff.core.compare.module_compare": frozenset({"top_rows", "ledger_parts"}),
     "kerneldiff.core.aie.analysis": frozenset({"AieComparison", "AieRun", "AieParams", "GemmShape"}),
     "kerneldiff.core.analysis.browse": frozenset({"TraceOverview", "KernelTotal", "LayerTotal", "OperationTotal",
-                                                  "StepTotal", "Durations"}),
+                                                  "StepTotal"}),
+    "kerneldiff.core.analysis.stats": frozenset({"Stats"}),
     "kerneldiff.core.analysis.pass_lanes": frozenset({"PassKernels"}),
     "kerneldiff.core.ingest.probe": frozenset({"TraceInfo"}),   # what Session.probe returns
     "kerneldiff.core.errors": None,
@@ -129,6 +130,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "loader",           # the load: probe, read, build, the cache, progress and cancellation
     ],
     "analysis": [
+        "stats",                                 # durations of a group of kernels: the one Stats
         "linear_regex", "rule_matcher",          # the registry's regex engine and rule matcher
         "inductor_names", "registry", "classify",   # Inductor kernel names, the registry, the classifier
         "peaks", "links",                        # hardware peaks; links between devices

@@ -35,7 +35,7 @@ class KernelRef:
     name: str | None
     category: str | None
     rule: str
-    stats: Any                          # compare.result.Stats or analysis.browse.Durations
+    stats: Any                          # kerneldiff.core.analysis.stats.Stats
     detail: KernelDetail | None = None
     cpu_op: str | None = None           # the cpu_op the launch is linked to
     where: str = ""                     # device and stream

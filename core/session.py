@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, runtime_checkable
 
 from kerneldiff.core import orchestration
 from kerneldiff.core.errors import TraceError, shown_path
@@ -27,21 +27,37 @@ Progress = Callable[[float, str, int, int], "bool | None"]
 SIDES = ("a", "b")
 
 
+@runtime_checkable
 class TraceSession(Protocol):
-    """What the front ends rely on, whatever the kind of trace."""
+    """The one session protocol the front ends rely on, whatever the kind: `Session` (one GPU trace
+    or a pair), `kerneldiff.core.aie.session.AieSession` (AMD AIE runs) and
+    `kerneldiff.core.ranks.session.RunSession` (two runs of rank traces) implement it. What a kind
+    offers beyond it (a pair's drill-downs, a run's findings) is that class's own."""
 
-    kind: str
-    paths: list[str]
-    infos: list[TraceInfo | None]
-    errors: list[str | None]
-    models: list[Any]
+    kind: str                   # "kineto", "aie" or "runs"
+    paths: list[str]            # what was opened: trace files (Session, AieSession) or runs (RunSession)
 
     @property
     def single(self) -> bool: ...
-    def load(self, index: int, progress: Progress | None = None, cancel: threading.Event | None = None) -> Any: ...
     def warm_up(self) -> None: ...
+    def load_all(self, progress: Callable[[int, float, str, int, int], Any] | None = None,
+                 cancel: threading.Event | None = None) -> list[Any]: ...
     def label(self, index: int) -> str: ...
+    def phases(self) -> list[str]: ...
     def compare(self, phase: str = "all") -> Any: ...
+
+
+@dataclass(frozen=True)
+class KernelRef:
+    """One kernel of a loaded trace as it crosses to the front ends: the trace (`index`, 0 for A,
+    1 for B) and the kernel's row in that trace's model, a handle only the session reads."""
+
+    index: int
+    row: int
+
+    @property
+    def side(self) -> str:
+        return SIDES[self.index]
 
 
 @dataclass
@@ -401,10 +417,12 @@ class Session:
 
         return compare_host(self._model(0), self._model(1), phase)
 
-    def kernel_detail(self, index: int, row: int) -> KernelDetail:
+    def kernel_detail(self, ref: KernelRef) -> KernelDetail:
+        """Everything the trace records about one kernel."""
         from kerneldiff.core.analysis.attribution import cpu_op_stack, python_stack
         from kerneldiff.core.analysis.modules import module_path
 
+        index, row = ref.index, ref.row
         m = self._model(index)
         op = int(m.kernels.cpu_op[row])
         dims = int(m.cpu_ops.dims[op]) if op >= 0 else -1
@@ -426,35 +444,35 @@ class Session:
                             display_ops(kernel_ops(m, row, self.classifier)), m.cpu_op_name(row),
                             int(k.device[row]), int(k.stream[row]))
 
-    def kernel_roof(self, index: int, row: int):
-        """Kernel row `row`'s name on trace `index` under the roofline, against the peaks this side
-        is measured against (`kerneldiff.core.analysis.kernel_roof.KernelRoof`; None: work unknown)."""
+    def kernel_roof(self, ref: KernelRef):
+        """The kernel's name under the roofline, against the peaks its side is measured against
+        (`kerneldiff.core.analysis.kernel_roof.KernelRoof`; None: work unknown)."""
         from kerneldiff.core.analysis.kernel_roof import kernel_roof
         from kerneldiff.core.analysis.peaks import default_table
 
-        m = self._model(index)
-        return kernel_roof(m, row, (self.peaks or default_table()).match(m.info, SIDES[index]))
+        m = self._model(ref.index)
+        return kernel_roof(m, ref.row, (self.peaks or default_table()).match(m.info, ref.side))
 
-    def kernel_row(self, index: int, name: str) -> int:
-        """The first kernel row of trace `index` with exactly this name (-1: none)."""
+    def kernel_ref(self, index: int, name: str) -> KernelRef | None:
+        """The first kernel of trace `index` with exactly this name (None: none)."""
         import numpy as np
 
         m = self._model(index)
         sid = m.strings.get(name)
         if sid is None:
-            return -1
+            return None
         rows = np.flatnonzero(m.kernels.name == sid)
-        return int(rows[0]) if len(rows) else -1
+        return KernelRef(index, int(rows[0])) if len(rows) else None
 
-    def kernel_name(self, index: int, row: int) -> str:
-        return self._model(index).kernel_name(row)
+    def kernel_name(self, ref: KernelRef) -> str:
+        return self._model(ref.index).kernel_name(ref.row)
 
-    def name_durations(self, index: int, row: int, phase: str = "all"):
-        """Durations of every launch of kernel row `row`'s name in trace `index` in `phase` ("all": the
-        whole trace) (`kerneldiff.core.analysis.stats.Stats`)."""
+    def name_durations(self, ref: KernelRef, phase: str = "all"):
+        """Durations of every launch of the kernel's name on its trace in `phase` ("all": the whole
+        trace) (`kerneldiff.core.analysis.stats.Stats`)."""
         from kerneldiff.core.analysis.pass_lanes import name_durations
 
-        return name_durations(self._model(index), row, phase)
+        return name_durations(self._model(ref.index), ref.row, phase)
 
     def layer_kernels(self, index: int, layer: int, phase: str = "all") -> list:
         """The kernels of one layer of trace `index`, in pass order

@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kerneldiff.core.names.visible import visible
+from kerneldiff.core.session import visible
 from kerneldiff.core.errors import TraceError, shown_path
 from kerneldiff.core.numbers import strict_json
-from kerneldiff.core.phase_names import PHASE_FILTERS
+from kerneldiff.core.session import PHASE_FILTERS
 from kerneldiff.core.report.table_names import TABLES
 from kerneldiff.core.report.run_tables import RUN_TABLES
 
@@ -79,7 +79,7 @@ FORMATS = ["text", "json", "csv", "markdown", "html", "perfetto"]
 
 
 def run(args) -> int:
-    from kerneldiff.core.ranks.session import RunSession
+    from kerneldiff.core import RunSession
 
     if args.format is None:   # --table asks for a table: CSV unless told otherwise
         args.format = "csv" if args.table else "text"
@@ -248,7 +248,7 @@ def _table_base(base: Path) -> None:
     files beside it, in /dev or next to the directory: refused."""
     import os
 
-    from kerneldiff.core.fileio import kind_of
+    from kerneldiff.core.session import kind_of
 
     try:
         st = os.stat(base)

@@ -15,7 +15,7 @@ from .text_report import render_text
 def run_runs(args) -> int:
     from kerneldiff.core.report.run_tables import RUN_TABLES, run_document, run_table
     from kerneldiff.core.report.table_names import TABLES
-    from kerneldiff.core.ranks.session import RunSession
+    from kerneldiff.core import RunSession
 
     if getattr(args, "passes", None) and args.format not in ("html", "perfetto"):
         print("kerneldiff: --pass picks passes for --format perfetto or html", file=sys.stderr)
@@ -40,7 +40,7 @@ def run_runs(args) -> int:
     try:
         cmp, found = session.compare(args.phase)
     except ValueError as e:
-        from kerneldiff.core.names.visible import visible
+        from kerneldiff.core.session import visible
 
         print(f"kerneldiff: {visible(str(e))}", file=sys.stderr)
         return 2
@@ -69,7 +69,7 @@ def run_runs(args) -> int:
 def _pictures(session, cmp, found, args) -> int:
     """--format markdown, html or perfetto: the runs' own part, then the representative ranks' report
     (perfetto: the representative ranks' two traces, each named by its rank)."""
-    from kerneldiff.core.names.visible import visible
+    from kerneldiff.core.session import visible
 
     if args.format == "markdown":
         from kerneldiff.core.report.markdown import render_markdown

@@ -520,3 +520,76 @@ def open_session(paths: list[str], *, aie: dict[str, Any] | None = None, **kwarg
         session = Session(paths, **kwargs)
     session.infos, session.errors = infos, errors
     return session
+
+
+# --- what the front ends take from here -----------------------------------------------------------
+# The front ends (cli/, tui/) import core's result types, and the few helpers that read nothing but
+# them or turn an option's text into a setting, from this module alone (with report/, errors and
+# numbers). Each is loaded the first time it is asked for (PEP 562), as importing it where it lives
+# would: importing the session stays light.
+_RESULTS = frozenset({
+    # a comparison of two traces (kerneldiff.core.compare.result)
+    "Comparison", "Side", "Excluded", "Comparability", "SplitPart", "LedgerEntry", "OperationRow", "LayerSide",
+    "LayerRow", "KernelPair", "LayerAlignment", "SavingEstimate", "GroupKernel", "PairGroup", "FusionFinding",
+    "SameKernel", "WallClock"})
+_WORK_RESULTS = frozenset({"KernelShare", "ShapeSide", "GemmShape", "AttentionShape", "ThroughputSide",
+                           "ThroughputRow"})
+_OVERVIEW = frozenset({"TraceOverview", "KernelTotal", "LayerTotal", "OperationTotal", "StepTotal"})
+_AIE_RESULTS = frozenset({"AieComparison", "AieRun", "AieParams", "AieGemmShape"})
+_AIE_SESSION = frozenset({"AIE", "AieSession", "AieSettings", "aie_settings"})
+_NAMES = frozenset({"short_name", "distinct_short_names", "readable", "demangle", "visible"})
+
+
+def __getattr__(name: str):
+    if name in _RESULTS:
+        from kerneldiff.core.compare import result as mod
+    elif name in _WORK_RESULTS:
+        from kerneldiff.core.compare import work_result as mod
+    elif name in _OVERVIEW:
+        from kerneldiff.core.analysis import browse as mod
+    elif name == "Stats":
+        from kerneldiff.core.analysis import stats as mod
+    elif name == "PassKernels":
+        from kerneldiff.core.analysis import pass_lanes as mod
+    elif name in _AIE_RESULTS:
+        from kerneldiff.core.aie import analysis as mod
+        name_there = name.removeprefix("Aie") if name == "AieGemmShape" else name
+        value = globals()[name] = getattr(mod, name_there)
+        return value
+    elif name in _AIE_SESSION:
+        from kerneldiff.core.aie import session as mod
+    # readings that take nothing but result types: which row of the other side answers a one-sided
+    # row; the critical t a layer's departure is judged against; the rows a report shows of a
+    # ModuleComparison or HostHotspots
+    elif name in ("operation_counterpart", "attention_counterparts"):
+        from kerneldiff.core.compare import one_sided as mod
+    elif name == "critical":
+        from kerneldiff.core.compare import layer_significance as mod
+    elif name in ("top_rows", "ledger_parts"):
+        from kerneldiff.core.compare import module_compare as mod
+    # display names: how a kernel name is shortened, demangled or made safe to print, the same in
+    # every front end and report
+    elif name in _NAMES:
+        from kerneldiff.core.names import demangle, display, visible as shown
+
+        mod = display if name in ("short_name", "distinct_short_names") else shown if name == "visible" else demangle
+    elif name == "PHASE_FILTERS":
+        from kerneldiff.core import phase_names as mod
+    elif name in ("DEMO_A", "DEMO_B"):      # the bundled demo traces' paths
+        from kerneldiff.core import demo as mod
+    # option parsers: command-line text into the settings a session takes, checked before any trace
+    # is read so that a bad option is one line (exit 2)
+    elif name == "PeakTable":
+        from kerneldiff.core.analysis import peaks as mod
+    elif name == "check_overrides":
+        from kerneldiff.core.compare import fusion_model as mod
+    elif name in ("parse_checks", "parse_limit"):
+        from kerneldiff.core.gate import spec as mod
+    elif name == "setting_problem":
+        from kerneldiff.core.ingest import cache as mod
+    elif name == "kind_of":                 # "a directory", "a FIFO": words for bad-input lines
+        from kerneldiff.core import fileio as mod
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = globals()[name] = getattr(mod, name)
+    return value

@@ -11,13 +11,13 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from kerneldiff.core.compare.result import (Comparison, FusionFinding, KernelPair, LayerAlignment, LayerRow,
+from kerneldiff.core.session import (Comparison, FusionFinding, KernelPair, LayerAlignment, LayerRow,
                                             OperationRow, SameKernel)
 
-from kerneldiff.core.compare.one_sided import operation_counterpart
+from kerneldiff.core.session import operation_counterpart
 from kerneldiff.core.report import labels
 
-from kerneldiff.core.compare.layer_significance import critical
+from kerneldiff.core.session import critical
 from kerneldiff.core.report import format as fmt
 
 from .text import (DIM, SIDE_LETTER, SIDE_STYLE, clean, cut, readable, span, fmt_bytes, fmt_gap, fmt_pct, fmt_ratio, fmt_us,

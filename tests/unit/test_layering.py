@@ -29,47 +29,15 @@ CORE = "kerneldiff.core"
 
 # What a front end may import from core: a module (all of it) or (module, names).
 FRONT_END_MAY_USE: dict[str, frozenset[str] | None] = {
-    # the one way in
+    # the one way in: the session protocol, its kinds, and every result type and helper the front
+    # ends take (kerneldiff.core.session re-exports them, each with its reason)
     "kerneldiff.core": frozenset({"Session", "TraceError", "LoadCancelled", "KernelDetail", "open_session",
-                                  "TraceInfo"}),
+                                  "TraceInfo", "RunSession"}),
     "kerneldiff.core.session": None,
-    "kerneldiff.core.aie.session": None,     # AieSession: the AIE mode's Session, and its settings type
-    "kerneldiff.core.ranks.session": frozenset({"RunSession"}),   # two runs of rank traces
-    # what Session returns
-    "kerneldiff.core.compare.result": None,
-    "kerneldiff.core.compare.work_result": None,
-    # readings of a Comparison that take nothing but result types (which row of the other side
-    # answers a one-sided row): presentation-level, no model or trace behind them
-    "kerneldiff.core.compare.one_sided": frozenset({"operation_counterpart", "attention_counterparts"}),
-    # the two-sided critical t a layer's departure is judged against (a number for the legend)
-    "kerneldiff.core.compare.layer_significance": frozenset({"critical"}),
-    # the rows a report shows of a ModuleComparison / HostHotspots (result types only)
-    "kerneldiff.core.compare.module_compare": frozenset({"top_rows", "ledger_parts"}),
-    "kerneldiff.core.aie.analysis": frozenset({"AieComparison", "AieRun", "AieParams", "GemmShape"}),
-    "kerneldiff.core.analysis.browse": frozenset({"TraceOverview", "KernelTotal", "LayerTotal", "OperationTotal",
-                                                  "StepTotal"}),
-    "kerneldiff.core.analysis.stats": frozenset({"Stats"}),
-    "kerneldiff.core.analysis.pass_lanes": frozenset({"PassKernels"}),
-    "kerneldiff.core.ingest.probe": frozenset({"TraceInfo"}),   # what Session.probe returns
     "kerneldiff.core.errors": None,
-    # writing results out, and the words and numbers every front end shows the same way
+    # writing results out, and the numbers every front end shows the same way
     "kerneldiff.core.report": None,
     "kerneldiff.core.numbers": None,
-    "kerneldiff.core.phase_names": None,
-    # display names: how a kernel name is shortened or demangled for a column is presentation,
-    # kept in core so the CLI, the explorer and the reports print the same name
-    "kerneldiff.core.names.display": frozenset({"short_name", "distinct_short_names"}),
-    "kerneldiff.core.names.demangle": frozenset({"readable", "demangle"}),
-    "kerneldiff.core.names.visible": frozenset({"visible"}),
-    # option parsers: command-line text into the settings a Session takes, checked before any trace
-    # is read so a bad option is one line (exit 2); they read no trace
-    "kerneldiff.core.analysis.peaks": frozenset({"PeakTable"}),
-    "kerneldiff.core.compare.fusion_model": frozenset({"check_overrides"}),
-    "kerneldiff.core.gate.spec": frozenset({"parse_checks", "parse_limit"}),
-    "kerneldiff.core.ingest.cache": frozenset({"setting_problem"}),
-    "kerneldiff.core.fileio": frozenset({"kind_of"}),    # "a directory", "a FIFO": words for bad-input lines
-    # the bundled demo traces' paths (data, not analysis)
-    "kerneldiff.core.demo": frozenset({"DEMO_A", "DEMO_B"}),
     # `kerneldiff synth` is the generator's own front end: calling it is its job
     "kerneldiff.core.synth": None,
     "kerneldiff.core.aie.synth": frozenset({"AiePlan", "write_aie_trace"}),

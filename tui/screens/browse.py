@@ -15,7 +15,7 @@ from textual.message import Message
 from textual.widgets import Footer, Static, TabbedContent
 from textual.worker import get_current_worker
 
-from kerneldiff.core.analysis.browse import KernelTotal, LayerTotal, StepTotal, TraceOverview
+from kerneldiff.core.session import KernelTotal, LayerTotal, StepTotal, TraceOverview
 
 from .. import trace_views as tv
 from .. import views

@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.containers import Container, VerticalScroll
 from textual.widgets import Footer, Static
 
-from kerneldiff.core.names.demangle import demangle
+from kerneldiff.core.session import demangle
 from kerneldiff.core.report.format import percent as fmt_percent, rate as fmt_rate
 from kerneldiff.core.session import KernelDetail
 from kerneldiff.core.session import KernelRef as TraceKernel

@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
-from kerneldiff.core.analysis.pass_lanes import PassKernels
+from kerneldiff.core.session import PassKernels
 from kerneldiff.core.session import KernelRef
 
 from ..text import DIM, SIDE_LETTER, SIDE_STYLE, fmt_us, literal, readable, shorten, span

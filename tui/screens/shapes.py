@@ -12,8 +12,8 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Footer, Static
 
-from kerneldiff.core.compare.result import Comparison
-from kerneldiff.core.compare.work_result import ShapeSide
+from kerneldiff.core.session import Comparison
+from kerneldiff.core.session import ShapeSide
 from kerneldiff.core.session import KernelRef
 
 from .. import shape_views as sv

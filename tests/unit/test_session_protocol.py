@@ -43,3 +43,19 @@ def test_a_kernel_crosses_as_a_ref_and_comes_back_as_its_row(demo_session):
     assert (detail.side, detail.row, detail.name) == ("b", ref.row, name)
     assert demo_session.kernel_name(ref) == name
     assert demo_session.kernel_ref(1, "no such kernel") is None
+
+
+def test_every_name_the_session_re_exports_is_there():
+    """The front ends import result types and helpers from kerneldiff.core.session alone; each name
+    it lists resolves to the object where it is defined (AIE's GemmShape as AieGemmShape)."""
+    import kerneldiff.core.session as session
+    from kerneldiff.core.aie.analysis import GemmShape as AieGemmShape
+    from kerneldiff.core.compare.work_result import GemmShape
+
+    names = (session._RESULTS | session._WORK_RESULTS | session._OVERVIEW | session._AIE_RESULTS
+             | session._AIE_SESSION | session._NAMES)
+    for name in sorted(names):
+        assert getattr(session, name) is not None, name
+    assert session.AieGemmShape is AieGemmShape and session.GemmShape is GemmShape
+    with pytest.raises(AttributeError):
+        session.no_such_name

@@ -324,8 +324,8 @@ class Session:
 
     def overview(self, index: int, phase: str = "all"):
         """Trace `index` on its own in one phase, what the explorer browses
-        (`kerneldiff.core.analysis.browse.TraceOverview`)."""
-        from kerneldiff.core.analysis.browse import overview
+        (`kerneldiff.core.analysis.trace_totals.TraceOverview`)."""
+        from kerneldiff.core.analysis.trace_totals import overview
 
         return overview(self._model(index), phase)
 
@@ -370,14 +370,14 @@ class Session:
 
     def operation_kernels(self, index: int, operation: str, phase: str = "all") -> list:
         """The kernels of one of the comparison's operations (a category family) on trace `index`
-        (`kerneldiff.core.analysis.browse.KernelTotal`s, largest first)."""
-        from kerneldiff.core.compare.drill import operation_kernels
+        (`kerneldiff.core.analysis.trace_totals.KernelTotal`s, largest first)."""
+        from kerneldiff.core.compare.row_kernels import operation_kernels
 
         return operation_kernels(self._model(index), operation, phase, self.classifier)
 
     def outside_layer_kernels(self, index: int, phase: str = "all") -> list:
         """The kernels of trace `index` outside every layer, largest first."""
-        from kerneldiff.core.compare.drill import outside_layer_kernels
+        from kerneldiff.core.compare.row_kernels import outside_layer_kernels
 
         return outside_layer_kernels(self._model(index), phase)
 
@@ -476,8 +476,8 @@ class Session:
 
     def layer_kernels(self, index: int, layer: int, phase: str = "all") -> list:
         """The kernels of one layer of trace `index`, in pass order
-        (`kerneldiff.core.analysis.browse.KernelTotal`s)."""
-        from kerneldiff.core.analysis.browse import layer_kernels
+        (`kerneldiff.core.analysis.trace_totals.KernelTotal`s)."""
+        from kerneldiff.core.analysis.trace_totals import layer_kernels
 
         return layer_kernels(self._model(index), layer, phase)
 
@@ -546,7 +546,7 @@ def __getattr__(name: str):
     elif name in _WORK_RESULTS:
         from kerneldiff.core.compare import work_result as mod
     elif name in _OVERVIEW:
-        from kerneldiff.core.analysis import browse as mod
+        from kerneldiff.core.analysis import trace_totals as mod
     elif name == "Stats":
         from kerneldiff.core.analysis import stats as mod
     elif name == "PassKernels":

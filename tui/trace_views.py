@@ -1,5 +1,5 @@
 """One trace's overview (browse) → table specs and detail text. Presentation only: every number
-was computed by kerneldiff.core.analysis.browse; this module formats and lays it out.
+was computed by kerneldiff.core.analysis.trace_totals; this module formats and lays it out.
 """
 
 from __future__ import annotations

@@ -632,7 +632,7 @@ def warnings_spec(warnings: list[str]) -> TableSpec:
 # --- the kernels behind a row, on each side ------------------------------------------------------
 
 def side_kernels_spec(name: str, sides: dict[str, list], totals: dict[str, float]) -> TableSpec:
-    """Both sides' kernels (kerneldiff.core.analysis.browse.KernelTotal) in one table, A's then B's,
+    """Both sides' kernels (kerneldiff.core.analysis.trace_totals.KernelTotal) in one table, A's then B's,
     each largest first; Share is of that side's time in the row drilled into (`totals`)."""
     items = [(side, k) for side in ("a", "b") for k in sides.get(side, [])]
     cols = [Column("side", "", "text", 1), Column("name", "Kernel", "name", min_width=16,

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from kerneldiff.core.analysis.browse import _groups
+from kerneldiff.core.analysis.trace_totals import _groups
 from kerneldiff.core.analysis.stats import Stats
 from kerneldiff.core.analysis.flops import ATTENTION, GEMM, OpWork, work_of
 from kerneldiff.core.analysis.peaks import PeakTable, Peaks, default_table

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kerneldiff.core.analysis.browse import overview
+from kerneldiff.core.analysis.trace_totals import overview
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.core.errors import LoadCancelled, TraceError
 from kerneldiff.core.orchestration import load

@@ -1,4 +1,4 @@
-"""One trace on its own (kerneldiff.core.analysis.browse): every figure checked against numpy on the
+"""One trace on its own (kerneldiff.core.analysis.trace_totals): every figure checked against numpy on the
 model's columns, against `info`'s operation totals and against the comparison engine's statistics."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kerneldiff.core.analysis import browse
+from kerneldiff.core.analysis import trace_totals as browse
 from kerneldiff.core.analysis.summary import summarize
 from kerneldiff.core.compare.engine import compare
 from kerneldiff.core.demo import DEMO_A, DEMO_B

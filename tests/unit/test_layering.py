@@ -110,7 +110,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "pass_extent",                           # a pass's kernels launched inside its forward call
         "phases", "layers",                      # the passes' phases, the layers in them
         "devices", "timeline",                   # per-device readings; busy and idle time, streams
-        "browse", "pass_lanes",                  # one trace's totals; one pass on its own time axis
+        "trace_totals", "pass_lanes",            # one trace's totals; one pass on its own time axis
         "summary",                               # per-trace summaries
         "comm_params", "comm_shapes", "comm_places", "collective_pairs", "collectives",   # collectives, their sizes
                                                  # and their pairs across ranks
@@ -133,7 +133,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "ledger", "throughput", "comparability",  # the gap ledger, throughput, like with like
         "ledger_fusions",                        # fused operations in a ledger row of their own
         "engine",                                # compare(a, b) -> Comparison
-        "one_sided", "drill", "pass_pairs",      # readings beside the comparison
+        "one_sided", "row_kernels", "pass_pairs",   # readings beside the comparison
         "host_compare", "module_compare",        # host hotspots and the module tree, both sides
     ],
     "report": ["format", "labels", "headline", "table_names", "work_tables", "tables", "run_tables",

@@ -2,7 +2,7 @@
 
 from dataclasses import fields
 
-from kerneldiff.core.analysis import browse, pass_lanes
+from kerneldiff.core.analysis import pass_lanes, trace_totals
 from kerneldiff.core.analysis.stats import Stats
 from kerneldiff.core.compare import result
 from kerneldiff.core.compare.work_result import KernelShare
@@ -10,7 +10,7 @@ from kerneldiff.core.compare.work_result import KernelShare
 
 def test_the_comparison_and_one_trace_read_durations_as_the_same_type():
     assert result.Stats is Stats
-    assert {f.type for f in fields(browse.OperationTotal) if f.name == "stats"} == {"Stats"}
+    assert {f.type for f in fields(trace_totals.OperationTotal) if f.name == "stats"} == {"Stats"}
     assert pass_lanes.name_durations.__annotations__["return"] == "Stats"
 
 

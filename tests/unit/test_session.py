@@ -146,7 +146,7 @@ def test_phase_cycle_offers_unknown_only_for_passes_whose_phase_is_unknown():
 
 
 def test_overview_is_the_browse_reading_of_that_trace(demo_session):
-    from kerneldiff.core.analysis.browse import overview
+    from kerneldiff.core.analysis.trace_totals import overview
     from kerneldiff.core.analysis.timeline import timeline
 
     for i in (0, 1):

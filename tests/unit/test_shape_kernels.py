@@ -144,7 +144,7 @@ def _one_shape(side, pos):
     """The kernels of one shape, grouped on their own (the form `_Side.kernels` had per shape)."""
     import numpy as np
 
-    from kerneldiff.core.analysis.browse import _groups
+    from kerneldiff.core.analysis.trace_totals import _groups
     from kerneldiff.core.compare.throughput import _DURATIONS, KernelShare
     from kerneldiff.core.numbers import ratio
 

@@ -257,7 +257,7 @@ def same_kernel_screen(session, comp, k, crumbs: list[str]) -> KernelDetailScree
 
 def trace_kernel_screen(session, index: int, label: str, k, crumbs: list[str],
                         context: Text | None = None) -> KernelDetailScreen:
-    """A kernel of one trace (browse): `k` is a kerneldiff.core.analysis.browse.KernelTotal."""
+    """A kernel of one trace (browse): `k` is a kerneldiff.core.analysis.trace_totals.KernelTotal."""
     ref = kernel_ref(session, index, label, k.name, k.category, k.rule, k.stats, k.row)
     return KernelDetailScreen([ref], context if context is not None else span("Kernel", "bold"),
                               [*crumbs, _short(k.name)])

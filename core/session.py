@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
 from kerneldiff.core import orchestration
 from kerneldiff.core.errors import TraceError, shown_path
@@ -538,6 +538,33 @@ _OVERVIEW = frozenset({"TraceOverview", "KernelTotal", "LayerTotal", "OperationT
 _AIE_RESULTS = frozenset({"AieComparison", "AieRun", "AieParams", "AieGemmShape"})
 _AIE_SESSION = frozenset({"AIE", "AieSession", "AieSettings", "aie_settings"})
 _NAMES = frozenset({"short_name", "distinct_short_names", "readable", "demangle", "visible"})
+
+if TYPE_CHECKING:   # what __getattr__ hands out, for type checkers
+    from kerneldiff.core.aie.analysis import AieComparison, AieParams, AieRun, GemmShape as AieGemmShape  # noqa: F401
+    from kerneldiff.core.aie.session import AIE, AieSession, AieSettings, aie_settings  # noqa: F401
+    from kerneldiff.core.analysis.pass_lanes import PassKernels  # noqa: F401
+    from kerneldiff.core.analysis.peaks import PeakTable  # noqa: F401
+    from kerneldiff.core.analysis.stats import Stats  # noqa: F401
+    from kerneldiff.core.analysis.trace_totals import (KernelTotal, LayerTotal, OperationTotal,  # noqa: F401
+                                                       StepTotal, TraceOverview)
+    from kerneldiff.core.compare.fusion_model import check_overrides  # noqa: F401
+    from kerneldiff.core.compare.layer_significance import critical  # noqa: F401
+    from kerneldiff.core.compare.module_compare import ledger_parts, top_rows  # noqa: F401
+    from kerneldiff.core.compare.one_sided import attention_counterparts, operation_counterpart  # noqa: F401
+    from kerneldiff.core.compare.result import (Comparability, Comparison, Excluded, FusionFinding,  # noqa: F401
+                                                GroupKernel, KernelPair, LayerAlignment, LayerRow, LayerSide,
+                                                LedgerEntry, OperationRow, PairGroup, SameKernel, SavingEstimate,
+                                                Side, SplitPart, WallClock)
+    from kerneldiff.core.compare.work_result import (AttentionShape, GemmShape, KernelShare, ShapeSide,  # noqa: F401
+                                                     ThroughputRow, ThroughputSide)
+    from kerneldiff.core.demo import DEMO_A, DEMO_B  # noqa: F401
+    from kerneldiff.core.fileio import kind_of  # noqa: F401
+    from kerneldiff.core.gate.spec import parse_checks, parse_limit  # noqa: F401
+    from kerneldiff.core.ingest.cache import setting_problem  # noqa: F401
+    from kerneldiff.core.names.demangle import demangle, readable  # noqa: F401
+    from kerneldiff.core.names.display import distinct_short_names, short_name  # noqa: F401
+    from kerneldiff.core.names.visible import visible  # noqa: F401
+    from kerneldiff.core.phase_names import PHASE_FILTERS  # noqa: F401
 
 
 def __getattr__(name: str):

@@ -79,7 +79,7 @@ FORMATS = ["text", "json", "csv", "markdown", "html", "perfetto"]
 
 
 def run(args) -> int:
-    from kerneldiff.core import RunSession
+    from kerneldiff.core.ranks.session import RunSession
 
     if args.format is None:   # --table asks for a table: CSV unless told otherwise
         args.format = "csv" if args.table else "text"

@@ -16,14 +16,4 @@ def load(path, **kwargs):
     return _load(path, **kwargs)
 
 
-def __getattr__(name: str):
-    """RunSession (two runs of rank traces) sits above Session: loaded when first asked for."""
-    if name == "RunSession":
-        from kerneldiff.core.ranks.session import RunSession
-
-        return RunSession
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-__all__ = ["KernelDetail", "LoadCancelled", "RunSession", "Session", "TraceError", "TraceInfo", "load", "open_session",
-           "probe"]
+__all__ = ["KernelDetail", "LoadCancelled", "Session", "TraceError", "TraceInfo", "load", "open_session", "probe"]

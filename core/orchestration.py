@@ -19,7 +19,6 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from kerneldiff.core.errors import TraceError
-from kerneldiff.core.ingest.probe import json_bytes as _json_bytes
 
 if TYPE_CHECKING:
     from kerneldiff.core.analysis.classify import Classifier
@@ -129,6 +128,7 @@ def load_pair_beside(s: Session) -> bool:
     """Load one trace here and the other in a forked child at once, when each load would use one
     core only. False when that does not apply (the caller loads them in turn)."""
     from kerneldiff.core.processes.fork_child import Beside, can_fork
+    from kerneldiff.core.ingest.probe import json_bytes
     from kerneldiff.core.ingest.workers import worker_count
 
     if not (s.fork_pair and len(s.paths) == 2 and s.loader is None and all(m is None for m in s.models)
@@ -145,7 +145,7 @@ def load_pair_beside(s: Session) -> bool:
 
     # The child also sends its model back (~10 ms at 60 MB): it takes the smaller trace (by its
     # JSON bytes, the best guess of the work before reading), so the larger one is read here.
-    here = 1 if _json_bytes(s.infos[1]) > _json_bytes(s.infos[0]) else 0
+    here = 1 if json_bytes(s.infos[1]) > json_bytes(s.infos[0]) else 0
     there = 1 - here
 
     def load_there():

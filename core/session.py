@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
 from kerneldiff.core import orchestration
 from kerneldiff.core.errors import TraceError, shown_path
-from kerneldiff.core.ingest.probe import TraceInfo, probe
 
 # progress(fraction 0..1, stage, done, total) -> False to cancel
 Progress = Callable[[float, str, int, int], "bool | None"]
@@ -102,8 +101,10 @@ def probe_trace(path: str, strict: bool = True) -> TraceInfo:
     """`probe(path)`, with running out of memory or recursion (an input no bound foresaw) turned
     into the file's TraceError, so every front end reports it as it reports bad input; without
     `strict`, any other failure too (the explorer shows it on its error screen, never a traceback)."""
+    from kerneldiff.core.ingest import probe as reader   # here: importing the session reads no trace
+
     try:
-        return probe(path)
+        return reader.probe(path)
     except TraceError:
         raise
     except MemoryError:
@@ -540,6 +541,7 @@ _AIE_SESSION = frozenset({"AIE", "AieSession", "AieSettings", "aie_settings"})
 _NAMES = frozenset({"short_name", "distinct_short_names", "readable", "demangle", "visible"})
 
 if TYPE_CHECKING:   # what __getattr__ hands out, for type checkers
+    from kerneldiff.core.ingest.probe import TraceInfo
     from kerneldiff.core.aie.analysis import AieComparison, AieParams, AieRun, GemmShape as AieGemmShape  # noqa: F401
     from kerneldiff.core.aie.session import AIE, AieSession, AieSettings, aie_settings  # noqa: F401
     from kerneldiff.core.analysis.pass_lanes import PassKernels  # noqa: F401
@@ -576,6 +578,8 @@ def __getattr__(name: str):
         from kerneldiff.core.analysis import trace_totals as mod
     elif name == "Stats":
         from kerneldiff.core.analysis import stats as mod
+    elif name == "TraceInfo":               # what a probe reads from a file's head
+        from kerneldiff.core.ingest import probe as mod
     elif name == "PassKernels":
         from kerneldiff.core.analysis import pass_lanes as mod
     elif name in _AIE_RESULTS:

@@ -32,8 +32,9 @@ FRONT_END_MAY_USE: dict[str, frozenset[str] | None] = {
     # the one way in: the session protocol, its kinds, and every result type and helper the front
     # ends take (kerneldiff.core.session re-exports them, each with its reason)
     "kerneldiff.core": frozenset({"Session", "TraceError", "LoadCancelled", "KernelDetail", "open_session",
-                                  "TraceInfo", "RunSession"}),
+                                  "TraceInfo"}),
     "kerneldiff.core.session": None,
+    "kerneldiff.core.ranks.session": frozenset({"RunSession"}),   # two runs of rank traces (above Session)
     "kerneldiff.core.errors": None,
     # writing results out, and the numbers every front end shows the same way
     "kerneldiff.core.report": None,

@@ -47,7 +47,7 @@ gc.disable()                                        # as the command runs,
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # and with numpy's BLAS on one thread
 t0 = time.perf_counter()
 # what the command imports before it reads a trace; the loader's and the comparison's modules are
-# imported by the loads (Session._pair_beside, before the fork)
+# imported by the loads (orchestration.load_pair_beside, before the fork)
 from kerneldiff.core.session import Session
 from kerneldiff.cli import compare as cli_compare
 from kerneldiff.core.numbers import strict_json

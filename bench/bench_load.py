@@ -142,7 +142,7 @@ def child(task: str, paths: list[str], cache_dir: str | None) -> dict:
     import numpy  # noqa: F401
     import orjson  # noqa: F401
 
-    import kerneldiff.core.ingest.forkserver
+    import kerneldiff.core.processes.forkserver
     import kerneldiff.core.ingest.loader  # noqa: F401
     from kerneldiff.core.ingest.probe import probe
     from kerneldiff.core.session import Session
@@ -172,7 +172,7 @@ def child(task: str, paths: list[str], cache_dir: str | None) -> dict:
         session.classifier  # noqa: B018  (read the registry up front, as the app does while probing)
         models = session.models
         threading.Thread(target=lambda: None).start()   # an app has threads: as it would,
-        kerneldiff.core.ingest.forkserver.prepare()                        # start the fork server up front
+        kerneldiff.core.processes.forkserver.prepare()                        # start the fork server up front
         t0, c0 = time.perf_counter(), time.process_time()
 
         done = [0.0, 0.0]

@@ -26,7 +26,7 @@ def main() -> int:
     import kerneldiff.cli.main  # noqa: F401  (first: the command's process settings, numpy's huge pages off)
     from kerneldiff.core.analysis import timeline as T
     from kerneldiff.core.analysis.cut_work import cut_mask
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     ap = argparse.ArgumentParser()
     ap.add_argument("traces", nargs="*", type=Path)

@@ -4,7 +4,7 @@ in one process and with workers, alternated run by run, on real and event-dense 
     python bench/bench_workers.py                 # real Llama traces (gzip, plain), dense 30/60/100 MB
     python bench/bench_workers.py --repeat 5 FILE...
 
-The worker threshold (core/ingest/forkserver.py: PARALLEL_MIN_PLAIN, PARALLEL_MIN_GZIP) is set
+The worker threshold (core/processes/forkserver.py: PARALLEL_MIN_PLAIN, PARALLEL_MIN_GZIP) is set
 to 0 or to never in the process before the command runs, so each trace is read both ways by the
 same code. Each row gives, for the run of least CPU time of --repeat, the wall time and the CPU
 time (user + system) of the process and of the workers it reaped: on a shared machine the wall
@@ -33,7 +33,7 @@ from bench_real import TRACES, plain_copy  # noqa: E402
 
 RUN = """
 import gc, json, os, resource, sys
-from kerneldiff.core.ingest import forkserver
+from kerneldiff.core.processes import forkserver
 forkserver.PARALLEL_MIN_PLAIN = forkserver.PARALLEL_MIN_GZIP = 0 if sys.argv[1] == "workers" else 1 << 62
 from kerneldiff.cli.main import main, reuse_freed_memory
 gc.disable()   # as `kerneldiff.cli.main.entry` runs a headless subcommand

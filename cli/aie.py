@@ -16,11 +16,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from kerneldiff.core.aie.analysis import AieComparison, AieParams, AieRun, GemmShape
-from kerneldiff.core.aie.session import AieSession, AieSettings
+from kerneldiff.core.session import AieComparison, AieParams, AieRun, AieGemmShape as GemmShape
+from kerneldiff.core.session import AieSession, AieSettings
 from kerneldiff.cli.args import _clock_mhz, _count, _fraction, _positive_float, _positive_int, add_shape_arguments
 from kerneldiff.core.errors import TraceError, shown_path
-from kerneldiff.core.names.visible import visible
+from kerneldiff.core.session import visible
 from kerneldiff.core.numbers import json_ready
 from kerneldiff.core.report import format as fmt
 

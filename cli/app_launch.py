@@ -31,7 +31,7 @@ def launch(argv: list[str]) -> int:
         return 2
     paths = list(args.traces)
     if not paths:
-        from kerneldiff.core.demo import DEMO_A, DEMO_B
+        from kerneldiff.core.session import DEMO_A, DEMO_B
 
         paths = [str(DEMO_A), str(DEMO_B)]
     aie = {k: getattr(args, k) for k in ("M", "K", "N", "rows", "cols", "warmup", "iterations", "clock_mhz")}

@@ -19,7 +19,7 @@ class Parser(argparse.ArgumentParser):
     instead of the usage text followed by the error. Subcommand parsers inherit the class."""
 
     def error(self, message: str):
-        from kerneldiff.core.names.visible import visible
+        from kerneldiff.core.session import visible
 
         self.exit(2, f"{self.prog}: {visible(' '.join(message.split()))}\n")
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kerneldiff.core.names.visible import visible
+from kerneldiff.core.session import visible
 from kerneldiff.core.errors import TraceError, shown_path
 from kerneldiff.core.numbers import strict_json
-from kerneldiff.core.phase_names import PHASE_FILTERS
+from kerneldiff.core.session import PHASE_FILTERS
 from kerneldiff.core.report.table_names import MODEL_TABLES, TABLES
 from kerneldiff.core.report.run_tables import RUN_TABLES
 
@@ -18,7 +18,7 @@ from .text_report import print_text
 
 # The text report's modules (Rich, the throughput and timeline sections) are imported by the
 # functions that draw it: `--format json` and `csv` never load Rich (~20 ms of a run's start).
-# The comparison's own modules are imported once the traces are loading (see Session._pair_beside).
+# The comparison's own modules are imported once the traces are loading (see orchestration.load_pair_beside).
 
 
 def add_parser(sub) -> None:
@@ -252,7 +252,7 @@ def _table_base(base: Path) -> None:
     files beside it, in /dev or next to the directory: refused."""
     import os
 
-    from kerneldiff.core.fileio import kind_of
+    from kerneldiff.core.session import kind_of
 
     try:
         st = os.stat(base)

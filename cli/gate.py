@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kerneldiff.core.errors import shown_path
 from kerneldiff.core.numbers import safe_text, strict_json
-from kerneldiff.core.phase_names import PHASE_FILTERS
+from kerneldiff.core.session import PHASE_FILTERS
 
 from .args import UsageError, flag_number
 
@@ -69,7 +69,7 @@ def _recordings(items: list[str]) -> list[str]:
 
 
 def run(args) -> int:
-    from kerneldiff.core.gate.spec import parse_checks
+    from kerneldiff.core.session import parse_checks
     from kerneldiff.core.session import Session
 
     if args.new is not None:
@@ -80,7 +80,7 @@ def run(args) -> int:
         raise UsageError("give BASE NEW, or several recordings a side: BASE... --new NEW...")
     args.a, args.b = bases[0], news[0]
 
-    from kerneldiff.core.gate.spec import parse_limit
+    from kerneldiff.core.session import parse_limit
 
     try:   # every flag is checked before minutes of loading
         if args.max_slowdown is not None:

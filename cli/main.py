@@ -22,7 +22,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 
 from kerneldiff.cli.args import Parser, UsageError  # noqa: E402
-from kerneldiff.core.names.visible import visible  # noqa: E402
+from kerneldiff.core.session import visible  # noqa: E402
 from kerneldiff.core.errors import TraceError, shown_path  # noqa: E402
 
 # subcommand name -> module (imported lazily so `kerneldiff --help` stays instant)
@@ -86,7 +86,7 @@ def _settings_problem() -> str | None:
 
     if not os.environ.get("KERNELDIFF_CACHE_MAX", "").strip():
         return None
-    from kerneldiff.core.ingest.cache import setting_problem
+    from kerneldiff.core.session import setting_problem
 
     return setting_problem()
 

@@ -14,7 +14,7 @@ def json_document(cmp, modules=None, hot=None) -> dict:
     host.idle_by_op; the ledger's launch-bound row's `parts`) when they were asked for."""
     from dataclasses import asdict, fields
 
-    from kerneldiff.core.compare.module_compare import ledger_parts
+    from kerneldiff.core.session import ledger_parts
 
     # the comparison's fields as they are (strict_json writes dataclasses as asdict would, ~50x
     # faster than asdict itself); only what gains a key is copied
@@ -48,7 +48,7 @@ def render_modules(mc, out, width: int) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from kerneldiff.core.compare.module_compare import top_rows
+    from kerneldiff.core.session import top_rows
     from kerneldiff.core.report import format as fmt
 
     from .render import literal, us

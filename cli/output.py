@@ -18,7 +18,7 @@ def fusion_overrides(items: list[str]) -> dict[str, float | bool]:
     """--fusion-param items, checked before any trace is read (kerneldiff.core.compare.fusion_model)."""
     if not items:   # nothing to check: the fusion model (and the result types it imports) loads later
         return {}
-    from kerneldiff.core.compare.fusion_model import check_overrides
+    from kerneldiff.core.session import check_overrides
 
     raw = {}
     for it in items:
@@ -37,7 +37,7 @@ def peak_table(args):
     path, items = getattr(args, "peaks", None), getattr(args, "peak", None) or []
     if not path and not items:
         return None
-    from kerneldiff.core.analysis.peaks import PeakTable
+    from kerneldiff.core.session import PeakTable
 
     try:
         return PeakTable.load(path, items)

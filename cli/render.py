@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from kerneldiff.core.names.display import short_name
-from kerneldiff.core.names.visible import visible
+from kerneldiff.core.session import short_name
+from kerneldiff.core.session import visible
 from kerneldiff.core.report import format as fmt
 
 

@@ -40,7 +40,7 @@ def run_runs(args) -> int:
     try:
         cmp, found = session.compare(args.phase)
     except ValueError as e:
-        from kerneldiff.core.names.visible import visible
+        from kerneldiff.core.session import visible
 
         print(f"kerneldiff: {visible(str(e))}", file=sys.stderr)
         return 2
@@ -73,7 +73,7 @@ def run_runs(args) -> int:
 def _pictures(session, cmp, found, args) -> int:
     """--format markdown, html or perfetto: the runs' own part, then the representative ranks' report
     (perfetto: the representative ranks' two traces, each named by its rank)."""
-    from kerneldiff.core.names.visible import visible
+    from kerneldiff.core.session import visible
 
     if args.format == "markdown":
         from kerneldiff.core.report.markdown import render_markdown

@@ -98,7 +98,7 @@ def render_text(cmp, out) -> None:
                 t.add_row(name, ta, tb, ma, mb, _ratio(l.ratio), fmt.ABSENT)
         out.print(t)
         if compared and any(l.t is not None for l in cmp.layers):
-            from kerneldiff.core.compare.layer_significance import critical
+            from kerneldiff.core.session import critical
 
             out.print(Text(f"gap: kernel time A − B; span gap: the layers' first-to-last-kernel spans (the wall "
                            f"clock) A − B; slower: by both, or by each when they disagree (Ak, Bs: A by kernel time, B by span). "
@@ -151,7 +151,7 @@ def render_text(cmp, out) -> None:
         t.add_column("kernel", overflow="ellipsis", no_wrap=True, max_width=max(16, name_w - 12))
         for col in ("A n", "B n", "A mean", "B mean", "A/B", "total gap"):
             t.add_column(col, justify="right", no_wrap=True)
-        from kerneldiff.core.names.display import distinct_short_names
+        from kerneldiff.core.session import distinct_short_names
 
         shown = cmp.same_kernels[:10]
         short = distinct_short_names([k.name for k in shown], max(16, name_w - 12))   # what tells them apart

@@ -10,8 +10,8 @@ from kerneldiff.core.session import KernelDetail, Session, open_session
 
 
 def load(path, **kwargs):
-    """Load one trace into a TraceModel (see kerneldiff.core.ingest.loader.load)."""
-    from kerneldiff.core.ingest.loader import load as _load
+    """Load one trace into a TraceModel with its readings (see kerneldiff.core.orchestration.load)."""
+    from kerneldiff.core.orchestration import load as _load
 
     return _load(path, **kwargs)
 

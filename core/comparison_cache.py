@@ -118,9 +118,10 @@ def entry_path(key: str) -> Path:
 
 def _types() -> dict[str, type]:
     from kerneldiff.core.analysis.peaks import Peaks
+    from kerneldiff.core.analysis.stats import Stats
     from kerneldiff.core.compare import result, work_result
 
-    types = {"Peaks": Peaks}
+    types = {"Peaks": Peaks, "Stats": Stats}
     for mod in (result, work_result):
         for name, obj in vars(mod).items():
             if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == mod.__name__:

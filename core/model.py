@@ -190,7 +190,7 @@ class TraceModel:
     devices: list = field(default_factory=list)
 
     def __getstate__(self) -> dict:
-        # the layer spans as one array (a forked child's model comes back pickled: core.ingest.child_load)
+        # the layer spans as one array (a forked child's model comes back pickled: core.processes.fork_child)
         state = self.__dict__.copy()
         state.pop("_layer_rows", None)
         state["layers"] = self.layer_rows()

@@ -6,6 +6,8 @@ once. A session holds one trace (browse) or two (compare). AMD AIE (NPU) traces 
 their own with the same interface (`kerneldiff.core.aie.session.AieSession`); `open_session` picks.
 
 Loading may run in threads (the explorer loads both traces at once): `load(i)` touches only slot i.
+How the work is carried out (which process loads which trace, the fork server started ahead,
+comparisons kept on disk and computed ahead) is `kerneldiff.core.orchestration`'s.
 """
 
 from __future__ import annotations
@@ -13,11 +15,10 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
+from kerneldiff.core import orchestration
 from kerneldiff.core.errors import TraceError, shown_path
-from kerneldiff.core.ingest.probe import TraceInfo, probe
-from kerneldiff.core.ingest.probe import json_bytes as _json_bytes
 
 # progress(fraction 0..1, stage, done, total) -> False to cancel
 Progress = Callable[[float, str, int, int], "bool | None"]
@@ -25,21 +26,37 @@ Progress = Callable[[float, str, int, int], "bool | None"]
 SIDES = ("a", "b")
 
 
+@runtime_checkable
 class TraceSession(Protocol):
-    """What the front ends rely on, whatever the kind of trace."""
+    """The one session protocol the front ends rely on, whatever the kind: `Session` (one GPU trace
+    or a pair), `kerneldiff.core.aie.session.AieSession` (AMD AIE runs) and
+    `kerneldiff.core.ranks.session.RunSession` (two runs of rank traces) implement it. What a kind
+    offers beyond it (a pair's drill-downs, a run's findings) is that class's own."""
 
-    kind: str
-    paths: list[str]
-    infos: list[TraceInfo | None]
-    errors: list[str | None]
-    models: list[Any]
+    kind: str                   # "kineto", "aie" or "runs"
+    paths: list[str]            # what was opened: trace files (Session, AieSession) or runs (RunSession)
 
     @property
     def single(self) -> bool: ...
-    def load(self, index: int, progress: Progress | None = None, cancel: threading.Event | None = None) -> Any: ...
     def warm_up(self) -> None: ...
+    def load_all(self, progress: Callable[[int, float, str, int, int], Any] | None = None,
+                 cancel: threading.Event | None = None) -> list[Any]: ...
     def label(self, index: int) -> str: ...
+    def phases(self) -> list[str]: ...
     def compare(self, phase: str = "all") -> Any: ...
+
+
+@dataclass(frozen=True)
+class KernelRef:
+    """One kernel of a loaded trace as it crosses to the front ends: the trace (`index`, 0 for A,
+    1 for B) and the kernel's row in that trace's model, a handle only the session reads."""
+
+    index: int
+    row: int
+
+    @property
+    def side(self) -> str:
+        return SIDES[self.index]
 
 
 @dataclass
@@ -84,8 +101,10 @@ def probe_trace(path: str, strict: bool = True) -> TraceInfo:
     """`probe(path)`, with running out of memory or recursion (an input no bound foresaw) turned
     into the file's TraceError, so every front end reports it as it reports bad input; without
     `strict`, any other failure too (the explorer shows it on its error screen, never a traceback)."""
+    from kerneldiff.core.ingest import probe as reader   # here: importing the session reads no trace
+
     try:
-        return probe(path)
+        return reader.probe(path)
     except TraceError:
         raise
     except MemoryError:
@@ -174,59 +193,30 @@ class Session:
                 raise TraceError(self.paths[index], self.errors[index].removeprefix(shown_path(self.paths[index]) + ": "))
             info = self.infos[index] = probe_trace(self.paths[index])
         self.errors[index] = None
-        identity = self._identity(index)
+        identity = orchestration.identity(self, index)
         kwargs: dict[str, Any] = dict(progress=progress, cancel=cancel, info=info)
         model = None
         if self.loader is not None:
             model = self.loader(self.paths[index], registry=self.registry, use_cache=self.use_cache, **kwargs)
         if model is None:
-            from kerneldiff.core.ingest.loader import load
-
-            model = load(self.paths[index], classifier=self.classifier, use_cache=self.use_cache,
-                         workers=self.workers, **kwargs)
+            model = orchestration.load(self.paths[index], classifier=self.classifier, use_cache=self.use_cache,
+                                       workers=self.workers, **kwargs)
         model = self._keep_passes(self._one_device(model))
-        if identity is not None and self._identity(index) != identity:
+        if identity is not None and orchestration.identity(self, index) != identity:
             identity = None   # changed while it was read: its comparison is not stored
         self._identities[index] = identity
         self.models[index] = model
         return model
 
-    def _identity(self, index: int):
-        """The file as it is now, where comparisons are kept (comparison_cache's key names it)."""
-        if self._comparison_key_parts() is None:
-            return None
-        from kerneldiff.core.cache_keys import file_identity
-
-        return file_identity(self.paths[index])
-
     def warm_up(self) -> None:
-        """Traces big enough for worker processes are decoded by them: start their fork server now,
-        in a background thread, so that the first load does not pay its ~0.3 s start-up (a UI calls
-        this before its first frame; its threads make plain fork unsafe). Decided in that thread
-        (`needs_workers`): a pair that loads in one process each, or whose big traces are in the
-        model cache, starts nothing."""
-        from kerneldiff.core.ingest.forkserver import prepare
-
-        def warm() -> None:
-            if self.needs_workers():
-                prepare()
-
-        threading.Thread(target=warm, name="kerneldiff-prepare", daemon=True).start()
+        """Start the worker processes' fork server in a background thread when a trace will need
+        them (`kerneldiff.core.orchestration.warm_up`): a UI calls this before its first frame."""
+        orchestration.warm_up(self)
 
     def needs_workers(self) -> bool:
-        """Will loading read, from its JSON, a probed trace big enough for worker processes? Not
-        when every such trace is in the model cache: the explorer then starts no fork server
-        (~0.3 s of CPU beside its first frames, for nothing)."""
-        from kerneldiff.core.ingest.forkserver import big, cpus
-
-        if cpus() < 2:
-            return False
-        wanted = [i for i, info in enumerate(self.infos) if info is not None and big(info.size, info.compressed)]
-        if not wanted or not self.use_cache or self.loader is not None:
-            return bool(wanted)
-        from kerneldiff.core.ingest import cache
-
-        return not all(cache.has(self.paths[i], self.classifier) for i in wanted)
+        """Will loading read, from its JSON, a probed trace big enough for worker processes (not
+        one in the model cache)?"""
+        return orchestration.needs_workers(self)
 
     def _keep_passes(self, model):
         """With all_passes, the model's comparisons keep every pass: what was computed leaving some
@@ -264,54 +254,13 @@ class Session:
             if info.kind == "aie":
                 raise TraceError(info.path, "this is an AMD AIE (NPU) trace: compare AIE runs with "
                                             "`kerneldiff aie A B`")
-        if progress is None and cancel is None and self._pair_beside():
+        if progress is None and cancel is None and orchestration.load_pair_beside(self):
             return self.models
         for i in range(len(self.paths)):
             if self.models[i] is None:
                 step = None if progress is None else (lambda *a, i=i: progress(i, *a))
                 self.load(i, step, cancel)
         return self.models
-
-    def _pair_beside(self) -> bool:
-        """Load one trace here and the other in a forked child at once, when each load would use one
-        core only. False when that does not apply (the caller loads them in turn)."""
-        from kerneldiff.core.ingest.child_load import Beside, can_fork
-        from kerneldiff.core.ingest.workers import worker_count
-
-        if not (self.fork_pair and len(self.paths) == 2 and self.loader is None and all(m is None for m in self.models)
-                and all(worker_count(info, self.workers) == 1 for info in self.infos) and can_fork()):
-            return False
-        # what both loads need, imported and read once before the fork rather than in both
-        # processes. The comparison's modules only this process needs: imported once its own side
-        # is ready, while the child still sends its model back (~26 ms off the child's path)
-        import numpy.ma  # noqa: F401 - np.unique imports it on first use
-        import kerneldiff.core.ingest.decode  # noqa: F401
-        import kerneldiff.core.ingest.loader  # noqa: F401
-        from kerneldiff.core.analysis.side_readings import prepare_side
-        self.classifier
-
-        # The child also sends its model back (~10 ms at 60 MB): it takes the smaller trace (by its
-        # JSON bytes, the best guess of the work before reading). On the 2x60 MB pair, alternated
-        # 25 times: 12 ms faster than giving it the larger one and importing the comparison's
-        # modules here while it finishes.
-        here = 1 if _json_bytes(self.infos[1]) > _json_bytes(self.infos[0]) else 0
-        there = 1 - here
-
-        def load_there():
-            m = self.load(there)
-            prepare_side(m)
-            return m
-
-        beside = Beside(load_there)
-        try:
-            prepare_side(self.load(here))
-            import kerneldiff.core.compare.engine  # noqa: F401
-        except BaseException:
-            beside.cancel()
-            raise
-        model = self.models[there] = self._keep_passes(beside.result())
-        self.infos[there] = getattr(model, "info", self.infos[there])
-        return True
 
     @property
     def loaded(self) -> bool:
@@ -325,21 +274,7 @@ class Session:
             raise ValueError("a one-trace session has nothing to compare: use summary()")
         if not self.loaded:
             raise ValueError("load both traces before comparing")
-        key = self._comparison_key(phase, loaded=True)
-        if key is not None:
-            from kerneldiff.core import comparison_cache
-
-            stored = comparison_cache.get(key)
-            if stored is not None:
-                return stored[0]
-        from kerneldiff.core.compare.engine import compare
-        from kerneldiff.core.ingest.child_load import can_fork
-
-        comparison = compare(self.models[0], self.models[1], phase=phase, classifier=self.classifier,
-                             fusion_overrides=self.fusion_overrides, peaks=self.peaks, beside=can_fork())
-        if key is not None and keep:
-            comparison_cache.put(key, comparison, self.phases())
-        return comparison
+        return orchestration.compare(self, phase, keep)
 
     def compare_ahead(self, phase: str = "all") -> Callable[[], bool] | None:
         """A pair whose comparison in `phase` is not stored yet: compute and store it in a forked
@@ -350,85 +285,21 @@ class Session:
         does not apply (one trace, a probe error, comparisons not kept, stored already, no fork
         here). A trace not in the model cache makes the child stop at once: the caller's own
         loads read it, with their progress."""
-        from kerneldiff.core.ingest.child_load import Beside, can_fork
-
-        if self.single or any(e is not None for e in self.errors) or not can_fork():
-            return None
-        key = self._comparison_key(phase)
-        if key is None:
-            return None
-        from kerneldiff.core import comparison_cache
-
-        if comparison_cache.entry_path(key).is_file():
-            return None
-
-        def work() -> bool:
-            from kerneldiff.core.ingest import cache
-
-            if not all(cache.has(p, self.classifier) for p in self.paths):
-                return False
-            self.load_all()
-            self.compare(phase)     # stored (keep_comparisons)
-            return True
-
-        beside = Beside(work)
-
-        def wait() -> bool:
-            try:
-                return bool(beside.result())
-            except (TraceError, RuntimeError, ValueError):   # the caller compares it itself
-                return False
-
-        return wait
+        return orchestration.compare_ahead(self, phase)
 
     def keep_comparison(self, phase: str, comparison) -> bool:
         """Store `comparison` (this session's, of `phase`) where comparisons are kept, unless it is
         there already; False when it is not stored (keep_comparisons off, a file changed since it
         was loaded, or the cache refused it). ~50 ms for a real pair: the explorer does it once
         the comparison is on the screen."""
-        key = self._comparison_key(phase, loaded=True) if self.loaded else None
-        if key is None:
-            return False
-        from kerneldiff.core import comparison_cache
-
-        return comparison_cache.entry_path(key).is_file() or comparison_cache.put(key, comparison, self.phases())
+        return orchestration.keep_comparison(self, phase, comparison)
 
     def stored_comparison(self, phase: str = "all"):
         """The comparison of A and B in `phase` as it was stored when this pair (as the files are now,
         with these options) was last compared, read without loading either trace (milliseconds, no
         numpy); None when there is none or keep_comparisons is off. Until the traces are loaded,
         `phases()` answers from it."""
-        key = self._comparison_key(phase)
-        if key is None:
-            return None
-        from kerneldiff.core import comparison_cache
-
-        stored = comparison_cache.get(key)
-        if stored is None:
-            return None
-        comparison, self._stored_phases = stored
-        return comparison
-
-    def _comparison_key_parts(self) -> dict[str, Any] | None:
-        """What a stored comparison's key names besides the files and phase; None where none is kept:
-        without keep_comparisons or the cache, with a stand-in loader (tests) or a peaks table other
-        than the shipped one, or for one trace."""
-        if not (self.keep_comparisons and self.use_cache) or self.loader is not None or self.peaks is not None \
-                or self.single:
-            return None
-        if self.all_passes:   # the stored comparisons are of the steady passes
-            return None
-        return dict(registry=self.registry, device=self.device, fusion_overrides=self.fusion_overrides)
-
-    def _comparison_key(self, phase: str, loaded: bool = False) -> str | None:
-        """The key of the comparison in `phase`: of the files as they are now, or (`loaded`) as they
-        were when loaded (None if either changed while it was read)."""
-        parts = self._comparison_key_parts()
-        if parts is None or (loaded and any(i is None for i in self._identities)):
-            return None
-        from kerneldiff.core import comparison_cache
-
-        return comparison_cache.key_for(self.paths, phase, identities=self._identities if loaded else None, **parts)
+        return orchestration.stored_comparison(self, phase)
 
     def gate(self, checks: list, phase: str = "all", max_slowdown: str = "3%", **options):
         """The regression gate's verdict on A (the base) against B (the new trace), for `checks`
@@ -454,8 +325,8 @@ class Session:
 
     def overview(self, index: int, phase: str = "all"):
         """Trace `index` on its own in one phase, what the explorer browses
-        (`kerneldiff.core.analysis.browse.TraceOverview`)."""
-        from kerneldiff.core.analysis.browse import overview
+        (`kerneldiff.core.analysis.trace_totals.TraceOverview`)."""
+        from kerneldiff.core.analysis.trace_totals import overview
 
         return overview(self._model(index), phase)
 
@@ -500,14 +371,14 @@ class Session:
 
     def operation_kernels(self, index: int, operation: str, phase: str = "all") -> list:
         """The kernels of one of the comparison's operations (a category family) on trace `index`
-        (`kerneldiff.core.analysis.browse.KernelTotal`s, largest first)."""
-        from kerneldiff.core.compare.drill import operation_kernels
+        (`kerneldiff.core.analysis.trace_totals.KernelTotal`s, largest first)."""
+        from kerneldiff.core.compare.row_kernels import operation_kernels
 
         return operation_kernels(self._model(index), operation, phase, self.classifier)
 
     def outside_layer_kernels(self, index: int, phase: str = "all") -> list:
         """The kernels of trace `index` outside every layer, largest first."""
-        from kerneldiff.core.compare.drill import outside_layer_kernels
+        from kerneldiff.core.compare.row_kernels import outside_layer_kernels
 
         return outside_layer_kernels(self._model(index), phase)
 
@@ -554,10 +425,12 @@ class Session:
 
         return compare_host(self._model(0), self._model(1), phase)
 
-    def kernel_detail(self, index: int, row: int) -> KernelDetail:
+    def kernel_detail(self, ref: KernelRef) -> KernelDetail:
+        """Everything the trace records about one kernel."""
         from kerneldiff.core.analysis.attribution import cpu_op_stack, python_stack
         from kerneldiff.core.analysis.modules import module_path
 
+        index, row = ref.index, ref.row
         m = self._model(index)
         op = int(m.kernels.cpu_op[row])
         dims = int(m.cpu_ops.dims[op]) if op >= 0 else -1
@@ -579,40 +452,40 @@ class Session:
                             display_ops(kernel_ops(m, row, self.classifier)), m.cpu_op_name(row),
                             int(k.device[row]), int(k.stream[row]))
 
-    def kernel_roof(self, index: int, row: int):
-        """Kernel row `row`'s name on trace `index` under the roofline, against the peaks this side
-        is measured against (`kerneldiff.core.analysis.kernel_roof.KernelRoof`; None: work unknown)."""
+    def kernel_roof(self, ref: KernelRef):
+        """The kernel's name under the roofline, against the peaks its side is measured against
+        (`kerneldiff.core.analysis.kernel_roof.KernelRoof`; None: work unknown)."""
         from kerneldiff.core.analysis.kernel_roof import kernel_roof
         from kerneldiff.core.analysis.peaks import default_table
 
-        m = self._model(index)
-        return kernel_roof(m, row, (self.peaks or default_table()).match(m.info, SIDES[index]))
+        m = self._model(ref.index)
+        return kernel_roof(m, ref.row, (self.peaks or default_table()).match(m.info, ref.side))
 
-    def kernel_row(self, index: int, name: str) -> int:
-        """The first kernel row of trace `index` with exactly this name (-1: none)."""
+    def kernel_ref(self, index: int, name: str) -> KernelRef | None:
+        """The first kernel of trace `index` with exactly this name (None: none)."""
         import numpy as np
 
         m = self._model(index)
         sid = m.strings.get(name)
         if sid is None:
-            return -1
+            return None
         rows = np.flatnonzero(m.kernels.name == sid)
-        return int(rows[0]) if len(rows) else -1
+        return KernelRef(index, int(rows[0])) if len(rows) else None
 
-    def kernel_name(self, index: int, row: int) -> str:
-        return self._model(index).kernel_name(row)
+    def kernel_name(self, ref: KernelRef) -> str:
+        return self._model(ref.index).kernel_name(ref.row)
 
-    def name_durations(self, index: int, row: int, phase: str = "all"):
-        """Durations of every launch of kernel row `row`'s name in trace `index` in `phase` ("all": the
-        whole trace) (`kerneldiff.core.analysis.browse.Durations`)."""
+    def name_durations(self, ref: KernelRef, phase: str = "all"):
+        """Durations of every launch of the kernel's name on its trace in `phase` ("all": the whole
+        trace) (`kerneldiff.core.analysis.stats.Stats`)."""
         from kerneldiff.core.analysis.pass_lanes import name_durations
 
-        return name_durations(self._model(index), row, phase)
+        return name_durations(self._model(ref.index), ref.row, phase)
 
     def layer_kernels(self, index: int, layer: int, phase: str = "all") -> list:
         """The kernels of one layer of trace `index`, in pass order
-        (`kerneldiff.core.analysis.browse.KernelTotal`s)."""
-        from kerneldiff.core.analysis.browse import layer_kernels
+        (`kerneldiff.core.analysis.trace_totals.KernelTotal`s)."""
+        from kerneldiff.core.analysis.trace_totals import layer_kernels
 
         return layer_kernels(self._model(index), layer, phase)
 
@@ -655,3 +528,106 @@ def open_session(paths: list[str], *, aie: dict[str, Any] | None = None, **kwarg
         session = Session(paths, **kwargs)
     session.infos, session.errors = infos, errors
     return session
+
+
+# --- what the front ends take from here -----------------------------------------------------------
+# The front ends (cli/, tui/) import core's result types, and the few helpers that read nothing but
+# them or turn an option's text into a setting, from this module alone (with report/, errors and
+# numbers). Each is loaded the first time it is asked for (PEP 562), as importing it where it lives
+# would: importing the session stays light.
+_RESULTS = frozenset({
+    # a comparison of two traces (kerneldiff.core.compare.result)
+    "Comparison", "Side", "Excluded", "Comparability", "SplitPart", "LedgerEntry", "OperationRow", "LayerSide",
+    "LayerRow", "KernelPair", "LayerAlignment", "SavingEstimate", "GroupKernel", "PairGroup", "FusionFinding",
+    "SameKernel", "WallClock"})
+_WORK_RESULTS = frozenset({"KernelShare", "ShapeSide", "GemmShape", "AttentionShape", "ThroughputSide",
+                           "ThroughputRow"})
+_OVERVIEW = frozenset({"TraceOverview", "KernelTotal", "LayerTotal", "OperationTotal", "StepTotal"})
+_AIE_RESULTS = frozenset({"AieComparison", "AieRun", "AieParams", "AieGemmShape"})
+_AIE_SESSION = frozenset({"AIE", "AieSession", "AieSettings", "aie_settings"})
+_NAMES = frozenset({"short_name", "distinct_short_names", "readable", "demangle", "visible"})
+
+if TYPE_CHECKING:   # what __getattr__ hands out, for type checkers
+    from kerneldiff.core.ingest.probe import TraceInfo
+    from kerneldiff.core.aie.analysis import AieComparison, AieParams, AieRun, GemmShape as AieGemmShape  # noqa: F401
+    from kerneldiff.core.aie.session import AIE, AieSession, AieSettings, aie_settings  # noqa: F401
+    from kerneldiff.core.analysis.pass_lanes import PassKernels  # noqa: F401
+    from kerneldiff.core.analysis.peaks import PeakTable  # noqa: F401
+    from kerneldiff.core.analysis.stats import Stats  # noqa: F401
+    from kerneldiff.core.analysis.trace_totals import (KernelTotal, LayerTotal, OperationTotal,  # noqa: F401
+                                                       StepTotal, TraceOverview)
+    from kerneldiff.core.compare.fusion_model import check_overrides  # noqa: F401
+    from kerneldiff.core.compare.layer_significance import critical  # noqa: F401
+    from kerneldiff.core.compare.module_compare import ledger_parts, top_rows  # noqa: F401
+    from kerneldiff.core.compare.one_sided import attention_counterparts, operation_counterpart  # noqa: F401
+    from kerneldiff.core.compare.result import (Comparability, Comparison, Excluded, FusionFinding,  # noqa: F401
+                                                GroupKernel, KernelPair, LayerAlignment, LayerRow, LayerSide,
+                                                LedgerEntry, OperationRow, PairGroup, SameKernel, SavingEstimate,
+                                                Side, SplitPart, WallClock)
+    from kerneldiff.core.compare.work_result import (AttentionShape, GemmShape, KernelShare, ShapeSide,  # noqa: F401
+                                                     ThroughputRow, ThroughputSide)
+    from kerneldiff.core.demo import DEMO_A, DEMO_B  # noqa: F401
+    from kerneldiff.core.fileio import kind_of  # noqa: F401
+    from kerneldiff.core.gate.spec import parse_checks, parse_limit  # noqa: F401
+    from kerneldiff.core.ingest.cache import setting_problem  # noqa: F401
+    from kerneldiff.core.names.demangle import demangle, readable  # noqa: F401
+    from kerneldiff.core.names.display import distinct_short_names, short_name  # noqa: F401
+    from kerneldiff.core.names.visible import visible  # noqa: F401
+    from kerneldiff.core.phase_names import PHASE_FILTERS  # noqa: F401
+
+
+def __getattr__(name: str):
+    if name in _RESULTS:
+        from kerneldiff.core.compare import result as mod
+    elif name in _WORK_RESULTS:
+        from kerneldiff.core.compare import work_result as mod
+    elif name in _OVERVIEW:
+        from kerneldiff.core.analysis import trace_totals as mod
+    elif name == "Stats":
+        from kerneldiff.core.analysis import stats as mod
+    elif name == "TraceInfo":               # what a probe reads from a file's head
+        from kerneldiff.core.ingest import probe as mod
+    elif name == "PassKernels":
+        from kerneldiff.core.analysis import pass_lanes as mod
+    elif name in _AIE_RESULTS:
+        from kerneldiff.core.aie import analysis as mod
+        name_there = name.removeprefix("Aie") if name == "AieGemmShape" else name
+        value = globals()[name] = getattr(mod, name_there)
+        return value
+    elif name in _AIE_SESSION:
+        from kerneldiff.core.aie import session as mod
+    # readings that take nothing but result types: which row of the other side answers a one-sided
+    # row; the critical t a layer's departure is judged against; the rows a report shows of a
+    # ModuleComparison or HostHotspots
+    elif name in ("operation_counterpart", "attention_counterparts"):
+        from kerneldiff.core.compare import one_sided as mod
+    elif name == "critical":
+        from kerneldiff.core.compare import layer_significance as mod
+    elif name in ("top_rows", "ledger_parts"):
+        from kerneldiff.core.compare import module_compare as mod
+    # display names: how a kernel name is shortened, demangled or made safe to print, the same in
+    # every front end and report
+    elif name in _NAMES:
+        from kerneldiff.core.names import demangle, display, visible as shown
+
+        mod = display if name in ("short_name", "distinct_short_names") else shown if name == "visible" else demangle
+    elif name == "PHASE_FILTERS":
+        from kerneldiff.core import phase_names as mod
+    elif name in ("DEMO_A", "DEMO_B"):      # the bundled demo traces' paths
+        from kerneldiff.core import demo as mod
+    # option parsers: command-line text into the settings a session takes, checked before any trace
+    # is read so that a bad option is one line (exit 2)
+    elif name == "PeakTable":
+        from kerneldiff.core.analysis import peaks as mod
+    elif name == "check_overrides":
+        from kerneldiff.core.compare import fusion_model as mod
+    elif name in ("parse_checks", "parse_limit"):
+        from kerneldiff.core.gate import spec as mod
+    elif name == "setting_problem":
+        from kerneldiff.core.ingest import cache as mod
+    elif name == "kind_of":                 # "a directory", "a FIFO": words for bad-input lines
+        from kerneldiff.core import fileio as mod
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = globals()[name] = getattr(mod, name)
+    return value

@@ -63,7 +63,7 @@ def demo_models():
     """The bundled demo pair, loaded once per test process (keyed by path, for PreloadedLoader): about
     25 modules use it. Tests must not change these models (tests/model_edits.py makes copies)."""
     from kerneldiff.core.demo import DEMO_A, DEMO_B
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     return {str(DEMO_A): load(DEMO_A, use_cache=False), str(DEMO_B): load(DEMO_B, use_cache=False)}
 

@@ -23,7 +23,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
-from kerneldiff.core.aie.session import AIE
+from kerneldiff.core.session import AIE
 from kerneldiff.core.errors import LoadCancelled, TraceError
 
 from .commands import ExplorerCommands
@@ -367,13 +367,13 @@ class KernelDiffApp(App):
         self.notify(m.message, title="Comparison failed", severity="error", markup=False, timeout=10)
 
     def _result_screen(self) -> type:
-        from kerneldiff.core.compare.result import Comparison
+        from kerneldiff.core.session import Comparison
 
         if isinstance(self.result, Comparison):   # asked first: it needs neither numpy nor the other screens
             from .screens.main import MainScreen
 
             return MainScreen
-        from kerneldiff.core.analysis.browse import TraceOverview
+        from kerneldiff.core.session import TraceOverview
 
         from .screens.aie import AieScreen
         from .screens.aie_views import AieView
@@ -459,7 +459,7 @@ def run_app(paths: list[str], phase: str = "all", registry: str | None = None, u
     kerneldiff.core.aie.session.OPTION_KEYS; absent or None = not given). `session`: the explorer's
     session, opened already (else made here); `before_start`: waited for before the app is made (a
     comparison being stored beside it: Session.compare_ahead)."""
-    from kerneldiff.core.phase_names import PHASE_FILTERS
+    from kerneldiff.core.session import PHASE_FILTERS
 
     if phase not in PHASE_FILTERS:
         print(f"kerneldiff: unknown phase {phase!r} (choose from {', '.join(PHASE_FILTERS)})", file=sys.stderr)
@@ -468,7 +468,7 @@ def run_app(paths: list[str], phase: str = "all", registry: str | None = None, u
         print("kerneldiff: give one or two traces", file=sys.stderr)
         return 2
     if aie:
-        from kerneldiff.core.aie.session import aie_settings
+        from kerneldiff.core.session import aie_settings
 
         try:
             aie_settings(aie)

@@ -13,9 +13,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from kerneldiff.core.compare.one_sided import attention_counterparts
-from kerneldiff.core.compare.result import Comparison
-from kerneldiff.core.compare.work_result import AttentionShape, GemmShape, ShapeSide
+from kerneldiff.core.session import attention_counterparts
+from kerneldiff.core.session import Comparison
+from kerneldiff.core.session import AttentionShape, GemmShape, ShapeSide
 from kerneldiff.core.report import format as fmt
 from kerneldiff.core.report import labels
 

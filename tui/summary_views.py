@@ -7,7 +7,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from kerneldiff.core.compare.result import Comparison, LedgerEntry
+from kerneldiff.core.session import Comparison, LedgerEntry
 from kerneldiff.core.report.headline import HOST_PARTS, headline
 
 from .text import DIM, SIDE_STYLE, fmt_gap, fmt_us, literal, slower_side, span

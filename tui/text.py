@@ -11,9 +11,9 @@ import math
 
 from rich.text import Text
 
-from kerneldiff.core.names.demangle import readable as _readable
-from kerneldiff.core.names.display import distinct_short_names, short_name
-from kerneldiff.core.names.visible import visible
+from kerneldiff.core.session import readable as _readable
+from kerneldiff.core.session import distinct_short_names, short_name
+from kerneldiff.core.session import visible
 from kerneldiff.core.report import format as fmt
 
 # Display styles of the two sides. Colour is a help, never the only signal: sides are also

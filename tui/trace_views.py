@@ -1,5 +1,5 @@
 """One trace's overview (browse) → table specs and detail text. Presentation only: every number
-was computed by kerneldiff.core.analysis.browse; this module formats and lays it out.
+was computed by kerneldiff.core.analysis.trace_totals; this module formats and lays it out.
 """
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.console import Group
 from rich.text import Text
 
-from kerneldiff.core.analysis.browse import KernelTotal, LayerTotal, OperationTotal, StepTotal, TraceOverview
+from kerneldiff.core.session import KernelTotal, LayerTotal, OperationTotal, StepTotal, TraceOverview
 
 from .text import DIM, SIDE_STYLE, clean, cut, fmt_pct, fmt_us, literal, one_bar, readable, shortener, span
 from .views import CHART_WIDTH, labelled_grid, name_sort, searchable, stats_grid

@@ -11,13 +11,13 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from kerneldiff.core.compare.result import (Comparison, FusionFinding, KernelPair, LayerAlignment, LayerRow,
+from kerneldiff.core.session import (Comparison, FusionFinding, KernelPair, LayerAlignment, LayerRow,
                                             OperationRow, SameKernel)
 
-from kerneldiff.core.compare.one_sided import operation_counterpart
+from kerneldiff.core.session import operation_counterpart
 from kerneldiff.core.report import labels
 
-from kerneldiff.core.compare.layer_significance import critical
+from kerneldiff.core.session import critical
 from kerneldiff.core.report import format as fmt
 
 from .text import (DIM, SIDE_LETTER, SIDE_STYLE, clean, cut, readable, span, fmt_bytes, fmt_gap, fmt_pct, fmt_ratio, fmt_us,
@@ -275,7 +275,7 @@ def operations_hint(comp: Comparison) -> Text:
 
 def stats_grid(stats: dict[str | None, Any]) -> Table:
     """count · total · min · median · p95 · max · share, one line per side ("a", "b"; None: one trace,
-    no label). The values are compare.result.Stats or analysis.browse.Durations."""
+    no label). The values are Stats (kerneldiff.core.analysis.stats)."""
     g = Table.grid(padding=(0, 2))
     g.add_column()
     for _ in range(7):
@@ -632,7 +632,7 @@ def warnings_spec(warnings: list[str]) -> TableSpec:
 # --- the kernels behind a row, on each side ------------------------------------------------------
 
 def side_kernels_spec(name: str, sides: dict[str, list], totals: dict[str, float]) -> TableSpec:
-    """Both sides' kernels (kerneldiff.core.analysis.browse.KernelTotal) in one table, A's then B's,
+    """Both sides' kernels (kerneldiff.core.analysis.trace_totals.KernelTotal) in one table, A's then B's,
     each largest first; Share is of that side's time in the row drilled into (`totals`)."""
     items = [(side, k) for side in ("a", "b") for k in sides.get(side, [])]
     cols = [Column("side", "", "text", 1), Column("name", "Kernel", "name", min_width=16,

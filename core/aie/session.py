@@ -133,6 +133,15 @@ class AieSession:
     def warm_up(self) -> None:
         """Nothing to start: AIE traces are analysed in this process."""
 
+    def load_all(self, progress: Callable[..., Any] | None = None,
+                 cancel: threading.Event | None = None) -> list[Any]:
+        """Analyse every run not analysed yet, in turn (progress(index, fraction, stage, done, total))."""
+        for i in range(len(self.paths)):
+            if self.models[i] is None:
+                step = None if progress is None else (lambda *a, i=i: progress(i, *a))
+                self.load(i, step, cancel)
+        return self.models
+
     def run(self, index: int):
         """The analysed run of trace `index` (`kerneldiff.core.aie.analysis.AieRun`)."""
         if self.models[index] is None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kerneldiff.core.analysis.browse import Durations
+from kerneldiff.core.analysis.stats import Stats
 from kerneldiff.core.model import PHASE_ID
 
 
@@ -75,13 +75,13 @@ def pass_kernels(model, side: str, label: str, step: int, phase: str) -> PassKer
     return PassKernels(side, label, rows, start, end, stream, launch, ids.tolist(), lanes, busiest, busy)
 
 
-def name_durations(model, row: int, phase: str = "all") -> Durations:
+def name_durations(model, row: int, phase: str = "all") -> Stats:
     """Every launch of kernel row `row`'s name in `phase` ("all": the whole trace), as the rest of the
     explorer's figures for that phase are counted."""
     k = model.kernels
     d = k.dur[(k.name == k.name[row]) & model.phase_mask(phase)]
     if len(d) == 0:     # the row itself lies outside the phase: it is still one launch of its name
         d = k.dur[row:row + 1]
-    return Durations(count=len(d), total_us=float(d.sum()), mean_us=float(d.mean()),
+    return Stats(count=len(d), total_us=float(d.sum()), mean_us=float(d.mean()),
                      median_us=float(np.median(d)), min_us=float(d.min()), p90_us=float(np.percentile(d, 90)),
                      p95_us=float(np.percentile(d, 95)), max_us=float(d.max()))

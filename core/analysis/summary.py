@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from kerneldiff.core.analysis.browse import category_totals
+from kerneldiff.core.analysis.trace_totals import category_totals
 from kerneldiff.core.analysis.devices import device_totals
 from kerneldiff.core.analysis.pass_kinds import kind_counts
 from kerneldiff.core.model import PHASES, TraceModel

@@ -564,7 +564,7 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
             fusion_overrides: dict[str, Any] | None = None, peaks=None, beside: bool = False) -> Comparison:
     """Compare two loaded traces in one phase (all | prefill | decode | mixed | unknown).
 
-    `beside`: the caller may fork (one thread, `child_load.can_fork`); the kernel pairs and the
+    `beside`: the caller may fork (one thread, `processes.fork_child.can_fork`); the kernel pairs and the
     fusions, which read nothing the rest of the comparison computes, are then computed in a forked
     child while this process computes the rest, on a pair large enough to gain by it."""
     if phase not in PHASE_CHOICES:
@@ -580,7 +580,7 @@ def compare(a: TraceModel, b: TraceModel, phase: str = "all", *, classifier=None
     ga, gb = _LayerGroups(va), _LayerGroups(vb)
     child = None
     if beside and _worth_a_child(ga, gb):
-        from kerneldiff.core.ingest.child_load import Beside
+        from kerneldiff.core.processes.fork_child import Beside
 
         child = Beside(lambda: _pairs_and_fusions(ga, gb, labels, classifier, fusion_overrides))
     try:

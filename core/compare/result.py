@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kerneldiff.core.analysis.peaks import Peaks
+from kerneldiff.core.analysis.stats import Stats  # noqa: F401 - the rows' durations, re-exported
 from kerneldiff.core.compare.work_result import AttentionShape, GemmShape, ThroughputRow
 
 
@@ -115,21 +116,6 @@ class LedgerEntry:
     # Comparison.fusions) and the rows each side's kernels of it came from, {"a"/"b": {row: µs}}
     finding: int = -1
     from_rows: dict = field(default_factory=dict)
-
-
-@dataclass
-class Stats:
-    """Durations of a group of kernels on one side."""
-
-    count: int = 0
-    total_us: float = 0.0
-    mean_us: float = 0.0
-    median_us: float = 0.0
-    min_us: float = 0.0
-    p90_us: float = 0.0
-    p95_us: float = 0.0
-    max_us: float = 0.0
-    share: float = 0.0       # of the side's GPU time in the phase
 
 
 @dataclass

@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from kerneldiff.core.analysis.browse import Durations, _groups
+from kerneldiff.core.analysis.trace_totals import _groups
+from kerneldiff.core.analysis.stats import Stats
 from kerneldiff.core.analysis.flops import ATTENTION, GEMM, OpWork, work_of
 from kerneldiff.core.analysis.peaks import PeakTable, Peaks, default_table
 from kerneldiff.core.compare.work_result import (AttentionShape, GemmShape, KernelShare, ShapeSide, ThroughputRow,
@@ -27,7 +28,7 @@ from kerneldiff.core.compare.work_result import (AttentionShape, GemmShape, Kern
 from kerneldiff.core.numbers import TINY, finite, ratio, stable_argsort
 
 TOP_KERNELS = 4
-_DURATIONS = [f.name for f in fields(Durations)]   # a kernel's figures, copied into its KernelShare
+_DURATIONS = [f.name for f in fields(Stats)]   # a kernel's figures, copied into its KernelShare
 
 
 def _distinct(ids: np.ndarray, group: np.ndarray, groups: int) -> list[int]:

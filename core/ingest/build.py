@@ -1,13 +1,11 @@
 """Columns of every run -> one TraceModel: names renumbered into one string table, tables
-joined, then put in one total order (`canonical`), kernels classified."""
+joined, then put in one total order (`canonical`). Its readings (joins, classes, phases, layers)
+are computed after, by `kerneldiff.core.analysis.readings`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-from kerneldiff.core.analysis import attribution
 from kerneldiff.core.model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_COLUMNS, LAUNCH_COLUMNS, PYTHON_COLUMNS,
                     Table, TraceModel)
 from kerneldiff.core.ingest.probe import TraceInfo
@@ -16,10 +14,6 @@ from kerneldiff.core.ingest.longstrings import CUT_MARK, NAME_CAP
 from kerneldiff.core.numbers import equal_runs
 from kerneldiff.core.strings import StringTable
 from kerneldiff.core.ingest.workers import ReadResult
-
-if TYPE_CHECKING:
-    from kerneldiff.core.analysis.classify import Classifier
-
 
 _STRING_COLUMNS = ("name", "dims", "types", "grid", "block", "comm", "concrete")   # ids into a run's own string list, renumbered here
 
@@ -102,13 +96,13 @@ def canonical(table: Table) -> Table:
     return table.take(order)
 
 
-def build_model(path: str, info: TraceInfo, read: ReadResult, classifier: Classifier) -> TraceModel:
+def build_model(path: str, info: TraceInfo, read: ReadResult) -> TraceModel:
     strings, cols = _merge(read)
     model = TraceModel(
         path=path, info=info, strings=strings, kernels=canonical(Table(KERNEL_COLUMNS, cols["k"])),
         cpu_ops=canonical(Table(CPU_OP_COLUMNS, cols["c"])), launches=canonical(Table(LAUNCH_COLUMNS, cols["l"])),
         python=canonical(Table(PYTHON_COLUMNS, cols["p"])), annotations=canonical(Table(ANNOTATION_COLUMNS, cols["a"])),
-        categories=list(classifier.categories), rules=[], dropped_events=read.dropped)
+        categories=[], rules=[], dropped_events=read.dropped)
     if read.dropped:
         model.warnings.append(f"{read.dropped} malformed events skipped (missing or invalid ph/ts/dur/name)")
     if read.negative_dur:
@@ -121,12 +115,4 @@ def build_model(path: str, info: TraceInfo, read: ReadResult, classifier: Classi
         model.warnings.append(f"{read.non_integer_ids} events had a non-integer id (correlation, External id, "
                               "Python id, pid/tid, ...): those ids were ignored, not rounded, so nothing is "
                               "joined through them")
-    attribution.link(model)
-    _classify(model, classifier)   # after link: operator rules read each kernel's launching cpu_op
     return model
-
-
-def _classify(model: TraceModel, classifier: Classifier) -> None:
-    """Categories and reasons of every kernel: from its name (each distinct name once) and from
-    the operator that launched it (see Classifier.assign)."""
-    classifier.assign(model)

@@ -20,7 +20,7 @@ from kerneldiff.core.ingest.probe import TraceInfo
 from kerneldiff.core.ingest.columns import Columns
 from kerneldiff.core.ingest.slices import RUN, decode_run
 # when workers pay off and how they start
-from kerneldiff.core.ingest.forkserver import big, cpus, mp_context
+from kerneldiff.core.processes.forkserver import big, cpus, mp_context
 from kerneldiff.core.ingest.source import EventReader
 from kerneldiff.core.ingest.shm import Segment
 

@@ -9,7 +9,6 @@ available memory allows for the largest file (`_jobs`).
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,13 +84,12 @@ def load_ranks(files: list[RankFile], registry: str | None = None, use_cache: bo
     n = _jobs(files, jobs)
     if n <= 1 or len(work) <= 1:
         return [_raise(_one(w)) for w in work]
-    import multiprocessing as mp
-
+    from kerneldiff.core.processes.pool import fork_pool
     from kerneldiff.core.ranks.summary import classifier_for
 
     classifier_for(registry)     # read once here: the forked processes inherit it
 
-    with ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context("fork")) as pool:
+    with fork_pool(n) as pool:
         return [_raise(r) for r in pool.map(_one, work)]
 
 

@@ -29,6 +29,33 @@ class RunSession:
                                      # None: $KERNELDIFF_SCHEDULER, else the local process pool)
     sides: list[Any] = field(init=False, default_factory=list)
     pair: Session | None = field(init=False, default=None)
+    kind: str = field(init=False, default="runs")
+
+    # --- the session protocol (kerneldiff.core.session.TraceSession) ----------------------------
+    @property
+    def paths(self) -> list[str]:
+        return self.runs
+
+    @property
+    def single(self) -> bool:
+        return False
+
+    def warm_up(self) -> None:
+        """Nothing to start ahead: the ranks are loaded by a process pool when `load` runs."""
+
+    def load_all(self, progress=None, cancel=None) -> list[Any]:
+        """Every rank of both runs (`load`); a run's ranks report no progress of their own."""
+        return self.load()
+
+    def label(self, index: int) -> str:
+        """Run `index` as the reports name it: its directory or glob, as given."""
+        from kerneldiff.core.ranks.identify import run_name
+
+        return run_name(self.runs[index])
+
+    def phases(self) -> list[str]:
+        """The phases the representative ranks' pair may be compared in ("all" before it is loaded)."""
+        return self.pair.phases() if self.pair is not None else ["all"]
 
     def files(self) -> list[list[str]]:
         """Each run's trace files, read from the file system only (no trace is opened): a TraceError

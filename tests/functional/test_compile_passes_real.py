@@ -21,7 +21,7 @@ from collections import Counter
 import pytest
 
 from conftest import real_trace
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 
 COMPILED = "h100_llama_compiled.json.gz"
 COMPILE_FRAMES = re.compile(

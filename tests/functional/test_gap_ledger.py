@@ -259,7 +259,7 @@ def test_ledger_sums_on_generated_pairs(tmp_path, seed, graph, vendor_b):
 def test_replayed_decode_passes_without_shapes_read_as_decode(tmp_path):
     """A graph-replayed decode pass runs no operator (no shapes) and, first and last, a few other
     kernels than the passes around it (the replay's input copies): it must still read as decode."""
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     src = real_trace("h100_llama_compiled.json.gz")
     m = load(src, use_cache=False)

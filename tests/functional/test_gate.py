@@ -317,7 +317,7 @@ def test_exposed_communication_agrees_with_an_event_sweep(classifier):
     """a100_control (NCCL AllReduce and SendRecv beside compute): the exposed time per pass equals an
     independent sweep's, and is never more than the collectives' own time."""
     from kerneldiff.core.gate.series import SideData
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     m = load(str(real_trace("a100_control.json.gz")), classifier=classifier)
     d = SideData(m, "all", {"passes": []}, classifier)

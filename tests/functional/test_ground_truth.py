@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kerneldiff.core.compare.engine import compare
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.synth.pair import write_pair
 
 PAIRS = [

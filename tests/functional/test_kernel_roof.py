@@ -56,8 +56,7 @@ def test_gemm_kernel_roof_against_raw_events():
     m = s._model(0)
     checked = 0
     for name, (flops, us, ms) in truth.items():
-        row = s.kernel_row(0, name)
-        r = s.kernel_roof(0, row)
+        r = s.kernel_roof(s.kernel_ref(0, name))
         assert r is not None and r.covered == r.launches
         assert r.tflops == pytest.approx(flops / (us * 1e-6) / 1e12, rel=2e-3), name
         assert r.gpu and r.source and r.peak_figure == "bf16" and r.peak_tflops
@@ -77,8 +76,7 @@ def test_the_detail_shows_achieved_rates_and_the_peak():
     name = next(n for n, (_f, _us, ms) in raw_mm_kernels(path).items() if ms == {4})   # a decode GEMM
     s = Session([str(path)], use_cache=False)
     s.load(0)
-    row = s.kernel_row(0, name)
-    ref = kernel_ref(s, 0, "A", name, "Dense GEMM", "", _stats(), row)
+    ref = kernel_ref(s, 0, "A", name, "Dense GEMM", "", _stats(), s.kernel_ref(0, name).row)
     from rich.console import Console
 
     con = Console(width=100, record=True)

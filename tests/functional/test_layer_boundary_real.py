@@ -23,7 +23,7 @@ PASSES, LAYERS = 48, 16
 def test_setup_kernels_scheduled_inside_layer_0_stay_outside_layers():
     if not TRACE.exists():
         pytest.skip("../shared/traces/h100_llama_compiled.json.gz is absent")
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     m = load(str(TRACE))
     assert m.num_layers == LAYERS and len(m.steps) == PASSES

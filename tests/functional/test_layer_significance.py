@@ -14,7 +14,7 @@ from model_edits import layer_slowed
 
 from kerneldiff.core.compare.engine import compare
 from kerneldiff.core.compare.layer_significance import critical
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from conftest import ROOT
 from kerneldiff.core.analysis.pass_kinds import assign_kinds
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.session import Session
 
 DATA = ROOT / "tests" / "data" / "recorded"

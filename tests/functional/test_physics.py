@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from kerneldiff.core.analysis.classify import Classifier
 from kerneldiff.core.analysis.flops import op_work
 from kerneldiff.core.compare.engine import compare
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.synth.pair import write_pair
 
 from conftest import real_trace

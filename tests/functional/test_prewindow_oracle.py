@@ -16,7 +16,7 @@ import pytest
 
 from conftest import ROOT, SHARED_TRACES
 from kerneldiff.core.analysis.cut_work import cut_work, prewindow_mask
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 
 RUNTIME = {"cuda_runtime", "cuda_driver", "hip_runtime", "hip_api", "runtime"}
 GPU = {"kernel", "gpu_memcpy", "gpu_memset"}

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 
 HERE = Path(__file__).resolve().parents[1] / "data" / "recorded"
 TRUTH = json.loads((HERE / "TRUTH.json").read_text())["traces"]

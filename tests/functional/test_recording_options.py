@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from conftest import ROOT, SHARED_TRACES
 from kerneldiff.core.analysis.cut_work import compared_mask, unknown_reason
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 
 FEATURES = ("stacks", "shapes", "runtime", "cpu_ops")
 SHAPE_KEYS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs", "Output Dims", "Output type")

@@ -16,7 +16,7 @@ from kerneldiff.cli.main import main
 from kerneldiff.core.compare.engine import compare
 from kerneldiff.core.compare.result import Comparability, Excluded, LedgerEntry
 from kerneldiff.core.demo import DEMO_A, DEMO_B
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.report import format as fmt
 from kerneldiff.core.report import labels
 from kerneldiff.core.report.markdown import md, render_markdown

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from textual.widgets import TabbedContent
 
-from kerneldiff.core.analysis.browse import TraceOverview
+from kerneldiff.core.analysis.trace_totals import TraceOverview
 from kerneldiff.core.demo import DEMO_B
 from kerneldiff.tui.screens.browse import BrowseLayerScreen, BrowseScreen
 from kerneldiff.tui.screens.kernel import KernelDetailScreen

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.report import format as fmt
 from tui_driver import demo_app, screen_text, wait_for_main, wait_for_tab_bar, wait_until
 from kerneldiff.tui.widgets.result_table import ResultTable

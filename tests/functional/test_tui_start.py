@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from kerneldiff.core.analysis.browse import overview
+from kerneldiff.core.analysis.trace_totals import overview
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.core.errors import LoadCancelled, TraceError
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.ingest.probe import probe
 from kerneldiff.tui import app as app_module
 from kerneldiff.tui.app import PROGRESS_INTERVAL, KernelDiffApp
@@ -239,7 +239,7 @@ def test_first_frame_imports_neither_numpy_nor_the_reader(tmp_path):
     import subprocess
     import sys
 
-    from kerneldiff.core.ingest.forkserver import PARALLEL_MIN_PLAIN
+    from kerneldiff.core.processes.forkserver import PARALLEL_MIN_PLAIN
 
     big = tmp_path / "big.json"
     big.write_bytes(DEMO_A.read_bytes())

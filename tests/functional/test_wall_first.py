@@ -46,7 +46,7 @@ def test_info_leads_with_wall_clock_and_idle(capsys):
 
 
 async def test_browse_header_leads_with_wall_clock_and_idle():
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
     from tui_driver import demo_app, screen_text, wait_for_main
 
     path = real_trace("b200_vllm_eager.json.gz")

@@ -162,7 +162,7 @@ def test_report_json_turns_any_non_finite_value_into_null(traces):
     (inf, -inf, NaN, numpy's), a report built from hostile durations stays strict JSON."""
     import numpy as np
 
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
     from kerneldiff.core.compare.engine import compare
     from kerneldiff.core.numbers import strict_json
 

@@ -14,7 +14,7 @@ import pytest
 
 import hostile_corpus as hc
 from kerneldiff.core.errors import TraceError
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.tui.app import KernelDiffApp
 from tui_driver import PreloadedLoader, screen_text, wait_for_main
 

@@ -25,7 +25,7 @@ import hostile_cases_files as r2
 from kerneldiff.core import cache_keys
 from kerneldiff.core.errors import TraceError, shown_path
 from kerneldiff.core.ingest import cache, probe as probe_mod
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.ingest.probe import probe
 
 pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI runs it, the fast loop does not
@@ -435,7 +435,7 @@ async def test_explorer_error_screen_shows_a_hostile_file_name_visibly(tmp_path,
 # --- 5. the explorer when the probe runs out of memory ------------------------------------------
 
 async def test_explorer_memory_error_while_probing_shows_the_error_screen_and_exits_2(good, monkeypatch, home):
-    from kerneldiff.core import session
+    from kerneldiff.core.ingest import probe as reader
     from kerneldiff.tui.app import KernelDiffApp
     from kerneldiff.tui.screens.error import ErrorScreen
     from tui_driver import all_text, wait_until
@@ -443,7 +443,7 @@ async def test_explorer_memory_error_while_probing_shows_the_error_screen_and_ex
     def no_memory(path):
         raise MemoryError
 
-    monkeypatch.setattr(session, "probe", no_memory)
+    monkeypatch.setattr(reader, "probe", no_memory)
     app = KernelDiffApp([str(good)], use_cache=False)
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, ErrorScreen))
@@ -453,13 +453,13 @@ async def test_explorer_memory_error_while_probing_shows_the_error_screen_and_ex
 
 
 def test_without_a_terminal_a_memory_error_while_probing_is_one_line(good, monkeypatch, capsys):
-    from kerneldiff.core import session
+    from kerneldiff.core.ingest import probe as reader
     from kerneldiff.tui.app import run_app
 
     def no_memory(path):
         raise MemoryError
 
-    monkeypatch.setattr(session, "probe", no_memory)
+    monkeypatch.setattr(reader, "probe", no_memory)
     assert run_app([str(good)]) == 2
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and "out of memory" in lines[0] and str(good) in lines[0]

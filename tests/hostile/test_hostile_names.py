@@ -320,7 +320,7 @@ def test_aie_analysis_of_tiles_named_with_odd_digits(built):
 
 
 def test_cut_names_are_counted_in_one_warning_and_shown_in_full(built):
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     _, cases = built
     m = load(cases["names_fmoe_repeated"].path, use_cache=False)
@@ -340,7 +340,7 @@ def test_cut_names_are_counted_in_one_warning_and_shown_in_full(built):
 
 def test_a_cached_load_writes_inside_the_private_cache(tmp_path):
     from kerneldiff.core.ingest.cache import cache_dir
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     p = tmp_path / "t.json"
     p.write_bytes(hc.dumps(hc.good_doc()))

@@ -21,7 +21,7 @@ import invariants as inv
 from conftest import real_trace
 from kerneldiff.cli.main import main
 from kerneldiff.core.errors import TraceError
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 
 KEPT = re.compile(r"kept the (\d+) complete events")
 

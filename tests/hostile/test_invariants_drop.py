@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import invariants as inv
 from conftest import real_trace
 from kerneldiff.core.analysis.timeline import timeline
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 
 # what each loss must say, in a warning of `info`
 SAID = {"python": "no Python stacks", "shapes": "no operator input shapes", "correlation": "correlation ids missing"}

@@ -9,7 +9,7 @@ import pytest
 
 import invariants as inv
 from conftest import real_trace
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 
 GEMM_OPS = ("aten::mm", "aten::addmm")
 

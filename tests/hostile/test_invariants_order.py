@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import invariants as inv
 from conftest import real_trace
 from kerneldiff.core.analysis.timeline import timeline
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 
 STYLES = ["hf-generate", "vllm", "sglang", "hf", "sglang-double"]
 

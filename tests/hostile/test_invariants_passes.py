@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import invariants as inv
 from conftest import real_trace
 from kerneldiff.core.analysis.timeline import _flat, timeline
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 
 # a copy's times are rewritten in whole ns (invariants.repeated): a few ns on a trace at a double's
 # resolution

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import invariants as inv
 from conftest import real_trace
 from kerneldiff.core.analysis.timeline import LAUNCH_TOLERANCE_US, _flat, timeline
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 
 # Parts priced against hardware constants or rates (see the module's docstring), and the idle split,
 # which depends on the launch tolerance (checked on its own below)

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from kerneldiff.core.analysis.attribution import python_stack
 from kerneldiff.core.compare.engine import compare
 from kerneldiff.core.errors import TraceError
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.model import PHASE_ID
 from kerneldiff.core.analysis.summary import summarize
 from hostile_corpus import LAYER_KERNELS, MARKUP, STEP_NAMES, good_doc, good_events

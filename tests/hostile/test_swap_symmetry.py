@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from kerneldiff.core.analysis.classify import Classifier
 from kerneldiff.core.compare.align import align
 from kerneldiff.core.compare.engine import compare
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.synth.pair import SynthConfig, write_pair, write_trace
 from kerneldiff.core.synth.trace import Plant
 

@@ -215,7 +215,7 @@ def test_a_trace_with_empty_columns_is_cached(tmp_path, monkeypatch):
     """A trace without Python stacks, CPU ops or layers was never cached: an empty column made the
     checksum raise inside put(), which hid it."""
     from kerneldiff.core.ingest import cache
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     events = [{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": 7, "ts": 1.0 + i,
@@ -235,7 +235,7 @@ def test_a_symlink_repointed_during_a_load_does_not_poison_the_cache(tmp_path, m
     import os
 
     from kerneldiff.core.ingest import cache
-    from kerneldiff.core.ingest import loader
+    from kerneldiff.core import orchestration as loader
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     small, big = tmp_path / "run1.json", tmp_path / "run2.json"
@@ -279,7 +279,7 @@ def test_a_model_whose_names_would_make_a_huge_cache_header_is_not_cached(tmp_pa
     """Once empty columns could be cached, a million distinct 1 KB names went to the cache too:
     encoding them as the entry's header ran out of memory (exit 2 instead of a loaded trace)."""
     from kerneldiff.core.ingest import cache
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     p = tmp_path / "t.json"

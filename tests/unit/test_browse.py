@@ -1,4 +1,4 @@
-"""One trace on its own (kerneldiff.core.analysis.browse): every figure checked against numpy on the
+"""One trace on its own (kerneldiff.core.analysis.trace_totals): every figure checked against numpy on the
 model's columns, against `info`'s operation totals and against the comparison engine's statistics."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kerneldiff.core.analysis import browse
+from kerneldiff.core.analysis import trace_totals as browse
 from kerneldiff.core.analysis.summary import summarize
 from kerneldiff.core.compare.engine import compare
 from kerneldiff.core.demo import DEMO_A, DEMO_B
@@ -121,7 +121,7 @@ def test_phase_filter(model):
 
 
 def test_a_trace_without_steps_or_layers(tmp_path):
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     events = [{"ph": "X", "cat": "kernel", "name": f"k{i % 3}", "ts": 10 + 10 * i, "dur": 1 + i, "pid": 0, "tid": 7,
                "args": {"device": 0, "stream": 7, "correlation": i}} for i in range(7)]

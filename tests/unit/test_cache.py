@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from kerneldiff.core.ingest import cache
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.synth.pair import SynthConfig, write_trace
 
 TABLES = ("kernels", "cpu_ops", "launches", "python", "annotations")
@@ -167,7 +167,7 @@ def test_code_fingerprint_covers_every_module_that_shapes_a_model():
     """A fix in the scanner, the phase reader or any module added later must change the key
     (the fingerprint once listed module names and silently missed the compiled scanner)."""
     names = {p.name for p in cache._sources()}
-    assert {"scan.py", "source.py", "slices.py", "decode.py", "columns.py", "workers.py", "build.py", "loader.py", "phases.py", "layers.py", "classify.py",
+    assert {"scan.py", "source.py", "slices.py", "decode.py", "columns.py", "workers.py", "build.py", "loader.py", "readings.py", "phases.py", "layers.py", "classify.py",
             "model.py", "gzip_stream.py"} <= names
     assert all(p.exists() for p in cache._sources())
 

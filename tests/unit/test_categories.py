@@ -18,7 +18,7 @@ from kerneldiff.core.analysis.classify import Classifier, inductor_ops, op_reaso
 from kerneldiff.core.analysis.inductor_names import KNOWN_OPS, parse_inductor
 from kerneldiff.core.analysis.registry import OTHER
 from kerneldiff.core.errors import TraceError
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 
 LEAN = "void cudnn::fusion::lean_reduction_kernel<float, 128, 4>(cudnn::fusion::LeanReductionParams)"
 CUDNN_SDPA = "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0"

@@ -1,4 +1,4 @@
-"""Side by side loading (kerneldiff.core.ingest.child_load): one trace decoded in a forked child while the
+"""Side by side loading (kerneldiff.core.processes.fork_child): one trace decoded in a forked child while the
 other loads here gives the same models as loading in turn, and a failure on either side is the same TraceError."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.core.errors import TraceError
-from kerneldiff.core.ingest.child_load import Beside, can_fork
+from kerneldiff.core.processes.fork_child import Beside, can_fork
 from kerneldiff.core.session import Session
 
 
@@ -110,13 +110,13 @@ def test_child_dies_with_its_parent(tmp_path):
 def test_the_model_comes_back_whole_and_writable(monkeypatch, through):
     """B's arrays come back out of band through an in-memory file (or, without memfd, inside the
     pickle through the pipe): equal to a model loaded here, and as writable as one."""
-    import kerneldiff.core.ingest.child_load as child_load
+    import kerneldiff.core.processes.fork_child as child_load
 
     if through == "pipe":
         monkeypatch.setattr(child_load, "_memfd", lambda: None)
     elif child_load._memfd() is None:
         pytest.skip("no memfd_create here")
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     here = load(str(DEMO_B), use_cache=False)
     there = Beside(lambda: load(str(DEMO_B), use_cache=False)).result()
@@ -136,7 +136,7 @@ def test_the_work_of_a_side_is_guessed_from_its_json_bytes(tmp_path):
     import gzip
 
     from kerneldiff.core.ingest.probe import probe
-    from kerneldiff.core.session import _json_bytes
+    from kerneldiff.core.ingest.probe import json_bytes as _json_bytes
 
     assert _json_bytes(probe(str(DEMO_A))) == len(gzip.decompress(DEMO_A.read_bytes()))
     plain = tmp_path / "b.json"

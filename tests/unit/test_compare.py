@@ -10,7 +10,7 @@ import pytest
 
 from conftest import kineto_doc, real_trace, write_trace
 from kerneldiff.core.compare.engine import compare
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ import pytest
 
 from kerneldiff.core.compare import engine
 from kerneldiff.core.demo import DEMO_A, DEMO_B
-from kerneldiff.core.ingest.child_load import can_fork
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.processes.fork_child import can_fork
+from kerneldiff.core.orchestration import load
 
 from conftest import real_trace
 
@@ -67,7 +67,7 @@ def test_pairs_with_little_for_a_child_stay_in_one_process(classifier, monkeypat
     """Too few layer kernels, or layers that repeat a few kernel sequences (what a real model's
     layers do: the child would align a handful), and no child is forked: its fork, copied pages
     and pickled result would cost more than the work it takes."""
-    from kerneldiff.core.ingest import child_load
+    from kerneldiff.core.processes import fork_child as child_load
 
     def no_fork(*_a, **_k):
         raise AssertionError("forked for a pair with little to do")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kerneldiff.core.analysis.devices import select_device
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.session import Session
 
 from conftest import real_trace

@@ -36,7 +36,7 @@ def models(pair):
     one = Session([orig], use_cache=False)
     one.load(0)
     whole = Session([two], use_cache=False)
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     merged = load(two, classifier=whole.classifier)
     return one.models[0], merged, whole.classifier

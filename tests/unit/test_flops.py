@@ -26,7 +26,7 @@ from kerneldiff.cli.main import main
 from kerneldiff.core.analysis.flops import ATTENTION, GEMM, MEMORY, attention_flops, model_work, op_work
 from kerneldiff.core.analysis.linear_regex import compile_linear
 from kerneldiff.core.analysis.peaks import FIGURES, PeakTable, default_table
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.ingest.probe import probe
 from kerneldiff.core.session import Session
 

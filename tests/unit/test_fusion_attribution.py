@@ -16,7 +16,7 @@ from kerneldiff.core.analysis.classify import Classifier
 from kerneldiff.core.analysis.timeline import MIN_QUEUED, dispatch_gap, kernel_floor
 from kerneldiff.core.compare.engine import compare
 from kerneldiff.core.compare.fusion_model import FusionParams, estimate, params_for, with_measured_dispatch
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.synth.pair import write_pair
 
 from conftest import real_trace

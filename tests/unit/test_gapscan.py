@@ -169,7 +169,7 @@ def _real() -> list:
 @pytest.mark.slow
 @pytest.mark.parametrize("path", _real())
 def test_real_traces_same_timeline(path):
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     model = load(path, use_cache=False)
     assert len(model.kernels)
@@ -239,6 +239,6 @@ def test_stream_overlap_c_is_numpy(drawn, seed, spread):
 @pytest.mark.slow
 @pytest.mark.parametrize("path", _real())
 def test_real_traces_same_stream_overlap(path):
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     _overlap_both(load(path, use_cache=False))

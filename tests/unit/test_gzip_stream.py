@@ -15,7 +15,7 @@ import kerneldiff.core.ingest.source as source
 from conftest import kineto_doc
 from kerneldiff.core.errors import TraceError
 from kerneldiff.core.gzip_stream import GZIP_MAGIC, GzipStream, inflate
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 
 
 def _reads(data: bytes, sizes: list[int]):

@@ -29,46 +29,16 @@ CORE = "kerneldiff.core"
 
 # What a front end may import from core: a module (all of it) or (module, names).
 FRONT_END_MAY_USE: dict[str, frozenset[str] | None] = {
-    # the one way in
+    # the one way in: the session protocol, its kinds, and every result type and helper the front
+    # ends take (kerneldiff.core.session re-exports them, each with its reason)
     "kerneldiff.core": frozenset({"Session", "TraceError", "LoadCancelled", "KernelDetail", "open_session",
                                   "TraceInfo"}),
     "kerneldiff.core.session": None,
-    "kerneldiff.core.aie.session": None,     # AieSession: the AIE mode's Session, and its settings type
-    "kerneldiff.core.ranks.session": frozenset({"RunSession"}),   # two runs of rank traces
-    # what Session returns
-    "kerneldiff.core.compare.result": None,
-    "kerneldiff.core.compare.work_result": None,
-    # readings of a Comparison that take nothing but result types (which row of the other side
-    # answers a one-sided row): presentation-level, no model or trace behind them
-    "kerneldiff.core.compare.one_sided": frozenset({"operation_counterpart", "attention_counterparts"}),
-    # the two-sided critical t a layer's departure is judged against (a number for the legend)
-    "kerneldiff.core.compare.layer_significance": frozenset({"critical"}),
-    # the rows a report shows of a ModuleComparison / HostHotspots (result types only)
-    "kerneldiff.core.compare.module_compare": frozenset({"top_rows", "ledger_parts"}),
-    "kerneldiff.core.aie.analysis": frozenset({"AieComparison", "AieRun", "AieParams", "GemmShape"}),
-    "kerneldiff.core.analysis.browse": frozenset({"TraceOverview", "KernelTotal", "LayerTotal", "OperationTotal",
-                                                  "StepTotal", "Durations"}),
-    "kerneldiff.core.analysis.pass_lanes": frozenset({"PassKernels"}),
-    "kerneldiff.core.ingest.probe": frozenset({"TraceInfo"}),   # what Session.probe returns
+    "kerneldiff.core.ranks.session": frozenset({"RunSession"}),   # two runs of rank traces (above Session)
     "kerneldiff.core.errors": None,
-    # writing results out, and the words and numbers every front end shows the same way
+    # writing results out, and the numbers every front end shows the same way
     "kerneldiff.core.report": None,
     "kerneldiff.core.numbers": None,
-    "kerneldiff.core.phase_names": None,
-    # display names: how a kernel name is shortened or demangled for a column is presentation,
-    # kept in core so the CLI, the explorer and the reports print the same name
-    "kerneldiff.core.names.display": frozenset({"short_name", "distinct_short_names"}),
-    "kerneldiff.core.names.demangle": frozenset({"readable", "demangle"}),
-    "kerneldiff.core.names.visible": frozenset({"visible"}),
-    # option parsers: command-line text into the settings a Session takes, checked before any trace
-    # is read so a bad option is one line (exit 2); they read no trace
-    "kerneldiff.core.analysis.peaks": frozenset({"PeakTable"}),
-    "kerneldiff.core.compare.fusion_model": frozenset({"check_overrides"}),
-    "kerneldiff.core.gate.spec": frozenset({"parse_checks", "parse_limit"}),
-    "kerneldiff.core.ingest.cache": frozenset({"setting_problem"}),
-    "kerneldiff.core.fileio": frozenset({"kind_of"}),    # "a directory", "a FIFO": words for bad-input lines
-    # the bundled demo traces' paths (data, not analysis)
-    "kerneldiff.core.demo": frozenset({"DEMO_A", "DEMO_B"}),
     # `kerneldiff synth` is the generator's own front end: calling it is its job
     "kerneldiff.core.synth": None,
     "kerneldiff.core.aie.synth": frozenset({"AiePlan", "write_aie_trace"}),
@@ -90,6 +60,7 @@ LAYERS: list[set[str]] = [
     {"names", "strings", "numbers", "phase_names", "demo"},
     {"errors"},           # the one error type (its messages show paths through names.visible)
     {"fileio", "gzip_stream", "model"},    # files opened safely, gzip inflated; the columnar trace model
+    {"processes"},        # every process kerneldiff starts (workers, a forked child, a pool), one policy
     {"cache_keys"},       # where caches live, and their keys: a file as it is now, the code
     {"aie", "synth"},     # AIE (NPU) traces, read and analysed on their own; the synthetic trace generator
     {"ingest"},           # a trace file into a model (its probe asks aie.detect whether a trace is AIE's)
@@ -98,23 +69,15 @@ LAYERS: list[set[str]] = [
     {"report"},           # a Comparison (and a run's tables) written out: CSV tables, Markdown, HTML, Perfetto
     {"gate"},             # the CI gate's verdict over series of runs, with its report
     {"comparison_cache"},   # comparisons kept on disk beside the models, read back without them
+    {"orchestration"},    # how a Session's work is carried out: processes, warm-up, comparisons kept
     {"session"},          # Session: the one way in for the front ends
     {"ranks"},            # runs of many ranks: RunSession loads each rank through Session
     {"__init__"},         # kerneldiff.core re-exports Session and friends
 ]
 
-# Imports against LAYERS today, as (module, imported module) below kerneldiff.core. Shrink to empty.
-# The loader runs analyses and writes their readings into the model it returns (classification
-# while reading, passes, phases, layers, kernel-launch attribution): analysis is above ingest by
-# what each does, and these imports are the load's side effects to move up (into Session's load).
-LAYER_TODO = {
-    ("ingest.build", "analysis.attribution"),
-    ("ingest.loader", "analysis.attribution"),
-    ("ingest.loader", "analysis.classify"),
-    ("ingest.loader", "analysis.eager_attention"),
-    ("ingest.loader", "analysis.layers"),
-    ("ingest.loader", "analysis.phases"),
-}
+# Imports against LAYERS today, as (module, imported module) below kerneldiff.core: none left (the
+# loader returns the trace's columns; analysis.readings computes the readings). Keep it so.
+LAYER_TODO: set[tuple[str, str]] = set()
 
 # Inside each package, its modules lowest first (a nested package's modules as `sub.module`): a
 # module imports only modules listed before it, so the list is also the order to read them in.
@@ -130,13 +93,13 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "slices",           # the events array cut into slices at event boundaries
         "source",           # the bytes of a trace (gzip inflated in a thread), slice after slice
         "shm",              # shared-memory segments for the workers, untracked
-        "forkserver", "workers",   # worker processes for big files
+        "workers",          # worker processes for big files
         "build",            # columns into one model
         "cache",            # loaded models kept on disk
-        "child_load",       # a pair's second trace loaded in a forked child
         "loader",           # the load: probe, read, build, the cache, progress and cancellation
     ],
     "analysis": [
+        "stats",                                 # durations of a group of kernels: the one Stats
         "linear_regex", "rule_matcher",          # the registry's regex engine and rule matcher
         "inductor_names", "registry", "classify",   # Inductor kernel names, the registry, the classifier
         "peaks", "links",                        # hardware peaks; links between devices
@@ -148,7 +111,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "pass_extent",                           # a pass's kernels launched inside its forward call
         "phases", "layers",                      # the passes' phases, the layers in them
         "devices", "timeline",                   # per-device readings; busy and idle time, streams
-        "browse", "pass_lanes",                  # one trace's totals; one pass on its own time axis
+        "trace_totals", "pass_lanes",            # one trace's totals; one pass on its own time axis
         "summary",                               # per-trace summaries
         "comm_params", "comm_shapes", "comm_places", "collective_pairs", "collectives",   # collectives, their sizes
                                                  # and their pairs across ranks
@@ -157,6 +120,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "host_time",                             # host time behind launch-bound idle
         "flops", "layer_groups",                 # work (FLOPs, bytes) per kernel; kernels by layer and pass
         "eager_attention",                       # bmm -> softmax -> bmm booked as attention
+        "readings",                              # the pipeline: every reading of a trace's columns
         "kernel_roof",                           # one kernel under the roofline
         "side_readings",                         # one side's readings for a comparison
     ],
@@ -170,7 +134,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "ledger", "throughput", "comparability",  # the gap ledger, throughput, like with like
         "ledger_fusions",                        # fused operations in a ledger row of their own
         "engine",                                # compare(a, b) -> Comparison
-        "one_sided", "drill", "pass_pairs",      # readings beside the comparison
+        "one_sided", "row_kernels", "pass_pairs",   # readings beside the comparison
         "host_compare", "module_compare",        # host hotspots and the module tree, both sides
         "module_pairs",                          # a module's kernel pairs
     ],
@@ -181,6 +145,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
     "ranks": ["identify", "summary", "cluster", "run", "session"],
     "synth": ["names", "trace", "pair", "ranks"],
     "aie": ["detect", "analysis", "session", "synth"],
+    "processes": ["forkserver", "fork_child", "pool"],
 }
 
 

@@ -41,7 +41,7 @@ def test_pass_names_equal_one_unique_per_pass(rows, n_steps):
 
 
 def test_pass_names_on_real_traces():
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     for name in ("h100_llama_compiled", "mi300x_vllm_gptoss_decode", "b200_vllm_eager"):
         model = load(real_trace(f"{name}.json.gz"))

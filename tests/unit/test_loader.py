@@ -10,7 +10,7 @@ import pytest
 from conftest import kineto_doc, real_trace, write_trace
 from kerneldiff.core.analysis.attribution import python_stack
 from kerneldiff.core import LoadCancelled, TraceError
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.analysis.phases import parse_step
 
 

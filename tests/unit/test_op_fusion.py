@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from kerneldiff.core.analysis.classify import Classifier
 from kerneldiff.core.compare.engine import compare
 from kerneldiff.core.compare.op_fusion import _kernel_ops, expand, op_atoms
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.synth.pair import SynthConfig, write_trace
 from kerneldiff.core.synth.trace import Plant
 from conftest import real_trace
@@ -302,11 +302,11 @@ def test_report_tables_and_text(tmp_path):
 
 
 def test_kernel_detail_operations():
-    from kerneldiff.core.session import Session
+    from kerneldiff.core.session import KernelRef, Session
 
     s = Session([str(real_trace("h100_llama_compiled.json.gz"))])
     s.load_all()
     m = s.models[0]
     names = [m.kernel_name(r) for r in range(len(m.kernels))]
     row = next(r for r, n in enumerate(names) if n.startswith("triton_red_fused_") and "rsqrt" in n)
-    assert {"mean", "pow", "rsqrt"} <= set(s.kernel_detail(0, row).ops)
+    assert {"mean", "pow", "rsqrt"} <= set(s.kernel_detail(KernelRef(0, row)).ops)

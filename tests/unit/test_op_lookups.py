@@ -11,7 +11,7 @@ import pytest
 from conftest import real_trace
 from kerneldiff.core.analysis import passes
 from kerneldiff.core.analysis.timeline import name_mask, name_masks
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 
 
 @pytest.mark.slow

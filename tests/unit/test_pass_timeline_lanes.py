@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import hostile_corpus as hc
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.analysis.pass_lanes import pass_kernels
 from kerneldiff.tui.screens.pass_timeline import MAX_LANES, PassTimeline
 

@@ -16,7 +16,7 @@ import kerneldiff.core.ingest.workers as workers
 import kerneldiff.core.ingest.slices as slices
 from conftest import kineto_doc, real_trace, write_trace
 from kerneldiff.core import LoadCancelled
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 
 TABLES = ("kernels", "cpu_ops", "launches", "python", "annotations")
 NASTY = ["a},{b", '"},{"ph": "X", "cat": "kernel"', "} , {", "x}\n,\n{y", "ünï},{cödé", "[", "]", "\\"]

@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from kerneldiff.core import LoadCancelled, Session, TraceError, open_session
+from kerneldiff.core.session import KernelRef
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 
 
@@ -41,7 +42,7 @@ def test_cli_json_is_the_session_result(demo_session, capsys):
 def test_kernel_detail_reads_the_model(demo_session):
     m = demo_session.models[1]
     row = int(m.kernels.dur.argmax())
-    d = demo_session.kernel_detail(1, row)
+    d = demo_session.kernel_detail(KernelRef(1, row))
     assert d.side == "b" and d.name == m.kernel_name(row) and d.category == m.category(row)
     assert d.cpu_ops, "the demo records the operator that launched every kernel"
 
@@ -100,7 +101,7 @@ def test_kernel_detail_joins_kernel_to_module_and_shapes():
     names = [m.kernel_name(r) for r in range(len(m.kernels))]
     row = next(r for r, n in enumerate(names) if "cudnn" in n.lower() or "flash" in n.lower()
                or "attention" in m.category(r).lower())
-    d = s.kernel_detail(0, row)
+    d = s.kernel_detail(KernelRef(0, row))
     assert d.modules[0].startswith("LlamaForCausalLM") and any(x.startswith("LlamaDecoderLayer") for x in d.modules)
     assert any(x.startswith("LlamaAttention") for x in d.modules)
     assert d.input_dims and d.input_dims.startswith("[[")
@@ -110,7 +111,7 @@ def test_kernel_detail_carries_the_launch_configuration():
     s = Session([DEMO_B], use_cache=False)
     m = s.load(0)
     row = int(m.kernels.dur.argmax())
-    d = s.kernel_detail(0, row)
+    d = s.kernel_detail(KernelRef(0, row))
     assert d.grid and d.grid.startswith("[") and d.block and d.block.startswith("[")
     assert d.registers is None or d.registers > 0
 
@@ -145,7 +146,7 @@ def test_phase_cycle_offers_unknown_only_for_passes_whose_phase_is_unknown():
 
 
 def test_overview_is_the_browse_reading_of_that_trace(demo_session):
-    from kerneldiff.core.analysis.browse import overview
+    from kerneldiff.core.analysis.trace_totals import overview
     from kerneldiff.core.analysis.timeline import timeline
 
     for i in (0, 1):
@@ -182,7 +183,7 @@ def test_the_fork_server_starts_only_for_traces_that_use_workers(monkeypatch, tm
     import threading
     from types import SimpleNamespace
 
-    from kerneldiff.core.ingest import forkserver
+    from kerneldiff.core.processes import forkserver
 
     started = []
     monkeypatch.setattr(forkserver, "prepare", lambda: started.append(threading.current_thread().name))
@@ -235,9 +236,9 @@ def test_name_durations_honour_the_phase(demo_session):
     names, counts = np.unique(k.name, return_counts=True)
     row = int(np.flatnonzero(k.name == names[counts.argmax()])[0])
     same = k.name == k.name[row]
-    whole = s.name_durations(0, row)
+    whole = s.name_durations(KernelRef(0, row))
     assert whole.count == int(same.sum()) and whole.total_us == pytest.approx(float(k.dur[same].sum()))
-    parts = [s.name_durations(0, row, phase) for phase in s.phases() if phase != "all"]
+    parts = [s.name_durations(KernelRef(0, row), phase) for phase in s.phases() if phase != "all"]
     assert len(parts) == 2 and all(0 < p.count < whole.count for p in parts)
     assert sum(p.count for p in parts) == whole.count
     assert sum(p.total_us for p in parts) == pytest.approx(whole.total_us)

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import real_trace
 from kerneldiff.core.compare.throughput import TOP_KERNELS
-from kerneldiff.core.session import Session
+from kerneldiff.core.session import KernelRef, Session
 from shapes_pair import ROLES, write_shapes_pair
 
 
@@ -56,7 +56,7 @@ def test_shape_kernels_are_the_raw_launches(pair):
                 # the row is one of these launches: that kernel, launched by this operator with its shape
                 assert s.models[i].kernel_name(k.row) == k.name
                 assert s.models[i].cpu_op_name(k.row) == op
-                d = s.kernel_detail(i, k.row)
+                d = s.kernel_detail(KernelRef(i, k.row))
                 assert json.loads(d.input_dims) == ROLES["qkv" if shape is qkv else "attn"][1]
             assert side.total_us == pytest.approx(sum(k.total_us for k in side.kernels))
 
@@ -110,7 +110,7 @@ def test_qwen_pair_shape_kernels_add_up_and_point_at_their_shape():
                 assert sum(k.total_us for k in side.kernels) == pytest.approx(side.total_us)
                 assert sum(k.count for k in side.kernels) >= side.calls
             for k in side.kernels:
-                d = s.kernel_detail(i, k.row)
+                d = s.kernel_detail(KernelRef(i, k.row))
                 assert d.name == k.name and d.input_dims and d.input_types
                 if hasattr(shape, "m"):   # the launch's operator is the shape's, with its m and k
                     assert s.models[i].cpu_op_name(k.row) == shape.op
@@ -128,7 +128,7 @@ def test_shapes_kernels_grouped_at_once_equal_one_shape_at_a_time(classifier):
 
     from kerneldiff.core.compare.engine import _View
     from kerneldiff.core.compare.throughput import _Side
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     m = load(str(real_trace("h100_llama_eager_sdpa.json.gz")), classifier=classifier, use_cache=False)
     side = _Side(_View("a", m, "all", classifier), None)
@@ -144,7 +144,7 @@ def _one_shape(side, pos):
     """The kernels of one shape, grouped on their own (the form `_Side.kernels` had per shape)."""
     import numpy as np
 
-    from kerneldiff.core.analysis.browse import _groups
+    from kerneldiff.core.analysis.trace_totals import _groups
     from kerneldiff.core.compare.throughput import _DURATIONS, KernelShare
     from kerneldiff.core.numbers import ratio
 

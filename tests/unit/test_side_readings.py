@@ -10,7 +10,7 @@ import pytest
 from kerneldiff.core.analysis.side_readings import launch_costs, prepare_side
 from kerneldiff.core.compare.engine import compare
 from kerneldiff.core.demo import DEMO_A, DEMO_B
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.numbers import strict_json
 from conftest import real_trace
 

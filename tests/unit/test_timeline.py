@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from conftest import kineto_doc, write_trace
 from kerneldiff.core.analysis.timeline import LAUNCH_TOLERANCE_US, timeline
 from kerneldiff.core.compare.engine import compare
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 from kerneldiff.core.model import (ANNOTATION_COLUMNS, CPU_OP_COLUMNS, KERNEL_COLUMNS, LAUNCH_COLUMNS,
                                    PYTHON_COLUMNS, Step, Table, TraceModel)
 from kerneldiff.core.strings import StringTable

@@ -11,7 +11,7 @@ import pytest
 
 import hostile_corpus as hc
 from conftest import SHARED_TRACES, write_trace
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 
 OVERLAP = "kernels on one stream overlap"
 SHARED = "single-kernel launch call"

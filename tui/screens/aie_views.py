@@ -14,7 +14,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from kerneldiff.core.aie.session import AieSettings
+from kerneldiff.core.session import AieSettings
 from kerneldiff.core.report import format as fmt
 
 from ..text import DIM, SIDE_LETTER, SIDE_STYLE, clean, literal, span

@@ -1,6 +1,6 @@
 """Browse one trace on its own: its operations, layers, kernels, steps (its timeline) and warnings.
 
-Nothing is compared: the tables are the trace's overview (kerneldiff.core.analysis.browse), which
+Nothing is compared: the tables are the trace's overview (kerneldiff.core.analysis.trace_totals), which
 the app computes for the current phase and keeps in `result`; these screens watch it. Enter on a
 layer lists that layer's kernels (read from the session in a thread worker), Enter on a kernel
 opens its detail.
@@ -15,7 +15,7 @@ from textual.message import Message
 from textual.widgets import Footer, Static, TabbedContent
 from textual.worker import get_current_worker
 
-from kerneldiff.core.analysis.browse import KernelTotal, LayerTotal, StepTotal, TraceOverview
+from kerneldiff.core.session import KernelTotal, LayerTotal, StepTotal, TraceOverview
 
 from .. import trace_views as tv
 from .. import views

@@ -18,7 +18,7 @@ from textual.message import Message
 from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
-from kerneldiff.core.compare.result import Comparison, OperationRow
+from kerneldiff.core.session import Comparison, OperationRow
 
 from .. import trace_views as tv
 from .. import views

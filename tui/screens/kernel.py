@@ -13,9 +13,10 @@ from textual.binding import Binding
 from textual.containers import Container, VerticalScroll
 from textual.widgets import Footer, Static
 
-from kerneldiff.core.names.demangle import demangle
+from kerneldiff.core.session import demangle
 from kerneldiff.core.report.format import percent as fmt_percent, rate as fmt_rate
 from kerneldiff.core.session import KernelDetail
+from kerneldiff.core.session import KernelRef as TraceKernel
 
 from ..text import DIM, SIDE_STYLE, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal, shorten, span
 from ..widgets.header import Breadcrumb
@@ -35,7 +36,7 @@ class KernelRef:
     name: str | None
     category: str | None
     rule: str
-    stats: Any                          # compare.result.Stats or analysis.browse.Durations
+    stats: Any                          # kerneldiff.core.analysis.stats.Stats
     detail: KernelDetail | None = None
     cpu_op: str | None = None           # the cpu_op the launch is linked to
     where: str = ""                     # device and stream
@@ -50,9 +51,9 @@ def kernel_ref(session, index: int, label: str, name: str | None, category: str 
     if name is None or row < 0:
         return KernelRef(SIDES[index], label, name, category, rule, stats)
     if detail is None:
-        detail = session.kernel_detail(index, row)
+        detail = session.kernel_detail(TraceKernel(index, row))
     return KernelRef(SIDES[index], label, name, category, rule, stats, detail, detail.cpu_op,
-                     f"{detail.device} · stream {detail.stream}", roof=session.kernel_roof(index, row))
+                     f"{detail.device} · stream {detail.stream}", roof=session.kernel_roof(TraceKernel(index, row)))
 
 
 def _short(name: str) -> str:
@@ -244,8 +245,9 @@ def same_kernel_screen(session, comp, k, crumbs: list[str]) -> KernelDetailScree
     """A kernel name both traces run: both sides, each with one of its launches."""
     refs = []
     for i, (label, stats) in enumerate(((comp.a.label, k.a), (comp.b.label, k.b))):
-        row = session.kernel_row(i, k.name)
-        detail = session.kernel_detail(i, row) if row >= 0 else None
+        found = session.kernel_ref(i, k.name)
+        row = found.row if found is not None else -1
+        detail = session.kernel_detail(found) if found is not None else None
         refs.append(kernel_ref(session, i, label, k.name, k.category, detail.rule if detail else "", stats, row,
                                detail))
     context = span("Same kernel on both sides", "bold")
@@ -255,7 +257,7 @@ def same_kernel_screen(session, comp, k, crumbs: list[str]) -> KernelDetailScree
 
 def trace_kernel_screen(session, index: int, label: str, k, crumbs: list[str],
                         context: Text | None = None) -> KernelDetailScreen:
-    """A kernel of one trace (browse): `k` is a kerneldiff.core.analysis.browse.KernelTotal."""
+    """A kernel of one trace (browse): `k` is a kerneldiff.core.analysis.trace_totals.KernelTotal."""
     ref = kernel_ref(session, index, label, k.name, k.category, k.rule, k.stats, k.row)
     return KernelDetailScreen([ref], context if context is not None else span("Kernel", "bold"),
                               [*crumbs, _short(k.name)])

@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Footer, Static
 
-from kerneldiff.core.compare.result import Comparison, KernelPair
+from kerneldiff.core.session import Comparison, KernelPair
 
 from .. import views
 from ..text import DIM, SIDE_STYLE, fmt_gap, fmt_ratio, fmt_us, span

@@ -8,8 +8,8 @@ from typing import Callable
 from textual.binding import Binding
 from textual.widgets import TabbedContent
 
-from kerneldiff.core.compare.result import Comparison, LayerRow, OperationRow, SameKernel
-from kerneldiff.core.compare.work_result import AttentionShape, GemmShape
+from kerneldiff.core.session import Comparison, LayerRow, OperationRow, SameKernel
+from kerneldiff.core.session import AttentionShape, GemmShape
 
 from .. import shape_views, summary_views, views
 from ..messages import ComparisonShown, Exported

@@ -17,7 +17,8 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
-from kerneldiff.core.analysis.pass_lanes import PassKernels
+from kerneldiff.core.session import PassKernels
+from kerneldiff.core.session import KernelRef
 
 from ..text import DIM, SIDE_LETTER, SIDE_STYLE, fmt_us, literal, readable, shorten, span
 from ..widgets.header import Breadcrumb
@@ -326,7 +327,7 @@ class PassTimelineScreen(ExplorerScreen):
             t.append("no kernels in this pass", style=DIM)
         else:
             s, i = c
-            name = self.session.kernel_name(0 if s.side == "a" else 1, int(s.rows[i]))
+            name = self.session.kernel_name(KernelRef(0 if s.side == "a" else 1, int(s.rows[i])))
             t.append(f"{SIDE_LETTER[s.side]} #{i + 1} ", style=f"bold {SIDE_STYLE[s.side]}")
             t.append(literal(shorten(readable(name), max(self.size.width - 12, 20))))
             t.append(f"\nstart {fmt_us(float(s.start[i]))}  dur {fmt_us(float(s.end[i] - s.start[i]))}  "
@@ -342,11 +343,11 @@ class PassTimelineScreen(ExplorerScreen):
         s, i = c
         index = 0 if s.side == "a" else 1
         row = int(s.rows[i])
-        detail = self.session.kernel_detail(index, row)
+        detail = self.session.kernel_detail(KernelRef(index, row))
         name = detail.name
         phase = self.comp.phase
         ref = kernel_ref(self.session, index, s.label, name, detail.category, detail.rule,
-                         self.session.name_durations(index, row, phase), row, detail)
+                         self.session.name_durations(KernelRef(index, row), phase), row, detail)
         ref.count_note = "launches of this name in the trace" if phase == "all" else \
             f"launches of this name in the {phase} phase"
         context = span(f"Pass {self.number}", "bold")

@@ -12,8 +12,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Footer, Static
 
-from kerneldiff.core.compare.result import Comparison
-from kerneldiff.core.compare.work_result import ShapeSide
+from kerneldiff.core.session import Comparison
+from kerneldiff.core.session import ShapeSide
+from kerneldiff.core.session import KernelRef
 
 from .. import shape_views as sv
 from ..text import DIM, SIDE_STYLE, literal, span
@@ -88,7 +89,7 @@ class ShapeKernelsScreen(ExplorerScreen):
 
         key, k = row.payload
         index = SIDES.index(key)
-        detail = self.session.kernel_detail(index, k.row)
+        detail = self.session.kernel_detail(KernelRef(index, k.row))
         ref = kernel_ref(self.session, index, getattr(self.comparison, key).label, k.name, detail.category,
                          detail.rule, k, k.row, detail)
         ref.count_note = "launches for this shape"

@@ -13,7 +13,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from kerneldiff.core.ingest.probe import TraceInfo
+from kerneldiff.core.session import TraceInfo
 
 from ..messages import CancelRequested, OpenRequested, StartShown
 from ..state import FAILED, LOADED, TraceState

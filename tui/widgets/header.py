@@ -8,8 +8,8 @@ from rich.text import Text
 from textual.widgets import Static
 
 if TYPE_CHECKING:  # the start screen uses the breadcrumb before any comparison exists
-    from kerneldiff.core.analysis.browse import TraceOverview
-    from kerneldiff.core.compare.result import Comparison
+    from kerneldiff.core.session import TraceOverview
+    from kerneldiff.core.session import Comparison
 
 from ..text import DIM, SIDE_STYLE, fmt_gap, fmt_ratio, fmt_us, literal, span
 

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from kerneldiff.core.ingest.probe import TraceInfo
+from kerneldiff.core.session import TraceInfo
 
 from ..state import CANCELLED, FAILED, LOADED, LOADING, TraceState
 from ..text import DIM, SIDE_STYLE, fmt_bytes, literal, span

@@ -1,6 +1,7 @@
-"""Load one trace in a forked child while this process loads the other.
+"""One function run in a forked child while this process does other work (the policy for when:
+the package's docstring); the first use, loading one trace while this process loads the other.
 
-A trace below the worker threshold (`workers._big`) is decoded by one process on one core, so a
+A trace below the worker threshold (`forkserver.big`) is decoded by one process on one core, so a
 pair of them loaded in turn leaves the second core idle for the whole load. Forking a child for
 side B and sending its model back (a 60 MB trace's model: ~14 MB; its arrays out of band through
 an in-memory file, see `_dump`) halves the wall time of the pair on two cores. Only for callers

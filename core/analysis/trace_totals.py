@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from kerneldiff.core.analysis.stats import Stats
 from kerneldiff.core.analysis.timeline import timeline
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
 
@@ -21,25 +22,9 @@ TOP_N = 3   # kernels and cpu_ops named per operation / step
 
 
 @dataclass
-class Durations:
-    """Durations of a group of kernels (the same fields as the comparison's `Stats`, so the
-    detail views read either)."""
-
-    count: int = 0
-    total_us: float = 0.0
-    mean_us: float = 0.0
-    median_us: float = 0.0
-    min_us: float = 0.0
-    p90_us: float = 0.0
-    p95_us: float = 0.0
-    max_us: float = 0.0
-    share: float = 0.0       # of the trace's GPU time in the phase
-
-
-@dataclass
 class OperationTotal:
     category: str
-    stats: Durations
+    stats: Stats
     kernel_names: int                                   # distinct kernel names in it
     top_kernels: list[str] = field(default_factory=list)   # by total time
     top_cpu_ops: list[str] = field(default_factory=list)
@@ -66,7 +51,7 @@ class KernelTotal:
     name: str
     category: str
     rule: str
-    stats: Durations
+    stats: Stats
     row: int                     # its first kernel row in the model (for the detail view)
     position: int = -1           # in a layer: earliest position within a pass (0 = first kernel)
     per_pass: float = 0.0        # in a layer: launches per pass
@@ -121,8 +106,8 @@ class TraceOverview:
 
 # --- grouping -------------------------------------------------------------------------------
 
-def _groups(ids: np.ndarray, dur: np.ndarray, total: float) -> tuple[np.ndarray, list[Durations], np.ndarray]:
-    """(distinct ids, their Durations, index of each group's first element in `ids`), grouped in
+def _groups(ids: np.ndarray, dur: np.ndarray, total: float) -> tuple[np.ndarray, list[Stats], np.ndarray]:
+    """(distinct ids, their Stats, index of each group's first element in `ids`), grouped in
     one sort: percentiles are numpy's linear ones, taken from each group's sorted durations."""
     if len(ids) == 0:
         return np.zeros(0, dtype=ids.dtype), [], np.zeros(0, dtype=np.int64)
@@ -144,7 +129,7 @@ def _groups(ids: np.ndarray, dur: np.ndarray, total: float) -> tuple[np.ndarray,
 
     med, p90, p95 = pct(0.5), pct(0.9), pct(0.95)
     lo, hi = d[starts], d[starts + counts - 1]
-    stats = [Durations(count=int(n), total_us=float(t), mean_us=float(t) / int(n), median_us=float(m),
+    stats = [Stats(count=int(n), total_us=float(t), mean_us=float(t) / int(n), median_us=float(m),
                        min_us=float(a), p90_us=float(q9), p95_us=float(q95), max_us=float(b),
                        share=float(t) / total if total > 0 else 0.0)
              for n, t, m, a, q9, q95, b in zip(counts, sums, med, lo, p90, p95, hi)]

@@ -1,7 +1,7 @@
 """The kernels behind one row of a comparison, side by side: what an operation (a category family, as
 the comparison groups them) or the time outside every layer is made of on each trace.
 
-Pure functions from a loaded `TraceModel` to `kerneldiff.core.analysis.browse.KernelTotal`s (one per
+Pure functions from a loaded `TraceModel` to `kerneldiff.core.analysis.trace_totals.KernelTotal`s (one per
 kernel name: count, durations, share of the side's GPU time in the phase), largest total first.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kerneldiff.core.analysis.browse import KernelTotal, _kernel_totals
+from kerneldiff.core.analysis.trace_totals import KernelTotal, _kernel_totals
 from kerneldiff.core.analysis.cut_work import compared_mask
 from kerneldiff.core.model import TraceModel
 

@@ -1,4 +1,4 @@
-"""How worker processes are started, apart from the reader so that a UI can start the fork server
+"""How worker processes are started (the policy for when: the package's docstring), apart from the reader so that a UI can start the fork server
 before its first frame without importing numpy and the reader into its own process (~70 ms of the
 first frame when it did)."""
 

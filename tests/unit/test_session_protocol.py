@@ -1,0 +1,61 @@
+"""The one session protocol: every kind of session (a GPU trace or pair, AIE runs, runs of rank
+traces) answers what the front ends ask of any session, and kernels cross as KernelRefs."""
+
+import pytest
+
+from kerneldiff.core.aie.session import AieSession
+from kerneldiff.core.demo import DEMO_A, DEMO_B
+from kerneldiff.core.ranks.session import RunSession
+from kerneldiff.core.session import KernelRef, Session, TraceSession
+
+
+@pytest.mark.parametrize("session", [
+    Session([str(DEMO_A), str(DEMO_B)], use_cache=False),
+    AieSession(["a.json", "b.json"]),
+    RunSession(["run_a/", "run_b/"]),
+], ids=["kineto", "aie", "runs"])
+def test_every_kind_of_session_implements_the_protocol(session):
+    assert isinstance(session, TraceSession)
+    assert session.kind in ("kineto", "aie", "runs")
+    assert session.paths and not session.single
+    assert session.phases()[0] == "all"     # before anything is loaded
+
+
+def test_a_run_session_names_its_runs_as_given():
+    s = RunSession(["runs/a/", "runs/b*"])
+    assert s.paths == ["runs/a/", "runs/b*"] and [s.label(0), s.label(1)] == ["runs/a", "runs/b*"]
+
+
+@pytest.fixture(scope="module")
+def demo_session():
+    s = Session([str(DEMO_A), str(DEMO_B)], use_cache=False)
+    s.load_all()
+    return s
+
+
+def test_a_kernel_crosses_as_a_ref_and_comes_back_as_its_row(demo_session):
+    m = demo_session._model(1)
+    name = m.kernel_name(len(m.kernels) - 1)
+    ref = demo_session.kernel_ref(1, name)
+    assert isinstance(ref, KernelRef) and ref.side == "b"
+    assert m.kernel_name(ref.row) == name and ref.row == min(r for r in range(len(m.kernels)) if m.kernel_name(r) == name)
+    detail = demo_session.kernel_detail(ref)
+    assert (detail.side, detail.row, detail.name) == ("b", ref.row, name)
+    assert demo_session.kernel_name(ref) == name
+    assert demo_session.kernel_ref(1, "no such kernel") is None
+
+
+def test_every_name_the_session_re_exports_is_there():
+    """The front ends import result types and helpers from kerneldiff.core.session alone; each name
+    it lists resolves to the object where it is defined (AIE's GemmShape as AieGemmShape)."""
+    import kerneldiff.core.session as session
+    from kerneldiff.core.aie.analysis import GemmShape as AieGemmShape
+    from kerneldiff.core.compare.work_result import GemmShape
+
+    names = (session._RESULTS | session._WORK_RESULTS | session._OVERVIEW | session._AIE_RESULTS
+             | session._AIE_SESSION | session._NAMES)
+    for name in sorted(names):
+        assert getattr(session, name) is not None, name
+    assert session.AieGemmShape is AieGemmShape and session.GemmShape is GemmShape
+    with pytest.raises(AttributeError):
+        session.no_such_name

@@ -7,7 +7,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Footer, Static
 
-from kerneldiff.core.compare.result import KernelPair
+from kerneldiff.core.session import KernelPair
 
 from .. import module_views as mv
 from .. import views

@@ -194,7 +194,8 @@ def _key(w: OpWork) -> tuple:
     shape and dtype whatever the back end (flash on one GPU, cuDNN or CK on the other)."""
     if w.kind == GEMM:
         return (w.op, w.get("m"), w.get("n"), w.get("k"), w.get("batch"), w.dtype)
-    return tuple(v for k, v in w.shape if k != "causal_read") + (w.dtype,)
+    # scale and dropout leave the work as it is (scale recorded or defaulted reads alike)
+    return tuple(v for k, v in w.shape if k not in ("causal_read", "scale", "dropout")) + (w.dtype,)
 
 
 def _rows(sa: _Side, sb: _Side, kind: str, per_pass: bool) -> list:
@@ -217,9 +218,19 @@ def _rows(sa: _Side, sb: _Side, kind: str, per_pass: bool) -> list:
                                        head_dim=g("head_dim"), head_dim_v=g("head_dim_v"), causal=bool(g("causal")),
                                        dtype=w.dtype, flops=w.flops, bytes=w.bytes, **common,
                                        batch_heads=g("batch_heads") if g("batch_heads") is not None
-                                       else g("batch") * g("heads"), causal_read=bool(g("causal_read"))))
+                                       else g("batch") * g("heads"), causal_read=bool(g("causal_read")),
+                                       dropout=_agreed(w, w2, "dropout"), scale=_agreed(w, w2, "scale")))
     rows.sort(key=lambda r: (-abs(r.gap_us), -(r.a.total_us + r.b.total_us), repr(_sort_key(r))))
     return rows
+
+
+def _agreed(w, w2, key: str):
+    """A recorded argument both sides' ops were given alike (one side's where the other has none
+    of that shape); None where they differ or neither recorded it."""
+    va, vb = (x.get(key) if x is not None else None for x in (w, w2))
+    if w is None or w2 is None:
+        return va if va is not None else vb
+    return va if va == vb else None
 
 
 def _sort_key(r) -> tuple:

@@ -9,8 +9,11 @@ language model's forward ends with its LM head, the pass's last GEMM, and sampli
 sampling op is recorded after a pass's last GEMM launch, the forward is read as ending at that
 launch (`Step.call_end`): the passes then measure the same kernels with and without stacks. A
 router's `topk` inside an MoE layer is followed by the experts' GEMMs, so it never bounds a pass.
-Where no sampling op follows (an encoder, a training step, sampling on the CPU), the pass keeps
-its work to the next entry, as before: a known limit, said in the readings.
+A pass entered by a compiled-graph call (`## Call CompiledFxGraph`, a user annotation kept
+without stacks and CPU ops) ends where that call (or a piecewise forward's last piece) returns:
+the call is the compiled forward (where runtime events place the launches inside it). Where neither tells (an encoder, a training step, sampling on the
+CPU, no CPU ops), the pass keeps its work to the next entry, as before: a known limit, said in the
+readings.
 """
 
 from __future__ import annotations
@@ -20,6 +23,21 @@ import numpy as np
 from kerneldiff.core.analysis.attribution import launch_time
 
 SAMPLING_OPS = ("aten::argmax", "aten::topk", "aten::multinomial", "aten::sort", "aten::argsort")
+
+
+def bound_by_compiled_call(model, passes) -> int:
+    """Set `call_end` on the passes whose entry is a compiled-graph call: its end (`passes.end`,
+    the last piece's for a piecewise forward); returns how many."""
+    from kerneldiff.core.analysis.passes import COMPILED_GRAPH
+
+    if len(model.launches) == 0:
+        return 0     # no runtime events: a replayed graph's kernels are placed by their GPU start, after the call
+    n = 0
+    for j, s in enumerate(model.steps):
+        if s.call_end is None and j < len(passes.end) and f"({COMPILED_GRAPH}" in s.name:
+            s.call_end = float(passes.end[j])
+            n += 1
+    return n
 
 
 def bound_by_sampling(model, gemm_cats: np.ndarray) -> int:

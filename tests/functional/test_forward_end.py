@@ -35,19 +35,56 @@ def _inside_forward_calls(ev) -> set[int]:
 
 @pytest.mark.real
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["h100_llama_eager_sdpa.json.gz", "h200_llama_eager_sdpa.json.gz"])
-def test_a_pass_without_stacks_measures_the_forward_calls_kernels(tmp_path, name):
+@pytest.mark.parametrize("name, source", [("h100_llama_eager_sdpa.json.gz", "token embedding calls"),
+                                          ("h200_llama_eager_sdpa.json.gz", "token embedding calls"),
+                                          ("h100_llama_compiled.json.gz", "compiled graph calls")])
+def test_a_pass_without_stacks_measures_the_forward_calls_kernels(tmp_path, name, source):
     with gzip.open(real_trace(name), "rt") as f:
         doc = json.load(f)
     ev = doc["traceEvents"]
     want = _inside_forward_calls(ev)
     kept = [e for e in ev if e.get("cat") != "python_function"]
     m = load(write_trace(tmp_path / "ns.json", dict(doc, traceEvents=kept)), use_cache=False, workers=0)
-    assert m.pass_source == "token embedding calls" and len(m.steps) == 48
+    assert m.pass_source == source and len(m.steps) == 48
     assert all(s.call_end is not None for s in m.steps)
     got = set(m.kernels.corr[in_pass_mask(m)].tolist())
     assert got == want
-    assert len(want) == 48 * 681        # 681 a pass inside the call; generate() adds 45 after it
+    if "eager" in name:
+        assert len(want) == 48 * 681    # 681 a pass inside the call; generate() adds 45 after it
+
+
+@pytest.mark.real
+@pytest.mark.slow
+@pytest.mark.parametrize("drop", [None, "cpu_op"])
+def test_a_graph_replayed_pass_ends_with_its_compiled_call(tmp_path, drop):
+    """The recorded static-cache CUDA-graph trace (no stacks): each decode pass is a
+    `## Call CompiledFxGraph` call replaying a graph; it measures the kernels launched inside that
+    call (raw events), with CPU ops recorded (sampling after it) and without (the call's end)."""
+    from conftest import ROOT
+
+    path = ROOT / "tests" / "data" / "recorded" / "h100small_static_graphs.json.gz"
+    with gzip.open(path, "rt") as f:
+        doc = json.load(f)
+    ev = doc["traceEvents"]
+    import bisect
+    calls = sorted((float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in ev if e.get("cat") == "user_annotation"
+                   and e["name"].startswith("## Call CompiledFxGraph"))
+    starts = [c[0] for c in calls]
+    rt = {int(e["args"]["correlation"]): e for e in ev if e.get("cat") in ("cuda_runtime", "cuda_driver")
+          and "correlation" in e.get("args", {})}
+    want = [set() for _ in calls]
+    for e in ev:
+        r = rt.get(int((e.get("args") or {}).get("correlation", -1))) if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") else None
+        if r is not None:
+            j = bisect.bisect_right(starts, float(r["ts"])) - 1
+            if j >= 0 and float(r["ts"]) <= calls[j][1]:
+                want[j].add(int(e["args"]["correlation"]))
+    kept = [e for e in ev if e.get("cat") != drop]
+    m = load(write_trace(tmp_path / "g.json", dict(doc, traceEvents=kept)), use_cache=False, workers=0)
+    k, ip = m.kernels, in_pass_mask(m)
+    got = [set(k.corr[(k.step == j) & ip].tolist()) for j, s in enumerate(m.steps) if "CompiledFxGraph" in s.name]
+    assert len(got) == len(calls) == 15
+    assert got == want
 
 
 def _doc(tail: list[str], passes: int = 3):

@@ -162,3 +162,30 @@ def test_real_attention_shapes_carry_the_recorded_arguments(where, a, b):
             assert r.flops == pytest.approx(full / 2 if r.causal else full)
             # both sides of these pairs record the same arguments: the row keeps them
             assert r.dropout == pytest.approx(dropout) and (r.scale == pytest.approx(scale) if scale else r.scale is None)
+
+
+def test_a_row_says_only_the_arguments_all_its_calls_were_given(tmp_path):
+    """Two calls of one shape with different dropout (training and evaluation): one row, whose
+    dropout is unknown (None) rather than either call's; the scale they share is kept."""
+    from conftest import kineto_doc, write_trace
+    from kerneldiff.core.session import Session
+
+    ev, t = [], 1000.0
+    for i, p in enumerate(("0.1", "0.")):
+        dims = [[2, 16, 512, 64]] * 3 + [[]] * 12
+        types = [BF] * 3 + ["", ""] + ["Scalar"] * 6 + [""] * 4
+        conc = ["", "", "", "", "", "512", "512", p, "True", "False", "0.125", "", "", "", ""]
+        ev += [{"ph": "X", "cat": "cpu_op", "name": "aten::_flash_attention_forward", "pid": 1, "tid": 1, "ts": t,
+                "dur": 30.0, "args": {"External id": i + 1, "Input Dims": dims, "Input type": types,
+                                      "Concrete Inputs": conc}},
+               {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t + 2,
+                "dur": 3.0, "args": {"correlation": i + 1, "External id": i + 1}},
+               {"ph": "X", "cat": "kernel", "name": "void flash_fwd_kernel<Flash_fwd_kernel_traits<64>>(Flash_fwd_params)",
+                "pid": 0, "tid": 7, "ts": t + 6, "dur": 20.0,
+                "args": {"correlation": i + 1, "External id": i + 1, "device": 0, "stream": 7}}]
+        t += 100.0
+    p = write_trace(tmp_path / "d.json", kineto_doc(ev))
+    s = Session([str(p), str(p)], use_cache=False)
+    s.load_all()
+    (row,) = s.compare("all").attention_shapes
+    assert row.a.calls == 2 and row.dropout is None and row.scale == 0.125 and row.causal

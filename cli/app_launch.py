@@ -17,7 +17,8 @@ def launch(argv: list[str]) -> int:
     p.add_argument("--all-passes", action="store_true",
                    help="compare every pass: warm-up, CUDA-graph capture and compile passes too, and the time "
                         "before, between and after the passes (default: the steady passes only, measured on "
-                        "their forward calls; the Timeline tab says what was left out)")
+                        "their forward calls; the Timeline tab says what was left out). Work launched before the "
+                        "profiler's window is left out either way (reported as excluded)")
     g = p.add_argument_group("AMD AIE (NPU) traces", "the GEMM the trace ran: all of --M --K --N --rows --cols, "
                              "or none (then GMAC/s is not computed); ignored for GPU traces")
     add_shape_arguments(g)

@@ -48,7 +48,8 @@ def add_parser(sub) -> None:
                         "passes too, and the time before, between and after the passes as ledger rows of their "
                         "own (default: the steady passes only, measured on their forward calls, since those "
                         "passes and generate()'s loop around the model do work a steady pass does not; a line "
-                        "says what was left out)")
+                        "says what was left out). Work launched before the profiler's window is left out "
+                        "either way (its count and time are reported as excluded)")
     p.add_argument("--registry", help="extra classifier rules (TOML), tried before the shipped ones")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
     p.add_argument("--fusion-param", action="append", default=[], metavar="KEY=VALUE",

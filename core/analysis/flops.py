@@ -20,7 +20,10 @@ Formulas (a multiply-add is 2 FLOPs; bytes = every input read once + the output 
   and cuDNN ops, [B, S, H, D] for `_flash_attention_*`, `_efficient_attention_*` and flash_attn.
   Variable-length (3-D, packed) inputs carry no sequence lengths in the shapes: no work.
   **Causality is read** from the op's recorded `Concrete Inputs` (is_causal, or the efficient
-  kernels' custom_mask_type; `CAUSAL_ARG`): causal halves the score matrix (FLOPs halved, the
+  kernels' custom_mask_type; `CAUSAL_ARG`), and so are dropout, scale, enable_gqa and a sliding
+  window (`ATTENTION_ARGS`); the KV heads are the key's own (GQA: Hq a multiple of Hkv). aiter's
+  `mha_fwd` / `fmha_v3_fwd` read like flash_attn's. Dropout leaves the FLOPs as they are (said on
+  the shape); a sliding window gives no work (a band, not the matrix). Causal halves the score matrix (FLOPs halved, the
   convention of the FlashAttention benchmarks), a single-token query never is. Where the scalars
   were not recorded it is assumed: an op without an attention-mask tensor whose query and key
   lengths are equal (> 1) is causal; one with a mask, or with Sq ≠ Sk, full. `OpWork.causal` says
@@ -295,6 +298,10 @@ ATTENTION_OPS: dict[str, tuple[str, int, int | None, bool]] = {
     "aten::_flash_attention_forward": ("bshd", 0, None, False),
     "aten::_efficient_attention_forward": ("bshd", 0, 3, False),
     "flash_attn::_flash_attn_forward": ("bshd", 0, None, False),
+    # AMD's aiter (CK / asm FMHA): q [b, sq, hq, d] like flash_attn, then dropout_p, softmax_scale,
+    # is_causal, window_size_left/right
+    "aiter::mha_fwd": ("bshd", 0, None, False),
+    "aiter::fmha_v3_fwd": ("bshd", 0, None, False),
     "aten::_scaled_dot_product_flash_attention_backward": ("bhsd", 1, None, True),
     "aten::_scaled_dot_product_efficient_attention_backward": ("bhsd", 1, 4, True),
     "aten::_scaled_dot_product_cudnn_attention_backward": ("bhsd", 1, 8, True),
@@ -329,6 +336,8 @@ CAUSAL_ARG: dict[str, int] = {
     "aten::_flash_attention_forward": 8,
     "aten::_efficient_attention_forward": 9,
     "flash_attn::_flash_attn_forward": 5,
+    "aiter::mha_fwd": 5,
+    "aiter::fmha_v3_fwd": 5,
     "aten::_scaled_dot_product_flash_attention_backward": 11,
     "aten::_scaled_dot_product_efficient_attention_backward": 11,
     "aten::_scaled_dot_product_cudnn_attention_backward": 14,
@@ -338,6 +347,56 @@ CAUSAL_ARG: dict[str, int] = {
     "aten::_efficient_attention_backward": 14,
     "flash_attn::_flash_attn_backward": 11,
 }
+
+
+# op -> positions of (dropout_p, scale, enable_gqa, window_size_left) in its Concrete Inputs (the
+# forward ops' signatures; None: not an argument of that op). Dropout leaves the FLOPs as they
+# are (it masks the probabilities, the matmuls are the same) but is said; scale None is the
+# default 1/sqrt(head_dim). A sliding window (window_size_left ≥ 0 shorter than the keys) computes
+# a band, not the score matrix: no work is claimed for it.
+ATTENTION_ARGS: dict[str, tuple[int | None, int | None, int | None, int | None]] = {
+    "aten::scaled_dot_product_attention": (4, 6, 7, None),
+    "aten::_scaled_dot_product_flash_attention": (3, 6, None, None),
+    "aten::_scaled_dot_product_efficient_attention": (5, 7, None, None),
+    "aten::_scaled_dot_product_cudnn_attention": (5, 8, None, None),
+    "aten::_scaled_dot_product_fused_attention_overrideable": (4, 7, None, None),
+    "aten::_cudnn_attention_forward": (9, 12, None, None),
+    "aten::_flash_attention_forward": (7, 10, None, 11),
+    "aten::_efficient_attention_forward": (8, 11, None, None),
+    "flash_attn::_flash_attn_forward": (3, 4, None, 6),
+    "aiter::mha_fwd": (3, 4, None, 6),
+    "aiter::fmha_v3_fwd": (3, 4, None, 6),
+}
+
+
+def _number(v) -> float | None:
+    """A recorded scalar as a float ("0.", "0.125", 0.1), None when absent or not a number."""
+    if isinstance(v, bool) or v is None or v == "":
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def recorded_args(op: str, concrete: list | None) -> dict[str, Any]:
+    """dropout, scale, enable_gqa and window_size_left as the op was given them (its Concrete
+    Inputs); a key is absent where the op takes no such argument or it was not recorded."""
+    pos = ATTENTION_ARGS.get(op)
+    out: dict[str, Any] = {}
+    if pos is None or not concrete:
+        return out
+    for name, i in zip(("dropout", "scale", "enable_gqa", "window"), pos):
+        if i is None or i >= len(concrete):
+            continue
+        v = concrete[i]
+        if name == "enable_gqa":
+            if v in ("True", "False"):
+                out[name] = v == "True"
+        elif (f := _number(v)) is not None:
+            out[name] = f
+    return out
 
 
 def _concrete(text: str | None) -> list | None:
@@ -376,6 +435,11 @@ def _attention_work(op: str, args: list[_Arg], concrete: list | None = None) -> 
         return None
     masked = _mask(args, mi)
     read = recorded_causal(op, concrete)
+    rec = recorded_args(op, concrete)
+    if rec.get("enable_gqa") is False and hk != h:
+        return None          # the record contradicts itself: SDPA without GQA takes as many kv heads
+    if 0 <= rec.get("window", -1) < sk - 1:
+        return None          # a sliding window: a band of the score matrix, not the formula's work
     # a query of one token against the cache attends to all of it: is_causal changes nothing there
     causal = (read and sq > 1) if read is not None else (not masked and sq == sk > 1)
     flops = attention_flops(b, h, sq, sk, d, dv, causal, backward)
@@ -387,7 +451,8 @@ def _attention_work(op: str, args: list[_Arg], concrete: list | None = None) -> 
     if masked:
         nbytes += args[mi].bytes
     shape = (("batch", b), ("heads", h), ("kv_heads", hk), ("seq_q", sq), ("seq_k", sk), ("head_dim", d),
-             ("head_dim_v", dv), ("causal", causal), ("backward", backward), ("causal_read", read is not None))
+             ("head_dim_v", dv), ("causal", causal), ("backward", backward), ("causal_read", read is not None),
+             ("dropout", rec.get("dropout")), ("scale", rec.get("scale")))
     return OpWork(ATTENTION, op, flops, nbytes, qa.dtype, PEAK_CLASS.get(qa.dtype, VECTOR_CLASS), shape)
 
 
@@ -888,7 +953,8 @@ def attention_text(w: OpWork) -> str:
     bh = (f"B{g('batch')} H{g('heads')}/{g('kv_heads')}" if g("batch") is not None and g("heads") is not None
           else f"BH{g('batch_heads')}")
     return (f"{bh} S{g('seq_q')}×{g('seq_k')} {d}"
-            + (" causal" if g("causal") else "") + (" bwd" if g("backward") else ""))
+            + (" causal" if g("causal") else "") + (f" dropout {g('dropout'):g}" if g("dropout") else "")
+            + (" bwd" if g("backward") else ""))
 
 
 _WORK_CACHE: dict[int, tuple[weakref.ref, ModelWork]] = {}

@@ -141,6 +141,43 @@ def forward_entries(model: TraceModel, emb: np.ndarray, mixer_cats: np.ndarray |
     return emb[starts[::p]]
 
 
+def _mixer_launches(model: TraceModel, mixer_cats: np.ndarray | None) -> np.ndarray:
+    """Launch times of the token-mixer kernels (attention, SSM), sorted; empty when none is known."""
+    k = model.kernels
+    if mixer_cats is None or not len(mixer_cats) or not len(k):
+        return np.zeros(0)
+    t = launch_time(model)
+    return np.sort(t[np.isin(k.cat, mixer_cats) & ~np.isnan(t)])
+
+
+def _one_piecewise_forward(model: TraceModel, ts: np.ndarray, end: np.ndarray,
+                           mixer_cats: np.ndarray | None) -> bool:
+    """Whether compiled-graph calls (time order) are the pieces of one piecewise forward, which no
+    repeat period shows when the trace holds one forward: vLLM cuts the graph at each attention,
+    so no piece launches a token mixer and one is launched between every two pieces; a graph
+    that replays a whole forward launches its own."""
+    mt = _mixer_launches(model, mixer_cats)
+    if len(ts) < PIECEWISE_MIN_PIECES or not len(mt):
+        return False
+    inside = np.searchsorted(mt, end, side="right") - np.searchsorted(mt, ts, side="left")
+    between = np.searchsorted(mt, ts[1:], side="left") - np.searchsorted(mt, end[:-1], side="right")
+    return bool((inside == 0).all() and (between > 0).all())
+
+
+def _one_per_mixer_run(model: TraceModel, ts: np.ndarray, end: np.ndarray, names: list[str],
+                       mixer_cats: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Entries with no token mixer launched between them begin one forward: a forward runs its
+    attention before the next begins, so a compiled call and the embedding lookup after it (vLLM's
+    input preparation inside its forward: the B200 trace) are one pass, not two. The run keeps its
+    first entry. Unchanged where the trace launches no known mixer."""
+    mt = _mixer_launches(model, mixer_cats)
+    if len(ts) < 2 or not len(mt):
+        return ts, end, names
+    between = np.searchsorted(mt, ts[1:], side="left") - np.searchsorted(mt, ts[:-1], side="left")
+    keep = np.r_[True, between > 0]
+    return ts[keep], np.maximum.reduceat(end, np.flatnonzero(keep)), [n for n, kp in zip(names, keep) if kp]
+
+
 def from_anchors(model: TraceModel, mixer_cats: np.ndarray | None = None) -> Passes | None:
     """Forward entries on the CPU for traces without module events."""
     c, a, L, k = model.cpu_ops, model.annotations, model.launches, model.kernels
@@ -156,10 +193,15 @@ def from_anchors(model: TraceModel, mixer_cats: np.ndarray | None = None) -> Pas
                                                               lambda s: s.startswith(COMPILED_GRAPH)))]
     if len(comp):
         comp = comp[np.argsort(a.ts[comp], kind="stable")]
+        # a compiled call inside another (a nested graph) is part of that call
+        ends = a.ts[comp] + a.dur[comp]
+        comp = comp[np.r_[True, ends[1:] > np.maximum.accumulate(ends)[:-1]]]
         # piecewise compilation (vLLM): one forward calls a first, many middle and a last graph, cut
         # at the attention between them; the calls' graph names then repeat with a period of
         # PIECEWISE_MIN_PIECES or more calls, and each period is one forward
         p = _period(a.name[comp].tolist())
+        if p < PIECEWISE_MIN_PIECES and _one_piecewise_forward(model, a.ts[comp], a.ts[comp] + a.dur[comp], mixer_cats):
+            p = len(comp)
         if p >= PIECEWISE_MIN_PIECES:
             first = comp[::p]
             last = comp[np.minimum(np.arange(len(first)) * p + p - 1, len(comp) - 1)]
@@ -187,6 +229,7 @@ def from_anchors(model: TraceModel, mixer_cats: np.ndarray | None = None) -> Pas
     if not ts:
         return None
     t0, t1, nm = _merge(np.concatenate(ts), np.concatenate(end), names)
+    t0, t1, nm = _one_per_mixer_run(model, t0, t1, nm, mixer_cats)
     source = kinds.pop() if len(kinds) == 1 else "anchors"
     return Passes(t0, t1, [f"pass {j} ({n})" for j, n in enumerate(nm)], source)
 

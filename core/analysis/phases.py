@@ -181,6 +181,13 @@ def _assign(model: TraceModel, classifier=None) -> None:
     found = passes.find_passes(model, mixers)
     if found is not None and len(found.ts):
         passes.assign_passes(model, found, launch_time(model), containers)
+        if found.source not in ("module", "module+replay") and classifier is not None:
+            # the forward's own end, from the sampling after its LM head (no stacks: no call spans it)
+            from kerneldiff.core.analysis.forward_end import bound_by_compiled_call, bound_by_sampling
+
+            bound_by_compiled_call(model, found)
+            bound_by_sampling(model, np.array([i for i, c in enumerate(model.categories)
+                                               if classifier.role(c) == "gemm"], dtype=np.int64))
         model.pass_source = {"module": "model module calls (nn.Module)", "embedding": "token embedding calls",
                              "compiled-graph": "compiled graph calls", "graph": "CUDA/HIP graph launches",
                              "anchors": "embedding, compiled-graph and graph-launch entries",

@@ -14,7 +14,7 @@ by joining kernels to operators through their External id and summing durations 
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
 import numpy as np
@@ -153,7 +153,7 @@ class _Side:
         kernels = self.kernels([pos for _, _, pos in found])
         for (key, wids, pos), n, n_names, ks in zip(found, calls, names, kernels):
             total = float(self.v.dur[pos].sum())
-            w0 = works[wids[0]]
+            w0 = _alike(works[wids[0]], [works[i] for i in wids])
             side = ShapeSide(calls=n, total_us=total, mean_us=total / n,
                              ops=sorted({works[i].op for i in wids}), kernels=ks, kernel_names=n_names)
             for f, val in _roof(n * w0.flops, n * w0.bytes, total * 1e-6, self.peaks, w0.peak).items():
@@ -195,7 +195,8 @@ def _key(w: OpWork) -> tuple:
     shape and dtype whatever the back end (flash on one GPU, cuDNN or CK on the other)."""
     if w.kind == GEMM:
         return (w.op, w.get("m"), w.get("n"), w.get("k"), w.get("batch"), w.dtype)
-    return tuple(v for k, v in w.shape if k != "causal_read") + (w.dtype,)
+    # scale and dropout leave the work as it is (scale recorded or defaulted reads alike)
+    return tuple(v for k, v in w.shape if k not in ("causal_read", "scale", "dropout")) + (w.dtype,)
 
 
 def _rows(sa: _Side, sb: _Side, kind: str, per_pass: bool) -> list:
@@ -218,9 +219,30 @@ def _rows(sa: _Side, sb: _Side, kind: str, per_pass: bool) -> list:
                                        head_dim=g("head_dim"), head_dim_v=g("head_dim_v"), causal=bool(g("causal")),
                                        dtype=w.dtype, flops=w.flops, bytes=w.bytes, **common,
                                        batch_heads=g("batch_heads") if g("batch_heads") is not None
-                                       else g("batch") * g("heads"), causal_read=bool(g("causal_read"))))
+                                       else g("batch") * g("heads"), causal_read=bool(g("causal_read")),
+                                       dropout=_agreed(w, w2, "dropout"), scale=_agreed(w, w2, "scale")))
     rows.sort(key=lambda r: (-abs(r.gap_us), -(r.a.total_us + r.b.total_us), repr(_sort_key(r))))
     return rows
+
+
+def _alike(w0: OpWork, ws: list) -> OpWork:
+    """w0, with a recorded argument its key leaves out (scale, dropout) cleared where the works of
+    that key were given different values: the row says only what all its calls were given."""
+    if w0.kind == GEMM:
+        return w0
+    clear = {key for key in ("scale", "dropout") if len({w.get(key) for w in ws}) > 1}
+    if not clear:
+        return w0
+    return replace(w0, shape=tuple((k, None if k in clear else v) for k, v in w0.shape))
+
+
+def _agreed(w, w2, key: str):
+    """A recorded argument both sides' ops were given alike (one side's where the other has none
+    of that shape); None where they differ or neither recorded it."""
+    va, vb = (x.get(key) if x is not None else None for x in (w, w2))
+    if w is None or w2 is None:
+        return va if va is not None else vb
+    return va if va == vb else None
 
 
 def _sort_key(r) -> tuple:

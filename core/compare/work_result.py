@@ -95,6 +95,10 @@ class AttentionShape:
     batch_heads: int | None = None
     # causal as the op's recorded arguments say (is_causal); False: assumed (no mask, Sq = Sk > 1)
     causal_read: bool = False
+    # dropout_p and scale as recorded (both sides alike); None: not recorded, or the sides differ.
+    # Dropout does not change the FLOPs; scale None is the default 1/sqrt(head_dim)
+    dropout: float | None = None
+    scale: float | None = None
 
 
 @dataclass

@@ -51,7 +51,8 @@ def attention_shape(r) -> tuple[str, str]:
     """("", `B4 H32/8 S256×256 D64 causal*`)."""
     d = f"D{r.head_dim}" + (f"/{r.head_dim_v}" if r.head_dim_v != r.head_dim else "")
     shape = (("bwd " if r.op.endswith("backward") else "") + batch_heads(r) +
-             f" S{r.seq_q}×{r.seq_k} {d}" + causal_mark(r))
+             f" S{r.seq_q}×{r.seq_k} {d}" + causal_mark(r)
+             + (f" dropout {r.dropout:g}" if getattr(r, "dropout", None) else ""))
     return "", shape
 
 

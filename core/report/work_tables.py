@@ -56,11 +56,13 @@ def work_table(c: Any, name: str) -> tuple[list[str], list[list[Any]]]:
     if name == "attention-shapes":
         head = ["op", "batch", "heads", "kv_heads", "seq_q", "seq_k", "head_dim", "head_dim_v", "causal_assumed",
                 "dtype", "flops_per_call", "bytes_per_call", *_side_cols(_SHAPE_SIDE), "ratio_a_over_b",
-                "gap_us_a_minus_b", "a_ops", "b_ops", "a_kernels", "b_kernels", "batch_heads", "causal"]
+                "gap_us_a_minus_b", "a_ops", "b_ops", "a_kernels", "b_kernels", "batch_heads", "causal", "dropout",
+                "scale"]
         rows = [[s.op, s.batch, s.heads, s.kv_heads, s.seq_q, s.seq_k, s.head_dim, s.head_dim_v,
                  s.causal and not s.causal_read, s.dtype,
                  _v(s.flops), _v(s.bytes), *_side_vals(_SHAPE_SIDE, s.a, s.b), _v(s.ratio), _v(s.gap_us),
-                 " | ".join(s.a.ops), " | ".join(s.b.ops), _names(s.a), _names(s.b), s.batch_heads, s.causal]
+                 " | ".join(s.a.ops), " | ".join(s.b.ops), _names(s.a), _names(s.b), s.batch_heads, s.causal,
+                 _v(s.dropout), _v(s.scale)]
                 for s in c.attention_shapes]
         return head, rows
     if name == "throughput":

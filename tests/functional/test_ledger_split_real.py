@@ -23,11 +23,12 @@ GPU = ("kernel", "gpu_memcpy", "gpu_memset")
 RUNTIME = ("cuda_runtime", "cuda_driver", "hip_runtime", "runtime")
 
 
-def raw_rows(path, clf, passes: str | None = None) -> dict[str, dict[tuple[str, str], list[int]]]:
+def raw_rows(path, clf, passes: str | None = None, inside: bool = False) -> dict[str, dict[tuple[str, str], list[int]]]:
     """row -> (kernel name, launching operator) -> [launches, ns], from the raw events. `passes`:
     the name of the module call that is one pass (`nn.Module: LlamaForCausalLM_0`); then only the
-    kernels launched from the first such call on count, as the ledger measures the passes (a
-    pass's work runs on after its call ends, sampling and the next input, to the next pass)."""
+    kernels launched from the first such call on count (a pass's work runs on after its call ends,
+    sampling and the next input, to the next pass), or with `inside` only those launched inside
+    one of the calls, as the ledger's rows measure the passes (the rest is between passes)."""
     with gzip.open(path, "rt") as f:
         ev = json.load(f)["traceEvents"]
     spans = sorted((float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in ev
@@ -41,7 +42,7 @@ def raw_rows(path, clf, passes: str | None = None) -> dict[str, dict[tuple[str, 
         if call is None:
             return False
         ts = float(call["ts"])
-        if passes.startswith("ProfilerStep"):    # a training step: the launches inside its span
+        if inside or passes.startswith("ProfilerStep"):    # a training step: the launches inside its span
             j = bisect.bisect_right(span_starts, ts) - 1
             return j >= 0 and spans[j][1] >= ts
         return ts >= opens

@@ -1,6 +1,9 @@
 """The pass timeline says how idle the pass is, draws idle cells as idle (·, dim) apart from thin
 busy cells (▁), and carries a legend of its glyphs. The idle figure is recomputed from the raw JSON
-events of a real pass: the pass's span less the union of its kernels' [ts, ts+dur)."""
+events of a real pass: the pass's span less the union of its kernels' [ts, ts+dur). A pass is its
+forward call's kernels (kerneldiff.core.analysis.pass_extent): the compiled decode pass is launch-
+bound throughout, so at full width every cell holds a kernel; zoomed in, the cells between its
+kernels read idle, each cell checked against the raw intervals."""
 
 from __future__ import annotations
 
@@ -40,9 +43,9 @@ def test_idle_of_a_real_pass_matches_the_raw_events():
     corr = set(m.kernels.corr[rows].tolist())
     with gzip.open(real_trace(name)) as fh:
         ev = json.load(fh)["traceEvents"]
-    iv = [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in ev
-          if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and e.get("ph") == "X"
-          and int((e.get("args") or {}).get("correlation", -1)) in corr]
+    kev = [e for e in ev if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset") and e.get("ph") == "X"
+           and int((e.get("args") or {}).get("correlation", -1)) in corr]
+    iv = [(float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in kev]
     assert len(iv) == len(rows)
     span = max(e for _, e in iv) - min(s0 for s0, _ in iv)
     truth = span - _union(iv)
@@ -56,8 +59,30 @@ def test_idle_of_a_real_pass_matches_the_raw_events():
     lines = [str(t) for t in tl.lines()]
     assert any(f"idle " in ln and f"({truth / span:.0%})" in ln for ln in lines)
     assert lines[-1].strip() == LEGEND
-    lane = next(ln for ln in lines if ln[:7].strip().startswith("s"))
-    assert IDLE in lane and len(max(lines, key=len)) <= 80 + 2
+    assert len(max(lines, key=len)) <= 80 + 2
+
+    def raw_cells(stream, off, upc, n):
+        """Per cell: does a raw kernel of `stream` overlap it (or start in it)?"""
+        t0 = min(s0 for s0, _ in iv)
+        mine = [(float(e["ts"]) - t0, float(e["ts"]) + float(e["dur"]) - t0) for e in kev
+                if str(e["args"].get("stream")) == str(stream)]
+        return [any((a < off + (c + 1) * upc and b > off + c * upc) or off + c * upc <= a < off + (c + 1) * upc
+                    for a, b in mine) for c in range(n)]
+
+    tl.cursor = (0, 0)
+    tl.us_per_cell = span / (At80.cells * 40)       # the pass's first 40th: the gaps between kernels
+    idle_seen = busy_seen = 0
+    for ln in (str(t) for t in tl.lines()):
+        if not ln[:7].strip().startswith("s") or not ln[:7].strip()[1:].isdigit():
+            continue
+        cells = ln[7:7 + At80.cells]
+        want = raw_cells(int(ln[:7].strip()[1:]), 0.0, tl.us_per_cell, At80.cells)
+        for c, (glyph, busy) in enumerate(zip(cells, want)):
+            if glyph != "▓":                      # the selected kernel's block
+                assert (glyph != IDLE) == busy, (c, glyph)
+        idle_seen += cells.count(IDLE)
+        busy_seen += sum(want)
+    assert idle_seen > 0 and busy_seen > 0
 
 
 def test_mostly_idle_lane_reads_idle():

@@ -109,6 +109,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "cut_work", "attribution",               # kernel -> launch -> cpu_op joins
         "passes", "forward_phase",               # forward passes; a model that never generates
         "pass_extent",                           # a pass's kernels launched inside its forward call
+        "forward_end",                           # a forward's end where no recorded call spans it
         "phases", "layers",                      # the passes' phases, the layers in them
         "devices", "timeline",                   # per-device readings; busy and idle time, streams
         "trace_totals", "pass_lanes",            # one trace's totals; one pass on its own time axis

@@ -87,7 +87,9 @@ def binding_groups(app) -> list[tuple[str, list[tuple[str, str]]]]:
                               "compile passes do work a steady pass does not (a capture pass measured 2.4x a decode "
                               "pass, 98% idle), so they are left out and the Timeline tab says so. A pass is "
                               "measured on its forward call: what runs before, between (generate()'s sampling) "
-                              "and after the passes is not in the headline."),
+                              "and after the passes is not in the headline. Work launched before the profiler's "
+                              "window (its launch is not in the trace) is left out either way: only its tail "
+                              "was recorded."),
             ("", "Start with `kerneldiff A B --all-passes` to compare every pass and the whole window: "
                              "the Timeline tab marks the passes that are not steady (w warm-up, c capture, k "
                              "compile), and the ledger gives the time before, between and after the passes a row "

@@ -28,7 +28,7 @@ from test_recording_options import FEATURES, strip  # noqa: E402
 from kerneldiff.core.analysis.cut_work import compared_mask  # noqa: E402
 from kerneldiff.core.analysis.pass_extent import in_pass_mask  # noqa: E402
 from kerneldiff.core.analysis.timeline import timeline  # noqa: E402
-from kerneldiff.core.ingest.loader import load  # noqa: E402
+from kerneldiff.core.orchestration import load  # noqa: E402
 
 
 def reading(path: Path) -> dict:

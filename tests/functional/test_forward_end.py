@@ -14,7 +14,7 @@ import pytest
 
 from conftest import kineto_doc, real_trace, write_trace
 from kerneldiff.core.analysis.pass_extent import in_pass_mask
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 
 
 def _inside_forward_calls(ev) -> set[int]:

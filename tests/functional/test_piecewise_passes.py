@@ -17,7 +17,7 @@ import re
 import pytest
 
 from conftest import SHARED_TRACES, kineto_doc, real_trace, write_trace
-from kerneldiff.core.ingest.loader import load
+from kerneldiff.core.orchestration import load
 
 B200 = "b200_vllm_eager.json.gz"
 

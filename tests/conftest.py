@@ -99,12 +99,6 @@ def kineto_doc(events, device_name="NVIDIA H100 80GB HBM3", vendor="NVIDIA", **e
 KNOWN_AFTER_MERGE = {
     "tests/functional/test_fusion_launch_cost_real.py::test_a_launch_bound_side_prices_a_launch_at_its_launch_call":
         "launch price now read over the forward call's kernels (6.237 against the test's 6.015 µs)",
-    "tests/functional/test_text_80_columns.py::test_runs_report_at_80_columns":
-        "new table captions (shape coverage) change the tables the test walks",
-    "tests/functional/test_text_80_columns.py::test_pair_report_at_80_columns[pair0]":
-        "new table captions (shape coverage) change the tables the test walks",
-    "tests/functional/test_text_80_columns.py::test_pair_report_at_80_columns[pair1]":
-        "new table captions (shape coverage) change the tables the test walks",
     "tests/functional/test_ledger_fused_ops.py::test_rows_keep_what_is_left_recomputed_from_raw_events":
         "raw recount counts every kernel; the ledger now counts those inside the forward calls",
     "tests/functional/test_tui_aie.py::test_broken_aie_trace_leaves_the_other_browsable":

@@ -101,14 +101,10 @@ KNOWN_AFTER_MERGE = {
         "launch price now read over the forward call's kernels (6.237 against the test's 6.015 µs)",
     "tests/functional/test_ledger_fused_ops.py::test_rows_keep_what_is_left_recomputed_from_raw_events":
         "raw recount counts every kernel; the ledger now counts those inside the forward calls",
-    "tests/functional/test_tui_aie.py::test_broken_aie_trace_leaves_the_other_browsable":
-        "error screen text timing under xdist (passes alone)",
     "tests/functional/test_modules_invariants.py::test_real_pairs_mirror_self_and_sums[pair1]":
         "host hotspots' launch-bound gaps use the pass span, the ledger the forward call's kernels",
     "tests/functional/test_pass_timeline_idle.py::test_idle_of_a_real_pass_matches_the_raw_events":
         "the pass timeline now draws only the forward call's kernels",
-    "tests/functional/test_tui_stored.py::test_a_trace_that_fails_behind_a_stored_comparison_shows_the_error_screen":
-        "error screen text timing under xdist",
     "tests/hostile/test_corpus.py::test_compare[big_gzip_bad_events]":
         "a compare of the big damaged gzip exceeds the test's 60 s CPU limit after the merge",
     "tests/hostile/test_corpus.py::test_compare[big_gzip_truncated]":

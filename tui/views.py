@@ -518,12 +518,13 @@ def _group_rows(g: Table, f: FusionFinding) -> None:
     for side, kernels in ((f.fused_side, f.fused_group), (f.component_side, f.component_group)):
         head = side_text(side)
         head.append(" runs")
+        short = shortener([k.name for k in kernels], 56)   # two `Mul ew` of other dtypes read apart
         for i, k in enumerate(kernels):
             line = Text()
             line.append(f"{fmt_us(k.mean_us):>8}  ")
             line.append_text(literal(", ".join(k.ops) if k.ops else k.category, "bold"))
             line.append("  ")
-            line.append_text(literal(shorten(k.name, 56), DIM))
+            line.append_text(literal(short(k.name), DIM))
             g.add_row(head if i == 0 else Text(""), line)
         total = Text(f"{fmt_us(sum(k.mean_us for k in kernels)):>8}  {len(kernels)} kernel"
                      f"{'s' if len(kernels) != 1 else ''} per occurrence", style=DIM)

@@ -88,3 +88,29 @@ def test_same_kernels_in_the_text_report_at_80_columns_name_the_op(llama, capsys
     s.load_all()
     names = [k.name for k in s.compare().same_kernels[:len(shown)]]
     check_names(shown, names)
+
+
+@pytest.mark.slow
+async def test_a_fusion_groups_kernels_read_apart():
+    """Eager Llama's RMSNorm runs two different `Mul` kernels (BFloat16 and float) where compiled
+    runs one Triton kernel: the explorer's fusion detail names them apart (both read `Mul ew`)."""
+    from kerneldiff.core.ingest.loader import load
+
+    paths = [str(real_trace(p)) for p in ("h100_llama_eager_sdpa.json.gz", "h100_llama_compiled.json.gz")]
+    app = demo_app({p: load(p, use_cache=False) for p in paths}, paths=paths)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for_main(pilot)
+        await pilot.press("3")
+        table = next(t for t in app.screen.query(ResultTable) if t.spec is not None and t.spec.name == "fusion")
+        await wait_until(pilot, lambda: table.current_row() is not None)
+        await pilot.pause()
+        finding = table.current_row().payload
+        assert finding.module == "LlamaRMSNorm"
+        text = all_text(app.screen)
+        group = finding.component_group
+        muls = [k for k in group if expected_op(k.name) == "Mul"]
+        assert len({k.name for k in muls}) >= 2
+        # the component side's lines: `   2.97µs  aten::mul  <its kernel>`
+        shown = [m.group(1).strip() for m in re.finditer(r"[µm]s  aten::mul  (.+)$", text, re.M)][:len(muls)]
+        assert len(shown) == len(muls) and len(set(shown)) == len(shown), shown
+        assert all(x.startswith("Mul") for x in shown), shown

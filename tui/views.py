@@ -243,14 +243,15 @@ def operations_spec(comp: Comparison) -> TableSpec:
             only = (SIDE_LETTER[o.only_in] + (f" #{found + 1}" if found is not None else "")) if o.only_in else ""
             vals = (o.category, *ph, at, bt, o.ratio, o.gap_us, o.a.count, o.b.count,
                     a and a.share, b and b.share, a and a.median_us, b and b.median_us, only)
-            cells = (literal(cut(o.category, w["category"])), *(literal(p) for p in ph),
+            cells = (literal(o.category), *(literal(p) for p in ph),
                      _num(fmt_us(at)), _num(fmt_us(bt)),
                      _num(fmt_ratio(o.ratio)), _num(fmt_gap(o.gap_us)), _num(f"{o.a.count:,}"), _num(f"{o.b.count:,}"),
                      _num(fmt_pct(a.share) if a else "—"), _num(fmt_pct(b.share) if b else "—"),
                      _num(fmt_us(a.median_us) if a else "—"), _num(fmt_us(b.median_us) if b else "—"),
                      Text(only))
+            # a name wider than its column wraps at a word (`Attention (pr…` said less)
             rows.append(Row(f"{o.category}|{o.phase}", vals, cells, payload=o, style=_row_style(o.gap_us),
-                            search=o.category.lower()))
+                            search=o.category.lower(), height=1 if len(o.category) <= w["category"] else None))
         return rows
 
     g = 3 + len(phase_col)

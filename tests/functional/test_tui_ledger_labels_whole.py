@@ -1,6 +1,7 @@
-"""The explorer's ledger (Summary tab) shows every cause whole at 80×24: `exposed communication` on
-the real two-rank run reads in full (it was `exposed communica…`), and a cause wider than its column
-wraps onto a second line at a word rather than being cut."""
+"""The explorer's labels are whole at 80×24: the ledger (Summary tab) shows `exposed communication`
+on the real two-rank run in full (it was `exposed communica…`), browse's Operations shows the B200
+trace's `Attention (prefill)` (it was `Attention (prefil…`); a label wider than its column wraps onto
+a second line at a word rather than being cut."""
 
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ def two_ranks():
     return paths, {p: load(p, use_cache=False) for p in paths}
 
 
-def cause_column(app) -> tuple[list[str], list]:
-    """The text in the ledger's cause column, line by line as drawn, and the rows in view."""
-    table = next(t for t in app.screen.query(ResultTable) if t.spec is not None and t.spec.name == "summary")
+def cause_column(app, name: str = "summary") -> tuple[list[str], list]:
+    """The text in a table's first column, line by line as drawn, and the rows in view."""
+    table = next(t for t in app.screen.query(ResultTable) if t.spec is not None and t.spec.name == name)
     r, width = table.region, table._col_widths[0]
     lines = screen_text(app).splitlines()[r.y + 1:r.y + r.height]   # below the header
     cells = [line[r.x:r.x + width].lstrip("▌").strip() for line in lines]
@@ -53,3 +54,23 @@ async def test_every_cause_in_view_is_whole(two_ranks, size):
         else:               # narrower, the label wraps at its space: both words whole, one per line
             i = cells.index("exposed")
             assert cells[i + 1] == "communication"
+
+
+@pytest.mark.slow
+async def test_browse_operations_at_80x24_are_whole():
+    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.tui.screens.browse import BrowseScreen
+
+    path = str(real_trace("b200_vllm_eager.json.gz"))
+    app = demo_app({path: load(path, use_cache=False)}, paths=[path])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_main(pilot)
+        assert isinstance(app.screen, BrowseScreen)
+        cells, rows = cause_column(app, "operations")
+        names = [row.values[0] for row in rows]
+        assert "Attention (prefill)" in names[:8]
+        assert not any("…" in c for c in cells), cells
+        drawn = " ".join(c for c in cells if c).split()
+        words = " ".join(names).split()
+        assert len(drawn) >= 8 and drawn == words[:len(drawn)], (drawn, words)
+        assert "(prefill)" in drawn

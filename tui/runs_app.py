@@ -75,9 +75,11 @@ def fmt_name(name: str, width: int) -> str:
 
 def collectives_spec(found) -> TableSpec:
     items = list(found.collectives)
+    where_w = max((len(where_cell(c)) for c in items), default=5)
     cols = [Column("kind", "kind", "name", min_width=10, max_width=max((len(c.kind) for c in items), default=10)),
             Column("size", "size", "num", 9),
-            Column("where", "where", "name", min_width=5, max_width=max((len(where_cell(c)) for c in items), default=5)),
+            # `backward` whole (not `back…`) where it fits in ten cells; longer places share what is left
+            Column("where", "where", "name", min_width=max(5, min(10, where_w)), max_width=where_w),
             Column("n", "n A/B", "text", 9),
             Column("a_total", "A time", "us", 9), Column("b_total", "B time", "us", 9),
             Column("a_wait", "A wait", "us", 9), Column("b_wait", "B wait", "us", 9),

@@ -18,13 +18,14 @@ _TEMPLATES = (("vectorized_elementwise_kernel<", "vec_ew"), ("unrolled_elementwi
               ("multi_tensor_apply_kernel<", "multi_tensor_apply"))
 _QUALIFIED = re.compile(r"^(?:[\w]+::|\(anonymous namespace\)::)+")
 _VEC = re.compile(r"\s*(\d+)\s*,")
+_VOID = re.compile(r"^void\s+")
 # functors that only wrap the one that says what is computed (BinaryFunctor<…, MulFunctor<float>>)
 _WRAPPERS = frozenset({"Binary", "AUnary", "BUnary", "Unary", "Reduce", "func_wrapper"})
 _CUDA_FUNCTOR = re.compile(r"\bCUDAFunctor(OnSelf|OnOther)?_(\w+)")
 _FUNCTOR = re.compile(r"\b([A-Za-z]\w*?)(?:Functor|Ops|_functor)\b")
 _FUNCTION = re.compile(r"\b([A-Za-z_]\w*)(?:<[^<>()]*>)?\(")
 _NOT_OPS = frozenset({"lambda", "operator", "gpu_kernel_impl", "gpu_kernel_impl_nocast", "launch_kernel"})
-_OP_SUFFIX = re.compile(r"(?:_cuda_kernel|_kernel_cuda|_kernel_impl|CUDAKernelImpl|_kernel|_impl)$")
+_OP_SUFFIX = re.compile(r"(?:_cuda_kernel|_kernel_cuda|_kernel_impl|CUDAKernelImpl|_kernel|_impl|_cuda_out)$")
 _LAMBDA_ARGS = re.compile(r"\{lambda\(([^(){}]+)\)#\d+\}")
 _SCALAR = re.compile(r"\b(?:c10::)?(BFloat16|Half|Float8_\w+|float|double|long|int|short|bool|"
                      r"unsigned char|signed char|complex<\w+>)\b")
@@ -43,7 +44,8 @@ class Gist(NamedTuple):
 def gist(name: str) -> Gist | None:
     """The gist of a readable (demangled) name of one of PyTorch's generic kernels; None for any
     other kernel, or one whose template arguments name no op."""
-    s = _QUALIFIED.sub("", drop_return_type(strip_args(name.strip())))
+    # `void (anonymous namespace)::k<…>`: drop_return_type keeps a return type before a parenthesis
+    s = _QUALIFIED.sub("", _VOID.sub("", drop_return_type(strip_args(name.strip()))))
     for prefix, short in _TEMPLATES:
         if s.startswith(prefix):
             break

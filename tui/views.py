@@ -195,15 +195,17 @@ def layers_hint(comp: Comparison) -> Text:
             t.append(f"≈ none of the {noise} layers departs from the typical layer: no layer stands out", style="bold")
         else:
             t.append(f"≈ {noise} of {len(comp.layers)} layers do not depart from the typical layer "
-                     f"(* |t vs typ| > {critical(len(comp.layers)):.2f}: 5 %, corrected for {len(comp.layers)} layers)")
+                     f"(* |t vs typ| > {critical(len(comp.layers)):.2f}: 5%, corrected for {len(comp.layers)} layers)")
         t.append("   ")
+    # the way on before the legend: at 80 columns the hint's two lines end inside the legend, which
+    # the bar column's header (A▀ B▄) repeats
+    t.append("Enter: kernel pairs   ", style=DIM)
     t.append("▀ ", style=SIDE_STYLE["a"])
     t.append("A ", style=f"bold {SIDE_STYLE['a']}")
     t.append(literal(comp.a.label))
     t.append("   ▄ ", style=SIDE_STYLE["b"])
     t.append("B ", style=f"bold {SIDE_STYLE['b']}")
     t.append(literal(comp.b.label))
-    t.append("   Enter: kernel pairs", style=DIM)
     if comp.layers and all(r.spread_us is None for r in comp.layers):
         t.append("   ±passes —: under 3 passes, no spread to judge layer differences by", style=DIM)
     return t

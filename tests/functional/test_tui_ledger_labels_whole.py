@@ -74,3 +74,19 @@ async def test_browse_operations_at_80x24_are_whole():
         words = " ".join(names).split()
         assert len(drawn) >= 8 and drawn == words[:len(drawn)], (drawn, words)
         assert "(prefill)" in drawn
+
+
+@pytest.mark.slow
+async def test_a_hint_wider_than_80_columns_takes_two_lines(demo_models):
+    """The Layers hint (the layers within noise, the test behind the *, the way on) is longer than
+    a line at 80 columns: it wraps to a second line instead of ending in `…`."""
+    app = demo_app(demo_models)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for_main(pilot)
+        await pilot.press("1")
+        await pilot.pause()
+        table = next(t for t in app.screen.query(ResultTable) if t.spec is not None and t.spec.name == "layers")
+        lines = screen_text(app).splitlines()
+        hint = " ".join(line.strip() for line in lines[table.region.y - 2:table.region.y])
+        n = len(app.screen.comparison.layers)
+        assert f"corrected for {n} layers) Enter: kernel pairs" in " ".join(hint.split()), hint

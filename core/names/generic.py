@@ -31,6 +31,12 @@ _SCALAR = re.compile(r"\b(?:c10::)?(BFloat16|Half|Float8_\w+|float|double|long|i
                      r"unsigned char|signed char|complex<\w+>)\b")
 
 
+# a template argument's type as the Shapes tab names dtypes (analysis.flops.DTYPES, which names
+# below analysis cannot import): `Mul(bf16) ew` and `Mul(fp32) ew` are short enough to keep apart
+_SHORT_TYPE = {"BFloat16": "bf16", "Half": "fp16", "float": "fp32", "double": "fp64", "long": "int64",
+               "int": "int32", "short": "int16", "unsigned char": "uint8", "signed char": "int8"}
+
+
 class Gist(NamedTuple):
     op: str          # what is computed: rsqrt, Mul, add, direct_copy, sum…
     template: str    # vec_ew<4>, ew, unrolled_ew, reduce…
@@ -73,4 +79,5 @@ def gist(name: str) -> Gist | None:
     lambdas = [a for a in _LAMBDA_ARGS.findall(args) if a.strip() and a.strip() != "int"]
     typed = _SCALAR.search(lambdas[-1]) if lambdas else None
     typed = typed or _SCALAR.search(args)
-    return Gist(op, short, typed.group(1) if typed else "")
+    dtype = typed.group(1) if typed else ""
+    return Gist(op, short, _SHORT_TYPE.get(dtype, dtype))

@@ -35,3 +35,24 @@ async def test_collective_places_whole_at_80x24():
         shown = [line[x:x + table._col_widths[i]].strip() for line in lines]
         assert sorted(shown) == sorted(row.values[2] for row in table.rows_shown), shown
         assert not any("…" in c for c in shown)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("size", [(80, 24), (160, 45)], ids=["80x24", "160x45"])
+async def test_the_notes_take_the_room_the_tables_leave(size):
+    """Two runs of two ranks fill four rows: the head shows every note (one line each) rather than
+    `6 more notes: …` over empty rows, and every rank row stays in view."""
+    run = real_trace("hta_two_ranks/sampled_rank-0.json.gz").parent
+    s = RunSession([str(run), str(run)], use_cache=False, jobs=1)
+    found = findings(*s.load())
+    app = RunsApp(found)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        await wait_until(pilot, lambda: any(t.spec is not None and t.region.height for t in app.screen.query(ResultTable)))
+        await pilot.pause()
+        text = screen_text(app)
+        assert "more notes" not in text
+        assert len(found.notes) >= 4
+        assert sum(line.lstrip().startswith("note: ") for line in text.splitlines()) == len(found.notes)
+        table = next(t for t in app.screen.query(ResultTable) if t.spec is not None and t.spec.name == "ranks")
+        assert table.region.height - 1 >= len(table.rows_shown)

@@ -115,7 +115,7 @@ def run(args) -> int:
             out.print(Text(f"{what:7} read from ", style="dim") + literal(how or "—"))
         shapes = s["step_shapes"]
         if shapes:
-            first = shapes[0]
+            first = {k: "unknown" if v is None else v for k, v in shapes[0].items()}   # the annotation omits it
             out.print(Text(f"step shapes ({len(shapes)} step{'' if len(shapes) == 1 else 's'}; first: requests {first['requests']}, tokens "
                            f"{first['tokens']}, KV tokens {first['kv_tokens']})"))
         ops = Table(title="top operations", title_justify="left")

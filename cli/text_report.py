@@ -22,6 +22,7 @@ def render_text(cmp, out) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from kerneldiff.core.session import distinct_short_names
     from kerneldiff.core.report import format as fmt
     from kerneldiff.core.report import labels
 
@@ -143,7 +144,8 @@ def render_text(cmp, out) -> None:
             for key, group in ((f.fused_side, f.fused_group), (f.component_side, f.component_group)):
                 if group:
                     line = Text(f"    {key.upper()} ", style="bold")
-                    line.append_text(literal("  ·  ".join(labels.group_kernel(k) for k in group)))
+                    short = distinct_short_names([k.name for k in group], 44)
+                    line.append_text(literal("  ·  ".join(labels.group_kernel(k, short) for k in group)))
                     out.print(line)
 
     if cmp.same_kernels:
@@ -151,8 +153,6 @@ def render_text(cmp, out) -> None:
         t.add_column("kernel", overflow="ellipsis", no_wrap=True, max_width=max(16, name_w - 12))
         for col in ("A n", "B n", "A mean", "B mean", "A/B", "total gap"):
             t.add_column(col, justify="right", no_wrap=True)
-        from kerneldiff.core.session import distinct_short_names
-
         shown = cmp.same_kernels[:10]
         short = distinct_short_names([k.name for k in shown], max(16, name_w - 12))   # what tells them apart
         for s in shown:

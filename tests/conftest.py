@@ -97,16 +97,6 @@ def kineto_doc(events, device_name="NVIDIA H100 80GB HBM3", vendor="NVIDIA", **e
 # session to fix; each is named in the closing note and must be fixed, not kept. Marked xfail
 # (not strict) so the rest of the suite still guards everything else.
 KNOWN_AFTER_MERGE = {
-    "tests/functional/test_text_80_columns.py::test_runs_report_at_80_columns":
-        "new table captions (shape coverage) change the tables the test walks",
-    "tests/functional/test_text_80_columns.py::test_pair_report_at_80_columns[pair0]":
-        "new table captions (shape coverage) change the tables the test walks",
-    "tests/functional/test_text_80_columns.py::test_pair_report_at_80_columns[pair1]":
-        "new table captions (shape coverage) change the tables the test walks",
-    "tests/functional/test_tui_aie.py::test_broken_aie_trace_leaves_the_other_browsable":
-        "error screen text timing under xdist (passes alone)",
-    "tests/functional/test_tui_stored.py::test_a_trace_that_fails_behind_a_stored_comparison_shows_the_error_screen":
-        "error screen text timing under xdist",
     "tests/hostile/test_corpus.py::test_compare[big_gzip_bad_events]":
         "a compare of the big damaged gzip exceeds the test's 60 s CPU limit after the merge",
     "tests/hostile/test_corpus.py::test_compare[big_gzip_truncated]":

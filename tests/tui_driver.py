@@ -105,6 +105,31 @@ async def wait_for_screen(pilot, kind: type, timeout: float = 30.0) -> None:
     await wait_until(pilot, lambda: isinstance(app.screen, kind) and getattr(app.screen, "ready", True), timeout)
 
 
+BOX_EDGES = str.maketrans({c: " " for c in "│┃║╭╮╰╯─━"})
+
+
+async def wait_for_text(pilot, kind: type, *needles: str, timeout: float = 90.0) -> str:
+    """Until a screen of `kind` is on top, mounted, and its text on screen holds every one of
+    `needles`; that text, read as words joined by single spaces with the borders of boxes taken out,
+    so that a sentence wrapped inside a box (where it wraps depends on a file's path) reads whole.
+    A screen is on top some frames before its body is drawn, more of them on a loaded machine."""
+    app = pilot.app
+    seen = ""
+
+    def shown() -> bool:
+        nonlocal seen
+        if not (isinstance(app.screen, kind) and app.screen.is_mounted):
+            return False
+        seen = " ".join(screen_text(app).translate(BOX_EDGES).split())
+        return all(n in seen for n in needles)
+
+    try:
+        await wait_until(pilot, shown, timeout, step=0.05)
+    except TimeoutError:
+        raise TimeoutError(f"{kind.__name__} never showed {needles}; it showed: {seen[:400]!r}") from None
+    return seen
+
+
 async def wait_for_main(pilot, timeout: float = 40.0) -> None:
     """Until the comparison (or browse) screen is up and no worker is running."""
     from textual.lazy import Lazy

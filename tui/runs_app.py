@@ -75,9 +75,11 @@ def fmt_name(name: str, width: int) -> str:
 
 def collectives_spec(found) -> TableSpec:
     items = list(found.collectives)
+    where_w = max((len(where_cell(c)) for c in items), default=5)
     cols = [Column("kind", "kind", "name", min_width=10, max_width=max((len(c.kind) for c in items), default=10)),
             Column("size", "size", "num", 9),
-            Column("where", "where", "name", min_width=5, max_width=max((len(where_cell(c)) for c in items), default=5)),
+            # `backward` whole (not `back…`) where it fits in ten cells; longer places share what is left
+            Column("where", "where", "name", min_width=max(5, min(10, where_w)), max_width=where_w),
             Column("n", "n A/B", "text", 9),
             Column("a_total", "A time", "us", 9), Column("b_total", "B time", "us", 9),
             Column("a_wait", "A wait", "us", 9), Column("b_wait", "B wait", "us", 9),
@@ -117,9 +119,15 @@ HEAD_LINES = 5          # at 80×24: the tables keep the rest
 TABLE_LINES = 19        # the lines the screen keeps below the head (tabs, a table, the footer)
 
 
-def head_lines(height: int) -> int:
-    """The head's lines on a screen `height` rows high: 5 at 24 rows, more where there is room."""
-    return max(HEAD_LINES, height - TABLE_LINES)
+TABLE_FRAME = 9         # the lines around a table's rows: crumb, tabs, hint (two), header, footer, margin
+
+
+def head_lines(height: int, rows: int | None = None) -> int:
+    """The head's lines on a screen `height` rows high: 5 at 24 rows, more where there is room,
+    and the room the tables leave when their `rows` are fewer than the screen holds (two runs of
+    two ranks at 80×24: the notes rather than eight empty rows)."""
+    room = height - TABLE_FRAME - rows if rows is not None else 0
+    return max(HEAD_LINES, height - TABLE_LINES, room)
 
 
 def runs_head(found, max_lines: int = HEAD_LINES) -> Group:
@@ -168,13 +176,17 @@ class RunsScreen(TabbedExplorerScreen):
         super().__init__()
         self.found = found
 
+    def _rows(self) -> int:
+        """The rows of the taller table."""
+        return max(len(rank_rows(self.found)), len(self.found.collectives))
+
     def _header(self) -> Static:
-        return Static(runs_head(self.found, head_lines(self.app.size.height)), id="runs-head")
+        return Static(runs_head(self.found, head_lines(self.app.size.height, self._rows())), id="runs-head")
 
     def on_resize(self, event) -> None:
         super().on_resize(event)
         for head in self.query("#runs-head"):
-            head.update(runs_head(self.found, head_lines(self.app.size.height)))
+            head.update(runs_head(self.found, head_lines(self.app.size.height, self._rows())))
 
     def _pane(self, key: str) -> TablePane:
         if key == "ranks":
@@ -239,7 +251,7 @@ class RunsApp(App):
 
     TITLE = "kerneldiff — runs"
     CSS_PATH = "app.tcss"     # the explorer's look (tables, tabs, focus marks)
-    CSS = "#runs-head { height: auto; max-height: 5; padding: 0 1; }"
+    CSS = "#runs-head { height: auto; padding: 0 1; }"   # runs_head gives it its lines (head_lines)
     BINDINGS = [Binding("q", "quit", "Quit", tooltip="Quit kerneldiff"),
                 Binding("question_mark", "help", "Help", key_display="?", tooltip="This list of keys")]
 

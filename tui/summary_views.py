@@ -37,22 +37,26 @@ def _num(s: str, style: str = "") -> Text:
 
 
 def summary_spec(comp: Comparison) -> TableSpec:
-    """The ledger: one row per cause, largest |gap| first; they sum to the wall-clock gap."""
-    cols = [Column("cause", "Cause", "name", None, 14, 40), Column("a", "A", "us", 9),
-            Column("b", "B", "us", 9), Column("gap", "Gap", "gap", 10), Column("launches", "Launches", "gap", 10),
-            Column("slower", "Slower", "gap", 10)]
+    """The ledger: one row per cause, largest |gap| first; they sum to the wall-clock gap. A cause is
+    shown whole: one wider than its column wraps onto a second line (a cut `exposed communica…`
+    or `Gather/Scatter (fus…` no longer says which cause it is)."""
+    # durations read at most 8 cells (999.99ms, 1234.56s) and gaps 9 (their sign): the cause gets
+    # the rest, 23 cells at 80 columns
+    cols = [Column("cause", "Cause", "name", None, 14, 40), Column("a", "A", "us", 8),
+            Column("b", "B", "us", 8), Column("gap", "Gap", "gap", 9), Column("launches", "Launches", "gap", 9),
+            Column("slower", "Slower", "gap", 9)]
 
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
         for i, e in enumerate(comp.ledger):
             vals = (e.cause, e.a_us, e.b_us, e.gap_us, e.count_gap_us, e.speed_gap_us)
-            cells = (literal(e.cause[:w["cause"]] if len(e.cause) <= w["cause"] else e.cause[:w["cause"] - 1] + "…"),
+            cells = (literal(e.cause),
                      _num(fmt_us(e.a_us)), _num(fmt_us(e.b_us)), _num(fmt_gap(e.gap_us)),
                      _num(fmt_gap(e.count_gap_us) if e.count_gap_us is not None else ""),
                      _num(fmt_gap(e.speed_gap_us) if e.speed_gap_us is not None else ""))
             side = slower_side(e.gap_us)
             rows.append(Row(f"{i}:{e.cause}", vals, cells, payload=e, style=SIDE_STYLE[side] if side else "",
-                            search=e.cause.lower()))
+                            search=e.cause.lower(), height=1 if len(e.cause) <= w["cause"] else None))
         return rows
 
     sorts = {"gap": Sort("gap", lambda r: abs(r.values[3]), ("gap",), True, "largest |gap| first"),

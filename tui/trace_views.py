@@ -42,10 +42,12 @@ def operations_spec(ov: TraceOverview, side: str = "a") -> TableSpec:
         for o in ops:
             s = o.stats
             vals = (o.category, s.count, s.total_us, s.mean_us, s.median_us, s.share, None)
-            cells = (literal(cut(o.category, w["category"])), _num(f"{s.count:,}"), _num(fmt_us(s.total_us)),
+            cells = (literal(o.category), _num(f"{s.count:,}"), _num(fmt_us(s.total_us)),
                      _num(fmt_us(s.mean_us)), _num(fmt_us(s.median_us)), _num(fmt_pct(s.share)),
                      one_bar(s.total_us, scale, 10, SIDE_STYLE[side]))
-            rows.append(Row(o.category, vals, cells, payload=o, search=o.category.lower()))
+            # a name wider than its column wraps at a word (`Attention (prefil…` said less)
+            rows.append(Row(o.category, vals, cells, payload=o, search=o.category.lower(),
+                            height=1 if len(o.category) <= w["category"] else None))
         return rows
 
     return TableSpec("operations", cols, build, default_sort="time",

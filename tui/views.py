@@ -195,15 +195,17 @@ def layers_hint(comp: Comparison) -> Text:
             t.append(f"≈ none of the {noise} layers departs from the typical layer: no layer stands out", style="bold")
         else:
             t.append(f"≈ {noise} of {len(comp.layers)} layers do not depart from the typical layer "
-                     f"(* |t vs typ| > {critical(len(comp.layers)):.2f}: 5 %, corrected for {len(comp.layers)} layers)")
+                     f"(* |t vs typ| > {critical(len(comp.layers)):.2f}: 5%, corrected for {len(comp.layers)} layers)")
         t.append("   ")
+    # the way on before the legend: at 80 columns the hint's two lines end inside the legend, which
+    # the bar column's header (A▀ B▄) repeats
+    t.append("Enter: kernel pairs   ", style=DIM)
     t.append("▀ ", style=SIDE_STYLE["a"])
     t.append("A ", style=f"bold {SIDE_STYLE['a']}")
     t.append(literal(comp.a.label))
     t.append("   ▄ ", style=SIDE_STYLE["b"])
     t.append("B ", style=f"bold {SIDE_STYLE['b']}")
     t.append(literal(comp.b.label))
-    t.append("   Enter: kernel pairs", style=DIM)
     if comp.layers and all(r.spread_us is None for r in comp.layers):
         t.append("   ±passes —: under 3 passes, no spread to judge layer differences by", style=DIM)
     return t
@@ -243,14 +245,15 @@ def operations_spec(comp: Comparison) -> TableSpec:
             only = (SIDE_LETTER[o.only_in] + (f" #{found + 1}" if found is not None else "")) if o.only_in else ""
             vals = (o.category, *ph, at, bt, o.ratio, o.gap_us, o.a.count, o.b.count,
                     a and a.share, b and b.share, a and a.median_us, b and b.median_us, only)
-            cells = (literal(cut(o.category, w["category"])), *(literal(p) for p in ph),
+            cells = (literal(o.category), *(literal(p) for p in ph),
                      _num(fmt_us(at)), _num(fmt_us(bt)),
                      _num(fmt_ratio(o.ratio)), _num(fmt_gap(o.gap_us)), _num(f"{o.a.count:,}"), _num(f"{o.b.count:,}"),
                      _num(fmt_pct(a.share) if a else "—"), _num(fmt_pct(b.share) if b else "—"),
                      _num(fmt_us(a.median_us) if a else "—"), _num(fmt_us(b.median_us) if b else "—"),
                      Text(only))
+            # a name wider than its column wraps at a word (`Attention (pr…` said less)
             rows.append(Row(f"{o.category}|{o.phase}", vals, cells, payload=o, style=_row_style(o.gap_us),
-                            search=o.category.lower()))
+                            search=o.category.lower(), height=1 if len(o.category) <= w["category"] else None))
         return rows
 
     g = 3 + len(phase_col)
@@ -518,12 +521,13 @@ def _group_rows(g: Table, f: FusionFinding) -> None:
     for side, kernels in ((f.fused_side, f.fused_group), (f.component_side, f.component_group)):
         head = side_text(side)
         head.append(" runs")
+        short = shortener([k.name for k in kernels], 56)   # two `Mul ew` of other dtypes read apart
         for i, k in enumerate(kernels):
             line = Text()
             line.append(f"{fmt_us(k.mean_us):>8}  ")
             line.append_text(literal(", ".join(k.ops) if k.ops else k.category, "bold"))
             line.append("  ")
-            line.append_text(literal(shorten(k.name, 56), DIM))
+            line.append_text(literal(short(k.name), DIM))
             g.add_row(head if i == 0 else Text(""), line)
         total = Text(f"{fmt_us(sum(k.mean_us for k in kernels)):>8}  {len(kernels)} kernel"
                      f"{'s' if len(kernels) != 1 else ''} per occurrence", style=DIM)

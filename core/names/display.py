@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from kerneldiff.core.names.generic import gist
 from kerneldiff.core.names.parts import drop_return_type, strip_args, strip_signature
 
 _NAMESPACES = re.compile(r"(?:at::native::|at::cuda::|c10::|std::|cub::|cutlass::|\(anonymous namespace\)::|"
@@ -105,6 +106,9 @@ def short_name(name: str, width: int = 48) -> str:
     if copy and len(s) > width:
         return _copy_name(*copy.groups(), width)
     vec = _VEC_WIDTH.search(s)
+    if len(s) > width and (g := gist(s)) is not None:
+        s = g.text()    # PyTorch's generic kernels by their op: `rsqrt vec_ew<4>`
+        return s if len(s) <= width else s[:width - 1] + "…"
     if len(s) > width:
         s = _NAMESPACES.sub("", drop_return_type(strip_args(s)))
         s = _flatten_templates(s) if "<" in s else s
@@ -211,6 +215,7 @@ def distinct_short_names(names, width: int) -> dict[str, str]:
     short = {n: short_name(n, width) for n in unique}
     if width < 6:
         return short
+    _generic_apart(unique, short, width)
     forms: dict[str, str] = {}
     for _round in range(3):
         groups: dict[str, list[str]] = {}
@@ -220,6 +225,10 @@ def distinct_short_names(names, width: int) -> dict[str, str]:
         if not alike:
             break
         for group in alike:
+            typed = _typed_gists(group, width)
+            if typed is not None:   # generic kernels told apart by their element type
+                short.update(typed)
+                continue
             fs = [forms.get(n) or forms.setdefault(n, _full_form(n)) for n in group]
             if len(set(fs)) < len(fs):   # differ only in the parameter list: read them whole
                 fs = [_full_readable(n) for n in group]
@@ -230,6 +239,76 @@ def distinct_short_names(names, width: int) -> dict[str, str]:
             for n, f in zip(group, fs):
                 short[n] = _fit_middle(f, p, s, width)
     return short
+
+
+_TOKEN = re.compile(r"#?\w+")
+
+
+def _fit_op(op: str, rest: str, width: int) -> str:
+    """`op` + `rest` in `width` cells: what tells them apart (`rest`) kept whole, the op shortened."""
+    text = op + rest
+    if len(text) <= width:
+        return text
+    if len(rest) + 4 <= width:
+        return op[:width - len(rest) - 1] + "…" + rest
+    return text[:width - 1] + "…"
+
+
+def _generic_apart(names: list[str], short: dict[str, str], width: int) -> None:
+    """PyTorch's generic kernels of one op (every `direct_copy`) told apart among themselves, so
+    that a table's copies read `direct_copy(float) ew`, `direct_copy(long) unrolled_ew`."""
+    from kerneldiff.core.names.demangle import readable
+
+    by_op: dict[str, list[str]] = {}
+    for n in names:
+        g = gist(readable(n) if n.startswith("_Z") else n)
+        if g is not None:
+            by_op.setdefault(g.op, []).append(n)
+    for members in by_op.values():
+        if len(members) > 1 and len({short[n] for n in members}) < len(members):
+            short.update(_typed_gists(members, width) or {})
+
+
+def _typed_gists(group: list[str], width: int) -> dict[str, str] | None:
+    """Generic kernels of one table, told apart by the least of their element type and template
+    that does it (`direct_copy(float) ew`, `direct_copy(long) unrolled_ew`; the op shortened first:
+    `direct_c…(long) ew`), and those still alike by the first word that differs between their
+    names (a lambda's `#7`, a launch size `128`). None where one is not generic or two still read
+    the same."""
+    from kerneldiff.core.names.demangle import readable
+
+    gs = dict(zip(group, (gist(readable(n) if n.startswith("_Z") else n) for n in group)))
+    if not all(gs.values()):
+        return None
+
+    def label(g, dtype: bool, template: bool) -> str:
+        return _fit_op(g.op, (f"({g.dtype})" if dtype and g.dtype else "") + (f" {g.template}" if template else ""),
+                       width)
+
+    for dtype, template in ((False, True), (True, False), (True, True)):
+        out = {n: label(g, dtype, template) for n, g in gs.items()}
+        if len(set(out.values())) == len(out):
+            return out
+    alike: dict[str, list[str]] = {}
+    for n, text in out.items():
+        alike.setdefault(text, []).append(n)
+    for members in (m for m in alike.values() if len(m) > 1):
+        forms = [_full_form(n) for n in members]
+        if len(set(forms)) < len(forms):
+            return None
+        p = _common_prefix(forms)
+        q = _common_suffix(forms, p)
+        words = [_TOKEN.search(f[p:len(f) - q]) for f in forms]
+        if not all(words):
+            return None
+        for n, w in zip(members, words):
+            g, token = gs[n], w.group(0)[:8]
+            # the most that fits whole beside at least four letters of the op
+            rests = [(f"({g.dtype})" if dtype and g.dtype else "") + (f" {g.template}" if template else "")
+                     + f" {token}" for dtype, template in ((True, True), (True, False), (False, False))]
+            rest = next((r for r in rests if len(r) + 4 <= width), rests[-1])
+            out[n] = _fit_op(g.op, rest, width)
+    return out if len(set(out.values())) == len(out) else None
 
 
 def _full_readable(name: str) -> str:

@@ -33,8 +33,13 @@ def headline(cmp) -> Headline:
     if c is not None and c.verdict == "not comparable":
         verdict = "not comparable (see why below): these figures set different work side by side. " + verdict
     comp = "—" if c is None else c.verdict + (": " + "; ".join(c.reasons) if c.reasons else "")
-    left = [f"{s.key.upper()} left out {s.excluded.kernels:,} kernels ({fmt.us(s.excluded.time_us)}): {s.excluded.why}"
-            for s in (cmp.a, cmp.b) if s.excluded is not None]
+    out = [s for s in (cmp.a, cmp.b) if s.excluded is not None]
+    if len(out) == 2 and out[0].excluded.why == out[1].excluded.why:   # one line when the reason is the same
+        a, b = (s.excluded for s in out)
+        left = [f"A left out {a.kernels:,} kernels ({fmt.us(a.time_us)}), B {b.kernels:,} ({fmt.us(b.time_us)}): {a.why}"]
+    else:
+        left = [f"{s.key.upper()} left out {s.excluded.kernels:,} kernels ({fmt.us(s.excluded.time_us)}): "
+                f"{s.excluded.why}" for s in out]
     left += [f"{s.key.upper()}: {s.passes_left_out['line']}" for s in (cmp.a, cmp.b)
              if getattr(s, "passes_left_out", None)]
     if getattr(w, "window_note", ""):

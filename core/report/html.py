@@ -16,6 +16,7 @@ import math
 from functools import lru_cache
 
 from kerneldiff.core.compare.one_sided import attention_counterparts
+from kerneldiff.core.names.display import distinct_short_names
 from kerneldiff.core.names.display import short_name as _short_name
 from kerneldiff.core.names.visible import visible
 from kerneldiff.core.report import format as fmt
@@ -326,7 +327,8 @@ def _fusions(cmp) -> str:
         groups = []
         for key, group in ((f.fused_side, f.fused_group), (f.component_side, f.component_group)):
             if group:
-                ks = "".join(f"<li>{esc(labels.group_kernel(k), 200)}</li>" for k in group)
+                short = distinct_short_names([k.name for k in group], 44)
+                ks = "".join(f"<li>{esc(labels.group_kernel(k, short), 200)}</li>" for k in group)
                 groups.append(f'<div class="group {key}"><b>{key.upper()}</b><ul>{ks}</ul></div>')
         if not groups:     # findings without op-level groups: the kernels by name
             for key, names in ((f.fused_side, f.fused_kernels), (f.component_side, f.component_kernels)):

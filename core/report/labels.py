@@ -116,11 +116,13 @@ def estimated_saving(f) -> str:
     return fmt.us(f.estimated_saving.total_all_us) if f.estimated_saving else fmt.ABSENT
 
 
-def group_kernel(k) -> str:
-    """One kernel of an op-level fusion group: its operations (or short name) and mean time."""
+def group_kernel(k, short: dict[str, str] | None = None) -> str:
+    """One kernel of an op-level fusion group: its operations (or short name) and mean time;
+    `short`: the group's names as `distinct_short_names` gives them (kernels alike read apart)."""
     if k.ops and all("::" in o for o in k.ops):
         return f"{', '.join(k.ops)} {fmt.us(k.mean_us)}"
-    return f"{short_name(k.name, 44)} [{', '.join(k.ops) or k.category}] {fmt.us(k.mean_us)}"
+    name = short.get(k.name) if short else None
+    return f"{name or short_name(k.name, 44)} [{', '.join(k.ops) or k.category}] {fmt.us(k.mean_us)}"
 
 
 def layer_name(l) -> str:

@@ -142,7 +142,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
     "report": ["format", "labels", "headline", "table_names", "work_tables", "tables", "module_table", "run_tables",
                "markdown", "html", "perfetto", "run_report", "gate_report"],
     "gate": ["spec", "fingerprint", "series", "noise", "repeats", "result", "verdict", "rank_floor", "runs"],
-    "names": ["visible", "parts", "demangle", "display", "gpus"],
+    "names": ["visible", "parts", "demangle", "generic", "display", "gpus"],
     "ranks": ["identify", "summary", "cluster", "run", "session"],
     "synth": ["names", "trace", "pair", "ranks"],
     "aie": ["detect", "analysis", "session", "synth"],

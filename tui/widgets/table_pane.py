@@ -37,7 +37,7 @@ class TablePane(Vertical):
 
     DEFAULT_CSS = """
     TablePane { height: 1fr; }
-    TablePane > .hint { height: 1; color: $text-muted; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    TablePane > .hint { height: auto; max-height: 2; color: $text-muted; padding: 0 1; text-wrap: wrap; text-overflow: ellipsis; }
     TablePane > ResultTable { height: 2fr; min-height: 5; }
     TablePane > DetailScroll { height: 1fr; min-height: 3; border-top: solid $primary-darken-2; padding: 0 1; }
     TablePane > DetailScroll:focus { border-top: solid $accent; }

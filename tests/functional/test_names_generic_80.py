@@ -56,7 +56,7 @@ def test_every_generic_kernel_of_a_real_trace_reads_by_its_op(trace):
 
 @pytest.fixture(scope="module")
 def llama():
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     paths = [str(real_trace(p)) for p in PAIR]
     return paths, {p: load(p, use_cache=False) for p in paths}
@@ -118,7 +118,7 @@ def test_same_kernels_in_the_text_report_at_80_columns_name_the_op(llama, capsys
 async def test_a_fusion_groups_kernels_read_apart():
     """Eager Llama's RMSNorm runs two different `Mul` kernels (BFloat16 and float) where compiled
     runs one Triton kernel: the explorer's fusion detail names them apart (both read `Mul ew`)."""
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     paths = [str(real_trace(p)) for p in ("h100_llama_eager_sdpa.json.gz", "h100_llama_compiled.json.gz")]
     app = demo_app({p: load(p, use_cache=False) for p in paths}, paths=paths)

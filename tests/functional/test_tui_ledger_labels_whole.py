@@ -16,7 +16,7 @@ from conftest import real_trace
 
 @pytest.fixture(scope="module")
 def two_ranks():
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     paths = [str(real_trace(f"hta_two_ranks/sampled_rank-{r}.json.gz")) for r in (0, 1)]
     return paths, {p: load(p, use_cache=False) for p in paths}
@@ -58,7 +58,7 @@ async def test_every_cause_in_view_is_whole(two_ranks, size):
 
 @pytest.mark.slow
 async def test_browse_operations_at_80x24_are_whole():
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
     from kerneldiff.tui.screens.browse import BrowseScreen
 
     path = str(real_trace("b200_vllm_eager.json.gz"))

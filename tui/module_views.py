@@ -64,6 +64,11 @@ def modules_hint(mc) -> Text:
                 f"the wall-clock gap", style=DIM)
 
 
+def _count(n: float) -> str:
+    """A count as counted: whole where it is (totals), one decimal where it is a mean per pass."""
+    return f"{n:,.0f}" if float(n).is_integer() else f"{n:,.1f}"
+
+
 def module_detail(node, mc) -> Text:
     t = Text()
     t.append_text(literal(node.path or "total"))
@@ -73,7 +78,7 @@ def module_detail(node, mc) -> Text:
             t.append(f"\n{key}: not on this side")
             continue
         t.append(f"\n{key}: {fmt_us(side.time_us)} kernel time, span {fmt_us(side.span_us)}, "
-                 f"{side.kernels:,.1f} kernels, {side.launches:,.1f} launches")
+                 f"{_count(side.kernels)} kernels, {_count(side.launches)} launches")
     for note in mc.notes:
         t.append("\n")
         t.append_text(literal(note, DIM))

@@ -46,6 +46,19 @@ class TraceSession(Protocol):
     def compare(self, phase: str = "all") -> Any: ...
 
 
+@runtime_checkable
+class ExplorerSession(TraceSession, Protocol):
+    """What the explorer asks of a session it opens (`Session`, `AieSession`): what to show, a
+    comparison stored before (None where nothing is), and each loaded trace in a few words
+    (`LoadedTrace`, or the kind's own analysis)."""
+
+    errors: list[str | None]
+
+    def result(self, phase: str = "all", index: int | None = None) -> Any: ...
+    def stored_comparison(self, phase: str = "all") -> Any: ...
+    def loaded_trace(self, index: int) -> Any: ...
+
+
 @dataclass(frozen=True)
 class KernelRef:
     """One kernel of a loaded trace as it crosses to the front ends: the trace (`index`, 0 for A,
@@ -323,6 +336,11 @@ class Session:
                        "launch_bound_us": w.launch_bound_us, "sync_us": w.sync_us, "other_us": w.other_us}
         return out
 
+    def result(self, phase: str = "all", index: int | None = None):
+        """What this session shows: the pair's comparison (`index` None; kept only once shown,
+        `keep_comparison`), or trace `index`'s overview."""
+        return self.compare(phase, keep=False) if index is None else self.overview(index, phase)
+
     def overview(self, index: int, phase: str = "all"):
         """Trace `index` on its own in one phase, what the explorer browses
         (`kerneldiff.core.analysis.trace_totals.TraceOverview`)."""
@@ -503,7 +521,7 @@ class Session:
         return m
 
 
-def open_session(paths: list[str], *, aie: dict[str, Any] | None = None, **kwargs) -> TraceSession:
+def open_session(paths: list[str], *, aie: dict[str, Any] | None = None, **kwargs) -> ExplorerSession:
     """Probe the paths and return the session for their kind: AIE traces get an AieSession (with the
     launcher's AIE options), everything else a Session (with `kwargs`). An AIE trace beside a trace of
     another kind cannot be compared: a Session, where the AIE trace carries that error and the other
@@ -544,13 +562,13 @@ _WORK_RESULTS = frozenset({"KernelShare", "ShapeSide", "GemmShape", "AttentionSh
                            "ThroughputRow"})
 _OVERVIEW = frozenset({"TraceOverview", "KernelTotal", "LayerTotal", "OperationTotal", "StepTotal"})
 _AIE_RESULTS = frozenset({"AieComparison", "AieRun", "AieParams", "AieGemmShape"})
-_AIE_SESSION = frozenset({"AIE", "AieSession", "AieSettings", "aie_settings"})
+_AIE_SESSION = frozenset({"AIE", "AieResult", "AieSession", "AieSettings", "aie_settings"})
 _NAMES = frozenset({"short_name", "distinct_short_names", "readable", "demangle", "visible"})
 
 if TYPE_CHECKING:   # what __getattr__ hands out, for type checkers
     from kerneldiff.core.ingest.probe import TraceInfo
     from kerneldiff.core.aie.analysis import AieComparison, AieParams, AieRun, GemmShape as AieGemmShape  # noqa: F401
-    from kerneldiff.core.aie.session import AIE, AieSession, AieSettings, aie_settings  # noqa: F401
+    from kerneldiff.core.aie.session import AIE, AieResult, AieSession, AieSettings, aie_settings  # noqa: F401
     from kerneldiff.core.analysis.pass_lanes import PassKernels  # noqa: F401
     from kerneldiff.core.analysis.peaks import PeakTable  # noqa: F401
     from kerneldiff.core.analysis.stats import Stats  # noqa: F401

@@ -23,7 +23,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
-from kerneldiff.core.session import AIE
+from kerneldiff.core.session import LoadedTrace
 from kerneldiff.core.errors import LoadCancelled, TraceError
 
 from .commands import ExplorerCommands
@@ -53,32 +53,31 @@ def explorer_session(paths: list[str], *, aie: dict[str, Any] | None = None, reg
 def stored_result(session, phase: str):
     """The comparison of the session's two traces as stored when they were last compared in `phase`
     (read before either is loaded), or None: no pair, a trace the probe refused, nothing stored."""
-    if session.kind == AIE or session.single or any(session.errors):
+    if session.single or any(session.errors):
         return None
     return session.stored_comparison(phase)
 
 
 def explorer_result(session, phase: str, index: int | None):
-    """What the explorer shows: for AIE runs their view (one run or two and their comparison); for
-    GPU traces the comparison of the two (`index` None) or the overview of trace `index` alone."""
-    if session.kind == AIE:
+    """What the explorer shows: the session's result for both traces (`index` None) or trace
+    `index` alone; an AIE session's runs as the AIE screens' view."""
+    from kerneldiff.core.session import AieResult
+
+    result = session.result(phase, index)
+    if isinstance(result, AieResult):
         from .screens.aie_views import AieView
 
-        if index is None:
-            return AieView([session.run(i) for i in range(len(session.paths))], session.settings, session.compare())
-        return AieView([session.run(index)], session.settings)
-    if index is None:
-        return session.compare(phase, keep=False)   # stored once it is shown (on_comparison_shown)
-    return session.overview(index, phase)
+        return AieView.of(result)
+    return result
 
 
 def load_summary(session, index: int) -> str:
     """The start screen's one line for loaded trace `index`."""
-    if session.kind == AIE:
+    t = session.loaded_trace(index)
+    if not isinstance(t, LoadedTrace):      # an AIE run's own analysis
         from .screens.aie_views import card_summary
 
-        return card_summary(session.run(index))
-    t = session.loaded_trace(index)
+        return card_summary(t)
     s = (f"loaded: {t.kernels:,} kernels · {t.steps:,} step{'' if t.steps == 1 else 's'} · "
          f"{t.layers_per_step} layers/step")
     if t.warnings:

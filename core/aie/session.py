@@ -78,6 +78,15 @@ def mixed_kind_errors(paths: list[str], infos: list[Any], errors: list[str | Non
 
 
 @dataclass
+class AieResult:
+    """What an AIE session shows: one run, or two runs and their comparison."""
+
+    runs: list[Any]                  # kerneldiff.core.aie.analysis.AieRun, one or two
+    settings: AieSettings
+    comparison: Any = None           # kerneldiff.core.aie.analysis.AieComparison when two runs
+
+
+@dataclass
 class AieSession:
     """One or two AIE runs; `models` hold `AieRun`s, `compare()` gives an `AieComparison`."""
 
@@ -161,3 +170,17 @@ class AieSession:
 
     def phases(self) -> list[str]:
         return ["all"]
+
+    def result(self, phase: str = "all", index: int | None = None) -> AieResult:
+        """Both runs and their comparison (`index` None), or run `index` alone."""
+        if index is None:
+            return AieResult([self.run(i) for i in range(len(self.paths))], self.settings, self.compare())
+        return AieResult([self.run(index)], self.settings)
+
+    def stored_comparison(self, phase: str = "all") -> None:
+        """Nothing is stored: AIE runs are analysed in moments."""
+        return None
+
+    def loaded_trace(self, index: int):
+        """Loaded run `index`: its analysis (an AieRun)."""
+        return self.run(index)

@@ -6,7 +6,7 @@ import pytest
 from kerneldiff.core.aie.session import AieSession
 from kerneldiff.core.demo import DEMO_A, DEMO_B
 from kerneldiff.core.ranks.session import RunSession
-from kerneldiff.core.session import KernelRef, Session, TraceSession
+from kerneldiff.core.session import ExplorerSession, KernelRef, Session, TraceSession
 
 
 @pytest.mark.parametrize("session", [
@@ -19,6 +19,31 @@ def test_every_kind_of_session_implements_the_protocol(session):
     assert session.kind in ("kineto", "aie", "runs")
     assert session.paths and not session.single
     assert session.phases()[0] == "all"     # before anything is loaded
+
+
+def test_what_the_explorer_opens_answers_the_explorer_protocol(tmp_path):
+    """The explorer asks one set of questions of every session it opens (no branch on its kind):
+    a GPU pair answers with its comparison and LoadedTrace, AIE runs with an AieResult and their
+    own analysis, and only a GPU pair can have a stored comparison."""
+    from kerneldiff.core.aie.synth import write_aie_trace
+    from kerneldiff.core.session import AieResult, Comparison, LoadedTrace, TraceOverview, open_session
+
+    gpu = open_session([str(DEMO_A), str(DEMO_B)], use_cache=False)
+    gpu.load_all()
+    assert isinstance(gpu, ExplorerSession)
+    assert isinstance(gpu.result("all"), Comparison) and isinstance(gpu.result("all", 1), TraceOverview)
+    assert isinstance(gpu.loaded_trace(0), LoadedTrace)
+
+    paths = [str(tmp_path / "a.json"), str(tmp_path / "b.json")]
+    for p in paths:
+        write_aie_trace(p)
+    aie = open_session(paths, aie={})
+    aie.load_all()
+    assert isinstance(aie, ExplorerSession) and aie.stored_comparison("all") is None
+    both, one = aie.result("all"), aie.result("all", 1)
+    assert isinstance(both, AieResult) and len(both.runs) == 2 and both.comparison is not None
+    assert one.runs == [aie.run(1)] and one.comparison is None
+    assert aie.loaded_trace(0) is aie.run(0)
 
 
 def test_a_run_session_names_its_runs_as_given():

@@ -14,7 +14,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from kerneldiff.core.session import AieSettings
+from kerneldiff.core.session import AieResult, AieSettings
 from kerneldiff.core.report import format as fmt
 
 from ..text import DIM, SIDE_LETTER, SIDE_STYLE, clean, literal, span
@@ -30,12 +30,16 @@ SHAPE_METRIC = "GEMM / tiling"
 
 @dataclass
 class AieView:
-    """What the AIE screens show: one run, or two runs and their comparison (from the session:
-    `AieSession.models` and `AieSession.compare()`)."""
+    """What the AIE screens show: one run, or two runs and their comparison (an `AieResult` of the
+    session, `AieView.of`)."""
 
     runs: list[Any]                  # kerneldiff.core.aie.analysis.AieRun, one or two
     settings: AieSettings
     comparison: Any = None           # kerneldiff.core.aie.analysis.AieComparison when two runs
+
+    @classmethod
+    def of(cls, result: AieResult) -> "AieView":
+        return cls(result.runs, result.settings, result.comparison)
 
     @property
     def compare(self) -> bool:

@@ -480,11 +480,12 @@ def _passes_overlap(start: np.ndarray, end: np.ndarray, step: np.ndarray) -> flo
     spans summed minus the length of their union (integer ns underneath)."""
     if len(step) == 0:
         return 0.0
-    keys, inv = np.unique(step, return_inverse=True)
-    lo = np.full(len(keys), np.iinfo(np.int64).max, dtype=np.int64)
-    hi = np.full(len(keys), np.iinfo(np.int64).min, dtype=np.int64)
-    np.minimum.at(lo, inv, start.astype(np.int64))
-    np.maximum.at(hi, inv, end.astype(np.int64))
+    # each pass's first start and last end: reduceat over the activities grouped by pass (ufunc.at
+    # per element took ~16 ms on a dense 60 MB trace's 1.3M activities)
+    by = stable_argsort(step)
+    firsts = np.concatenate(([0], np.flatnonzero(np.diff(step[by])) + 1))
+    lo = np.minimum.reduceat(start[by].astype(np.int64), firsts)
+    hi = np.maximum.reduceat(end[by].astype(np.int64), firsts)
     order = np.argsort(lo, kind="stable")
     lo, hi = lo[order], hi[order]
     reach = np.maximum.accumulate(hi)

@@ -20,8 +20,6 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # 1 GB trace's model took 0.14-0.27 s with them, 0.16-0.18 s without (6 loads each, alternated).
 os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 
-from kerneldiff.core.names.visible import visible  # noqa: E402
-from kerneldiff.core.errors import TraceError, shown_path  # noqa: E402
 
 # subcommand name -> module (imported lazily so `kerneldiff --help` stays instant)
 SUBCOMMANDS = {
@@ -128,7 +126,8 @@ class _Stdout:
     def __init__(self, stream) -> None:
         self._stream = stream
 
-    def _failed(self, e: OSError) -> TraceError:
+    def _failed(self, e: OSError):
+        from kerneldiff.core.errors import TraceError
         # what is still buffered would fail again at exit ("Exception ignored ..."): drop it
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
@@ -218,6 +217,10 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] in (["--version"], ["-V"]):
         print(f"kerneldiff {version()}")
         return 0
+    # the rest of the package only past --version (which imports nothing of it: ~5 ms)
+    from kerneldiff.core.errors import TraceError, shown_path
+    from kerneldiff.core.names.visible import visible
+
     if argv and argv[0] not in SUBCOMMANDS and _looks_like_command(argv[0]):
         print(f"kerneldiff: {shown_path(argv[0])}: unknown command and no such file (commands: {', '.join(SUBCOMMANDS)}; "
               f"or give one or two trace files)", file=sys.stderr)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -48,3 +49,32 @@ def test_passes_overlap_is_the_spans_summed_less_their_union(acts):
             reach = hi
     expected = (sum(hi - lo for lo, hi in spans.values()) - union) / 1000.0
     assert _passes_overlap(start, end, step) == expected
+
+
+def _same_whole(model) -> None:
+    from dataclasses import asdict
+
+    from kerneldiff.core.analysis.timeline import timeline, whole_window
+    from kerneldiff.core.model import TraceModel
+
+    fresh = TraceModel.__new__(TraceModel)           # the same columns, no memo: each path computes anew
+    fresh.__dict__.update({k: v for k, v in model.__dict__.items() if k != "_memo"})
+    alone = whole_window(fresh)
+    full = timeline(fresh, "all", keep_cut=False).whole
+    assert asdict(alone) == asdict(full)
+    assert whole_window(fresh) is full                 # once the full timeline exists, its window
+
+
+def test_info_wall_window_is_the_timelines_on_the_demo_pair(demo_models):
+    for m in demo_models.values():
+        _same_whole(m)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["h100_llama_eager_sdpa.json.gz", "h100_llama_compiled.json.gz",
+                                  "mi300x_vllm_gptoss_decode.json.gz", "a100_control.json.gz"])
+def test_info_wall_window_is_the_timelines_on_real_traces(name):
+    from conftest import real_trace
+    from kerneldiff.core.ingest.loader import load
+
+    _same_whole(load(real_trace(name), use_cache=False))

@@ -115,10 +115,6 @@ KNOWN_AFTER_MERGE = {
         "the pass timeline now draws only the forward call's kernels",
     "tests/functional/test_tui_stored.py::test_a_trace_that_fails_behind_a_stored_comparison_shows_the_error_screen":
         "error screen text timing under xdist",
-    "tests/hostile/test_corpus.py::test_forked_runs_match_the_real_entry_point[missing_ts]":
-        "info output of the forked run differs from the entry point's (wall line)",
-    "tests/hostile/test_corpus.py::test_forked_runs_match_the_real_entry_point[escape_names]":
-        "info output of the forked run differs from the entry point's (wall line)",
 }
 
 

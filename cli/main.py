@@ -5,7 +5,6 @@ Bad input never produces a traceback: a `TraceError` becomes one line on stderr 
 
 from __future__ import annotations
 
-import argparse
 import gc
 import importlib
 import os
@@ -21,9 +20,6 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # 1 GB trace's model took 0.14-0.27 s with them, 0.16-0.18 s without (6 loads each, alternated).
 os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 
-from kerneldiff.cli.args import Parser, UsageError  # noqa: E402
-from kerneldiff.core.session import visible  # noqa: E402
-from kerneldiff.core.errors import TraceError, shown_path  # noqa: E402
 
 # subcommand name -> module (imported lazily so `kerneldiff --help` stays instant)
 SUBCOMMANDS = {
@@ -35,13 +31,15 @@ SUBCOMMANDS = {
 }
 
 
-def _build_parser(selected: str | None) -> argparse.ArgumentParser:
+def _build_parser(selected: str | None):
+    from kerneldiff.cli.args import Parser   # argparse and the flag parsers: not for `--version`
+
     p = Parser(
         prog="kerneldiff",
         description="Compare two GPU profiler traces side by side. "
         "`kerneldiff A B` opens the explorer; `kerneldiff` alone opens the bundled demo pair.",
     )
-    p.add_argument("-V", "--version", action=_Version, nargs=0, help="print the version and exit")
+    p.add_argument("-V", "--version", action=_version_action(), nargs=0, help="print the version and exit")
     sub = p.add_subparsers(dest="command")
     for name, modname in SUBCOMMANDS.items():
         if selected is not None and name != selected:
@@ -55,7 +53,32 @@ def _build_parser(selected: str | None) -> argparse.ArgumentParser:
     return p
 
 
+def _installed_version() -> str | None:
+    """The Version: line of kerneldiff's installed metadata, found on sys.path directly
+    (importlib.metadata's import alone costs ~25 ms, twice `python -c pass`)."""
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for n in names:
+            if n.startswith("kerneldiff-") and n.endswith(".dist-info"):
+                try:
+                    with open(os.path.join(entry or ".", n, "METADATA"), encoding="utf-8") as f:
+                        for line in f:
+                            if line.startswith("Version:"):
+                                return line.split(":", 1)[1].strip()
+                            if not line.strip():
+                                break
+                except OSError:
+                    pass
+    return None
+
+
 def version() -> str:
+    found = _installed_version()
+    if found:
+        return found
     from importlib.metadata import PackageNotFoundError, version as dist_version
 
     try:
@@ -64,12 +87,17 @@ def version() -> str:
         return "unknown (not installed)"
 
 
-class _Version(argparse.Action):
-    """--version, with the version looked up only when asked (importlib.metadata costs ~15 ms)."""
+def _version_action():
+    import argparse
 
-    def __call__(self, parser, namespace, values, option_string=None):
-        print(f"kerneldiff {version()}")
-        parser.exit()
+    class _Version(argparse.Action):
+        """--version among other flags, with the version looked up only when asked."""
+
+        def __call__(self, parser, namespace, values, option_string=None):
+            print(f"kerneldiff {version()}")
+            parser.exit()
+
+    return _Version
 
 
 def _looks_like_command(word: str) -> bool:
@@ -98,7 +126,8 @@ class _Stdout:
     def __init__(self, stream) -> None:
         self._stream = stream
 
-    def _failed(self, e: OSError) -> TraceError:
+    def _failed(self, e: OSError):
+        from kerneldiff.core.errors import TraceError
         # what is still buffered would fail again at exit ("Exception ignored ..."): drop it
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
@@ -188,6 +217,10 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] in (["--version"], ["-V"]):
         print(f"kerneldiff {version()}")
         return 0
+    # the rest of the package only past --version (which imports nothing of it: ~5 ms)
+    from kerneldiff.core.errors import TraceError, shown_path
+    from kerneldiff.core.names.visible import visible
+
     if argv and argv[0] not in SUBCOMMANDS and _looks_like_command(argv[0]):
         print(f"kerneldiff: {shown_path(argv[0])}: unknown command and no such file (commands: {', '.join(SUBCOMMANDS)}; "
               f"or give one or two trace files)", file=sys.stderr)
@@ -197,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kerneldiff: {problem}", file=sys.stderr)
         return 2
     if argv and argv[0] in SUBCOMMANDS:
+        from kerneldiff.cli.args import UsageError
+
         parser = _build_parser(argv[0])
         args = parser.parse_args(argv)
         mod = importlib.import_module(SUBCOMMANDS[argv[0]])

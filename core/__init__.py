@@ -5,8 +5,22 @@ Read top-down: ingest (probe → read → load) → analysis (classify → phase
 """
 
 from kerneldiff.core.errors import LoadCancelled, TraceError
-from kerneldiff.core.ingest.probe import TraceInfo, probe
-from kerneldiff.core.session import KernelDetail, Session, open_session
+
+# imported when first asked for (PEP 562): `import kerneldiff.core.x` runs this file, and the probe
+# and the session (with what they import) cost ~40 ms that `kerneldiff --version` or a module's
+# own import has no use for
+_LAZY = {"TraceInfo": "kerneldiff.core.ingest.probe", "probe": "kerneldiff.core.ingest.probe",
+         "KernelDetail": "kerneldiff.core.session", "Session": "kerneldiff.core.session",
+         "open_session": "kerneldiff.core.session"}
+
+
+def __getattr__(name: str):
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(mod), name)
 
 
 def load(path, **kwargs):

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import asdict, is_dataclass
-from typing import Any
+TYPE_CHECKING = False   # typing itself costs ~14 ms at import
+
+if TYPE_CHECKING:   # dataclasses and typing cost ~25 ms at import; `kerneldiff --version` needs neither
+    from typing import Any
 
 TINY = sys.float_info.min   # the smallest normal float: a denominator below it only makes overflow
 
@@ -89,6 +91,8 @@ def json_ready(obj: Any) -> Any:
     """A copy of nested dicts, lists, tuples and dataclasses (as `dataclasses.asdict`) fit for strict
     JSON: non-finite floats (numpy's included) as None, strings made encodable (`safe_text`), keys
     too. Other values are left to the writer (`default=str`)."""
+    from dataclasses import asdict, is_dataclass
+
     if is_dataclass(obj) and not isinstance(obj, type):
         return json_ready(asdict(obj))
     if isinstance(obj, float):      # numpy.float64 is a float too

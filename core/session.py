@@ -326,12 +326,12 @@ class Session:
     def summary(self, index: int = 0) -> dict[str, Any]:
         """One trace on its own: operations, steps, layers, phases (what `info` and browse show)."""
         from kerneldiff.core.analysis.summary import summarize
-        from kerneldiff.core.analysis.timeline import timeline
+        from kerneldiff.core.analysis.timeline import whole_window
 
         m = self._model(index)
         out = summarize(m)
         # first to last GPU activity, and how much of it no stream ran anything, as `compare` reads it
-        w = timeline(m, "all", keep_cut=False).whole
+        w = whole_window(m)
         out["wall"] = {"wall_us": w.span_us, "busy_us": w.busy_us, "idle_us": w.idle_us,
                        "launch_bound_us": w.launch_bound_us, "sync_us": w.sync_us, "other_us": w.other_us}
         return out

@@ -112,6 +112,16 @@ def profiler_steps(model: TraceModel) -> list[Step]:
     return _annotated(model, ("profiler_step",))[0]
 
 
+def _parsed_name(model: TraceModel, name_id: int):
+    """parse_step of one annotation name (an index into model.strings), once per model: layer and
+    module annotations repeat their names thousands of times, and steps are looked for twice
+    (engine steps, then ProfilerSteps)."""
+    seen = model.memo(("parsed_step_names",), dict)
+    if name_id not in seen:
+        seen[name_id] = parse_step(model.strings[name_id])
+    return seen[name_id]
+
+
 def _annotated(model: TraceModel, sources: tuple[str, ...]) -> tuple[list[Step], bool]:
     a = model.annotations
     for gpu in (0, 1):
@@ -119,7 +129,7 @@ def _annotated(model: TraceModel, sources: tuple[str, ...]) -> tuple[list[Step],
         found = []
         for r in rows[np.argsort(a.ts[rows], kind="stable")]:
             name = model.strings[int(a.name[r])]
-            parsed = parse_step(name)
+            parsed = _parsed_name(model, int(a.name[r]))
             if parsed and parsed[1] in sources:
                 found.append((float(a.ts[r]), float(a.dur[r]), name, parsed))
         steps: list[Step] = []
@@ -145,8 +155,7 @@ def _gpu_mirrors(model: TraceModel, steps: list[Step]):
     a = model.annotations
     rows = np.nonzero(a.gpu == 1)[0]
     rows = rows[np.argsort(a.ts[rows], kind="stable")]
-    names = [model.strings[int(a.name[r])] for r in rows]
-    picked = [r for r, n in zip(rows, names) if parse_step(n)]
+    picked = [r for r in rows if _parsed_name(model, int(a.name[r]))]
     if len(picked) != len(steps):
         return None, None
     picked = np.array(picked)

@@ -479,16 +479,36 @@ def timeline(model: TraceModel, phase: str = "all", tolerance_us: float = LAUNCH
                       lambda: _timeline(model, phase, tolerance_us, keep_cut))
 
 
+def whole_window(model: TraceModel, tolerance_us: float = LAUNCH_TOLERANCE_US) -> Window:
+    """`timeline(model, "all", keep_cut=False).whole` alone (what `info` prints): the same scan of
+    the same rows, without the phases', passes' and layers' windows (~40% of the timeline's time on
+    a dense 60 MB trace). Taken from the full timeline when that is already computed."""
+    full = model.__dict__.get("_memo", {}).get(("timeline", "all", tolerance_us, False))
+    if full is not None:
+        return full.whole
+    return model.memo(("timeline_whole", tolerance_us), lambda: _whole(model, tolerance_us))
+
+
+def _whole(model: TraceModel, tolerance_us: float) -> Window:
+    sc = _Scan(model, tolerance_us)
+    rows = sc.order[~cut_mask(model)[sc.order]]
+    if len(rows) == 0:
+        return Window()
+    _, (whole,) = sc.windows(rows, np.zeros(len(rows), dtype=np.int64))
+    return whole
+
+
 def _passes_overlap(start: np.ndarray, end: np.ndarray, step: np.ndarray) -> float:
     """µs the passes' intervals (first start to last end of each) cover more than once: their
     spans summed minus the length of their union (integer ns underneath)."""
     if len(step) == 0:
         return 0.0
-    keys, inv = np.unique(step, return_inverse=True)
-    lo = np.full(len(keys), np.iinfo(np.int64).max, dtype=np.int64)
-    hi = np.full(len(keys), np.iinfo(np.int64).min, dtype=np.int64)
-    np.minimum.at(lo, inv, start.astype(np.int64))
-    np.maximum.at(hi, inv, end.astype(np.int64))
+    # each pass's first start and last end: reduceat over the activities grouped by pass (ufunc.at
+    # per element took ~16 ms on a dense 60 MB trace's 1.3M activities)
+    by = stable_argsort(step)
+    firsts = np.concatenate(([0], np.flatnonzero(np.diff(step[by])) + 1))
+    lo = np.minimum.reduceat(start[by].astype(np.int64), firsts)
+    hi = np.maximum.reduceat(end[by].astype(np.int64), firsts)
     order = np.argsort(lo, kind="stable")
     lo, hi = lo[order], hi[order]
     reach = np.maximum.accumulate(hi)

@@ -109,8 +109,13 @@ def _forked_cli(argv: list[str], out_path: str, err_path: str, base: int) -> Non
         target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         os.dup2(target, fd)
         os.close(target)
-    sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
-    sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)
+    # the streams a fresh interpreter would open here: its encoding follows the locale and
+    # PYTHONIOENCODING (latin-1 or ascii write "·" and "µ" otherwise), as this process's did at start
+    out_enc = getattr(sys.__stdout__, "encoding", None) or "utf-8"
+    err_enc = getattr(sys.__stderr__, "encoding", None) or "utf-8"
+    sys.stdout = open(1, "w", encoding=out_enc, errors=getattr(sys.__stdout__, "errors", None) or "strict",
+                      closefd=False)
+    sys.stderr = open(2, "w", encoding=err_enc, errors="backslashreplace", closefd=False)
     rc = 1
     try:
         from kerneldiff.cli.main import main

@@ -1,0 +1,64 @@
+"""What a command imports: nothing it does not use. Each command runs in a fresh interpreter through
+the real entry point and lists `sys.modules` at exit; a UI toolkit, a cluster scheduler or another
+command's modules in that list are start-up time every run pays for nothing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = ROOT.parent / "shared" / "traces" / "a100_triton_example.json.gz"
+
+# run `kerneldiff ARGV` as the console script does, then print the modules it left imported
+LIST = """
+import atexit, json, os, sys
+def dump():
+    sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n")
+    sys.stderr.flush()
+os._exit = lambda rc, _exit=os._exit: (dump(), _exit(rc))   # headless commands end with os._exit
+atexit.register(dump)
+sys.argv = ["kerneldiff", *sys.argv[1:]]
+from kerneldiff.cli.main import entry
+entry()
+"""
+
+# never needed headless: the explorer's toolkit, the cluster scheduler, the test tools, pandas
+HEAVY = ("textual", "kerneldiff.tui", "distributed", "dask", "pandas", "pytest", "hypothesis", "tornado")
+
+
+def modules(*argv: str) -> set[str]:
+    p = subprocess.run([sys.executable, "-c", LIST, *argv], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    line = [x for x in p.stderr.splitlines() if x.startswith("MODULES ")]
+    assert line, p.stderr[-2000:]
+    return set(json.loads(line[-1][len("MODULES "):]))
+
+
+def heavy(mods: set[str]) -> list[str]:
+    return sorted(m for m in mods if m.split(".")[0] in HEAVY or m.startswith("kerneldiff.tui"))
+
+
+def test_version_imports_no_analysis_and_no_argparse():
+    mods = modules("--version")
+    assert not heavy(mods)
+    ours = sorted(m for m in mods if m.startswith("kerneldiff."))
+    assert ours == ["kerneldiff.cli", "kerneldiff.cli.main"], ours
+    assert "numpy" not in mods and "argparse" not in mods and "importlib.metadata" not in mods
+
+
+@pytest.mark.skipif(not TINY.exists(), reason="needs ../shared/traces")
+@pytest.mark.parametrize("json_out", [False, True])
+def test_a_bare_info_imports_no_ui_no_cluster_no_other_command(json_out):
+    mods = modules("info", "--no-cache", str(TINY), *(["--json"] if json_out else []))
+    assert "kerneldiff.core.session" in mods   # the command did run
+    assert not heavy(mods), heavy(mods)
+    other = ("kerneldiff.cli.compare", "kerneldiff.cli.gate", "kerneldiff.cli.synth", "kerneldiff.cli.aie",
+             "kerneldiff.core.compare", "kerneldiff.core.gate", "kerneldiff.core.report.html",
+             "kerneldiff.core.ranks", "kerneldiff.core.synth")
+    assert not sorted(m for m in mods if m.startswith(other)), sorted(m for m in mods if m.startswith(other))
+    if json_out:   # JSON is written without Rich
+        assert not sorted(m for m in mods if m.split(".")[0] == "rich")

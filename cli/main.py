@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     # the rest of the package only past --version (which imports nothing of it: ~5 ms)
     from kerneldiff.core.errors import TraceError, shown_path
-    from kerneldiff.core.names.visible import visible
+    from kerneldiff.core.session import visible
 
     if argv and argv[0] not in SUBCOMMANDS and _looks_like_command(argv[0]):
         print(f"kerneldiff: {shown_path(argv[0])}: unknown command and no such file (commands: {', '.join(SUBCOMMANDS)}; "

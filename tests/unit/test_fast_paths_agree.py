@@ -75,6 +75,6 @@ def test_info_wall_window_is_the_timelines_on_the_demo_pair(demo_models):
                                   "mi300x_vllm_gptoss_decode.json.gz", "a100_control.json.gz"])
 def test_info_wall_window_is_the_timelines_on_real_traces(name):
     from conftest import real_trace
-    from kerneldiff.core.ingest.loader import load
+    from kerneldiff.core.orchestration import load
 
     _same_whole(load(real_trace(name), use_cache=False))

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kerneldiff.core.numbers import distinct
+
 WHY = ("launched before the profiler's window: no CPU launch in the trace, a correlation id below "
        "every recorded launch, run before its stream's first kernel launched in the trace")
 
@@ -93,7 +95,7 @@ def passes_left_out(model) -> PassesLeftOut | None:
 def _cut(model) -> np.ndarray:
     cut = before_window(model)
     k = model.kernels
-    steps = np.unique(k.step[cut & (k.step >= 0)])
+    steps = distinct(k.step[cut & (k.step >= 0)])
     if len(steps):
         cut |= np.isin(k.step, steps)
     return cut

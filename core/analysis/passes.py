@@ -27,6 +27,7 @@ import numpy as np
 from kerneldiff.core.analysis.attribution import launch_time
 from kerneldiff.core.analysis.modules import launches_in, module_calls, top_level_model  # noqa: F401
 from kerneldiff.core.model import Step, TraceModel
+from kerneldiff.core.numbers import distinct
 
 EMBEDDING_OPS = ("aten::embedding",)
 GEMM_OPS = ("aten::mm", "aten::addmm", "aten::linear", "aten::matmul", "aten::bmm")
@@ -62,7 +63,7 @@ class Passes:
 
 
 def _strings_matching(model: TraceModel, ids: np.ndarray, pred) -> np.ndarray:
-    uniq = np.unique(ids)
+    uniq = distinct(ids)
     return np.fromiter((i for i in uniq.tolist() if pred(model.strings[int(i)])), np.int64)
 
 

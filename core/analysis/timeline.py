@@ -49,7 +49,7 @@ import numpy as np
 from kerneldiff.core.analysis.cut_work import cut_mask
 from kerneldiff.core.analysis.pass_extent import in_pass_mask
 from kerneldiff.core.model import KIND_KERNEL, KIND_MEMCPY, PHASE_ID, PHASES, TraceModel
-from kerneldiff.core.numbers import small_unique, stable_argsort
+from kerneldiff.core.numbers import distinct, small_unique, stable_argsort
 
 try:   # the gap scan in C (setup.py builds it where a compiler is at hand); numpy otherwise, same figures
     from kerneldiff.core.analysis import _gapscan
@@ -227,7 +227,7 @@ def _streams(device: np.ndarray, stream: np.ndarray) -> tuple[np.ndarray, int]:
     if dw > 1:
         pair += (d - d0) * sw
     uniq, inv = small_unique(pair, dw * sw)
-    return inv, int(len(np.unique(uniq // sw)))
+    return inv, int(len(distinct(uniq // sw)))
 
 
 def _ns(ts: np.ndarray, dur: np.ndarray, t0: float) -> tuple[np.ndarray, np.ndarray]:

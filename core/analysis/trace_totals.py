@@ -17,6 +17,7 @@ import numpy as np
 from kerneldiff.core.analysis.stats import Stats
 from kerneldiff.core.analysis.timeline import timeline
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
+from kerneldiff.core.numbers import distinct
 
 TOP_N = 3   # kernels and cpu_ops named per operation / step
 
@@ -170,7 +171,7 @@ def category_totals(model: TraceModel, phase: str = "all") -> list[CategoryTotal
     dur = k.dur[mask]
     total = float(dur.sum())
     out = []
-    for c in np.unique(cats).tolist():
+    for c in distinct(cats).tolist():
         sel = cats == c
         t = float(dur[sel].sum())
         out.append(CategoryTotal(_category_name(model, c), int(sel.sum()), t, t / total if total > 0 else 0.0))

@@ -16,7 +16,6 @@ kernels keep their categories and a warning says the attention time is unknown.
 
 from __future__ import annotations
 
-import re
 
 import numpy as np
 
@@ -24,9 +23,10 @@ from kerneldiff.core.analysis.attribution import launch_time
 from kerneldiff.core.analysis.flops import EAGER_BMM_OPS, EAGER_SOFTMAX_OPS
 from kerneldiff.core.analysis.modules import launches_in, module_calls
 from kerneldiff.core.analysis.stacks import parents
+from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.model import TraceModel
 
-ATTENTION_MODULE = re.compile(r"(Attention|Attn)$")
+ATTENTION_MODULE = LazyPattern(r"(Attention|Attn)$")
 BMM_OPS, SOFTMAX_OPS = EAGER_BMM_OPS, EAGER_SOFTMAX_OPS
 # kernels between QKᵀ and the softmax (scale, mask add, an upcast) and between it and ·V (a cast,
 # dropout): the same windows the softmax-anchored layer reading allows

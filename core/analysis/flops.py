@@ -66,6 +66,7 @@ except ImportError:  # pragma: no cover
 
     _loads = _json.loads
 
+from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.model import KIND_KERNEL, TraceModel
 
 # record_shapes' `Input type` spellings -> (short dtype name, bytes per element)
@@ -924,7 +925,7 @@ def _apply_eager(model: TraceModel, works: list[OpWork], op_ids: np.ndarray, kw:
 # CUTLASS `tensorop_s1688gemm`, the single-precision tensor-op GEMM) or XF32 (AMD CDNA3 hipBLASLt).
 # PyTorch's default keeps FP32 matmul off TF32, but a run with allow_tf32 (or a library's own
 # choice) is told by the kernel it launched, not by the operator's dtype.
-_TF32_KERNEL = re.compile(r"tf32|xf32|tensorop_s1688", re.I)
+_TF32_KERNEL = LazyPattern(r"tf32|xf32|tensorop_s1688", re.I)
 
 
 def _tensor_core_fp32(model: TraceModel, works: list[OpWork], kw: np.ndarray) -> list[OpWork]:

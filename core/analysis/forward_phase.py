@@ -16,13 +16,14 @@ import numpy as np
 
 from kerneldiff.core.analysis.attribution import launch_time
 from kerneldiff.core.analysis.modules import module_calls, top_level_model
+from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.model import TraceModel
 
 # the heads of models that generate (HF transformers' naming; vLLM and SGLang annotate their steps)
-GENERATIVE = re.compile(r"CausalLM|LMHead|ConditionalGeneration|Seq2Seq|Generation|ForSpeech|GPT|Decoder(?!Layer)"
+GENERATIVE = LazyPattern(r"CausalLM|LMHead|ConditionalGeneration|Seq2Seq|Generation|ForSpeech|GPT|Decoder(?!Layer)"
                         r"|Llama|Mistral|Qwen|Gemma|Phi|Falcon|Mixtral|DeepSeek|Mamba|Jamba|Olmo|Bloom",
                         re.IGNORECASE)
-_GENERATE_FRAME = re.compile(r"\): (generate|_sample|_greedy_search|_beam_search|_assisted_decoding)$")
+_GENERATE_FRAME = LazyPattern(r"\): (generate|_sample|_greedy_search|_beam_search|_assisted_decoding)$")
 
 
 def never_generates(model: TraceModel) -> str | None:

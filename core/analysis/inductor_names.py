@@ -8,6 +8,7 @@ import re
 from typing import NamedTuple
 
 from kerneldiff.core.analysis.rule_matcher import MAX_MATCH_CHARS
+from kerneldiff.core.lazy_pattern import LazyPattern
 
 INDUCTOR_KINDS = ("poi", "red", "per", "tem", "for")   # pointwise, reduction, persistent reduction, template, foreach
 
@@ -28,7 +29,7 @@ class InductorKernel(NamedTuple):
 # Known names: the list below plus every op the registry's Inductor rules mention.
 
 _INDUCTOR_NAME = re.compile(r"^triton_(poi|red|per|tem|for)(?:_fused(?:_(.*?))??(?:_([0-9]+))?|_([0-9]+))$", re.S)
-_INDUCTOR_PREFIX = re.compile(r"triton_(poi|red|per|tem|for)_")
+_INDUCTOR_PREFIX = LazyPattern(r"triton_(poi|red|per|tem|for)_")
 _MAX_SPAN = 10                      # tokens in one op name (`_scaled_dot_product_flash_attention_for_cpu`: 8)
 _MAX_TOKENS = 400                   # longer op lists are not split (cost); Inductor lists ~10 ops
 

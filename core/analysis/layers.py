@@ -14,7 +14,6 @@ embedding / lm_head / sampling kernels between two forward passes make that gap 
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 import numpy as np
@@ -22,6 +21,7 @@ import numpy as np
 from kerneldiff.core.analysis.attribution import launch_time
 from kerneldiff.core.analysis.modules import launches_in, module_calls
 from kerneldiff.core.analysis.stacks import block_classes, group, parents
+from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.model import LayerSpan, Step, TraceModel
 from kerneldiff.core.numbers import small_unique
 
@@ -148,7 +148,7 @@ def _segment_without_norms(anchors: np.ndarray, cats: np.ndarray) -> list[tuple[
     return list(zip(bounds, ends))
 
 
-_SERIAL = re.compile(r"_[0-9]+$")   # Inductor numbers its kernels: the same kernel of another layer ends _9, _10
+_SERIAL = LazyPattern(r"_[0-9]+$")   # Inductor numbers its kernels: the same kernel of another layer ends _9, _10
 
 
 def _align_extras(first: list[tuple[int, str]], regular: list[tuple[int, str]]) -> list[int] | None:

@@ -9,11 +9,11 @@ these events; the readings built on them then fall back to what the kernels show
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.model import TraceModel
 from kerneldiff.core.numbers import equal_runs
 
@@ -21,7 +21,7 @@ MODULE_PREFIX = "nn.Module: "
 # A call that ends within this of the next call's start has ended before it: ts + dur in floating
 # point can overshoot the next start by a rounding error (seen: 0.0005 µs on 6e12 µs timestamps).
 NEST_TOLERANCE_US = 0.01
-_INSTANCE = re.compile(r"^(.*?)_([0-9]+)$")   # ASCII digits: int() refuses '²' (\d takes it)
+_INSTANCE = LazyPattern(r"^(.*?)_([0-9]+)$")   # ASCII digits: int() refuses '²' (\d takes it)
 
 
 @dataclass

@@ -19,19 +19,20 @@ import re
 
 import numpy as np
 
+from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.model import TraceModel
 
 KINDS = ("steady", "warmup", "capture", "compile")
 # the first kind found wins, in this order
 MARKERS = (
-    ("compile", re.compile(
+    ("compile", LazyPattern(
         r"compile_inner|entire_frame_compile|backend_compile|fx_codegen_and_compile|inductor_compile|"
         r"OutputGraph\.call_user_compiler|create_aot_dispatcher_function|"
         r"_dynamo/convert_frame\.py\(\d+\): _compile\b|_inductor/compile_fx\.py\(\d+\): compile_fx")),
-    ("capture", re.compile(
+    ("capture", LazyPattern(
         r"^(cuda|hip|cu)StreamBeginCapture|^(cuda|hip|cu)GraphInstantiate|^CUDAGraphNode\.record|"
         r"cudagraph_trees\.py\(\d+\): record_function\b")),
-    ("warmup", re.compile(r"^CUDAWarmupNode|cudagraph_trees\.py\(\d+\): _run_cuda_warmup|^warm[ _-]?up\b", re.I)),
+    ("warmup", LazyPattern(r"^CUDAWarmupNode|cudagraph_trees\.py\(\d+\): _run_cuda_warmup|^warm[ _-]?up\b", re.I)),
 )
 
 

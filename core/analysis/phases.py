@@ -15,13 +15,14 @@ from kerneldiff.core.analysis import passes
 from kerneldiff.core.analysis.forward_phase import mark_forward
 from kerneldiff.core.analysis.attribution import launch_time
 from kerneldiff.core.analysis.pass_kinds import assign_kinds
+from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.model import PHASE_ID, Step, TraceModel
 
 # vLLM V1, newer: execute_32_context_0(sq0sk0…)_generation_32(sq32sk55086…): per part, sq = query
 # tokens and sk = KV-cache tokens summed over its requests (then sums of squares, unused here)
 # Annotation numbers are ASCII ([0-9], re.ASCII): `\d` would also take '²' or '٣', which int() refuses.
 _VLLM_NEW = re.compile(r"^execute_([0-9]+)_context_([0-9]+)\((.*?)\)_generation_([0-9]+)\(([^)]*)\)", re.A)
-_SQ_SK = re.compile(r"^sq([0-9]+)sk([0-9]+)", re.A)
+_SQ_SK = LazyPattern(r"^sq([0-9]+)sk([0-9]+)", re.A)
 # vLLM, older: execute_context_1(888_788544)_generation_0(0)  — requests(tokens_…)
 _VLLM_OLD = re.compile(r"^execute_context_([0-9]+)\(([0-9]+)[_)].*?_generation_([0-9]+)\(([0-9]+)", re.A)
 # atomic groups: if the first `context_N` has no `generation_N` after it, no later one has (linear)
@@ -31,8 +32,8 @@ _SGLANG = re.compile(r"^step\[(DECODE|EXTEND|PREFILL|MIXED|IDLE)\b([^\]]*)\]", r
 _PROFILER_STEP = re.compile(r"^ProfilerStep#([0-9]+)$", re.A)
 # a user's own loop annotated with record_function("step_3") (or iter 3, iteration#3, batch-3):
 # the passes of a trace that records no other evidence of them
-_USER_STEP = re.compile(r"^(?:step|iter|iteration|batch)[ _#:.-]?([0-9]+)$", re.I | re.A)
-_KV = re.compile(r"(bs|toks)=([0-9]+)", re.A)
+_USER_STEP = LazyPattern(r"^(?:step|iter|iteration|batch)[ _#:.-]?([0-9]+)$", re.I | re.A)
+_KV = LazyPattern(r"(bs|toks)=([0-9]+)", re.A)
 # The patterns above are linear (anchored, lazy runs up to a fixed literal, atomic groups), so a
 # long annotation costs time in proportion; past this length a name is not an engine's annotation.
 MAX_ANNOTATION_CHARS = 1 << 16

@@ -17,18 +17,19 @@ from collections import Counter
 import numpy as np
 
 from kerneldiff.core.analysis.modules import ModuleCalls, kernels_per_class, launches_in
+from kerneldiff.core.lazy_pattern import LazyPattern
 
 # A block class wrapped by a container covers (nearly) all of the container's kernels; a layer's
 # own parts (attention, MLP) cover far less than this share of it.
 CONTAINER_SHARE = 0.9
 # A block of another stack must contain a token mixer: a module call of such a class (an MLP head
 # called twice is not a stack of layers).
-_MIXER = re.compile(r"attention|attn|mixer", re.IGNORECASE)
+_MIXER = LazyPattern(r"attention|attn|mixer", re.IGNORECASE)
 # Words that say what a module is, not which tower it is (stripped when naming a stack).
 _GENERIC = {"model", "models", "transformer", "transformers", "encoder", "encoders", "decoder", "decoders",
             "pretrained", "pre", "trained", "for", "causal", "lm", "tower", "stack", "layers", "backbone",
             "block", "blocks", "module", "base"}
-_WORDS = re.compile(r"[A-Z]+[0-9]*(?=[A-Z][a-z]|$|_)|[A-Z]?[a-z]+[0-9]*|[0-9]+|[A-Z]+[0-9]*")
+_WORDS = LazyPattern(r"[A-Z]+[0-9]*(?=[A-Z][a-z]|$|_)|[A-Z]?[a-z]+[0-9]*|[0-9]+|[A-Z]+[0-9]*")
 
 
 def parents(calls: ModuleCalls) -> np.ndarray:

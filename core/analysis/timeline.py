@@ -48,6 +48,7 @@ import numpy as np
 
 from kerneldiff.core.analysis.cut_work import cut_mask
 from kerneldiff.core.analysis.pass_extent import in_pass_mask
+from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.model import KIND_KERNEL, KIND_MEMCPY, PHASE_ID, PHASES, TraceModel
 from kerneldiff.core.numbers import distinct, small_unique, stable_argsort
 
@@ -63,7 +64,7 @@ LAUNCH_RE = re.compile(r"^(cuda|cu|hip)(Ext)?(Module)?(Ext)?Launch\w*Kernel|^(cu
 GRAPH_RE = re.compile(r"GraphLaunch")
 # calls after which the host waits for the GPU: every *Synchronize, and the blocking copies
 SYNC_RE = re.compile(r"^(cuda|cu|hip)\w*Synchronize|^(cuda|cu|hip)Memcpy(?!\w*Async)\w*$")
-DTOH_RE = re.compile(r"DtoH|D2H|Device\s*->\s*(Host|Pinned|Pageable)", re.IGNORECASE)
+DTOH_RE = LazyPattern(r"DtoH|D2H|Device\s*->\s*(Host|Pinned|Pageable)", re.IGNORECASE)
 
 CAT_LAUNCH, CAT_SYNC, CAT_OTHER = 0, 1, 2
 _NONE = np.iinfo(np.int64).max   # no kernel (yet): the first start of a launch call's kernels

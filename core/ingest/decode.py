@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Union
 import msgspec
 
 from kerneldiff.core.ingest import schema
+from kerneldiff.core.lazy_pattern import LazyPattern
 
 
 # --- decoded event shapes (fields from kerneldiff.core.ingest.schema) -------------------------
@@ -56,8 +57,8 @@ _EMPTY_ARGS = FastArgs()
 # A number inside a string, in JSON's own grammar. Python's int() and float() also take "1_000",
 # blanks, "+5", "nan" and digits of every script (full-width, Arabic-Indic): none of them is a
 # number to a JSON reader, so none is one here (the compiled scanner agrees byte for byte).
-_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?\Z")
-_JSON_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)\Z")
+_JSON_NUMBER = LazyPattern(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?\Z")
+_JSON_INTEGER = LazyPattern(r"-?(?:0|[1-9][0-9]*)\Z")
 
 # What `_int` returns for a number that is not an integer (an id of 0.5 or "1.5"): an id must
 # never be rounded into another event's id. Columns count these and store -1 (no id).

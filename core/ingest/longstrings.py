@@ -8,13 +8,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from kerneldiff.core.lazy_pattern import LazyPattern
+
 LONG_STRING = 1 << 20     # in an event too big for the buffer, strings longer than this are cut
 KEEP = 64 << 10           # ... to this many bytes (at a character and escape boundary)
 NAME_CAP = 64 << 10       # characters of a name that are stored; a longer one is cut, with a mark
 CUT_MARK = "\u2026[cut]"
 
-_PLAIN = re.compile(rb'[^"]*+')
-_BODY = re.compile(rb'(?:[^"\\]++|\\.)*+', re.S)    # a string's content, up to its quote or the end
+_PLAIN = LazyPattern(rb'[^"]*+')
+_BODY = LazyPattern(rb'(?:[^"\\]++|\\.)*+', re.S)    # a string's content, up to its quote or the end
 _QUOTE, _BACKSLASH = ord('"'), ord("\\")
 
 

@@ -20,6 +20,7 @@ from kerneldiff.core.errors import TraceError, file_error
 from kerneldiff.core.ingest import document
 from kerneldiff.core.fileio import open_regular
 from kerneldiff.core.gzip_stream import GZIP_MAGIC, inflate
+from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.names.gpus import AMD_ARCH, NVIDIA_ARCH, gpu_name as _gpu_name  # noqa: F401 (re-used by the loader)
 
 HEAD_BYTES = 256 * 1024
@@ -183,10 +184,10 @@ class _Head:
 # A JSON string, or (group 1) a value the probe's parser (yajl) refuses and stops at: the
 # literals Python's json writes for non-finite floats, integers beyond 64 bits, exponents that
 # overflow a double. The quick test finds whether a head holds any such thing at all.
-_STRING_OR_UNREADABLE = re.compile(
+_STRING_OR_UNREADABLE = LazyPattern(
     rb'"(?:[^"\\]++|\\.)*+"|(-?Infinity|NaN|-?[0-9]{19,}+(?:\.[0-9]*+)?(?:[eE][-+]?[0-9]++)?'
     rb'|-?[0-9]++(?:\.[0-9]*+)?[eE][-+]?[0-9]{3,}+)', re.S)
-_MAYBE_UNREADABLE = re.compile(rb"NaN|Infinity|[0-9]{19}|[eE][-+]?[0-9]{3}")
+_MAYBE_UNREADABLE = LazyPattern(rb"NaN|Infinity|[0-9]{19}|[eE][-+]?[0-9]{3}")
 
 
 def _unreadable_as_null(head: bytes) -> bytes:
@@ -305,7 +306,7 @@ def read_tail(path: str, compressed: bool, size: int, limit: int = TAIL_BYTES) -
 
 
 # the events array's ']' is one of these: a ']' before the next member or the object's end
-_ARRAY_CLOSE = re.compile(rb"\][ \t\r\n]*+(?=[,}])")
+_ARRAY_CLOSE = LazyPattern(rb"\][ \t\r\n]*+(?=[,}])")
 
 
 def _tail_metadata(path: str, compressed: bool, size: int) -> dict[str, Any]:

@@ -28,6 +28,7 @@ import numpy as np
 from kerneldiff.core.ingest import document, scan
 from kerneldiff.core.ingest.columns import _SCAN_TABLES, CHUNK_EVENTS
 from kerneldiff.core.ingest.decode import _BAD_EVENT, Failure, try_decode
+from kerneldiff.core.lazy_pattern import LazyPattern
 
 
 # Bytes decoded at once. A 1 MB slice decodes to ~2.5 MB of objects, which are still in the
@@ -40,7 +41,7 @@ _BOUNDARY = re.compile(rb"\}\s*,\s*(\{)")  # group 1: where the next event start
 # A boundary followed by a quoted key and a colon cannot lie inside a JSON string (the quotes
 # would have to be escaped), short of contrived keys: runs handed to other processes are cut
 # there, so a run that fails to decode (and sends the load back to one process) is rare.
-_STRONG_BOUNDARY = re.compile(rb'\}\s*,\s*(\{)\s*"[^"\\]*"\s*:')
+_STRONG_BOUNDARY = LazyPattern(rb'\}\s*,\s*(\{)\s*"[^"\\]*"\s*:')
 _LBRACKET, _RBRACKET = ord("["), ord("]")
 # where a run for another process is cut, tried in order: the last strong boundary in the run's
 # last WINDOW bytes (a flag: True), else the last one anywhere in it, else the last plain one

@@ -21,11 +21,12 @@ from kerneldiff.core.ingest import slices   # SLICE, WINDOW, MAX_EVENT read at c
 from kerneldiff.core.ingest import document, longstrings
 from kerneldiff.core.ingest.slices import CUT_TRIES, _LBRACKET, ArrayEnd, Scanner, _Slicer, decode_array, last_match
 from kerneldiff.core.ingest.decode import _ODD_ERRORS, Failure
+from kerneldiff.core.lazy_pattern import LazyPattern
 
 GZ_BLOCK = 1024 * 1024       # compressed bytes read per step by the gzip thread
 GZ_OUT = 8 * 1024 * 1024     # at most this much inflated output per step (bounds memory)
 _NONSPACE = re.compile(rb"\S")
-_TRAILING_COMMA = re.compile(rb"\}\s*,\s*\Z")
+_TRAILING_COMMA = LazyPattern(rb"\}\s*,\s*\Z")
 MAX_TAIL = 1024 * 1024 * 1024   # the document's end after the events array, at most
 GIANT = 64 * 1024 * 1024        # a buffer this big that holds no whole event: cut its long strings
 

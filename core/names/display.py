@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 
+from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.names.generic import gist
 from kerneldiff.core.names.parts import drop_return_type, strip_args, strip_signature
 
-_NAMESPACES = re.compile(r"(?:at::native::|at::cuda::|c10::|std::|cub::|cutlass::|\(anonymous namespace\)::|"
+_NAMESPACES = LazyPattern(r"(?:at::native::|at::cuda::|c10::|std::|cub::|cutlass::|\(anonymous namespace\)::|"
                          r"pytorch_flash::|void |__hip_|__nv_)")
 
 
@@ -66,16 +67,16 @@ def _unqualified(s: str) -> str:
     return s[cuts[-1]:]
 
 
-_QUALIFIER = re.compile(r"\b[A-Za-z_]\w*::(?=[A-Za-z_~])")
-_KERNEL_SUFFIX = re.compile(r"(?<=\w{8})(?:_kernel|Kernel)(?=<|$)")   # not `device_kernel` -> `device`
-_IDENT = re.compile(r"[\w.$]+")
+_QUALIFIER = LazyPattern(r"\b[A-Za-z_]\w*::(?=[A-Za-z_~])")
+_KERNEL_SUFFIX = LazyPattern(r"(?<=\w{8})(?:_kernel|Kernel)(?=<|$)")   # not `device_kernel` -> `device`
+_IDENT = LazyPattern(r"[\w.$]+")
 # Shaping walks the name character by character in Python; a longer name (no real kernel's: CK's
 # longest are ~3,000) is only cut, so a 300 MB name costs a slice, not minutes.
 MAX_SHAPED = 16_384
 
 
-_COPY = re.compile(r"Memcpy (\w+) \((\w+) -> (\w+)\)")
-_VEC_WIDTH = re.compile(r"vectorized_elementwise_kernel<\s*(\d+)\s*,")
+_COPY = LazyPattern(r"Memcpy (\w+) \((\w+) -> (\w+)\)")
+_VEC_WIDTH = LazyPattern(r"vectorized_elementwise_kernel<\s*(\d+)\s*,")
 
 
 def _copy_name(kind: str, src: str, dst: str, width: int) -> str:
@@ -241,7 +242,7 @@ def distinct_short_names(names, width: int) -> dict[str, str]:
     return short
 
 
-_TOKEN = re.compile(r"#?\w+")
+_TOKEN = LazyPattern(r"#?\w+")
 
 
 def _fit_op(op: str, rest: str, width: int) -> str:

@@ -6,9 +6,9 @@ the template (elementwise, vectorised and its width, reduce…) and the element 
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
+from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.names.parts import drop_return_type, strip_args
 
 # the generic templates, as their unqualified name starts, and how the gist names them
@@ -16,18 +16,18 @@ _TEMPLATES = (("vectorized_elementwise_kernel<", "vec_ew"), ("unrolled_elementwi
               ("elementwise_kernel_with_index<", "ew_with_index"), ("index_elementwise_kernel<", "index_ew"),
               ("elementwise_kernel<", "ew"), ("reduce_kernel<", "reduce"),
               ("multi_tensor_apply_kernel<", "multi_tensor_apply"))
-_QUALIFIED = re.compile(r"^(?:[\w]+::|\(anonymous namespace\)::)+")
-_VEC = re.compile(r"\s*(\d+)\s*,")
-_VOID = re.compile(r"^void\s+")
+_QUALIFIED = LazyPattern(r"^(?:[\w]+::|\(anonymous namespace\)::)+")
+_VEC = LazyPattern(r"\s*(\d+)\s*,")
+_VOID = LazyPattern(r"^void\s+")
 # functors that only wrap the one that says what is computed (BinaryFunctor<…, MulFunctor<float>>)
 _WRAPPERS = frozenset({"Binary", "AUnary", "BUnary", "Unary", "Reduce", "func_wrapper"})
-_CUDA_FUNCTOR = re.compile(r"\bCUDAFunctor(OnSelf|OnOther)?_(\w+)")
-_FUNCTOR = re.compile(r"\b([A-Za-z]\w*?)(?:Functor|Ops|_functor)\b")
-_FUNCTION = re.compile(r"\b([A-Za-z_]\w*)(?:<[^<>()]*>)?\(")
+_CUDA_FUNCTOR = LazyPattern(r"\bCUDAFunctor(OnSelf|OnOther)?_(\w+)")
+_FUNCTOR = LazyPattern(r"\b([A-Za-z]\w*?)(?:Functor|Ops|_functor)\b")
+_FUNCTION = LazyPattern(r"\b([A-Za-z_]\w*)(?:<[^<>()]*>)?\(")
 _NOT_OPS = frozenset({"lambda", "operator", "gpu_kernel_impl", "gpu_kernel_impl_nocast", "launch_kernel"})
-_OP_SUFFIX = re.compile(r"(?:_cuda_kernel|_kernel_cuda|_kernel_impl|CUDAKernelImpl|_kernel|_impl|_cuda_out)$")
-_LAMBDA_ARGS = re.compile(r"\{lambda\(([^(){}]+)\)#\d+\}")
-_SCALAR = re.compile(r"\b(?:c10::)?(BFloat16|Half|Float8_\w+|float|double|long|int|short|bool|"
+_OP_SUFFIX = LazyPattern(r"(?:_cuda_kernel|_kernel_cuda|_kernel_impl|CUDAKernelImpl|_kernel|_impl|_cuda_out)$")
+_LAMBDA_ARGS = LazyPattern(r"\{lambda\(([^(){}]+)\)#\d+\}")
+_SCALAR = LazyPattern(r"\b(?:c10::)?(BFloat16|Half|Float8_\w+|float|double|long|int|short|bool|"
                      r"unsigned char|signed char|complex<\w+>)\b")
 
 

@@ -168,6 +168,27 @@ def _room(cands: list) -> np.ndarray:
 
 
 CLOCK_TRIES = 8
+PAIRWISE_LIMIT = 200_000    # end differences of every pair tried below this many (a few hundred a side)
+
+
+def _pairwise_clocks(ref: _Seq, other: _Seq) -> list[tuple[int, float]]:
+    """(pairs, clock) of the clocks most end differences of ANY two entries agree on: a window
+    offset's order pairs entries across a missing one, so in a train of alike collectives the
+    true clock may be no offset's own (each mixes it with one a period off)."""
+    if len(ref) * len(other) > PAIRWISE_LIMIT:
+        return []
+    d = np.sort((other.end[None, :] - ref.end[:, None]).ravel())
+    dur = float(np.median(ref.end - ref.start))
+    hi = np.searchsorted(d, d + end_tolerance(dur, dur), side="right")
+    n = hi - np.arange(len(d))
+    out: list[tuple[int, float]] = []
+    for i in np.argsort(-n, kind="stable")[:4096].tolist():
+        c = float(np.median(d[i:hi[i]]))
+        if all(abs(c - x) > END_FLOOR_US for _, x in out):
+            out.append((int(n[i]), c))
+            if len(out) >= CLOCK_TRIES:
+                break
+    return out
 
 
 def estimate_clock(groups: list[tuple[_Seq, _Seq]]) -> float:
@@ -184,7 +205,7 @@ def estimate_clock(groups: list[tuple[_Seq, _Seq]]) -> float:
     tries: list[tuple[int, float]] = []
     for ref, other in groups:
         if len(ref) and len(other):
-            tries += _clock_candidates(ref, other)
+            tries += _clock_candidates(ref, other) + _pairwise_clocks(ref, other)
     tries.sort(key=lambda t: (-t[0], abs(t[1])))
     clocks = [0.0]
     for _, c in tries:

@@ -26,7 +26,7 @@ async def test_timeline_tab_numbers_are_the_comparisons(demo_models):
         table = main.query_one("#timeline", ResultTable)
         assert main.focused is table
         comp = app.result
-        pa, pb = comp.a.timeline["passes"], comp.b.timeline["passes"]
+        pa, pb = comp.a.timeline.passes, comp.b.timeline.passes
         assert pa and pb
         rows = table.rows_shown
         assert len(rows) == max(len(pa), len(pb))
@@ -47,7 +47,7 @@ async def test_timeline_tab_numbers_are_the_comparisons(demo_models):
                 assert r.values[3] == pytest.approx(a["span_us"] - b["span_us"])
                 assert r.values[4] == pytest.approx(a["idle_us"] / a["span_us"])
         # every pass of the phase is a row, and each side's passes add up to no more than its wall span
-        assert sum(r.values[1] or 0 for r in rows) <= comp.a.timeline["span_us"] + 1e-6
+        assert sum(r.values[1] or 0 for r in rows) <= comp.a.timeline.span_us + 1e-6
         assert len(timeline_passes(comp)) == len(rows)
         text = screen_text(app)
         assert "Timeline" in text and "A span" in text
@@ -60,7 +60,7 @@ async def test_timeline_tab_numbers_are_the_comparisons(demo_models):
         await wait_until(pilot, lambda: app.result.phase != "all" and not any(w.is_running for w in app.workers))
         await pilot.pause()
         table = main.query_one("#timeline", ResultTable)
-        assert len(table.rows_all) == max(len(app.result.a.timeline["passes"]), len(app.result.b.timeline["passes"]))
+        assert len(table.rows_all) == max(len(app.result.a.timeline.passes), len(app.result.b.timeline.passes))
 
 
 async def _timeline_tab(pilot):

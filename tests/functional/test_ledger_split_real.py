@@ -239,8 +239,8 @@ def test_the_timeline_and_the_ledger_count_the_same_overlap():
             elif e > end:
                 union += e - end
             end = max(end, e)
-    assert tl["same_stream_overlap_us"] == pytest.approx(summed - union, abs=0.5)
-    assert tl["same_stream_overlap_us"] > 50 and tl["overlap_us"] == 0.0
+    assert tl.same_stream_overlap_us == pytest.approx(summed - union, abs=0.5)
+    assert tl.same_stream_overlap_us > 50 and tl.overlap_us == 0.0
 
 
 @pytest.mark.real

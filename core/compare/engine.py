@@ -30,6 +30,7 @@ from kerneldiff.core.compare.ledger import build as build_ledger, exposed_commun
 from kerneldiff.core.compare.op_fusion import gemm_op_keys
 from kerneldiff.core.compare.same_work import shape_difference
 from kerneldiff.core.compare.side_timeline import SideTimeline
+from kerneldiff.core.compare.host_result import HostTimes
 from kerneldiff.core.compare.pass_basis import headline_window, on_passes, outside_us, pass_spread, window_note
 from kerneldiff.core.compare.throughput import attach as attach_throughput
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
@@ -657,5 +658,5 @@ def _rest(a, b, phase, labels, va, vb, ga, gb, per_pass, peaks, classifier) -> C
                       outside_layers=outside, layers_from=layers_from)
     attach_throughput(cmp, va, vb, peaks)   # FLOPs, bytes, % of peak; GEMM and attention shapes
     cmp.ledger = exposed_communication(build_ledger(va, vb, ta, tb, per_pass), va, vb, per_pass, classifier)
-    cmp.host = {"a": host_time(va, per_pass), "b": host_time(vb, per_pass)}
+    cmp.host = HostTimes(host_time(va, per_pass), host_time(vb, per_pass))
     return cmp

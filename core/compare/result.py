@@ -12,6 +12,7 @@ from typing import Any
 
 from kerneldiff.core.analysis.peaks import Peaks
 from kerneldiff.core.analysis.stats import Stats  # noqa: F401 - the rows' durations, re-exported
+from kerneldiff.core.compare.host_result import HostTimes
 from kerneldiff.core.compare.side_timeline import SideTimeline
 from kerneldiff.core.compare.work_result import AttentionShape, GemmShape, ThroughputRow
 
@@ -370,7 +371,7 @@ class Comparison:
     ledger: list[LedgerEntry] = field(default_factory=list)
     comparability: Comparability | None = None
     # host time behind the launch-bound idle, per side (kerneldiff.core.compare.ledger.host_time)
-    host: dict[str, Any] = field(default_factory=dict)
+    host: HostTimes | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -378,6 +379,8 @@ class Comparison:
             t = d[side]["timeline"]
             if t is not None:
                 t["passes"] = [p.to_json() for p in t["passes"]]
+        # host time likewise (a side without passes is {}), and {} when not read, as it always was
+        d["host"] = {k: h.to_json() for k, h in d["host"].items()} if d["host"] is not None else {}
         return d
 
     def on_basis(self, side: str, total_us: float) -> float:

@@ -216,14 +216,14 @@ def _ledger(cmp) -> str:
 
 def _host(cmp) -> str:
     """The host time of the passes: what stands behind launch-bound idle (when both sides have it)."""
-    host = getattr(cmp, "host", None) or {}
-    ha, hb = host.get("a"), host.get("b")
+    host = getattr(cmp, "host", None)
+    ha, hb = (host.a, host.b) if host else (None, None)
     if not ha or not hb:
         return ""
     from kerneldiff.core.report.headline import HOST_PARTS
 
-    rows = [f"<tr><td>{_html.escape(label)}</td>{_num(fmt.us(ha[key]), ha[key])}{_num(fmt.us(hb[key]), hb[key])}"
-            f"{_gap(ha[key] - hb[key])}</tr>" for key, label in HOST_PARTS]
+    rows = [f"<tr><td>{_html.escape(label)}</td>{_num(fmt.us(a), a)}{_num(fmt.us(b), b)}{_gap(a - b)}</tr>"
+            for key, label in HOST_PARTS for a, b in [(getattr(ha, key), getattr(hb, key))]]
     per = " (per pass)" if cmp.basis == "per_pass" else ""
     return (f"<h3>Host time of the passes{per}: what stands behind launch-bound idle</h3>"
             + _table("t-host", [("", False), ("A", True), ("B", True), ("gap", True)], rows))

@@ -61,7 +61,7 @@ def render_ledger(cmp, out) -> None:
             continue
         rows = ", ".join(e.cause for e in cmp.ledger if text in e.fusions)
         out.print(Text(f"fused: {rows} — ", style="dim") + literal(text))
-    ha, hb = cmp.host.get("a"), cmp.host.get("b")
+    ha, hb = (cmp.host.a, cmp.host.b) if cmp.host else (None, None)
     if not ha or not hb:
         return
     t = Table(title=f"Host time of the passes{' (per pass)' if cmp.basis == 'per_pass' else ''}: what stands "
@@ -69,9 +69,10 @@ def render_ledger(cmp, out) -> None:
     for col, just in (("", "left"), ("A", "right"), ("B", "right"), ("gap", "right")):
         t.add_column(col, justify=just, no_wrap=True)
     for key, label in HOST_PARTS:
-        t.add_row(label, us(ha[key]), us(hb[key]), fmt.gap(ha[key] - hb[key]))
+        a, b = getattr(ha, key), getattr(hb, key)
+        t.add_row(label, us(a), us(b), fmt.gap(a - b))
     out.print(t)
     for side, h in (("A", ha), ("B", hb)):
-        if h.get("compile_ids"):
-            out.print(Text(f"{side} compiled regions: {', '.join(h['compile_ids'])} ({h['recompiles']} recompile"
-                           f"{'s' if h['recompiles'] != 1 else ''})"))
+        if h.compile_ids:
+            out.print(Text(f"{side} compiled regions: {', '.join(h.compile_ids)} ({h.recompiles} recompile"
+                           f"{'s' if h.recompiles != 1 else ''})"))

@@ -22,7 +22,7 @@ def json_document(cmp, modules=None, hot=None) -> dict:
     if modules is not None:
         doc["modules"] = modules
     if hot is not None:
-        host = {k: dict(v) if isinstance(v, dict) else v for k, v in (cmp.host or {}).items()}
+        host = {"a": cmp.host.a.to_json(), "b": cmp.host.b.to_json()} if cmp.host else {}
         for side in ("a", "b"):
             host.setdefault(side, {})["top"] = hot.top[side]
         host["idle_by_op"] = hot.idle_by_op

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.table import Table
 from rich.text import Text
 
@@ -9,6 +11,9 @@ from kerneldiff.core.report import format as fmt
 from kerneldiff.core.report.labels import share as _share
 
 from .render import us
+
+if TYPE_CHECKING:
+    from kerneldiff.core.compare.side_timeline import SideTimeline
 
 TOP = 5
 
@@ -49,7 +54,7 @@ def render_timeline(cmp, out) -> None:
         t.add_column(col, justify=just, no_wrap=True)
 
     def time_row(label: str, key: str) -> None:
-        a, b = ta[key] / na, tb[key] / nb
+        a, b = getattr(ta, key) / na, getattr(tb, key) / nb
         t.add_row(label, us(a), us(b), fmt.ratio(a / b if a > 0 and b > 0 else None), fmt.gap(a - b))
 
     time_row("wall (first to last GPU activity)", "span_us")
@@ -60,15 +65,15 @@ def render_timeline(cmp, out) -> None:
     time_row("  sync / host waits", "sync_us")
     time_row("  other", "other_us")
     time_row("stream overlap", "overlap_us")
-    la, lb = ta["launch"], tb["launch"]
+    la, lb = ta.launch, tb.launch
     for label, key in (("launch call p50", "api_p50_us"), ("launch → start p50", "delay_p50_us"),
                        ("launch → start p95", "delay_p95_us")):
-        a, b = la[key], lb[key]
+        a, b = getattr(la, key), getattr(lb, key)
         t.add_row(label, us(a), us(b), fmt.ratio(a / b if a and b else None),
                   fmt.gap(a - b) if a is not None and b is not None else fmt.ABSENT)
 
     def shorter(l) -> str:
-        n, of = l["kernels_shorter_than_launch"], l["kernels_launched"]
+        n, of = l.kernels_shorter_than_launch, l.kernels_launched
         return f"{n:,} ({fmt.pct(n / of, 0)})" if of else fmt.ABSENT
 
     t.add_row("kernels shorter than their launch", shorter(la), shorter(lb), "", "")
@@ -78,19 +83,19 @@ def render_timeline(cmp, out) -> None:
     _passes(ta, tb, out)
 
 
-def _layers(ta: dict, tb: dict, out) -> None:
+def _layers(ta: SideTimeline, tb: SideTimeline, out) -> None:
     """The layers with the most idle inside them (either side), when there are layers."""
-    la, lb = {l["layer"]: l for l in ta.get("layers", [])}, {l["layer"]: l for l in tb.get("layers", [])}
+    la, lb = {l.layer: l for l in ta.layers}, {l.layer: l for l in tb.layers}
     if not la and not lb:
         return
-    rows = sorted(set(la) | set(lb), key=lambda i: -max(la.get(i, {}).get("idle_us", 0.0),
-                                                          lb.get(i, {}).get("idle_us", 0.0)))[:TOP]
+    rows = sorted(set(la) | set(lb), key=lambda i: -max(la[i].idle_us if i in la else 0.0,
+                                                          lb[i].idle_us if i in lb else 0.0))[:TOP]
     t = Table(title="Idle inside layers (most first; all passes)", title_justify="left")
     for col in ("layer", "A busy", "B busy", "A idle", "B idle", "idle gap"):
         t.add_column(col, justify="right", no_wrap=True)
 
     def get(d: dict, i: int, key: str):
-        return d[i][key] if i in d else None
+        return getattr(d[i], key) if i in d else None
 
     for i in rows:
         ia, ib = get(la, i, "idle_us"), get(lb, i, "idle_us")
@@ -99,17 +104,17 @@ def _layers(ta: dict, tb: dict, out) -> None:
     out.print(t)
 
 
-def _passes(ta: dict, tb: dict, out) -> None:
+def _passes(ta: SideTimeline, tb: SideTimeline, out) -> None:
     """Pass against pass (when both sides hold as many): the largest wall-clock gaps."""
-    pa, pb = ta.get("passes", []), tb.get("passes", [])
+    pa, pb = ta.passes, tb.passes
     if len(pa) < 2 or len(pa) != len(pb):
         return
-    order = sorted(range(len(pa)), key=lambda i: -abs(pa[i]["span_us"] - pb[i]["span_us"]))[:TOP]
+    order = sorted(range(len(pa)), key=lambda i: -abs(pa[i].span_us - pb[i].span_us))[:TOP]
     t = Table(title="Passes (largest wall gap first)", title_justify="left")
     for col in ("pass", "phase", "A wall", "B wall", "A idle", "B idle", "wall gap"):
         t.add_column(col, justify="right", no_wrap=True)
     for i in order:
         a, b = pa[i], pb[i]
-        t.add_row(str(a["pass"]), a["phase"], us(a["span_us"]), us(b["span_us"]), us(a["idle_us"]), us(b["idle_us"]),
-                  fmt.gap(a["span_us"] - b["span_us"]))
+        t.add_row(str(a.pass_), a.phase, us(a.span_us), us(b.span_us), us(a.idle_us), us(b.idle_us),
+                  fmt.gap(a.span_us - b.span_us))
     out.print(t)

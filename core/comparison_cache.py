@@ -119,12 +119,13 @@ def entry_path(key: str) -> Path:
 def _types() -> dict[str, type]:
     from kerneldiff.core.analysis.peaks import Peaks
     from kerneldiff.core.analysis.stats import Stats
-    from kerneldiff.core.compare import result, work_result
+    from kerneldiff.core.compare import host_result, result, side_timeline, work_result
 
     types = {"Peaks": Peaks, "Stats": Stats}
-    for mod in (result, work_result):
+    for mod in (result, work_result, side_timeline, host_result):
         for name, obj in vars(mod).items():
-            if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == mod.__name__:
+            if isinstance(obj, type) and (dataclasses.is_dataclass(obj) or _is_struct(obj)) \
+                    and obj.__module__ == mod.__name__:
                 types[name] = obj
     return types
 
@@ -136,7 +137,8 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 def _known() -> dict[str, type]:
     if not _TYPES:
         _TYPES.update(_types())
-        _FIELDS.update({t: tuple(f.name for f in dataclasses.fields(t)) for t in _TYPES.values()})
+        _FIELDS.update({t: t.__struct_fields__ if _is_struct(t) else tuple(f.name for f in dataclasses.fields(t))
+                        for t in _TYPES.values()})
     return _TYPES
 
 
@@ -155,7 +157,8 @@ def plain(value: Any) -> Any:
     names = _FIELDS.get(t) if _known().get(t.__name__) is t else None
     if names is None:
         raise _NotPlain(t.__name__)
-    if vars(value).keys() != set(names):   # an attribute set outside the fields would be lost
+    # an attribute set outside the fields would be lost (a Struct has no room for one)
+    if not _is_struct(t) and vars(value).keys() != set(names):
         raise _NotPlain(f"{t.__name__} attributes")
     out = {TAG: t.__name__}
     for name in names:
@@ -170,9 +173,18 @@ def _build(d: dict[str, Any]) -> Any:
     cls = _known().get(name)
     if cls is None or d.keys() != set(_FIELDS[cls]):
         raise ValueError(f"not a result type: {name!r}")
+    if _is_struct(cls):
+        return cls(**d)      # a Struct's __init__ only assigns
     obj = cls.__new__(cls)
     obj.__dict__.update(d)   # the values as they were computed: no __init__ to run again
     return obj
+
+
+def _is_struct(t: type) -> bool:
+    """A msgspec Struct (a result type whose JSON renames a field: side_timeline.PassTimeline)."""
+    import msgspec
+
+    return issubclass(t, msgspec.Struct)
 
 
 def loads(blob: bytes) -> Any:

@@ -95,6 +95,8 @@ def json_ready(obj: Any) -> Any:
 
     if is_dataclass(obj) and not isinstance(obj, type):
         return json_ready(asdict(obj))
+    if hasattr(obj, "to_json") and not isinstance(obj, type):   # a type that spells its own JSON
+        return json_ready(obj.to_json())
     if isinstance(obj, float):      # numpy.float64 is a float too
         return float(obj) if math.isfinite(obj) else None
     if isinstance(obj, str):
@@ -110,9 +112,11 @@ def json_ready(obj: Any) -> Any:
 
 def _scalar(obj: Any) -> Any:
     """orjson's `default`: a numpy scalar as its Python value (float32 widened, as json_ready does),
-    anything else as its str."""
+    a type with `to_json()` as what that gives (a key that is no field name), anything else as its str."""
     if hasattr(obj, "item") and hasattr(obj, "dtype"):
         return obj.item()
+    if hasattr(obj, "to_json") and not isinstance(obj, type):
+        return obj.to_json()
     return str(obj)
 
 

@@ -87,18 +87,19 @@ def ledger_detail(e: LedgerEntry, comp: Comparison):
                  + ", the rest at the launches both sides make. "
                  "Enter on this operation in the Operations tab (2) lists its kernels.", style=DIM)
         parts.append(t)
-    ha, hb = comp.host.get("a"), comp.host.get("b")
+    ha, hb = (comp.host.a, comp.host.b) if comp.host else (None, None)
     if e.cause == "idle: launch-bound" and ha and hb:
         t = Table(box=None, show_header=True, title=f"host time of the passes{per}", title_justify="left")
         for col in ("", "A", "B", "gap"):
             t.add_column(col, justify="left" if not col else "right", no_wrap=True)
         for key, label in HOST_PARTS:
-            t.add_row(label, fmt_us(ha[key]), fmt_us(hb[key]), fmt_gap(ha[key] - hb[key]))
+            a, b = getattr(ha, key), getattr(hb, key)
+            t.add_row(label, fmt_us(a), fmt_us(b), fmt_gap(a - b))
         parts.append(t)
         for side, h in (("A", ha), ("B", hb)):
-            if h.get("compile_ids"):
-                parts.append(Text(f"{side} compiled regions {', '.join(h['compile_ids'])}: "
-                                  f"{h['recompiles']} recompile{'s' if h['recompiles'] != 1 else ''}"))
+            if h.compile_ids:
+                parts.append(Text(f"{side} compiled regions {', '.join(h.compile_ids)}: "
+                                  f"{h.recompiles} recompile{'s' if h.recompiles != 1 else ''}"))
     if comp.comparability is not None and comp.comparability.notes:
         parts.append(Text("\n".join("· " + n for n in comp.comparability.notes), style=DIM))
     return Group(*parts)

@@ -5,7 +5,7 @@ trace on its own (browse) has its own views: kerneldiff.tui.trace_views.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
 from rich.table import Table
@@ -23,6 +23,9 @@ from kerneldiff.core.report import format as fmt
 from .text import (DIM, SIDE_LETTER, SIDE_STYLE, clean, cut, readable, span, fmt_bytes, fmt_gap, fmt_pct, fmt_ratio, fmt_us,
                    literal, one_bar, shorten, shortener, slower_side, two_bars)
 from .widgets.result_table import Column, Row, Sort, TableSpec
+
+if TYPE_CHECKING:
+    from kerneldiff.core.compare.side_timeline import PassTimeline
 
 CHART_WIDTH = 16  # the smallest per-layer chart that still shows a 10% difference
 NONE_CELL = "· none ·"
@@ -677,22 +680,22 @@ def busy_idle_bar(busy: float | None, span_us: float | None, scale: float, width
     return t
 
 
-def timeline_passes(comp: Comparison) -> list[tuple[int, dict | None, dict | None]]:
+def timeline_passes(comp: Comparison) -> list[tuple[int, PassTimeline | None, PassTimeline | None]]:
     """The passes of both sides' timelines, paired by their order in the phase (n, A pass, B pass)."""
-    pa = (comp.a.timeline or {}).get("passes", [])
-    pb = (comp.b.timeline or {}).get("passes", [])
+    pa = comp.a.timeline.passes if comp.a.timeline else ()
+    pb = comp.b.timeline.passes if comp.b.timeline else ()
     return [(i, pa[i] if i < len(pa) else None, pb[i] if i < len(pb) else None)
             for i in range(max(len(pa), len(pb)))]
 
 
-def pass_number(a: dict | None, b: dict | None) -> int:
+def pass_number(a: PassTimeline | None, b: PassTimeline | None) -> int:
     """The one number a pass has everywhere (explorer, text, JSON, CSV): its index among all the
     trace's passes, from 0, whatever the phase filter (side A's, B's when A has no such pass)."""
-    return int((a or b)["pass"])
+    return int((a or b).pass_)
 
 
-def _idle_share(p: dict | None) -> float | None:
-    return p["idle_us"] / p["span_us"] if p and p["span_us"] else None
+def _idle_share(p: PassTimeline | None) -> float | None:
+    return p.idle_us / p.span_us if p and p.span_us else None
 
 
 def timeline_spec(comp: Comparison) -> TableSpec:
@@ -709,16 +712,16 @@ def timeline_spec(comp: Comparison) -> TableSpec:
             Column("a_sync", "A sync", "us", 8), Column("b_sync", "B sync", "us", 8),
             Column("a_kernels", "A kernels", "int", 9), Column("b_kernels", "B kernels", "int", 9)]
 
-    def get(p: dict | None, k: str):
-        return p[k] if p else None
+    def get(p: PassTimeline | None, k: str):
+        return getattr(p, k) if p else None
 
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
         for i, a, b in passes:
             n = pass_number(a, b)
-            gap = a["span_us"] - b["span_us"] if a and b else None
+            gap = a.span_us - b.span_us if a and b else None
             ai, bi = _idle_share(a), _idle_share(b)
-            scale = max((p["span_us"] for p in (a, b) if p), default=0.0)
+            scale = max((p.span_us for p in (a, b) if p), default=0.0)
             vals = (n, get(a, "span_us"), get(b, "span_us"), gap, ai, bi, None, None,
                     get(a, "busy_us"), get(b, "busy_us"), get(a, "idle_us"), get(b, "idle_us"),
                     get(a, "launch_bound_us"), get(b, "launch_bound_us"), get(a, "sync_us"), get(b, "sync_us"),
@@ -729,7 +732,7 @@ def timeline_spec(comp: Comparison) -> TableSpec:
                      busy_idle_bar(vals[9], vals[2], scale, w["b_bar"], "b"),
                      *(_num(fmt_us(v)) for v in vals[8:16]),
                      *(_num("—" if v is None else f"{v:,}") for v in vals[16:18]))
-            names = " ".join(p["name"] for p in (a, b) if p and p.get("name"))
+            names = " ".join(p.name for p in (a, b) if p and p.name)
             rows.append(Row(str(n), vals, cells, payload=(a, b), style=_row_style(gap or 0),
                             search=f"pass {n} {names}".lower()))
         return rows
@@ -748,16 +751,16 @@ KIND_MARKS = {"warmup": "w", "capture": "c", "compile": "k"}
 KIND_WORDS = {"warmup": "warm-up", "capture": "CUDA-graph capture", "compile": "compile"}
 
 
-def kind_marks(a: dict | None, b: dict | None) -> str:
+def kind_marks(a: PassTimeline | None, b: PassTimeline | None) -> str:
     """The marks of a pass row's kinds that are not steady (either side's), in KIND_MARKS order."""
-    kinds = {p.get("kind", "steady") for p in (a, b) if p}
+    kinds = {p.kind for p in (a, b) if p}
     return "".join(m for k, m in KIND_MARKS.items() if k in kinds)
 
 
-def pass_crumb(n: int, a: dict | None, b: dict | None) -> str:
+def pass_crumb(n: int, a: PassTimeline | None, b: PassTimeline | None) -> str:
     """The pass timeline's breadcrumb: `Pass 1`, with the kinds that are not steady (`Pass 1 (CUDA-graph
     capture)`)."""
-    kinds = {p.get("kind", "steady") for p in (a, b) if p}
+    kinds = {p.kind for p in (a, b) if p}
     words = [w for k, w in KIND_WORDS.items() if k in kinds]
     return f"Pass {n}" + (f" ({', '.join(words)})" if words else "")
 
@@ -769,7 +772,7 @@ def timeline_hint(comp: Comparison) -> Text:
     if comp.a.timeline is None and comp.b.timeline is None:
         t.append("no timeline in this comparison", style=DIM)
         return t
-    kinds = {p.get("kind", "steady") for s in (comp.a, comp.b) for p in ((s.timeline or {}).get("passes") or [])}
+    kinds = {p.kind for s in (comp.a, comp.b) for p in (s.timeline.passes if s.timeline else ())}
     marked = [f"{m} {KIND_WORDS[k]}" for k, m in KIND_MARKS.items() if k in kinds]
     if marked:
         t.append(f"marks: {', '.join(marked)} (not steady)  ", style=DIM)

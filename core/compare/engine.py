@@ -29,6 +29,8 @@ from kerneldiff.core.compare.layer_significance import slower_by
 from kerneldiff.core.compare.ledger import build as build_ledger, exposed_communication, host_time
 from kerneldiff.core.compare.op_fusion import gemm_op_keys
 from kerneldiff.core.compare.same_work import shape_difference
+from kerneldiff.core.compare.side_timeline import SideTimeline
+from kerneldiff.core.compare.host_result import HostTimes
 from kerneldiff.core.compare.pass_basis import headline_window, on_passes, outside_us, pass_spread, window_note
 from kerneldiff.core.compare.throughput import attach as attach_throughput
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
@@ -646,7 +648,7 @@ def _rest(a, b, phase, labels, va, vb, ga, gb, per_pass, peaks, classifier) -> C
                             f"of the headline and operations are per pass")
     ka, kb = (va.total / va.passes, vb.total / vb.passes) if per_pass else (va.total, vb.total)
     side_a, side_b = _side(va, labels[0]), _side(vb, labels[1])
-    side_a.timeline, side_b.timeline = ta.to_dict(), tb.to_dict()
+    side_a.timeline, side_b.timeline = SideTimeline.of(ta), SideTimeline.of(tb)
     cmp = Comparison(a=side_a, b=side_b, phase=phase,
                       ratio=_ratio(ka, kb), gap_us=ka - kb, basis="per_pass" if per_pass else "total",
                       wall=_wall(ta, tb, va, vb, per_pass, _ratio(ka, kb)),
@@ -656,5 +658,5 @@ def _rest(a, b, phase, labels, va, vb, ga, gb, per_pass, peaks, classifier) -> C
                       outside_layers=outside, layers_from=layers_from)
     attach_throughput(cmp, va, vb, peaks)   # FLOPs, bytes, % of peak; GEMM and attention shapes
     cmp.ledger = exposed_communication(build_ledger(va, vb, ta, tb, per_pass), va, vb, per_pass, classifier)
-    cmp.host = {"a": host_time(va, per_pass), "b": host_time(vb, per_pass)}
+    cmp.host = HostTimes(host_time(va, per_pass), host_time(vb, per_pass))
     return cmp

@@ -23,6 +23,7 @@ import numpy as np
 from kerneldiff.core.analysis.host_time import host_time as side_host_time
 from kerneldiff.core.analysis.pass_extent import between_host, in_pass_mask
 from kerneldiff.core.analysis.timeline import Timeline, merge_intervals
+from kerneldiff.core.compare.host_result import HostTime
 from kerneldiff.core.compare.pass_basis import OUTSIDE_ROWS, around_passes, headline_window, on_passes, outside_parts
 from kerneldiff.core.compare.result import LedgerEntry
 from kerneldiff.core.compare.split import PRICING, split, top_parts
@@ -163,12 +164,13 @@ def _outside_rows(ta: Timeline, tb: Timeline, na: int, nb: int, ma, mb) -> list[
 
 # --- host time -------------------------------------------------------------------------------------
 
-def host_time(v, per_pass: bool) -> dict:
+def host_time(v, per_pass: bool) -> HostTime:
     """A side's host time over the compared passes (`kerneldiff.core.analysis.host_time`), per pass
     when `per_pass`."""
     raw = side_host_time(v.m, v.phase)
     div = raw.get("passes", 1) if per_pass else 1
-    return {k: x / div if k.endswith("_us") else list(x) if isinstance(x, list) else x for k, x in raw.items()}
+    return HostTime(**{k: x / div if k.endswith("_us") else list(x) if isinstance(x, list) else x
+                       for k, x in raw.items()})
 
 
 # --- exposed communication ---------------------------------------------------------------------------

@@ -12,6 +12,8 @@ from typing import Any
 
 from kerneldiff.core.analysis.peaks import Peaks
 from kerneldiff.core.analysis.stats import Stats  # noqa: F401 - the rows' durations, re-exported
+from kerneldiff.core.compare.host_result import HostTimes
+from kerneldiff.core.compare.side_timeline import SideTimeline
 from kerneldiff.core.compare.work_result import AttentionShape, GemmShape, ThroughputRow
 
 
@@ -35,10 +37,9 @@ class Side:
     pass_source: str = ""    # what the passes, phases and layers were read from (evidence first,
     phase_source: str = ""   # inference said as such)
     layer_source: str = ""
-    # wall clock, GPU idle and launch overhead in the phase (kerneldiff.core.analysis.timeline,
-    # Timeline.to_dict(): span_us, busy_us, idle_us, launch_bound_us, sync_us, overlap_us, passes,
-    # phases, layers, launch)
-    timeline: dict[str, Any] | None = None
+    # wall clock, GPU idle and launch overhead in the phase, with its phases, passes and layers
+    # (kerneldiff.core.compare.side_timeline)
+    timeline: SideTimeline | None = None
     # whether its operators carry input shapes (record_shapes=True): without them no FLOPs, bytes or
     # GEMM and attention shapes (None: not looked at)
     shapes_recorded: bool | None = None
@@ -370,10 +371,17 @@ class Comparison:
     ledger: list[LedgerEntry] = field(default_factory=list)
     comparability: Comparability | None = None
     # host time behind the launch-bound idle, per side (kerneldiff.core.compare.ledger.host_time)
-    host: dict[str, Any] = field(default_factory=dict)
+    host: HostTimes | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        for side in ("a", "b"):   # a pass is no dataclass (its "pass" key is a keyword): spelt out here
+            t = d[side]["timeline"]
+            if t is not None:
+                t["passes"] = [p.to_json() for p in t["passes"]]
+        # host time likewise (a side without passes is {}), and {} when not read, as it always was
+        d["host"] = {k: h.to_json() for k, h in d["host"].items()} if d["host"] is not None else {}
+        return d
 
     def on_basis(self, side: str, total_us: float) -> float:
         """Side `side`'s ("a" or "b") time `total_us` on the comparison's basis: per pass (over that
@@ -384,12 +392,12 @@ class Comparison:
     def gap_pass(self) -> int | None:
         """The pass (number) with the largest wall-clock gap among those both sides hold: the one
         worth drawing. None when a side has no passes."""
-        pa = (self.a.timeline or {}).get("passes", [])
-        pb = (self.b.timeline or {}).get("passes", [])
+        pa = self.a.timeline.passes if self.a.timeline else ()
+        pb = self.b.timeline.passes if self.b.timeline else ()
         n = min(len(pa), len(pb))
         if n == 0:
             return None
-        return int(pa[max(range(n), key=lambda i: (abs(pa[i]["span_us"] - pb[i]["span_us"]), -i))]["pass"])
+        return int(pa[max(range(n), key=lambda i: (abs(pa[i].span_us - pb[i].span_us), -i))].pass_)
 
     def alignment(self, layer: int) -> LayerAlignment | None:
         for al in self.alignments:

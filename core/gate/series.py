@@ -11,10 +11,14 @@ are the comparison's own timeline figures (the headline's wall clock per pass); 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kerneldiff.core.analysis.cut_work import compared_mask
+
+if TYPE_CHECKING:
+    from kerneldiff.core.compare.side_timeline import SideTimeline
 
 MIN_REPEATS = 4      # passes of one phase needed to read their spread (3 successive differences)
 MIN_LAYERS = 4       # layers of one pass needed to read their spread (the same)
@@ -40,8 +44,8 @@ class PassSeries:
 class SideData:
     """One trace restricted to the compared work of a phase, with what the metrics share."""
 
-    def __init__(self, model, phase: str, timeline: dict, classifier) -> None:
-        self.m, self.tl, self.classifier = model, timeline or {}, classifier
+    def __init__(self, model, phase: str, timeline: SideTimeline | None, classifier) -> None:
+        self.m, self.tl, self.classifier = model, timeline, classifier
         k = model.kernels
         self.rows = np.flatnonzero(compared_mask(model, phase))
         self.step = k.step[self.rows].astype(np.int64)
@@ -124,14 +128,14 @@ class SideData:
         pass, and its passes one by one."""
         if len(self.rows) == 0 or not self.tl:
             return PassSeries(None, missing="no GPU work in the phase")
-        whole = self.tl.get(key, 0.0)
-        passes = self.tl.get("passes", [])
-        vals = np.array([p[key] for p in passes], dtype=float)
-        s = PassSeries(whole / self.passes, vals, [p["phase"] for p in passes])
+        whole = getattr(self.tl, key)
+        passes = self.tl.passes
+        vals = np.array([getattr(p, key) for p in passes], dtype=float)
+        s = PassSeries(whole / self.passes, vals, [p.phase for p in passes])
         if key == "kernel_us":
             return self._with_layers(s, "busy")
         # idle is what is left of the wall clock: its noise is the wall clock's, in µs
-        return self._with_layers(s, "span", scale=self.tl.get("span_us", 0.0) / self.passes)
+        return self._with_layers(s, "span", scale=self.tl.span_us / self.passes)
 
     def operation(self, name: str) -> PassSeries:
         """An operation's time per pass: the kernels whose category or category family is `name`

@@ -68,8 +68,8 @@ def _pair_reasons(cmp, models, phase: str) -> list[str]:
 
 def _counts(side) -> dict[str, int]:
     out: dict[str, int] = {}
-    for p in (side.timeline or {}).get("passes", []):
-        out[p["phase"]] = out.get(p["phase"], 0) + 1
+    for p in side.timeline.passes if side.timeline else ():
+        out[p.phase] = out.get(p.phase, 0) + 1
     return out
 
 

@@ -216,14 +216,14 @@ def _ledger(cmp) -> str:
 
 def _host(cmp) -> str:
     """The host time of the passes: what stands behind launch-bound idle (when both sides have it)."""
-    host = getattr(cmp, "host", None) or {}
-    ha, hb = host.get("a"), host.get("b")
+    host = getattr(cmp, "host", None)
+    ha, hb = (host.a, host.b) if host else (None, None)
     if not ha or not hb:
         return ""
     from kerneldiff.core.report.headline import HOST_PARTS
 
-    rows = [f"<tr><td>{_html.escape(label)}</td>{_num(fmt.us(ha[key]), ha[key])}{_num(fmt.us(hb[key]), hb[key])}"
-            f"{_gap(ha[key] - hb[key])}</tr>" for key, label in HOST_PARTS]
+    rows = [f"<tr><td>{_html.escape(label)}</td>{_num(fmt.us(a), a)}{_num(fmt.us(b), b)}{_gap(a - b)}</tr>"
+            for key, label in HOST_PARTS for a, b in [(getattr(ha, key), getattr(hb, key))]]
     per = " (per pass)" if cmp.basis == "per_pass" else ""
     return (f"<h3>Host time of the passes{per}: what stands behind launch-bound idle</h3>"
             + _table("t-host", [("", False), ("A", True), ("B", True), ("gap", True)], rows))
@@ -425,14 +425,14 @@ def _timeline_table(cmp) -> str:
                        ("kernel time (summed)", "kernel_us"), ("idle", "idle_us"),
                        ("  launch-bound", "launch_bound_us"), ("  sync / host waits", "sync_us"),
                        ("  other", "other_us"), ("stream overlap", "overlap_us")):
-        a, b = ta[key] / na, tb[key] / nb
+        a, b = getattr(ta, key) / na, getattr(tb, key) / nb
         r = a / b if a > 0 and b > 0 else None
         rows.append(f'<tr><td class="{"sub" if label.startswith(" ") else ""}">{label.strip()}</td>'
                     f"{_num(fmt.us(a), a)}{_num(fmt.us(b), b)}{_num(fmt.ratio(r), r)}{_gap(a - b)}</tr>")
-    la, lb = ta["launch"], tb["launch"]
+    la, lb = ta.launch, tb.launch
     for label, key in (("launch call p50", "api_p50_us"), ("launch → start p50", "delay_p50_us"),
                        ("launch → start p95", "delay_p95_us")):
-        a, b = la[key], lb[key]
+        a, b = getattr(la, key), getattr(lb, key)
         r = a / b if a and b else None
         g = a - b if a is not None and b is not None else None
         rows.append(f"<tr><td>{label}</td>{_num(fmt.us(a), a)}{_num(fmt.us(b), b)}{_num(fmt.ratio(r), r)}{_gap(g)}</tr>")
@@ -443,13 +443,13 @@ def _timeline_table(cmp) -> str:
 
 def _pass_chart(cmp) -> str:
     """Every pass of both sides: wall span as a bar, busy solid and idle pale, on one scale."""
-    pa = (cmp.a.timeline or {}).get("passes", [])
-    pb = (cmp.b.timeline or {}).get("passes", [])
+    pa = cmp.a.timeline.passes if cmp.a.timeline else ()
+    pb = cmp.b.timeline.passes if cmp.b.timeline else ()
     n = max(len(pa), len(pb))
     if n == 0:
         return ""
     shown = min(n, MAX_PASS_BARS)
-    top = max([p["span_us"] for p in pa[:shown] + pb[:shown]] + [0.0]) or 1.0
+    top = max([p.span_us for p in pa[:shown] + pb[:shown]] + [0.0]) or 1.0
     slot = WIDTH / shown
     bar = slot * 0.42
     rects = []
@@ -459,10 +459,10 @@ def _pass_chart(cmp) -> str:
                 continue
             p = pp[i]
             x = i * slot + slot * 0.06 + k * bar
-            h_span = 100 * p["span_us"] / top
-            h_busy = 100 * p["busy_us"] / top
-            title = esc(f"pass {_number(pa, pb, i)} ({p['phase']}), {side.upper()}: wall {fmt.us(p['span_us'])}, busy "
-                        f"{fmt.us(p['busy_us'])}, idle {fmt.us(p['idle_us'])}, {p['kernels']:,} kernels")
+            h_span = 100 * p.span_us / top
+            h_busy = 100 * p.busy_us / top
+            title = esc(f"pass {_number(pa, pb, i)} ({p.phase}), {side.upper()}: wall {fmt.us(p.span_us)}, busy "
+                        f"{fmt.us(p.busy_us)}, idle {fmt.us(p.idle_us)}, {p.kernels:,} kernels")
             rects.append(f'<g><title>{title}</title><rect class="{side} idle" x="{x:.2f}" y="{100 - h_span:.2f}" '
                          f'width="{bar:.2f}" height="{h_span:.2f}"/><rect class="{side}" x="{x:.2f}" '
                          f'y="{100 - h_busy:.2f}" width="{bar:.2f}" height="{h_busy:.2f}"/></g>')
@@ -474,9 +474,9 @@ def _pass_chart(cmp) -> str:
             f'<div class="axis"><span>pass {_number(pa, pb, 0)}</span><span>pass {_number(pa, pb, shown - 1)}</span></div>')
 
 
-def _number(pa: list[dict], pb: list[dict], i: int) -> int:
+def _number(pa, pb, i: int) -> int:
     """The one number of the pass at place i (A's; B's where A has none there)."""
-    return int((pa[i] if i < len(pa) else pb[i])["pass"])
+    return int((pa[i] if i < len(pa) else pb[i]).pass_)
 
 
 def _colours(pp) -> dict[str, str]:

@@ -124,7 +124,7 @@ def _objects(c: Comparison, name: str) -> list[Any]:
         for side in (c.a, c.b):
             t = side.timeline
             if t:
-                out += [t, *t.get("phases", []), *t.get("passes", []), *t.get("layers", [])]
+                out += [t, *t.phases, *t.passes, *t.layers]
         return out
     if name == "gemm-shapes":
         return list(c.gemm_shapes)
@@ -181,13 +181,13 @@ def _timeline(c: Comparison) -> tuple[list[str], list[list[Any]]]:
             continue
         label, blank = side.key, [""] * len(TIMELINE_LAUNCH)
 
-        def fig(d: dict[str, Any]) -> list[Any]:
-            return [d.get(f, "") if f in ("kernels", "gaps") else _r(d.get(f)) for f in TIMELINE_FIGURES]
+        def fig(d) -> list[Any]:   # a window, pass or layer: the figures it has, "" for the others
+            return [getattr(d, f, "") if f in ("kernels", "gaps") else _r(getattr(d, f, None)) for f in TIMELINE_FIGURES]
 
-        launch = t.get("launch", {})
-        rows.append([label, "window", "", "", t["phase"], "", *fig(t),
-                     *[_r(launch.get(f)) if f.endswith("_us") else launch.get(f, "") for f in TIMELINE_LAUNCH]])
-        rows += [[label, "phase", "", "", p["phase"], "", *fig(p), *blank] for p in t.get("phases", [])]
-        rows += [[label, "pass", p["pass"], p["name"], p["phase"], "", *fig(p), *blank] for p in t.get("passes", [])]
-        rows += [[label, "layer", "", "", t["phase"], l["layer"], *fig(l), *blank] for l in t.get("layers", [])]
+        launch = t.launch
+        rows.append([label, "window", "", "", t.phase, "", *fig(t),
+                     *[_r(getattr(launch, f, None)) if f.endswith("_us") else getattr(launch, f, "") for f in TIMELINE_LAUNCH]])
+        rows += [[label, "phase", "", "", p.phase, "", *fig(p), *blank] for p in t.phases]
+        rows += [[label, "pass", p.pass_, p.name, p.phase, "", *fig(p), *blank] for p in t.passes]
+        rows += [[label, "layer", "", "", t.phase, l.layer, *fig(l), *blank] for l in t.layers]
     return head, rows

@@ -223,13 +223,13 @@ def test_headline_says_when_wall_and_kernels_disagree(llama, qwen):
 @pytest.mark.slow
 @pytest.mark.real
 def test_host_time_behind_launch_bound(llama):
-    a, b = llama.host["a"], llama.host["b"]
+    a, b = llama.host.a, llama.host.b
     for h in (a, b):
-        parts = sum(h[k] for k in ("launch_calls_us", "sync_waits_us", "guard_checks_us", "compiled_regions_us",
-                                   "python_dispatch_us"))
-        assert parts == pytest.approx(h["host_us"], rel=1e-9)
-    assert a["compiled_regions_us"] == 0 and b["compiled_regions_us"] > 0.5 * b["host_us"]
-    assert b["recompiles"] >= 1 and a["recompiles"] == 0
+        parts = sum(getattr(h, k) for k in ("launch_calls_us", "sync_waits_us", "guard_checks_us",
+                                            "compiled_regions_us", "python_dispatch_us"))
+        assert parts == pytest.approx(h.host_us, rel=1e-9)
+    assert a.compiled_regions_us == 0 and b.compiled_regions_us > 0.5 * b.host_us
+    assert b.recompiles >= 1 and a.recompiles == 0
 
 
 def test_self_comparison_has_an_empty_ledger_gap(demo_models):

@@ -221,7 +221,7 @@ def test_the_timeline_and_the_ledger_count_the_same_overlap():
     cmp = compared("h100_llama_eager_sdpa.json.gz", "h100_llama_compiled.json.gz")
     row = next(e for e in cmp.ledger if e.kind == "overlap")
     tl = cmp.a.timeline
-    assert tl["overlap_us"] + tl["same_stream_overlap_us"] == pytest.approx(row.a_us, abs=1e-3)
+    assert tl.overlap_us + tl.same_stream_overlap_us == pytest.approx(row.a_us, abs=1e-3)
     with gzip.open(path, "rt") as f:
         ev = json.load(f)["traceEvents"]
     by_stream = defaultdict(list)
@@ -239,8 +239,8 @@ def test_the_timeline_and_the_ledger_count_the_same_overlap():
             elif e > end:
                 union += e - end
             end = max(end, e)
-    assert tl["same_stream_overlap_us"] == pytest.approx(summed - union, abs=0.5)
-    assert tl["same_stream_overlap_us"] > 50 and tl["overlap_us"] == 0.0
+    assert tl.same_stream_overlap_us == pytest.approx(summed - union, abs=0.5)
+    assert tl.same_stream_overlap_us > 50 and tl.overlap_us == 0.0
 
 
 @pytest.mark.real

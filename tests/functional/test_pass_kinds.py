@@ -50,7 +50,7 @@ def test_comparisons_read_steady_passes_unless_told(all_passes):
     s.load(0)
     s.load(1)
     cmp = s.compare()
-    kinds = [p["kind"] for p in cmp.a.timeline["passes"]]
+    kinds = [p.kind for p in cmp.a.timeline.passes]
     if all_passes:
         assert cmp.a.passes == 16 and kinds.count("capture") == 1 and cmp.a.passes_left_out is None
     else:

@@ -77,9 +77,9 @@ def test_guard_checks_of_graph_replayed_passes_count_as_their_host_time():
     other = load(HERE / "h100small_eager_attn.json.gz", use_cache=False)
     m.all_passes = other.all_passes = True   # every pass, the graph-capture pass too (--all-passes)
     for a, b, key in ((other, m, "b"), (m, other, "a")):
-        host = compare(a, b).host[key]
-        assert host["guard_checks_us"] == pytest.approx(sum(e["dur"] for e in raw), rel=1e-6)
-        assert host["compile_ids"] == ["0/0"] and host["recompiles"] == 0
+        host = compare(a, b).host.side(key)
+        assert host.guard_checks_us == pytest.approx(sum(e["dur"] for e in raw), rel=1e-6)
+        assert host.compile_ids == ["0/0"] and host.recompiles == 0
 
 
 def test_layer_sizes_read_per_phase():

@@ -78,8 +78,8 @@ def test_a_pass_holds_the_kernels_launched_inside_the_forward_call(truth):
     for side in ("a", "b"):
         t = truth[side]
         assert t["calls"] == 48 and t["after_call"] > 0     # generate() launches work after each call
-        passes = getattr(cmp, side).timeline["passes"]
-        assert [p["kernels"] for p in passes] == t["kernels"]
+        passes = getattr(cmp, side).timeline.passes
+        assert [p.kernels for p in passes] == t["kernels"]
     # eager: 681 kernels inside each call (726 with the sampling after it, as passes read before)
     assert set(truth["a"]["kernels"]) == {681}
     w = cmp.wall
@@ -144,8 +144,8 @@ def test_generated_pairs_account_for_every_us_both_ways(tmp_path_factory, seed_a
         div = n if ab.basis == "per_pass" else 1
         got = sum(getattr(e, f"{side}_us") for e in around)
         assert all(getattr(e, f"{side}_us") >= 0 for e in around)
-        if t["passes"] and around:
-            assert got == pytest.approx((t["span_us"] - sum(p["span_us"] for p in t["passes"])) / div, abs=1e-3)
+        if t.passes and around:
+            assert got == pytest.approx((t.span_us - sum(p.span_us for p in t.passes)) / div, abs=1e-3)
     mirror = {e.cause: e for e in ba.ledger}
     for e in ab.ledger:
         m = mirror[e.cause]

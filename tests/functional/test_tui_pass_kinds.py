@@ -83,7 +83,7 @@ def test_pass_timeline_draws_the_passes_measured_kernels_and_names_the_kind():
     s.load(0)
     s.load(1)
     cmp = s.compare()
-    for p in cmp.a.timeline["passes"]:
-        assert len(s.pass_kernels(0, p["pass"]).rows) == p["kernels"]
-        crumb = pass_crumb(p["pass"], p, None)
-        assert crumb == (f"Pass {p['pass']} (CUDA-graph capture)" if p["pass"] == _capture_pass() else f"Pass {p['pass']}")
+    for p in cmp.a.timeline.passes:
+        assert len(s.pass_kernels(0, p.pass_).rows) == p.kernels
+        crumb = pass_crumb(p.pass_, p, None)
+        assert crumb == (f"Pass {p.pass_} (CUDA-graph capture)" if p.pass_ == _capture_pass() else f"Pass {p.pass_}")

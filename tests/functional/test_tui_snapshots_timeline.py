@@ -26,7 +26,7 @@ async def test_timeline_tab_numbers_are_the_comparisons(demo_models):
         table = main.query_one("#timeline", ResultTable)
         assert main.focused is table
         comp = app.result
-        pa, pb = comp.a.timeline["passes"], comp.b.timeline["passes"]
+        pa, pb = comp.a.timeline.passes, comp.b.timeline.passes
         assert pa and pb
         rows = table.rows_shown
         assert len(rows) == max(len(pa), len(pb))
@@ -37,17 +37,17 @@ async def test_timeline_tab_numbers_are_the_comparisons(demo_models):
         for r in rows:
             # the row's number is the pass's index among all passes (its "pass"), the same on both sides
             n = r.values[0]
-            a = next((p for p in pa if p["pass"] == n), None)
-            b = next((p for p in pb if p["pass"] == n), None)
+            a = next((p for p in pa if p.pass_ == n), None)
+            b = next((p for p in pb if p.pass_ == n), None)
             for i, key in ((1, "span_us"), (8, "busy_us"), (10, "idle_us"), (12, "launch_bound_us"),
                            (14, "sync_us"), (16, "kernels")):
-                assert r.values[i] == (a[key] if a else None)
-                assert r.values[i + 1] == (b[key] if b else None)
+                assert r.values[i] == (getattr(a, key) if a else None)
+                assert r.values[i + 1] == (getattr(b, key) if b else None)
             if a and b:
-                assert r.values[3] == pytest.approx(a["span_us"] - b["span_us"])
-                assert r.values[4] == pytest.approx(a["idle_us"] / a["span_us"])
+                assert r.values[3] == pytest.approx(a.span_us - b.span_us)
+                assert r.values[4] == pytest.approx(a.idle_us / a.span_us)
         # every pass of the phase is a row, and each side's passes add up to no more than its wall span
-        assert sum(r.values[1] or 0 for r in rows) <= comp.a.timeline["span_us"] + 1e-6
+        assert sum(r.values[1] or 0 for r in rows) <= comp.a.timeline.span_us + 1e-6
         assert len(timeline_passes(comp)) == len(rows)
         text = screen_text(app)
         assert "Timeline" in text and "A span" in text
@@ -60,7 +60,7 @@ async def test_timeline_tab_numbers_are_the_comparisons(demo_models):
         await wait_until(pilot, lambda: app.result.phase != "all" and not any(w.is_running for w in app.workers))
         await pilot.pause()
         table = main.query_one("#timeline", ResultTable)
-        assert len(table.rows_all) == max(len(app.result.a.timeline["passes"]), len(app.result.b.timeline["passes"]))
+        assert len(table.rows_all) == max(len(app.result.a.timeline.passes), len(app.result.b.timeline.passes))
 
 
 async def _timeline_tab(pilot):
@@ -100,8 +100,8 @@ async def test_pass_timeline_blocks_zoom_and_kernel_detail(demo_models):
         a, b = row.payload
         # the kernels drawn are the pass's: as many, over the same span, as the timeline counts
         for side, p in zip(view.sides, (a, b)):
-            assert len(side.rows) == p["kernels"]
-            assert side.span_us == pytest.approx(p["span_us"], abs=1e-3)
+            assert len(side.rows) == p.kernels
+            assert side.span_us == pytest.approx(p.span_us, abs=1e-3)
         text = screen_text(app)
         assert f"Pass {row.values[0]}" in text and "launch" in text and "█" in text and "▓" in text
         # zoom in halves the µs per cell, 0 fits the pass again, → walks to the next kernel

@@ -164,17 +164,18 @@ def test_report_json_turns_any_non_finite_value_into_null(traces):
 
     from kerneldiff.core.orchestration import load
     from kerneldiff.core.compare.engine import compare
+    from kerneldiff.core.compare.side_timeline import PassTimeline, SideTimeline
     from kerneldiff.core.numbers import strict_json
 
     cmp = compare(load(traces["good"], use_cache=False), load(traces["all_5e-324"], use_cache=False))
     cmp.ratio = float("inf")
     cmp.gap_us = np.float64("-inf")
     cmp.operations[0].a.mean_us = float("nan")
-    cmp.a.timeline = {**(cmp.a.timeline or {}), "span_us": np.float32("inf"), "nested": [{"x": float("nan")}]}
+    cmp.a.timeline = SideTimeline(span_us=np.float32("inf"), passes=[PassTimeline(pass_=0, span_us=float("nan"))])
     cmp.warnings.append(NON_UTF8)
     doc = strict(strict_json(cmp.to_dict()))
     assert doc["ratio"] is None and doc["gap_us"] is None and doc["operations"][0]["a"]["mean_us"] is None
-    assert doc["a"]["timeline"]["span_us"] is None and doc["a"]["timeline"]["nested"] == [{"x": None}]
+    assert doc["a"]["timeline"]["span_us"] is None and doc["a"]["timeline"]["passes"][0]["span_us"] is None
     assert doc["warnings"][-1] == NON_UTF8_SHOWN
     assert doc["b"]["kernels"] == hc.GOOD_KERNELS
 

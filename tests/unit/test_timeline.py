@@ -543,14 +543,14 @@ def test_text_and_csv_reports_show_the_timeline(demo_models, classifier):
     text = buf.getvalue()
     assert "wall clock  A " in text and "kernel time  A " in text and "Timeline" in text
     assert text.index("wall clock") < text.index("kernel time") < text.index("Gap ledger") < text.index("Timeline")
-    assert fmt.us(c.a.timeline["span_us"] / (c.a.passes if c.basis == "per_pass" else 1)) in text
+    assert fmt.us(c.a.timeline.span_us / (c.a.passes if c.basis == "per_pass" else 1)) in text
     assert "launch-bound" in text and "launch → start p50" in text
     assert "timeline" in TABLES
     head, rows = table(c, "timeline")
     assert head[:6] == ["side", "scope", "pass", "name", "phase", "layer"] and "idle_us" in head
     window = [r for r in rows if r[1] == "window"]
-    assert len(window) == 2 and window[0][head.index("span_us")] == pytest.approx(c.a.timeline["span_us"], abs=1e-3)
-    assert sum(r[1] == "pass" and r[0] == "a" for r in rows) == len(c.a.timeline["passes"])
+    assert len(window) == 2 and window[0][head.index("span_us")] == pytest.approx(c.a.timeline.span_us, abs=1e-3)
+    assert sum(r[1] == "pass" and r[0] == "a" for r in rows) == len(c.a.timeline.passes)
     out = io.StringIO()
     csv.writer(out).writerows([head, *rows])     # plain values only
 

@@ -124,7 +124,8 @@ class BrowseScreen(TabbedExplorerScreen):
 
         side = SimpleNamespace(label=self.overview.label)
         only = SimpleNamespace(phase=self.overview.phase, a=side, b=side)   # what the screen reads of a comparison
-        passes = ({"pass": step}, None) if self.index == 0 else (None, {"pass": step})
+        one = SimpleNamespace(pass_=step)   # what the screen reads of a pass (its number)
+        passes = (one, None) if self.index == 0 else (None, one)
         self.app.push_screen(PassTimelineScreen(self.session, only, step, passes, [*self._crumbs(), f"Step {step}"]))
 
     def open_layer(self, layer: int) -> None:

@@ -248,7 +248,7 @@ class PassTimelineScreen(ExplorerScreen):
     PassTimelineScreen PassTimeline { padding: 0 1; }
     """
 
-    def __init__(self, session, comp, number: int, passes: tuple[dict | None, dict | None], crumbs: list[str]) -> None:
+    def __init__(self, session, comp, number: int, passes: tuple[object | None, object | None], crumbs: list[str]) -> None:
         super().__init__()
         self.session = session
         self.comp = comp
@@ -277,7 +277,7 @@ class PassTimelineScreen(ExplorerScreen):
     @work(thread=True, exclusive=True, exit_on_error=False, group="pass-kernels", name="pass kernels")
     def _read_sides(self) -> None:
         try:
-            sides = [self.session.pass_kernels(i, int(p["pass"]), self.comp.phase, getattr(self.comp, side).label)
+            sides = [self.session.pass_kernels(i, int(p.pass_), self.comp.phase, getattr(self.comp, side).label)
                      for i, (side, p) in enumerate(zip(("a", "b"), self.passes)) if p is not None]
         except Exception as e:     # said on screen, never a traceback
             self.app.notify(f"pass {self.number}: could not read its kernels ({type(e).__name__}: {e})",

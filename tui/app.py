@@ -373,19 +373,20 @@ class KernelDiffApp(App):
 
         from .screens.main import MainScreen
 
-        if not isinstance(self.result, Comparison):   # asked first: it needs neither numpy nor the other screens
-            for kind, screen, make in result_screens():
-                if isinstance(self.result, kind):
-                    return screen, partial(make, self)
-        return MainScreen, partial(MainScreen, self.session)
+        if isinstance(self.result, Comparison):   # asked first: it needs neither numpy nor the other screens
+            return MainScreen, partial(MainScreen, self.session)
+        for result_type, screen, make in result_screens():
+            if isinstance(self.result, result_type):
+                return screen, partial(make, self)
+        return MainScreen, partial(MainScreen, self.session)     # nothing to show yet
 
     def _result_open(self) -> bool:
-        kind = self._result_screen()[0]
-        return any(isinstance(s, kind) for s in self.screen_stack)
+        screen = self._result_screen()[0]
+        return any(isinstance(s, screen) for s in self.screen_stack)
 
     def _open_result(self) -> None:
-        kind, make = self._result_screen()
-        if not isinstance(self.screen, kind):
+        screen, make = self._result_screen()
+        if not isinstance(self.screen, screen):
             self.push_screen(make())
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -68,8 +68,9 @@ def _compare_ahead(paths: list[str], args):
 
 def _explore_runs(paths: list[str], args) -> int:
     """Runs of rank traces in the explorer: every rank summarised here; then the Ranks and Collectives
-    of both runs (tui/runs_app.py), where Enter on a rank opens its comparison in the usual explorer
-    (against the same rank of the other run, else that run's slowest) and quitting it comes back.
+    of both runs (the explorer's runs screen, tui/screens/runs.py), where Enter on a rank opens its
+    comparison in the usual explorer (against the same rank of the other run, else that run's
+    slowest) and quitting it comes back.
     With --rank N: that rank of each run, straight away."""
     from kerneldiff.core.errors import TraceError
     from kerneldiff.core.ranks.session import RunSession
@@ -90,11 +91,11 @@ def _explore_runs(paths: list[str], args) -> int:
     except TraceError as e:
         print(f"kerneldiff: {e}", file=sys.stderr)
         return 2
-    from kerneldiff.tui.runs_app import RunsApp
+    from kerneldiff.tui.app import explore_runs
 
     while True:
-        choice = RunsApp(found).run()
-        if not choice:
+        choice = explore_runs(s, found)
+        if choice is None:
             return 0
         key, rank = choice
         rc = run_app(s.rank_files(key, rank), phase=args.phase, registry=args.registry, use_cache=not args.no_cache)

@@ -1,5 +1,6 @@
 """The kerneldiff explorer app: one session (kerneldiff.core.session) → probe (instant) → load in
-threads (with progress) → compare two traces, or browse one.
+threads (with progress) → compare two traces, or browse one; or two runs of rank traces, summarised
+before it opens (`explore_runs`). Each kind of result has its screen (`result_screens`).
 
 State lives here, in reactive attributes (`traces`, `phase`, `phases`, `result`, `browsing`); the
 screens watch it and post messages for what the user asks (kerneldiff.tui.messages). Work that takes
@@ -108,15 +109,17 @@ class KernelDiffApp(App):
     traces: reactive[tuple[TraceState, ...]] = reactive(())
     phase: reactive[str] = reactive("all")                                  # of the result shown
     phases: reactive[tuple[str, ...]] = reactive(("all",), bindings=True)   # what `p` cycles through
-    # what the explorer shows: a Comparison, one trace's TraceOverview (browse) or an AieView
+    # what the explorer shows: a Comparison, one trace's TraceOverview (browse), an AieView or a RunsView
     result: reactive[Any] = reactive(None, always_update=True, bindings=True)
     browsing: reactive[int | None] = reactive(None)                          # the trace browsed on its own
 
     def __init__(self, paths: list[str], phase: str = "all", registry: str | None = None, use_cache: bool = True,
                  autoload: bool = True, loader: Callable[..., Any] | None = None, aie: dict[str, Any] | None = None,
-                 session=None, all_passes: bool = False) -> None:
+                 session=None, all_passes: bool = False, result: Any = None) -> None:
         """`session`: a ready (probed) session to explore instead of one opened on `paths`; `loader`:
-        a stand-in for the trace loader (tests); `all_passes`: compare every pass (--all-passes)."""
+        a stand-in for the trace loader (tests); `all_passes`: compare every pass (--all-passes);
+        `result`: what to show, made before the app (two runs, every rank summarised: a RunsView),
+        so the app opens on its screen with nothing left to load."""
         super().__init__()
         self.started = time.perf_counter()
         # probes read only the head of each file (milliseconds), so the first frame can show them
@@ -132,11 +135,12 @@ class KernelDiffApp(App):
         self._next_phase: str | None = None   # asked for before the traces were loaded
         self._topics: dict[str, Notification] = {}   # the notification on screen for each topic
         self.set_reactive(KernelDiffApp.phase, phase)
-        self.set_reactive(KernelDiffApp.traces, initial_states(self.session.errors))
+        self.set_reactive(KernelDiffApp.traces, initial_states(self.session.errors) if result is None else
+                          tuple(TraceState.loaded("") for _ in self.session.paths))
         self.set_reactive(KernelDiffApp.browsing, 0 if self.session.single else None)
         # a pair compared before: its stored comparison is the first screen (the start screen is never
         # made), and the traces load behind it, for what reads them (drill-downs, another phase)
-        self.stored = stored_result(self.session, phase) if autoload else None
+        self.stored = result if result is not None else stored_result(self.session, phase) if autoload else None
         if self.stored is not None:
             self.set_reactive(KernelDiffApp.phases, tuple(self.session.phases()))
             self.set_reactive(KernelDiffApp.result, self.stored)
@@ -178,9 +182,7 @@ class KernelDiffApp(App):
     # --- start ----------------------------------------------------------------------------------
     def get_default_screen(self) -> Screen:
         if self.stored is not None:
-            from .screens.main import MainScreen
-
-            return MainScreen(self.session)
+            return self._result_screen()[1]()
         return StartScreen(self.session.paths, self.session.infos)
 
     def on_mount(self) -> None:
@@ -365,40 +367,27 @@ class KernelDiffApp(App):
         self.withdraw("result")
         self.notify(m.message, title="Comparison failed", severity="error", markup=False, timeout=10)
 
-    def _result_screen(self) -> type:
+    def _result_screen(self) -> tuple[type, Callable[[], Screen]]:
+        """The screen that shows `result` (`result_screens`, by the result's type) and how to make it."""
         from kerneldiff.core.session import Comparison
 
-        if isinstance(self.result, Comparison):   # asked first: it needs neither numpy nor the other screens
-            from .screens.main import MainScreen
-
-            return MainScreen
-        from kerneldiff.core.session import TraceOverview
-
-        from .screens.aie import AieScreen
-        from .screens.aie_views import AieView
-        from .screens.browse import BrowseScreen
         from .screens.main import MainScreen
 
-        if isinstance(self.result, AieView):
-            return AieScreen
-        return BrowseScreen if isinstance(self.result, TraceOverview) else MainScreen
+        if isinstance(self.result, Comparison):   # asked first: it needs neither numpy nor the other screens
+            return MainScreen, partial(MainScreen, self.session)
+        for result_type, screen, make in result_screens():
+            if isinstance(self.result, result_type):
+                return screen, partial(make, self)
+        return MainScreen, partial(MainScreen, self.session)     # nothing to show yet
 
     def _result_open(self) -> bool:
-        kind = self._result_screen()
-        return any(isinstance(s, kind) for s in self.screen_stack)
+        screen = self._result_screen()[0]
+        return any(isinstance(s, screen) for s in self.screen_stack)
 
     def _open_result(self) -> None:
-        kind = self._result_screen()
-        if isinstance(self.screen, kind):
-            return
-        from .screens.main import MainScreen
-
-        if kind is MainScreen:
-            self.push_screen(MainScreen(self.session))
-            return
-        from .screens.aie import AieScreen
-
-        self.push_screen(AieScreen(self.result) if kind is AieScreen else kind(self.session, self.browsing))
+        screen, make = self._result_screen()
+        if not isinstance(self.screen, screen):
+            self.push_screen(make())
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cycle_phase":
@@ -435,12 +424,46 @@ class KernelDiffApp(App):
         from .screens.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            # a screen with keys of its own (the runs screen) makes the help that lists them
+            self.push_screen(getattr(self.screen, "help_screen", HelpScreen)())
 
     async def action_quit(self) -> None:
         for ev in self._cancel.values():
             ev.set()  # loader threads stop at their next batch, so exit does not wait on them
         self.exit(self.exit_code)
+
+
+def result_screens() -> tuple[tuple[type, type, Callable[[KernelDiffApp], Screen]], ...]:
+    """What shows each kind of result: (the result's type, its screen, how the app makes that screen)."""
+    from kerneldiff.core.session import Comparison, TraceOverview
+
+    from .run_views import RunsView
+    from .screens.aie import AieScreen
+    from .screens.aie_views import AieView
+    from .screens.browse import BrowseScreen
+    from .screens.main import MainScreen
+    from .screens.runs import RunsScreen
+
+    return ((Comparison, MainScreen, lambda app: MainScreen(app.session)),
+            (TraceOverview, BrowseScreen, lambda app: BrowseScreen(app.session, app.browsing)),
+            (AieView, AieScreen, lambda app: AieScreen(app.result)),
+            (RunsView, RunsScreen, lambda app: RunsScreen(app.result)))
+
+
+def runs_explorer(session, found) -> KernelDiffApp:
+    """The explorer on two runs of rank traces: `session` (a RunSession, its ranks loaded) and its
+    findings; it opens on the runs screen, and Enter on a rank ends it with that rank chosen."""
+    from .run_views import RunsView
+
+    app = KernelDiffApp(session.paths, session=session, result=RunsView.of(found))
+    app.title = "kerneldiff — runs"
+    return app
+
+
+def explore_runs(session, found) -> tuple[str, int] | None:
+    """Explore two runs (`runs_explorer`): the rank chosen, ("a" | "b", rank), or None on quit."""
+    choice = runs_explorer(session, found).run()
+    return choice if isinstance(choice, tuple) else None
 
 
 def _has_terminal() -> bool:

@@ -9,7 +9,7 @@ import io
 
 from rich.console import Console
 
-from kerneldiff.tui.runs_app import head_lines, runs_head
+from kerneldiff.tui.run_views import head_lines, runs_head
 
 
 class _Found:

@@ -1,4 +1,4 @@
-"""The explorer's runs screen (tui/runs_app.py): both runs' ranks slowest first, their collectives,
+"""The explorer's runs screen (tui/screens/runs.py): both runs' ranks slowest first, their collectives,
 and Enter on a rank ending it with that rank chosen."""
 
 from __future__ import annotations
@@ -6,30 +6,49 @@ from __future__ import annotations
 import pytest
 from textual.widgets import TabbedContent
 
-from kerneldiff.core.ranks.run import findings
 from kerneldiff.core.ranks.session import RunSession
 from kerneldiff.core.synth.ranks import write_run
-from kerneldiff.tui.runs_app import RunsApp
+from kerneldiff.tui.app import KernelDiffApp, runs_explorer
 from kerneldiff.tui.widgets.result_table import ResultTable
 
 
 @pytest.fixture(scope="module")
-def found(tmp_path_factory):
+def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("tui_runs")
     write_run(base / "a", ranks=3, straggler=2, straggle_us=50, transfer_us=80, passes=2, layers=2)
     write_run(base / "b", ranks=3, straggler=None, transfer_us=60, overlap_us=30, passes=2, layers=2, naming="vllm")
     s = RunSession([str(base / "a"), str(base / "b")], use_cache=False, jobs=1)
-    return findings(*s.load())
+    s.load()
+    return s
+
+
+@pytest.fixture(scope="module")
+def found(runs):
+    return runs.findings()
+
+
+async def test_the_one_explorer_opens_on_the_runs_screen(runs, found):
+    """Two runs open the explorer's one App straight on the runs screen (chosen by the result's
+    type), with nothing left to load and no start screen below it."""
+    from kerneldiff.tui.run_views import RunsView
+    from kerneldiff.tui.screens.runs import RunsScreen
+
+    app = runs_explorer(runs, found)
+    assert type(app) is KernelDiffApp and isinstance(app.result, RunsView) and app.result.found is found
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert [type(s) for s in app.screen_stack] == [RunsScreen]
+        assert not app.loading and app.title == "kerneldiff — runs"
 
 
 @pytest.mark.slow
-async def test_ranks_slowest_first_and_enter_picks_one(found):
-    app = RunsApp(found)
+async def test_ranks_slowest_first_and_enter_picks_one(runs, found):
+    app = runs_explorer(runs, found)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         t = app.query_one("#ranks", ResultTable)
         assert t.row_count == 6
-        walls = [r["wall_us"] for _, r in app.rows]
+        walls = [r["wall_us"] for _, r in app.result.rows]
         assert walls == sorted(walls, reverse=True)
         assert [str(c) for c in t.get_row_at(0)[:2]] == ["A", "0"]     # A's passes are slower
         await pilot.press("down", "down", "enter")
@@ -37,8 +56,8 @@ async def test_ranks_slowest_first_and_enter_picks_one(found):
     assert app.return_value == ("a", 2)
 
 
-async def test_collectives_tab(found):
-    app = RunsApp(found)
+async def test_collectives_tab(runs, found):
+    app = runs_explorer(runs, found)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.press("2")
         await pilot.pause()
@@ -48,10 +67,10 @@ async def test_collectives_tab(found):
         row = [str(x) for x in c.get_row_at(0)]
         assert row[0] == "all_reduce" and row[3] == "4/4"
         await pilot.press("q")
-    assert app.return_value is None
+    assert app.return_value == 0            # quit: no rank chosen
 
 
-async def test_collectives_keep_kind_and_size_when_scrolled(found):
+async def test_collectives_keep_kind_and_size_when_scrolled(runs, found):
     """At 80 columns the Collectives table scrolls sideways; kind and size stay on screen at its far
     end, beside the gap (its last column), as drawn."""
     import re
@@ -60,7 +79,7 @@ async def test_collectives_keep_kind_and_size_when_scrolled(found):
 
     from kerneldiff.core.report.run_report import size
 
-    app = RunsApp(found)
+    app = runs_explorer(runs, found)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("2")
         await pilot.pause()
@@ -77,8 +96,8 @@ async def test_collectives_keep_kind_and_size_when_scrolled(found):
 
 
 @pytest.mark.slow
-async def test_filter_and_sort_the_ranks(found):
-    app = RunsApp(found)
+async def test_filter_and_sort_the_ranks(runs, found):
+    app = runs_explorer(runs, found)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         t = app.query_one("#ranks", ResultTable)
@@ -102,14 +121,14 @@ async def test_filter_and_sort_the_ranks(found):
 
 
 @pytest.mark.slow
-async def test_export_writes_the_cli_schema_as_shown(found, tmp_path, monkeypatch):
+async def test_export_writes_the_cli_schema_as_shown(runs, found, tmp_path, monkeypatch):
     import csv
     import json
 
     from kerneldiff.core.report.run_tables import run_table
 
     monkeypatch.setenv("KERNELDIFF_EXPORT_DIR", str(tmp_path))
-    app = RunsApp(found)
+    app = runs_explorer(runs, found)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
         await pilot.press("slash", *"run", "space", "a", "enter", "e")
@@ -128,10 +147,10 @@ async def test_export_writes_the_cli_schema_as_shown(found, tmp_path, monkeypatc
 
 
 @pytest.mark.slow
-async def test_help_lists_the_runs_keys(found):
-    from kerneldiff.tui.runs_app import runs_binding_groups
+async def test_help_lists_the_runs_keys(runs, found):
+    from kerneldiff.tui.screens.runs import runs_binding_groups
 
-    app = RunsApp(found)
+    app = runs_explorer(runs, found)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("question_mark")
         await pilot.pause()

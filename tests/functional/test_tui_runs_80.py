@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from kerneldiff.core.ranks.run import findings
 from kerneldiff.core.ranks.session import RunSession
-from kerneldiff.tui.runs_app import RunsApp
+from kerneldiff.tui.app import runs_explorer
 from kerneldiff.tui.widgets.result_table import ResultTable
 from tui_driver import screen_text, wait_until
 
@@ -19,7 +18,8 @@ from conftest import real_trace
 async def test_collective_places_whole_at_80x24():
     run = real_trace("hta_two_ranks/sampled_rank-0.json.gz").parent
     s = RunSession([str(run), str(run)], use_cache=False, jobs=1)
-    app = RunsApp(findings(*s.load()))
+    s.load()
+    app = runs_explorer(s, s.findings())
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         await pilot.press("2")
@@ -44,8 +44,9 @@ async def test_the_notes_take_the_room_the_tables_leave(size):
     `6 more notes: …` over empty rows, and every rank row stays in view."""
     run = real_trace("hta_two_ranks/sampled_rank-0.json.gz").parent
     s = RunSession([str(run), str(run)], use_cache=False, jobs=1)
-    found = findings(*s.load())
-    app = RunsApp(found)
+    s.load()
+    found = s.findings()
+    app = runs_explorer(s, found)
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         await wait_until(pilot, lambda: any(t.spec is not None and t.region.height for t in app.screen.query(ResultTable)))

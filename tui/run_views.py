@@ -1,30 +1,37 @@
-"""The explorer's first screen for runs of rank traces: the ranks of both runs side by side (slowest
-first) and their collectives (kind × size, A against B), with the runs' stragglers and notes above
-them. The tables filter (`/`), sort (`s`, `t`, `n`, `o`, `S`) and export (`e` CSV, `E` JSON, in the
-CLI's `--table ranks|collectives` schema) like the other explorer tables; `?` lists the keys.
-
-Enter on a rank ends this app with that rank chosen; the launcher then opens that rank's comparison
-in the usual explorer, and comes back here when it is closed. It renders
-`kerneldiff.core.ranks.run.RunFindings`; no analysis here."""
+"""What the runs screen (kerneldiff.tui.screens.runs) shows of two runs of rank traces: the ranks of
+both runs side by side (slowest first), their collectives (kind × size, A against B), and the runs'
+stragglers and notes in a few lines above them. It renders `kerneldiff.core.ranks.run.RunFindings`;
+no analysis here."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from rich.console import Group
 from rich.text import Text
-from textual.app import App
-from textual.binding import Binding
-from textual.widgets import Static
 
 from kerneldiff.core.report import format as fmt
 from kerneldiff.core.report.run_report import gbps, ranks_slowest_first, size, where_cell
 
-from .screens.base import TabbedExplorerScreen
 from .text import DIM, SIDE_LETTER, SIDE_STYLE, literal, span
 from .views import gap_sort, name_sort, searchable, time_sort
 from .widgets.result_table import Column, Row, Sort, TableSpec
-from .widgets.table_pane import TablePane
 
 RUN_TABS = (("ranks", "Ranks"), ("collectives", "Collectives"))
+
+
+@dataclass(frozen=True)
+class RunsView:
+    """The explorer's result for two runs (its type picks the runs screen): the runs' findings,
+    made before the explorer opens (every rank summarised), and the ranks of both runs, slowest first."""
+
+    found: Any
+    rows: list[tuple[str, dict]]     # (run key, rank row)
+
+    @classmethod
+    def of(cls, found) -> RunsView:
+        return cls(found, rank_rows(found))
 
 
 def _num(s: str, style: str = "") -> Text:
@@ -161,139 +168,18 @@ def runs_head(found, max_lines: int = HEAD_LINES) -> Group:
     return Group(*lines)
 
 
-class RunsScreen(TabbedExplorerScreen):
-    """Ranks and Collectives of two runs, in tabs (keys 1 and 2)."""
+def export_rows(found, table) -> tuple[list[str], list[list]]:
+    """(head, rows) of `table` (the Ranks or the Collectives) as shown, filtered and ordered, in the
+    CLI's `--table ranks|collectives` schema."""
+    from kerneldiff.core.report.run_tables import run_table
 
-    BINDINGS = [Binding("1", "show_tab(0)", "Ranks", show=False, tooltip="Ranks tab: both runs' ranks, slowest first"),
-                Binding("2", "show_tab(1)", "Collectives", show=False,
-                        tooltip="Collectives tab: kind × message size, A against B"),
-                Binding("x", "sort_named('exposed')", "By exposed comm", show=False,
-                        tooltip="Ranks: sort by exposed communication, most first (again: reverse)")]
-    tabs = RUN_TABS
-    crumb_root = "runs"
-
-    def __init__(self, found) -> None:
-        super().__init__()
-        self.found = found
-
-    def _rows(self) -> int:
-        """The rows of the taller table."""
-        return max(len(rank_rows(self.found)), len(self.found.collectives))
-
-    def _header(self) -> Static:
-        return Static(runs_head(self.found, head_lines(self.app.size.height, self._rows())), id="runs-head")
-
-    def on_resize(self, event) -> None:
-        super().on_resize(event)
-        for head in self.query("#runs-head"):
-            head.update(runs_head(self.found, head_lines(self.app.size.height, self._rows())))
-
-    def _pane(self, key: str) -> TablePane:
-        if key == "ranks":
-            rep = self.found.representative
-            hint = (f"⏎ compares that rank with the other run's (same rank, else its slowest) · representative: "
-                    f"A rank {rep['a']}, B rank {rep['b']} ({rep['how']})")
-            return TablePane("ranks", hint=hint, id="pane-ranks", empty="no ranks")
-        return TablePane("collectives", id="pane-collectives", empty="no collectives in either run",
-                         hint="busbw GB/s (% of the link's peak) · wait: beyond the fastest rank's · skew: last start − "
-                              "first (median) · gap: A − B of time per rank")
-
-    def on_mount(self) -> None:
-        self.query_one("#pane-ranks", TablePane).show(ranks_spec(self.found))
-        self.query_one("#pane-collectives", TablePane).show(collectives_spec(self.found))
-        self.call_after_refresh(self.focus_active_table)
-
-    def open_row(self, table, row) -> bool:
-        if table.id != "ranks":
-            return False
-        key, r = row.payload
-        self.app.exit((key, int(r["rank"])))
-        return True
-
-    def action_sort_named(self, name: str) -> None:
-        table = self.current_table()
-        if name == "exposed" and (table is None or table.spec is None or "exposed" not in table.spec.sorts):
-            self.notify("x sorts the Ranks table by exposed communication", timeout=2)
-            return
-        super().action_sort_named(name)
-
-    def action_export(self, fmt: str = "csv") -> None:
-        """The table as shown (filter and order), in the CLI's `--table` schema."""
-        from kerneldiff.core.report.run_tables import run_table
-
-        from .export import write_table
-        from .messages import Exported
-
-        table = self.current_table()
-        if table is None or table.spec is None:
-            return
-        head, rows = run_table(self.found, table.spec.name)
-        if table.spec.name == "ranks":
-            by = {(side, r["rank"]): row for side, r, row in
-                  zip([s for s in ("a", "b") for _ in self.found.ranks[s]],
-                      [r for s in ("a", "b") for r in self.found.ranks[s]], rows)}
-            shown = [by[(k, r["rank"])] for k, r in (x.payload for x in table.rows_shown)]
-        else:
-            by = {id(c): row for c, row in zip(self.found.collectives, rows)}
-            shown = [by[id(x.payload)] for x in table.rows_shown]
-        try:
-            path = write_table(f"runs-{table.spec.name}", head, [[None if v == "" else v for v in r] for r in shown],
-                               fmt)
-        except OSError as e:
-            self.notify(f"export failed: {e.strerror or e}", severity="error", markup=False)
-            return
-        self.post_message(Exported(path))
-        self.notify(f"{len(shown)} rows → {path}", title="Exported", markup=False, timeout=6)
-
-
-class RunsApp(App):
-    """Ranks and Collectives of two runs; Enter on a rank returns ("a" | "b", rank)."""
-
-    TITLE = "kerneldiff — runs"
-    CSS_PATH = "app.tcss"     # the explorer's look (tables, tabs, focus marks)
-    CSS = "#runs-head { height: auto; padding: 0 1; }"   # runs_head gives it its lines (head_lines)
-    BINDINGS = [Binding("q", "quit", "Quit", tooltip="Quit kerneldiff"),
-                Binding("question_mark", "help", "Help", key_display="?", tooltip="This list of keys")]
-
-    def __init__(self, found) -> None:
-        super().__init__()
-        self.found = found
-        self.rows = rank_rows(found)
-
-    def get_default_screen(self) -> RunsScreen:
-        return RunsScreen(self.found)
-
-    def action_help(self) -> None:
-        from .screens.help import HelpScreen
-
-        if not isinstance(self.screen, HelpScreen):
-            self.push_screen(_runs_help())
-
-
-def runs_binding_groups(app) -> list[tuple[str, list[tuple[str, str]]]]:
-    """(context, [(keys, description)]) of the runs screen's keys."""
-    from .screens.base import ExplorerScreen
-    from .screens.help import _TABLE_ACTIONS, _TABLE_WORDS, HelpScreen, _bindings, binding_rows
-    from .widgets.result_table import ResultTable
-
-    table_bindings = _bindings(ResultTable)
-    words = dict(_TABLE_WORDS, select_cursor="Ranks: compare that rank with the other run's in the usual explorer")
-    return [
-        ("Everywhere", binding_rows(app, _bindings(RunsApp))),
-        ("Tables", binding_rows(app, table_bindings, words, _TABLE_ACTIONS)),
-        ("Filter, sort, export", binding_rows(app, _bindings(ExplorerScreen))),
-        ("Runs", binding_rows(app, _bindings(RunsScreen)) + [("tab", "Move focus: tab bar → table")]),
-        ("Help", binding_rows(app, _bindings(HelpScreen))),
-    ]
-
-
-def _runs_help():
-    from .screens.help import HelpScreen
-
-    class RunsHelpScreen(HelpScreen):
-        """`?` on the runs screen: its own keys."""
-
-        def groups(self):
-            return runs_binding_groups(self.app)
-
-    return RunsHelpScreen()
+    head, rows = run_table(found, table.spec.name)
+    if table.spec.name == "ranks":
+        by = {(side, r["rank"]): row for side, r, row in
+              zip([s for s in ("a", "b") for _ in found.ranks[s]], [r for s in ("a", "b") for r in found.ranks[s]],
+                  rows)}
+        shown = [by[(k, r["rank"])] for k, r in (x.payload for x in table.rows_shown)]
+    else:
+        by = {id(c): row for c, row in zip(found.collectives, rows)}
+        shown = [by[id(x.payload)] for x in table.rows_shown]
+    return head, [[None if v == "" else v for v in r] for r in shown]

@@ -110,6 +110,7 @@ if TYPE_CHECKING:   # what __getattr__ hands out, for type checkers
     from kerneldiff.core.analysis.pass_lanes import PassKernels  # noqa: F401
     from kerneldiff.core.analysis.peaks import PeakTable  # noqa: F401
     from kerneldiff.core.analysis.stats import Stats  # noqa: F401
+    from kerneldiff.core.analysis.summary import TraceSummary  # noqa: F401
     from kerneldiff.core.analysis.trace_totals import (KernelTotal, LayerTotal, OperationTotal,  # noqa: F401
                                                        StepTotal, TraceOverview)
     from kerneldiff.core.compare.fusion_model import check_overrides  # noqa: F401
@@ -146,6 +147,8 @@ def __getattr__(name: str):
         from kerneldiff.core.analysis import trace_totals as mod
     elif name == "Stats":
         from kerneldiff.core.analysis import stats as mod
+    elif name == "TraceSummary":            # one trace whole, in summary (`info`)
+        from kerneldiff.core.analysis import summary as mod
     elif name == "TraceInfo":               # what a probe reads from a file's head
         from kerneldiff.core.ingest import probe as mod
     elif name == "PassKernels":

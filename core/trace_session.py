@@ -24,6 +24,7 @@ from kerneldiff.core.errors import TraceError, shown_path
 from kerneldiff.core.kernel_ref import SIDES, KernelRef
 
 if TYPE_CHECKING:
+    from kerneldiff.core.analysis.summary import TraceSummary
     from kerneldiff.core.ingest.probe import TraceInfo
 
 # progress(fraction 0..1, stage, done, total) -> False to cancel
@@ -281,18 +282,12 @@ class Session:
         return judge(self.compare(phase), self.models, self.paths, checks, self.classifier, phase, max_slowdown,
                      **options)
 
-    def summary(self, index: int = 0) -> dict[str, Any]:
-        """One trace on its own: operations, steps, layers, phases (what `info` and browse show)."""
+    def summary(self, index: int = 0) -> TraceSummary:
+        """Trace `index` whole, in summary: operations, passes, layers, phases, devices, its wall
+        clock (what `info` prints; `kerneldiff.core.analysis.summary.TraceSummary`)."""
         from kerneldiff.core.analysis.summary import summarize
-        from kerneldiff.core.analysis.timeline import whole_window
 
-        m = self._model(index)
-        out = summarize(m)
-        # first to last GPU activity, and how much of it no stream ran anything, as `compare` reads it
-        w = whole_window(m)
-        out["wall"] = {"wall_us": w.span_us, "busy_us": w.busy_us, "idle_us": w.idle_us,
-                       "launch_bound_us": w.launch_bound_us, "sync_us": w.sync_us, "other_us": w.other_us}
-        return out
+        return summarize(self._model(index))
 
     def result(self, phase: str = "all", index: int | None = None):
         """What this session shows: the pair's comparison (`index` None; kept only once shown,

@@ -82,7 +82,7 @@ def test_every_name_the_session_re_exports_is_there():
     from kerneldiff.core.trace_session import Session as SessionThere
 
     names = (session._RESULTS | session._WORK_RESULTS | session._OVERVIEW | session._AIE_RESULTS
-             | session._AIE_SESSION | session._NAMES | session._SYNTH | {"RunSession", "Session", "KernelRef"})
+             | session._AIE_SESSION | session._NAMES | session._SYNTH | {"RunSession", "Session", "KernelRef", "TraceSummary"})
     for name in sorted(names):
         assert getattr(session, name) is not None, name
     assert session.AieGemmShape is AieGemmShape and session.GemmShape is GemmShape

@@ -7,8 +7,9 @@ files), and re-exports the sessions and every result type and helper the front e
 implementations live below it: `kerneldiff.core.trace_session.Session` (one GPU trace or a pair),
 `kerneldiff.core.aie.session.AieSession` (AMD AIE runs), `kerneldiff.core.ranks.session.RunSession`
 (two runs of rank traces); `KernelRef` (`kerneldiff.core.kernel_ref`) is how a kernel crosses.
-This module sits at the top of core's layers, so it may name any of them; each is imported the
-first time it is asked for (PEP 562), and importing this module stays light.
+This module sits at the top of core's layers, so it may name any of them. The GPU-trace session
+is imported with it (light: its readings are imported when asked for); everything else the first
+time it is asked for (PEP 562), so importing this module stays light.
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
 from kerneldiff.core.errors import TraceError
 from kerneldiff.core.kernel_ref import KernelRef
-# the GPU-trace session and what it answers with (light: they import their readings when asked)
-from kerneldiff.core.trace_session import KernelDetail, LoadedTrace, Progress, Session, probe_trace
+from kerneldiff.core.trace_session import KernelDetail, LoadedTrace, Progress, Session, probe_trace  # noqa: F401
 
 
 @runtime_checkable

@@ -38,7 +38,8 @@ def main() -> int:
         core = {(p, mod) for p in L._files(folder) for mod, _ in L._imports(p) if mod.startswith(L.CORE)}
         reached = {L._target(mod, None, L._core_modules()) for _, mod in core}
         print(f"{folder}/: {sum(map(len, g.values()))} edges inside, cycles {len(L._cycles(g))}, "
-              f"core modules imported {len(reached)}")
+              f"core modules imported {len(reached)}, through: "
+              + ", ".join(sorted({L._subpackage(m) for m in reached})))
     print(f"FRONT_END_MAY_USE entries {len(L.FRONT_END_MAY_USE)}; LAYER_TODO {len(L.LAYER_TODO)}")
     return 0
 

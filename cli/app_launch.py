@@ -37,7 +37,7 @@ def launch(argv: list[str]) -> int:
         paths = [str(DEMO_A), str(DEMO_B)]
     aie = {k: getattr(args, k) for k in ("M", "K", "N", "rows", "cols", "warmup", "iterations", "clock_mhz")}
     aie = {k: val for k, val in aie.items() if val is not None} or None
-    from kerneldiff.core.ranks.session import RunSession
+    from kerneldiff.core.session import RunSession
 
     if len(paths) == 2 and RunSession.names_runs(*paths):   # one directory alone: refused as before
         return _explore_runs(paths, args)
@@ -73,7 +73,7 @@ def _explore_runs(paths: list[str], args) -> int:
     slowest) and quitting it comes back.
     With --rank N: that rank of each run, straight away."""
     from kerneldiff.core.errors import TraceError
-    from kerneldiff.core.ranks.session import RunSession
+    from kerneldiff.core.session import RunSession
     from kerneldiff.tui.app import _has_terminal, run_app
 
     s = RunSession(paths, registry=args.registry, use_cache=not args.no_cache, rank=args.rank)

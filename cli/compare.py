@@ -80,7 +80,7 @@ FORMATS = ["text", "json", "csv", "markdown", "html", "perfetto"]
 
 
 def run(args) -> int:
-    from kerneldiff.core.ranks.session import RunSession
+    from kerneldiff.core.session import RunSession
 
     if args.format is None:   # --table asks for a table: CSV unless told otherwise
         args.format = "csv" if args.table else "text"

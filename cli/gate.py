@@ -87,7 +87,7 @@ def run(args) -> int:
             parse_limit(args.max_slowdown)
     except ValueError as e:
         raise UsageError(f"--max-slowdown: {e}") from None
-    from kerneldiff.core.ranks.session import RunSession
+    from kerneldiff.core.session import RunSession
 
     runs = RunSession.names_runs(args.a, args.b)
     if not runs and args.rank is not None:

@@ -48,20 +48,20 @@ def probe_table(info):
     return t
 
 
-def wall_line(w: dict, gpu_time_us: float):
+def wall_line(w, gpu_time_us: float):
     """What `compare` leads with, for one trace: its wall clock, how much of it the GPU was idle
     (and why, as far as the host shows), then the kernel time."""
     from rich.text import Text
 
     from kerneldiff.core.report import format as fmt
 
-    t = Text(f"wall clock {fmt.us(w['wall_us'])}", style="bold")
-    idle = w["idle_us"]
-    share = f" ({fmt.pct(idle / w['wall_us'], 0)})" if w["wall_us"] > 0 else ""
+    t = Text(f"wall clock {fmt.us(w.wall_us)}", style="bold")
+    idle = w.idle_us
+    share = f" ({fmt.pct(idle / w.wall_us, 0)})" if w.wall_us > 0 else ""
     t.append(f"   idle {fmt.us(idle)}{share}")
     if idle > 0:
-        t.append(f": launch-bound {fmt.us(w['launch_bound_us'])}, sync waits {fmt.us(w['sync_us'])}, "
-                 f"other {fmt.us(w['other_us'])}", style="dim")
+        t.append(f": launch-bound {fmt.us(w.launch_bound_us)}, sync waits {fmt.us(w.sync_us)}, "
+                 f"other {fmt.us(w.other_us)}", style="dim")
     t.append(f"   kernel time {fmt.us(gpu_time_us)}")
     return t
 
@@ -102,31 +102,32 @@ def run(args) -> int:
             out.print()
             continue
         s = entry["summary"]
-        out.print(wall_line(s["wall"], s["gpu_time_us"]))
-        phases = f" ({_step_phases(s['step_phases'])})" if s["step_phases"] else ""
-        out.print(Text(f"kernels {s['kernels']:,}   GPU time {us(s['gpu_time_us'])}   steps {s['steps']:,}"
-                       f"{phases}   architecture {s['architecture']}   "
-                       f"layers/step {s['layers_per_step']}   loaded in {s['load_seconds']:.2f} s"))
-        if len(s["devices"]) > 1:
-            out.print(Text(f"devices {len(s['devices'])}: " + "; ".join(
-                f"{d['device']}: {d['kernels']:,} kernels, {us(d['gpu_time_us'])}" for d in s["devices"])
-                + f"   (figures above and below: device {s['device']})"))
-        for what, how in s["sources"].items():
-            out.print(Text(f"{what:7} read from ", style="dim") + literal(how or "—"))
-        shapes = s["step_shapes"]
+        out.print(wall_line(s.wall, s.gpu_time_us))
+        phases = f" ({_step_phases(s.step_phases)})" if s.step_phases else ""
+        out.print(Text(f"kernels {s.kernels:,}   GPU time {us(s.gpu_time_us)}   steps {s.steps:,}"
+                       f"{phases}   architecture {s.architecture}   "
+                       f"layers/step {s.layers_per_step}   loaded in {s.load_seconds:.2f} s"))
+        if len(s.devices) > 1:
+            out.print(Text(f"devices {len(s.devices)}: " + "; ".join(
+                f"{d.device}: {d.kernels:,} kernels, {us(d.gpu_time_us)}" for d in s.devices)
+                + f"   (figures above and below: device {s.device})"))
+        for what in ("passes", "phases", "layers"):
+            out.print(Text(f"{what:7} read from ", style="dim") + literal(getattr(s.sources, what) or "—"))
+        shapes = s.step_shapes
         if shapes:
-            first = {k: "unknown" if v is None else v for k, v in shapes[0].items()}   # the annotation omits it
-            out.print(Text(f"step shapes ({len(shapes)} step{'' if len(shapes) == 1 else 's'}; first: requests {first['requests']}, tokens "
-                           f"{first['tokens']}, KV tokens {first['kv_tokens']})"))
+            # the annotation omits what it did not record
+            first = ["unknown" if v is None else v for v in (shapes[0].requests, shapes[0].tokens, shapes[0].kv_tokens)]
+            out.print(Text(f"step shapes ({len(shapes)} step{'' if len(shapes) == 1 else 's'}; first: requests "
+                           f"{first[0]}, tokens {first[1]}, KV tokens {first[2]})"))
         ops = Table(title="top operations", title_justify="left")
         ops.add_column("operation")
         ops.add_column("kernels", justify="right")
         ops.add_column("GPU time", justify="right")
         ops.add_column("share", justify="right")
-        for r in s["operations"][:12]:
-            ops.add_row(literal(r["category"]), f"{r['count']:,}", us(r["total_us"]), f"{r['share']:.1%}")
+        for r in s.operations[:12]:
+            ops.add_row(literal(r.category), f"{r.count:,}", us(r.total_us), f"{r.share:.1%}")
         out.print(ops)
-        for w in s["warnings"]:
+        for w in s.warnings:
             out.print(Text("warning: ", style="yellow") + literal(w))
         out.print()
     if args.json:

@@ -15,7 +15,7 @@ from .text_report import render_text
 def run_runs(args) -> int:
     from kerneldiff.core.report.run_tables import RUN_TABLES, run_document, run_table
     from kerneldiff.core.report.table_names import TABLES
-    from kerneldiff.core.ranks.session import RunSession
+    from kerneldiff.core.session import RunSession
 
     if getattr(args, "passes", None) and args.format not in ("html", "perfetto"):
         print("kerneldiff: --pass picks passes for --format perfetto or html", file=sys.stderr)

@@ -65,8 +65,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from kerneldiff.core.synth.pair import SynthConfig, parse_size, write_pair, write_trace
-    from kerneldiff.core.synth.names import GPUS
+    from kerneldiff.core.session import SYNTH_GPUS as GPUS
+    from kerneldiff.core.session import SynthConfig, parse_size, write_pair, write_trace
 
     vendor_a = args.vendor_a or (GPUS[args.gpu_a].vendor if args.gpu_a else "amd")
     vendor_b = args.vendor_b or (GPUS[args.gpu_b].vendor if args.gpu_b else "nvidia")
@@ -123,7 +123,7 @@ def _aie(args, out_dir: Path) -> int:
     import json
     from dataclasses import asdict
 
-    from kerneldiff.core.aie.synth import AiePlan, write_aie_trace
+    from kerneldiff.core.session import AiePlan, write_aie_trace
 
     if args.aie_rows < 1 or args.aie_cols < 1:
         print("kerneldiff synth: --aie-rows and --aie-cols must be >= 1", file=sys.stderr)
@@ -145,7 +145,7 @@ def _runs(args, out_dir: Path) -> int:
     """Two runs of rank traces (kerneldiff.core.synth.ranks) and their truth."""
     import json
 
-    from kerneldiff.core.synth.ranks import write_run
+    from kerneldiff.core.session import write_run
 
     straggler = args.ranks - 1 if args.straggler is None else args.straggler
     if straggler >= args.ranks:

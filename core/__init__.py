@@ -1,7 +1,8 @@
 """kerneldiff core: pure analysis of GPU profiler traces (never imports Textual or Rich).
 
 Read top-down: ingest (probe → read → load) → analysis (classify → phases → layers → attribution)
-→ compare → report. `Session` runs those steps from file paths; every front end goes through it.
+→ compare → report. `Session` runs those steps from file paths; every front end goes through
+`kerneldiff.core.session`, the one way in (the session protocol, `open_session`, the result types).
 """
 
 from kerneldiff.core.errors import LoadCancelled, TraceError
@@ -10,7 +11,8 @@ from kerneldiff.core.errors import LoadCancelled, TraceError
 # and the session (with what they import) cost ~40 ms that `kerneldiff --version` or a module's
 # own import has no use for
 _LAZY = {"TraceInfo": "kerneldiff.core.ingest.probe", "probe": "kerneldiff.core.ingest.probe",
-         "KernelDetail": "kerneldiff.core.session", "Session": "kerneldiff.core.session",
+         "KernelDetail": "kerneldiff.core.session", "KernelRef": "kerneldiff.core.session",
+         "RunSession": "kerneldiff.core.session", "Session": "kerneldiff.core.session",
          "open_session": "kerneldiff.core.session"}
 
 
@@ -30,4 +32,5 @@ def load(path, **kwargs):
     return _load(path, **kwargs)
 
 
-__all__ = ["KernelDetail", "LoadCancelled", "Session", "TraceError", "TraceInfo", "load", "open_session", "probe"]
+__all__ = ["KernelDetail", "KernelRef", "LoadCancelled", "RunSession", "Session", "TraceError", "TraceInfo", "load",
+           "open_session", "probe"]

@@ -6,8 +6,8 @@ which process loads which trace
 on disk and read back (`kerneldiff.core.comparison_cache`), and a comparison computed ahead in a
 forked child while the explorer starts.
 
-Each function takes the `Session` it works for (`kerneldiff.core.session`, which calls them) and
-reads its settings and its loaded models.
+Each function takes the `Session` it works for (`kerneldiff.core.trace_session`, which calls
+them) and reads its settings and its loaded models.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from kerneldiff.core.analysis.classify import Classifier
     from kerneldiff.core.ingest.probe import TraceInfo
     from kerneldiff.core.model import TraceModel
-    from kerneldiff.core.session import Session
+    from kerneldiff.core.trace_session import Session
 
 
 # --- one trace ----------------------------------------------------------------------------------

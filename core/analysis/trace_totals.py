@@ -10,12 +10,11 @@ the classifier named them (`kerneldiff info` lists the same).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from kerneldiff.core.analysis.stats import Stats
-from kerneldiff.core.analysis.timeline import timeline
+from kerneldiff.core.analysis.timeline import Window, timeline
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
 from kerneldiff.core.numbers import distinct
 
@@ -102,7 +101,7 @@ class TraceOverview:
     steps: list[StepTotal]
     # the phase's wall clock (first to last GPU activity), busy and idle, as a comparison reads them
     # (a kerneldiff.core.analysis.timeline Window): what browse leads with
-    wall: Any = None
+    wall: Window | None = None
 
 
 # --- grouping -------------------------------------------------------------------------------

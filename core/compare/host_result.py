@@ -4,12 +4,12 @@ on the comparison's basis).
 
 A side without passes has no host time: its JSON is `{}`, as it always was, so a side is a msgspec
 Struct whose `to_json()` (what `kerneldiff.core.numbers.strict_json` and `json_ready` write for it)
-says so; the pair is a frozen dataclass.
+says so. The pair is one too: a comparison whose host time was not read (one built by hand; the
+engine always reads it) holds `HostTimes()`, written `{}` as it always was.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -39,10 +39,19 @@ class HostTime(msgspec.Struct, frozen=True):
         return msgspec.to_builtins(self, enc_hook=_scalar)
 
 
-@dataclass(frozen=True)
-class HostTimes:
-    a: HostTime
-    b: HostTime
+class HostTimes(msgspec.Struct, frozen=True):
+    """Both sides' host time; None for both when it was not read."""
 
-    def side(self, key: str) -> HostTime:
+    a: HostTime | None = None
+    b: HostTime | None = None
+
+    def __bool__(self) -> bool:
+        return self.a is not None
+
+    def side(self, key: str) -> HostTime | None:
         return self.a if key == "a" else self.b
+
+    def to_json(self) -> dict[str, Any]:
+        if not self:
+            return {}
+        return {"a": self.a.to_json(), "b": self.b.to_json()}

@@ -370,8 +370,9 @@ class Comparison:
     # the wall-clock gap accounted for, cause by cause (kerneldiff.core.compare.ledger), largest first
     ledger: list[LedgerEntry] = field(default_factory=list)
     comparability: Comparability | None = None
-    # host time behind the launch-bound idle, per side (kerneldiff.core.compare.ledger.host_time)
-    host: HostTimes | None = None
+    # host time behind the launch-bound idle, per side (kerneldiff.core.compare.ledger.host_time);
+    # HostTimes() when not read (written {})
+    host: HostTimes = field(default_factory=HostTimes)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -380,7 +381,7 @@ class Comparison:
             if t is not None:
                 t["passes"] = [p.to_json() for p in t["passes"]]
         # host time likewise (a side without passes is {}), and {} when not read, as it always was
-        d["host"] = {k: h.to_json() for k, h in d["host"].items()} if d["host"] is not None else {}
+        d["host"] = self.host.to_json()
         return d
 
     def on_basis(self, side: str, total_us: float) -> float:

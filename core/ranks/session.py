@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kerneldiff.core.errors import TraceError
-from kerneldiff.core.session import Session, probe_trace
+from kerneldiff.core.trace_session import Session, probe_trace
 
 
 @dataclass

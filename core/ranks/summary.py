@@ -105,7 +105,7 @@ def summarize_rank(rank: int, path: str, registry: str | None = None, use_cache:
                    device: int | None = None) -> RankSummary:
     """Load one rank's file (the cache serves it when it can) and reduce it to its summary; the
     model is dropped here, so a process holds one rank's model at a time."""
-    from kerneldiff.core.session import Session
+    from kerneldiff.core.trace_session import Session
 
     s = Session([path], registry=registry, use_cache=use_cache, workers=1, device=device)
     s._classifier = classifier_for(registry)

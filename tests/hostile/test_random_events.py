@@ -8,6 +8,7 @@ terminate, and comparing the model with itself is neutral (ratio 1, no findings)
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import math
@@ -72,9 +73,9 @@ def check_model(m, clf) -> None:
         assert (k.layer < m.num_layers).all(), "a layer id beyond layers per step"
     assert ((k.step >= -1) & (k.step < max(len(m.steps), 1))).all()
     # per-category totals add up to the kernel total
-    ops = summarize(m)["operations"]
-    assert sum(o["count"] for o in ops) == len(k)
-    assert math.isclose(sum(o["total_us"] for o in ops), m.gpu_time_us, rel_tol=1e-9, abs_tol=1e-6)
+    ops = summarize(m).operations
+    assert sum(o.count for o in ops) == len(k)
+    assert math.isclose(sum(o.total_us for o in ops), m.gpu_time_us, rel_tol=1e-9, abs_tol=1e-6)
     # Python stacks terminate (parent ids may form cycles)
     for r in range(min(len(k), 20)):
         assert len(python_stack(m, r)) <= 64
@@ -94,7 +95,7 @@ def check_model(m, clf) -> None:
         assert cp.gap_us == 0 and cp.fusions == []
         assert cp.a.kernels == int(((m.kernels.phase == PHASE_ID[phase]) & kept).sum())
     # `info --json` prints the summary: strict JSON, whatever the trace held
-    json.dumps(summarize(m), allow_nan=False, default=str)
+    json.dumps(dataclasses.asdict(summarize(m)), allow_nan=False, default=str)
 
 
 def load_or_error(path: Path, clf):

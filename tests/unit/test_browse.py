@@ -33,12 +33,12 @@ def test_operations_match_info_and_numpy(model):
     ov = browse.overview(model)
     k = model.kernels
     assert ov.gpu_time_us == pytest.approx(float(k.dur.sum())) and ov.kernels == len(k)
-    totals = summarize(model)["operations"]
-    info = {r["category"]: r for r in totals}
-    assert [o.category for o in ov.operations] == [r["category"] for r in totals]
+    totals = summarize(model).operations
+    info = {r.category: r for r in totals}
+    assert [o.category for o in ov.operations] == [r.category for r in totals]
     for o in ov.operations:
-        assert o.stats.count == info[o.category]["count"]
-        assert o.stats.total_us == info[o.category]["total_us"]  # the same sum, to the last digit
+        assert o.stats.count == info[o.category].count
+        assert o.stats.total_us == info[o.category].total_us  # the same sum, to the last digit
         cat = model.categories.index(o.category) if o.category in model.categories else -1
         d = k.dur[k.cat == cat]
         assert o.stats.median_us == pytest.approx(float(np.median(d)))

@@ -24,7 +24,7 @@ def test_a_side_without_passes_is_an_empty_object():
     doc = json.loads(strict_json(both))
     assert doc["a"] == {} and doc["b"]["compile_ids"] == ["0/0"] and doc["b"]["host_us"] == 3.0
     assert json.loads(json.dumps(json_ready(both))) == doc
-    assert not both.a and both.b and both.side("b") is both.b
+    assert not both.a and both.b and both.side("b") is both.b and both
 
 
 @pytest.mark.parametrize("names", [("a100_control", "v100_test"), ("h100_llama_eager_sdpa", "h100_llama_compiled")])
@@ -45,3 +45,21 @@ def test_every_writer_spells_the_host_time_as_the_analysis(names):
             assert doc["host"][side] == pytest.approx(want)
     back = comparison_cache.loads(comparison_cache.dumps({"phases": [cmp.phase], "comparison": cmp}))["comparison"]
     assert back == cmp and type(back.host.a) is HostTime
+
+
+def test_a_comparison_built_by_hand_writes_no_host_time_as_an_empty_object():
+    """The engine always reads the host time; a Comparison built without it holds HostTimes()
+    (falsy, no side), written `{}` by every writer and kept so through the comparison cache."""
+    from kerneldiff.core.compare.result import Comparison, Side
+
+    def side(key):
+        return Side(key, key.upper(), f"{key}.json", "GPU", "nvidia", 0.0, 0, 0, 0, "unknown", ["all"])
+
+    cmp = Comparison(side("a"), side("b"), "all", None, 0.0, [], [], [], [], [], [])
+    assert not cmp.host and cmp.host.side("a") is None
+    for doc in (json.loads(strict_json(cmp)), json.loads(json.dumps(json_ready(cmp))), cmp.to_dict()):
+        assert doc["host"] == {}
+    read = HostTimes(HostTime(), HostTime())   # read, both sides without passes: each side `{}`
+    assert read and json.loads(strict_json(read)) == {"a": {}, "b": {}}
+    back = comparison_cache.loads(comparison_cache.dumps({"phases": ["all"], "comparison": cmp}))["comparison"]
+    assert back == cmp and back.host == HostTimes()

@@ -31,17 +31,11 @@ CORE = "kerneldiff.core"
 FRONT_END_MAY_USE: dict[str, frozenset[str] | None] = {
     # the one way in: the session protocol, its kinds, and every result type and helper the front
     # ends take (kerneldiff.core.session re-exports them, each with its reason)
-    "kerneldiff.core": frozenset({"Session", "TraceError", "LoadCancelled", "KernelDetail", "open_session",
-                                  "TraceInfo"}),
     "kerneldiff.core.session": None,
-    "kerneldiff.core.ranks.session": frozenset({"RunSession"}),   # two runs of rank traces (above Session)
     "kerneldiff.core.errors": None,
     # writing results out, and the numbers every front end shows the same way
     "kerneldiff.core.report": None,
     "kerneldiff.core.numbers": None,
-    # `kerneldiff synth` is the generator's own front end: calling it is its job
-    "kerneldiff.core.synth": None,
-    "kerneldiff.core.aie.synth": frozenset({"AiePlan", "write_aie_trace"}),
 }
 
 # Front-end imports that break the rule today: (file, imported name). None left; keep it so.
@@ -57,8 +51,9 @@ PACKAGE_CYCLES_TODO: set[tuple[str, ...]] = set()
 LAYERS: list[set[str]] = [
     {"lazy_pattern"},     # regular expressions compiled on first use (names use them)
     # import nothing of core: kernel names (demangled, shortened, made safe to print), interned
-    # strings, number formats, phase names, the demo traces' paths
-    {"names", "strings", "numbers", "phase_names", "demo"},
+    # strings, number formats, phase names, the demo traces' paths, how a kernel crosses from a
+    # session to the front ends (KernelRef)
+    {"names", "strings", "numbers", "phase_names", "demo", "kernel_ref"},
     {"errors"},           # the one error type (its messages show paths through names.visible)
     {"fileio", "gzip_stream", "model"},    # files opened safely, gzip inflated; the columnar trace model
     {"processes"},        # every process kerneldiff starts (workers, a forked child, a pool), one policy
@@ -71,8 +66,9 @@ LAYERS: list[set[str]] = [
     {"gate"},             # the CI gate's verdict over series of runs, with its report
     {"comparison_cache"},   # comparisons kept on disk beside the models, read back without them
     {"orchestration"},    # how a Session's work is carried out: processes, warm-up, comparisons kept
-    {"session"},          # Session: the one way in for the front ends
+    {"trace_session"},    # Session: one GPU trace or a pair, from file paths to results
     {"ranks"},            # runs of many ranks: RunSession loads each rank through Session
+    {"session"},          # the one way in for the front ends: the protocol, open_session, the result types
     {"__init__"},         # kerneldiff.core re-exports Session and friends
 ]
 

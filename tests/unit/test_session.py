@@ -52,7 +52,7 @@ def test_one_trace_session_summarises_and_refuses_to_compare():
     s.load(0)
     assert s.single
     summ = s.summary(0)
-    assert summ["kernels"] == len(s.models[0].kernels)
+    assert summ.kernels == len(s.models[0].kernels)
     with pytest.raises(ValueError):
         s.compare()
 

@@ -77,10 +77,15 @@ def test_every_name_the_session_re_exports_is_there():
     from kerneldiff.core.aie.analysis import GemmShape as AieGemmShape
     from kerneldiff.core.compare.work_result import GemmShape
 
+    from kerneldiff.core.ranks.session import RunSession as RunSessionThere
+    from kerneldiff.core.synth.names import GPUS
+    from kerneldiff.core.trace_session import Session as SessionThere
+
     names = (session._RESULTS | session._WORK_RESULTS | session._OVERVIEW | session._AIE_RESULTS
-             | session._AIE_SESSION | session._NAMES)
+             | session._AIE_SESSION | session._NAMES | session._SYNTH | {"RunSession", "Session", "KernelRef", "TraceSummary"})
     for name in sorted(names):
         assert getattr(session, name) is not None, name
     assert session.AieGemmShape is AieGemmShape and session.GemmShape is GemmShape
+    assert session.Session is SessionThere and session.RunSession is RunSessionThere and session.SYNTH_GPUS is GPUS
     with pytest.raises(AttributeError):
         session.no_such_name

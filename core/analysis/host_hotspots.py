@@ -237,7 +237,7 @@ def _host_side(m, phase: str, by_pass: bool = False) -> HostSide:
     if len(ws) > 1:
         ws[1:] = np.maximum(ws[1:], np.maximum.accumulate(we)[:-1])
         we = np.maximum(we, ws)
-    # launch-bound gaps on the same clock (launch_bound_gaps counts from the first activity too),
+    # launch-bound gaps on the same clock (launch_bound_closers counts from the first activity too),
     # each read on the thread that launched the kernel ending it: the GPU waited for that thread
     gs, ge, _, closer = launch_bound_closers(m, phase, by_pass=by_pass)
     li = k.launch[closer] if len(closer) else np.zeros(0, np.int64)

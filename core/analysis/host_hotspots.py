@@ -104,7 +104,7 @@ def _events(model, tid: int | None = None):
 
 
 def _distinct(x: np.ndarray) -> np.ndarray:
-    """np.unique(x) by a sort (numpy 2's hashing unique took ~0.25 s a call on 600k times)."""
+    """np.unique(x) by a sort (numpy 2's hashing unique takes ~0.25 s a call on 600k times)."""
     s = np.sort(x)
     return s[np.r_[True, s[1:] != s[:-1]]] if len(s) else s
 

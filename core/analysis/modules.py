@@ -99,8 +99,8 @@ def _module_calls(model: TraceModel) -> ModuleCalls:
 
 def start_order(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
     """np.lexsort((-dur, ts)), i.e. by start and the longer first at equal starts, in the same
-    order: a stable sort of the start times (calls come nearly in order, so this is ~O(n); 500k
-    calls: 0.125 s -> 0.004 s), then the few runs of equal starts sorted by duration."""
+    order: a stable sort of the start times (calls come nearly in order, so this is ~O(n), where
+    lexsort is O(n log n) on two keys: 30x faster on 500k calls), then the few runs of equal starts sorted by duration."""
     order = np.argsort(ts, kind="stable")
     s = ts[order]
     pos, run = equal_runs(s[1:] == s[:-1])

@@ -80,7 +80,7 @@ def _names(cls: type) -> tuple[str, ...]:
 
 def _flat(obj) -> dict[str, Any]:
     """`dataclasses.asdict` of the flat dataclasses here (numbers and strings): the same dict, without
-    its recursion and deep copies (a comparison's timelines, ~200 windows, took ~5 ms)."""
+    its recursion and deep copies (~5 ms for a comparison's timelines, ~200 windows)."""
     return {name: getattr(obj, name) for name in _names(type(obj))}
 
 
@@ -505,7 +505,7 @@ def _passes_overlap(start: np.ndarray, end: np.ndarray, step: np.ndarray) -> flo
     if len(step) == 0:
         return 0.0
     # each pass's first start and last end: reduceat over the activities grouped by pass (ufunc.at
-    # per element took ~16 ms on a dense 60 MB trace's 1.3M activities)
+    # per element takes ~16 ms on a dense 60 MB trace's 1.3M activities)
     by = stable_argsort(step)
     firsts = np.concatenate(([0], np.flatnonzero(np.diff(step[by])) + 1))
     lo = np.minimum.reduceat(start[by].astype(np.int64), firsts)

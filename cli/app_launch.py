@@ -6,8 +6,8 @@ import sys
 
 
 def launch(argv: list[str]) -> int:
-    from kerneldiff.cli.args import (Parser, _clock_mhz, _count, add_all_passes, add_loading, add_phase,
-                                     add_rank, add_shape_arguments)
+    from kerneldiff.cli.args import (Parser, add_all_passes, add_loading, add_phase, add_rank, add_shape_arguments,
+                                     clock_mhz, count)
 
     p = Parser(prog="kerneldiff", description="Open the trace explorer. "
                        "Subcommands: info, compare, gate, synth, aie (kerneldiff SUBCOMMAND -h).")
@@ -21,9 +21,9 @@ def launch(argv: list[str]) -> int:
     g = p.add_argument_group("AMD AIE (NPU) traces", "the GEMM the trace ran: all of --M --K --N --rows --cols, "
                              "or none (then GMAC/s is not computed); ignored for GPU traces")
     add_shape_arguments(g)
-    g.add_argument("--warmup", type=_count, help="warm-up iterations before the perf ones (default 0)")
-    g.add_argument("--iterations", type=_count, help="expected perf iterations (default: all after the warm-up)")
-    g.add_argument("--clock-mhz", type=_clock_mhz, help="AIE core clock; timestamps are cycles (default 1250)")
+    g.add_argument("--warmup", type=count, help="warm-up iterations before the perf ones (default 0)")
+    g.add_argument("--iterations", type=count, help="expected perf iterations (default: all after the warm-up)")
+    g.add_argument("--clock-mhz", type=clock_mhz, help="AIE core clock; timestamps are cycles (default 1250)")
     add_rank(p, help="runs of rank traces: open this rank of each (default: each run's slowest)")
     args = p.parse_args(argv)
     if len(args.traces) > 2:

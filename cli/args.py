@@ -43,21 +43,21 @@ def flag_number(*, integer: bool = False, lo: float | None = None, hi: float | N
 MAX_COUNT = 2**31
 MAX_DIM = 2**40
 
-_positive_int = flag_number(integer=True, lo=1, hi=MAX_COUNT)
-_dim = flag_number(integer=True, lo=1, hi=MAX_DIM)
-_count = flag_number(integer=True, lo=0, hi=MAX_COUNT)
-_positive_float = flag_number(lo=0, lo_excl=True)   # finite: "inf" and "1e400" are refused with "nan"
-_fraction = flag_number(lo=0, hi=1)
+positive_int = flag_number(integer=True, lo=1, hi=MAX_COUNT)
+gemm_dim = flag_number(integer=True, lo=1, hi=MAX_DIM)
+count = flag_number(integer=True, lo=0, hi=MAX_COUNT)
+positive_float = flag_number(lo=0, lo_excl=True)   # finite: "inf" and "1e400" are refused with "nan"
+fraction = flag_number(lo=0, hi=1)
 # timestamps are cycles at this clock: 1 kHz to 1 THz, so that no time they convert to overflows
-_clock_mhz = flag_number(lo=1e-3, hi=1e6)
+clock_mhz = flag_number(lo=1e-3, hi=1e6)
 
 
 def add_shape_arguments(group) -> None:
     """--M --K --N --rows --cols: the GEMM an AIE trace ran (shared with the explorer launcher)."""
     for dim in ("--M", "--K", "--N"):
-        group.add_argument(dim, type=_dim)
-    group.add_argument("--rows", type=_positive_int, help="AIE rows the GEMM is spread over")
-    group.add_argument("--cols", type=_positive_int, help="AIE columns the GEMM is spread over")
+        group.add_argument(dim, type=gemm_dim)
+    group.add_argument("--rows", type=positive_int, help="AIE rows the GEMM is spread over")
+    group.add_argument("--cols", type=positive_int, help="AIE columns the GEMM is spread over")
 
 
 # --- options several commands share: each flag defined once, so it reads and checks the same in

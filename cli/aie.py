@@ -18,7 +18,7 @@ from rich.text import Text
 
 from kerneldiff.core.session import AieComparison, AieParams, AieRun, AieGemmShape as GemmShape
 from kerneldiff.core.session import AieSession, AieSettings
-from kerneldiff.cli.args import _clock_mhz, _count, _fraction, _positive_float, _positive_int, add_shape_arguments
+from kerneldiff.cli.args import add_shape_arguments, clock_mhz, count, fraction, positive_float, positive_int
 from kerneldiff.core.errors import TraceError, shown_path
 from kerneldiff.core.session import visible
 from kerneldiff.core.numbers import json_ready
@@ -35,26 +35,26 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("trace_b", nargs="?", help="a second run to compare against the first")
     g = p.add_argument_group("GEMM (all of --M --K --N --rows --cols, or none: then no GMAC/s)")
     add_shape_arguments(g)
-    g.add_argument("--rows-b", type=_positive_int, help="rows of the second run (default: --rows)")
-    g.add_argument("--cols-b", type=_positive_int, help="columns of the second run (default: --cols)")
+    g.add_argument("--rows-b", type=positive_int, help="rows of the second run (default: --rows)")
+    g.add_argument("--cols-b", type=positive_int, help="columns of the second run (default: --cols)")
     r = p.add_argument_group("iterations")
-    r.add_argument("--warmup", type=_count, default=0, help="warm-up iterations before the perf ones")
-    r.add_argument("--iterations", type=_count, default=None,
+    r.add_argument("--warmup", type=count, default=0, help="warm-up iterations before the perf ones")
+    r.add_argument("--iterations", type=count, default=None,
                    help="expected perf iterations (default: every iteration after the warm-up)")
     t = p.add_argument_group("tunables")
-    t.add_argument("--clock-mhz", type=_clock_mhz, default=d.clock_mhz,
+    t.add_argument("--clock-mhz", type=clock_mhz, default=d.clock_mhz,
                    help=f"AIE core clock; timestamps are cycles (default {d.clock_mhz:g})")
-    t.add_argument("--peak-macs", type=_positive_int, default=d.peak_macs_per_cycle,
+    t.add_argument("--peak-macs", type=positive_int, default=d.peak_macs_per_cycle,
                    help=f"peak MACs per cycle per core (default {d.peak_macs_per_cycle})")
-    t.add_argument("--lock-stall-factor", type=_positive_float, default=d.lock_stall_factor,
+    t.add_argument("--lock-stall-factor", type=positive_float, default=d.lock_stall_factor,
                    help=f"a LOCK_STALL this many times the median kernel ends an iteration "
                         f"(default {d.lock_stall_factor:g})")
-    t.add_argument("--dup-gap", type=_fraction, default=d.dup_gap_fraction,
+    t.add_argument("--dup-gap", type=fraction, default=d.dup_gap_fraction,
                    help=f"events closer than this fraction of the median kernel are duplicates "
                         f"(default {d.dup_gap_fraction:g})")
-    t.add_argument("--outlier-lo", type=_positive_float, default=d.outlier_lo,
+    t.add_argument("--outlier-lo", type=positive_float, default=d.outlier_lo,
                    help="drop kernels shorter than this x median (default 1/3)")
-    t.add_argument("--outlier-hi", type=_positive_float, default=d.outlier_hi,
+    t.add_argument("--outlier-hi", type=positive_float, default=d.outlier_hi,
                    help=f"drop kernels longer than this x median (default {d.outlier_hi:g})")
     p.add_argument("--per-iteration", action="store_true", help="also print every core's iterations")
     p.add_argument("--json", metavar="OUT", help="write the full analysis as JSON ('-' = stdout only)")

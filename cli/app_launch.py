@@ -6,26 +6,25 @@ import sys
 
 
 def launch(argv: list[str]) -> int:
-    from kerneldiff.cli.args import Parser, _clock_mhz, _count, add_shape_arguments
+    from kerneldiff.cli.args import (Parser, add_all_passes, add_loading, add_phase, add_rank, add_shape_arguments,
+                                     clock_mhz, count)
 
     p = Parser(prog="kerneldiff", description="Open the trace explorer. "
                        "Subcommands: info, compare, gate, synth, aie (kerneldiff SUBCOMMAND -h).")
     p.add_argument("traces", nargs="*", help="one trace to browse, two to compare; none: the demo pair")
-    p.add_argument("--phase", default="all", help="all | prefill | decode | mixed")
-    p.add_argument("--registry", help="extra classifier rules (TOML)")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
-    p.add_argument("--all-passes", action="store_true",
-                   help="compare every pass: warm-up, CUDA-graph capture and compile passes too, and the time "
-                        "before, between and after the passes (default: the steady passes only, measured on "
-                        "their forward calls; the Timeline tab says what was left out). Work launched before the "
-                        "profiler's window is left out either way (reported as excluded)")
+    add_phase(p)
+    add_loading(p)
+    add_all_passes(p, help="compare every pass: warm-up, CUDA-graph capture and compile passes too, and the time "
+                           "before, between and after the passes (default: the steady passes only, measured on "
+                           "their forward calls; the Timeline tab says what was left out). Work launched before the "
+                           "profiler's window is left out either way (reported as excluded)")
     g = p.add_argument_group("AMD AIE (NPU) traces", "the GEMM the trace ran: all of --M --K --N --rows --cols, "
                              "or none (then GMAC/s is not computed); ignored for GPU traces")
     add_shape_arguments(g)
-    g.add_argument("--warmup", type=_count, help="warm-up iterations before the perf ones (default 0)")
-    g.add_argument("--iterations", type=_count, help="expected perf iterations (default: all after the warm-up)")
-    g.add_argument("--clock-mhz", type=_clock_mhz, help="AIE core clock; timestamps are cycles (default 1250)")
-    p.add_argument("--rank", type=_count, help="runs of rank traces: open this rank of each (default: each run's slowest)")
+    g.add_argument("--warmup", type=count, help="warm-up iterations before the perf ones (default 0)")
+    g.add_argument("--iterations", type=count, help="expected perf iterations (default: all after the warm-up)")
+    g.add_argument("--clock-mhz", type=clock_mhz, help="AIE core clock; timestamps are cycles (default 1250)")
+    add_rank(p, help="runs of rank traces: open this rank of each (default: each run's slowest)")
     args = p.parse_args(argv)
     if len(args.traces) > 2:
         print("kerneldiff: give one or two traces (or a subcommand: info, compare, synth, aie)", file=sys.stderr)

@@ -1,6 +1,8 @@
-"""Argument types and groups shared by `kerneldiff aie` and the explorer's launcher, kept apart from
-both so that opening the explorer does not import the AIE report (Rich tables, the AIE analysis);
-and the parser every command uses, whose refusals are one line like every other refusal."""
+"""The command line's shared parts, defined once: the parser every command uses (its refusals are one
+line like every other refusal), the argument types, the options several commands take (--phase,
+--registry, --no-cache, --all-passes, --device, --rank, --jobs, --scheduler) and the AIE shape
+group `kerneldiff aie` and the explorer's launcher share. Kept apart from the commands so that
+opening the explorer does not import a report (Rich tables, the AIE analysis)."""
 
 from __future__ import annotations
 
@@ -41,18 +43,62 @@ def flag_number(*, integer: bool = False, lo: float | None = None, hi: float | N
 MAX_COUNT = 2**31
 MAX_DIM = 2**40
 
-_positive_int = flag_number(integer=True, lo=1, hi=MAX_COUNT)
-_dim = flag_number(integer=True, lo=1, hi=MAX_DIM)
-_count = flag_number(integer=True, lo=0, hi=MAX_COUNT)
-_positive_float = flag_number(lo=0, lo_excl=True)   # finite: "inf" and "1e400" are refused with "nan"
-_fraction = flag_number(lo=0, hi=1)
+positive_int = flag_number(integer=True, lo=1, hi=MAX_COUNT)
+gemm_dim = flag_number(integer=True, lo=1, hi=MAX_DIM)
+count = flag_number(integer=True, lo=0, hi=MAX_COUNT)
+positive_float = flag_number(lo=0, lo_excl=True)   # finite: "inf" and "1e400" are refused with "nan"
+fraction = flag_number(lo=0, hi=1)
 # timestamps are cycles at this clock: 1 kHz to 1 THz, so that no time they convert to overflows
-_clock_mhz = flag_number(lo=1e-3, hi=1e6)
+clock_mhz = flag_number(lo=1e-3, hi=1e6)
 
 
 def add_shape_arguments(group) -> None:
     """--M --K --N --rows --cols: the GEMM an AIE trace ran (shared with the explorer launcher)."""
     for dim in ("--M", "--K", "--N"):
-        group.add_argument(dim, type=_dim)
-    group.add_argument("--rows", type=_positive_int, help="AIE rows the GEMM is spread over")
-    group.add_argument("--cols", type=_positive_int, help="AIE columns the GEMM is spread over")
+        group.add_argument(dim, type=gemm_dim)
+    group.add_argument("--rows", type=positive_int, help="AIE rows the GEMM is spread over")
+    group.add_argument("--cols", type=positive_int, help="AIE columns the GEMM is spread over")
+
+
+# --- options several commands share: each flag defined once, so it reads and checks the same in
+# every command that takes it (a command passes its own help where the flag means more there) ---
+
+_INDEX = flag_number(integer=True, lo=0, hi=2**62)    # a device or rank number
+
+
+def add_phase(p) -> None:
+    """--phase (compare, gate, the explorer): the phase the figures are read over."""
+    from kerneldiff.core.session import PHASE_FILTERS
+
+    p.add_argument("--phase", default="all", choices=PHASE_FILTERS)
+
+
+def add_loading(p) -> None:
+    """--registry --no-cache (every command that loads GPU traces, and the explorer)."""
+    p.add_argument("--registry", help="extra classifier rules (TOML), tried before the shipped ones")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
+
+
+def add_all_passes(p, help: str) -> None:
+    """--all-passes (compare, gate, the explorer): every pass, not the steady ones only."""
+    p.add_argument("--all-passes", action="store_true", help=help)
+
+
+def add_device(p, help: str) -> None:
+    """--device (compare, info): one GPU of a file that holds several."""
+    p.add_argument("--device", type=_INDEX, default=None, help=help)
+
+
+def add_rank(p, help: str, metavar: str | None = None) -> None:
+    """--rank (compare, gate, the explorer): one rank of each run instead of each run's slowest."""
+    p.add_argument("--rank", type=_INDEX, default=None, metavar=metavar, help=help)
+
+
+def add_runs(p, jobs_help: str, metavar: str | None = None) -> None:
+    """--jobs --scheduler (compare, gate): how the ranks of a run are summarised."""
+    p.add_argument("--jobs", type=flag_number(integer=True, lo=1, hi=1024), default=None, metavar=metavar,
+                   help=jobs_help)
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="runs: summarise the ranks on a Dask cluster: tcp://HOST:PORT of its scheduler, or 'local' "
+                        "for a LocalCluster here (default: $KERNELDIFF_SCHEDULER, else local processes; needs "
+                        "kerneldiff[cluster])")

@@ -8,11 +8,10 @@ from pathlib import Path
 from kerneldiff.core.session import visible
 from kerneldiff.core.errors import TraceError, shown_path
 from kerneldiff.core.numbers import strict_json
-from kerneldiff.core.session import PHASE_FILTERS
 from kerneldiff.core.report.table_names import MODEL_TABLES, TABLES
 from kerneldiff.core.report.run_tables import RUN_TABLES
 
-from .args import flag_number
+from .args import add_all_passes, add_device, add_loading, add_phase, add_rank, add_runs, flag_number
 from .output import csv_files, csv_text, emit, fusion_overrides, peak_table, table_json
 from .text_report import print_text
 
@@ -25,7 +24,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("compare", help="compare two traces and print a report")
     p.add_argument("a", help="first trace (side A); or a run of rank traces: a directory, a glob or comma-joined files")
     p.add_argument("b", help="second trace (side B); or a run, likewise")
-    p.add_argument("--phase", default="all", choices=PHASE_FILTERS)
+    add_phase(p)
     p.add_argument("--format", default=None, choices=FORMATS,
                    help="text (default; csv with --table); markdown: a pull-request comment; html: one self-contained page with charts; "
                         "perfetto: both traces in one Chrome-trace JSON, passes lined up, kernel pairs joined")
@@ -43,15 +42,13 @@ def add_parser(sub) -> None:
                    help="add the host hotspots (host operations by self time; launch-bound idle by the host "
                         "operation running) to the text and JSON reports (computed only when asked)")
     p.add_argument("-o", "--output", help="write to this file instead of stdout")
-    p.add_argument("--all-passes", action="store_true",
-                   help="compare every pass and the whole window: warm-up, CUDA-graph capture and compile "
-                        "passes too, and the time before, between and after the passes as ledger rows of their "
-                        "own (default: the steady passes only, measured on their forward calls, since those "
-                        "passes and generate()'s loop around the model do work a steady pass does not; a line "
-                        "says what was left out). Work launched before the profiler's window is left out "
-                        "either way (its count and time are reported as excluded)")
-    p.add_argument("--registry", help="extra classifier rules (TOML), tried before the shipped ones")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
+    add_all_passes(p, help="compare every pass and the whole window: warm-up, CUDA-graph capture and compile "
+                           "passes too, and the time before, between and after the passes as ledger rows of their "
+                           "own (default: the steady passes only, measured on their forward calls, since those "
+                           "passes and generate()'s loop around the model do work a steady pass does not; a line "
+                           "says what was left out). Work launched before the profiler's window is left out "
+                           "either way (its count and time are reported as excluded)")
+    add_loading(p)
     p.add_argument("--fusion-param", action="append", default=[], metavar="KEY=VALUE",
                    help="override a fusion-benefit parameter (dispatch_ns, roundtrip_ns, memory_bw, "
                         "readback_bw, unified_memory, achieved_fraction, min_gain_ns)")
@@ -60,17 +57,10 @@ def add_parser(sub) -> None:
     p.add_argument("--peak", action="append", default=[], metavar="KEY=VALUE",
                    help="override a peak figure (bf16, fp16, fp8, fp4, int8, tf32, fp32, fp64 in TFLOP/s; hbm in "
                         "TB/s) on both sides or one (a.hbm=5.3), or pick the GPU by its key (b.gpu=h100_pcie)")
+    add_device(p, help="a file holding several GPUs: compare this device of each (default: the first)")
+    add_rank(p, help="runs of rank traces: compare this rank of each run in full (default: each run's slowest)")
+    add_runs(p, jobs_help="runs: ranks loaded at once (default: as many as the CPUs and the available memory allow)")
     # below 40 columns the tables have no room for a name; 10,000 is wider than any terminal
-    p.add_argument("--device", type=flag_number(integer=True, lo=0, hi=2**62), default=None,
-                   help="a file holding several GPUs: compare this device of each (default: the first)")
-    p.add_argument("--rank", type=flag_number(integer=True, lo=0, hi=2**62), default=None,
-                   help="runs of rank traces: compare this rank of each run in full (default: each run's slowest)")
-    p.add_argument("--jobs", type=flag_number(integer=True, lo=1, hi=1024), default=None,
-                   help="runs: ranks loaded at once (default: as many as the CPUs and the available memory allow)")
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="runs: summarise the ranks on a Dask cluster: tcp://HOST:PORT of its scheduler, or 'local' "
-                        "for a LocalCluster here (default: $KERNELDIFF_SCHEDULER, else local processes; needs "
-                        "kerneldiff[cluster])")
     p.add_argument("--width", type=flag_number(integer=True, lo=MIN_WIDTH, hi=10_000), default=None,
                    help=f"text width, {MIN_WIDTH} or more (default: terminal, at most 120)")
 

@@ -12,9 +12,8 @@ from pathlib import Path
 
 from kerneldiff.core.errors import shown_path
 from kerneldiff.core.numbers import safe_text, strict_json
-from kerneldiff.core.session import PHASE_FILTERS
 
-from .args import UsageError, flag_number
+from .args import UsageError, add_all_passes, add_loading, add_phase, add_rank, add_runs
 
 
 def add_parser(sub) -> None:
@@ -34,22 +33,14 @@ def add_parser(sub) -> None:
                    help="also check a metric: wall, kernels, idle, comm, op:NAME (an operation, e.g. "
                         "op:Attention:+5%%), layer:median or layer:N (e.g. layer:median:+500us); on runs also "
                         "skew (the ranks' spread of compute per pass), checked by default with wall and comm")
-    p.add_argument("--phase", default="all", choices=PHASE_FILTERS)
+    add_phase(p)
     p.add_argument("--format", default="text", choices=["text", "json", "markdown"])
     p.add_argument("-o", "--output", help="write the report to this file (the verdict still goes to stderr)")
-    p.add_argument("--all-passes", action="store_true",
-                   help="judge every pass: warm-up, CUDA-graph capture and compile passes too (default: steady "
-                        "passes only)")
-    p.add_argument("--registry", help="extra classifier rules (TOML), tried before the shipped ones")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
-    p.add_argument("--rank", type=flag_number(integer=True, lo=0, hi=2**62), default=None, metavar="N",
-                   help="runs: gate rank N of each run (default: each run's slowest rank)")
-    p.add_argument("--jobs", type=flag_number(integer=True, lo=1, hi=1024), default=None, metavar="N",
-                   help="runs: processes summarising ranks (default: as the CPUs and memory allow)")
-    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="runs: summarise the ranks on a Dask cluster: tcp://HOST:PORT of its scheduler, or 'local' "
-                        "for a LocalCluster here (default: $KERNELDIFF_SCHEDULER, else local processes; needs "
-                        "kerneldiff[cluster])")
+    add_all_passes(p, help="judge every pass: warm-up, CUDA-graph capture and compile passes too (default: steady "
+                           "passes only)")
+    add_loading(p)
+    add_rank(p, help="runs: gate rank N of each run (default: each run's slowest rank)", metavar="N")
+    add_runs(p, jobs_help="runs: processes summarising ranks (default: as the CPUs and memory allow)", metavar="N")
 
 
 def _recordings(items: list[str]) -> list[str]:

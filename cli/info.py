@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .args import flag_number
+from .args import add_device, add_loading
 
 # Rich and the text helpers are imported by the functions that draw tables: `info --json` never
 # loads them (~17 ms of a run's start)
@@ -13,10 +13,8 @@ def add_parser(sub) -> None:
     p.add_argument("traces", nargs="+", help="trace files (.json or .json.gz)")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--probe-only", action="store_true", help="only read the head of each file")
-    p.add_argument("--registry", help="extra classifier rules (TOML), tried before the shipped ones")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the index cache")
-    p.add_argument("--device", type=flag_number(integer=True, lo=0, hi=2**62), default=None,
-                   help="a file holding several GPUs: summarise this device (default: the first)")
+    add_loading(p)
+    add_device(p, help="a file holding several GPUs: summarise this device (default: the first)")
 
 
 def probe_table(info):

@@ -11,13 +11,12 @@ import os
 import sys
 
 # numpy's OpenBLAS starts a thread per core when it is imported, and they spin for a while;
-# kerneldiff does no linear algebra, and on two cores those threads took CPU from the loads
-# (2x60 MB compare, alternated 8 times: -0.04 s). Set before anything imports numpy; a user's
-# own setting wins.
+# kerneldiff does no linear algebra, and on few cores those threads take CPU from the loads. Set
+# before anything imports numpy; a user's own setting wins.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 # numpy asks for transparent huge pages on every array of 4 MB or more; where the kernel compacts
-# memory to find them (defrag "madvise", the usual default) an allocation can stall: building a
-# 1 GB trace's model took 0.14-0.27 s with them, 0.16-0.18 s without (6 loads each, alternated).
+# memory to find them (defrag "madvise", the usual default) an allocation can stall, and building a
+# big trace's model varies by the stalls (up to +50% on a 1 GB trace), not by the work.
 os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
 
 
@@ -170,11 +169,10 @@ def _escape_what_cannot_be_encoded() -> None:
 def reuse_freed_memory() -> None:
     """glibc's malloc, for a headless run: freed memory is kept for reuse and blocks up to 32 MB are
     served from it, instead of each big block being mapped afresh and unmapped when freed (every
-    first touch of a fresh page is a fault: the 2x60 MB compare took ~90k faults, ~0.19 s of system
-    time; ~66k with this, and 0.48 s against 0.49 s of wall time, alternated 10 times). A run lives
-    seconds, so what it does not give back goes at its exit; the explorer keeps the defaults.
-    Transparent huge pages for the heap cut the faults to ~25k but stalled some runs on memory
-    compaction (up to 0.57 s), as numpy's did (above): not used."""
+    first touch of a fresh page is a fault: about a quarter of a 2x60 MB compare's page faults
+    go). A run lives seconds, so what it does not give back goes at its exit; the explorer keeps
+    the defaults. Transparent huge pages for the heap would cut the faults further but stall some
+    runs on memory compaction, as numpy's do (above): not used."""
     if not sys.platform.startswith("linux"):
         return
     try:
@@ -190,12 +188,12 @@ def reuse_freed_memory() -> None:
 def entry() -> None:
     """The `kerneldiff` command. After a headless subcommand has written its report, the process
     ends without the interpreter's teardown: freeing a loaded pair's millions of objects one by
-    one took 0.07-0.1 s of a 0.7 s compare. Output is flushed first; the explorer exits normally.
+    one costs ~10% of a compare. Output is flushed first; the explorer exits normally.
 
     A headless subcommand also runs without the cyclic garbage collector: it lives seconds, its
     big data are numpy arrays freed by reference counting, and the collector's passes over the
-    objects that imports and a comparison create cost ~11 ms of a 0.45 s compare (2x60 MB pair,
-    alternated 11 times). The explorer, which lives for hours, keeps it."""
+    objects that imports and a comparison create cost ~2% of a compare. The explorer, which lives
+    for hours, keeps it."""
     argv = sys.argv[1:]
     if argv[:1] and argv[0] in SUBCOMMANDS:
         gc.disable()

@@ -112,7 +112,6 @@ def render_work(cmp, out, name_w: int = 40) -> None:
     if not (getattr(cmp, "throughput", None) or getattr(cmp, "gemm_shapes", None)
             or getattr(cmp, "attention_shapes", None)):
         return
-    width = out.width
     out.print(_peak_line(cmp))
     if cmp.gemm_shapes:
         cover = labels.gemm_coverage(cmp)

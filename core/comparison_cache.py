@@ -61,7 +61,7 @@ def _code() -> str:
 
 def code_stamp(root: str) -> str:
     """Every source and data file under `root` by path, size and mtime: the check Python makes of
-    its own bytecode caches (hashing core's 1.3 MB took ~4 ms of every start; a stat each, <1 ms)."""
+    its own bytecode caches (hashing core's 1.3 MB would cost ~4 ms of every start; a stat each, <1 ms)."""
     h = hashlib.sha256()
     for top, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")

@@ -10,14 +10,6 @@ class StringTable:
         self.strings: list[str] = list(strings or [])
         self._ids: dict[str, int] = {s: i for i, s in enumerate(self.strings)}
 
-    def intern(self, s: str) -> int:
-        i = self._ids.get(s)
-        if i is None:
-            i = len(self.strings)
-            self._ids[s] = i
-            self.strings.append(s)
-        return i
-
     def get(self, s: str) -> int | None:
         return self._ids.get(s)
 

@@ -31,6 +31,13 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_TRACES = ROOT.parent / "shared" / "traces"
 
+# No timed assertions: Hypothesis fails an example that runs over 200 ms by default, which on a busy
+# machine fails the machine, not the code. Speed is measured by the bench/ scripts.
+from hypothesis import settings as _hypothesis_settings   # noqa: E402
+
+_hypothesis_settings.register_profile("kerneldiff", deadline=None)
+_hypothesis_settings.load_profile("kerneldiff")
+
 
 @pytest.fixture(autouse=True)
 def private_cache_and_home():

@@ -7,8 +7,6 @@ replaced by visible escapes, so a kernel name holding ESC or "[bold]" cannot res
 
 from __future__ import annotations
 
-import math
-
 from rich.text import Text
 
 from kerneldiff.core.session import readable as _readable

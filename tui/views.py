@@ -11,7 +11,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from kerneldiff.core.session import (Comparison, FusionFinding, KernelPair, LayerAlignment, LayerRow,
+from kerneldiff.core.session import (Comparison, FusionFinding, KernelPair, LayerAlignment,
                                             OperationRow, SameKernel)
 
 from kerneldiff.core.session import operation_counterpart
@@ -21,7 +21,7 @@ from kerneldiff.core.session import critical
 from kerneldiff.core.report import format as fmt
 
 from .text import (DIM, SIDE_LETTER, SIDE_STYLE, clean, cut, readable, span, fmt_bytes, fmt_gap, fmt_pct, fmt_ratio, fmt_us,
-                   literal, one_bar, shorten, shortener, slower_side, two_bars)
+                   literal, shorten, shortener, slower_side, two_bars)
 from .widgets.result_table import Column, Row, Sort, TableSpec
 
 if TYPE_CHECKING:

@@ -134,8 +134,8 @@ def launch_time(model: TraceModel) -> np.ndarray:
 
 def enclosing(ts: np.ndarray, dur: np.ndarray, t: float, among: np.ndarray | None = None) -> np.ndarray:
     """Rows whose [ts, ts+dur] contains t (and `among`, a boolean mask, holds), outermost first. A
-    mask, not a row list: intersecting row lists hashed every event of the thread, 45 ms a call
-    on the 35k-kernel Llama trace (the explorer's kernel detail took 110 ms a row, now 2.3)."""
+    mask, not a row list: intersecting row lists hashes every event of the thread (45 ms a call on
+    the 35k-kernel Llama trace, asked for each kernel detail the explorer opens)."""
     inside = (ts <= t) & (ts + dur >= t)
     sel = np.nonzero(inside if among is None else inside & among)[0]
     return sel[np.lexsort((-dur[sel], ts[sel]))] if len(sel) else sel

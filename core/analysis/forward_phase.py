@@ -5,7 +5,9 @@ over a KV cache. A detector, a classifier or a retriever (OWLv2, BERT, ViT) runs
 passes read "prefill" only because each takes many tokens at once. The passes are `forward` when the
 trace says the model does not generate: its forward calls are a model class that is not a generative
 head (`*ForCausalLM`, `*LMHeadModel`, `*ForConditionalGeneration`, ...), no `generate` frame runs,
-and no pass is a decode. Without module calls nothing says what the model is: the phases stay.
+and no pass is a decode. Without module calls (and without a generate frame) nothing says what the
+model is: a pass of many tokens may be a prompt's or a whole forward, so such passes read `unknown`
+rather than a confident prefill.
 """
 
 from __future__ import annotations
@@ -26,6 +28,14 @@ GENERATIVE = LazyPattern(r"CausalLM|LMHead|ConditionalGeneration|Seq2Seq|Generat
 _GENERATE_FRAME = LazyPattern(r"\): (generate|_sample|_greedy_search|_beam_search|_assisted_decoding)$")
 
 
+def _generate_frame(model: TraceModel) -> bool:
+    p = model.python
+    if not len(p):
+        return False
+    ids = np.unique(p.name[p.name >= 0])
+    return any(_GENERATE_FRAME.search(model.strings[int(i)]) for i in ids.tolist())
+
+
 def never_generates(model: TraceModel) -> str | None:
     """Why the model does not generate (its forward class), or None when it may or nothing says."""
     if any(s.phase == "decode" for s in model.steps):
@@ -34,14 +44,16 @@ def never_generates(model: TraceModel) -> str | None:
     if not len(calls):
         return None
     top = top_level_model(calls, launch_time(model))
-    if top is None or GENERATIVE.search(top):
+    if top is None or GENERATIVE.search(top) or _generate_frame(model):
         return None
-    p = model.python
-    if len(p):
-        ids = np.unique(p.name[p.name >= 0])
-        if any(_GENERATE_FRAME.search(model.strings[int(i)]) for i in ids.tolist()):
-            return None
     return top
+
+
+def _nothing_says(model: TraceModel) -> bool:
+    """No pass is a decode, no module call names the model and no generate frame runs: whether the
+    model generates is not in the trace."""
+    return not any(s.phase == "decode" for s in model.steps) and not len(module_calls(model)) \
+        and not _generate_frame(model)
 
 
 def mark_forward(model: TraceModel) -> None:
@@ -53,11 +65,17 @@ def mark_forward(model: TraceModel) -> None:
     if not any(s.phase == "prefill" for s in model.steps):
         return
     top = never_generates(model)
-    if top is None:
+    if top is not None:
+        phase, why = "forward", f"forward: {top} does not generate"
+    elif _nothing_says(model):
+        # a prompt's pass and a detector's forward both take many tokens at once
+        phase, why = "unknown", "unknown: prefill or a whole forward (no module call or generate frame says " \
+                                "whether the model generates)"
+    else:
         return
     for s in model.steps:
         if s.phase == "prefill":
-            s.phase = "forward"
+            s.phase = phase
     k = model.kernels
-    k.phase = np.where(k.phase == PHASE_ID["prefill"], PHASE_ID["forward"], k.phase).astype(np.int8)
-    model.phase_source += f"; forward: {top} does not generate"
+    k.phase = np.where(k.phase == PHASE_ID["prefill"], PHASE_ID[phase], k.phase).astype(np.int8)
+    model.phase_source += f"; {why}"

@@ -104,7 +104,7 @@ def _events(model, tid: int | None = None):
 
 
 def _distinct(x: np.ndarray) -> np.ndarray:
-    """np.unique(x) by a sort (numpy 2's hashing unique took ~0.25 s a call on 600k times)."""
+    """np.unique(x) by a sort (numpy 2's hashing unique takes ~0.25 s a call on 600k times)."""
     s = np.sort(x)
     return s[np.r_[True, s[1:] != s[:-1]]] if len(s) else s
 
@@ -237,7 +237,7 @@ def _host_side(m, phase: str, by_pass: bool = False) -> HostSide:
     if len(ws) > 1:
         ws[1:] = np.maximum(ws[1:], np.maximum.accumulate(we)[:-1])
         we = np.maximum(we, ws)
-    # launch-bound gaps on the same clock (launch_bound_gaps counts from the first activity too),
+    # launch-bound gaps on the same clock (launch_bound_closers counts from the first activity too),
     # each read on the thread that launched the kernel ending it: the GPU waited for that thread
     gs, ge, _, closer = launch_bound_closers(m, phase, by_pass=by_pass)
     li = k.launch[closer] if len(closer) else np.zeros(0, np.int64)

@@ -255,7 +255,7 @@ def from_modules(model: TraceModel) -> bool:
     rows = rows[order]
     ts, end = calls.ts[rows], calls.end[rows]
     inside = launches_in(ts, end, np.where(np.isnan(t), -np.inf, t))
-    sid, stacks = group(calls, rows, parents(calls), classes)
+    sid, stacks = group(calls, rows, parents(calls))
     # layer index = the stack's first index + the call's position among its stack's calls in its pass
     step_starts = np.array([s.ts for s in model.steps])
     call_step = np.searchsorted(step_starts, ts, side="right") - 1

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kerneldiff.core.analysis.cut_work import compared_mask
-from kerneldiff.core.analysis.modules import MODULE_PREFIX, module_calls
+from kerneldiff.core.analysis.modules import module_calls
 from kerneldiff.core.analysis.nesting import Nest, intern_paths
 from kerneldiff.core.numbers import small_unique
 
@@ -138,6 +138,3 @@ def _selfed(paths: list[tuple[str, ...]]) -> tuple[list[tuple[str, ...]], list[i
     prefixes = {p[:i] for p in paths for i in range(1, len(p))}
     return _index([p + (SELF,) if p in prefixes else p for p in paths])
 
-
-def module_label(label: str) -> str:
-    return label.removeprefix(MODULE_PREFIX)

@@ -99,8 +99,8 @@ def _module_calls(model: TraceModel) -> ModuleCalls:
 
 def start_order(ts: np.ndarray, dur: np.ndarray) -> np.ndarray:
     """np.lexsort((-dur, ts)), i.e. by start and the longer first at equal starts, in the same
-    order: a stable sort of the start times (calls come nearly in order, so this is ~O(n); 500k
-    calls: 0.125 s -> 0.004 s), then the few runs of equal starts sorted by duration."""
+    order: a stable sort of the start times (calls come nearly in order, so this is ~O(n), where
+    lexsort is O(n log n) on two keys: 30x faster on 500k calls), then the few runs of equal starts sorted by duration."""
     order = np.argsort(ts, kind="stable")
     s = ts[order]
     pos, run = equal_runs(s[1:] == s[:-1])
@@ -137,28 +137,6 @@ def top_level_model(calls: ModuleCalls, launch_t: np.ndarray) -> str | None:
     counts = kernels_per_class(calls, launch_t, top)
     best = max(counts, key=lambda c: (counts[c], c), default=None)
     return best if best is not None and counts[best] > 0 else None
-
-
-def decoder_layer_class(calls: ModuleCalls, launch_t: np.ndarray, within: np.ndarray) -> str | None:
-    """The class of the decoder layers: repeated blocks (two or more instances, each called once
-    per pass) that together launch the most kernels. A layer contains the attention, the MLP and
-    the norms, so it covers more than any of its parts; the model itself has one instance."""
-    rows = within
-    if not len(rows):
-        return None
-    counts = kernels_per_class(calls, launch_t, rows)
-    best, best_n, best_calls = None, 0, 0
-    for c, n in counts.items():
-        sel = rows[calls.cls_id[rows] == calls.classes.index(c)]
-        inst = calls.instance[sel]
-        if (inst < 0).any() or len(np.unique(inst)) < 2:
-            continue
-        # calls of one class must all sit at one depth (a block, not a recursive helper)
-        if np.any(calls.depth[sel] != calls.depth[sel][0]):
-            continue
-        if n > best_n or (n == best_n and best is not None and len(sel) < best_calls):
-            best, best_n, best_calls = c, n, len(sel)
-    return best
 
 
 def module_path(model: TraceModel, row: int, calls: ModuleCalls | None = None) -> list[str]:

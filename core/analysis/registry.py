@@ -298,8 +298,8 @@ def _store_doc(file: Path, doc: dict, reg: Registry) -> None:
 
 
 # Files of this many versions are kept: two installs (or worktrees) sharing one cache dir each
-# keep theirs. With only the newest kept, they evicted each other and every process parsed the
-# registry again (seen with 7 checkouts on one machine: ~25 ms instead of ~3 ms per process).
+# keep theirs. With only the newest kept, they would evict each other and every process would
+# parse the registry again (~25 ms instead of ~3 ms per process).
 KEEP_VERSIONS = 8
 
 

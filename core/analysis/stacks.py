@@ -151,7 +151,7 @@ def model_prefix(calls: ModuleCalls) -> set[str]:
     return {w} if n >= 2 else set()
 
 
-def group(calls: ModuleCalls, rows: np.ndarray, parent: np.ndarray, block_names: list[str]) -> tuple[np.ndarray, list[dict]]:
+def group(calls: ModuleCalls, rows: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, list[dict]]:
     """Each block call's stack (index into the returned stacks, in order of first call), and the
     stacks as {name, module, container}: a stack is the blocks under one container instance."""
     cont = parent[rows]

@@ -80,7 +80,7 @@ def _names(cls: type) -> tuple[str, ...]:
 
 def _flat(obj) -> dict[str, Any]:
     """`dataclasses.asdict` of the flat dataclasses here (numbers and strings): the same dict, without
-    its recursion and deep copies (a comparison's timelines, ~200 windows, took ~5 ms)."""
+    its recursion and deep copies (~5 ms for a comparison's timelines, ~200 windows)."""
     return {name: getattr(obj, name) for name in _names(type(obj))}
 
 
@@ -505,7 +505,7 @@ def _passes_overlap(start: np.ndarray, end: np.ndarray, step: np.ndarray) -> flo
     if len(step) == 0:
         return 0.0
     # each pass's first start and last end: reduceat over the activities grouped by pass (ufunc.at
-    # per element took ~16 ms on a dense 60 MB trace's 1.3M activities)
+    # per element takes ~16 ms on a dense 60 MB trace's 1.3M activities)
     by = stable_argsort(step)
     firsts = np.concatenate(([0], np.flatnonzero(np.diff(step[by])) + 1))
     lo = np.minimum.reduceat(start[by].astype(np.int64), firsts)
@@ -564,27 +564,21 @@ def _in_phase(model: TraceModel, rows: np.ndarray, phase: str) -> np.ndarray:
 def _pass_windows(model: TraceModel, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The pass windows over `rows` (in time order): the rows a pass is measured on (the kernels
     launched inside its forward call, kerneldiff.core.analysis.pass_extent) and each one's pass.
-    The one definition the timeline's passes and `launch_bound_gaps(by_pass=True)` both read."""
+    The one definition the timeline's passes and `launch_bound_closers(by_pass=True)` both read."""
     in_pass = rows[in_pass_mask(model)[rows]]
     return in_pass, model.kernels.step[in_pass].astype(np.int64)
 
 
-def launch_bound_gaps(model: TraceModel, phase: str = "all", tolerance_us: float = LAUNCH_TOLERANCE_US,
-                      by_pass: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The launch-bound idle gaps of the comparison's window of `phase` (work cut by the trace's
-    window left out, as `timeline(keep_cut=False).whole` counts them): (start, end) as integer ns
-    from the trace's first activity, and that origin in µs. `by_pass`: the gaps inside each pass
-    instead, over the timeline's own pass windows (`_pass_windows`). The windows are scanned as the
-    timeline scans them, all at once, by the numpy scan (the reference the C scan is tested
-    against): the gaps' lengths sum to the window's launch_bound_us, or to the passes' summed,
-    exactly (memoised)."""
-    return launch_bound_closers(model, phase, tolerance_us, by_pass)[:3]
-
-
 def launch_bound_closers(model: TraceModel, phase: str = "all", tolerance_us: float = LAUNCH_TOLERANCE_US,
                          by_pass: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """`launch_bound_gaps` and, per gap, the kernel row that ends it (the first activity to start
-    then): the GPU waited for its launch (memoised)."""
+    """The launch-bound idle gaps of the comparison's window of `phase` (work cut by the trace's
+    window left out, as `timeline(keep_cut=False).whole` counts them): (start, end) as integer ns
+    from the trace's first activity, that origin in µs, and per gap the kernel row that ends it (the
+    first activity to start then): the GPU waited for its launch. `by_pass`: the gaps inside each
+    pass instead, over the timeline's own pass windows (`_pass_windows`). The windows are scanned as
+    the timeline scans them, all at once, by the numpy scan (the reference the C scan is tested
+    against): the gaps' lengths sum to the window's launch_bound_us, or to the passes' summed,
+    exactly (memoised)."""
     return model.memo(("launch_bound_gaps", phase, tolerance_us, by_pass),
                       lambda: _launch_bound_gaps(model, phase, tolerance_us, by_pass))
 

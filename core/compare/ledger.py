@@ -49,7 +49,7 @@ def _groups(v, sel: np.ndarray | None = None) -> dict[tuple[str, str, str], tupl
         op, name, gcat, dur = op[sel], name[sel], gcat[sel], dur[sel]
     names = v.m.cpu_ops.name
     op_name = (np.where(op >= 0, names[np.maximum(op, 0)], -1) if len(names) else np.full(len(op), -1)).astype(np.int64)
-    # one int64 key per row (np.unique on rows, axis=0, took ~1 s on a 214k-kernel trace), from the
+    # one int64 key per row (np.unique on rows, axis=0, takes ~1 s on a 214k-kernel trace), from the
     # names' and operators' ranks among those present: a key space small enough for a table, not a
     # sort (~10 ms a side at 250k kernels), and in the same (family, name, operator) order
     un, ni = _ranks(name)

@@ -1,7 +1,7 @@
 """A trace's content fingerprint, so a gate's result names exactly the files it judged.
 
 Files up to WHOLE_LIMIT are hashed whole (sha256 of every byte: ~0.2 s for 64 MB here; two 150 MB
-files took 0.96 s, a third of the gate's run); bigger ones by their size and first and last MiB, which
+files take ~1 s, a third of a gate's run); bigger ones by their size and first and last MiB, which
 any rewrite of a trace (a new profile) changes, without reading gigabytes a second time. `method`
 says which.
 """

@@ -52,8 +52,8 @@ DEFAULT_MAX = 4 * 10**9
 MAX_NAME_CHARS = 128 << 20
 TABLES = {"kernels": KERNEL_COLUMNS, "cpu_ops": CPU_OP_COLUMNS, "launches": LAUNCH_COLUMNS,
           "python": PYTHON_COLUMNS, "annotations": ANNOTATION_COLUMNS}
-# the code that decides what a loaded model contains: every module of these packages (a new one
-# is included without being listed: a listed name that moved once made the key ignore its code)
+# the code that decides what a loaded model contains: every module of these packages (a new or
+# moved module is included without being listed, so the key never ignores code that shapes a model)
 _SOURCE_PACKAGES = ("ingest", "analysis", "names")   # names: cuts the classifier's match text
 _SOURCE_MODULES = ("model.py", "strings.py", "errors.py", "gzip_stream.py")
 _MODEL_FIELDS = {f.name for f in dataclasses.fields(TraceModel)}
@@ -192,7 +192,7 @@ def _write_array(f, arr: np.ndarray) -> dict[str, Any]:
 
 def _crc(arr: np.ndarray) -> int:
     # an empty column (a trace without Python stacks, CPU ops or layers) has a zero in its shape,
-    # which memoryview cannot cast: such traces were silently never cached
+    # which memoryview cannot cast: without this such traces would silently never be cached
     return crc32(memoryview(arr).cast("B")) if arr.size else crc32(b"")
 
 

@@ -21,7 +21,7 @@ from kerneldiff.core.ingest import document
 from kerneldiff.core.fileio import open_regular
 from kerneldiff.core.gzip_stream import GZIP_MAGIC, inflate
 from kerneldiff.core.lazy_pattern import LazyPattern
-from kerneldiff.core.names.gpus import AMD_ARCH, NVIDIA_ARCH, gpu_name as _gpu_name  # noqa: F401 (re-used by the loader)
+from kerneldiff.core.names.gpus import gpu_name as _gpu_name
 
 HEAD_BYTES = 256 * 1024
 TAIL_BYTES = 256 * 1024

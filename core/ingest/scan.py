@@ -322,12 +322,10 @@ _kernel = None
 
 def _load():
     """The compiled scanner module (`_fastscan`, imported on first use); False where it was not
-    built or with KERNELDIFF_NO_SCANNER set."""
+    built."""
     global _kernel
     if _kernel is None:
         try:
-            if os.environ.get("KERNELDIFF_NO_SCANNER"):
-                raise ImportError
             from kerneldiff.core.ingest import _fastscan
             _kernel = _fastscan
         except ImportError:  # the extension is optional (setup.py): the reader works without
@@ -336,7 +334,9 @@ def _load():
 
 
 def available() -> bool:
-    return bool(_load())
+    """Whether the reader uses the scanner: built, and KERNELDIFF_NO_SCANNER not set (read on each
+    call, so that setting it takes effect in a running process too)."""
+    return not os.environ.get("KERNELDIFF_NO_SCANNER") and bool(_load())
 
 
 def scan(buf: np.ndarray, pos: int, limit: int, out: Out, tables) -> None:

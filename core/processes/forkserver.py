@@ -7,17 +7,10 @@ from __future__ import annotations
 import os
 import threading
 
-# From this many bytes on disk, worker processes pay off: measured on 2 cores, a 64 MB trace
-# loads in ~0.33 s either way, 100 MB in 0.38 s with workers and 0.53 s without. gzip files are
-# ~10x smaller than the JSON inside, hence their lower threshold. Measured again on real and
-# event-dense shapes (issue 31, bench/bench_workers.py), the threshold is kept, but the figures
-# ask for a higher one: by CPU time the real 112/140 MB Llama traces and a dense 100 MB one should
-# gain from workers on two free cores, yet in wall time, at a quiet hour (load ~2), one process won
-# everywhere: 140 MB plain 0.48 against 0.72 s, 10.5 MB gzip 0.74 against 1.21 s, dense 100 MB
-# 0.79 against 1.19 s, and pairs, whose sides then load side by side in one process each, the
-# H100/H200 gzip pair 0.81 against 1.20 s; dense 200/300 MB 1.82/2.25 against 2.29/3.00 s. No
-# second core was free on that shared machine; the break-even on two idle cores (the 1 GB traces
-# gain: 653 MB/s) is not measured yet.
+# From this many bytes on disk, worker processes pay off: below it, starting them and shipping
+# the columns back costs about what they save (on two cores a 64 MB trace loads in the same time
+# either way). gzip files are ~10x smaller than the JSON inside, hence their lower threshold. The
+# figures and how to measure them: docs/PERFORMANCE.md, "The worker threshold" (bench/bench_workers.py).
 PARALLEL_MIN_PLAIN = 64 * 1024 * 1024
 PARALLEL_MIN_GZIP = 8 * 1024 * 1024
 

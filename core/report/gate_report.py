@@ -129,7 +129,7 @@ def markdown(r) -> str:
     out += ["", "<details><summary>inputs and thresholds</summary>", "",
             f"- base {md_code(fp[0]['path'])} {fp[0]['size']:,} bytes, sha256 `{fp[0]['sha256'][:16]}…` ({fp[0]['method']})",
             f"- new {md_code(fp[1]['path'])} {fp[1]['size']:,} bytes, sha256 `{fp[1]['sha256'][:16]}…` ({fp[1]['method']})",
-            f"- limits: " + ", ".join(f"{k} {v}" for k, v in r.thresholds.get("checks", {}).items())
+            "- limits: " + ", ".join(f"{k} {v}" for k, v in r.thresholds.get("checks", {}).items())
             + f"; noise floor {r.thresholds.get('noise_z')} standard errors of the per-pass figure",
             *([f"- {k} run {md_code(r.runs[k]['run'])}: {len(r.runs[k]['files'])} rank files, each fingerprinted "
                f"in the JSON result (`runs.{k}.files`)" for k in ("base", "new")] if r.runs else []),

@@ -137,7 +137,7 @@ def _headline(cmp) -> str:
     elif w is not None and w.wall_gap_us != 0:
         parts.append(f'<span class="hl">idle gap {fmt.gap(w.idle_gap_us)} (launch-bound {fmt.gap(w.launch_bound_gap_us)})</span>')
     words = ""
-    if w is not None and getattr(cmp, "comparability", None) is not None:   # the core's sentence (issue 25)
+    if w is not None and getattr(cmp, "comparability", None) is not None:   # the core's sentence, as the text report says it
         from kerneldiff.core.report.headline import headline
 
         words = f'<p class="words">{esc(headline(cmp).verdict, 1000)}</p>'

@@ -548,7 +548,7 @@ def _raw_messages(path) -> list[tuple[str, int, str, int]]:
 
 
 @pytest.mark.parametrize("name", ["hta_two_ranks/sampled_rank-0.json.gz", "hta_two_ranks/sampled_rank-1.json.gz",
-                                  "a100_control.json.gz"])
+                                  pytest.param("a100_control.json.gz", marks=pytest.mark.slow)])   # ~3 s
 def test_sizes_dtypes_and_groups_from_the_recorded_tensors(name):
     """No all-reduce of unknown size where an annotation holds its tensor, no "TensorList" dtype,
     and HTA's all-gather in a group of 64 (1 GB gathered from 16 MB shards), not the world's 128."""

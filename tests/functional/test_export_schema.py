@@ -54,6 +54,7 @@ def test_the_document_names_every_table():
     assert all(schema().values())
 
 
+@pytest.mark.slow   # every table twice through the CLI: ~6 s
 def test_every_table_of_a_pair_from_the_cli(capsys):
     want = schema()
     base = ["compare", str(DEMO_A), str(DEMO_B), "--no-cache", "--table"]
@@ -65,6 +66,7 @@ def test_every_table_of_a_pair_from_the_cli(capsys):
         assert not any(v == "" for r in records for v in r.values()), name      # missing: null
 
 
+@pytest.mark.slow   # ~4 s
 def test_every_table_of_runs_from_the_cli(tmp_path, capsys):
     from kerneldiff.core.synth.ranks import write_run
 
@@ -80,6 +82,7 @@ def test_every_table_of_runs_from_the_cli(tmp_path, capsys):
         assert not any(v == "" for r in records for v in r.values()), name
 
 
+@pytest.mark.slow   # ~3.5 s
 async def test_explorer_exports_follow_the_schema(demo_models, tmp_path, monkeypatch):
     """Summary (the ledger), Layers, Operations and Same kernels, as CSV and JSON: the schema's
     columns; JSON writes a missing value as null, as the CLI does (the `outside` row's rank)."""

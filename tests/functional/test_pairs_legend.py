@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kerneldiff.tui.screens.layer import LayerScreen
 from tui_driver import all_text, demo_app, wait_for_main, wait_until
 
 
+@pytest.mark.slow   # drills into a layer on the explorer: ~3 s
 async def test_the_g_column_legend_names_the_blank(demo_models):
     app = demo_app(demo_models)
     async with app.run_test(size=(120, 36)) as pilot:

@@ -34,10 +34,8 @@ SHARED = ["v100_test.json.gz", "a100_control.json.gz", "h100_qwen1.5-0.5b_hf.jso
           "mi300x_sglang_qwen3-8b_decode.json.gz", "mi250_minitoy_train_rocm.json.gz",
           "a100_triton_example.json.gz", "hta_two_ranks/sampled_rank-0.json.gz",
           "hta_two_ranks/sampled_rank-1.json.gz",
-          # with stacks, a two-tower model's layers are read per stack (issue 44); until then the
-          # module reading (2) and the kernel reading without stacks (36, the truth) differ
-          *[pytest.param(n, marks=pytest.mark.xfail(reason="layers per stack: issue 44", strict=False))
-            for n in ("h100_owlv2_detection.json.gz", "mi300x_owlv2_detection.json.gz")],
+          # a model that never generates: `forward` passes with stacks, `unknown` without them
+          "h100_owlv2_detection.json.gz", "mi300x_owlv2_detection.json.gz",
           "h100_llama_eager_sdpa.json.gz", "h100_llama_compiled.json.gz", "h200_llama_eager_sdpa.json.gz"]
 RECORDED = sorted(p.name for p in (ROOT / "tests" / "data" / "recorded").glob("*.json.gz"))
 

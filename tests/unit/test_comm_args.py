@@ -71,7 +71,6 @@ def test_both_readers_store_the_same_parameters(tmp_path, small_buffers):
 def test_parameters_read_as_written_and_junk_as_absent(tmp_path, fast, monkeypatch):
     if not fast:
         monkeypatch.setenv("KERNELDIFF_NO_SCANNER", "1")
-        monkeypatch.setattr(scan, "_kernel", None)
     path = write_trace(tmp_path / "t.json", kineto_doc(_events(CASES, 1)))
     m = Session([str(path)], use_cache=False).load(0)
     got = comm_params(m, list(range(len(m.cpu_ops))))

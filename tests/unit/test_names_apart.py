@@ -22,7 +22,8 @@ def _raw_names(path) -> set[str]:
     return {e["name"] for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")}
 
 
-@pytest.mark.parametrize("trace", ["hta_two_ranks/sampled_rank-0.json.gz", "h100_llama_eager_sdpa.json.gz",
+@pytest.mark.parametrize("trace", ["hta_two_ranks/sampled_rank-0.json.gz",
+                                   pytest.param("h100_llama_eager_sdpa.json.gz", marks=pytest.mark.slow),   # ~6 s
                                    "h100_qwen1.5-0.5b_hf.json.gz"])
 def test_copies_and_vec_ew_keep_apart(trace):
     import re

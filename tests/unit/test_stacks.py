@@ -49,7 +49,7 @@ def test_two_towers_are_two_stacks_in_order():
     classes = block_classes(calls, t)
     assert set(classes) == {"MyModelEncoderLayer", "MyModelDecoderLayer"}    # not the heads: no attention
     rows = np.sort(np.concatenate([calls.of_class(c) for c in classes]))
-    sid, stacks = group(calls, rows, parents(calls), classes)
+    sid, stacks = group(calls, rows, parents(calls))
     assert [s["name"] for s in stacks] == ["vision", "text"]
     assert np.bincount(sid).tolist() == [4, 3]
     for s, n, first in zip(stacks, (4, 3), (0, 4)):

@@ -12,7 +12,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.message import Message
-from textual.widgets import Footer, Static, TabbedContent
+from textual.widgets import Footer, Static
 from textual.worker import get_current_worker
 
 from kerneldiff.core.session import KernelTotal, LayerTotal, StepTotal, TraceOverview

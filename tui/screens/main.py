@@ -6,7 +6,6 @@ from functools import partial
 from typing import Callable
 
 from textual.binding import Binding
-from textual.widgets import TabbedContent
 
 from kerneldiff.core.session import Comparison, LayerRow, OperationRow, SameKernel
 from kerneldiff.core.session import AttentionShape, GemmShape

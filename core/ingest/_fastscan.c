@@ -81,6 +81,18 @@ static inline u64 load8(const u8 *b, i64 i) {
 #define ONES 0x0101010101010101ULL
 #define HIGHS 0x8080808080808080ULL
 
+/* The index of the lowest set bit of w != 0. */
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>
+static inline int ctz64(u64 w) {
+    unsigned long k;
+    _BitScanForward64(&k, w);
+    return (int)k;
+}
+#else
+#define ctz64(w) __builtin_ctzll(w)
+#endif
+
 /* The bytes of w equal to c: 0x80 in each, exactly (no carry crosses a byte). */
 SHARED u64 swar_eq(u64 w, u8 c) {
     u64 t = w ^ (ONES * c);

@@ -31,7 +31,7 @@ static inline i64 ws(const u8 *b, i64 i, i64 n) {
     while (i + 8 <= n) {
         u64 w = load8(b, i);
         u64 other = ~(swar_eq(w, 32) | swar_eq(w, 10) | swar_eq(w, 13) | swar_eq(w, 9)) & HIGHS;
-        if (other) return i + (__builtin_ctzll(other) >> 3);
+        if (other) return i + (ctz64(other) >> 3);
         i += 8;
     }
 #endif
@@ -66,7 +66,7 @@ static inline i64 skip_string(const u8 *b, i64 i, i64 n) {
         /* a quote, a backslash, a byte below 32 or one with its high bit set */
         u64 m = swar_eq(w, 34) | swar_eq(w, 92) | (~((w & ~HIGHS) + ONES * 0x60) & HIGHS) | (w & HIGHS);
         if (m) {
-            i += __builtin_ctzll(m) >> 3;
+            i += ctz64(m) >> 3;
             break;
         }
         i += 8;

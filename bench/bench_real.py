@@ -240,12 +240,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def above_floor(r: dict, which: str) -> float | None:
-    """(naive - floor) / (kerneldiff - floor): the work above reading the bytes, naive over ours."""
+def above_floor(r: dict, which: str, who: str = "kerneldiff") -> float | None:
+    """(naive - floor) / (kerneldiff - floor): the work above reading the bytes, naive over ours
+    (`who`: another contender's, such as the older build's)."""
     t = r[which]
-    if not {"naive", "floor", "kerneldiff"} <= t.keys():
+    if not {"naive", "floor", who} <= t.keys():
         return None
-    ours = t["kerneldiff"] - t["floor"]
+    ours = t[who] - t["floor"]
     return (t["naive"] - t["floor"]) / ours if ours > 0 else float("inf")
 
 
@@ -261,6 +262,8 @@ def print_table(results: list[dict]) -> None:
         rest = [k for k in r["best"] if k not in ("floor", "naive", "kerneldiff", "read only")]
         other = "; ".join(f"{k} {cell(r, k)}: {k} / kerneldiff {r['best'][k] / r['best']['kerneldiff']:.2f}x wall, "
                           f"{r['cpu'][k] / r['cpu']['kerneldiff']:.2f}x cpu" for k in rest)
+        if "before" in rest and above_floor(r, "best", "before") is not None:
+            other += f"; before's above floor {above_floor(r, 'best', 'before'):.1f}x / {above_floor(r, 'cpu', 'before'):.1f}x"
         if "floor" in r["best"] and "naive" not in r["best"]:   # the fixed cost: kerneldiff over its floor
             other = f"kerneldiff / floor {r['best']['kerneldiff'] / r['best']['floor']:.2f}x wall, " \
                     f"{r['cpu']['kerneldiff'] / r['cpu']['floor']:.2f}x cpu" + (f"; {other}" if other else "")

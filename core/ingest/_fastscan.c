@@ -17,9 +17,9 @@
 #include <string.h>
 #include <math.h>
 /* The walk's AVX2 copy: GCC and Clang on x86-64 compile it with a per-function target (the rest
- * of the module, and the wheel, stay baseline x86-64); other compilers and CPUs get the portable
- * copy only. */
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+ * of the module, and the wheel, stay baseline x86-64); other compilers and CPUs, or a build with
+ * -DKERNELDIFF_NO_AVX2, get the portable copy only. */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && !defined(KERNELDIFF_NO_AVX2)
 #define HAVE_AVX2_WALK 1
 #include <immintrin.h>
 #else
@@ -729,7 +729,7 @@ static PyObject *py_set_simd(PyObject *self, PyObject *arg) {
     if (strcmp(name, "portable") == 0) simd_level = SIMD_PORTABLE;
     else if (strcmp(name, "avx2") == 0 && cpu_has_avx2()) simd_level = SIMD_AVX2;
     else {
-        PyErr_Format(PyExc_ValueError, "scan SIMD level %R: not one of this CPU's (portable%s)", arg,
+        PyErr_Format(PyExc_ValueError, "scan SIMD level %R: not one this build can run on this CPU (portable%s)", arg,
                      cpu_has_avx2() ? ", avx2" : "");
         return NULL;
     }

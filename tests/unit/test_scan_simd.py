@@ -57,6 +57,20 @@ def test_the_levels_are_named_and_chosen():
         scan.set_simd(was)
 
 
+def test_the_environment_can_force_the_portable_copy():
+    import os
+    import subprocess
+    import sys
+
+    code = "from kerneldiff.core.ingest import scan; print(scan.simd_level())"
+    env = {**os.environ, "KERNELDIFF_SCAN_SIMD": "portable"}
+    forced = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert forced.stdout.strip() == "portable"
+    env.pop("KERNELDIFF_SCAN_SIMD")
+    default = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert default.stdout.strip() == scan.simd_levels()[-1]   # the best this CPU has
+
+
 # --- generated documents ----------------------------------------------------------------------
 
 PLAIN = "abcdefghijklmnopqrstuvwxyz_:<>0123456789 ,.()[]{}"

@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
             if "floor" in best and "naive" in best:
                 print(f"{'':34} {'':10}  the most any Python reader could reach: naive / floor = "
                       f"{best['naive'] / best['floor']:.1f}x wall, {cpu['naive'] / cpu['floor']:.1f}x cpu", flush=True)
-            if size >= 500:   # GB-scale rows: throughput, file bytes over the median seconds
+            if size >= 500 or label.startswith("replicated"):   # throughput: file bytes over the median seconds
                 print(f"{'':34} {'':10}  GB/s (wall / cpu): " + "  ".join(
                     f"{k} {size / 1e3 / best[k]:.2f} / {size / 1e3 / cpu[k]:.2f}" for k in best if k != "floor"), flush=True)
             if any(str(p) in c for p in made for cmd in cmds.values() for c in cmd):

@@ -8,7 +8,7 @@ pyproject.toml."""
 from setuptools import Extension, setup
 
 setup(ext_modules=[Extension("kerneldiff.core.ingest._fastscan", ["core/ingest/_fastscan.c"],
-                             extra_compile_args=["-O2", "-fno-strict-aliasing"], optional=True),
+                             depends=["core/ingest/_fastscan_walk.h"], extra_compile_args=["-O2", "-fno-strict-aliasing"], optional=True),
                    Extension("kerneldiff.core.compare._similarity", ["core/compare/_similarity.c"],
                              extra_compile_args=["-O2"], optional=True),
                    Extension("kerneldiff.core.analysis._gapscan", ["core/analysis/_gapscan.c"],

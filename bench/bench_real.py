@@ -20,6 +20,12 @@ alike and the ratio is from one run):
     against wafer-core;
   * a one-kernel real trace (a100_triton_example): `info`, the fixed cost, against its floor;
   * start-up: `kerneldiff --version` against `python -c pass`;
+  * with `--only gb` (not by default): a 1 GB plain trace made by `gen_replicated.py` from the real
+    eager trace (its events repeated, ts and ids shifted; --gb-size), written to --dir and deleted
+    after its row: `info` end to end and the reader alone, printed as GB/s (file bytes over median
+    wall and CPU seconds); `--before-python` (an older build's interpreter) adds that build's
+    reader alone, so both builds' GB/s come from one run. No naive loader in this row (it needs
+    ~7.5x the file in memory and ~50 s a run);
   * in load rows, two more contenders: *floor*, a process that imports numpy and reads the file's
     bytes (gzip: inflated by ISA-L) without parsing them, so naive/floor is the largest ratio any
     reader written for Python could show; and *read only*, kerneldiff's reader into columns, no
@@ -35,6 +41,7 @@ the wall clock holds others' work too. The target is the work above the floor: (
 from __future__ import annotations
 
 import argparse
+import atexit
 import gzip
 import json
 import os
@@ -123,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--wafer-python", default=os.environ.get("WAFER_PYTHON", "/tmp/wcv/bin/python"))
     ap.add_argument("--kerneldiff", default=str(Path(sys.executable).parent / "kerneldiff"))
     ap.add_argument("--before", default=None, help="another kerneldiff command (an older build) as a contender")
+    ap.add_argument("--before-python", default=None,
+                    help="that build's python: its reader alone (read only, before) joins the load rows")
+    ap.add_argument("--gb-size", default="1GB", help="size of the gb row's replicated trace")
     ap.add_argument("--json", default=None)
     ap.add_argument("--no-floor", dest="floor", action="store_false",
                     help="leave out the floor (Python + numpy + the bytes read) and read-only contenders of load rows")
@@ -144,10 +154,14 @@ def main(argv: list[str] | None = None) -> int:
         return {"kerneldiff": kd + list(rest), **({"before": before + list(rest)} if before else {})}
     naive = lambda p: [sys.executable, "-c", NAIVE, str(p), str(HERE)]  # noqa: E731
 
-    def loads(p: Path) -> dict:
-        return {**kds("info", str(p), "--json", "--no-cache"), "naive": naive(p),
+    def loads(p: Path, with_naive: bool = True) -> dict:
+        return {**kds("info", str(p), "--json", "--no-cache"), **({"naive": naive(p)} if with_naive else {}),
                 **({"floor": [sys.executable, "-c", FLOOR, str(p)],
-                    "read only": [sys.executable, "-c", READ_ONLY, str(p)]} if args.floor else {})}
+                    "read only": [sys.executable, "-c", READ_ONLY, str(p)]} if args.floor else {}),
+                **({"read only, before": [args.before_python, "-c", READ_ONLY, str(p)]}
+                   if args.floor and args.before_python else {})}
+    made: list[Path] = []   # generated for this run only: deleted after their row (or at exit)
+    atexit.register(lambda: [p.unlink(missing_ok=True) for p in made])
     if "real" in only and TRACES.is_dir():
         for name in ("h100_llama_eager_sdpa", "h100_llama_compiled"):
             gz = TRACES / f"{name}.json.gz"
@@ -183,6 +197,12 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(("1-kernel trace info", p.stat().st_size / 1e6,
                      {**kds("info", str(p), "--json", "--no-cache"),
                       **({"floor": [sys.executable, "-c", FLOOR, str(p)]} if args.floor else {})}))
+    if "gb" in only:
+        p = d / f"replicated_{args.gb_size}.json"
+        if not p.exists():
+            subprocess.run([sys.executable, str(HERE / "gen_replicated.py"), str(p), "--size", args.gb_size], check=True)
+            made.append(p)
+        rows.append((f"replicated real eager, {args.gb_size} (plain)", p.stat().st_size / 1e6, loads(p, False)))
     if "start" in only:
         rows.append(("kerneldiff --version", 0.0, {**kds("--version"), "python -c pass": [sys.executable, "-c", "pass"]}))
 
@@ -208,18 +228,25 @@ def main(argv: list[str] | None = None) -> int:
             if "floor" in best and "naive" in best:
                 print(f"{'':34} {'':10}  the most any Python reader could reach: naive / floor = "
                       f"{best['naive'] / best['floor']:.1f}x wall, {cpu['naive'] / cpu['floor']:.1f}x cpu", flush=True)
+            if size >= 500 or label.startswith("replicated"):   # throughput: file bytes over the median seconds
+                print(f"{'':34} {'':10}  GB/s (wall / cpu): " + "  ".join(
+                    f"{k} {size / 1e3 / best[k]:.2f} / {size / 1e3 / cpu[k]:.2f}" for k in best if k != "floor"), flush=True)
+            if any(str(p) in c for p in made for cmd in cmds.values() for c in cmd):
+                for p in made:   # a GB of page cache the next rows need not share
+                    p.unlink(missing_ok=True)
     print_table(results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0
 
 
-def above_floor(r: dict, which: str) -> float | None:
-    """(naive - floor) / (kerneldiff - floor): the work above reading the bytes, naive over ours."""
+def above_floor(r: dict, which: str, who: str = "kerneldiff") -> float | None:
+    """(naive - floor) / (kerneldiff - floor): the work above reading the bytes, naive over ours
+    (`who`: another contender's, such as the older build's)."""
     t = r[which]
-    if not {"naive", "floor", "kerneldiff"} <= t.keys():
+    if not {"naive", "floor", who} <= t.keys():
         return None
-    ours = t["kerneldiff"] - t["floor"]
+    ours = t[who] - t["floor"]
     return (t["naive"] - t["floor"]) / ours if ours > 0 else float("inf")
 
 
@@ -235,6 +262,8 @@ def print_table(results: list[dict]) -> None:
         rest = [k for k in r["best"] if k not in ("floor", "naive", "kerneldiff", "read only")]
         other = "; ".join(f"{k} {cell(r, k)}: {k} / kerneldiff {r['best'][k] / r['best']['kerneldiff']:.2f}x wall, "
                           f"{r['cpu'][k] / r['cpu']['kerneldiff']:.2f}x cpu" for k in rest)
+        if "before" in rest and above_floor(r, "best", "before") is not None:
+            other += f"; before's above floor {above_floor(r, 'best', 'before'):.1f}x / {above_floor(r, 'cpu', 'before'):.1f}x"
         if "floor" in r["best"] and "naive" not in r["best"]:   # the fixed cost: kerneldiff over its floor
             other = f"kerneldiff / floor {r['best']['kerneldiff'] / r['best']['floor']:.2f}x wall, " \
                     f"{r['cpu']['kerneldiff'] / r['cpu']['floor']:.2f}x cpu" + (f"; {other}" if other else "")

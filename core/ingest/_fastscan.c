@@ -16,8 +16,14 @@
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
+/* The walk's AVX2 copy: GCC and Clang on x86-64 compile it with a per-function target (the rest
+ * of the module, and the wheel, stay baseline x86-64); other compilers and CPUs, or a build with
+ * -DKERNELDIFF_NO_AVX2, get the portable copy only. */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && !defined(KERNELDIFF_NO_AVX2)
+#define HAVE_AVX2_WALK 1
+#include <immintrin.h>
+#else
+#define HAVE_AVX2_WALK 0
 #endif
 
 typedef int64_t i64;
@@ -53,15 +59,6 @@ static void init_tables(void) {
     for (; *s; s++) NUMCHAR[(u8)*s] = 1;
 }
 
-static inline i64 ws(const u8 *b, i64 i, i64 n) {
-    while (i < n) {
-        u8 c = b[i];
-        if (c != 32 && c != 10 && c != 13 && c != 9) return i;
-        i++;
-    }
-    return i;
-}
-
 static inline u64 load8(const u8 *b, i64 i) {
     u64 w;
     memcpy(&w, b + i, 8);
@@ -71,6 +68,52 @@ static inline u64 load8(const u8 *b, i64 i) {
 #error "the scanner hashes 8-byte words as little-endian"
 #endif
 
+/* Helpers of the walk, inlined into each copy of it: in the AVX2 copy they are compiled as AVX
+ * (VEX) code too. Called from there as baseline SSE code, they would run with the upper halves of
+ * the vector registers dirty, which costs more than the vectors save (measured: 3x slower). */
+#if HAVE_AVX2_WALK
+#define SHARED static inline __attribute__((always_inline))
+#else
+#define SHARED static inline
+#endif
+
+#define BLANK(c) ((c) == 32 || (c) == 10 || (c) == 13 || (c) == 9)
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* The index of the lowest set bit of w != 0. */
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>
+static inline int ctz64(u64 w) {
+    unsigned long k;
+    _BitScanForward64(&k, w);
+    return (int)k;
+}
+#else
+#define ctz64(w) __builtin_ctzll(w)
+#endif
+
+/* The bytes of w equal to c: 0x80 in each, exactly (no carry crosses a byte). */
+SHARED u64 swar_eq(u64 w, u8 c) {
+    u64 t = w ^ (ONES * c);
+    return ~(((t & ~HIGHS) + ~HIGHS) | t) & HIGHS;
+}
+
+/* Eight ASCII digits at buf[i] (simdjson's test): their value in *v. */
+SHARED int eight_digits(const u8 *b, i64 i, i64 n, u64 *v) {
+    if (i + 8 > n) return 0;
+    u64 w = load8(b, i);
+    if (((w & 0xF0F0F0F0F0F0F0F0ULL) | (((w + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) !=
+        0x3333333333333333ULL)
+        return 0;
+    w -= 0x3030303030303030ULL;
+    w = w * 10 + (w >> 8);
+    w = (((w & 0x000000FF000000FFULL) * (100 + (1000000ULL << 32))) +
+         (((w >> 16) & 0x000000FF000000FFULL) * (1 + (10000ULL << 32)))) >> 32;
+    *v = w & 0xFFFFFFFFULL;
+    return 1;
+}
+
 typedef struct {
     i64 end;      /* end after the closing quote, or a sentinel */
     int esc;      /* has escapes */
@@ -79,7 +122,7 @@ typedef struct {
 } Str;
 
 /* buf[i] is the opening quote: the full check of a string (escapes, exact UTF-8). */
-static Str string_full(const u8 *b, i64 i, i64 n) {
+SHARED Str string_full(const u8 *b, i64 i, i64 n) {
     Str r = {INCOMPLETE, 0, 1, 0};
     int digit = 0, odd = 0;
     i++;
@@ -143,37 +186,8 @@ static Str string_full(const u8 *b, i64 i, i64 n) {
     return r;
 }
 
-/* The end of the string whose opening quote is buf[i], or a sentinel. Plain stretches are
- * checked 16 bytes at a time; a backslash, control or non-ASCII byte hands the rest of the
- * string to the full check. */
-static inline i64 skip_string(const u8 *b, i64 i, i64 n) {
-    i++;
-#if defined(__SSE2__)
-    const __m128i quote = _mm_set1_epi8(34), slash = _mm_set1_epi8(92), ctl_max = _mm_set1_epi8(31);
-    while (i + 16 <= n) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(b + i));
-        __m128i ctl = _mm_cmpeq_epi8(_mm_min_epu8(v, ctl_max), v);   /* v <= 31 */
-        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, slash)), ctl);
-        int mask = _mm_movemask_epi8(m) | _mm_movemask_epi8(v);   /* high bit: non-ASCII */
-        if (mask) {
-            i += __builtin_ctz((unsigned)mask);
-            break;
-        }
-        i += 16;
-    }
-#endif
-    while (i < n) {
-        u8 c = b[i];
-        if (c == 34) return i + 1;
-        /* rare bytes: the full check judges the rest (from here: the stretch before is plain) */
-        if (c == 92 || c < 32 || c >= 128) return string_full(b, i - 1, n).end;
-        i++;
-    }
-    return INCOMPLETE;
-}
-
 /* FNV-1a over 8-byte words (then the last bytes), mixed with the length. */
-static inline u64 hash_bytes(const u8 *b, i64 s, i64 e) {
+SHARED u64 hash_bytes(const u8 *b, i64 s, i64 e) {
     const u64 prime = 0x100000001B3ULL;
     u64 h = 0xCBF29CE484222325ULL;
     i64 i = s;
@@ -200,7 +214,7 @@ typedef struct {
 } Num;
 
 /* A JSON number at buf[i]. */
-static Num number(const u8 *b, i64 i, i64 n) {
+SHARED Num number(const u8 *b, i64 i, i64 n) {
     Num r = {INCOMPLETE, 0, 0, 0.0, 0};
     int neg = 0;
     if (i < n && b[i] == 45) { neg = 1; i++; }
@@ -210,6 +224,12 @@ static Num number(const u8 *b, i64 i, i64 n) {
     u8 c = b[i];
     if (c == 48) i++;
     else if (c >= 49 && c <= 57) {
+        u64 eight;
+        while (digits + 8 <= 19 && eight_digits(b, i, n, &eight)) {   /* the byte loop's sums, 8 at once */
+            mant = mant * 100000000ULL + eight;
+            digits += 8;
+            i += 8;
+        }
         while (i < n && b[i] >= 48 && b[i] <= 57) {
             if (digits < 19) mant = mant * 10 + (u64)(b[i] - 48);
             digits++;
@@ -222,6 +242,13 @@ static Num number(const u8 *b, i64 i, i64 n) {
         integer = 0;
         i++;
         i64 start = i;
+        u64 eight;
+        while (digits > 0 && digits + 8 <= 19 && eight_digits(b, i, n, &eight)) {   /* as below, 8 at once */
+            mant = mant * 100000000ULL + eight;
+            exp10 -= 8;
+            digits += 8;
+            i += 8;
+        }
         while (i < n && b[i] >= 48 && b[i] <= 57) {
             if (digits < 19) { mant = mant * 10 + (u64)(b[i] - 48); exp10--; }
             if (digits > 0 || b[i] != 48) digits++;
@@ -258,7 +285,7 @@ static Num number(const u8 *b, i64 i, i64 n) {
 }
 
 /* Validate a JSON number without converting it: the end or a sentinel. */
-static i64 skip_number(const u8 *b, i64 i, i64 n) {
+SHARED i64 skip_number(const u8 *b, i64 i, i64 n) {
     if (b[i] == 45) {
         i++;
         if (i >= n) return INCOMPLETE;
@@ -267,6 +294,8 @@ static i64 skip_number(const u8 *b, i64 i, i64 n) {
     i64 whole = 0;
     if (c == 48) i++;
     else if (c >= 49 && c <= 57) {
+        u64 eight;
+        while (eight_digits(b, i, n, &eight)) { whole += 8; i += 8; }
         while (i < n && b[i] >= 48 && b[i] <= 57) { whole++; i++; }
     } else return INVALID;
     i64 frac = 0;
@@ -293,87 +322,7 @@ static i64 skip_number(const u8 *b, i64 i, i64 n) {
     return i;
 }
 
-/* From just after a member's key: past the colon to where its value starts, or a sentinel. */
-static inline i64 value_start(const u8 *b, i64 i, i64 n) {
-    i = ws(b, i, n);
-    if (i >= n) return INCOMPLETE;
-    if (b[i] != 58) return INVALID;
-    i = ws(b, i + 1, n);
-    if (i >= n) return INCOMPLETE;
-    return i;
-}
-
-static inline i64 member_key(const u8 *b, i64 i, i64 n) {
-    if (b[i] != 34) return INVALID;
-    i = skip_string(b, i, n);
-    if (i < 0) return i;
-    return value_start(b, i, n);
-}
-
-/* Validate and skip one JSON value at buf[i]: its end or a sentinel. */
-static i64 skip_value(const u8 *b, i64 i, i64 n) {
-    u8 stack[STACK];
-    int depth = 0;
-    for (;;) {
-        i = ws(b, i, n);
-        if (i >= n) return INCOMPLETE;
-        u8 c = b[i];
-        if (c == 34) {
-            i = skip_string(b, i, n);
-            if (i < 0) return i;
-        } else if (c == 45 || (c >= 48 && c <= 57)) {
-            i = skip_number(b, i, n);
-            if (i < 0) return i;
-        } else if (c == 123 || c == 91) {
-            if (depth >= STACK) return INVALID;
-            stack[depth++] = c;
-            i = ws(b, i + 1, n);
-            if (i >= n) return INCOMPLETE;
-            if ((c == 123 && b[i] == 125) || (c == 91 && b[i] == 93)) {
-                depth--;
-                i++;
-            } else if (c == 123) {
-                i = member_key(b, i, n);
-                if (i < 0) return i;
-                continue;
-            } else continue;
-        } else if (c == 116 || c == 102 || c == 110) {
-            i64 word = c != 102 ? 4 : 5;
-            if (i + word > n) return INCOMPLETE;
-            if (c == 116 && !(b[i + 1] == 114 && b[i + 2] == 117 && b[i + 3] == 101)) return INVALID;
-            if (c == 110 && !(b[i + 1] == 117 && b[i + 2] == 108 && b[i + 3] == 108)) return INVALID;
-            if (c == 102 && !(b[i + 1] == 97 && b[i + 2] == 108 && b[i + 3] == 115 && b[i + 4] == 101))
-                return INVALID;
-            i += word;
-        } else return INVALID;
-        /* after a value: close containers or go on to the next member */
-        for (;;) {
-            if (depth == 0) return i;
-            i = ws(b, i, n);
-            if (i >= n) return INCOMPLETE;
-            c = b[i];
-            u8 top = stack[depth - 1];
-            if (c == 44) {
-                i++;
-                if (top == 123) {
-                    i = ws(b, i, n);
-                    if (i >= n) return INCOMPLETE;
-                    i = member_key(b, i, n);
-                    if (i < 0) return i;
-                }
-                break;
-            }
-            if ((top == 123 && c == 125) || (top == 91 && c == 93)) {
-                depth--;
-                i++;
-                continue;
-            }
-            return INVALID;
-        }
-    }
-}
-
-static inline int escaped(const u8 *b, i64 s, i64 e) {
+SHARED int escaped(const u8 *b, i64 s, i64 e) {
     return memchr(b + s, 92, (size_t)(e - s)) != NULL;
 }
 
@@ -463,7 +412,7 @@ static inline int arg_key(const u8 *b, i64 s, i64 e) {
 /* An integer field: a JSON integer, a decimal string, null. A string that is no number at all
  * ("0x0", "stream 7") reads as -1 whichever path reads it; other odd values (floats, bools,
  * numbers in other forms) are left to msgspec. Returns the end or a sentinel. */
-static i64 int_value(const u8 *b, i64 i, i64 n, i64 *out) {
+SHARED i64 int_value(const u8 *b, i64 i, i64 n, i64 *out) {
     u8 c = b[i];
     *out = 0;
     if (c == 110) {
@@ -509,7 +458,7 @@ typedef struct {
 } Flt;
 
 /* ts / dur: a JSON number or a number in a string, null (NaN). */
-static Flt float_value(const u8 *b, i64 i, i64 n) {
+SHARED Flt float_value(const u8 *b, i64 i, i64 n) {
     Flt r = {BAILED, 0.0, 1, 0, 0};
     u8 c = b[i];
     if (c == 110) {
@@ -540,230 +489,52 @@ static Flt float_value(const u8 *b, i64 i, i64 n) {
 /* A helper's sentinel as the scan's failure: 1 ran out of bytes, 2 left to msgspec. */
 static inline int fail_of(i64 e) { return e == INCOMPLETE ? 1 : 2; }
 
-/* The "args" object at buf[i]: its integer fields into ints, the byte ranges of the raw texts
- * into raw (and their hashes), the rest skipped. Returns its end or a sentinel. */
-static i64 args_object(const u8 *b, i64 i, i64 n, i64 *ints, i64 *raw, u64 *rhash) {
-    i64 open = i;
-    int comm = 0;
-    i = ws(b, i + 1, n);
-    if (i < n && b[i] == 125) return i + 1;
-    unsigned seen = 0;
-    for (;;) {
-        if (i >= n) return INCOMPLETE;
-        if (b[i] != 34) return INVALID;
-        i64 ke = skip_string(b, i, n);
-        if (ke < 0) return ke;
-        int key = arg_key(b, i + 1, ke - 1);
-        if (key == K_OTHER && escaped(b, i + 1, ke - 1)) return BAILED;
-        i = value_start(b, ke, n);
-        if (i < 0) return i;
-        if (key == K_OTHER || key == K_COMM_KEY) {
-            comm |= key == K_COMM_KEY;
-            i = skip_value(b, i, n);
-        } else if (key >= A_DIMS) {
-            if (seen & (1u << key)) return BAILED;
-            seen |= 1u << key;
-            i64 e = skip_value(b, i, n);
-            if (e < 0) return e;
-            raw[2 * (key - A_DIMS)] = i;
-            raw[2 * (key - A_DIMS) + 1] = e;
-            rhash[key - A_DIMS] = hash_bytes(b, i, e);
-            i = e;
-        } else {
-            if (seen & (1u << key)) return BAILED;
-            seen |= 1u << key;
-            i64 v;
-            i64 e = int_value(b, i, n, &v);
-            if (e < 0) return e;
-            i = e;
-            ints[key] = v;
-        }
-        if (i < 0) return i;
-        i = ws(b, i, n);
-        if (i >= n) return INCOMPLETE;
-        if (b[i] == 44) { i = ws(b, i + 1, n); continue; }
-        if (b[i] == 125) {
-            if (comm) {
-                raw[2 * (A_COMM - A_DIMS)] = open;
-                raw[2 * (A_COMM - A_DIMS) + 1] = i + 1;
-                rhash[A_COMM - A_DIMS] = hash_bytes(b, open, i + 1);
-            }
-            return i + 1;
-        }
-        return INVALID;
-    }
-}
-
 typedef struct {
     const u8 *blob; const i64 *ends; const int8_t *codes; i64 ncats; const int8_t *phase;
     int8_t *code; double *floats; i64 *ints; u64 *nhash; i64 *nstart; i64 *nlen; u8 *nesc;
     i64 *fix; i64 *shape; u64 *shash; i64 cap, fcap;
 } Tables;
 
-/* state: [rows written, events consumed, fixes, next position, status] */
-static void scan(const u8 *b, i64 n, i64 pos, i64 limit, const Tables *t, i64 *state) {
-    i64 rows = 0, events = 0, fixes = 0;
-    int status = ST_LIMIT;
-    i64 i = ws(b, pos, n);
-    i64 ev_ints[NINTS], ev_raw[2 * NRAW];
-    u64 ev_hash[NRAW] = {0};
-    for (;;) {
-        if (i >= limit || i >= n) break;
-        if (b[i] == 93) { status = ST_ARRAY_END; break; }
-        if (b[i] != 123) { status = ST_BAIL; break; }
-        if (rows >= t->cap || fixes + 2 > t->fcap) { status = ST_FULL; break; }
-        i64 start = i;
-        i++;
-        int ph = -1;
-        unsigned seen = 0;
-        i64 cat_s = -1, cat_e = -1, name_s = -1, name_e = -1;
-        u64 name_h = 0;
-        int name_esc = 0;
-        double ts = NAN, dur = NAN;
-        int ts_exact = 1, dur_exact = 1;
-        i64 ts_a = 0, ts_b = 0, dur_a = 0, dur_b = 0;
-        for (int k = 0; k < NINTS; k++) ev_ints[k] = MISSING;
-        for (int k = 0; k < 2 * NRAW; k++) ev_raw[k] = -1;
-        int fail = 0;   /* 0 ok, 1 incomplete, 2 bail */
-        i = ws(b, i, n);
-        if (i < n && b[i] == 125) fail = 2;   /* {} has no phase */
-        while (fail == 0) {
-            if (i >= n) { fail = 1; break; }
-            if (b[i] != 34) { fail = 2; break; }
-            i64 ke = skip_string(b, i, n);
-            if (ke < 0) { fail = fail_of(ke); break; }
-            int key = event_key(b, i + 1, ke - 1);
-            if (key == K_OTHER && escaped(b, i + 1, ke - 1)) { fail = 2; break; }   /* may spell one of ours */
-            i = value_start(b, ke, n);
-            if (i < 0) { fail = fail_of(i); break; }
-            if (key != K_OTHER) {
-                unsigned bit = 1u << key;
-                if (seen & bit) { fail = 2; break; }   /* a duplicate key: msgspec knows which wins */
-                seen |= bit;
-            }
-            u8 c = b[i];
-            i64 e;
-            if (key == K_PH) {
-                if (c != 34) { fail = 2; break; }
-                e = skip_string(b, i, n);
-                if (e < 0) { fail = fail_of(e); break; }
-                if (e - i != 3 || b[i + 1] >= 128 || t->phase[b[i + 1]] == 0) { fail = 2; break; }
-                ph = t->phase[b[i + 1]];
-                i = e;
-            } else if (key == K_CAT || key == K_NAME) {
-                if (c == 110 && key == K_NAME) {
-                    e = skip_value(b, i, n);
-                    if (e < 0) { fail = fail_of(e); break; }
-                    i = e;   /* null name: kept as "no name" */
-                } else if (c != 34) {
-                    fail = 2; break;
-                } else {
-                    e = skip_string(b, i, n);
-                    if (e < 0) { fail = fail_of(e); break; }
-                    if (key == K_CAT) {
-                        if (escaped(b, i + 1, e - 1)) { fail = 2; break; }
-                        cat_s = i + 1;
-                        cat_e = e - 1;
-                    } else {
-                        name_s = i + 1;
-                        name_e = e - 1;
-                        name_h = hash_bytes(b, name_s, name_e);
-                        name_esc = escaped(b, name_s, name_e);
-                    }
-                    i = e;
-                }
-            } else if (key == K_TS || key == K_DUR) {
-                Flt q = float_value(b, i, n);
-                if (q.end < 0) { fail = fail_of(q.end); break; }
-                if (key == K_TS) { ts = q.v; ts_exact = q.exact; ts_a = q.a; ts_b = q.z; }
-                else { dur = q.v; dur_exact = q.exact; dur_a = q.a; dur_b = q.z; }
-                i = q.end;
-            } else if (key == K_PID || key == K_TID) {
-                i64 v;
-                e = int_value(b, i, n, &v);
-                if (e < 0) { fail = fail_of(e); break; }
-                ev_ints[key == K_PID ? PID : TID] = v;
-                i = e;
-            } else if (key == K_ARGS && c == 123) {
-                e = args_object(b, i, n, ev_ints, ev_raw, ev_hash);
-                if (e < 0) { fail = fail_of(e); break; }
-                i = e;
-            } else if (key == K_ARGS && c == 110) {
-                e = skip_value(b, i, n);   /* args: null */
-                if (e < 0) { fail = fail_of(e); break; }
-                i = e;
-            } else if (key == K_ARGS) {
-                fail = 2; break;
-            } else {
-                e = skip_value(b, i, n);
-                if (e < 0) { fail = fail_of(e); break; }
-                i = e;
-            }
-            i = ws(b, i, n);
-            if (i >= n) { fail = 1; break; }
-            if (b[i] == 44) { i = ws(b, i + 1, n); continue; }
-            if (b[i] == 125) { i++; break; }
-            fail = 2;
-            break;
-        }
-        if (fail == 0 && ph < 0) fail = 2;
-        if (fail) {
-            i = start;
-            status = fail == 2 ? ST_BAIL : ST_LIMIT;
-            break;
-        }
-        /* the separator after the event */
-        i64 j = ws(b, i, n), nxt;
-        if (j >= n) { i = start; break; }
-        if (b[j] == 44) nxt = ws(b, j + 1, n);
-        else if (b[j] == 93) {
-            /* the last event: left to the caller with the document's end, which decides
-             * whether the file is whole (a broken end makes the msgspec path drop it) */
-            i = start;
-            status = ST_ARRAY_END;
-            break;
-        } else { i = start; status = ST_BAIL; break; }
-        events++;
-        i = nxt;
-        if (ph != 2 || cat_s < 0) continue;
-        int8_t code = 0;
-        i64 clen = cat_e - cat_s, lo = 0;
-        for (i64 k = 0; k < t->ncats; k++) {
-            i64 hi = t->ends[k];
-            if (hi - lo == clen && memcmp(t->blob + lo, b + cat_s, (size_t)clen) == 0) {
-                code = t->codes[k];
-                break;
-            }
-            lo = hi;
-        }
-        if (code == 0) continue;
-        t->code[rows] = code;
-        /* column after column (ts, then dur; each integer field): numpy reads a field of chosen
-         * rows as one contiguous gather */
-        t->floats[rows] = ts;
-        t->floats[t->cap + rows] = dur;
-        for (int k = 0; k < NINTS; k++) t->ints[k * t->cap + rows] = ev_ints[k];
-        t->nhash[rows] = name_h;
-        t->nstart[rows] = name_s;
-        t->nlen[rows] = name_s >= 0 ? name_e - name_s : -1;
-        t->nesc[rows] = (u8)name_esc;
-        memcpy(t->shape + 2 * NRAW * rows, ev_raw, sizeof ev_raw);
-        for (int k = 0; k < NRAW; k++) t->shash[NRAW * rows + k] = ev_raw[2 * k] >= 0 ? ev_hash[k] : 0;
-        if (!ts_exact) {
-            i64 *f = t->fix + 4 * fixes++;
-            f[0] = rows; f[1] = FLOAT_TS; f[2] = ts_a; f[3] = ts_b;
-        }
-        if (!dur_exact) {
-            i64 *f = t->fix + 4 * fixes++;
-            f[0] = rows; f[1] = FLOAT_DUR; f[2] = dur_a; f[3] = dur_b;
-        }
-        rows++;
-    }
-    state[0] = rows;
-    state[1] = events;
-    state[2] = fixes;
-    state[3] = i;
-    state[4] = status;
+/* ---- the walk, twice ---- */
+
+#define WALK(f) f##_portable
+#define WALK_AVX2 0
+#include "_fastscan_walk.h"
+#undef WALK
+#undef WALK_AVX2
+
+#if HAVE_AVX2_WALK
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#endif
+#define WALK(f) f##_avx2
+#define WALK_AVX2 1
+#include "_fastscan_walk.h"
+#undef WALK
+#undef WALK_AVX2
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#endif
+
+/* which copy py_scan runs: chosen at import (the best the CPU has, unless KERNELDIFF_SCAN_SIMD
+ * says otherwise), changed by set_simd */
+enum { SIMD_PORTABLE = 0, SIMD_AVX2 = 1 };
+static const char *SIMD_NAMES[] = {"portable", "avx2"};
+static int simd_level = SIMD_PORTABLE;
+
+static int cpu_has_avx2(void) {
+#if HAVE_AVX2_WALK
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+#else
+    return 0;
+#endif
 }
 
 /* ---- Python binding ---- */
@@ -825,8 +596,14 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
                     bf[12].v.buf, bf[13].v.buf, bf[14].v.buf, cap, bf[12].v.len / 32};
         i64 *state = bf[15].v.buf;
         const u8 *b = bf[0].v.buf;
+        int level = simd_level;
         Py_BEGIN_ALLOW_THREADS
-        scan(b, n, pos, limit, &t, state);
+#if HAVE_AVX2_WALK
+        if (level == SIMD_AVX2) scan_avx2(b, n, pos, limit, &t, state);
+        else
+#endif
+            scan_portable(b, n, pos, limit, &t, state);
+        (void)level;
         Py_END_ALLOW_THREADS
         ret = Py_None;
         Py_INCREF(ret);
@@ -938,6 +715,27 @@ static PyObject *py_name_hash(PyObject *self, PyObject *arg) {
     return PyLong_FromUnsignedLongLong(h);
 }
 
+static PyObject *py_simd(PyObject *self, PyObject *noarg) {
+    return PyUnicode_FromString(SIMD_NAMES[simd_level]);
+}
+
+static PyObject *py_simd_levels(PyObject *self, PyObject *noarg) {
+    return cpu_has_avx2() ? Py_BuildValue("(ss)", "portable", "avx2") : Py_BuildValue("(s)", "portable");
+}
+
+static PyObject *py_set_simd(PyObject *self, PyObject *arg) {
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (name == NULL) return NULL;
+    if (strcmp(name, "portable") == 0) simd_level = SIMD_PORTABLE;
+    else if (strcmp(name, "avx2") == 0 && cpu_has_avx2()) simd_level = SIMD_AVX2;
+    else {
+        PyErr_Format(PyExc_ValueError, "scan SIMD level %R: not one this build can run on this CPU (portable%s)", arg,
+                     cpu_has_avx2() ? ", avx2" : "");
+        return NULL;
+    }
+    return PyUnicode_FromString(SIMD_NAMES[simd_level]);
+}
+
 static PyMethodDef methods[] = {
     {"scan", py_scan, METH_VARARGS,
      "scan(buf, pos, limit, blob, ends, codes, phase, code, floats, ints, nhash, nstart, nlen, nesc, fix, "
@@ -946,6 +744,9 @@ static PyMethodDef methods[] = {
     {"find", py_find, METH_VARARGS,
      "find(buf, hashes, starts, lens, tkeys, tentry, arena, offs, alens, ids, known): the name cache's lookup, in place"},
     {"name_hash", py_name_hash, METH_O, "name_hash(bytes) -> the scan's 64-bit hash of a name"},
+    {"simd", py_simd, METH_NOARGS, "simd() -> the copy of the walk scan runs: 'avx2' or 'portable'"},
+    {"simd_levels", py_simd_levels, METH_NOARGS, "simd_levels() -> the copies this CPU can run"},
+    {"set_simd", py_set_simd, METH_O, "set_simd(name) -> name: run that copy of the walk from now on"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -954,5 +755,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastscan", "Kineto 
 
 PyMODINIT_FUNC PyInit__fastscan(void) {
     init_tables();
+    const char *want = getenv("KERNELDIFF_SCAN_SIMD");   /* "portable": never the AVX2 copy */
+    simd_level = cpu_has_avx2() && !(want != NULL && strcmp(want, "portable") == 0) ? SIMD_AVX2 : SIMD_PORTABLE;
     return PyModule_Create(&module);
 }

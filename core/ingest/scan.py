@@ -15,6 +15,12 @@ and parsed by Python's float(). A differential test holds the two paths to ident
 
 Where the extension was not built (no C compiler at install) or with KERNELDIFF_NO_SCANNER=1,
 `available()` is False and the reader uses msgspec alone.
+
+The walk is compiled twice (`_fastscan_walk.h`): a portable copy (8-byte words, any CPU) and, with
+GCC or Clang on x86-64, an AVX2 copy (32-byte vectors) that runs where the CPU has AVX2. Both make
+the same decisions byte for byte. `simd_level()` says which one runs; KERNELDIFF_SCAN_SIMD=portable
+(read at import) or `set_simd("portable")` forces the portable one, which is how the tests run both
+on the same inputs.
 """
 
 from __future__ import annotations
@@ -337,6 +343,22 @@ def available() -> bool:
     """Whether the reader uses the scanner: built, and KERNELDIFF_NO_SCANNER not set (read on each
     call, so that setting it takes effect in a running process too)."""
     return not os.environ.get("KERNELDIFF_NO_SCANNER") and bool(_load())
+
+
+def simd_levels() -> tuple[str, ...]:
+    """The copies of the walk this CPU can run: ("portable",) or ("portable", "avx2")."""
+    return tuple(_load().simd_levels())
+
+
+def simd_level() -> str:
+    """The copy `scan` runs now: "avx2" or "portable"."""
+    return _load().simd()
+
+
+def set_simd(level: str) -> str:
+    """Run the `level` copy of the walk from now on, in this process (ValueError where this CPU
+    cannot run it); returns it."""
+    return _load().set_simd(level)
 
 
 def scan(buf: np.ndarray, pos: int, limit: int, out: Out, tables) -> None:

@@ -1,0 +1,391 @@
+/* The walk over events (see _fastscan.c), included there twice: once portable (WALK_AVX2 0:
+ * words of 8 bytes, any compiler and CPU) and once compiled for AVX2 (WALK_AVX2 1: 32-byte
+ * vectors), which the binding runs only where the CPU has AVX2. WALK(f) names this copy's f.
+ * Both copies make the same decisions byte for byte: only how many bytes a step looks at differs
+ * (tests/unit/test_scan_simd.py runs both on the same inputs). */
+#define ws WALK(ws)
+#define skip_string WALK(skip_string)
+#define value_start WALK(value_start)
+#define member_key WALK(member_key)
+#define skip_value WALK(skip_value)
+#define args_object WALK(args_object)
+#define scan WALK(scan)
+
+/* Past blanks: the first byte that is not one. Most calls meet no blank or one (`": "`); a run
+ * (an indented line) is passed a vector or a word at a time. */
+static inline i64 ws(const u8 *b, i64 i, i64 n) {
+    if (i < n && !BLANK(b[i])) return i;
+    if (i + 1 < n && !BLANK(b[i + 1])) return i + 1;
+#if WALK_AVX2
+    const __m256i sp = _mm256_set1_epi8(32), nl = _mm256_set1_epi8(10), cr = _mm256_set1_epi8(13),
+                  tab = _mm256_set1_epi8(9);
+    while (i + 32 <= n) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(b + i));
+        __m256i blank = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(v, sp), _mm256_cmpeq_epi8(v, nl)),
+                                        _mm256_or_si256(_mm256_cmpeq_epi8(v, cr), _mm256_cmpeq_epi8(v, tab)));
+        unsigned other = ~(unsigned)_mm256_movemask_epi8(blank);
+        if (other) return i + __builtin_ctz(other);
+        i += 32;
+    }
+#else
+    while (i + 8 <= n) {
+        u64 w = load8(b, i);
+        u64 other = ~(swar_eq(w, 32) | swar_eq(w, 10) | swar_eq(w, 13) | swar_eq(w, 9)) & HIGHS;
+        if (other) return i + (ctz64(other) >> 3);
+        i += 8;
+    }
+#endif
+    while (i < n) {
+        if (!BLANK(b[i])) return i;
+        i++;
+    }
+    return i;
+}
+
+/* The end of the string whose opening quote is buf[i], or a sentinel. Plain stretches are
+ * checked 32 bytes (AVX2) or 8 bytes (a word) at a time; a backslash, control or non-ASCII byte
+ * hands the rest of the string to the full check. */
+static inline i64 skip_string(const u8 *b, i64 i, i64 n) {
+    i++;
+#if WALK_AVX2
+    const __m256i quote = _mm256_set1_epi8(34), slash = _mm256_set1_epi8(92), ctl_max = _mm256_set1_epi8(31);
+    while (i + 32 <= n) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(b + i));
+        __m256i ctl = _mm256_cmpeq_epi8(_mm256_min_epu8(v, ctl_max), v);   /* v <= 31 */
+        __m256i m = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, slash)), ctl);
+        unsigned mask = (unsigned)_mm256_movemask_epi8(m) | (unsigned)_mm256_movemask_epi8(v);   /* high bit: non-ASCII */
+        if (mask) {
+            i += __builtin_ctz(mask);
+            break;
+        }
+        i += 32;
+    }
+#else
+    while (i + 8 <= n) {
+        u64 w = load8(b, i);
+        /* a quote, a backslash, a byte below 32 or one with its high bit set */
+        u64 m = swar_eq(w, 34) | swar_eq(w, 92) | (~((w & ~HIGHS) + ONES * 0x60) & HIGHS) | (w & HIGHS);
+        if (m) {
+            i += ctz64(m) >> 3;
+            break;
+        }
+        i += 8;
+    }
+#endif
+    while (i < n) {
+        u8 c = b[i];
+        if (c == 34) return i + 1;
+        /* rare bytes: the full check judges the rest (from here: the stretch before is plain) */
+        if (c == 92 || c < 32 || c >= 128) return string_full(b, i - 1, n).end;
+        i++;
+    }
+    return INCOMPLETE;
+}
+
+/* From just after a member's key: past the colon to where its value starts, or a sentinel. */
+static inline i64 value_start(const u8 *b, i64 i, i64 n) {
+    i = ws(b, i, n);
+    if (i >= n) return INCOMPLETE;
+    if (b[i] != 58) return INVALID;
+    i = ws(b, i + 1, n);
+    if (i >= n) return INCOMPLETE;
+    return i;
+}
+
+static inline i64 member_key(const u8 *b, i64 i, i64 n) {
+    if (b[i] != 34) return INVALID;
+    i = skip_string(b, i, n);
+    if (i < 0) return i;
+    return value_start(b, i, n);
+}
+
+/* Validate and skip one JSON value at buf[i]: its end or a sentinel. */
+static i64 skip_value(const u8 *b, i64 i, i64 n) {
+    u8 stack[STACK];
+    int depth = 0;
+    for (;;) {
+        i = ws(b, i, n);
+        if (i >= n) return INCOMPLETE;
+        u8 c = b[i];
+        if (c == 34) {
+            i = skip_string(b, i, n);
+            if (i < 0) return i;
+        } else if (c == 45 || (c >= 48 && c <= 57)) {
+            i = skip_number(b, i, n);
+            if (i < 0) return i;
+        } else if (c == 123 || c == 91) {
+            if (depth >= STACK) return INVALID;
+            stack[depth++] = c;
+            i = ws(b, i + 1, n);
+            if (i >= n) return INCOMPLETE;
+            if ((c == 123 && b[i] == 125) || (c == 91 && b[i] == 93)) {
+                depth--;
+                i++;
+            } else if (c == 123) {
+                i = member_key(b, i, n);
+                if (i < 0) return i;
+                continue;
+            } else continue;
+        } else if (c == 116 || c == 102 || c == 110) {
+            i64 word = c != 102 ? 4 : 5;
+            if (i + word > n) return INCOMPLETE;
+            if (c == 116 && !(b[i + 1] == 114 && b[i + 2] == 117 && b[i + 3] == 101)) return INVALID;
+            if (c == 110 && !(b[i + 1] == 117 && b[i + 2] == 108 && b[i + 3] == 108)) return INVALID;
+            if (c == 102 && !(b[i + 1] == 97 && b[i + 2] == 108 && b[i + 3] == 115 && b[i + 4] == 101))
+                return INVALID;
+            i += word;
+        } else return INVALID;
+        /* after a value: close containers or go on to the next member */
+        for (;;) {
+            if (depth == 0) return i;
+            i = ws(b, i, n);
+            if (i >= n) return INCOMPLETE;
+            c = b[i];
+            u8 top = stack[depth - 1];
+            if (c == 44) {
+                i++;
+                if (top == 123) {
+                    i = ws(b, i, n);
+                    if (i >= n) return INCOMPLETE;
+                    i = member_key(b, i, n);
+                    if (i < 0) return i;
+                }
+                break;
+            }
+            if ((top == 123 && c == 125) || (top == 91 && c == 93)) {
+                depth--;
+                i++;
+                continue;
+            }
+            return INVALID;
+        }
+    }
+}
+
+/* The "args" object at buf[i]: its integer fields into ints, the byte ranges of the raw texts
+ * into raw (and their hashes), the rest skipped. Returns its end or a sentinel. */
+static i64 args_object(const u8 *b, i64 i, i64 n, i64 *ints, i64 *raw, u64 *rhash) {
+    i64 open = i;
+    int comm = 0;
+    i = ws(b, i + 1, n);
+    if (i < n && b[i] == 125) return i + 1;
+    unsigned seen = 0;
+    for (;;) {
+        if (i >= n) return INCOMPLETE;
+        if (b[i] != 34) return INVALID;
+        i64 ke = skip_string(b, i, n);
+        if (ke < 0) return ke;
+        int key = arg_key(b, i + 1, ke - 1);
+        if (key == K_OTHER && escaped(b, i + 1, ke - 1)) return BAILED;
+        i = value_start(b, ke, n);
+        if (i < 0) return i;
+        if (key == K_OTHER || key == K_COMM_KEY) {
+            comm |= key == K_COMM_KEY;
+            i = skip_value(b, i, n);
+        } else if (key >= A_DIMS) {
+            if (seen & (1u << key)) return BAILED;
+            seen |= 1u << key;
+            i64 e = skip_value(b, i, n);
+            if (e < 0) return e;
+            raw[2 * (key - A_DIMS)] = i;
+            raw[2 * (key - A_DIMS) + 1] = e;
+            rhash[key - A_DIMS] = hash_bytes(b, i, e);
+            i = e;
+        } else {
+            if (seen & (1u << key)) return BAILED;
+            seen |= 1u << key;
+            i64 v;
+            i64 e = int_value(b, i, n, &v);
+            if (e < 0) return e;
+            i = e;
+            ints[key] = v;
+        }
+        if (i < 0) return i;
+        i = ws(b, i, n);
+        if (i >= n) return INCOMPLETE;
+        if (b[i] == 44) { i = ws(b, i + 1, n); continue; }
+        if (b[i] == 125) {
+            if (comm) {
+                raw[2 * (A_COMM - A_DIMS)] = open;
+                raw[2 * (A_COMM - A_DIMS) + 1] = i + 1;
+                rhash[A_COMM - A_DIMS] = hash_bytes(b, open, i + 1);
+            }
+            return i + 1;
+        }
+        return INVALID;
+    }
+}
+
+/* state: [rows written, events consumed, fixes, next position, status] */
+static void scan(const u8 *b, i64 n, i64 pos, i64 limit, const Tables *t, i64 *state) {
+    i64 rows = 0, events = 0, fixes = 0;
+    int status = ST_LIMIT;
+    i64 i = ws(b, pos, n);
+    i64 ev_ints[NINTS], ev_raw[2 * NRAW];
+    u64 ev_hash[NRAW] = {0};
+    for (;;) {
+        if (i >= limit || i >= n) break;
+        if (b[i] == 93) { status = ST_ARRAY_END; break; }
+        if (b[i] != 123) { status = ST_BAIL; break; }
+        if (rows >= t->cap || fixes + 2 > t->fcap) { status = ST_FULL; break; }
+        i64 start = i;
+        i++;
+        int ph = -1;
+        unsigned seen = 0;
+        i64 cat_s = -1, cat_e = -1, name_s = -1, name_e = -1;
+        u64 name_h = 0;
+        int name_esc = 0;
+        double ts = NAN, dur = NAN;
+        int ts_exact = 1, dur_exact = 1;
+        i64 ts_a = 0, ts_b = 0, dur_a = 0, dur_b = 0;
+        for (int k = 0; k < NINTS; k++) ev_ints[k] = MISSING;
+        for (int k = 0; k < 2 * NRAW; k++) ev_raw[k] = -1;
+        int fail = 0;   /* 0 ok, 1 incomplete, 2 bail */
+        i = ws(b, i, n);
+        if (i < n && b[i] == 125) fail = 2;   /* {} has no phase */
+        while (fail == 0) {
+            if (i >= n) { fail = 1; break; }
+            if (b[i] != 34) { fail = 2; break; }
+            i64 ke = skip_string(b, i, n);
+            if (ke < 0) { fail = fail_of(ke); break; }
+            int key = event_key(b, i + 1, ke - 1);
+            if (key == K_OTHER && escaped(b, i + 1, ke - 1)) { fail = 2; break; }   /* may spell one of ours */
+            i = value_start(b, ke, n);
+            if (i < 0) { fail = fail_of(i); break; }
+            if (key != K_OTHER) {
+                unsigned bit = 1u << key;
+                if (seen & bit) { fail = 2; break; }   /* a duplicate key: msgspec knows which wins */
+                seen |= bit;
+            }
+            u8 c = b[i];
+            i64 e;
+            if (key == K_PH) {
+                if (c != 34) { fail = 2; break; }
+                e = skip_string(b, i, n);
+                if (e < 0) { fail = fail_of(e); break; }
+                if (e - i != 3 || b[i + 1] >= 128 || t->phase[b[i + 1]] == 0) { fail = 2; break; }
+                ph = t->phase[b[i + 1]];
+                i = e;
+            } else if (key == K_CAT || key == K_NAME) {
+                if (c == 110 && key == K_NAME) {
+                    e = skip_value(b, i, n);
+                    if (e < 0) { fail = fail_of(e); break; }
+                    i = e;   /* null name: kept as "no name" */
+                } else if (c != 34) {
+                    fail = 2; break;
+                } else {
+                    e = skip_string(b, i, n);
+                    if (e < 0) { fail = fail_of(e); break; }
+                    if (key == K_CAT) {
+                        if (escaped(b, i + 1, e - 1)) { fail = 2; break; }
+                        cat_s = i + 1;
+                        cat_e = e - 1;
+                    } else {
+                        name_s = i + 1;
+                        name_e = e - 1;
+                        name_h = hash_bytes(b, name_s, name_e);
+                        name_esc = escaped(b, name_s, name_e);
+                    }
+                    i = e;
+                }
+            } else if (key == K_TS || key == K_DUR) {
+                Flt q = float_value(b, i, n);
+                if (q.end < 0) { fail = fail_of(q.end); break; }
+                if (key == K_TS) { ts = q.v; ts_exact = q.exact; ts_a = q.a; ts_b = q.z; }
+                else { dur = q.v; dur_exact = q.exact; dur_a = q.a; dur_b = q.z; }
+                i = q.end;
+            } else if (key == K_PID || key == K_TID) {
+                i64 v;
+                e = int_value(b, i, n, &v);
+                if (e < 0) { fail = fail_of(e); break; }
+                ev_ints[key == K_PID ? PID : TID] = v;
+                i = e;
+            } else if (key == K_ARGS && c == 123) {
+                e = args_object(b, i, n, ev_ints, ev_raw, ev_hash);
+                if (e < 0) { fail = fail_of(e); break; }
+                i = e;
+            } else if (key == K_ARGS && c == 110) {
+                e = skip_value(b, i, n);   /* args: null */
+                if (e < 0) { fail = fail_of(e); break; }
+                i = e;
+            } else if (key == K_ARGS) {
+                fail = 2; break;
+            } else {
+                e = skip_value(b, i, n);
+                if (e < 0) { fail = fail_of(e); break; }
+                i = e;
+            }
+            i = ws(b, i, n);
+            if (i >= n) { fail = 1; break; }
+            if (b[i] == 44) { i = ws(b, i + 1, n); continue; }
+            if (b[i] == 125) { i++; break; }
+            fail = 2;
+            break;
+        }
+        if (fail == 0 && ph < 0) fail = 2;
+        if (fail) {
+            i = start;
+            status = fail == 2 ? ST_BAIL : ST_LIMIT;
+            break;
+        }
+        /* the separator after the event */
+        i64 j = ws(b, i, n), nxt;
+        if (j >= n) { i = start; break; }
+        if (b[j] == 44) nxt = ws(b, j + 1, n);
+        else if (b[j] == 93) {
+            /* the last event: left to the caller with the document's end, which decides
+             * whether the file is whole (a broken end makes the msgspec path drop it) */
+            i = start;
+            status = ST_ARRAY_END;
+            break;
+        } else { i = start; status = ST_BAIL; break; }
+        events++;
+        i = nxt;
+        if (ph != 2 || cat_s < 0) continue;
+        int8_t code = 0;
+        i64 clen = cat_e - cat_s, lo = 0;
+        for (i64 k = 0; k < t->ncats; k++) {
+            i64 hi = t->ends[k];
+            if (hi - lo == clen && memcmp(t->blob + lo, b + cat_s, (size_t)clen) == 0) {
+                code = t->codes[k];
+                break;
+            }
+            lo = hi;
+        }
+        if (code == 0) continue;
+        t->code[rows] = code;
+        /* column after column (ts, then dur; each integer field): numpy reads a field of chosen
+         * rows as one contiguous gather */
+        t->floats[rows] = ts;
+        t->floats[t->cap + rows] = dur;
+        for (int k = 0; k < NINTS; k++) t->ints[k * t->cap + rows] = ev_ints[k];
+        t->nhash[rows] = name_h;
+        t->nstart[rows] = name_s;
+        t->nlen[rows] = name_s >= 0 ? name_e - name_s : -1;
+        t->nesc[rows] = (u8)name_esc;
+        memcpy(t->shape + 2 * NRAW * rows, ev_raw, sizeof ev_raw);
+        for (int k = 0; k < NRAW; k++) t->shash[NRAW * rows + k] = ev_raw[2 * k] >= 0 ? ev_hash[k] : 0;
+        if (!ts_exact) {
+            i64 *f = t->fix + 4 * fixes++;
+            f[0] = rows; f[1] = FLOAT_TS; f[2] = ts_a; f[3] = ts_b;
+        }
+        if (!dur_exact) {
+            i64 *f = t->fix + 4 * fixes++;
+            f[0] = rows; f[1] = FLOAT_DUR; f[2] = dur_a; f[3] = dur_b;
+        }
+        rows++;
+    }
+    state[0] = rows;
+    state[1] = events;
+    state[2] = fixes;
+    state[3] = i;
+    state[4] = status;
+}
+
+#undef ws
+#undef skip_string
+#undef value_start
+#undef member_key
+#undef skip_value
+#undef args_object
+#undef scan

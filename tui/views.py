@@ -5,6 +5,7 @@ trace on its own (browse) has its own views: kerneldiff.tui.trace_views.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
@@ -650,13 +651,19 @@ def side_kernels_spec(name: str, sides: dict[str, list], totals: dict[str, float
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
         short = shortener([k.name for _s, k in items], w["name"])
+
+        def cells(side: str, k, share: float | None) -> tuple:
+            st = k.stats
+            return (span(SIDE_LETTER[side], f"bold {SIDE_STYLE[side]}"), literal(short(k.name)),
+                    _num(f"{st.count:,}"), _num(fmt_us(st.total_us)), _num(fmt_us(st.mean_us)),
+                    _num(fmt_pct(share)), literal(cut(k.category, 12)))
+        # cells made when a row is first drawn (every column has a width): an operation can hold
+        # 100,000 distinct kernels
         for i, (side, k) in enumerate(items):
             st = k.stats
             share = st.total_us / totals[side] if totals.get(side) else None
             rows.append(Row(f"{side}{i}", (SIDE_LETTER[side], k.name, st.count, st.total_us, st.mean_us, share, k.category),
-                            (span(SIDE_LETTER[side], f"bold {SIDE_STYLE[side]}"), literal(short(k.name)),
-                             _num(f"{st.count:,}"), _num(fmt_us(st.total_us)), _num(fmt_us(st.mean_us)),
-                             _num(fmt_pct(share)), literal(cut(k.category, 12))),
+                            partial(cells, side, k, share),
                             payload=(side, k), search=searchable(k.name, k.category) + f"\n{side}"))
         return rows
 
@@ -726,16 +733,20 @@ def timeline_spec(comp: Comparison) -> TableSpec:
                     get(a, "busy_us"), get(b, "busy_us"), get(a, "idle_us"), get(b, "idle_us"),
                     get(a, "launch_bound_us"), get(b, "launch_bound_us"), get(a, "sync_us"), get(b, "sync_us"),
                     get(a, "kernels"), get(b, "kernels"))
-            cells = (_num(f"{n} {kind_marks(a, b)}".rstrip()), _num(fmt_us(vals[1])), _num(fmt_us(vals[2])), _num(fmt_gap(gap)),
-                     _num(fmt_pct(ai)), _num(fmt_pct(bi)),
-                     busy_idle_bar(vals[8], vals[1], scale, w["a_bar"], "a"),
-                     busy_idle_bar(vals[9], vals[2], scale, w["b_bar"], "b"),
-                     *(_num(fmt_us(v)) for v in vals[8:16]),
-                     *(_num("—" if v is None else f"{v:,}") for v in vals[16:18]))
             names = " ".join(p.name for p in (a, b) if p and p.name)
-            rows.append(Row(str(n), vals, cells, payload=(a, b), style=_row_style(gap or 0),
-                            search=f"pass {n} {names}".lower()))
+            # cells made when a row is first drawn (every column has a width): a long decode run
+            # holds 100,000 passes
+            rows.append(Row(str(n), vals, partial(cells, n, a, b, vals, gap, ai, bi, scale, w), payload=(a, b),
+                            style=_row_style(gap or 0), search=f"pass {n} {names}".lower()))
         return rows
+
+    def cells(n, a, b, vals, gap, ai, bi, scale, w) -> tuple:
+        return (_num(f"{n} {kind_marks(a, b)}".rstrip()), _num(fmt_us(vals[1])), _num(fmt_us(vals[2])),
+                _num(fmt_gap(gap)), _num(fmt_pct(ai)), _num(fmt_pct(bi)),
+                busy_idle_bar(vals[8], vals[1], scale, w["a_bar"], "a"),
+                busy_idle_bar(vals[9], vals[2], scale, w["b_bar"], "b"),
+                *(_num(fmt_us(v)) for v in vals[8:16]),
+                *(_num("—" if v is None else f"{v:,}") for v in vals[16:18]))
 
     # largest |span gap| first, as the CLI's timeline; `t`: the longer of the two spans, which is
     # neither column alone, so no header carries the arrow (the notification says the order)

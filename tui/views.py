@@ -6,6 +6,7 @@ trace on its own (browse) has its own views: kerneldiff.tui.trace_views.
 from __future__ import annotations
 
 from functools import partial
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
@@ -719,8 +720,8 @@ def timeline_spec(comp: Comparison) -> TableSpec:
             Column("a_sync", "A sync", "us", 8), Column("b_sync", "B sync", "us", 8),
             Column("a_kernels", "A kernels", "int", 9), Column("b_kernels", "B kernels", "int", 9)]
 
-    def get(p: PassTimeline | None, k: str):
-        return getattr(p, k) if p else None
+    figures = attrgetter("span_us", "busy_us", "idle_us", "launch_bound_us", "sync_us", "kernels")
+    absent = (None,) * 6
 
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
@@ -729,10 +730,10 @@ def timeline_spec(comp: Comparison) -> TableSpec:
             gap = a.span_us - b.span_us if a and b else None
             ai, bi = _idle_share(a), _idle_share(b)
             scale = max((p.span_us for p in (a, b) if p), default=0.0)
-            vals = (n, get(a, "span_us"), get(b, "span_us"), gap, ai, bi, None, None,
-                    get(a, "busy_us"), get(b, "busy_us"), get(a, "idle_us"), get(b, "idle_us"),
-                    get(a, "launch_bound_us"), get(b, "launch_bound_us"), get(a, "sync_us"), get(b, "sync_us"),
-                    get(a, "kernels"), get(b, "kernels"))
+            fa = figures(a) if a else absent
+            fb = figures(b) if b else absent
+            vals = (n, fa[0], fb[0], gap, ai, bi, None, None,
+                    fa[1], fb[1], fa[2], fb[2], fa[3], fb[3], fa[4], fb[4], fa[5], fb[5])
             names = " ".join(p.name for p in (a, b) if p and p.name)
             # cells made when a row is first drawn (every column has a width): a long decode run
             # holds 100,000 passes

@@ -729,12 +729,14 @@ def timeline_spec(comp: Comparison) -> TableSpec:
             n = pass_number(a, b)
             gap = a.span_us - b.span_us if a and b else None
             ai, bi = _idle_share(a), _idle_share(b)
-            scale = max((p.span_us for p in (a, b) if p), default=0.0)
             fa = figures(a) if a else absent
             fb = figures(b) if b else absent
+            # the longer span of the two, as max() picks it (plain comparisons: this runs once per pass)
+            scale = (fb[0] if fb[0] > fa[0] else fa[0]) if a and b else fa[0] if a else fb[0] if b else 0.0
             vals = (n, fa[0], fb[0], gap, ai, bi, None, None,
                     fa[1], fb[1], fa[2], fb[2], fa[3], fb[3], fa[4], fb[4], fa[5], fb[5])
-            names = " ".join(p.name for p in (a, b) if p and p.name)
+            na, nb = a.name if a else "", b.name if b else ""
+            names = f"{na} {nb}" if na and nb else na or nb
             # cells made when a row is first drawn (every column has a width): a long decode run
             # holds 100,000 passes
             rows.append(Row(str(n), vals, partial(cells, n, a, b, vals, gap, ai, bi, scale, w), payload=(a, b),

@@ -14,6 +14,8 @@ alike and the ratio is from one run):
     kernels without launches of their own, 24 streams; written independently of core.synth):
     the same, and a pair of them (`compare --format json --no-cache`) against wafer-core's
     `analyze_traces` + `format_json`;
+  * the real eager/compiled pair (h100_llama_eager_sdpa vs h100_llama_compiled, inflated: wafer-core
+    reads no gzip), `compare` against wafer-core the same way (`--only realpair`);
   * real event-dense decode traces recorded on a GPU by bench/gpu/record_dense.py (8-layer Llama,
     512 new tokens: CUDA-graph replay on an H100 and an H200, 143 MB each, and torch.compile on the
     H100, 249 MB), when present in --recorded: `info` of each, and `compare` of the H100/H200 pair
@@ -86,6 +88,11 @@ sys.stdout.write(format_json(analyze_traces(sys.argv[1], sys.argv[2]))[:100])
 """
 
 
+def _default_wafer() -> Path:
+    here = ROOT / ".bench-wafer" / "bin" / "python"   # git-ignored
+    return here if here.exists() else Path("/tmp/wcv/bin/python")
+
+
 def _children_cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
@@ -123,11 +130,13 @@ def dense(d: Path, seed: int, strings: bool) -> Path:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--only", default="real,dense,pair,recorded,tiny,start")
+    ap.add_argument("--only", default="real,dense,pair,realpair,recorded,tiny,start")
     ap.add_argument("--recorded", default="/tmp/kerneldiff_bench_real/recorded",
                     help="where bench/gpu/record_dense.py's traces are (rows skipped when absent)")
     ap.add_argument("--dir", default="/tmp/kerneldiff_bench_real", help="inflated and generated traces")
-    ap.add_argument("--wafer-python", default=os.environ.get("WAFER_PYTHON", "/tmp/wcv/bin/python"))
+    ap.add_argument("--wafer-python", default=os.environ.get("WAFER_PYTHON", str(_default_wafer())),
+                    help="a Python with wafer-core 0.1.62 installed (default: ./.bench-wafer, else /tmp/wcv; "
+                         "make one with `python -m venv .bench-wafer && .bench-wafer/bin/pip install wafer-core==0.1.62`)")
     ap.add_argument("--kerneldiff", default=str(Path(sys.executable).parent / "kerneldiff"))
     ap.add_argument("--before", default=None, help="another kerneldiff command (an older build) as a contender")
     ap.add_argument("--before-python", default=None,
@@ -176,6 +185,12 @@ def main(argv: list[str] | None = None) -> int:
         if has_wafer:
             c["wafer-core"] = [str(wafer), "-c", WAFER, str(a), str(b)]
         rows.append(("dense 2x60 MB compare", (a.stat().st_size + b.stat().st_size) / 1e6, c))
+    if "realpair" in only and TRACES.is_dir():
+        a, b = (plain_copy(TRACES / f"{n}.json.gz", d) for n in ("h100_llama_eager_sdpa", "h100_llama_compiled"))
+        c = kds("compare", str(a), str(b), "--format", "json", "--no-cache")
+        if has_wafer:
+            c["wafer-core"] = [str(wafer), "-c", WAFER, str(a), str(b)]
+        rows.append(("real eager vs compiled compare", (a.stat().st_size + b.stat().st_size) / 1e6, c))
     rec = Path(args.recorded)
     if "recorded" in only and (rec / "h100_dense_graphs.json.gz").exists():
         # real decode traces recorded on an H100 and an H200 (bench/gpu/record_dense.py): too big for

@@ -4,6 +4,8 @@ was computed by kerneldiff.core.analysis.trace_totals; this module formats and l
 
 from __future__ import annotations
 
+from functools import partial
+
 from rich.console import Group
 from rich.text import Text
 
@@ -127,16 +129,18 @@ def layer_kernels_spec(layer: int, kernels: list[KernelTotal]) -> TableSpec:
             Column("median", "Median", "us", 8), Column("total", "Total", "us", 8), Column("share", "Share", "pct", 6)]
 
     def build(w: dict[str, int]) -> list[Row]:
-        rows = []
         short = shortener([k.name for k in kernels], w["kernel"])
-        for k in kernels:
+
+        def cells(k: KernelTotal) -> tuple:
             s = k.stats
-            vals = (k.position, k.name, k.category, k.per_pass, s.median_us, s.total_us, s.share)
-            cells = (_num(str(k.position)), literal(short(k.name)), literal(cut(k.category, cw)),
-                     _num(_count(k.per_pass)), _num(fmt_us(s.median_us)), _num(fmt_us(s.total_us)),
-                     _num(fmt_pct(s.share)))
-            rows.append(Row(k.name, vals, cells, payload=k, search=searchable(k.name, k.category)))
-        return rows
+            return (_num(str(k.position)), literal(short(k.name)), literal(cut(k.category, cw)),
+                    _num(_count(k.per_pass)), _num(fmt_us(s.median_us)), _num(fmt_us(s.total_us)),
+                    _num(fmt_pct(s.share)))
+        # cells made when a row is first drawn (every column has a width)
+        return [Row(k.name, (k.position, k.name, k.category, k.per_pass, k.stats.median_us, k.stats.total_us,
+                             k.stats.share),
+                    partial(cells, k), payload=k, search=searchable(k.name, k.category))
+                for k in kernels]
 
     sorts = {"time": _time(5, "total"), "name": name_sort(1, "kernel")}
     return TableSpec(f"layer{layer}_kernels", cols, build, sorts=sorts, fixed=1)
@@ -182,11 +186,13 @@ def steps_spec(ov: TraceOverview) -> TableSpec:
             Column("name", "Step", "name", min_width=8, max_width=max((len(s.name) for s in items), default=8))]
 
     def build(w: dict[str, int]) -> list[Row]:
+        def cells(s: StepTotal) -> tuple:
+            return (_num(str(s.index)), literal(s.phase), _num(fmt_us(s.start_us)), _num(fmt_us(s.span_us)),
+                    _num(f"{s.kernels:,}"), _num(fmt_us(s.gpu_us)), _num(fmt_pct(s.busy)),
+                    literal(cut(s.name, w["name"])))
+        # cells made when a row is first drawn (every column has a width): a run can hold 100,000 steps
         return [Row(str(s.index), (s.index, s.phase, s.start_us, s.span_us, s.kernels, s.gpu_us, s.busy, s.name),
-                    (_num(str(s.index)), literal(s.phase), _num(fmt_us(s.start_us)), _num(fmt_us(s.span_us)),
-                     _num(f"{s.kernels:,}"), _num(fmt_us(s.gpu_us)), _num(fmt_pct(s.busy)),
-                     literal(cut(s.name, w["name"]))),
-                    payload=s, search=f"{s.name}\n{s.phase}".lower())
+                    partial(cells, s), payload=s, search=f"{s.name}\n{s.phase}".lower())
                 for s in items]
 
     sorts = {"time": _time(5, "gpu"), "name": Sort("step", lambda r: r.values[0], ("step",), False, "in order")}

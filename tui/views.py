@@ -5,6 +5,8 @@ trace on its own (browse) has its own views: kerneldiff.tui.trace_views.
 
 from __future__ import annotations
 
+from functools import partial
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Group
@@ -650,13 +652,19 @@ def side_kernels_spec(name: str, sides: dict[str, list], totals: dict[str, float
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
         short = shortener([k.name for _s, k in items], w["name"])
+
+        def cells(side: str, k, share: float | None) -> tuple:
+            st = k.stats
+            return (span(SIDE_LETTER[side], f"bold {SIDE_STYLE[side]}"), literal(short(k.name)),
+                    _num(f"{st.count:,}"), _num(fmt_us(st.total_us)), _num(fmt_us(st.mean_us)),
+                    _num(fmt_pct(share)), literal(cut(k.category, 12)))
+        # cells made when a row is first drawn (every column has a width): an operation can hold
+        # 100,000 distinct kernels
         for i, (side, k) in enumerate(items):
             st = k.stats
             share = st.total_us / totals[side] if totals.get(side) else None
             rows.append(Row(f"{side}{i}", (SIDE_LETTER[side], k.name, st.count, st.total_us, st.mean_us, share, k.category),
-                            (span(SIDE_LETTER[side], f"bold {SIDE_STYLE[side]}"), literal(short(k.name)),
-                             _num(f"{st.count:,}"), _num(fmt_us(st.total_us)), _num(fmt_us(st.mean_us)),
-                             _num(fmt_pct(share)), literal(cut(k.category, 12))),
+                            partial(cells, side, k, share),
                             payload=(side, k), search=searchable(k.name, k.category) + f"\n{side}"))
         return rows
 
@@ -712,8 +720,8 @@ def timeline_spec(comp: Comparison) -> TableSpec:
             Column("a_sync", "A sync", "us", 8), Column("b_sync", "B sync", "us", 8),
             Column("a_kernels", "A kernels", "int", 9), Column("b_kernels", "B kernels", "int", 9)]
 
-    def get(p: PassTimeline | None, k: str):
-        return getattr(p, k) if p else None
+    figures = attrgetter("span_us", "busy_us", "idle_us", "launch_bound_us", "sync_us", "kernels")
+    absent = (None,) * 6
 
     def build(w: dict[str, int]) -> list[Row]:
         rows = []
@@ -721,21 +729,27 @@ def timeline_spec(comp: Comparison) -> TableSpec:
             n = pass_number(a, b)
             gap = a.span_us - b.span_us if a and b else None
             ai, bi = _idle_share(a), _idle_share(b)
-            scale = max((p.span_us for p in (a, b) if p), default=0.0)
-            vals = (n, get(a, "span_us"), get(b, "span_us"), gap, ai, bi, None, None,
-                    get(a, "busy_us"), get(b, "busy_us"), get(a, "idle_us"), get(b, "idle_us"),
-                    get(a, "launch_bound_us"), get(b, "launch_bound_us"), get(a, "sync_us"), get(b, "sync_us"),
-                    get(a, "kernels"), get(b, "kernels"))
-            cells = (_num(f"{n} {kind_marks(a, b)}".rstrip()), _num(fmt_us(vals[1])), _num(fmt_us(vals[2])), _num(fmt_gap(gap)),
-                     _num(fmt_pct(ai)), _num(fmt_pct(bi)),
-                     busy_idle_bar(vals[8], vals[1], scale, w["a_bar"], "a"),
-                     busy_idle_bar(vals[9], vals[2], scale, w["b_bar"], "b"),
-                     *(_num(fmt_us(v)) for v in vals[8:16]),
-                     *(_num("—" if v is None else f"{v:,}") for v in vals[16:18]))
-            names = " ".join(p.name for p in (a, b) if p and p.name)
-            rows.append(Row(str(n), vals, cells, payload=(a, b), style=_row_style(gap or 0),
-                            search=f"pass {n} {names}".lower()))
+            fa = figures(a) if a else absent
+            fb = figures(b) if b else absent
+            # the longer span of the two, as max() picks it (plain comparisons: this runs once per pass)
+            scale = (fb[0] if fb[0] > fa[0] else fa[0]) if a and b else fa[0] if a else fb[0] if b else 0.0
+            vals = (n, fa[0], fb[0], gap, ai, bi, None, None,
+                    fa[1], fb[1], fa[2], fb[2], fa[3], fb[3], fa[4], fb[4], fa[5], fb[5])
+            na, nb = a.name if a else "", b.name if b else ""
+            names = f"{na} {nb}" if na and nb else na or nb
+            # cells made when a row is first drawn (every column has a width): a long decode run
+            # holds 100,000 passes
+            rows.append(Row(str(n), vals, partial(cells, n, a, b, vals, gap, ai, bi, scale, w), payload=(a, b),
+                            style=_row_style(gap or 0), search=f"pass {n} {names}".lower()))
         return rows
+
+    def cells(n, a, b, vals, gap, ai, bi, scale, w) -> tuple:
+        return (_num(f"{n} {kind_marks(a, b)}".rstrip()), _num(fmt_us(vals[1])), _num(fmt_us(vals[2])),
+                _num(fmt_gap(gap)), _num(fmt_pct(ai)), _num(fmt_pct(bi)),
+                busy_idle_bar(vals[8], vals[1], scale, w["a_bar"], "a"),
+                busy_idle_bar(vals[9], vals[2], scale, w["b_bar"], "b"),
+                *(_num(fmt_us(v)) for v in vals[8:16]),
+                *(_num("—" if v is None else f"{v:,}") for v in vals[16:18]))
 
     # largest |span gap| first, as the CLI's timeline; `t`: the longer of the two spans, which is
     # neither column alone, so no header carries the arrow (the notification says the order)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 from kerneldiff.core.lazy_pattern import LazyPattern
@@ -12,35 +13,47 @@ _NAMESPACES = LazyPattern(r"(?:at::native::|at::cuda::|c10::|std::|cub::|cutlass
                          r"pytorch_flash::|void |__hip_|__nv_)")
 
 
+_ANGLE_OR_COMMA = LazyPattern(r"[<>,]")
+_PLAIN_ARG = LazyPattern(r"[-\d.]+[a-z]*|true|false")
+
+
 def _flatten_templates(s: str) -> str:
     """Keep first-level template arguments without their own template arguments; drop numbers."""
-    out, depth, arg = [], 0, []
+    # walked from one `<`, `>` or `,` to the next: the text between them goes where the depth says
+    out: list[str] = []
+    depth, arg, at = 0, "", 0
     args: list[str] = []
-    for ch in s:
+    for m in _ANGLE_OR_COMMA.finditer(s):
+        i = m.start()
+        if depth == 1:
+            arg += s[at:i]
+        elif depth == 0:
+            out.append(s[at:i])
+        at = i + 1
+        ch = s[i]
         if ch == "<":
             depth += 1
             if depth == 1:
                 out.append("<")
-                arg = []
+                arg = ""
                 args = []
-            continue
-        if ch == ">":
+        elif ch == ">":
             depth -= 1
             if depth == 0:
-                args.append("".join(arg).strip())
-                kept = [a for a in args if a and not re.fullmatch(r"[-\d.]+[a-z]*|true|false", a)]
+                args.append(arg.strip())
+                kept = [a for a in args if a and not _PLAIN_ARG.fullmatch(a)]
                 out.append(", ".join(kept) + ">")
-            continue
-        if depth == 1 and ch == ",":
-            args.append("".join(arg).strip())
-            arg = []
-            continue
-        if depth == 1:
-            arg.append(ch)
+        elif depth == 1:
+            args.append(arg.strip())
+            arg = ""
         elif depth == 0:
-            out.append(ch)
+            out.append(",")
+    if depth == 1:
+        arg += s[at:]
+    elif depth == 0:
+        out.append(s[at:])
     if depth > 0:  # unbalanced (a name cut short): show what the first level held
-        args.append("".join(arg).strip())
+        args.append(arg.strip())
         out.append(", ".join(a for a in args if a) + "…>")
     return "".join(out).replace("<>", "")
 
@@ -50,17 +63,21 @@ _STEMS = (("vectorized_elementwise_kernel", "vec_ew"), ("unrolled_elementwise_ke
           ("elementwise_kernel", "ew"), ("reduce_kernel", "reduce"), ("gpu_kernel_impl_nocast", "impl"))
 
 
+_BRACKET_OR_SCOPE = LazyPattern(r"[<({\[>)}\]]|:(?=:)")
+
+
 def _unqualified(s: str) -> str:
     """Drop the namespaces and classes in front of the name (outside template arguments):
     `at::native::(anonymous namespace)::CatArrayBatchedCopy<T>` -> `CatArrayBatchedCopy<T>`."""
-    depth, cuts = 0, [0]
-    for i, ch in enumerate(s):
+    depth, cuts, n = 0, [0], len(s)
+    for m in _BRACKET_OR_SCOPE.finditer(s):   # brackets, and each `:` that another follows
+        ch = m.group()
         if ch in "<({[":
             depth += 1
         elif ch in ">)}]":
             depth = max(depth - 1, 0)
-        elif ch == ":" and depth == 0 and s.startswith("::", i) and i + 2 < len(s):
-            cuts.append(i + 2)
+        elif depth == 0 and m.start() + 2 < n:
+            cuts.append(m.start() + 2)
     # a member that says nothing alone (`operator()`, a lambda) keeps its class
     if len(cuts) > 1 and s.startswith(("operator", "{lambda", "{unnamed"), cuts[-1]):
         return s[cuts[-2]:]
@@ -75,6 +92,7 @@ _IDENT = LazyPattern(r"[\w.$]+")
 MAX_SHAPED = 16_384
 
 
+_SPACES = LazyPattern(r"\s+")
 _COPY = LazyPattern(r"Memcpy (\w+) \((\w+) -> (\w+)\)")
 _VEC_WIDTH = LazyPattern(r"vectorized_elementwise_kernel<\s*(\d+)\s*,")
 
@@ -117,7 +135,7 @@ def short_name(name: str, width: int = 48) -> str:
             s = s.replace(stem, short)
         if vec:    # the vector width tells vec_ew<4, add> from vec_ew<8, add> (float against bf16)
             s = s.replace("vec_ew<", f"vec_ew<{vec.group(1)}, ", 1)
-        s = re.sub(r"\s+", " ", s).strip() or name
+        s = _SPACES.sub(" ", s).strip() or name
     if len(s) > width:
         s = _unqualified(s)
     if len(s) > width:   # and inside the template arguments
@@ -152,14 +170,12 @@ def _full_form(name: str) -> str:
     s = _unqualified(_NAMESPACES.sub("", strip_signature(s)) or s)
     for stem, short in _STEMS:
         s = s.replace(stem, short)
-    return re.sub(r"\s+", " ", s).strip() or name
+    return _SPACES.sub(" ", s).strip() or name
 
 
 def _common_prefix(forms: list[str]) -> int:
-    first, n = forms[0], min(len(f) for f in forms)
-    i = 0
-    while i < n and all(f[i] == first[i] for f in forms):
-        i += 1
+    # the common start of all is that of the first and last in sorted order (os.path.commonprefix)
+    first, i = forms[0], len(os.path.commonprefix(forms))
     while i > 0 and first[i - 1] not in _SEPARATORS:   # back to just after a separator
         i -= 1
     return i
@@ -167,9 +183,7 @@ def _common_prefix(forms: list[str]) -> int:
 
 def _common_suffix(forms: list[str], prefix: int) -> int:
     first, n = forms[0], min(len(f) for f in forms) - prefix
-    j = 0
-    while j < n and all(f[-1 - j] == first[-1 - j] for f in forms):
-        j += 1
+    j = max(min(len(os.path.commonprefix([f[::-1] for f in forms])), n), 0)
     while j > 0 and first[-j] not in _SEPARATORS:   # on to a separator
         j -= 1
     return j

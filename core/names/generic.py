@@ -50,6 +50,9 @@ class Gist(NamedTuple):
 def gist(name: str) -> Gist | None:
     """The gist of a readable (demangled) name of one of PyTorch's generic kernels; None for any
     other kernel, or one whose template arguments name no op."""
+    # what is read below is a part of `name`: without one of the templates' names in it, it names none
+    if "elementwise_kernel" not in name and "reduce_kernel<" not in name and "multi_tensor_apply_kernel<" not in name:
+        return None
     # `void (anonymous namespace)::k<…>`: drop_return_type keeps a return type before a parenthesis
     s = _QUALIFIED.sub("", _VOID.sub("", drop_return_type(strip_args(name.strip()))))
     for prefix, short in _TEMPLATES:

@@ -9,13 +9,14 @@ the classifier named them (`kerneldiff info` lists the same).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import numpy as np
 
 from kerneldiff.core.analysis.stats import Stats
 from kerneldiff.core.analysis.timeline import timeline
+from kerneldiff.core.lazy_dataclass import dataclass   # methods made on first use: a bare `info` uses few
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
 from kerneldiff.core.numbers import distinct
 

@@ -23,7 +23,7 @@ from kerneldiff.core.analysis.modules import launches_in, module_calls
 from kerneldiff.core.analysis.stacks import block_classes, group, parents
 from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.model import LayerSpan, Step, TraceModel
-from kerneldiff.core.numbers import small_unique
+from kerneldiff.core.numbers import distinct, small_unique
 
 # Attention kernels of one layer can be several launches (split-KV + combine, 3-D unified
 # attention + reduce, rotary inside; eager attention's QKᵀ, softmax and ·V with the scale, mask
@@ -261,7 +261,7 @@ def from_modules(model: TraceModel) -> bool:
     call_step = np.searchsorted(step_starts, ts, side="right") - 1
     pos = np.zeros(len(rows), np.int64)
     per_stack = np.zeros((len(stacks), len(model.steps)), np.int64)
-    for s in np.unique(call_step).tolist():
+    for s in distinct(call_step).tolist():
         for j in range(len(stacks)):
             sel = np.flatnonzero((call_step == s) & (sid == j))
             pos[sel] = np.arange(len(sel))
@@ -352,7 +352,7 @@ def _replayed_passes(model: TraceModel, classifier, roles: np.ndarray) -> None:
     layers from the kernel sequence; the passes the modules describe keep theirs."""
     k = model.kernels
     with_layers = np.zeros(len(model.steps), bool)
-    with_layers[np.unique(k.step[(k.layer >= 0) & (k.step >= 0)])] = True
+    with_layers[distinct(k.step[(k.layer >= 0) & (k.step >= 0)])] = True
     bare = ~with_layers & (np.bincount(k.step[k.step >= 0], minlength=len(model.steps)) > 0)
     if not bare.any():
         return
@@ -395,7 +395,7 @@ def _softmax_anchors(model: TraceModel, roles: np.ndarray) -> np.ndarray | None:
         if d <= 3:
             after[:-d] |= gemm[d:]
     anchor = soft & before & after
-    passes = max(len(np.unique(k.step[k.step >= 0])), 1)
+    passes = max(len(distinct(k.step[k.step >= 0])), 1)
     if anchor.sum() < 2 * passes:
         return None
     return anchor
@@ -408,7 +408,7 @@ def _cross_check(model: TraceModel, classifier, roles: np.ndarray) -> None:
     if not attn.any() or not model.num_layers:
         return
     ok = (k.layer >= 0) & attn
-    per_layer = np.unique(k.step[ok] * 100000 + k.layer[ok])
+    per_layer = distinct(k.step[ok] * 100000 + k.layer[ok])
     layers_with_attn = len(per_layer)
     total_layers = sum(1 for _ in model.layers)
     if total_layers and layers_with_attn < 0.9 * total_layers:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kerneldiff.core.model import KERNEL_COLUMNS, Table, TraceModel
-from kerneldiff.core.numbers import distinct
+from kerneldiff.core.numbers import distinct, unique_inverse
 
 # columns the readings set; a device view starts them afresh
 _DERIVED = ("cpu_op", "launch", "cat", "rule", "step", "phase", "layer")
@@ -43,7 +43,7 @@ def device_totals(model: TraceModel) -> list[DeviceTotal]:
     known = k.device >= 0          # -1: no readable device (an id beyond 64 bits, text, absent pid)
     if not known.any():
         return []
-    ids, inv = np.unique(k.device[known], return_inverse=True)
+    ids, inv = unique_inverse(k.device[known])
     time = np.bincount(inv, weights=k.dur[known], minlength=len(ids))
     count = np.bincount(inv, minlength=len(ids))
     return [DeviceTotal(int(d), int(n), float(t)) for d, n, t in zip(ids.tolist(), count.tolist(), time.tolist())]

@@ -10,11 +10,15 @@ from kerneldiff.core.analysis.trace_totals import category_totals
 from kerneldiff.core.analysis.devices import device_totals
 from kerneldiff.core.analysis.pass_kinds import kind_counts
 from kerneldiff.core.model import PHASES, TraceModel
+from kerneldiff.core.numbers import unique_inverse
 
 
 def summarize(model: TraceModel) -> dict[str, Any]:
     k = model.kernels
-    phase_counts = {PHASES[p]: int(n) for p, n in zip(*np.unique(k.phase, return_counts=True))} if len(k) else {}
+    phase_counts = {}
+    if len(k):   # np.unique(k.phase, return_counts=True), by a count per phase id instead of a sort
+        ids, inv = unique_inverse(k.phase)
+        phase_counts = {PHASES[p]: int(n) for p, n in zip(ids, np.bincount(inv, minlength=len(ids)))}
     step_phases: dict[str, int] = {}
     for s in model.steps:
         step_phases[s.phase] = step_phases.get(s.phase, 0) + 1

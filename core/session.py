@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
 from kerneldiff.core import orchestration
 from kerneldiff.core.errors import TraceError, shown_path
-from kerneldiff.core.lazy_dataclass import dataclass   # methods made on first use: a bare `info` uses few
 
 # progress(fraction 0..1, stage, done, total) -> False to cancel
 Progress = Callable[[float, str, int, int], "bool | None"]

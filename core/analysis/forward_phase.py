@@ -18,7 +18,6 @@ from kerneldiff.core.analysis.attribution import launch_time
 from kerneldiff.core.analysis.modules import module_calls, top_level_model
 from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.model import TraceModel
-from kerneldiff.core.numbers import distinct
 
 # the heads of models that generate (HF transformers' naming; vLLM and SGLang annotate their steps)
 GENERATIVE = LazyPattern(r"CausalLM|LMHead|ConditionalGeneration|Seq2Seq|Generation|ForSpeech|GPT|Decoder(?!Layer)"
@@ -39,7 +38,7 @@ def never_generates(model: TraceModel) -> str | None:
         return None
     p = model.python
     if len(p):
-        ids = distinct(p.name[p.name >= 0])
+        ids = np.unique(p.name[p.name >= 0])
         if any(_GENERATE_FRAME.search(model.strings[int(i)]) for i in ids.tolist()):
             return None
     return top

@@ -151,7 +151,7 @@ def decoder_layer_class(calls: ModuleCalls, launch_t: np.ndarray, within: np.nda
     for c, n in counts.items():
         sel = rows[calls.cls_id[rows] == calls.classes.index(c)]
         inst = calls.instance[sel]
-        if (inst < 0).any() or len(distinct(inst)) < 2:
+        if (inst < 0).any() or len(np.unique(inst)) < 2:
             continue
         # calls of one class must all sit at one depth (a block, not a recursive helper)
         if np.any(calls.depth[sel] != calls.depth[sel][0]):

@@ -9,16 +9,17 @@ the classifier named them (`kerneldiff info` lists the same).
 
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from kerneldiff.core.analysis.stats import Stats
 from kerneldiff.core.analysis.timeline import timeline
-from kerneldiff.core.lazy_dataclass import dataclass   # methods made on first use: a bare `info` uses few
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
 from kerneldiff.core.numbers import stable_argsort
+# this module's dataclasses are made on first use: a bare `info` uses one of the six
+from kerneldiff.core.lazy_dataclass import dataclass  # noqa: E402,F811,I001
 
 TOP_N = 3   # kernels and cpu_ops named per operation / step
 

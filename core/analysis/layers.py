@@ -466,13 +466,19 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
     span_steps: list[np.ndarray] = []
     span_starts: list[np.ndarray] = []
     span_ends: list[np.ndarray] = []
+    # the steps' rows on the device, in step order, each step's a slice of `sel` (no per-step
+    # indexing of the whole trace's columns: ~280 steps of a dense decode trace)
+    inner = order[bounds[0]:bounds[-1]]
+    sel = inner[on_dev[inner]]
+    at = np.searchsorted(step_of[sel], np.arange(len(model.steps) + 1)).tolist()
+    sel_cats = k.cat[sel]
+    lays: list[np.ndarray] = []   # each step's layer per row, in `sel`'s order
     for s in range(len(model.steps)):
-        rows = order[bounds[s]:bounds[s + 1]]
-        rows = rows[on_dev[rows]]
+        rows = sel[at[s]:at[s + 1]]
         if len(rows) == 0:
             counts.append(0)
             continue
-        cats = k.cat[rows]
+        cats = sel_cats[at[s]:at[s + 1]]
         hit = memo.get(cats.tobytes())
         if hit is None:
             r = role_all[rows]
@@ -488,13 +494,15 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
                                           list(range(len(spans))), [b - a for a, b in spans], lay)
         first, last, numbers, n_rows, lay = hit
         counts.append(len(numbers))
-        k.layer[rows] = lay
+        lays.append(lay)
         if numbers:
             span_steps.append(np.full(len(numbers), s, np.int64))
             span_starts.append(rows[first])
             span_ends.append(rows[last] + 1)
         if n_rows:
             by_phase.setdefault(model.steps[s].phase, []).extend(n_rows)
+    if lays:
+        k.layer[sel] = np.concatenate(lays)
     nonzero = [c for c in counts if c]
     if not nonzero:
         model.warnings.append("layers not detected in any step")

@@ -54,7 +54,7 @@ def mark(model: TraceModel, classifier) -> None:
         return
     roles = np.array([classifier.role(c) for c in model.categories] + ["other"], dtype=object)
     soft_cat = np.array([c.lower() == "softmax" for c in model.categories] + [False])
-    is_gemm = roles[k.cat] == "gemm"
+    is_gemm = (roles == "gemm")[k.cat]   # per category, then per kernel: no string per kernel compared
     is_soft = soft_cat[k.cat]
     if not is_soft.any() or not is_gemm.any():
         return

@@ -385,7 +385,7 @@ def _softmax_anchors(model: TraceModel, roles: np.ndarray) -> np.ndarray | None:
     soft = np.isin(k.cat, [i for i, c in enumerate(model.categories) if c.lower() == "softmax"])
     if soft.sum() < 2:
         return None
-    gemm = roles[k.cat] == "gemm"
+    gemm = (roles == "gemm")[k.cat]
     # a GEMM within the 5 kernels before (scale, mask, an upcast to float32 for the softmax sit
     # between: HF transformers 5's eager attention has four) and within the 3 after (a cast back)
     before = np.zeros(len(k), bool)
@@ -404,7 +404,7 @@ def _softmax_anchors(model: TraceModel, roles: np.ndarray) -> np.ndarray | None:
 def _cross_check(model: TraceModel, classifier, roles: np.ndarray) -> None:
     """Modules say the layers; when attention kernels exist, they should say the same count."""
     k = model.kernels
-    attn = roles[k.cat] == "attention"
+    attn = (roles == "attention")[k.cat]
     if not attn.any() or not model.num_layers:
         return
     ok = (k.layer >= 0) & attn

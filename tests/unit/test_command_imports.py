@@ -86,3 +86,16 @@ def test_the_installed_command_and_python_m_kerneldiff_run(how):
     assert p.returncode == 0 and p.stdout.startswith("kerneldiff "), p.stderr[-2000:]
     if how == "script":   # the plain script, not a console-script wrapper
         assert "import re" not in [line.strip() for line in script.read_text().splitlines()]
+
+
+@pytest.mark.skipif(not TINY.exists(), reason="needs ../shared/traces")
+def test_a_bare_info_imports_no_pathlib_and_no_hashlib_of_its_own():
+    # pathlib (with urllib and ipaddress) and hashlib (OpenSSL) were ~8 ms of a 1-kernel info: the
+    # registry's cache is found with os.path and keyed by CPython's own SHA-256. (An editable
+    # install's path hook imports pathlib itself, so this runs the modules without it.)
+    code = LIST.replace("from kerneldiff.cli.main import entry", "sys.modules.pop('pathlib', None)\n"
+                        "from kerneldiff.cli.main import entry")
+    p = subprocess.run([sys.executable, "-c", code, "info", "--no-cache", "--json", str(TINY)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    mods = set(json.loads([x for x in p.stderr.splitlines() if x.startswith("MODULES ")][-1][len("MODULES "):]))
+    assert "pathlib" not in mods and "hashlib" not in mods and "shutil" not in mods

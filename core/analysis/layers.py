@@ -430,14 +430,22 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
         devs, inv = np.unique(k.device, return_inverse=True)
     main_dev = devs[np.argmax(np.bincount(inv, weights=k.dur))]
     on_dev = k.device == main_dev
-    role_all = roles[k.cat]
+    # each row's role, made for the rows a segmentation reads (one string per kernel of the whole
+    # trace: ~2 ms of a dense decode trace, whose steps mostly repeat a segmentation already made)
+    is_extra = None
     if extra_anchors is not None:   # per-kernel anchors (softmax of decomposed attention)
-        role_all = role_all.copy()
-        role_all[extra_anchors] = "attention"
+        is_extra = np.zeros(len(k), bool)
+        is_extra[extra_anchors] = True
+
+    def roles_at(rows: np.ndarray) -> np.ndarray:
+        r = roles[k.cat[rows]]
+        if is_extra is not None:
+            r[is_extra[rows]] = "attention"
+        return r
 
     if len(model.steps) == 1 and model.steps[0].source == "whole-trace":
         rows = np.nonzero(on_dev)[0]
-        anchors = _anchor_runs(role_all[rows], anchor_roles)
+        anchors = _anchor_runs(roles_at(rows), anchor_roles)
         pieces = _infer_steps(model, rows, anchors)
         if len(pieces) > 1:
             model.steps = []
@@ -481,7 +489,7 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
         cats = sel_cats[at[s]:at[s + 1]]
         hit = memo.get(cats.tobytes())
         if hit is None:
-            r = role_all[rows]
+            r = roles_at(rows)
             spans = _segment_sequence(r, _anchor_runs(r, anchor_roles), cats)
             lay = np.full(len(rows), -1, dtype=np.int32)
             for li, (a, b) in enumerate(spans):

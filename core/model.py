@@ -10,12 +10,13 @@ activity that takes GPU time: kernels, memcpy and memset (their `kind` column te
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
+from kerneldiff.core.lazy_dataclass import dataclass   # methods made on first use: a bare `info` uses few
 from kerneldiff.core.phase_names import PHASE_FILTERS, PHASES  # noqa: F401 - re-exported
 from kerneldiff.core.strings import StringTable
 

@@ -191,6 +191,22 @@ def small_unique(values, bound: int):
     return uniq, index[values]
 
 
+def unique_inverse(values):
+    """np.unique(values, return_inverse=True) for integers: by small_unique's table when their span
+    is small (device ids, categories, phases: ~1 ms for 260k kernels against np.unique's 4 ms sort).
+    Returns (sorted distinct values, each value's index among them)."""
+    import numpy as np
+
+    values = np.asarray(values).reshape(-1)
+    if len(values):
+        lo, hi = int(values.min()), int(values.max())
+        if hi - lo < 1 << 20:
+            uniq, inverse = small_unique(values - lo if lo else values, hi - lo + 1)
+            return (uniq + lo).astype(values.dtype), inverse
+    uniq, inverse = np.unique(values, return_inverse=True)
+    return uniq, inverse.reshape(-1)
+
+
 def distinct(values):
     """np.unique(values): the sorted distinct values, flattened, for values without NaN. np.unique
     without return_index/inverse/counts asks numpy.ma whether the array is masked, importing it on

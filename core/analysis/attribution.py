@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from kerneldiff.core.model import TraceModel
-from kerneldiff.core.numbers import small_unique, stable_argsort
+from kerneldiff.core.numbers import distinct, small_unique, stable_argsort
 
 try:   # the stream-overlap pass in C, beside the timeline's gap scan; numpy otherwise, the same figure
     from kerneldiff.core.analysis import _gapscan
@@ -68,7 +68,7 @@ def _enclosing_ops(model: TraceModel, launches: np.ndarray) -> np.ndarray:
     c, L = model.cpu_ops, model.launches
     out = np.full(len(launches), -1, dtype=np.int64)
     lt, ltid = L.ts[launches], L.tid[launches]
-    for tid in np.unique(ltid).tolist():  # a handful of threads: loop them, vectorise inside
+    for tid in distinct(ltid).tolist():  # a handful of threads: loop them, vectorise inside
         ops = np.nonzero(c.tid == tid)[0]
         if len(ops) == 0:
             continue

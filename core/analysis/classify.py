@@ -24,7 +24,7 @@ Beside it: the registry's schema, parsing and cache (`registry.py`), Inductor ke
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kerneldiff.core.analysis.inductor_names import KNOWN_OPS, InductorKernel, parse_inductor
 from kerneldiff.core.analysis.registry import (GENERIC, OTHER, SHIPPED, InductorRule, OpRule, Rule, merge_by_id,
@@ -33,6 +33,9 @@ from kerneldiff.core.analysis.rule_matcher import (MAX_MATCH_CHARS, FirstRule, c
                                                    is_cut_for_matching, lazy_pattern, match_text, required_literal)
 from kerneldiff.core.errors import TraceError
 from kerneldiff.core.numbers import small_unique
+
+if TYPE_CHECKING:   # pathlib (and the urllib and ipaddress it imports) is not needed to classify: ~5 ms
+    from pathlib import Path
 
 
 def op_reason(rule_id: str, op: str) -> str:

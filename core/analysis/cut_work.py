@@ -21,10 +21,9 @@ pass is steady.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from kerneldiff.core.lazy_dataclass import dataclass   # methods made on first use: a bare `info` uses few
 from kerneldiff.core.numbers import distinct
 
 WHY = ("launched before the profiler's window: no CPU launch in the trace, a correlation id below "

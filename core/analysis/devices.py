@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kerneldiff.core.model import KERNEL_COLUMNS, Table, TraceModel
+from kerneldiff.core.numbers import distinct, unique_inverse
 
 # columns the readings set; a device view starts them afresh
 _DERIVED = ("cpu_op", "launch", "cat", "rule", "step", "phase", "layer")
@@ -42,7 +43,7 @@ def device_totals(model: TraceModel) -> list[DeviceTotal]:
     known = k.device >= 0          # -1: no readable device (an id beyond 64 bits, text, absent pid)
     if not known.any():
         return []
-    ids, inv = np.unique(k.device[known], return_inverse=True)
+    ids, inv = unique_inverse(k.device[known])
     time = np.bincount(inv, weights=k.dur[known], minlength=len(ids))
     count = np.bincount(inv, minlength=len(ids))
     return [DeviceTotal(int(d), int(n), float(t)) for d, n, t in zip(ids.tolist(), count.tolist(), time.tolist())]
@@ -55,14 +56,14 @@ def _host_pids(model: TraceModel, devices: list[int]) -> dict[int, set[int] | No
     host processes (ranks merged into one file): a device goes with the process whose runtime calls
     carry its kernels' correlation ids; where that does not decide (merged ranks reuse the same ids)
     the devices and the processes are paired in sorted order."""
-    pids = np.unique(np.concatenate([model.launches.pid, model.cpu_ops.pid]))
+    pids = distinct(np.concatenate([model.launches.pid, model.cpu_ops.pid]))
     pids = pids[pids >= 0]
     if len(pids) <= 1:
         return {d: None for d in devices}
     k, L = model.kernels, model.launches
     score = np.zeros((len(devices), len(pids)))
     for i, d in enumerate(devices):
-        corr = np.unique(k.corr[(k.device == d) & (k.corr >= 0)])
+        corr = distinct(k.corr[(k.device == d) & (k.corr >= 0)])
         for j, p in enumerate(pids.tolist()):
             score[i, j] = np.count_nonzero(np.isin(corr, L.corr[L.pid == p])) / max(len(corr), 1)
     out: dict[int, set[int] | None] = {}

@@ -25,6 +25,7 @@ from kerneldiff.core.analysis.modules import launches_in, module_calls
 from kerneldiff.core.analysis.stacks import parents
 from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.model import TraceModel
+from kerneldiff.core.numbers import distinct
 
 ATTENTION_MODULE = LazyPattern(r"(Attention|Attn)$")
 BMM_OPS, SOFTMAX_OPS = EAGER_BMM_OPS, EAGER_SOFTMAX_OPS
@@ -53,7 +54,7 @@ def mark(model: TraceModel, classifier) -> None:
         return
     roles = np.array([classifier.role(c) for c in model.categories] + ["other"], dtype=object)
     soft_cat = np.array([c.lower() == "softmax" for c in model.categories] + [False])
-    is_gemm = roles[k.cat] == "gemm"
+    is_gemm = (roles == "gemm")[k.cat]   # per category, then per kernel: no string per kernel compared
     is_soft = soft_cat[k.cat]
     if not is_soft.any() or not is_gemm.any():
         return
@@ -84,7 +85,7 @@ def graph_replayed(model: TraceModel) -> np.ndarray:
     ok = k.launch >= 0
     if ok.any():
         names = model.launches.name[k.launch[ok]]
-        ids = [i for i in np.unique(names).tolist() if i >= 0 and "GraphLaunch" in model.strings[int(i)]]
+        ids = [i for i in distinct(names).tolist() if i >= 0 and "GraphLaunch" in model.strings[int(i)]]
         out[np.flatnonzero(ok)[np.isin(names, ids)]] = True
     return out
 
@@ -105,7 +106,7 @@ def _by_modules(model: TraceModel, is_gemm: np.ndarray, is_soft: np.ndarray) -> 
     cand = np.flatnonzero(is_gemm | is_soft)
     ops[cand] = _op_names(model, cand)
     par = parents(calls)
-    for th in np.unique(calls.tid[rows]).tolist():
+    for th in distinct(calls.tid[rows]).tolist():
         sel = rows[calls.tid[rows] == th]
         sel = sel[np.argsort(calls.ts[sel], kind="stable")]
         # the outermost attention calls (BertAttention around BertSelfAttention): one window each
@@ -141,7 +142,7 @@ def _pattern(model: TraceModel, is_gemm: np.ndarray, is_soft: np.ndarray, bmm: n
     k = model.kernels
     g = is_gemm if bmm is None else is_gemm & bmm
     hit = np.zeros(len(k), bool)
-    for dev in np.unique(k.device).tolist():
+    for dev in distinct(k.device).tolist():
         rows = np.flatnonzero(k.device == dev)        # kernel rows are in time order per device
         gg, ss = g[rows], is_soft[rows]
         n = len(rows)

@@ -51,7 +51,7 @@ from __future__ import annotations
 import math
 import re
 import weakref
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -66,6 +66,7 @@ except ImportError:  # pragma: no cover
 
     _loads = _json.loads
 
+from kerneldiff.core.lazy_dataclass import dataclass   # methods made on first use: a bare `info` uses few
 from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.model import KIND_KERNEL, TraceModel
 

@@ -23,7 +23,7 @@ from kerneldiff.core.analysis.modules import launches_in, module_calls
 from kerneldiff.core.analysis.stacks import block_classes, group, parents
 from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.model import LayerSpan, Step, TraceModel
-from kerneldiff.core.numbers import small_unique
+from kerneldiff.core.numbers import distinct, small_unique
 
 # Attention kernels of one layer can be several launches (split-KV + combine, 3-D unified
 # attention + reduce, rotary inside; eager attention's QKᵀ, softmax and ·V with the scale, mask
@@ -261,7 +261,7 @@ def from_modules(model: TraceModel) -> bool:
     call_step = np.searchsorted(step_starts, ts, side="right") - 1
     pos = np.zeros(len(rows), np.int64)
     per_stack = np.zeros((len(stacks), len(model.steps)), np.int64)
-    for s in np.unique(call_step).tolist():
+    for s in distinct(call_step).tolist():
         for j in range(len(stacks)):
             sel = np.flatnonzero((call_step == s) & (sid == j))
             pos[sel] = np.arange(len(sel))
@@ -352,7 +352,7 @@ def _replayed_passes(model: TraceModel, classifier, roles: np.ndarray) -> None:
     layers from the kernel sequence; the passes the modules describe keep theirs."""
     k = model.kernels
     with_layers = np.zeros(len(model.steps), bool)
-    with_layers[np.unique(k.step[(k.layer >= 0) & (k.step >= 0)])] = True
+    with_layers[distinct(k.step[(k.layer >= 0) & (k.step >= 0)])] = True
     bare = ~with_layers & (np.bincount(k.step[k.step >= 0], minlength=len(model.steps)) > 0)
     if not bare.any():
         return
@@ -385,7 +385,7 @@ def _softmax_anchors(model: TraceModel, roles: np.ndarray) -> np.ndarray | None:
     soft = np.isin(k.cat, [i for i, c in enumerate(model.categories) if c.lower() == "softmax"])
     if soft.sum() < 2:
         return None
-    gemm = roles[k.cat] == "gemm"
+    gemm = (roles == "gemm")[k.cat]
     # a GEMM within the 5 kernels before (scale, mask, an upcast to float32 for the softmax sit
     # between: HF transformers 5's eager attention has four) and within the 3 after (a cast back)
     before = np.zeros(len(k), bool)
@@ -395,7 +395,7 @@ def _softmax_anchors(model: TraceModel, roles: np.ndarray) -> np.ndarray | None:
         if d <= 3:
             after[:-d] |= gemm[d:]
     anchor = soft & before & after
-    passes = max(len(np.unique(k.step[k.step >= 0])), 1)
+    passes = max(len(distinct(k.step[k.step >= 0])), 1)
     if anchor.sum() < 2 * passes:
         return None
     return anchor
@@ -404,11 +404,11 @@ def _softmax_anchors(model: TraceModel, roles: np.ndarray) -> np.ndarray | None:
 def _cross_check(model: TraceModel, classifier, roles: np.ndarray) -> None:
     """Modules say the layers; when attention kernels exist, they should say the same count."""
     k = model.kernels
-    attn = roles[k.cat] == "attention"
+    attn = (roles == "attention")[k.cat]
     if not attn.any() or not model.num_layers:
         return
     ok = (k.layer >= 0) & attn
-    per_layer = np.unique(k.step[ok] * 100000 + k.layer[ok])
+    per_layer = distinct(k.step[ok] * 100000 + k.layer[ok])
     layers_with_attn = len(per_layer)
     total_layers = sum(1 for _ in model.layers)
     if total_layers and layers_with_attn < 0.9 * total_layers:
@@ -430,14 +430,22 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
         devs, inv = np.unique(k.device, return_inverse=True)
     main_dev = devs[np.argmax(np.bincount(inv, weights=k.dur))]
     on_dev = k.device == main_dev
-    role_all = roles[k.cat]
+    # each row's role, made for the rows a segmentation reads (one string per kernel of the whole
+    # trace: ~2 ms of a dense decode trace, whose steps mostly repeat a segmentation already made)
+    is_extra = None
     if extra_anchors is not None:   # per-kernel anchors (softmax of decomposed attention)
-        role_all = role_all.copy()
-        role_all[extra_anchors] = "attention"
+        is_extra = np.zeros(len(k), bool)
+        is_extra[extra_anchors] = True
+
+    def roles_at(rows: np.ndarray) -> np.ndarray:
+        r = roles[k.cat[rows]]
+        if is_extra is not None:
+            r[is_extra[rows]] = "attention"
+        return r
 
     if len(model.steps) == 1 and model.steps[0].source == "whole-trace":
         rows = np.nonzero(on_dev)[0]
-        anchors = _anchor_runs(role_all[rows], anchor_roles)
+        anchors = _anchor_runs(roles_at(rows), anchor_roles)
         pieces = _infer_steps(model, rows, anchors)
         if len(pieces) > 1:
             model.steps = []
@@ -466,16 +474,22 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
     span_steps: list[np.ndarray] = []
     span_starts: list[np.ndarray] = []
     span_ends: list[np.ndarray] = []
+    # the steps' rows on the device, in step order, each step's a slice of `sel` (no per-step
+    # indexing of the whole trace's columns: ~280 steps of a dense decode trace)
+    inner = order[bounds[0]:bounds[-1]]
+    sel = inner[on_dev[inner]]
+    at = np.searchsorted(step_of[sel], np.arange(len(model.steps) + 1)).tolist()
+    sel_cats = k.cat[sel]
+    lays: list[np.ndarray] = []   # each step's layer per row, in `sel`'s order
     for s in range(len(model.steps)):
-        rows = order[bounds[s]:bounds[s + 1]]
-        rows = rows[on_dev[rows]]
+        rows = sel[at[s]:at[s + 1]]
         if len(rows) == 0:
             counts.append(0)
             continue
-        cats = k.cat[rows]
+        cats = sel_cats[at[s]:at[s + 1]]
         hit = memo.get(cats.tobytes())
         if hit is None:
-            r = role_all[rows]
+            r = roles_at(rows)
             spans = _segment_sequence(r, _anchor_runs(r, anchor_roles), cats)
             lay = np.full(len(rows), -1, dtype=np.int32)
             for li, (a, b) in enumerate(spans):
@@ -488,13 +502,15 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
                                           list(range(len(spans))), [b - a for a, b in spans], lay)
         first, last, numbers, n_rows, lay = hit
         counts.append(len(numbers))
-        k.layer[rows] = lay
+        lays.append(lay)
         if numbers:
             span_steps.append(np.full(len(numbers), s, np.int64))
             span_starts.append(rows[first])
             span_ends.append(rows[last] + 1)
         if n_rows:
             by_phase.setdefault(model.steps[s].phase, []).extend(n_rows)
+    if lays:
+        k.layer[sel] = np.concatenate(lays)
     nonzero = [c for c in counts if c]
     if not nonzero:
         model.warnings.append("layers not detected in any step")

@@ -15,7 +15,7 @@ import numpy as np
 
 from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.model import TraceModel
-from kerneldiff.core.numbers import equal_runs
+from kerneldiff.core.numbers import distinct, equal_runs
 
 MODULE_PREFIX = "nn.Module: "
 # A call that ends within this of the next call's start has ended before it: ts + dur in floating
@@ -90,7 +90,7 @@ def _module_calls(model: TraceModel) -> ModuleCalls:
     # nesting depth per thread: calls nest or follow each other, so the calls open at a call's
     # start are the earlier ones that have not ended: (earlier calls) - (calls ended by then)
     depth = np.zeros(len(rows), np.int64)
-    for th in np.unique(tid).tolist():
+    for th in distinct(tid).tolist():
         sel = np.flatnonzero(tid == th)            # already in start order
         ended = np.searchsorted(np.sort(end[sel], kind="stable"), ts[sel] + NEST_TOLERANCE_US, side="right")
         depth[sel] = np.arange(len(sel)) - ended
@@ -125,7 +125,7 @@ def kernels_per_class(calls: ModuleCalls, launch_t: np.ndarray, rows: np.ndarray
     t = np.sort(launch_t[~np.isnan(launch_t)], kind="stable") if sorted_t is None else sorted_t
     n = np.searchsorted(t, calls.end[rows], side="right") - np.searchsorted(t, calls.ts[rows], side="left")
     per = np.bincount(calls.cls_id[rows], weights=n, minlength=len(calls.classes))
-    return {calls.classes[c]: int(per[c]) for c in np.unique(calls.cls_id[rows]).tolist()}
+    return {calls.classes[c]: int(per[c]) for c in distinct(calls.cls_id[rows]).tolist()}
 
 
 def top_level_model(calls: ModuleCalls, launch_t: np.ndarray) -> str | None:

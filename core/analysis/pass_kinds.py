@@ -21,6 +21,7 @@ import numpy as np
 
 from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.model import TraceModel
+from kerneldiff.core.numbers import distinct
 
 KINDS = ("steady", "warmup", "capture", "compile")
 # the first kind found wins, in this order
@@ -46,7 +47,7 @@ def _marker_times(model: TraceModel) -> dict[str, np.ndarray]:
             continue
         names = t.name if rows is None else t.name[rows]
         ts = t.ts if rows is None else t.ts[rows]
-        ids = np.unique(names)
+        ids = distinct(names)
         for kind, pat in MARKERS:
             hit = [i for i in ids.tolist() if 0 <= i < len(model.strings) and pat.search(model.strings[i])]
             if hit:
@@ -70,7 +71,7 @@ def assign_kinds(model: TraceModel) -> None:
             continue
         j = np.searchsorted(starts, t, side="right") - 1
         ok = (j >= 0) & (t <= ends[np.maximum(j, 0)])
-        for i in np.unique(j[ok]).tolist():
+        for i in distinct(j[ok]).tolist():
             steps[i].kind = kind
 
 

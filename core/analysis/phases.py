@@ -17,6 +17,7 @@ from kerneldiff.core.analysis.attribution import launch_time
 from kerneldiff.core.analysis.pass_kinds import assign_kinds
 from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.model import PHASE_ID, Step, TraceModel
+from kerneldiff.core.numbers import unique_inverse
 
 # vLLM V1, newer: execute_32_context_0(sq0sk0…)_generation_32(sq32sk55086…): per part, sq = query
 # tokens and sk = KV-cache tokens summed over its requests (then sums of squares, unused here)
@@ -127,12 +128,17 @@ def _annotated(model: TraceModel, sources: tuple[str, ...]) -> tuple[list[Step],
     a = model.annotations
     for gpu in (0, 1):
         rows = np.nonzero(a.gpu == gpu)[0]
-        found = []
-        for r in rows[np.argsort(a.ts[rows], kind="stable")]:
-            name = model.strings[int(a.name[r])]
-            parsed = _parsed_name(model, int(a.name[r]))
-            if parsed and parsed[1] in sources:
-                found.append((float(a.ts[r]), float(a.dur[r]), name, parsed))
+        rows = rows[np.argsort(a.ts[rows], kind="stable")]
+        # each distinct name parsed once, the rows of the names that are steps picked at once (a
+        # decode trace's annotations are thousands of rows)
+        ids = a.name[rows].astype(np.int64)
+        uniq, inverse = unique_inverse(ids)
+        parsed_of = [_parsed_name(model, i) for i in uniq.tolist()]
+        is_step = np.array([bool(p) and p[1] in sources for p in parsed_of] + [False])
+        pick = np.flatnonzero(is_step[inverse])
+        starts, durs = a.ts[rows[pick]].astype(np.float64), a.dur[rows[pick]].astype(np.float64)
+        found = [(t, d, model.strings[i], parsed_of[u]) for t, d, i, u in
+                 zip(starts.tolist(), durs.tolist(), ids[pick].tolist(), inverse[pick].tolist())]
         steps: list[Step] = []
         for ts, dur, name, (phase, source, batch, tokens, kv) in found:
             if steps and ts < steps[-1].ts + steps[-1].dur:

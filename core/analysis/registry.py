@@ -4,19 +4,20 @@ line per problem), and the shipped registry parsed once and kept in the cache di
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 from functools import lru_cache
-from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kerneldiff.core.analysis import rule_matcher
 from kerneldiff.core.analysis.inductor_names import INDUCTOR_KINDS
 from kerneldiff.core.analysis.linear_regex import UnsafeRegex
 from kerneldiff.core.analysis.rule_matcher import GATES, compiler, required_literal, rule_flags
 from kerneldiff.core.errors import TraceError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 OTHER = "Other"
 ROLES = ("attention", "norm", "gemm", "moe", "ssm", "comm", "elementwise", "memory", "other")
@@ -249,22 +250,40 @@ def read_toml(path: str, text: str) -> dict:
 # only when a name first needs it (rule_matcher.LazyPattern).
 
 def registry_cache_dir() -> Path:
+    from pathlib import Path
+
+    return Path(_cache_dir())
+
+
+def _cache_dir() -> str:
+    # os.path, not pathlib: a process that finds the cached registry never imports pathlib (~5 ms)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kerneldiff" / "registry"
+    return os.path.join(base, "kerneldiff", "registry")
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+try:   # CPython's own SHA-256, without hashlib's OpenSSL start (~3 ms of every `info`): same digest
+    from _sha256 import sha256
+except ImportError:   # other interpreters, later CPythons (_sha2)
+    from hashlib import sha256
 
 
 def _registry_key(text: str) -> str:
     """The registry's text and the code that reads it and its gates (this module, the matcher)."""
-    h = hashlib.sha256(text.encode("utf-8"))
-    h.update(Path(__file__).read_bytes())
-    h.update(Path(rule_matcher.__file__).read_bytes())
+    h = sha256(text.encode("utf-8"))
+    h.update(_read(__file__))
+    h.update(_read(rule_matcher.__file__))
     return h.hexdigest()[:32]
 
 
-def _cached_doc(file: Path) -> dict | None:
+def _cached_doc(file: str | Path) -> dict | None:
     """The cached shipped registry, its gates loaded into rule_matcher.GATES; None when absent or unreadable."""
     try:
-        blob = json.loads(file.read_bytes())
+        blob = json.loads(_read(file))
         doc, gates = blob["doc"], blob["gates"]
         if not isinstance(doc, dict) or not isinstance(gates, list):
             return None
@@ -277,9 +296,12 @@ def _cached_doc(file: Path) -> dict | None:
         return None
 
 
-def _store_doc(file: Path, doc: dict, reg: Registry) -> None:
+def _store_doc(file: str | Path, doc: dict, reg: Registry) -> None:
     """Keep the parsed registry and each regex's required literal for the next process (best
     effort: a read-only or full cache dir only costs the next process the parse)."""
+    from pathlib import Path
+
+    file = Path(file)
     gates = []
     sources = [(rx, rule_flags(rx)) for r in reg.rules for rx in r.regex if re.escape(rx) != rx]
     sources += [(rx, 0) for r in reg.op_rules for rx in r.regex]
@@ -320,8 +342,9 @@ def _drop_old_versions(folder: Path) -> None:
 @lru_cache(maxsize=1)
 def shipped_registry() -> Registry:
     # beside this module: importlib.resources and its zip readers cost ~4 ms of every start
-    text = Path(__file__).with_name("registry.toml").read_text(encoding="utf-8")
-    file = registry_cache_dir() / f"shipped-{_registry_key(text)}.json"
+    with open(os.path.join(os.path.dirname(__file__), "registry.toml"), encoding="utf-8") as f:
+        text = f.read()
+    file = os.path.join(_cache_dir(), f"shipped-{_registry_key(text)}.json")
     doc = _cached_doc(file)
     if doc is not None:
         try:

@@ -18,6 +18,7 @@ import numpy as np
 
 from kerneldiff.core.analysis.modules import ModuleCalls, kernels_per_class, launches_in
 from kerneldiff.core.lazy_pattern import LazyPattern
+from kerneldiff.core.numbers import distinct
 
 # A block class wrapped by a container covers (nearly) all of the container's kernels; a layer's
 # own parts (attention, MLP) cover far less than this share of it.
@@ -35,7 +36,7 @@ _WORDS = LazyPattern(r"[A-Z]+[0-9]*(?=[A-Z][a-z]|$|_)|[A-Z]?[a-z]+[0-9]*|[0-9]+|
 def parents(calls: ModuleCalls) -> np.ndarray:
     """Each call's directly enclosing call (same thread, one level up), -1 for a top-level call."""
     out = np.full(len(calls), -1, np.int64)
-    for th in np.unique(calls.tid).tolist():
+    for th in distinct(calls.tid).tolist():
         sel = np.flatnonzero(calls.tid == th)          # in start order
         d = calls.depth[sel]
         for lvl in range(1, int(d.max()) + 1 if len(d) else 1):
@@ -54,7 +55,7 @@ def _candidates(calls: ModuleCalls, launch_t: np.ndarray) -> dict[str, int]:
     for c, n in counts.items():
         sel = calls.of_class(c)
         inst = calls.instance[sel]
-        if n <= 0 or (inst < 0).any() or len(np.unique(inst)) < 2:
+        if n <= 0 or (inst < 0).any() or len(distinct(inst)) < 2:
             continue
         if np.any(calls.depth[sel] != calls.depth[sel][0]):
             continue
@@ -65,7 +66,7 @@ def _candidates(calls: ModuleCalls, launch_t: np.ndarray) -> dict[str, int]:
 def _inside(calls: ModuleCalls, outer: np.ndarray, inner: np.ndarray) -> np.ndarray:
     """Per call in `inner`: whether it starts inside one of the `outer` calls on its thread."""
     ok = np.zeros(len(inner), bool)
-    for th in np.unique(calls.tid[inner]).tolist():
+    for th in distinct(calls.tid[inner]).tolist():
         o = outer[calls.tid[outer] == th]
         o = o[np.argsort(calls.ts[o], kind="stable")]
         sel = np.flatnonzero(calls.tid[inner] == th)

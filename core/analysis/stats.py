@@ -3,7 +3,7 @@ a comparison's row), the one type every reading of durations returns and every v
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kerneldiff.core.lazy_dataclass import dataclass   # methods made on first use: a bare `info` uses few
 
 
 @dataclass

@@ -16,6 +16,7 @@ from kerneldiff.core.analysis.devices import DeviceTotal, device_totals
 from kerneldiff.core.analysis.pass_kinds import kind_counts
 from kerneldiff.core.analysis.timeline import whole_window
 from kerneldiff.core.model import PHASES, TraceModel
+from kerneldiff.core.numbers import unique_inverse
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,10 @@ class TraceSummary:
 
 def summarize(model: TraceModel) -> TraceSummary:
     k = model.kernels
-    phase_counts = {PHASES[p]: int(n) for p, n in zip(*np.unique(k.phase, return_counts=True))} if len(k) else {}
+    phase_counts = {}
+    if len(k):   # np.unique(k.phase, return_counts=True), by a count per phase id instead of a sort
+        ids, inv = unique_inverse(k.phase)
+        phase_counts = {PHASES[p]: int(n) for p, n in zip(ids, np.bincount(inv, minlength=len(ids)))}
     step_phases: dict[str, int] = {}
     for s in model.steps:
         step_phases[s.phase] = step_phases.get(s.phase, 0) + 1

@@ -40,7 +40,7 @@ a time (kerneldiff.core.analysis.devices), and streams are told apart by (device
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import field, fields, replace
 from functools import cache, cached_property
 from typing import Any
 
@@ -48,6 +48,7 @@ import numpy as np
 
 from kerneldiff.core.analysis.cut_work import cut_mask
 from kerneldiff.core.analysis.pass_extent import in_pass_mask
+from kerneldiff.core.lazy_dataclass import dataclass   # methods made on first use: a bare `info` uses few
 from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.model import KIND_KERNEL, KIND_MEMCPY, PHASE_ID, PHASES, TraceModel
 from kerneldiff.core.numbers import distinct, small_unique, stable_argsort

@@ -16,7 +16,9 @@ import numpy as np
 from kerneldiff.core.analysis.stats import Stats
 from kerneldiff.core.analysis.timeline import Window, timeline
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
-from kerneldiff.core.numbers import distinct
+from kerneldiff.core.numbers import stable_argsort
+# this module's dataclasses are made on first use: a bare `info` uses one of the six
+from kerneldiff.core.lazy_dataclass import dataclass  # noqa: E402,F811,I001
 
 TOP_N = 3   # kernels and cpu_ops named per operation / step
 
@@ -169,11 +171,19 @@ def category_totals(model: TraceModel, phase: str = "all") -> list[CategoryTotal
     cats = k.cat[mask].astype(np.int64)
     dur = k.dur[mask]
     total = float(dur.sum())
+    # each category's durations in time order, as one run of a stable sort by category: the same
+    # values in the same order as dur[cats == c], so the same sums, without a pass over every
+    # kernel per category
+    order = stable_argsort(cats)
+    sorted_cats = cats[order]
+    starts = np.flatnonzero(np.r_[len(order) > 0, sorted_cats[1:] != sorted_cats[:-1]])
+    ids = sorted_cats[starts]
+    ends = np.append(starts[1:], len(order))
+    by_cat = dur[order]
     out = []
-    for c in distinct(cats).tolist():
-        sel = cats == c
-        t = float(dur[sel].sum())
-        out.append(CategoryTotal(_category_name(model, c), int(sel.sum()), t, t / total if total > 0 else 0.0))
+    for c, a, b in zip(ids.tolist(), starts.tolist(), ends.tolist()):
+        t = float(by_cat[a:b].sum())
+        out.append(CategoryTotal(_category_name(model, c), b - a, t, t / total if total > 0 else 0.0))
     out.sort(key=lambda o: (-o.total_us, o.category))
     return out
 

@@ -64,3 +64,38 @@ def test_a_bare_info_imports_no_ui_no_cluster_no_other_command(json_out):
     assert "numpy.ma" not in mods
     if json_out:   # JSON is written without Rich
         assert not sorted(m for m in mods if m.split(".")[0] == "rich")
+
+
+def test_the_command_script_imports_only_the_entry_point():
+    # pip's console-script wrapper imports `re` (~8 ms, half of `python -c pass`) before kerneldiff:
+    # the command is a plain script (setup.py) whose only import is the entry point
+    import ast
+
+    tree = ast.parse((ROOT / "bin" / "kerneldiff").read_text())
+    imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert [(n.module, [a.name for a in n.names]) for n in imports] == [("kerneldiff.cli.main", ["entry"])]
+
+
+@pytest.mark.parametrize("how", ["script", "module"])
+def test_the_installed_command_and_python_m_kerneldiff_run(how):
+    script = Path(sys.executable).parent / "kerneldiff"
+    if how == "script" and not script.exists():
+        pytest.skip("no installed kerneldiff command beside this interpreter")
+    argv = [str(script)] if how == "script" else [sys.executable, "-m", "kerneldiff"]
+    p = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.startswith("kerneldiff "), p.stderr[-2000:]
+    if how == "script":   # the plain script, not a console-script wrapper
+        assert "import re" not in [line.strip() for line in script.read_text().splitlines()]
+
+
+@pytest.mark.skipif(not TINY.exists(), reason="needs ../shared/traces")
+def test_a_bare_info_imports_no_pathlib_and_no_hashlib_of_its_own():
+    # pathlib (with urllib and ipaddress) and hashlib (OpenSSL) were ~8 ms of a 1-kernel info: the
+    # registry's cache is found with os.path and keyed by CPython's own SHA-256. (An editable
+    # install's path hook imports pathlib itself, so this runs the modules without it.)
+    code = LIST.replace("from kerneldiff.cli.main import entry", "sys.modules.pop('pathlib', None)\n"
+                        "from kerneldiff.cli.main import entry")
+    p = subprocess.run([sys.executable, "-c", code, "info", "--no-cache", "--json", str(TINY)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    mods = set(json.loads([x for x in p.stderr.splitlines() if x.startswith("MODULES ")][-1][len("MODULES "):]))
+    assert "pathlib" not in mods and "hashlib" not in mods and "shutil" not in mods

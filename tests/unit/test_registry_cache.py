@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -85,7 +86,7 @@ def test_every_cached_gate_is_the_regexs_own(tmp_path, monkeypatch):
     """The required literals stored for the next process are those the parser reads from each
     pattern, under the flags the classifier compiles it with."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    text = reg_mod.Path(reg_mod.__file__).with_name("registry.toml").read_text()
+    text = Path(reg_mod.__file__).with_name("registry.toml").read_text()
     reg = reg_mod.parse_registry(reg_mod.read_toml(reg_mod.SHIPPED, text), reg_mod.SHIPPED, user=False)
     f = tmp_path / "reg.json"
     reg_mod._store_doc(f, {"rules": []}, reg)
@@ -142,7 +143,7 @@ def test_unwritable_cache_dir_still_loads(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))   # a file where the dir would go
-    text = reg_mod.Path(reg_mod.__file__).with_name("registry.toml").read_text()
+    text = Path(reg_mod.__file__).with_name("registry.toml").read_text()
     reg = reg_mod.parse_registry(reg_mod.read_toml(reg_mod.SHIPPED, text), reg_mod.SHIPPED, user=False)
     reg_mod._store_doc(reg_mod.registry_cache_dir() / "x.json", {}, reg)   # best effort: no error
     assert blocker.is_file() and blocker.read_text() == "x"                 # and nothing written

@@ -1,0 +1,4 @@
+"""`python -m kerneldiff`: the same as the `kerneldiff` command."""
+from kerneldiff.cli.main import entry
+
+entry()

@@ -1,0 +1,106 @@
+"""core.lazy_dataclass: a class whose dataclass methods are made on first use is, once used, what
+`dataclasses.dataclass` makes of the same body; and the info path's modules make none at import."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+import subprocess
+import sys
+from dataclasses import field
+
+import pytest
+
+from kerneldiff.core.lazy_dataclass import dataclass as lazy
+
+OPTIONS = [{}, {"frozen": True}, {"order": True}, {"eq": False}, {"unsafe_hash": True}, {"kw_only": True}]
+
+
+def _pair(deco, **options):
+    @deco(**options)
+    class Base:
+        """doc"""
+        x: int
+        y: list = field(default_factory=list)
+        z: float = 1.5
+
+    @deco(**options)
+    class Child(Base):
+        w: str = "w"
+
+    return Base, Child
+
+
+def _hash(obj):
+    try:
+        return hash(obj)
+    except TypeError:
+        return "unhashable"
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=str)
+@pytest.mark.parametrize("which", [0, 1], ids=["base", "subclass"])
+def test_once_used_it_is_what_the_standard_decorator_makes(options, which):
+    std, ours = _pair(dataclasses.dataclass, **options)[which], _pair(lazy, **options)[which]
+    args = {"x": 1} if options.get("kw_only") else {}
+    a, b = std(*([] if args else [1]), **args), ours(*([] if args else [1]), **args)
+    assert repr(a).rsplit(".", 1)[-1] == repr(b).rsplit(".", 1)[-1]
+    assert (a == std(*([] if args else [1]), **args)) == (b == ours(*([] if args else [1]), **args))
+    assert [(f.name, f.kw_only) for f in dataclasses.fields(std)] == [(f.name, f.kw_only) for f in dataclasses.fields(ours)]
+    assert getattr(std, "__match_args__", None) == getattr(ours, "__match_args__", None)
+    assert dataclasses.asdict(a) == dataclasses.asdict(b)
+    assert (type(_hash(a)) is int) == (type(_hash(b)) is int)
+    for name in ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__", "__lt__"):
+        s, o = std.__dict__.get(name, "absent"), ours.__dict__.get(name, "absent")
+        assert (s == "absent", s is None) == (o == "absent", o is None), name
+    if options.get("frozen"):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            b.x = 3
+    assert dataclasses.replace(b, x=5).x == 5
+
+
+def test_an_instance_unpickled_where_its_class_is_not_made_yet():
+    # a worker's result read by a process that has not used the class yet
+    from kerneldiff.core.analysis.stats import Stats
+
+    blob = pickle.dumps(Stats(count=3, total_us=1.5))
+    code = ("import pickle, sys; s = pickle.loads(sys.stdin.buffer.read()); from kerneldiff.core.analysis.stats "
+            "import Stats; print(repr(s), s == Stats(count=3, total_us=1.5))")
+    p = subprocess.run([sys.executable, "-c", code], input=blob, capture_output=True, timeout=120)
+    assert p.stdout.decode().strip() == f"{Stats(count=3, total_us=1.5)!r} True", p.stderr[-2000:]
+
+
+def test_the_first_use_may_be_fields_or_is_dataclass_or_a_subclass():
+    for first in (dataclasses.fields, dataclasses.is_dataclass, lambda c: c.__match_args__):
+        base, child = _pair(lazy)
+        first(base)
+        assert child(1, [], 2.0, "v") == child(1, [], 2.0, "v")
+        assert repr(base(3)).endswith("Base(x=3, y=[], z=1.5)")
+
+
+def test_not_made_until_used():
+    base, _ = _pair(lazy)
+    assert not isinstance(base.__dict__["__dataclass_fields__"], dict)
+    base(1)
+    assert isinstance(base.__dict__["__dataclass_fields__"], dict)
+
+
+def test_importing_the_info_path_makes_no_lazy_dataclass():
+    # the modules a bare `info` imports hold lazy dataclasses that a 1-kernel info never uses: none
+    # of them may be made at import (a module-level use would make it, and cost its ~1 ms)
+    code = """
+import sys
+import kerneldiff.core.analysis.summary, kerneldiff.core.analysis.readings, kerneldiff.core.ingest.loader
+from kerneldiff.core.lazy_dataclass import _StandIn
+made = []
+for name, mod in list(sys.modules.items()):
+    if name.startswith("kerneldiff."):
+        for v in vars(mod).values():
+            if isinstance(v, type) and v.__module__ == name and "__dataclass_fields__" in v.__dict__:
+                made.append((name + "." + v.__qualname__, not isinstance(v.__dict__["__dataclass_fields__"], _StandIn)))
+lazy = [n for n, m in made if not m]
+assert len(lazy) >= 10, made
+print("LAZY", len(lazy), "MADE", [n for n, m in made if m])
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]

@@ -4,7 +4,7 @@ can hand it out."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kerneldiff.core.lazy_dataclass import dataclass   # made on first use (start-up)
 
 SIDES = ("a", "b")
 

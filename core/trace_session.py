@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Callable
 
 from kerneldiff.core import orchestration
 from kerneldiff.core.errors import TraceError, shown_path
 from kerneldiff.core.kernel_ref import SIDES, KernelRef
+from kerneldiff.core.lazy_dataclass import dataclass   # made on first use (start-up)
 
 if TYPE_CHECKING:
     from kerneldiff.core.analysis.summary import TraceSummary

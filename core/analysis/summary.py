@@ -7,14 +7,13 @@ Every field is typed, in the order `info --json` writes it (a dataclass is writt
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from kerneldiff.core.analysis.trace_totals import CategoryTotal, category_totals
 from kerneldiff.core.analysis.devices import DeviceTotal, device_totals
 from kerneldiff.core.analysis.pass_kinds import kind_counts
 from kerneldiff.core.analysis.timeline import whole_window
+from kerneldiff.core.lazy_dataclass import dataclass   # made on first use (start-up)
 from kerneldiff.core.model import PHASES, TraceModel
 from kerneldiff.core.numbers import unique_inverse
 

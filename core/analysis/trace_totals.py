@@ -9,16 +9,16 @@ the classifier named them (`kerneldiff info` lists the same).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
 from kerneldiff.core.analysis.stats import Stats
 from kerneldiff.core.analysis.timeline import Window, timeline
 from kerneldiff.core.model import PHASE_FILTERS, TraceModel
-from kerneldiff.core.numbers import stable_argsort
 # this module's dataclasses are made on first use: a bare `info` uses one of the six
-from kerneldiff.core.lazy_dataclass import dataclass  # noqa: E402,F811,I001
+from kerneldiff.core.lazy_dataclass import dataclass
+from kerneldiff.core.numbers import stable_argsort
 
 TOP_N = 3   # kernels and cpu_ops named per operation / step
 

@@ -119,10 +119,10 @@ def entry_path(key: str) -> Path:
 def _types() -> dict[str, type]:
     from kerneldiff.core.analysis.peaks import Peaks
     from kerneldiff.core.analysis.stats import Stats
-    from kerneldiff.core.compare import host_result, result, side_timeline, work_result
+    from kerneldiff.core.compare import fusion_params, host_result, result, side_timeline, work_result
 
     types = {"Peaks": Peaks, "Stats": Stats}
-    for mod in (result, work_result, side_timeline, host_result):
+    for mod in (result, work_result, side_timeline, host_result, fusion_params):
         for name, obj in vars(mod).items():
             if isinstance(obj, type) and (dataclasses.is_dataclass(obj) or _is_struct(obj)) \
                     and obj.__module__ == mod.__name__:

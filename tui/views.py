@@ -566,7 +566,7 @@ def _saving_rows(g: Table, f: FusionFinding, measured: bool = True) -> None:
             said = f" ({fmt_us(s.model_all_us)} in all)" if s.model_all_us is not None else ""
             g.add_row(Text(""), Text(f"only the measured cost: the model says more{said} than the component kernels "
                                      "take, so the estimate is their measured time", style="bold"))
-        per_launch = s.params.get("dispatch_ns") if s.params else None
+        per_launch = s.params.dispatch_ns if s.params else None
         launch = f" at {fmt_us(per_launch / 1e3)} each" if per_launch is not None else ""
         g.add_row(Text(""), Text(f"{s.launches_saved} launches saved{launch} → {fmt_us(s.launch_ns / 1e3)}", style=DIM))
         g.add_row(Text(""), Text(f"{s.sync_points_saved} sync points saved → {fmt_us(s.sync_ns / 1e3)}", style=DIM))
@@ -578,10 +578,10 @@ def _saving_rows(g: Table, f: FusionFinding, measured: bool = True) -> None:
                                      f"{fmt_us(s.traffic_ns / 1e3)}", style=DIM))
         g.add_row(Text(""), Text(f"{fmt_bytes(s.readback_bytes_saved)} host read-back saved → {fmt_us(s.readback_ns / 1e3)}",
                                  style=DIM))
-        if s.params and s.params.get("dispatch_basis"):
-            g.add_row(Text("launch cost"), literal(s.params["dispatch_basis"], DIM))
+        if s.params and s.params.dispatch_basis:
+            g.add_row(Text("launch cost"), literal(s.params.dispatch_basis, DIM))
         if s.params:
-            g.add_row(Text("model"), literal(", ".join(f"{k}={v}" for k, v in s.params.items() if k != "dispatch_basis"), DIM))
+            g.add_row(Text("model"), literal(", ".join(f"{k}={v}" for k, v in s.params.to_dict().items() if k != "dispatch_basis"), DIM))
 
 
 # --- same kernels ---------------------------------------------------------------------------

@@ -27,28 +27,12 @@ from the memory-bound component kernels' measured time (`device_bytes_basis` say
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import fields, replace
 from typing import Any
 
+from kerneldiff.core.compare.fusion_params import FusionParams
 from kerneldiff.core.compare.result import SavingEstimate
 from kerneldiff.core.numbers import number
-
-
-@dataclass(frozen=True)
-class FusionParams:
-    dispatch_ns: float = 4000.0        # per kernel launch, eager PyTorch (launch + scheduling gap)
-    roundtrip_ns: float = 10000.0      # a host↔device synchronisation
-    memory_bw: float = 2000.0          # bytes/ns (GB/s), device memory peak
-    readback_bw: float = 25.0          # bytes/ns, device→host (PCIe gen4 x16 ≈ 25 GB/s)
-    unified_memory: bool = False
-    achieved_fraction: float = 0.6     # memory-bound kernels reach ~60% of peak bandwidth
-    min_gain_ns: float = 1000.0        # below 1 µs per occurrence a fusion is not worth a kernel
-    # where dispatch_ns comes from: "default" (the family's), "override" (the user's), or
-    # "measured: …" (the trace's own gap between queued kernels, `with_measured_dispatch`)
-    dispatch_basis: str = "default"
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 # Defaults per GPU family: peak HBM bandwidth from the vendors' data sheets; dispatch cost from
@@ -205,5 +189,5 @@ def estimate(params: FusionParams, *, kernels_before: int, kernels_after: int, o
         readback_bytes_saved=readback, launch_ns=launch_ns, sync_ns=sync_ns, traffic_ns=traffic_ns,
         readback_ns=readback_ns, total_us=total_ns / 1000.0,
         total_all_us=total_ns / 1000.0 * max(occurrences, 0),
-        passes_gate=total_ns >= params.min_gain_ns, params=params.to_dict(), device_bytes_basis=basis,
+        passes_gate=total_ns >= params.min_gain_ns, params=params, device_bytes_basis=basis,
         model_all_us=total_ns / 1000.0 * max(occurrences, 0))

@@ -12,6 +12,7 @@ from typing import Any
 
 from kerneldiff.core.analysis.peaks import Peaks
 from kerneldiff.core.analysis.stats import Stats  # noqa: F401 - the rows' durations, re-exported
+from kerneldiff.core.compare.fusion_params import FusionParams
 from kerneldiff.core.compare.host_result import HostTimes
 from kerneldiff.core.compare.side_timeline import SideTimeline
 from kerneldiff.core.compare.work_result import AttentionShape, GemmShape, ThroughputRow
@@ -227,7 +228,7 @@ class SavingEstimate:
     total_us: float              # per occurrence
     total_all_us: float          # times occurrences
     passes_gate: bool            # above the minimum-gain threshold
-    params: dict[str, Any] = field(default_factory=dict)
+    params: FusionParams | None = None   # what it was priced with (None: built by hand)
     capped: bool = False         # the model said more; capped at the measured component time
     # "shapes" (component bytes − fused bytes from the recorded shapes) or an upper bound from time
     device_bytes_basis: str = ""

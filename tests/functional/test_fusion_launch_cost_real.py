@@ -55,9 +55,9 @@ def test_a_launch_bound_side_prices_a_launch_at_its_launch_call():
     for f in ops:
         med, n = raw["prefill" if f.phase == "prefill" else "all"]
         p = f.estimated_saving.params
-        assert p["dispatch_ns"] / 1000 == pytest.approx(med, abs=0.001)
-        assert "launch call" in p["dispatch_basis"] and f"{n:,} launches" in p["dispatch_basis"]
-        assert "launch-bound" in p["dispatch_basis"]
+        assert p.dispatch_ns / 1000 == pytest.approx(med, abs=0.001)
+        assert "launch call" in p.dispatch_basis and f"{n:,} launches" in p.dispatch_basis
+        assert "launch-bound" in p.dispatch_basis
     for f in cmp.fusions:
         if f.estimated_saving is not None:
             assert f.estimated_saving.total_all_us <= f.component_cost_us + 1e-6
@@ -70,6 +70,6 @@ def test_a_gpu_bound_side_keeps_the_gpu_gap_and_says_why():
     priced = [f for f in cmp.fusions if f.estimated_saving is not None]
     assert priced
     for f in priced:
-        basis = f.estimated_saving.params["dispatch_basis"]
+        basis = f.estimated_saving.params.dispatch_basis
         assert "queued kernels" in basis and "launch-bound, so the GPU's own gap" in basis
         assert f.estimated_saving.total_all_us <= f.component_cost_us + 1e-6

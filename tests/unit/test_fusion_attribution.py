@@ -109,7 +109,7 @@ def test_eager_vs_compiled_estimates_carry_information():
     assert ops
     for f in ops:
         s = f.estimated_saving
-        assert s.params["dispatch_basis"].startswith("measured:") and "launch call" in s.params["dispatch_basis"]
+        assert s.params.dispatch_basis.startswith("measured:") and "launch call" in s.params.dispatch_basis
         assert s.total_all_us <= f.component_cost_us + 1e-6
         assert s.model_all_us >= s.total_all_us - 1e-6
         assert s.capped == (s.model_all_us > f.component_cost_us)

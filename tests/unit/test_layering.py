@@ -123,7 +123,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "side_readings",                         # one side's readings for a comparison
     ],
     "compare": [
-        "work_result", "side_timeline", "host_result", "result",   # the JSON-ready result types
+        "work_result", "side_timeline", "host_result", "fusion_params", "result",   # the JSON-ready result types
         "recording", "pass_basis",               # recording options; the window the headline measures
         "split", "layer_significance",           # a ledger row's launches/slower split; layer t-tests
         "same_work",                             # whether a same-name kernel pair ran the same shapes

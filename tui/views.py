@@ -790,7 +790,7 @@ def timeline_hint(comp: Comparison) -> Text:
     marked = [f"{m} {KIND_WORDS[k]}" for k, m in KIND_MARKS.items() if k in kinds]
     if marked:
         t.append(f"marks: {', '.join(marked)} (not steady)  ", style=DIM)
-    left = [f"{lab} " + ", ".join(k if n == 1 else f"{k} ×{n}" for k, n in s.passes_left_out["kinds"].items())
+    left = [f"{lab} " + ", ".join(k if n == 1 else f"{k} ×{n}" for k, n in s.passes_left_out.kinds.items())
             for lab, s in (("A", comp.a), ("B", comp.b)) if getattr(s, "passes_left_out", None)]
     if left:
         t.append(f"left out: {'; '.join(left)} (--all-passes keeps them)  ", style=DIM)

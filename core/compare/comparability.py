@@ -146,7 +146,7 @@ def check(cmp: Comparison, va, vb) -> Comparability:
             notes.append(f"{s.excluded.kernels:,} kernels ({s.excluded.time_us / 1000:.2f} ms) of {lab} left out: "
                          f"{s.excluded.why}")
         if getattr(s, "passes_left_out", None):
-            notes.append(f"{lab}: {s.passes_left_out['line']}")
+            notes.append(f"{lab}: {s.passes_left_out.line}")
     return _verdict(fatal, partial, notes)
 
 

@@ -10,7 +10,6 @@ summation, so they are bit-identical to summing each group on its own.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -18,8 +17,8 @@ import numpy as np
 from kerneldiff.core.compare.align import align, coarse
 from kerneldiff.core.analysis.cut_work import compared_mask, compared_phases, cut_work, passes_left_out
 from kerneldiff.core.analysis.timeline import Timeline, timeline
-from kerneldiff.core.compare.result import (Comparison, Excluded, KernelPair, LayerAlignment, LayerRow, LayerSide, OperationRow,
-                         SameKernel, Side, Stats, WallClock)
+from kerneldiff.core.compare.result import (Comparison, Excluded, KernelPair, LayerAlignment, LayerRow, LayerSide,
+                         LeftOutPasses, OperationRow, SameKernel, Side, Stats, WallClock)
 from kerneldiff.core.compare.comparability import check as check_comparability
 from kerneldiff.core.compare.fusion import find_fusions
 from kerneldiff.core.analysis.layer_groups import layer_groups
@@ -151,7 +150,8 @@ def _side(v: _View, label: str) -> Side:
     m = v.m
     cut = cut_work(m)
     odd = passes_left_out(m)
-    return Side(passes_left_out=None if odd is None else {**asdict(odd), "line": odd.line},
+    return Side(passes_left_out=None if odd is None else LeftOutPasses(odd.passes, dict(odd.kinds), odd.kernels,
+                                                                      odd.time_us, odd.line),
                 excluded=Excluded(cut.kernels, cut.time_us, cut.why, cut.passes) if cut else None,key=v.key, label=label, path=m.path, gpu=m.info.gpu or "", vendor=m.info.vendor,
                 gpu_time_us=v.total, kernels=int(len(v.rows)), steps=len(m.steps),
                 layers_per_step=m.num_layers, architecture=m.architecture, phases=compared_phases(m),

@@ -46,9 +46,20 @@ class Side:
     shapes_recorded: bool | None = None
     # work left out of the comparison (kerneldiff.core.analysis.cut_work): None when nothing was
     excluded: Excluded | None = None
-    # passes left out for their kind (warm-up, capture, compile; kerneldiff.core.analysis.pass_kinds):
-    # {"passes", "kinds": {kind: n}, "kernels", "time_us", "line"}; None when every pass is compared
-    passes_left_out: dict[str, Any] | None = None
+    # passes left out for their kind (warm-up, capture, compile; kerneldiff.core.analysis.pass_kinds);
+    # None when every pass is compared
+    passes_left_out: LeftOutPasses | None = None
+
+
+@dataclass(frozen=True)
+class LeftOutPasses:
+    """The passes of one side left out for their kind (`kerneldiff.core.analysis.cut_work`)."""
+
+    passes: int
+    kinds: dict[str, int]    # kind -> passes, in the order first met
+    kernels: int
+    time_us: float
+    line: str                # "2 passes left out: capture, compile (…)", for reports
 
 
 @dataclass

@@ -40,7 +40,7 @@ def headline(cmp) -> Headline:
     else:
         left = [f"{s.key.upper()} left out {s.excluded.kernels:,} kernels ({fmt.us(s.excluded.time_us)}): "
                 f"{s.excluded.why}" for s in out]
-    left += [f"{s.key.upper()}: {s.passes_left_out['line']}" for s in (cmp.a, cmp.b)
+    left += [f"{s.key.upper()}: {s.passes_left_out.line}" for s in (cmp.a, cmp.b)
              if getattr(s, "passes_left_out", None)]
     if getattr(w, "window_note", ""):
         left.append(w.window_note)

@@ -56,7 +56,7 @@ def test_comparisons_read_steady_passes_unless_told(all_passes):
     else:
         assert cmp.a.passes == 15 and set(kinds) == {"steady"}
         left = cmp.a.passes_left_out
-        assert left["kinds"] == {"capture": 1} and left["line"].startswith("1 pass left out: capture")
+        assert left.kinds == {"capture": 1} and left.line.startswith("1 pass left out: capture")
         assert any("left out: capture" in n for n in cmp.comparability.notes)
 
 

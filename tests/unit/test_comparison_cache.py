@@ -224,3 +224,20 @@ def test_a_stored_comparison_is_read_without_numpy(cache_home):
                          env=dict(os.environ, XDG_CACHE_HOME=str(cache_home / "xdg")))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_typed_parts_come_back_typed(cache_home):
+    """A recorded pair whose A leaves out its graph-capture pass and whose fusions carry estimates:
+    the passes left out and the fusion model's parameters are read back as their types, equal."""
+    from kerneldiff.core.compare.fusion_params import FusionParams
+    from kerneldiff.core.compare.result import LeftOutPasses
+
+    rec = cc.Path(__file__).resolve().parents[1] / "data" / "recorded"
+    paths = pair(cache_home, rec / "h100small_static_graphs.json.gz", rec / "h100small_eager_attn.json.gz")
+    _, comp = compared(paths)
+    stored = Session(paths, keep_comparisons=True).stored_comparison("all")
+    assert stored == comp and same(stored, comp)
+    assert type(stored.a.passes_left_out) is LeftOutPasses and stored.a.passes_left_out.kinds == {"capture": 1}
+    params = [f.estimated_saving.params for f in stored.fusions if f.estimated_saving]
+    assert params and all(type(p) is FusionParams for p in params)
+    assert json.dumps(stored.to_dict(), allow_nan=True) == json.dumps(comp.to_dict(), allow_nan=True)

@@ -18,7 +18,7 @@ from kerneldiff.core.compare.align import align, coarse
 from kerneldiff.core.analysis.cut_work import compared_mask, compared_phases, cut_work, passes_left_out
 from kerneldiff.core.analysis.timeline import Timeline, timeline
 from kerneldiff.core.compare.result import (Comparison, Excluded, KernelPair, LayerAlignment, LayerRow, LayerSide,
-                         LeftOutPasses, OperationRow, SameKernel, Side, Stats, WallClock)
+                         LeftOutPasses, OperationRow, SameKernel, SteadyPasses, Side, Stats, WallClock)
 from kerneldiff.core.compare.comparability import check as check_comparability
 from kerneldiff.core.compare.fusion import find_fusions
 from kerneldiff.core.analysis.layer_groups import layer_groups
@@ -251,7 +251,7 @@ class _LayerGroups:
                 a, b = self.ranges[l]
                 out[l] = LayerSide(total_us=tot[i], kernels=int(self.length[a:b].sum()), passes=n,
                                    median_us=float(med[i]), p90_us=p90[i], spread_us=spread[i],
-                                   steady={"passes": steady[0][i], "mean_us": steady[1][i], "sigma_us": steady[2][i]}
+                                   steady=SteadyPasses(steady[0][i], steady[1][i], steady[2][i])
                                    if steady else None)
         return out
 

@@ -47,15 +47,15 @@ def critical(n_layers: int) -> float:
 
 def standard_error(a, b) -> float | None:
     """Standard error of the steady per-pass gap of one layer (`LayerSide` a, b); None without one."""
-    if a.steady is None or b.steady is None or a.steady["passes"] < 2 or b.steady["passes"] < 2:
+    if a.steady is None or b.steady is None or a.steady.passes < 2 or b.steady.passes < 2:
         return None
-    return math.sqrt(a.steady["sigma_us"] ** 2 / a.steady["passes"] + b.steady["sigma_us"] ** 2 / b.steady["passes"])
+    return math.sqrt(a.steady.sigma_us ** 2 / a.steady.passes + b.steady.sigma_us ** 2 / b.steady.passes)
 
 
 def per_pass_gap(a, b) -> float | None:
     if a.steady is None or b.steady is None:
         return None
-    return a.steady["mean_us"] - b.steady["mean_us"]
+    return a.steady.mean_us - b.steady.mean_us
 
 
 def _ratio(x: float, se: float) -> float | None:

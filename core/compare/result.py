@@ -154,9 +154,18 @@ class LayerSide:
     idle_us: float = 0.0         # GPU idle inside the layer (its first to last kernel), all passes
     wall_us: float = 0.0         # first to last kernel of the layer, summed over its passes
     spread_us: float | None = None   # how much its time varies from pass to pass (robust σ: 1.4826 × MAD); None: < 3 passes
-    # {passes, mean_us, sigma_us} of its steady passes: those within 5 robust σ of the median (the
-    # one prefill pass among decode passes is another workload); None: < 3 passes
-    steady: dict | None = None
+    # its steady passes: those within 5 robust σ of the median (the one prefill pass among decode
+    # passes is another workload); None: < 3 passes
+    steady: SteadyPasses | None = None
+
+
+@dataclass(frozen=True)
+class SteadyPasses:
+    """A layer's time over one side's steady passes (`kerneldiff.core.compare.layer_significance`)."""
+
+    passes: int
+    mean_us: float               # per pass
+    sigma_us: float              # standard deviation per pass
 
 
 @dataclass

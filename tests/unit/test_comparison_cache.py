@@ -228,9 +228,10 @@ def test_a_stored_comparison_is_read_without_numpy(cache_home):
 
 def test_typed_parts_come_back_typed(cache_home):
     """A recorded pair whose A leaves out its graph-capture pass and whose fusions carry estimates:
-    the passes left out and the fusion model's parameters are read back as their types, equal."""
+    the passes left out, the fusion model's parameters and the layers' steady passes are read back
+    as their types, equal."""
     from kerneldiff.core.compare.fusion_params import FusionParams
-    from kerneldiff.core.compare.result import LeftOutPasses
+    from kerneldiff.core.compare.result import LeftOutPasses, SteadyPasses
 
     rec = cc.Path(__file__).resolve().parents[1] / "data" / "recorded"
     paths = pair(cache_home, rec / "h100small_static_graphs.json.gz", rec / "h100small_eager_attn.json.gz")
@@ -240,4 +241,6 @@ def test_typed_parts_come_back_typed(cache_home):
     assert type(stored.a.passes_left_out) is LeftOutPasses and stored.a.passes_left_out.kinds == {"capture": 1}
     params = [f.estimated_saving.params for f in stored.fusions if f.estimated_saving]
     assert params and all(type(p) is FusionParams for p in params)
+    steady = [r.a.steady for r in stored.layers if r.a.steady is not None]
+    assert steady and all(type(x) is SteadyPasses for x in steady)
     assert json.dumps(stored.to_dict(), allow_nan=True) == json.dumps(comp.to_dict(), allow_nan=True)

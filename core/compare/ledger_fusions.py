@@ -13,7 +13,7 @@ from collections import Counter
 
 import numpy as np
 
-from kerneldiff.core.compare.result import FusionFinding, LedgerEntry
+from kerneldiff.core.compare.result import FromRows, FusionFinding, LedgerEntry
 
 SIDE = {"a": "A", "b": "B"}
 SUFFIX = " (fused op)"
@@ -134,7 +134,7 @@ def regroup(ledger: list[LedgerEntry], fusions: list[FusionFinding], alignments,
     for i in used:
         e = _operation_row(names[i], i, fusions[i], va, vb, na, nb, within("a", found["a"] == i),
                            within("b", found["b"] == i), family)
-        for r in sorted(set(e.from_rows["a"]) | set(e.from_rows["b"])):
+        for r in sorted(set(e.from_rows.a) | set(e.from_rows.b)):
             moved_from.setdefault(r, []).append(e.cause)
         ops.append(e)
     out: list[LedgerEntry] = []
@@ -196,7 +196,7 @@ def _operation_row(cause: str, index: int, f: FusionFinding, va, vb, na: float, 
                        detail=f"{text.split(': ', 1)[1]}; both sides' kernels of it, in the passes the finding "
                               f"measured, taken out of their rows ({came})",
                        split_basis=PRICING, split_parts=top_parts(parts), fusions=[text], finding=index,
-                       from_rows=from_rows)
+                       from_rows=FromRows(a=from_rows["a"], b=from_rows["b"]))
 
 
 def _us(v: float) -> str:

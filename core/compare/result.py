@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import msgspec
+
 from kerneldiff.core.analysis.peaks import Peaks
 from kerneldiff.core.analysis.stats import Stats  # noqa: F401 - the rows' durations, re-exported
 from kerneldiff.core.compare.fusion_params import FusionParams
@@ -99,6 +101,23 @@ class SplitPart:
     speed_gap_us: float
 
 
+class FromRows(msgspec.Struct, frozen=True):
+    """The rows a fused operation's row took each side's kernels from, {row: µs} per side (on the
+    comparison's basis). Any other row took none: `FromRows()`, written `{}` as it always was."""
+
+    a: dict[str, float] | None = None
+    b: dict[str, float] | None = None
+
+    def __bool__(self) -> bool:
+        return self.a is not None
+
+    def side(self, key: str) -> dict[str, float]:
+        return (self.a if key == "a" else self.b) or {}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b} if self else {}
+
+
 @dataclass
 class LedgerEntry:
     """One cause of the wall-clock gap. `a_us` and `b_us` are what the cause costs each side, on the
@@ -126,9 +145,9 @@ class LedgerEntry:
     # the two sides book under different rows, how each side runs it, and the finding
     fusions: list = field(default_factory=list)
     # a fused operation's row (`core.compare.ledger_fusions.regroup`): the finding (index into
-    # Comparison.fusions) and the rows each side's kernels of it came from, {"a"/"b": {row: µs}}
+    # Comparison.fusions) and the rows each side's kernels of it came from
     finding: int = -1
-    from_rows: dict = field(default_factory=dict)
+    from_rows: FromRows = field(default_factory=FromRows)
 
 
 @dataclass
@@ -403,6 +422,8 @@ class Comparison:
                 t["passes"] = [p.to_json() for p in t["passes"]]
         # host time likewise (a side without passes is {}), and {} when not read, as it always was
         d["host"] = self.host.to_json()
+        for e in d["ledger"]:      # and a ledger row's rows taken from ({} for most rows)
+            e["from_rows"] = e["from_rows"].to_json()
         return d
 
     def on_basis(self, side: str, total_us: float) -> float:

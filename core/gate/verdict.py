@@ -201,7 +201,7 @@ def changes(cmp) -> list[Change]:
     out: list[Change] = []
     ledger = {e.cause: e for e in cmp.ledger}
     # rows that gave a fused operation's kernels to a row of its own: their split is of the rest only
-    moved = {r for e in cmp.ledger if e.finding >= 0 for rows in e.from_rows.values() for r in rows}
+    moved = {r for e in cmp.ledger if e.finding >= 0 for s in "ab" for r in e.from_rows.side(s)}
     for r in cmp.operations:
         base, new = r.a.total_us / na, r.b.total_us / nb
         e = ledger.get(r.category) if r.category not in moved else None

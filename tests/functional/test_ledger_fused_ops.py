@@ -48,7 +48,7 @@ def test_each_op_fusion_has_one_row_agreeing_with_its_finding(pair):
         assert max(abs(e.count_gap_us), abs(e.speed_gap_us)) <= max(e.a_us, e.b_us) + 1e-6
         assert f"fusion finding #{e.finding + 1}" in e.detail
     rope = rows["RoPE (fused op)"]
-    assert set(rope.from_rows["a"]) == {"Elementwise", "Copy/Memory"} and set(rope.from_rows["b"]) == {"RoPE"}
+    assert set(rope.from_rows.a) == {"Elementwise", "Copy/Memory"} and set(rope.from_rows.b) == {"RoPE"}
     assert "A 11 kernels a layer (Elementwise 8, Copy/Memory 3)" in rope.detail
 
 
@@ -65,14 +65,14 @@ def test_rows_keep_what_is_left_recomputed_from_raw_events(pair, classifier):
     raw = {s: raw_rows(real_trace(t), classifier, passes, inside=True) for s, t in (("a", EAGER), ("b", COMPILED))}
     rows = {e.cause: e for e in ab.ledger if e.kind == "kernels"}
     ops = _op_rows(ab)
-    moved = {r for e in ops.values() for s in "ab" for r in e.from_rows[s]}
+    moved = {r for e in ops.values() for s in "ab" for r in e.from_rows.side(s)}
     assert {"Elementwise", "Copy/Memory", "RoPE", "RMSNorm"} <= moved
     for side in "ab":
         for cat, groups in raw[side].items():
             want = sum(t for _, t in groups.values()) / 1000
             e = rows.get(cat)
             have = (getattr(e, f"{side}_us") if e is not None else 0.0) \
-                + sum(o.from_rows[side].get(cat, 0.0) for o in ops.values())
+                + sum(o.from_rows.side(side).get(cat, 0.0) for o in ops.values())
             assert math.isclose(have, want, rel_tol=1e-9, abs_tol=1e-3), (side, cat, have, want)
     # the Elementwise row no longer holds eager's RoPE and RMSNorm kernels: most of its +30.4 ms is gone
     raw_elem = sum(t for _, t in raw["a"]["Elementwise"].values()) / 1000
@@ -124,5 +124,5 @@ def test_fused_rows_mirror(pair):
         assert math.isclose(m.a_us, e.b_us, rel_tol=1e-12) and math.isclose(m.b_us, e.a_us, rel_tol=1e-12)
         assert math.isclose(m.count_gap_us, -e.count_gap_us, rel_tol=1e-9, abs_tol=1e-6)
         assert math.isclose(m.speed_gap_us, -e.speed_gap_us, rel_tol=1e-9, abs_tol=1e-6)
-        assert m.from_rows == {"a": e.from_rows["b"], "b": e.from_rows["a"]}
+        assert m.from_rows.a == e.from_rows.b and m.from_rows.b == e.from_rows.a
     assert "B 11 kernels a layer" in theirs["RoPE (fused op)"].detail

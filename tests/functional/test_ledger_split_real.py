@@ -155,7 +155,7 @@ def test_split_recomputed_from_raw_events(a, b, rows, passes, classifier):
     cmp = compared(a, b)
     assert cmp.basis != "per_pass"          # these pairs compare totals: no per-pass division below
     ra, rb = raw_rows(real_trace(a), classifier, passes), raw_rows(real_trace(b), classifier, passes)
-    moved = {r for e in cmp.ledger if e.finding >= 0 for x in e.from_rows.values() for r in x}
+    moved = {r for e in cmp.ledger if e.finding >= 0 for s in "ab" for r in e.from_rows.side(s)}
     ledger = {e.cause: e for e in cmp.ledger if e.kind == "kernels" and e.finding < 0 and e.cause not in moved}
     assert set(rows) <= set(ledger)
     for cause, e in ledger.items():

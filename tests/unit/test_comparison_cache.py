@@ -231,7 +231,7 @@ def test_typed_parts_come_back_typed(cache_home):
     the passes left out, the fusion model's parameters and the layers' steady passes are read back
     as their types, equal."""
     from kerneldiff.core.compare.fusion_params import FusionParams
-    from kerneldiff.core.compare.result import LeftOutPasses, SteadyPasses
+    from kerneldiff.core.compare.result import FromRows, LeftOutPasses, SteadyPasses
 
     rec = cc.Path(__file__).resolve().parents[1] / "data" / "recorded"
     paths = pair(cache_home, rec / "h100small_static_graphs.json.gz", rec / "h100small_eager_attn.json.gz")
@@ -243,4 +243,5 @@ def test_typed_parts_come_back_typed(cache_home):
     assert params and all(type(p) is FusionParams for p in params)
     steady = [r.a.steady for r in stored.layers if r.a.steady is not None]
     assert steady and all(type(x) is SteadyPasses for x in steady)
+    assert stored.ledger and all(type(e.from_rows) is FromRows for e in stored.ledger)
     assert json.dumps(stored.to_dict(), allow_nan=True) == json.dumps(comp.to_dict(), allow_nan=True)

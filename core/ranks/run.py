@@ -133,6 +133,19 @@ def spread(run: Run) -> Spread:
     return Spread(len(w), float(w.min()), float(np.median(w)), float(w.max()), float(x.min()), float(x.max()))
 
 
+@dataclass(frozen=True)
+class RunPairing:
+    """What the pairing of one run's collectives across its ranks found (its JSON: these fields, in
+    order; the per-rank dicts are keyed by rank id)."""
+
+    validated: int                          # collective instances validated across the ranks
+    reference_rank: int | None              # the rank the clock offsets are against
+    matched: dict[int, int]
+    rejected: dict[int, int]
+    unmatched: dict[int, int]
+    clock_offset_us: dict[int, float | None]
+
+
 @dataclass
 class RunFindings:
     """What a pair of runs adds to the comparison of their representative ranks."""
@@ -146,9 +159,8 @@ class RunFindings:
     links: dict[str, Any]                             # {a/b: the GPU's link peak or None}
     matched_by: str                                   # how collectives were matched across ranks
     notes: list[str]
-    # {a/b: validated instances, per rank matched / rejected / unmatched, clock offsets (µs) against
-    # the reference rank}: what the pairing of collectives across ranks found
-    pairing: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # {a/b: RunPairing}: what the pairing of collectives across ranks found
+    pairing: dict[str, RunPairing] = field(default_factory=dict)
 
 
 def pick(run: Run, wanted: int | None) -> RankSummary:
@@ -191,7 +203,7 @@ def findings(a: Run, b: Run, wanted: int | None = None, peaks=None) -> RunFindin
                      f"not summed{per_token}")
     links = {}
     rows = {}
-    pairing: dict[str, dict[str, Any]] = {}
+    pairing: dict[str, RunPairing] = {}
     matched_by: list[str] = []
     strag = {}
     for key, run in (("a", a), ("b", b)):
@@ -202,11 +214,11 @@ def findings(a: Run, b: Run, wanted: int | None = None, peaks=None) -> RunFindin
         inst, pr = matching.instances, matching.pairing
         if any(len(r.collectives) for r in run.ranks):
             matched_by.append(f"{key.upper()}: {matching.how}")
-        pairing[key] = {"validated": len(inst), "reference_rank": ids[pr.clock_reference] if ids else None,
-                        "matched": {ids[r]: n for r, n in sorted(pr.matched.items())},
-                        "rejected": {ids[r]: n for r, n in sorted(pr.rejected.items())},
-                        "unmatched": {ids[r]: n for r, n in sorted(pr.unmatched.items())},
-                        "clock_offset_us": {ids[r]: o for r, o in sorted(pr.clock_offset_us.items())}}
+        pairing[key] = RunPairing(validated=len(inst), reference_rank=ids[pr.clock_reference] if ids else None,
+                                  matched={ids[r]: n for r, n in sorted(pr.matched.items())},
+                                  rejected={ids[r]: n for r, n in sorted(pr.rejected.items())},
+                                  unmatched={ids[r]: n for r, n in sorted(pr.unmatched.items())},
+                                  clock_offset_us={ids[r]: o for r, o in sorted(pr.clock_offset_us.items())})
         if len(run.ranks) > 1 and (matching.rejected or matching.unmatched):
             notes.append(f"{key.upper()}: {len(inst)} collective(s) validated across the ranks (same kind, compatible "
                          f"sizes, ends within {END_FLOOR_US:g} µs + {END_FRACTION:.0%} of the transfer); "

@@ -172,7 +172,7 @@ def test_hta_findings_name_no_false_straggler_figures():
     summaries = load_ranks([RankFile(r, f) for r, f in enumerate(files)], use_cache=False, jobs=1)
     run = Run("hta", [RankFile(r, f) for r, f in enumerate(files)], "distributedInfo", summaries)
     f = findings(run, run)
-    assert f.pairing["a"]["validated"] == len(truth) == 5
+    assert f.pairing["a"].validated == len(truth) == 5
     assert max(c.a.skew_max_us for c in f.collectives) == pytest.approx(max(b["ts"] - a["ts"] for a, b in truth))
     assert f.stragglers["a"].rank == 1 and f.stragglers["a"].collectives == 5
     assert any("5 collective(s) validated" in n for n in f.notes)

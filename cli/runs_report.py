@@ -187,10 +187,10 @@ def render_runs(found, out) -> None:
                      overflow="ellipsis", max_width=40 if col == "file" else None)
     t.drop_order = (("file",), ("exposed comm",), ("comm",))   # the rank and its wall and idle stay
     rows = [(k, r) for k in ("a", "b") for r in found.ranks[k]]
-    rows.sort(key=lambda kr: -kr[1]["wall_us"])
+    rows.sort(key=lambda kr: -kr[1].wall_us)
     for k, r in rows[:32]:
-        t.add_row(k.upper(), rank_cell(found, k, r["rank"]), us(r["wall_us"]), us(r["busy_us"]), us(r["compute_us"]),
-                  us(r["comm_us"]), us(r["exposed_comm_us"]), us(r["idle_us"]), literal(shown_path(r["file"])))
+        t.add_row(k.upper(), rank_cell(found, k, r.rank), us(r.wall_us), us(r.busy_us), us(r.compute_us),
+                  us(r.comm_us), us(r.exposed_comm_us), us(r.idle_us), literal(shown_path(r.file)))
     out.print(t)
     if len(rows) > 32:
         out.print(Text(f"… {len(rows) - 32} more ranks in --format json / csv", style="dim"))

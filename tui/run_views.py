@@ -53,7 +53,7 @@ RANK_FIGURES = (("wall", "wall", "wall_us"), ("busy", "busy", "busy_us"), ("comp
 
 def ranks_spec(found) -> TableSpec:
     rows = rank_rows(found)
-    files = [r["file"].replace("\\", "/").rsplit("/", 1)[-1] for _k, r in rows]
+    files = [r.file.replace("\\", "/").rsplit("/", 1)[-1] for _k, r in rows]
     cols = [Column("run", "run", "text", 3), Column("rank", "rank", "int", 5),
             *(Column(key, label, "us", max(9, len(label))) for key, label, _f in RANK_FIGURES),
             Column("collectives", "coll.", "int", 6),
@@ -62,12 +62,12 @@ def ranks_spec(found) -> TableSpec:
     def build(w: dict[str, int]) -> list[Row]:
         out = []
         for (k, r), name in zip(rows, files):
-            figs = [r[f] for _k, _l, f in RANK_FIGURES]
-            out.append(Row(f"{k}{r['rank']}", (SIDE_LETTER[k], r["rank"], *figs, r["collectives"], name),
-                           (span(SIDE_LETTER[k], f"bold {SIDE_STYLE[k]}"), _num(str(r["rank"])),
-                            *(_num(_us(x)) for x in figs), _num(f"{r['collectives']:,}"),
+            figs = [getattr(r, f) for _k, _l, f in RANK_FIGURES]
+            out.append(Row(f"{k}{r.rank}", (SIDE_LETTER[k], r.rank, *figs, r.collectives, name),
+                           (span(SIDE_LETTER[k], f"bold {SIDE_STYLE[k]}"), _num(str(r.rank)),
+                            *(_num(_us(x)) for x in figs), _num(f"{r.collectives:,}"),
                             literal(fmt_name(name, w.get("file", 12)))),
-                           payload=(k, r), search=searchable(name) + f"\nrun {k}\nrank {r['rank']}"))
+                           payload=(k, r), search=searchable(name) + f"\nrun {k}\nrank {r.rank}"))
         return out
 
     sorts = {"time": Sort("time", lambda r: r.values[2], ("wall",), True, "slowest rank first (largest wall clock)"),
@@ -175,10 +175,10 @@ def export_rows(found, table) -> tuple[list[str], list[list]]:
 
     head, rows = run_table(found, table.spec.name)
     if table.spec.name == "ranks":
-        by = {(side, r["rank"]): row for side, r, row in
+        by = {(side, r.rank): row for side, r, row in
               zip([s for s in ("a", "b") for _ in found.ranks[s]], [r for s in ("a", "b") for r in found.ranks[s]],
                   rows)}
-        shown = [by[(k, r["rank"])] for k, r in (x.payload for x in table.rows_shown)]
+        shown = [by[(k, r.rank)] for k, r in (x.payload for x in table.rows_shown)]
     else:
         by = {id(c): row for c, row in zip(found.collectives, rows)}
         shown = [by[id(x.payload)] for x in table.rows_shown]

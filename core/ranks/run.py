@@ -18,7 +18,7 @@ from kerneldiff.core.analysis.collective_pairs import END_FLOOR_US, END_FRACTION
 from kerneldiff.core.analysis.collectives import (MIN_VALIDATED, CollectiveRow, Straggler, collective_rows, match, side_rows,
                                                   straggler)
 from kerneldiff.core.ranks.identify import RankFile
-from kerneldiff.core.ranks.summary import RankSummary, summary_or_error as _one
+from kerneldiff.core.ranks.summary import RankRow, RankSummary, summary_or_error as _one
 
 # a load's peak memory, per byte of the trace's JSON: the reader holds a bounded window of text,
 # the columns ~80 bytes per event; measured 0.3-0.45x on the shared traces (60-250 MB): 0.5 with room
@@ -150,7 +150,7 @@ class RunPairing:
 class RunFindings:
     """What a pair of runs adds to the comparison of their representative ranks."""
 
-    ranks: dict[str, list[dict[str, Any]]]           # {a: [rank rows], b: [...]}
+    ranks: dict[str, list[RankRow]]                  # {a: [rank rows], b: [...]}
     rank_source: dict[str, str]                       # {a: "distributedInfo" | "file names (vLLM)" | "file order"}
     representative: dict[str, Any]                    # {a: rank, b: rank, how: "slowest" | "--rank N"}
     spread: dict[str, Spread]

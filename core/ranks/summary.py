@@ -4,7 +4,7 @@ too large for one machine could be spread over several."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Any
 
@@ -38,11 +38,33 @@ class RankSummary:
     collectives: RankCollectives = field(default_factory=RankCollectives)
     info: Any = None                # the probe's TraceInfo (GPU match for the link peak)
 
-    def row(self) -> dict[str, Any]:
+    def row(self) -> RankRow:
         """The per-rank table's entry (JSON `ranks`)."""
-        d = {k: v for k, v in asdict(self).items() if k not in ("collectives", "info", "pass_compute_us", "pass_phases")}
-        d["collectives"] = len(self.collectives)
-        return d
+        return RankRow(**{f.name: getattr(self, f.name) for f in fields(RankRow) if f.name != "collectives"},
+                       collectives=len(self.collectives))
+
+
+@dataclass(frozen=True)
+class RankRow:
+    """One rank of a run as the reports show it (`RankSummary.row`): its JSON is these fields, in order."""
+
+    rank: int
+    file: str
+    wall_us: float
+    busy_us: float
+    compute_us: float
+    comm_us: float
+    exposed_comm_us: float
+    idle_us: float
+    kernels: int
+    gpu_time_us: float
+    gpu: str
+    device: int | None
+    world_size: int | None
+    backend: str
+    tokens: int | None
+    passes: int
+    collectives: int               # the rank's collectives (RankSummary.collectives' count)
 
 
 def summarize_model(rank: int, model, classifier) -> RankSummary:

@@ -20,7 +20,7 @@ RANK_KEYS = ("wall_us", "busy_us", "compute_us", "comm_us", "exposed_comm_us", "
 def ranks_slowest_first(found) -> list[tuple[str, dict]]:
     """(run key, rank row) of both runs, slowest first (ties: A before B, lower rank first)."""
     rows = [(k, r) for k in ("a", "b") for r in found.ranks[k]]
-    rows.sort(key=lambda kr: (-kr[1]["wall_us"], kr[0], kr[1]["rank"]))
+    rows.sort(key=lambda kr: (-kr[1].wall_us, kr[0], kr[1].rank))
     return rows
 
 
@@ -43,7 +43,7 @@ def straggler_legend(found) -> str:
 def wall_summary(found, key: str) -> str:
     """A run's ranks in one line: their wall clocks' spread and a histogram of them (equal bins
     from the fastest to the slowest), for runs too large to list."""
-    walls = sorted(r["wall_us"] for r in found.ranks[key])
+    walls = sorted(r.wall_us for r in found.ranks[key])
     if not walls:
         return ""
     lo, hi = walls[0], walls[-1]
@@ -150,7 +150,7 @@ def runs_markdown(found) -> list[str]:
     lines = ["### kerneldiff: two runs of rank traces", ""]
     lines += [md(x, 400) + "  " for x in run_lines(found)]
     rows = ranks_slowest_first(found)
-    body = [[k.upper(), rank_cell(found, k, r["rank"]), *(fmt.us(r[x]) for x in RANK_KEYS)] for k, r in rows[:TOP_RANKS]]
+    body = [[k.upper(), rank_cell(found, k, r.rank), *(fmt.us(getattr(r, x)) for x in RANK_KEYS)] for k, r in rows[:TOP_RANKS]]
     lines += ["", "#### Ranks (slowest first" + (f", {TOP_RANKS} of {len(rows)})" if len(rows) > TOP_RANKS else ")"),
               ""] + _table(list(RANK_HEAD), body, right=1)
     if len(rows) > TOP_RANKS:   # many ranks: each run summarised, not listed
@@ -196,19 +196,19 @@ def runs_html(found) -> list[tuple[str, str, str]]:
     from kerneldiff.core.report.html import _bar_svg, _gap, _num, _table, esc
 
     rows = ranks_slowest_first(found)
-    top = max((r["wall_us"] for _, r in rows), default=0.0) or 1.0
+    top = max((r.wall_us for _, r in rows), default=0.0) or 1.0
     chart = []
     for k, r in rows[:64]:
         # wall to scale; inside it the rank's compute, then its exposed communication
-        c, x = r["compute_us"] / top, r["exposed_comm_us"] / top
-        bar = _bar_svg([(0, r["wall_us"] / top, f"{k} idle", esc(f"wall {fmt.us(r['wall_us'])}")),
-                        (0, c, k, esc(f"compute {fmt.us(r['compute_us'])}")),
-                        (c, c + x, f"{k} exposed", esc(f"exposed communication {fmt.us(r['exposed_comm_us'])}"))])
-        chart.append(f'<div class="lab">{k.upper()} rank {r["rank"]}</div><div class="bar">{bar}</div>'
-                     f'<div class="num">{fmt.us(r["wall_us"])}</div>')
-    body_rows = [f'<tr><td><span class="key {k}"></span> {k.upper()}</td>{_num(str(r["rank"]), r["rank"])}'
-                 + "".join(_num(fmt.us(r[x]), r[x]) for x in RANK_KEYS)
-                 + f'<td style="white-space:nowrap">{esc(r["file"].replace(chr(92), "/").rsplit("/", 1)[-1], 120)}</td></tr>'
+        c, x = r.compute_us / top, r.exposed_comm_us / top
+        bar = _bar_svg([(0, r.wall_us / top, f"{k} idle", esc(f"wall {fmt.us(r.wall_us)}")),
+                        (0, c, k, esc(f"compute {fmt.us(r.compute_us)}")),
+                        (c, c + x, f"{k} exposed", esc(f"exposed communication {fmt.us(r.exposed_comm_us)}"))])
+        chart.append(f'<div class="lab">{k.upper()} rank {r.rank}</div><div class="bar">{bar}</div>'
+                     f'<div class="num">{fmt.us(r.wall_us)}</div>')
+    body_rows = [f'<tr><td><span class="key {k}"></span> {k.upper()}</td>{_num(str(r.rank), r.rank)}'
+                 + "".join(_num(fmt.us(getattr(r, x)), getattr(r, x)) for x in RANK_KEYS)
+                 + f'<td style="white-space:nowrap">{esc(r.file.replace(chr(92), "/").rsplit("/", 1)[-1], 120)}</td></tr>'
                  for k, r in rows]
     head = [(h, h not in ("run",)) for h in RANK_HEAD] + [("file", False)]
     lines = "".join(f"<li>{esc(x, 600)}</li>" for x in run_lines(found))

@@ -40,7 +40,7 @@ def _v(x):
 def run_table(found, name: str) -> tuple[list[str], list[list[Any]]]:
     if name == "ranks":
         head = ["run", *RANK_FIELDS]
-        rows = [[side, *(_v(r.get(k)) for k in RANK_FIELDS)] for side in ("a", "b") for r in found.ranks[side]]
+        rows = [[side, *(_v(getattr(r, k)) for k in RANK_FIELDS)] for side in ("a", "b") for r in found.ranks[side]]
         return head, rows
     if name == "collectives":
         # a_<field>, b_<field> side by side, as every table of the export schema (docs/EXPORT_SCHEMA.md)

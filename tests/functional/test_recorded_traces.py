@@ -126,4 +126,4 @@ def test_a_gloo_run_says_why_it_shows_no_communication():
     found = RunSession([run, run], use_cache=False, jobs=1).findings()
     said = [n for n in found.notes if "Gloo" in n]
     assert len(said) == 2 and all("communication reads 0" in n for n in said)
-    assert all(r["comm_us"] == 0 for side in found.ranks.values() for r in side)
+    assert all(r.comm_us == 0 for side in found.ranks.values() for r in side)

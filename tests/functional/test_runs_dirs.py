@@ -75,7 +75,7 @@ def test_wall_summary_counts_every_rank(walls):
 
     from kerneldiff.core.report.run_report import HISTOGRAM_BINS, wall_summary
 
-    line = wall_summary(SimpleNamespace(ranks={"a": [{"wall_us": w} for w in walls]}), "a")
+    line = wall_summary(SimpleNamespace(ranks={"a": [SimpleNamespace(wall_us=w) for w in walls]}), "a")
     counts = [int(x) for x in line.rsplit(": ", 1)[1].split()]
     lo, hi = min(walls), max(walls)
     want = [0] * HISTOGRAM_BINS

@@ -27,7 +27,7 @@ def test_a_chosen_rank_opens_its_comparison_and_comes_back(runs, monkeypatch):
     explored, compared = [], []
 
     def explore_runs(session, found):
-        explored.append((list(session.paths), sorted(r["rank"] for r in found.ranks["a"])))
+        explored.append((list(session.paths), sorted(r.rank for r in found.ranks["a"])))
         return next(answers)
 
     def run_app(paths, **kw):

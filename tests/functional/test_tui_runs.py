@@ -48,7 +48,7 @@ async def test_ranks_slowest_first_and_enter_picks_one(runs, found):
         await pilot.pause()
         t = app.query_one("#ranks", ResultTable)
         assert t.row_count == 6
-        walls = [r["wall_us"] for _, r in app.result.rows]
+        walls = [r.wall_us for _, r in app.result.rows]
         assert walls == sorted(walls, reverse=True)
         assert [str(c) for c in t.get_row_at(0)[:2]] == ["A", "0"]     # A's passes are slower
         await pilot.press("down", "down", "enter")
@@ -111,8 +111,8 @@ async def test_filter_and_sort_the_ranks(runs, found):
         await pilot.pause()
         exposed = [t.get_row_at(i)[6] for i in range(t.row_count)]
         keys = [(str(t.get_row_at(i)[0]).lower(), int(str(t.get_row_at(i)[1]))) for i in range(t.row_count)]
-        want = sorted(((k, r["rank"]) for k in "ab" for r in found.ranks[k]),
-                      key=lambda kr: -next(r["exposed_comm_us"] for r in found.ranks[kr[0]] if r["rank"] == kr[1]))
+        want = sorted(((k, r.rank) for k in "ab" for r in found.ranks[k]),
+                      key=lambda kr: -next(r.exposed_comm_us for r in found.ranks[kr[0]] if r.rank == kr[1]))
         assert [w[1] for w in want][:1] == [k[1] for k in keys][:1] and len(exposed) == 6
         await pilot.press("n")                 # by file name, A to Z
         await pilot.pause()

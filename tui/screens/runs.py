@@ -70,7 +70,7 @@ class RunsScreen(TabbedExplorerScreen):
         if table.id != "ranks":
             return False
         key, r = row.payload
-        self.app.exit((key, int(r["rank"])))
+        self.app.exit((key, int(r.rank)))
         return True
 
     def action_sort_named(self, name: str) -> None:

@@ -176,9 +176,9 @@ def render_runs(found, out) -> None:
         line = Text(f"{key.upper()} run: {sp.ranks} rank{'s' if sp.ranks != 1 else ''} (ranks from ", style="bold")
         line.append_text(literal(found.rank_source[key]))
         line.append(f"), wall {us(sp.wall_min_us)} … {us(sp.wall_max_us)} (median {us(sp.wall_median_us)}); "
-                    f"the report below is rank {rep[key]}'s")
+                    f"the report below is rank {rep.side(key)}'s")
         out.print(line)
-    out.print(Text(f"representative rank: {rep['how']}", style="dim"))
+    out.print(Text(f"representative rank: {rep.how}", style="dim"))
     from rich import box
 
     t = Table(title="Ranks (slowest first)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)

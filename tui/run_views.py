@@ -146,7 +146,7 @@ def runs_head(found, max_lines: int = HEAD_LINES) -> Group:
         sp = found.spread[key]
         t = span(f"{SIDE_LETTER[key]}", f"bold {SIDE_STYLE[key]}")
         t.append_text(literal(f" {sp.ranks} rank{'s' if sp.ranks != 1 else ''} ({found.rank_source[key]}) · "
-                              f"representative rank {rep[key]} · wall {fmt.us(sp.wall_min_us)}…"
+                              f"representative rank {rep.side(key)} · wall {fmt.us(sp.wall_min_us)}…"
                               f"{fmt.us(sp.wall_max_us)} · exposed comm {fmt.us(sp.exposed_comm_min_us)}…"
                               f"{fmt.us(sp.exposed_comm_max_us)}"))
         lines.append(t)

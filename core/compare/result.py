@@ -140,10 +140,10 @@ class LedgerEntry:
     # kernels entries: how the split was made (`core.compare.split.PRICING`) and its largest matched
     # groups (`split.Part`, largest |gap| first; the full list sums to the two parts)
     split_basis: str = ""
-    split_parts: list = field(default_factory=list)
+    split_parts: list[SplitPart] = field(default_factory=list)
     # the op-level fusions this row holds part of (`core.compare.ledger_fusions`): one operation that
     # the two sides book under different rows, how each side runs it, and the finding
-    fusions: list = field(default_factory=list)
+    fusions: list[str] = field(default_factory=list)
     # a fused operation's row (`core.compare.ledger_fusions.regroup`): the finding (index into
     # Comparison.fusions) and the rows each side's kernels of it came from
     finding: int = -1

@@ -121,7 +121,7 @@ def run_reasons(base, new) -> list[str]:
 def _run(run, found, key: str) -> dict[str, Any]:
     given = len(run.ranks)
     return {"run": run.arg, "ranks": given, "world_size": run.world_size, "rank_source": run.rank_source,
-            "representative": found.representative[key], "spread": asdict(found.spread[key]),
+            "representative": found.representative.side(key), "spread": asdict(found.spread[key]),
             "skew": skew_detail(run.ranks),
             "files": [{"rank": f.rank, **fingerprint(f.path)} for f in run.files]}
 
@@ -171,8 +171,8 @@ def judge_runs(cmp, pair, runs: list, found, checks: list[Check], phase: str = "
     rep = found.representative
     if any(c.metric == "comm" for c in kept):
         result.notes = [n for n in result.notes if not n.startswith(ONE_TRACE_COMM)]
-        notes.append(f"comm is the representative ranks' exposed communication (base rank {rep['a']}, new rank "
-                     f"{rep['b']}: {rep['how']}); the ranks' spread of it is in `runs`")
+        notes.append(f"comm is the representative ranks' exposed communication (base rank {rep.a}, new rank "
+                     f"{rep.b}: {rep.how}); the ranks' spread of it is in `runs`")
     notes += [n for n in found.notes]
     result.verdict, result.reasons, result.checks = verdict, reasons, checks_out
     result.notes = notes + result.notes
@@ -182,5 +182,5 @@ def judge_runs(cmp, pair, runs: list, found, checks: list[Check], phase: str = "
                         f"and layers to read one within a trace; ranks that do unequal work widen it); "
                         f"{WITHIN_ONLY.split(': ', 1)[1]}" if n == WITHIN_ONLY else n for n in result.notes]
     result.thresholds["checks"] = {x.name: x.limit.text for x in kept}
-    result.runs = {"base": _run(base, found, "a"), "new": _run(new, found, "b"), "representative": rep["how"]}
+    result.runs = {"base": _run(base, found, "a"), "new": _run(new, found, "b"), "representative": rep.how}
     return result

@@ -134,6 +134,18 @@ def spread(run: Run) -> Spread:
 
 
 @dataclass(frozen=True)
+class Representative:
+    """The rank of each run the comparison reads, and how it was chosen (its JSON: a, b, how)."""
+
+    a: int
+    b: int
+    how: str                                # "slowest rank (largest wall clock)" | "rank N (--rank)"
+
+    def side(self, key: str) -> int:
+        return self.a if key == "a" else self.b
+
+
+@dataclass(frozen=True)
 class RunPairing:
     """What the pairing of one run's collectives across its ranks found (its JSON: these fields, in
     order; the per-rank dicts are keyed by rank id)."""
@@ -152,7 +164,7 @@ class RunFindings:
 
     ranks: dict[str, list[RankRow]]                  # {a: [rank rows], b: [...]}
     rank_source: dict[str, str]                       # {a: "distributedInfo" | "file names (vLLM)" | "file order"}
-    representative: dict[str, Any]                    # {a: rank, b: rank, how: "slowest" | "--rank N"}
+    representative: Representative
     spread: dict[str, Spread]
     collectives: list[CollectiveRow]
     stragglers: dict[str, Straggler | None]
@@ -246,7 +258,7 @@ def findings(a: Run, b: Run, wanted: int | None = None, peaks=None) -> RunFindin
     return RunFindings(
         ranks={"a": [r.row() for r in a.ranks], "b": [r.row() for r in b.ranks]},
         rank_source={"a": a.rank_source, "b": b.rank_source},
-        representative={"a": rep["a"].rank, "b": rep["b"].rank, "how": how},
+        representative=Representative(a=rep["a"].rank, b=rep["b"].rank, how=how),
         spread={"a": spread(a), "b": spread(b)},
         collectives=collective_rows(rows["a"], rows["b"]), stragglers=strag, links=links,
         matched_by="; ".join(matched_by) or "no collectives",

@@ -79,8 +79,8 @@ def run_lines(found) -> list[str]:
         out.append(f"{key.upper()} run: {sp.ranks} rank{'s' if sp.ranks != 1 else ''} (ranks from "
                    f"{found.rank_source[key]}), wall {fmt.us(sp.wall_min_us)} … {fmt.us(sp.wall_max_us)} (median "
                    f"{fmt.us(sp.wall_median_us)}), exposed communication {fmt.us(sp.exposed_comm_min_us)} … "
-                   f"{fmt.us(sp.exposed_comm_max_us)}; representative rank {rep[key]}")
-    out.append(f"representative rank: {rep['how']}; the comparison below is of these two ranks' traces")
+                   f"{fmt.us(sp.exposed_comm_max_us)}; representative rank {rep.side(key)}")
+    out.append(f"representative rank: {rep.how}; the comparison below is of these two ranks' traces")
     return out
 
 
@@ -179,8 +179,8 @@ def runs_intro(found) -> str:
     n = {k: len(found.ranks[k]) for k in ("a", "b")}
     return (f'<p class="verdict partly">Two runs of rank traces (A: {n["a"]} rank{"s" if n["a"] != 1 else ""}, B: '
             f'{n["b"]} rank{"s" if n["b"] != 1 else ""}). Ranks, Collectives and Stragglers read every rank; the '
-            f'header below and the sections from "The representative ranks compared" on read A rank {rep["a"]} '
-            f'against B rank {rep["b"]} ({_esc(rep["how"])}).</p>')
+            f'header below and the sections from "The representative ranks compared" on read A rank {rep.a} '
+            f'against B rank {rep.b} ({_esc(rep.how)}).</p>')
 
 
 def _esc(s: str) -> str:
@@ -243,8 +243,8 @@ def runs_html(found) -> list[tuple[str, str, str]]:
                                                 f'<ul>{items or "<li>no straggler: the ranks arrive together, or their clocks differ</li>"}'
                                                 f'{notes}</ul></section>'))
     heading = (f'<section id="representative"><h2>The representative ranks compared</h2><p class="muted">'
-               f'{_html.escape(found.representative["how"])}: A rank {found.representative["a"]} against B rank '
-               f'{found.representative["b"]}: the page\'s header and every section from here on read these two '
+               f'{_html.escape(found.representative.how)}: A rank {found.representative.a} against B rank '
+               f'{found.representative.b}: the page\'s header and every section from here on read these two '
                f'traces.</p></section>')
     out.append(("representative", "Representative ranks", heading))
     return out

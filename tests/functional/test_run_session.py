@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kerneldiff.core.errors import TraceError
-from kerneldiff.core.ranks.run import findings
+from kerneldiff.core.ranks.run import Representative, findings
 from kerneldiff.core.ranks.session import RunSession
 from kerneldiff.core.synth.ranks import write_run
 
@@ -55,4 +55,4 @@ def test_rank_files_pick_the_representatives_and_the_counterpart(runs):
         s.rank_files()
     s.rank = 1
     assert s.rank_files() == [a.rank(1).file, b.rank(1).file]
-    assert s.findings().representative == {"a": 1, "b": 1, "how": "rank 1 (--rank)"}
+    assert s.findings().representative == Representative(a=1, b=1, how="rank 1 (--rank)")

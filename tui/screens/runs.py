@@ -55,7 +55,7 @@ class RunsScreen(TabbedExplorerScreen):
         if key == "ranks":
             rep = self.found.representative
             hint = (f"⏎ compares that rank with the other run's (same rank, else its slowest) · representative: "
-                    f"A rank {rep['a']}, B rank {rep['b']} ({rep['how']})")
+                    f"A rank {rep.a}, B rank {rep.b} ({rep.how})")
             return TablePane("ranks", hint=hint, id="pane-ranks", empty="no ranks")
         return TablePane("collectives", id="pane-collectives", empty="no collectives in either run",
                          hint="busbw GB/s (% of the link's peak) · wait: beyond the fastest rank's · skew: last start − "

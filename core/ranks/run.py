@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from kerneldiff.core.analysis.collectives import (MIN_VALIDATED, CollectiveRow, 
                                                   straggler)
 from kerneldiff.core.ranks.identify import RankFile
 from kerneldiff.core.ranks.summary import RankRow, RankSummary, summary_or_error as _one
+
+if TYPE_CHECKING:   # read lazily: the link peaks load their table
+    from kerneldiff.core.analysis.links import LinkPeak
 
 # a load's peak memory, per byte of the trace's JSON: the reader holds a bounded window of text,
 # the columns ~80 bytes per event; measured 0.3-0.45x on the shared traces (60-250 MB): 0.5 with room
@@ -168,7 +171,7 @@ class RunFindings:
     spread: dict[str, Spread]
     collectives: list[CollectiveRow]
     stragglers: dict[str, Straggler | None]
-    links: dict[str, Any]                             # {a/b: the GPU's link peak or None}
+    links: dict[str, LinkPeak | None]                 # {a/b: the GPU's link peak or None}
     matched_by: str                                   # how collectives were matched across ranks
     notes: list[str]
     # {a/b: RunPairing}: what the pairing of collectives across ranks found
@@ -220,7 +223,7 @@ def findings(a: Run, b: Run, wanted: int | None = None, peaks=None) -> RunFindin
     strag = {}
     for key, run in (("a", a), ("b", b)):
         lp = link_peak(rep[key].info, peaks) if rep[key].info is not None else None
-        links[key] = lp.to_dict() if lp else None
+        links[key] = lp
         ids = [r.rank for r in run.ranks]
         matching = match([r.collectives for r in run.ranks], ids)
         inst, pr = matching.instances, matching.pairing

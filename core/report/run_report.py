@@ -98,7 +98,7 @@ def straggler_lines(found) -> list[str]:
 
 
 def links_line(found) -> str:
-    links = "; ".join(f"{k.upper()} {v['link']} {v['gbps']:g} GB/s per direction" if v else f"{k.upper()} unknown"
+    links = "; ".join(f"{k.upper()} {v.link} {v.gbps:g} GB/s per direction" if v else f"{k.upper()} unknown"
                       for k, v in found.links.items())
     return (f"busbw in GB/s (% of the link's peak: {links}); wait = time beyond the fastest rank's; "
             f"skew = last rank's start − first's (median); matched by {found.matched_by}")

@@ -29,6 +29,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import msgspec
+
 GATE_SCHEMA = 1
 VERDICTS = ("pass", "improvement", "regression", "inconclusive")
 
@@ -64,11 +66,26 @@ class Change:
     speed_delta: float | None = None      # the part from slower (or faster) kernels
 
 
+class GateComparability(msgspec.Struct, frozen=True):
+    """The pair's comparability as the gate judged it (`verdict.comparability_of`); without a
+    comparison or a reason of the gate's own it is `GateComparability()`, written `{}`."""
+
+    verdict: str = ""            # comparable | partly | not comparable ("": not judged)
+    reasons: list[str] = []
+    notes: list[str] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.verdict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "reasons": list(self.reasons), "notes": list(self.notes)} if self else {}
+
+
 @dataclass
 class GateResult:
     verdict: str
     reasons: list[str]
-    comparability: dict[str, Any]
+    comparability: GateComparability
     base: dict[str, Any]
     new: dict[str, Any]
     phase: str
@@ -83,6 +100,7 @@ class GateResult:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        d["comparability"] = self.comparability.to_json()
         return {"gate_schema": d.pop("gate_schema"), **d}
 
     @property

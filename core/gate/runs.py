@@ -166,7 +166,7 @@ def judge_runs(cmp, pair, runs: list, found, checks: list[Check], phase: str = "
                                 + [r for r in result.reasons if r.startswith("hardware changed")], checks_out)
     if world:   # the comparability shown must not say "comparable" above a reason against it
         result.comparability = comparability_of(cmp.comparability, [*world, *[
-            r for r in result.comparability.get("reasons", []) if r not in (cmp.comparability.reasons
+            r for r in result.comparability.reasons if r not in (cmp.comparability.reasons
                                                                              if cmp.comparability else [])]])
     rep = found.representative
     if any(c.metric == "comm" for c in kept):

@@ -26,7 +26,7 @@ from kerneldiff.core.compare.split import parts_of
 from kerneldiff.core.gate import noise as nz
 from kerneldiff.core.gate.repeats import WITHIN_ONLY, between_floor
 from kerneldiff.core.gate.fingerprint import fingerprint
-from kerneldiff.core.gate.result import Change, CheckResult, GateResult
+from kerneldiff.core.gate.result import Change, CheckResult, GateComparability, GateResult
 from kerneldiff.core.gate.series import MIN_LAYERS, PassSeries, SideData
 from kerneldiff.core.gate.spec import METRICS, Check
 from kerneldiff.core.report import format as fmt
@@ -273,17 +273,17 @@ def hardware_reasons(gpu_a: str, gpu_b: str) -> list[str]:
     return []
 
 
-def comparability_of(c, extra: list[str]) -> dict:
+def comparability_of(c, extra: list[str]) -> GateComparability:
     """The pair's comparability for the gate's result, with the gate's own reasons about the pair
     (another GPU, another world size) among its reasons, and a verdict no better than they allow:
     a "comparable" above a reason against it would contradict it."""
     if c is None and not extra:
-        return {}
+        return GateComparability()
     verdict = c.verdict if c is not None else "comparable"
     reasons = (list(c.reasons) if c is not None else []) + list(extra)
     if extra and verdict == "comparable":
         verdict = "partly"
-    return {"verdict": verdict, "reasons": reasons, "notes": list(c.notes) if c is not None else []}
+    return GateComparability(verdict, reasons, list(c.notes) if c is not None else [])
 
 
 def judge(cmp, models, paths: list[str], checks: list[Check], classifier, phase: str = "all",

@@ -121,8 +121,8 @@ def markdown(r) -> str:
                          right={2, 3, 4, 5})]
     comp = r.comparability
     if comp:
-        out += ["", f"Comparability: **{comp['verdict']}**" + (": " + md_text("; ".join(comp["reasons"]))
-                                                                if comp["reasons"] else "")]
+        out += ["", f"Comparability: **{comp.verdict}**" + (": " + md_text("; ".join(comp.reasons))
+                                                                if comp.reasons else "")]
     for note in r.notes:
         out.append(f"- {md_text(note)}")
     fp = [r.base["fingerprint"], r.new["fingerprint"]]
@@ -165,6 +165,6 @@ def text(r) -> str:
                        c.cause if c.kind not in ("idle", "overlap") else ""] for c in top], right={2, 3})
     comp = r.comparability
     if comp:
-        out += ["", f"comparability: {comp['verdict']}" + (": " + "; ".join(comp["reasons"]) if comp["reasons"] else "")]
+        out += ["", f"comparability: {comp.verdict}" + (": " + "; ".join(comp.reasons) if comp.reasons else "")]
     out += [f"note: {n}" for n in r.notes]
     return _lines(out)

@@ -388,11 +388,11 @@ def test_fingerprint_of_a_big_file_reads_its_ends(tmp_path, monkeypatch):
 
 
 def test_control_characters_from_traces_are_shown_not_obeyed():
-    from kerneldiff.core.gate.result import Change, GateResult
+    from kerneldiff.core.gate.result import Change, GateComparability, GateResult
     from kerneldiff.core.report.gate_report import markdown, text
 
     side = {"label": "gpu\x1b[2J", "passes": 5, "fingerprint": {"path": "p", "size": 1, "sha256": "0" * 64, "method": "m"}}
-    r = GateResult("pass", [], {}, side, side, "all", [],
+    r = GateResult("pass", [], GateComparability(), side, side, "all", [],
                    regressions=[Change("kernel", "k\x1b]0;owned\x07\u202e", 1.0, 2.0, 1.0, 100.0)])
     for out in (text(r), markdown(r)):
         assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out

@@ -44,8 +44,8 @@ def test_comparability_never_says_comparable_above_a_reason_against_it():
     hw = hardware_reasons("NVIDIA H200", "NVIDIA H100 80GB HBM3")
     assert hw and "H200" in hw[0] and "H100" in hw[0]
     c = comparability_of(C(), hw)
-    assert c["verdict"] == "partly" and c["reasons"] == hw
-    assert comparability_of(C(), [])["verdict"] == "comparable"
+    assert c.verdict == "partly" and c.reasons == hw
+    assert comparability_of(C(), []).verdict == "comparable"
     assert hardware_reasons("NVIDIA H100", "NVIDIA H100") == [] and hardware_reasons("", "NVIDIA H100") == []
 
 

@@ -10,12 +10,23 @@ from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass
 
 WHOLE_LIMIT = 64 * 2**20
 EDGE = 2**20
 
 
-def fingerprint(path: str) -> dict:
+@dataclass(frozen=True)
+class Fingerprint:
+    """What names one file judged (its JSON: these fields, in order)."""
+
+    path: str
+    size: int
+    sha256: str
+    method: str                  # how sha256 was taken (the whole file, or its size and ends)
+
+
+def fingerprint(path: str) -> Fingerprint:
     size = os.path.getsize(path)
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -29,4 +40,4 @@ def fingerprint(path: str) -> dict:
             f.seek(size - EDGE)
             h.update(f.read(EDGE))
             method = "sha256 of the size, the first MiB and the last MiB"
-    return {"path": path, "size": size, "sha256": h.hexdigest(), "method": method}
+    return Fingerprint(path, size, h.hexdigest(), method)

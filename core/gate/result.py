@@ -27,9 +27,14 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
+
+from kerneldiff.core.gate.fingerprint import Fingerprint
+
+if TYPE_CHECKING:
+    from kerneldiff.core.compare.result import Excluded
 
 GATE_SCHEMA = 1
 VERDICTS = ("pass", "improvement", "regression", "inconclusive")
@@ -66,6 +71,20 @@ class Change:
     speed_delta: float | None = None      # the part from slower (or faster) kernels
 
 
+@dataclass(frozen=True)
+class GateSide:
+    """One trace the gate judged, base or new (its JSON: these fields, in order)."""
+
+    path: str
+    label: str
+    gpu: str
+    passes: int
+    phases: list[str]
+    kernels: int
+    fingerprint: Fingerprint
+    excluded: Excluded | None    # work cut by the profiler's window (`Side.excluded`)
+
+
 class GateComparability(msgspec.Struct, frozen=True):
     """The pair's comparability as the gate judged it (`verdict.comparability_of`); without a
     comparison or a reason of the gate's own it is `GateComparability()`, written `{}`."""
@@ -86,8 +105,8 @@ class GateResult:
     verdict: str
     reasons: list[str]
     comparability: GateComparability
-    base: dict[str, Any]
-    new: dict[str, Any]
+    base: GateSide
+    new: GateSide
     phase: str
     checks: list[CheckResult]
     regressions: list[Change] = field(default_factory=list)

@@ -123,7 +123,7 @@ def _run(run, found, key: str) -> dict[str, Any]:
     return {"run": run.arg, "ranks": given, "world_size": run.world_size, "rank_source": run.rank_source,
             "representative": found.representative.side(key), "spread": asdict(found.spread[key]),
             "skew": skew_detail(run.ranks),
-            "files": [{"rank": f.rank, **fingerprint(f.path)} for f in run.files]}
+            "files": [{"rank": f.rank, **asdict(fingerprint(f.path))} for f in run.files]}
 
 
 def judge_runs(cmp, pair, runs: list, found, checks: list[Check], phase: str = "all",

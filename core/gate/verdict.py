@@ -18,7 +18,6 @@ Order of judgement:
 
 from __future__ import annotations
 
-from dataclasses import asdict
 
 import numpy as np
 
@@ -26,7 +25,7 @@ from kerneldiff.core.compare.split import parts_of
 from kerneldiff.core.gate import noise as nz
 from kerneldiff.core.gate.repeats import WITHIN_ONLY, between_floor
 from kerneldiff.core.gate.fingerprint import fingerprint
-from kerneldiff.core.gate.result import Change, CheckResult, GateComparability, GateResult
+from kerneldiff.core.gate.result import Change, CheckResult, GateComparability, GateResult, GateSide
 from kerneldiff.core.gate.series import MIN_LAYERS, PassSeries, SideData
 from kerneldiff.core.gate.spec import METRICS, Check
 from kerneldiff.core.report import format as fmt
@@ -244,10 +243,9 @@ def _top(all_changes: list[Change], sign: int) -> list[Change]:
     return out
 
 
-def _side(side, path: str) -> dict:
-    return {"path": path, "label": side.label, "gpu": side.gpu, "passes": side.passes, "phases": side.phases,
-            "kernels": side.kernels, "fingerprint": fingerprint(path),
-            "excluded": asdict(side.excluded) if side.excluded is not None else None}
+def _side(side, path: str) -> GateSide:
+    return GateSide(path=path, label=side.label, gpu=side.gpu, passes=side.passes, phases=side.phases,
+                    kernels=side.kernels, fingerprint=fingerprint(path), excluded=side.excluded)
 
 
 LAUNCH_BOUND_SHARE = 0.5   # a wall clock more than half launch-bound idle hides a kernel slowdown

@@ -75,8 +75,8 @@ def _top_changes(r, n: int = 5) -> list:
     return every[:n]
 
 
-def _label(s: dict) -> str:
-    return f"{s['label']} ({s['passes']} pass{'es' if s['passes'] != 1 else ''})"
+def _label(s) -> str:
+    return f"{s.label} ({s.passes} pass{'es' if s.passes != 1 else ''})"
 
 
 def _run_lines(r) -> list[str]:
@@ -125,10 +125,10 @@ def markdown(r) -> str:
                                                                 if comp.reasons else "")]
     for note in r.notes:
         out.append(f"- {md_text(note)}")
-    fp = [r.base["fingerprint"], r.new["fingerprint"]]
+    fp = [r.base.fingerprint, r.new.fingerprint]
     out += ["", "<details><summary>inputs and thresholds</summary>", "",
-            f"- base {md_code(fp[0]['path'])} {fp[0]['size']:,} bytes, sha256 `{fp[0]['sha256'][:16]}…` ({fp[0]['method']})",
-            f"- new {md_code(fp[1]['path'])} {fp[1]['size']:,} bytes, sha256 `{fp[1]['sha256'][:16]}…` ({fp[1]['method']})",
+            f"- base {md_code(fp[0].path)} {fp[0].size:,} bytes, sha256 `{fp[0].sha256[:16]}…` ({fp[0].method})",
+            f"- new {md_code(fp[1].path)} {fp[1].size:,} bytes, sha256 `{fp[1].sha256[:16]}…` ({fp[1].method})",
             "- limits: " + ", ".join(f"{k} {v}" for k, v in r.thresholds.get("checks", {}).items())
             + f"; noise floor {r.thresholds.get('noise_z')} standard errors of the per-pass figure",
             *([f"- {k} run {md_code(r.runs[k]['run'])}: {len(r.runs[k]['files'])} rank files, each fingerprinted "

@@ -378,20 +378,21 @@ def test_fingerprint_of_a_big_file_reads_its_ends(tmp_path, monkeypatch):
     p = tmp_path / "t.json"
     p.write_bytes(b"x" * 5000)
     whole = fp.fingerprint(str(p))
-    assert "whole file" in whole["method"]
+    assert "whole file" in whole.method
     monkeypatch.setattr(fp, "WHOLE_LIMIT", 1000)
     monkeypatch.setattr(fp, "EDGE", 100)
     ends = fp.fingerprint(str(p))
-    assert "first" in ends["method"] and ends["sha256"] != whole["sha256"] and ends["size"] == 5000
+    assert "first" in ends.method and ends.sha256 != whole.sha256 and ends.size == 5000
     p.write_bytes(b"x" * 4999 + b"y")       # a change at the end is seen
-    assert fp.fingerprint(str(p))["sha256"] != ends["sha256"]
+    assert fp.fingerprint(str(p)).sha256 != ends.sha256
 
 
 def test_control_characters_from_traces_are_shown_not_obeyed():
-    from kerneldiff.core.gate.result import Change, GateComparability, GateResult
+    from kerneldiff.core.gate.fingerprint import Fingerprint
+    from kerneldiff.core.gate.result import Change, GateComparability, GateResult, GateSide
     from kerneldiff.core.report.gate_report import markdown, text
 
-    side = {"label": "gpu\x1b[2J", "passes": 5, "fingerprint": {"path": "p", "size": 1, "sha256": "0" * 64, "method": "m"}}
+    side = GateSide("p", "gpu\x1b[2J", "", 5, [], 0, Fingerprint("p", 1, "0" * 64, "m"), None)
     r = GateResult("pass", [], GateComparability(), side, side, "all", [],
                    regressions=[Change("kernel", "k\x1b]0;owned\x07\u202e", 1.0, 2.0, 1.0, 100.0)])
     for out in (text(r), markdown(r)):

@@ -98,3 +98,15 @@ def kineto_doc(events, device_name="NVIDIA H100 80GB HBM3", vendor="NVIDIA", **e
     meta |= extra
     meta["traceEvents"] = events
     return meta
+
+
+# Tests whose code path forks a child (kerneldiff.core.processes.fork_child) need a process that
+# holds one thread, as the CLI does: the fork is refused once any thread runs beside the main one.
+# An xdist worker runs many tests in one process, and a test elsewhere may leave a daemon thread
+# behind; so these run first in the collection, which xdist hands out first to every worker.
+FORK_FIRST = ("tests/unit/test_child_load.py", "tests/unit/test_compare_ahead.py",
+              "tests/unit/test_compare_beside.py", "tests/unit/test_reader.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: not item.nodeid.startswith(FORK_FIRST))   # stable: the rest keep their order

@@ -731,8 +731,7 @@ def timeline_spec(comp: Comparison) -> TableSpec:
             ai, bi = _idle_share(a), _idle_share(b)
             fa = figures(a) if a else absent
             fb = figures(b) if b else absent
-            # the longer span of the two, as max() picks it (plain comparisons: this runs once per pass)
-            scale = (fb[0] if fb[0] > fa[0] else fa[0]) if a and b else fa[0] if a else fb[0] if b else 0.0
+            scale = max(fa[0] if a else 0.0, fb[0] if b else 0.0)   # the longer span of the two
             vals = (n, fa[0], fb[0], gap, ai, bi, None, None,
                     fa[1], fb[1], fa[2], fb[2], fa[3], fb[3], fa[4], fb[4], fa[5], fb[5])
             na, nb = a.name if a else "", b.name if b else ""

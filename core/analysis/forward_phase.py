@@ -20,6 +20,7 @@ from kerneldiff.core.analysis.attribution import launch_time
 from kerneldiff.core.analysis.modules import module_calls, top_level_model
 from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.model import TraceModel
+from kerneldiff.core.numbers import distinct
 
 # the heads of models that generate (HF transformers' naming; vLLM and SGLang annotate their steps)
 GENERATIVE = LazyPattern(r"CausalLM|LMHead|ConditionalGeneration|Seq2Seq|Generation|ForSpeech|GPT|Decoder(?!Layer)"
@@ -32,7 +33,7 @@ def _generate_frame(model: TraceModel) -> bool:
     p = model.python
     if not len(p):
         return False
-    ids = np.unique(p.name[p.name >= 0])
+    ids = distinct(p.name[p.name >= 0])
     return any(_GENERATE_FRAME.search(model.strings[int(i)]) for i in ids.tolist())
 
 

@@ -87,7 +87,7 @@ def _unqualified(s: str) -> str:
 _QUALIFIER = LazyPattern(r"\b[A-Za-z_]\w*::(?=[A-Za-z_~])")
 _KERNEL_SUFFIX = LazyPattern(r"(?<=\w{8})(?:_kernel|Kernel)(?=<|$)")   # not `device_kernel` -> `device`
 _IDENT = LazyPattern(r"[\w.$]+")
-# Shaping walks the name character by character in Python; a longer name (no real kernel's: CK's
+# Shaping walks the name's brackets and separators in Python; a longer name (no real kernel's: CK's
 # longest are ~3,000) is only cut, so a 300 MB name costs a slice, not minutes.
 MAX_SHAPED = 16_384
 

@@ -129,7 +129,7 @@ def load_pair_beside(s: Session) -> bool:
     core only. False when that does not apply (the caller loads them in turn)."""
     from kerneldiff.core.processes.fork_child import Beside, can_fork
     from kerneldiff.core.ingest.probe import json_bytes
-    from kerneldiff.core.ingest.workers import worker_count
+    from kerneldiff.core.processes.forkserver import worker_count
 
     if not (s.fork_pair and len(s.paths) == 2 and s.loader is None and all(m is None for m in s.models)
             and all(worker_count(info, s.workers) == 1 for info in s.infos) and can_fork()):

@@ -13,7 +13,7 @@ from kerneldiff.core.ingest.columns import Columns
 from kerneldiff.core.ingest.longstrings import CUT_MARK, NAME_CAP
 from kerneldiff.core.numbers import equal_runs
 from kerneldiff.core.strings import StringTable
-from kerneldiff.core.ingest.workers import ReadResult
+from kerneldiff.core.ingest.read_result import ReadResult
 
 _STRING_COLUMNS = ("name", "dims", "types", "grid", "block", "comm", "concrete")   # ids into a run's own string list, renumbered here
 

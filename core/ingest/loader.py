@@ -24,8 +24,8 @@ from kerneldiff.core.model import TraceModel
 from kerneldiff.core.ingest.probe import TraceInfo, _gpu_name, _truthy, _vendor, clean_device, clean_distributed, probe
 from kerneldiff.core.ingest.source import read_columns
 from kerneldiff.core.ingest.build import build_model
-from kerneldiff.core.ingest.workers import (ParallelFallback, ReadResult, read_parallel, scan_worth, slot_size,
-                                            worker_count)
+from kerneldiff.core.ingest.read_result import ReadResult
+from kerneldiff.core.processes.forkserver import worker_count
 
 Progress = Callable[[float, str, int, int], Any]
 
@@ -129,7 +129,9 @@ def _read_and_build(path: str, source: str, info: TraceInfo, workers: int | None
     try:
         n = worker_count(info, workers)
         read = None
-        if n > 1:
+        if n > 1:   # the worker machinery only then (a load in one process needs none of it)
+            from kerneldiff.core.ingest.workers import ParallelFallback, read_parallel, slot_size
+
             try:
                 read = read_parallel(source, n, read_progress, slot_size(info), scan_worth(info), idle)
             except ParallelFallback:
@@ -148,6 +150,12 @@ def _read_and_build(path: str, source: str, info: TraceInfo, workers: int | None
             f"file ends early (truncated at {'decompressed ' if info.compressed else ''}byte {read.truncated_at}): "
             f"kept the {read.events} complete events before it")
     return model
+
+
+def scan_worth(info: TraceInfo) -> bool:
+    """Worth the compiled scanner: always, where it was built (it costs ~1 ms to import; the
+    reader hands it the bulk of each slice and lets msgspec read what it leaves)."""
+    return True
 
 
 # --- reading in this process -------------------------------------------------------------------

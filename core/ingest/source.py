@@ -362,7 +362,7 @@ class EventReader:
             base += first - 1
             if self._progress:
                 self._progress(self.src.consumed, self.src.size)
-        yield from self._finish(bytes(b.mv[1:b.n]), base)
+        yield from self._finish(bytes(b.mv[1:b.n]), base, scanner)
 
     def _shorten(self, b: _Buffer) -> bool:
         """Cut the pending event's giant strings (longstrings.py) instead of growing the buffer."""
@@ -463,10 +463,11 @@ class EventReader:
     def finish_batches(self) -> Iterator[list]:
         yield from self._finish(self._tail, self._tail_base)
 
-    def _finish(self, buf: bytes, base: int) -> Iterator[list]:
+    def _finish(self, buf: bytes, base: int, scanner: Scanner | None = None) -> Iterator[list]:
         """The last events, the end of the array and the rest of the document. Events are taken
         off the front (skipping unreadable ones) until the array's ']'; then the rest must be
-        the document's end. A file without that end was cut short: keep every complete event."""
+        the document's end. A file without that end was cut short: keep every complete event.
+        `scanner`: the one that read the events before it, whose names and texts it has decoded."""
         body = buf.lstrip()
         if body.startswith(b","):
             body = body[1:]
@@ -476,7 +477,7 @@ class EventReader:
         scanned = False
         try:
             if self.fast and scan.available():  # the bulk; what it leaves is sorted out below
-                items, first, _ = Scanner().take(data, 1, stop)
+                items, first, _ = (scanner or Scanner()).take(data, 1, stop)
                 scanned = bool(items)
                 yield from items
             while True:

@@ -19,8 +19,9 @@ import numpy as np
 from kerneldiff.core.ingest.probe import TraceInfo
 from kerneldiff.core.ingest.columns import Columns
 from kerneldiff.core.ingest.slices import RUN, decode_run
+from kerneldiff.core.ingest.read_result import ReadResult
 # when workers pay off and how they start
-from kerneldiff.core.processes.forkserver import big, cpus, mp_context
+from kerneldiff.core.processes.forkserver import cpus, mp_context
 from kerneldiff.core.ingest.source import EventReader
 from kerneldiff.core.ingest.shm import Segment
 
@@ -44,42 +45,6 @@ MIN_RUN = 2 * 1024 * 1024            # smaller runs: a file is cut in ~16, so bo
 
 class ParallelFallback(Exception):
     """The parallel path cannot finish this file; load it in this process instead."""
-
-
-class ReadResult:
-    """Everything reading produced: columns of runs in file order, each with its string list."""
-
-    def __init__(self) -> None:
-        self.chunks: list[tuple[list[str], dict[str, dict[str, np.ndarray]]]] = []
-        self.events = self.dropped = self.negative_dur = self.non_integer_ids = self.cut_names = 0
-        self.meta: dict[str, Any] = {}
-        self.truncated_at: int | None = None
-        self.notes: list[str] = []     # what the reader ignored (trailing garbage, ...)
-
-    def count(self, col: Columns) -> None:
-        self.events += col.events
-        self.dropped += col.dropped
-        self.negative_dur += col.negative_dur
-        self.non_integer_ids += col.non_integer_ids
-        self.cut_names += col.cut_names
-
-
-
-def worker_count(info: TraceInfo, workers: int | None) -> int:
-    if workers is not None:
-        return max(1, int(workers))
-    return min(cpus(), 4) if _big(info) and cpus() > 1 else 1
-
-
-def _big(info: TraceInfo) -> bool:
-    """Worth worker processes."""
-    return big(info.size, info.compressed)
-
-
-def scan_worth(info: TraceInfo) -> bool:
-    """Worth the compiled scanner: always, where it was built (it costs ~1 ms to import; the
-    reader hands it the bulk of each slice and lets msgspec read what it leaves)."""
-    return True
 
 
 class _Budget:

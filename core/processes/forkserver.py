@@ -24,6 +24,14 @@ def big(size: int, compressed: bool) -> bool:
     return size >= (PARALLEL_MIN_GZIP if compressed else PARALLEL_MIN_PLAIN)
 
 
+def worker_count(info, workers: int | None) -> int:
+    """Processes that decode the probed trace `info` (a TraceInfo): `workers` when given, else one
+    per CPU (at most 4) for a big file, else this process alone."""
+    if workers is not None:
+        return max(1, int(workers))
+    return min(cpus(), 4) if big(info.size, info.compressed) and cpus() > 1 else 1
+
+
 # what the fork server imports once, so that each worker it forks starts ready
 PRELOAD = ["kerneldiff.core.ingest.source", "kerneldiff.core.ingest.workers", "kerneldiff.core.ingest.loader",
            "multiprocessing.connection", "kerneldiff.core.ingest.shm"]

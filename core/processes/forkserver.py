@@ -5,6 +5,7 @@ first frame when it did)."""
 from __future__ import annotations
 
 import os
+import sys
 import threading
 
 # From this many bytes on disk, worker processes pay off: below it, starting them and shipping
@@ -47,8 +48,33 @@ def mp_context():
     if "forkserver" in methods:
         ctx = mp.get_context("forkserver")
         ctx.set_forkserver_preload(PRELOAD)
+        start_tracker()
         return ctx
     return mp.get_context("spawn")
+
+
+def start_tracker() -> None:
+    """Start multiprocessing's resource tracker, which the fork server starts first, with the real
+    stderr. The tracker hands its process `sys.stderr.fileno()`; under a Textual app sys.stderr is
+    a capture whose fileno() is -1, the start then fails ("bad value(s) in fds_to_keep") and every
+    big load in the explorer fell back to reading in one process. Swapped back at once (the
+    tracker starts in a few ms), and only if nothing else has replaced sys.stderr meanwhile."""
+    from multiprocessing import resource_tracker
+
+    err = sys.stderr
+    try:
+        usable = err.fileno() >= 0
+    except Exception:   # no descriptor at all: the tracker leaves stderr out by itself
+        usable = True
+    if usable:
+        resource_tracker.ensure_running()
+        return
+    sys.stderr = sys.__stderr__
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        if sys.stderr is sys.__stderr__:
+            sys.stderr = err
 
 
 def prepare() -> None:

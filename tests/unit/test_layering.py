@@ -89,6 +89,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "columns",          # decoded events into numpy columns
         "slices",           # the events array cut into slices at event boundaries
         "source",           # the bytes of a trace (gzip inflated in a thread), slice after slice
+        "read_result",      # what a read produced: columns of runs, counts, metadata
         "shm",              # shared-memory segments for the workers, untracked
         "workers",          # worker processes for big files
         "build",            # columns into one model

@@ -423,12 +423,15 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
         model.warnings.append("hybrid model (attention + SSM layers): layers are anchored on both mixers")
     # Segment the device that does most of the work; other devices' kernels stay outside layers.
     lo, span = int(k.device.min()), int(k.device.max()) - int(k.device.min()) + 1
-    if span < 1 << 62:   # np.unique's, without its sort (a few device ids)
-        devs, inv = small_unique(k.device - lo, span)
-        devs = devs + lo
+    if span == 1:   # one device (the usual case): it is the main one, whatever its time
+        main_dev = k.device[0]
     else:
-        devs, inv = np.unique(k.device, return_inverse=True)
-    main_dev = devs[np.argmax(np.bincount(inv, weights=k.dur))]
+        if span < 1 << 62:   # np.unique's, without its sort (a few device ids)
+            devs, inv = small_unique(k.device - lo, span)
+            devs = devs + lo
+        else:
+            devs, inv = np.unique(k.device, return_inverse=True)
+        main_dev = devs[np.argmax(np.bincount(inv, weights=k.dur))]
     on_dev = k.device == main_dev
     # each row's role, made for the rows a segmentation reads (one string per kernel of the whole
     # trace: ~2 ms of a dense decode trace, whose steps mostly repeat a segmentation already made)

@@ -251,7 +251,10 @@ def _kernels_sharing_a_launch(model: TraceModel) -> tuple[int, int] | None:
     many = np.flatnonzero(n > 1)
     if not len(many):
         return None
-    plain = [i for i in many.tolist() if "graph" not in model.strings[int(launches.name[i])].lower()]
+    # each call's name read once per distinct name (a decode trace's hundreds of graph launches share one)
+    names = launches.name[many].tolist()
+    graph = {i: "graph" in model.strings[i].lower() for i in set(names)}
+    plain = [r for r, i in zip(many.tolist(), names) if not graph[i]]
     return (int(n[plain].sum()), len(plain)) if plain else None
 
 

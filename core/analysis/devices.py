@@ -40,6 +40,10 @@ def device_totals(model: TraceModel) -> list[DeviceTotal]:
     if model.devices:
         return [DeviceTotal(**d) for d in model.devices]
     k = model.kernels
+    if len(k) and k.device[0] >= 0 and bool((k.device == k.device[0]).all()):
+        # one device (the usual case): no grouping; 0.0 plus the running sum is bincount's sum to
+        # the last bit (from 0.0, in row order)
+        return [DeviceTotal(int(k.device[0]), len(k), 0.0 + float(np.cumsum(k.dur, dtype=np.float64)[-1]))]
     known = k.device >= 0          # -1: no readable device (an id beyond 64 bits, text, absent pid)
     if not known.any():
         return []

@@ -20,7 +20,6 @@ from __future__ import annotations
 import numpy as np
 
 from kerneldiff.core.analysis.attribution import launch_time
-from kerneldiff.core.analysis.flops import EAGER_BMM_OPS, EAGER_SOFTMAX_OPS
 from kerneldiff.core.analysis.modules import launches_in, module_calls
 from kerneldiff.core.analysis.stacks import parents
 from kerneldiff.core.lazy_pattern import LazyPattern
@@ -28,6 +27,9 @@ from kerneldiff.core.model import TraceModel
 from kerneldiff.core.numbers import distinct
 
 ATTENTION_MODULE = LazyPattern(r"(Attention|Attn)$")
+# the operators of decomposed attention (`kerneldiff.core.analysis.flops` prices them from these)
+EAGER_BMM_OPS = ("aten::bmm", "aten::baddbmm", "aten::matmul")
+EAGER_SOFTMAX_OPS = ("aten::_softmax", "aten::softmax", "aten::_safe_softmax")
 BMM_OPS, SOFTMAX_OPS = EAGER_BMM_OPS, EAGER_SOFTMAX_OPS
 # kernels between QKᵀ and the softmax (scale, mask add, an upcast) and between it and ·V (a cast,
 # dropout): the same windows the softmax-anchored layer reading allows

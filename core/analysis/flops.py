@@ -66,6 +66,7 @@ except ImportError:  # pragma: no cover
 
     _loads = _json.loads
 
+from kerneldiff.core.analysis.eager_attention import EAGER_BMM_OPS, EAGER_SOFTMAX_OPS  # noqa: F401 - re-exported
 from kerneldiff.core.lazy_dataclass import dataclass   # methods made on first use: a bare `info` uses few
 from kerneldiff.core.lazy_pattern import LazyPattern
 from kerneldiff.core.model import KIND_KERNEL, TraceModel
@@ -798,8 +799,6 @@ def model_work(model: TraceModel) -> ModelWork:
 # FLOPs 2·B·H·Sq·Sk·(D + Dv): eager attention computes the whole score matrix, causal mask or not.
 # Bytes: Q, K, V read and the output written once (the same ideal minimum as a fused kernel's).
 
-EAGER_BMM_OPS = ("aten::bmm", "aten::baddbmm", "aten::matmul")
-EAGER_SOFTMAX_OPS = ("aten::_softmax", "aten::softmax", "aten::_safe_softmax")
 EAGER_OP = "eager attention (bmm · softmax · bmm)"
 
 

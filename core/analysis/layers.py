@@ -423,12 +423,15 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
         model.warnings.append("hybrid model (attention + SSM layers): layers are anchored on both mixers")
     # Segment the device that does most of the work; other devices' kernels stay outside layers.
     lo, span = int(k.device.min()), int(k.device.max()) - int(k.device.min()) + 1
-    if span < 1 << 62:   # np.unique's, without its sort (a few device ids)
-        devs, inv = small_unique(k.device - lo, span)
-        devs = devs + lo
+    if span == 1:   # one device (the usual case): it is the main one, whatever its time
+        main_dev = k.device[0]
     else:
-        devs, inv = np.unique(k.device, return_inverse=True)
-    main_dev = devs[np.argmax(np.bincount(inv, weights=k.dur))]
+        if span < 1 << 62:   # np.unique's, without its sort (a few device ids)
+            devs, inv = small_unique(k.device - lo, span)
+            devs = devs + lo
+        else:
+            devs, inv = np.unique(k.device, return_inverse=True)
+        main_dev = devs[np.argmax(np.bincount(inv, weights=k.dur))]
     on_dev = k.device == main_dev
     # each row's role, made for the rows a segmentation reads (one string per kernel of the whole
     # trace: ~2 ms of a dense decode trace, whose steps mostly repeat a segmentation already made)
@@ -461,19 +464,25 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
             set_phases(model)
 
     counts = []
-    by_phase: dict[str, list[int]] = {}   # each layer's kernel count, per phase
+    # per phase, each layer size (kernel count) and how many layers have it, in first-seen order
+    # (what Counter of every layer's size would hold: ~21,000 sizes of a dense decode trace, a few
+    # distinct, counted once per distinct sequence)
+    by_phase: dict[str, Counter] = {}
     step_of = k.step
     order = np.argsort(step_of, kind="stable")  # rows grouped by step, time order kept
     bounds = np.searchsorted(step_of[order], np.arange(len(model.steps) + 1))
     # Steps with the same kernel-category sequence (every decode pass of a run, typically) have
     # the same segmentation: compute it once per distinct sequence.
     # per distinct sequence: its spans (first rows, last rows, layer numbers, sizes) and each row's layer
-    memo: dict[bytes, tuple[np.ndarray, np.ndarray, list[int], list[int], np.ndarray]] = {}
+    memo: dict[bytes, tuple[np.ndarray, np.ndarray, list[int], Counter, np.ndarray]] = {}
     # one span per layer of every pass (~21,000 on a dense decode trace) as rows (step, layer, start,
-    # end): LayerSpan objects are made when `model.layers` is first read (a comparison reads none)
-    span_steps: list[np.ndarray] = []
-    span_starts: list[np.ndarray] = []
-    span_ends: list[np.ndarray] = []
+    # end): LayerSpan objects are made when `model.layers` is first read (a comparison reads none).
+    # Per step with layers: the step, where its rows start in `sel`, and its sequence's first and
+    # last positions, gathered into rows once after the loop (not four small arrays per step)
+    span_steps: list[int] = []
+    span_at: list[int] = []
+    span_first: list[np.ndarray] = []
+    span_last: list[np.ndarray] = []
     # the steps' rows on the device, in step order, each step's a slice of `sel` (no per-step
     # indexing of the whole trace's columns: ~280 steps of a dense decode trace)
     inner = order[bounds[0]:bounds[-1]]
@@ -482,13 +491,14 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
     sel_cats = k.cat[sel]
     lays: list[np.ndarray] = []   # each step's layer per row, in `sel`'s order
     for s in range(len(model.steps)):
-        rows = sel[at[s]:at[s + 1]]
-        if len(rows) == 0:
+        a0, a1 = at[s], at[s + 1]
+        if a0 == a1:
             counts.append(0)
             continue
-        cats = sel_cats[at[s]:at[s + 1]]
+        cats = sel_cats[a0:a1]
         hit = memo.get(cats.tobytes())
         if hit is None:
+            rows = sel[a0:a1]
             r = roles_at(rows)
             spans = _segment_sequence(r, _anchor_runs(r, anchor_roles), cats)
             lay = np.full(len(rows), -1, dtype=np.int32)
@@ -499,16 +509,17 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
                 lay[extra] = -1
             hit = memo[cats.tobytes()] = (np.array([a for a, _ in spans], np.int64),
                                           np.array([b - 1 for _, b in spans], np.int64),
-                                          list(range(len(spans))), [b - a for a, b in spans], lay)
-        first, last, numbers, n_rows, lay = hit
+                                          list(range(len(spans))), Counter(b - a for a, b in spans), lay)
+        first, last, numbers, sizes, lay = hit
         counts.append(len(numbers))
         lays.append(lay)
         if numbers:
-            span_steps.append(np.full(len(numbers), s, np.int64))
-            span_starts.append(rows[first])
-            span_ends.append(rows[last] + 1)
-        if n_rows:
-            by_phase.setdefault(model.steps[s].phase, []).extend(n_rows)
+            span_steps.append(s)
+            span_at.append(a0)
+            span_first.append(first)
+            span_last.append(last)
+        if sizes:
+            by_phase.setdefault(model.steps[s].phase, Counter()).update(sizes)
     if lays:
         k.layer[sel] = np.concatenate(lays)
     nonzero = [c for c in counts if c]
@@ -516,11 +527,12 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
         model.warnings.append("layers not detected in any step")
         return
     spans = np.empty((sum(nonzero), 4), np.int64)
-    spans[:, 0] = np.concatenate(span_steps)
     per_step = np.array(nonzero, np.int64)
+    spans[:, 0] = np.repeat(np.array(span_steps, np.int64), per_step)
     spans[:, 1] = np.arange(len(spans)) - np.repeat(np.cumsum(per_step) - per_step, per_step)   # 0.. per step
-    spans[:, 2] = np.concatenate(span_starts)
-    spans[:, 3] = np.concatenate(span_ends)
+    at_rows = np.repeat(np.array(span_at, np.int64), per_step)
+    spans[:, 2] = sel[np.concatenate(span_first) + at_rows]
+    spans[:, 3] = sel[np.concatenate(span_last) + at_rows] + 1
     # the most common count; on a tie the larger one, so fewer kernels fall outside layers
     freq = Counter(nonzero)
     model.num_layers = max(freq, key=lambda c: (freq[c], c))
@@ -540,7 +552,7 @@ def _segment_by_anchors(model: TraceModel, classifier, roles: np.ndarray, anchor
         if max(ns) > UNEVEN_RATIO * max(min(ns), 1):
             where = f" in {phase}" if len(by_phase) > 1 else ""
             model.warnings.append(f"uneven layer sizes{where}: {min(ns)} to {max(ns)} kernels per layer")
-    typical = {phase: Counter(ns).most_common(1)[0][0] for phase, ns in by_phase.items()}
+    typical = {phase: ns.most_common(1)[0][0] for phase, ns in by_phase.items()}
     if len(typical) > 1 and max(typical.values()) > UNEVEN_RATIO * max(min(typical.values()), 1):
         # not a misreading: the phases ran differently (eager prefill, compiled or graph-replayed decode)
         model.warnings.append("layers hold " + ", ".join(f"{n} kernels in {p}" for p, n in sorted(typical.items()))

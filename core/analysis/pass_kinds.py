@@ -47,9 +47,11 @@ def _marker_times(model: TraceModel) -> dict[str, np.ndarray]:
             continue
         names = t.name if rows is None else t.name[rows]
         ts = t.ts if rows is None else t.ts[rows]
-        ids = distinct(names)
+        n = len(model.strings)
+        texts = [(i, model.strings[i]) for i in distinct(names).tolist() if 0 <= i < n]
         for kind, pat in MARKERS:
-            hit = [i for i in ids.tolist() if 0 <= i < len(model.strings) and pat.search(model.strings[i])]
+            search = pat.search
+            hit = [i for i, text in texts if search(text)]
             if hit:
                 out[kind].append(ts[np.isin(names, hit)])
     return {k: np.concatenate(v) for k, v in out.items() if v}

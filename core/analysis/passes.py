@@ -20,12 +20,12 @@ the token count of its first GEMM against the other passes'; else from kernel du
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 import numpy as np
 
 from kerneldiff.core.analysis.attribution import launch_time
 from kerneldiff.core.analysis.modules import launches_in, module_calls, top_level_model  # noqa: F401
+from kerneldiff.core.lazy_dataclass import dataclass   # made on first use: engine-annotated traces find no passes
 from kerneldiff.core.model import Step, TraceModel
 from kerneldiff.core.numbers import distinct
 

@@ -15,7 +15,6 @@ from kerneldiff.core.analysis.pass_kinds import kind_counts
 from kerneldiff.core.analysis.timeline import whole_window
 from kerneldiff.core.lazy_dataclass import dataclass   # made on first use (start-up)
 from kerneldiff.core.model import PHASES, TraceModel
-from kerneldiff.core.numbers import unique_inverse
 
 
 @dataclass(frozen=True)
@@ -97,8 +96,9 @@ def summarize(model: TraceModel) -> TraceSummary:
     k = model.kernels
     phase_counts = {}
     if len(k):   # np.unique(k.phase, return_counts=True), by a count per phase id instead of a sort
-        ids, inv = unique_inverse(k.phase)
-        phase_counts = {PHASES[p]: int(n) for p, n in zip(ids, np.bincount(inv, minlength=len(ids)))}
+        lo = int(k.phase.min())
+        n_of = np.bincount(k.phase - lo if lo else k.phase)
+        phase_counts = {PHASES[lo + p]: int(n_of[p]) for p in np.flatnonzero(n_of).tolist()}
     step_phases: dict[str, int] = {}
     for s in model.steps:
         step_phases[s.phase] = step_phases.get(s.phase, 0) + 1

@@ -62,6 +62,8 @@ def test_a_bare_info_imports_no_ui_no_cluster_no_other_command(json_out):
     assert not sorted(m for m in mods if m.startswith(other)), sorted(m for m in mods if m.startswith(other))
     # np.unique imports numpy.ma on first use (~15 ms): the info path uses numbers.distinct instead
     assert "numpy.ma" not in mods
+    # work and FLOPs are the comparison's: eager attention's operator names live with its marking
+    assert "kerneldiff.core.analysis.flops" not in mods
     if json_out:   # JSON is written without Rich
         assert not sorted(m for m in mods if m.split(".")[0] == "rich")
 

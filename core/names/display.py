@@ -19,6 +19,13 @@ _PLAIN_ARG = LazyPattern(r"[-\d.]+[a-z]*|true|false")
 
 def _flatten_templates(s: str) -> str:
     """Keep first-level template arguments without their own template arguments; drop numbers."""
+    i = s.find("<")
+    j = s.find(">", i)
+    if j > 0 and s.count("<") == 1 and s.count(">") == 1:
+        # one level (`k<BFloat16, 8, 2>`), what the walk below makes of it: commas outside stay
+        args = [a.strip() for a in s[i + 1:j].split(",")]
+        kept = [a for a in args if a and not _PLAIN_ARG.fullmatch(a)]
+        return (s[:i + 1] + ", ".join(kept) + s[j:]).replace("<>", "")
     # walked from one `<`, `>` or `,` to the next: the text between them goes where the depth says
     out: list[str] = []
     depth, arg, at = 0, "", 0

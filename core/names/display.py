@@ -71,14 +71,27 @@ _STEMS = (("vectorized_elementwise_kernel", "vec_ew"), ("unrolled_elementwise_ke
 
 
 _BRACKET_OR_SCOPE = LazyPattern(r"[<({\[>)}\]]|:(?=:)")
+_OPENER = LazyPattern(r"[<({\[]")
 
 
 def _unqualified(s: str) -> str:
     """Drop the namespaces and classes in front of the name (outside template arguments):
     `at::native::(anonymous namespace)::CatArrayBatchedCopy<T>` -> `CatArrayBatchedCopy<T>`."""
-    if "::" not in s:   # nothing to cut
+    last = s.rfind("::")
+    if last < 0:   # nothing to cut
         return s
-    depth, cuts, n = 0, [0], len(s)
+    n = len(s)
+    if not _OPENER.search(s, 0, last):
+        # every `::` before the first bracket (`vllm::k<…>`): all at depth 0, the last two cuts found
+        # from the right (each `:` that another follows cuts, the name's last two characters excepted)
+        at = last if last + 2 < n else s.rfind("::", 0, last + 1)
+        if at < 0:
+            return s
+        if s.startswith(("operator", "{lambda", "{unnamed"), at + 2):
+            before = s.rfind("::", 0, at + 1)
+            return s[before + 2:] if before >= 0 else s
+        return s[at + 2:]
+    depth, cuts = 0, [0]
     for m in _BRACKET_OR_SCOPE.finditer(s):   # brackets, and each `:` that another follows
         ch = m.group()
         if ch in "<({[":
@@ -104,6 +117,14 @@ MAX_SHAPED = 16_384
 
 
 _SPACES = LazyPattern(r"\s+")
+
+
+def _one_space(s: str) -> str:
+    """Each run of white space as one space. Of all white space (`\\s`, str.isspace) only the space
+    is printable: a printable name without two spaces in a row has nothing to change."""
+    return _SPACES.sub(" ", s) if "  " in s or not s.isprintable() else s
+
+
 _COPY = LazyPattern(r"Memcpy (\w+) \((\w+) -> (\w+)\)")
 _VEC_WIDTH = LazyPattern(r"vectorized_elementwise_kernel<\s*(\d+)\s*,")
 
@@ -196,7 +217,7 @@ def _short(name: str, width: int, kept: _Kept) -> str:
             s = s.replace(stem, short)
     if vec:    # the vector width tells vec_ew<4, add> from vec_ew<8, add> (float against bf16)
         s = s.replace("vec_ew<", f"vec_ew<{vec.group(1)}, ", 1)
-    s = _SPACES.sub(" ", s).strip() or name
+    s = _one_space(s).strip() or name
     if len(s) > width:
         s = _unqualified(s)
     if len(s) > width and "::" in s:   # and inside the template arguments
@@ -232,7 +253,7 @@ def _full_form(name: str, kept: _Kept) -> str:
     if "_kernel" in s:
         for stem, short in _STEMS:
             s = s.replace(stem, short)
-    return _SPACES.sub(" ", s).strip() or name
+    return _one_space(s).strip() or name
 
 
 def _common_prefix(forms: list[str]) -> int:

@@ -117,3 +117,15 @@ def test_generated_generic_kernels_read_as_before(kinds, width, others):
     # PyTorch's generic kernels alike but for their functor, element type or width: told apart by gists
     names = [t.format(f=f, t=ty, v=v) for t, f, ty, v in kinds] + others
     same(names, width)
+
+
+def test_white_space_is_printable_only_as_a_space():
+    # what lets `_one_space` skip its pattern: every character `\s` matches is one str.isspace calls
+    # white space, and of them only the space is printable
+    import re
+    import sys
+
+    ws = re.compile(r"\s")
+    for c in map(chr, range(sys.maxunicode + 1)):
+        assert (ws.match(c) is not None) == c.isspace(), hex(ord(c))
+        assert not (c.isspace() and c.isprintable()) or c == " ", hex(ord(c))

@@ -129,3 +129,12 @@ def test_white_space_is_printable_only_as_a_space():
     for c in map(chr, range(sys.maxunicode + 1)):
         assert (ws.match(c) is not None) == c.isspace(), hex(ord(c))
         assert not (c.isspace() and c.isprintable()) or c == " ", hex(ord(c))
+
+
+def test_edge_names_read_as_before():
+    names = [" ", "  \n", "\t_kernel<", "a" * 20_000, "void k<" + "a, " * 9_000 + ">", "Memcpy HtoD (Pageable -> Device)",
+             "Memcpy DtoH (Device -> Pinned)", "averylongname_kernel\n", "::operator", "a:::b::{lambda()#1}",
+             "x::y<a::b>::z", "void at::native::vectorized_elementwise_kernel<4, 1>", "_ZN5aiter3fooIiEEvv",
+             "void  f<int>(int)", "f\u00a0g::h<i>"]
+    for width in (1, 6, 12, 30, 48):
+        same(names, width)

@@ -50,7 +50,7 @@ def real_tables() -> dict[str, list[str]]:
     return tables
 
 
-@pytest.mark.slow   # reads every real trace (~10 s)
+@pytest.mark.slow   # reads every real trace (~20 s of CPU)
 @pytest.mark.real
 def test_real_tables_read_as_before(real_tables):
     everything: set[str] = set()

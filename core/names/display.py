@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 
 from kerneldiff.core.lazy_pattern import LazyPattern
-from kerneldiff.core.names.generic import gist
+from kerneldiff.core.names.generic import Gist, gist_of_signature, may_name_a_template
 from kerneldiff.core.names.parts import drop_return_type, strip_args, strip_signature
 
 _NAMESPACES = LazyPattern(r"(?:at::native::|at::cuda::|c10::|std::|cub::|cutlass::|\(anonymous namespace\)::|"
@@ -19,6 +20,13 @@ _PLAIN_ARG = LazyPattern(r"[-\d.]+[a-z]*|true|false")
 
 def _flatten_templates(s: str) -> str:
     """Keep first-level template arguments without their own template arguments; drop numbers."""
+    i = s.find("<")
+    j = s.find(">", i)
+    if j > 0 and s.count("<") == 1 and s.count(">") == 1:
+        # one level (`k<BFloat16, 8, 2>`), what the walk below makes of it: commas outside stay
+        args = [a.strip() for a in s[i + 1:j].split(",")]
+        kept = [a for a in args if a and not _PLAIN_ARG.fullmatch(a)]
+        return (s[:i + 1] + ", ".join(kept) + s[j:]).replace("<>", "")
     # walked from one `<`, `>` or `,` to the next: the text between them goes where the depth says
     out: list[str] = []
     depth, arg, at = 0, "", 0
@@ -64,12 +72,27 @@ _STEMS = (("vectorized_elementwise_kernel", "vec_ew"), ("unrolled_elementwise_ke
 
 
 _BRACKET_OR_SCOPE = LazyPattern(r"[<({\[>)}\]]|:(?=:)")
+_OPENER = LazyPattern(r"[<({\[]")
 
 
 def _unqualified(s: str) -> str:
     """Drop the namespaces and classes in front of the name (outside template arguments):
     `at::native::(anonymous namespace)::CatArrayBatchedCopy<T>` -> `CatArrayBatchedCopy<T>`."""
-    depth, cuts, n = 0, [0], len(s)
+    last = s.rfind("::")
+    if last < 0:   # nothing to cut
+        return s
+    n = len(s)
+    if not _OPENER.search(s, 0, last):
+        # every `::` before the first bracket (`vllm::k<…>`): all at depth 0, the last two cuts found
+        # from the right (each `:` that another follows cuts, the name's last two characters excepted)
+        at = last if last + 2 < n else s.rfind("::", 0, last + 1)
+        if at < 0:
+            return s
+        if s.startswith(("operator", "{lambda", "{unnamed"), at + 2):
+            before = s.rfind("::", 0, at + 1)
+            return s[before + 2:] if before >= 0 else s
+        return s[at + 2:]
+    depth, cuts = 0, [0]
     for m in _BRACKET_OR_SCOPE.finditer(s):   # brackets, and each `:` that another follows
         ch = m.group()
         if ch in "<({[":
@@ -86,6 +109,8 @@ def _unqualified(s: str) -> str:
 
 _QUALIFIER = LazyPattern(r"\b[A-Za-z_]\w*::(?=[A-Za-z_~])")
 _KERNEL_SUFFIX = LazyPattern(r"(?<=\w{8})(?:_kernel|Kernel)(?=<|$)")   # not `device_kernel` -> `device`
+# where `_KERNEL_SUFFIX` can match: before `<` or at the end (`$`: before a final newline too)
+_KERNEL_ENDS = ("_kernel", "Kernel", "_kernel\n", "Kernel\n")
 _IDENT = LazyPattern(r"[\w.$]+")
 # Shaping walks the name's brackets and separators in Python; a longer name (no real kernel's: CK's
 # longest are ~3,000) is only cut, so a 300 MB name costs a slice, not minutes.
@@ -93,6 +118,14 @@ MAX_SHAPED = 16_384
 
 
 _SPACES = LazyPattern(r"\s+")
+
+
+def _one_space(s: str) -> str:
+    """Each run of white space as one space. Of all white space (`\\s`, str.isspace) only the space
+    is printable: a printable name without two spaces in a row has nothing to change."""
+    return _SPACES.sub(" ", s) if "  " in s or not s.isprintable() else s
+
+
 _COPY = LazyPattern(r"Memcpy (\w+) \((\w+) -> (\w+)\)")
 _VEC_WIDTH = LazyPattern(r"vectorized_elementwise_kernel<\s*(\d+)\s*,")
 
@@ -105,12 +138,61 @@ def _copy_name(kind: str, src: str, dst: str, width: int) -> str:
     return short if len(short) <= width else kind[:width]
 
 
+class _Kept:
+    """What naming one table reads of a name alone, kept for the call: `distinct_short_names` asks
+    a name's gist and signature again when it tells alike names apart."""
+
+    __slots__ = ("signatures", "cores", "gists")
+
+    def __init__(self) -> None:
+        self.signatures: dict[str, str] = {}
+        self.cores: dict[str, str] = {}
+        self.gists: dict[str, Gist | None] = {}
+
+
+def _signature(s: str, kept: _Kept) -> str:
+    """`s` without its parameter list and return type."""
+    sig = kept.signatures.get(s)
+    if sig is None:
+        sig = kept.signatures[s] = drop_return_type(strip_args(s))
+    return sig
+
+
+def _signature_core(s: str, kept: _Kept) -> str:
+    """`s` without its parameter list, return type and well-known namespaces."""
+    core = kept.cores.get(s)
+    if core is None:
+        core = _signature(s, kept)
+        # every namespace `_NAMESPACES` drops holds `::` or `__`, or is `void `
+        if "::" in core or "__" in core or "void " in core:
+            core = _NAMESPACES.sub("", core)
+        kept.cores[s] = core
+    return core
+
+
+def _gist_of(s: str, kept: _Kept) -> Gist | None:
+    """`gist(s)`, its signature shared with `_signature_core`."""
+    if not may_name_a_template(s):
+        return None
+    try:
+        return kept.gists[s]
+    except KeyError:
+        g = kept.gists[s] = gist_of_signature(_signature(s.strip(), kept))
+        return g
+
+
 def short_name(name: str, width: int = 48) -> str:
     """`name` in at most `width` cells, keeping what tells kernels apart: a mangled name is demangled
     (without its parameter list), then, as long as it does not fit, the parameter list, return type and well-known namespaces
     go, template arguments lose their own arguments and numbers, PyTorch's generic stems shrink,
     the remaining qualifiers go (`vllm::act_and_mul_kernel<…>` -> `act_and_mul_kernel<…>`, then
     those of the template arguments), then a trailing `_kernel`; what still does not fit is cut with an ellipsis."""
+    return _short(name, width, _Kept())
+
+
+def _short(name: str, width: int, kept: _Kept) -> str:
+    """`short_name`, what it reads of the name kept in `kept`. Each pattern runs only
+    where the name holds the text it needs (a `::`, `_kernel`…): most names need few of them."""
     s = name.strip()
     if len(s) > MAX_SHAPED:
         keep = max(width - 1, 1)
@@ -121,26 +203,27 @@ def short_name(name: str, width: int = 48) -> str:
         from kerneldiff.core.names.demangle import readable
 
         s = readable(s)
-    copy = _COPY.fullmatch(s)
-    if copy and len(s) > width:
+    if len(s) <= width:
+        return s
+    if s.startswith("Memcpy ") and (copy := _COPY.fullmatch(s)):
         return _copy_name(*copy.groups(), width)
-    vec = _VEC_WIDTH.search(s)
-    if len(s) > width and (g := gist(s)) is not None:
+    vec = _VEC_WIDTH.search(s) if "vectorized_elementwise_kernel<" in s else None
+    if (g := _gist_of(s, kept)) is not None:
         s = g.text()    # PyTorch's generic kernels by their op: `rsqrt vec_ew<4>`
         return s if len(s) <= width else s[:width - 1] + "…"
-    if len(s) > width:
-        s = _NAMESPACES.sub("", drop_return_type(strip_args(s)))
-        s = _flatten_templates(s) if "<" in s else s
+    s = _signature_core(s, kept)
+    s = _flatten_templates(s) if "<" in s else s
+    if "_kernel" in s:   # every stem's name holds it
         for stem, short in _STEMS:
             s = s.replace(stem, short)
-        if vec:    # the vector width tells vec_ew<4, add> from vec_ew<8, add> (float against bf16)
-            s = s.replace("vec_ew<", f"vec_ew<{vec.group(1)}, ", 1)
-        s = _SPACES.sub(" ", s).strip() or name
+    if vec:    # the vector width tells vec_ew<4, add> from vec_ew<8, add> (float against bf16)
+        s = s.replace("vec_ew<", f"vec_ew<{vec.group(1)}, ", 1)
+    s = _one_space(s).strip() or name
     if len(s) > width:
         s = _unqualified(s)
-    if len(s) > width:   # and inside the template arguments
+    if len(s) > width and "::" in s:   # and inside the template arguments
         s = _QUALIFIER.sub("", s)
-    if len(s) > width:
+    if len(s) > width and ("_kernel<" in s or "Kernel<" in s or s.endswith(_KERNEL_ENDS)):
         s = _KERNEL_SUFFIX.sub("", s, count=1) or s
     if len(s) > width:
         keep = width - 1
@@ -159,7 +242,7 @@ def short_name(name: str, width: int = 48) -> str:
 _SEPARATORS = frozenset("_:<>,() ")
 
 
-def _full_form(name: str) -> str:
+def _full_form(name: str, kept: _Kept) -> str:
     """The name without what never tells kernels apart: parameter list, return type, well-known
     namespaces; PyTorch's generic stems shortened as in `short_name`."""
     s = name.strip()
@@ -167,10 +250,11 @@ def _full_form(name: str) -> str:
         from kerneldiff.core.names.demangle import readable
 
         s = readable(s)
-    s = _unqualified(_NAMESPACES.sub("", strip_signature(s)) or s)
-    for stem, short in _STEMS:
-        s = s.replace(stem, short)
-    return _SPACES.sub(" ", s).strip() or name
+    s = _unqualified(_signature_core(s.strip(), kept) or s)
+    if "_kernel" in s:
+        for stem, short in _STEMS:
+            s = s.replace(stem, short)
+    return _one_space(s).strip() or name
 
 
 def _common_prefix(forms: list[str]) -> int:
@@ -227,24 +311,29 @@ def distinct_short_names(names, width: int) -> dict[str, str]:
     `nvjet_sm90_tst_…` read `…_128x8_64x8_2x1…`, `…_256x8_64x6_2x1…`. Names still alike after
     that are compared again among themselves (their common part is longer, their middles shorter)."""
     unique = list(dict.fromkeys(n for n in names if n))
-    short = {n: short_name(n, width) for n in unique}
+    # what is read of one name alone is kept for the call: its gist and signature are asked again
+    # below, and only the names alike are compared among themselves
+    kept = _Kept()
+    short = {n: _short(n, width, kept) for n in unique}
     if width < 6:
         return short
-    _generic_apart(unique, short, width)
+    _generic_apart(unique, short, width, kept)
     forms: dict[str, str] = {}
     for _round in range(3):
-        groups: dict[str, list[str]] = {}
-        for n in unique:
-            groups.setdefault(short[n], []).append(n)
-        alike = [g for g in groups.values() if len(g) > 1]
-        if not alike:
+        counts = Counter(short.values())   # counted in C: of 100,000 names most read apart
+        if len(counts) == len(short):
             break
+        groups: dict[str, list[str]] = {}
+        for n, text in short.items():   # in the order of `unique`
+            if counts[text] > 1:
+                groups.setdefault(text, []).append(n)
+        alike = list(groups.values())
         for group in alike:
-            typed = _typed_gists(group, width)
+            typed = _typed_gists(group, width, kept)
             if typed is not None:   # generic kernels told apart by their element type
                 short.update(typed)
                 continue
-            fs = [forms.get(n) or forms.setdefault(n, _full_form(n)) for n in group]
+            fs = [forms.get(n) or forms.setdefault(n, _full_form(n, kept)) for n in group]
             if len(set(fs)) < len(fs):   # differ only in the parameter list: read them whole
                 fs = [_full_readable(n) for n in group]
             if len(set(fs)) < len(fs) or any(len(f) > MAX_SHAPED for f in fs):
@@ -269,22 +358,22 @@ def _fit_op(op: str, rest: str, width: int) -> str:
     return text[:width - 1] + "…"
 
 
-def _generic_apart(names: list[str], short: dict[str, str], width: int) -> None:
+def _generic_apart(names: list[str], short: dict[str, str], width: int, kept: _Kept) -> None:
     """PyTorch's generic kernels of one op (every `direct_copy`) told apart among themselves, so
     that a table's copies read `direct_copy(float) ew`, `direct_copy(long) unrolled_ew`."""
     from kerneldiff.core.names.demangle import readable
 
     by_op: dict[str, list[str]] = {}
     for n in names:
-        g = gist(readable(n) if n.startswith("_Z") else n)
+        g = _gist_of(readable(n) if n.startswith("_Z") else n, kept)
         if g is not None:
             by_op.setdefault(g.op, []).append(n)
     for members in by_op.values():
         if len(members) > 1 and len({short[n] for n in members}) < len(members):
-            short.update(_typed_gists(members, width) or {})
+            short.update(_typed_gists(members, width, kept) or {})
 
 
-def _typed_gists(group: list[str], width: int) -> dict[str, str] | None:
+def _typed_gists(group: list[str], width: int, kept: _Kept) -> dict[str, str] | None:
     """Generic kernels of one table, told apart by the least of their element type and template
     that does it (`direct_copy(float) ew`, `direct_copy(long) unrolled_ew`; the op shortened first:
     `direct_c…(long) ew`), and those still alike by the first word that differs between their
@@ -292,9 +381,12 @@ def _typed_gists(group: list[str], width: int) -> dict[str, str] | None:
     the same."""
     from kerneldiff.core.names.demangle import readable
 
-    gs = dict(zip(group, (gist(readable(n) if n.startswith("_Z") else n) for n in group)))
-    if not all(gs.values()):
-        return None
+    gs: dict[str, Gist] = {}
+    for n in group:
+        g = _gist_of(readable(n) if n.startswith("_Z") else n, kept)
+        if g is None:
+            return None
+        gs[n] = g
 
     def label(g, dtype: bool, template: bool) -> str:
         return _fit_op(g.op, (f"({g.dtype})" if dtype and g.dtype else "") + (f" {g.template}" if template else ""),
@@ -308,7 +400,7 @@ def _typed_gists(group: list[str], width: int) -> dict[str, str] | None:
     for n, text in out.items():
         alike.setdefault(text, []).append(n)
     for members in (m for m in alike.values() if len(m) > 1):
-        forms = [_full_form(n) for n in members]
+        forms = [_full_form(n, kept) for n in members]
         if len(set(forms)) < len(forms):
             return None
         p = _common_prefix(forms)

@@ -47,14 +47,26 @@ class Gist(NamedTuple):
         return f"{op} {self.template}"
 
 
+def may_name_a_template(name: str) -> bool:
+    """Does `name` hold one of the generic templates' names? What `gist` reads is a part of the
+    name: without one, it names none."""
+    return "elementwise_kernel" in name or "reduce_kernel<" in name or "multi_tensor_apply_kernel<" in name
+
+
 def gist(name: str) -> Gist | None:
     """The gist of a readable (demangled) name of one of PyTorch's generic kernels; None for any
     other kernel, or one whose template arguments name no op."""
-    # what is read below is a part of `name`: without one of the templates' names in it, it names none
-    if "elementwise_kernel" not in name and "reduce_kernel<" not in name and "multi_tensor_apply_kernel<" not in name:
+    if not may_name_a_template(name):
+        return None
+    return gist_of_signature(drop_return_type(strip_args(name.strip())))
+
+
+def gist_of_signature(signature: str) -> Gist | None:
+    """`gist` of a name already without its parameter list and return type (`strip_signature`)."""
+    if not may_name_a_template(signature):
         return None
     # `void (anonymous namespace)::k<…>`: drop_return_type keeps a return type before a parenthesis
-    s = _QUALIFIED.sub("", _VOID.sub("", drop_return_type(strip_args(name.strip()))))
+    s = _QUALIFIED.sub("", _VOID.sub("", signature))
     for prefix, short in _TEMPLATES:
         if s.startswith(prefix):
             break

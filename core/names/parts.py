@@ -35,9 +35,9 @@ def strip_args(s: str) -> str:
             open_at = s.rfind("(", 0, open_at)
 
 
-# what the walk of `drop_return_type` reads: brackets and spaces (it steps over the rest, ~9 in 10
-# of a name's characters, in C)
-_BRACKET_OR_SPACE = LazyPattern(r"[<({\[>)}\] ]")
+# what the walk of `drop_return_type` reads: brackets (it steps over the rest in C, and looks for
+# spaces only where the depth is 0: a name's spaces are mostly inside its template arguments)
+_BRACKET = LazyPattern(r"[<({\[>)}\]]")
 
 
 def drop_return_type(s: str) -> str:
@@ -46,18 +46,26 @@ def drop_return_type(s: str) -> str:
     `{lambda(float)#1}` hold spaces that separate nothing)."""
     if " " not in s:
         return s
-    depth, cut, n = 0, -1, len(s)
-    for m in _BRACKET_OR_SPACE.finditer(s):
-        ch = m.group()
-        if ch in "<({[":
+    n, depth, start = len(s), 0, 0
+    outside: list[tuple[int, int]] = []   # the stretches at depth 0
+    for m in _BRACKET.finditer(s):
+        if m.group() in "<({[":
+            if depth == 0:
+                outside.append((start, m.start()))
             depth += 1
-        elif ch in ">)}]":
-            depth = max(depth - 1, 0)
-        elif depth == 0:
-            i = m.start()
+        elif depth > 0:   # a closer at depth 0 closes nothing
+            depth -= 1
+            if depth == 0:
+                start = m.end()
+    if depth == 0:
+        outside.append((start, n))
+    for a, b in reversed(outside):   # the last space there that a name follows
+        i = s.rfind(" ", a, b)
+        while i >= 0:
             if i + 1 < n and s[i + 1] not in "<>(&*":
-                cut = i
-    return s[cut + 1:] if cut >= 0 and cut + 1 < n else s
+                return s[i + 1:]
+            i = s.rfind(" ", a, i)
+    return s
 
 
 def strip_signature(s: str) -> str:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 import numpy as np
 
@@ -643,18 +644,18 @@ def find_op_fusions(sides: dict, labels: dict[str, str], classifier, alignments:
         v = sides[s]
         m = v.m
 
+        fields = attrgetter(f"{s}_name", f"{s}_row", f"{s}_category", s)   # one call a pair
+
         def make(p: KernelPair, index: int) -> _K | None:
-            name = getattr(p, f"{s}_name")
+            name, row, cat, st = fields(p)
             if name is None:
                 return None
-            row = getattr(p, f"{s}_row")
-            cat = getattr(p, f"{s}_category") or "Other"
+            cat = cat or "Other"
             op = m.cpu_op_name(row) or "" if row >= 0 else ""
             key = (name, op, cat)
             ko = cache.get(key)
             if ko is None:
                 ko = cache[key] = _kernel_ops(name, op, cat, classifier)
-            st = getattr(p, s)
             return _K(s, p.position, index, name, cat, row, st.mean_us, st.total_us, st.count, ko)
         return make
 

@@ -42,30 +42,43 @@ def _groups(v, sel: np.ndarray | None = None) -> dict[tuple[str, str, str], tupl
     out: dict = {}
     if len(v.rows) == 0 or (sel is not None and not sel.any()):
         return out
-    k = v.m.kernels
-    op = v._take(k.cpu_op)
-    name, gcat, dur = v.name, v.gcat, v.dur
+    key, ns, un, uo, bound = _row_keys(v)
     if sel is not None:
-        op, name, gcat, dur = op[sel], name[sel], gcat[sel], dur[sel]
-    names = v.m.cpu_ops.name
-    op_name = (np.where(op >= 0, names[np.maximum(op, 0)], -1) if len(names) else np.full(len(op), -1)).astype(np.int64)
-    # one int64 key per row (np.unique on rows, axis=0, takes ~1 s on a 214k-kernel trace), from the
-    # names' and operators' ranks among those present: a key space small enough for a table, not a
-    # sort (~10 ms a side at 250k kernels), and in the same (family, name, operator) order
-    un, ni = _ranks(name)
-    uo, oi = _ranks(op_name)
-    wn, wo = len(un), len(uo)
-    uniq, inv = small_unique((gcat.astype(np.int64) * wn + ni) * wo + oi, len(v.groups) * wn * wo)
+        key, ns = key[sel], ns[sel]
+    uniq, inv = small_unique(key, bound)
     n = np.bincount(inv, minlength=len(uniq))
-    t = np.bincount(inv, weights=_ns(dur), minlength=len(uniq))
+    t = np.bincount(inv, weights=ns, minlength=len(uniq))
     text = v.m.strings
-    un, uo = un.tolist(), uo.tolist()
+    wn, wo = len(un), len(uo)
     for u, c, tt in zip(uniq.tolist(), n.tolist(), t.tolist()):
         rest, o = divmod(u, wo)
         g, name = divmod(rest, wn)
         o, name = uo[o], un[name]
         out[(v.groups[g], text[name] if name >= 0 else "", text[o] if o >= 0 else "")] = (c, int(tt))
     return out
+
+
+def _row_keys(v) -> tuple[np.ndarray, np.ndarray, list, list, int]:
+    """Each of the view's kernels as one int64 (family, name, operator) key, its time in ns, the
+    distinct names and operators the key's digits index, and the key space: computed once per view
+    (a comparison groups a side ~7 times, by the ledger's window and by fusion finding). One key per
+    row (np.unique on rows, axis=0, takes ~1 s on a 214k-kernel trace), from the names' and
+    operators' ranks: a key space small enough for a table, not a sort (~10 ms a side at 250k
+    kernels), and in the same (family, name, operator) order as the ranks among any subset."""
+    memo = v.__dict__.get("_row_keys")
+    if memo is not None and memo[0] is v.name:   # a copy of the view with other rows has its own
+        return memo[1]
+    k = v.m.kernels
+    op = v._take(k.cpu_op)
+    names = v.m.cpu_ops.name
+    op_name = (np.where(op >= 0, names[np.maximum(op, 0)], -1) if len(names) else np.full(len(op), -1)).astype(np.int64)
+    un, ni = _ranks(v.name)
+    uo, oi = _ranks(op_name)
+    wn, wo = len(un), len(uo)
+    keys = ((v.gcat.astype(np.int64) * wn + ni) * wo + oi, _ns(v.dur), un.tolist(), uo.tolist(),
+            len(v.groups) * wn * wo)
+    v.__dict__["_row_keys"] = (v.name, keys)
+    return keys
 
 
 def _ranks(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 import numpy as np
 
@@ -161,11 +162,20 @@ def gemm_op_keys(view, positions, cats: list[str], classifier) -> list[str]:
 
 
 def expand(atoms) -> frozenset[str]:
-    """The atoms with everything their composite atoms decompose into."""
-    out = set(atoms)
-    for a in atoms:
-        out |= DECOMPOSE.get(a, frozenset())
-    return frozenset(out)
+    """The atoms with everything their composite atoms decompose into (memoised: the fusion
+    detectors ask it of the same few atom sets thousands of times a comparison)."""
+    if not isinstance(atoms, frozenset):
+        atoms = frozenset(atoms)
+    out = _EXPANDED.get(atoms)
+    if out is None:
+        found = set(atoms)
+        for a in atoms:
+            found |= DECOMPOSE.get(a, frozenset())
+        out = _EXPANDED[atoms] = frozenset(found)
+    return out
+
+
+_EXPANDED: dict[frozenset[str], frozenset[str]] = {}
 
 
 def op_atoms(op: str) -> frozenset[str]:
@@ -395,10 +405,17 @@ def _attention_split(r: _Region) -> list[Group]:
     return out
 
 
-def layer_groups(al: LayerAlignment, kops: dict[str, callable], classifier, modpath=None) -> list[Group]:
+def layer_groups(al: LayerAlignment, kops: dict[str, callable], classifier, modpath=None,
+                 memo: dict | None = None) -> list[Group]:
     """The fusion groups of one aligned layer. `kops[side](pair, index)` gives the side's `_K` of a
     pair (None when the side has no kernel there); `modpath(side, row)` the module calls around a
-    kernel's launch (outermost first, () unknown)."""
+    kernel's launch (outermost first, () unknown).
+
+    `memo` (one dict per comparison side order, with one `kops`): the groups of a layer aligned as
+    one before (the same kernels' operations at the same positions: all 16 layers of a Llama) are
+    that layer's, taken at the same positions, when every module test the first layer's grouping
+    asked gives the same answer on this one (the grouping reads nothing else of a kernel, so it
+    would take the same steps)."""
     items = []
     idx = {"a": 0, "b": 0}
     for p in al.pairs:
@@ -409,6 +426,34 @@ def layer_groups(al: LayerAlignment, kops: dict[str, callable], classifier, modp
                 idx[s] += 1
             ks[s] = k
         items.append((p, ks["a"], ks["b"]))
+    if memo is None:
+        return _layer_groups(items, classifier, _module_test(items, modpath))
+    # a kernel's operations are one KernelOps object per (name, operator, category) of `kops`
+    key = tuple((id(ka.ko) if ka is not None else None, id(kb.ko) if kb is not None else None) for _, ka, kb in items)
+    same = _module_test(items, modpath)
+
+    def here(s: str, at) -> list[_K]:
+        return [items[i][1 if s == "a" else 2] for i in at]
+
+    for asked, groups in memo.get(key, ()):
+        if all(same(s, here(s, at)) == answer for s, at, answer in asked):
+            return [Group(fs, here(fs, fused), here("b" if fs == "a" else "a", comps), att)
+                    for fs, fused, comps, att in groups]
+    where = {id(k): i for i, it in enumerate(items) for k in it[1:] if k is not None}
+    asked: list[tuple[str, tuple[int, ...], bool]] = []
+
+    def recorded(s: str, ks: list[_K]) -> bool:
+        answer = same(s, ks)
+        asked.append((s, tuple(where[id(k)] for k in ks), answer))
+        return answer
+
+    groups = _layer_groups(items, classifier, recorded)
+    memo.setdefault(key, []).append((asked, [(g.fused_side, [where[id(k)] for k in g.fused],
+                                              [where[id(k)] for k in g.components], g.attention) for g in groups]))
+    return groups
+
+
+def _layer_groups(items: list[tuple], classifier, same_module) -> list[Group]:
     regions: list[_Region] = []
     cur: _Region | None = None
     for p, ka, kb in items:
@@ -431,7 +476,7 @@ def layer_groups(al: LayerAlignment, kops: dict[str, callable], classifier, modp
     for r in regions:
         groups += _attention_split(r)
     regions = [r for r in regions if r.a or r.b]
-    _merge_one_sided(regions, _module_test(items, modpath))
+    _merge_one_sided(regions, same_module)
     for r in regions:
         g = _region_group(r)
         if g is not None:
@@ -599,18 +644,18 @@ def find_op_fusions(sides: dict, labels: dict[str, str], classifier, alignments:
         v = sides[s]
         m = v.m
 
+        fields = attrgetter(f"{s}_name", f"{s}_row", f"{s}_category", s)   # one call a pair
+
         def make(p: KernelPair, index: int) -> _K | None:
-            name = getattr(p, f"{s}_name")
+            name, row, cat, st = fields(p)
             if name is None:
                 return None
-            row = getattr(p, f"{s}_row")
-            cat = getattr(p, f"{s}_category") or "Other"
+            cat = cat or "Other"
             op = m.cpu_op_name(row) or "" if row >= 0 else ""
             key = (name, op, cat)
             ko = cache.get(key)
             if ko is None:
                 ko = cache[key] = _kernel_ops(name, op, cat, classifier)
-            st = getattr(p, s)
             return _K(s, p.position, index, name, cat, row, st.mean_us, st.total_us, st.count, ko)
         return make
 
@@ -634,10 +679,11 @@ def find_op_fusions(sides: dict, labels: dict[str, str], classifier, alignments:
         return hit
 
     instances: list[_Instance] = []
+    grouped: dict = {}   # layer_groups' memo: the layers aligned alike
     for al in alignments:
         if not al.pairs:
             continue
-        for g in layer_groups(al, kops, classifier, modpath):
+        for g in layer_groups(al, kops, classifier, modpath, grouped):
             instances.append(_Instance(al.layer, g, {"a": al.a_passes, "b": al.b_passes}))
     claimed = {s: np.zeros(len(sides[s].dur), dtype=bool) for s in ("a", "b")}
     if not instances:

@@ -114,7 +114,7 @@ def needs_workers(s: Session) -> bool:
     (~0.3 s of CPU beside its first frames, for nothing)."""
     from kerneldiff.core.processes.forkserver import big, cpus
 
-    if cpus() < 2:
+    if cpus() < 2 or s.load_workers() == 1:
         return False
     wanted = [i for i, info in enumerate(s.infos) if info is not None and big(info.size, info.compressed)]
     if not wanted or not s.use_cache or s.loader is not None:
@@ -132,7 +132,7 @@ def load_pair_beside(s: Session) -> bool:
     from kerneldiff.core.processes.forkserver import worker_count
 
     if not (s.fork_pair and len(s.paths) == 2 and s.loader is None and all(m is None for m in s.models)
-            and all(worker_count(info, s.workers) == 1 for info in s.infos) and can_fork()):
+            and all(worker_count(info, s.load_workers()) == 1 for info in s.infos) and can_fork()):
         return False
     # what both loads need, imported and read once before the fork rather than in both
     # processes. The comparison's modules only this process needs: imported once its own side

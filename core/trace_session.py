@@ -105,6 +105,12 @@ class Session:
     # None: this file is read as usual)
     loader: Callable[..., Any] | None = None
     fork_pair: bool = False  # load B in a forked child beside A (the CLI: main thread, no progress)
+    # the traces load at the same time, each in a thread of this process (the explorer): each is
+    # then read in this process, one core each, unless `workers` says otherwise. Worker processes
+    # serve one load at a time, so the second load waited for the first one's: on two cores the
+    # real eager/compiled pair reached its comparison ~0.8 s later than with two one-core loads
+    # (docs/PERFORMANCE.md, "The explorer")
+    side_by_side: bool = False
     kind: str = "kineto"
     device: int | None = None   # a file holding several devices is read on this one (None: the first)
     # comparisons kept in the cache beside the models and read back from it (the explorer:
@@ -173,7 +179,7 @@ class Session:
             model = self.loader(self.paths[index], registry=self.registry, use_cache=self.use_cache, **kwargs)
         if model is None:
             model = orchestration.load(self.paths[index], classifier=self.classifier, use_cache=self.use_cache,
-                                       workers=self.workers, **kwargs)
+                                       workers=self.load_workers(), **kwargs)
         model = self._keep_passes(self._one_device(model))
         if identity is not None and orchestration.identity(self, index) != identity:
             identity = None   # changed while it was read: its comparison is not stored
@@ -185,6 +191,12 @@ class Session:
         """Start the worker processes' fork server in a background thread when a trace will need
         them (`kerneldiff.core.orchestration.warm_up`): a UI calls this before its first frame."""
         orchestration.warm_up(self)
+
+    def load_workers(self) -> int | None:
+        """The decoding processes a load asks for (None: the reader's choice by size)."""
+        if self.workers is None and self.side_by_side and len(self.paths) > 1:
+            return 1
+        return self.workers
 
     def needs_workers(self) -> bool:
         """Will loading read, from its JSON, a probed trace big enough for worker processes (not

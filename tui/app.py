@@ -48,7 +48,7 @@ def explorer_session(paths: list[str], *, aie: dict[str, Any] | None = None, reg
     from kerneldiff.core.session import open_session
 
     return open_session(paths, aie=aie, registry=registry, use_cache=use_cache, loader=loader,
-                        keep_comparisons=True, **({"all_passes": True} if all_passes else {}))
+                        keep_comparisons=True, side_by_side=True, **({"all_passes": True} if all_passes else {}))
 
 
 def stored_result(session, phase: str):

@@ -117,8 +117,8 @@ PACKAGE_ORDER: dict[str, list[str]] = {
         "nesting", "module_tree", "host_hotspots",   # calls nested by their spans; kernels per module
                                                  # path; host self time and launch-bound idle by host op
         "host_time",                             # host time behind launch-bound idle
-        "flops", "layer_groups",                 # work (FLOPs, bytes) per kernel; kernels by layer and pass
         "eager_attention",                       # bmm -> softmax -> bmm booked as attention
+        "flops", "layer_groups",                 # work (FLOPs, bytes) per kernel; kernels by layer and pass
         "readings",                              # the pipeline: every reading of a trace's columns
         "kernel_roof",                           # one kernel under the roofline
         "side_readings",                         # one side's readings for a comparison

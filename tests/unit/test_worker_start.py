@@ -44,3 +44,24 @@ def test_workers_start_when_stderr_is_a_capture_without_a_descriptor():
     runs, events, alone = map(int, r.stdout.split())
     assert runs > 2          # the file went out in several runs, to the workers
     assert events == alone > 0
+
+
+def test_a_pair_loaded_side_by_side_reads_each_trace_in_this_process(tmp_path):
+    """The explorer loads both traces at once: each in this process, and no fork server started
+    for workers that would serve one load at a time; one trace, or the CLI's pair loaded in turn,
+    leaves it to the reader (worker processes past the size threshold)."""
+    from kerneldiff.core.processes.forkserver import PARALLEL_MIN_PLAIN, cpus
+    from kerneldiff.core.session import Session
+
+    big = tmp_path / "big.json"
+    big.write_bytes(DEMO_A.read_bytes())
+    with open(big, "r+b") as f:   # sparse: past the size that asks for workers
+        f.truncate(PARALLEL_MIN_PLAIN + 1)
+    explorer = Session([str(big), str(big)], side_by_side=True, use_cache=False)
+    explorer.probe()
+    assert explorer.load_workers() == 1 and not explorer.needs_workers()
+    for s in (Session([str(big), str(big)], use_cache=False), Session([str(big)], side_by_side=True, use_cache=False)):
+        s.probe()
+        assert s.load_workers() is None
+        assert s.needs_workers() == (cpus() > 1)
+    assert Session([str(big), str(big)], side_by_side=True, workers=2).load_workers() == 2

@@ -147,10 +147,11 @@ def _changing(path, data: bytes, how: str, at: int):
 def test_a_file_changing_while_it_is_read_is_refused_or_loaded_with_a_warning(tmp_path, small, classifier, how,
                                                                                workers, gz, monkeypatch):
     from kerneldiff.core.ingest import slices
-    from kerneldiff.core.ingest import loader
+    from kerneldiff.core.ingest import workers as worker_reads
 
     monkeypatch.setattr(slices, "SLICE", 4096)   # many reads, so the change lands mid-file
-    monkeypatch.setattr(loader, "slot_size", lambda info: 1 << 14)   # many runs for the workers too
+    # many runs for the workers too (the loader takes it from the worker module when it starts them)
+    monkeypatch.setattr(worker_reads, "slot_size", lambda info: 1 << 14)
     data, ends, _ = small
     raw = gzip.compress(data) if gz else data
     for at in (1, 2, 5, 20):

@@ -36,6 +36,10 @@ pytestmark = pytest.mark.slow   # big inputs, subprocesses or many screens: CI r
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU_LIMIT_S = 60                # CPU seconds per run (RLIMIT_CPU): what a case may cost
+# the GB-scale cases (BIG): their linear work alone came near a minute on a slow day (1,000,000
+# distinct 1 KB names: 58 s of CPU for a compare, the same in the build before); the quadratic
+# compare this budget once caught ran past 5 minutes
+CPU_LIMIT_BIG_S = 120
 HANG_S = 300                    # wall-clock safety net for runs that block without using CPU
 MEMORY_LIMIT = 3 << 30          # address space per run: a gzip bomb must not take the machine
 CASES = hc.cases()
@@ -77,14 +81,16 @@ def _address_space() -> int:
         return int(f.read().split()[0]) * resource.getpagesize()
 
 
-def _limit_memory(extra: int = 0) -> None:
-    """Bound a child's address space and CPU time (SIGXCPU at the soft limit, SIGKILL a second later).
-    The CPU limit counts per process: the loader's worker processes inherit their own."""
+def _limit_memory(extra: int = 0, cpu: int | None = None) -> None:
+    """Bound a child's address space and CPU time (SIGXCPU at the soft limit, SIGKILL a second later;
+    `cpu`: seconds, CPU_LIMIT_S when not given). The CPU limit counts per process: the loader's
+    worker processes inherit their own."""
+    cpu = CPU_LIMIT_S if cpu is None else cpu
     limit = extra + MEMORY_LIMIT
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     used = resource.getrusage(resource.RUSAGE_SELF)
     spent = int(used.ru_utime + used.ru_stime)   # ~0 right after a fork or exec; counted to be exact
-    resource.setrlimit(resource.RLIMIT_CPU, (spent + CPU_LIMIT_S, spent + CPU_LIMIT_S + 1))
+    resource.setrlimit(resource.RLIMIT_CPU, (spent + cpu, spent + cpu + 1))
 
 
 def kerneldiff(*args: str) -> Run:
@@ -99,10 +105,10 @@ def kerneldiff(*args: str) -> Run:
     return Run(p.returncode, p.stdout, p.stderr)
 
 
-def _forked_cli(argv: list[str], out_path: str, err_path: str, base: int) -> None:
+def _forked_cli(argv: list[str], out_path: str, err_path: str, base: int, cpu: int | None = None) -> None:
     """Child side of `kerneldiff_many`: what `python -m cli ARGV` does, minus the interpreter start."""
     os.setpgid(0, 0)      # its own process group: a timeout also ends the loader's worker processes
-    _limit_memory(base)   # the fork inherits this process's mappings: the limit is on top of them
+    _limit_memory(base, cpu)   # the fork inherits this process's mappings: the limit is on top of them
     os.environ.update(COLUMNS="1000", LINES="50")
     os.environ.pop("FORCE_COLOR", None)
     for fd, path in ((1, out_path), (2, err_path)):
@@ -155,7 +161,8 @@ def kerneldiff_many(jobs: dict, tmp: Path, workers: int) -> dict:
             key, argv = pending.pop(0)
             i = len(results) + len(running)
             out, err = tmp / f"{i}.out", tmp / f"{i}.err"
-            p = ctx.Process(target=_forked_cli, args=(list(argv), str(out), str(err), base))
+            cpu = CPU_LIMIT_BIG_S if type(key) is tuple and key[0] in BIG else CPU_LIMIT_S
+            p = ctx.Process(target=_forked_cli, args=(list(argv), str(out), str(err), base, cpu))
             p.start()
             running[p.sentinel] = (key, p, out, err, time.monotonic() + HANG_S)
         multiprocessing.connection.wait(list(running), timeout=0.5)
@@ -193,7 +200,8 @@ def runs(corpus, tmp_path_factory):
 
 def check_contract(case: hc.Case, r: Run, expect: str) -> None:
     assert r.rc is not None, f"hung: no exit after {HANG_S} s of wall-clock time"
-    assert r.rc != -signal.SIGXCPU and r.rc != -signal.SIGKILL, f"used more than {CPU_LIMIT_S} s of CPU time"
+    cpu = CPU_LIMIT_BIG_S if case.name in BIG else CPU_LIMIT_S
+    assert r.rc != -signal.SIGXCPU and r.rc != -signal.SIGKILL, f"used more than {cpu} s of CPU time"
     assert b"Traceback" not in r.err and b"Traceback" not in r.out, r.err.decode(errors="replace")[-2000:]
     assert r.rc in (0, 2), f"exit {r.rc}: {r.err.decode(errors='replace')[-500:]}"
     want = {"load": {0}, "error": {2}, "any": {0, 2}}[expect]

@@ -54,7 +54,10 @@ static const double POW10[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e
 /* characters a number string may hold (int(" 1_0"), float("-1e5")) */
 static u8 NUMCHAR[256];
 
+static void init_ev(void);
+
 static void init_tables(void) {
+    init_ev();
     const char *s = "0123456789+-._eEiInNfFaAtTyY \t\n\r\f\v";
     for (; *s; s++) NUMCHAR[(u8)*s] = 1;
 }
@@ -495,6 +498,84 @@ typedef struct {
     i64 *fix; i64 *shape; u64 *shash; i64 cap, fcap;
 } Tables;
 
+/* ---- event templates ----
+ * Kineto writes every event of a kind with the same keys, in the same order, with the same blanks:
+ * only the values differ. An event the full walk read becomes a template: the bytes between its
+ * values (keys, colons, commas, blanks, and the "ph" and "cat" values, which decide the row's group)
+ * are kept as literals, and each value as a step (what it is and how to read it). A later event
+ * whose bytes equal every literal, with each value read by the very function the full walk calls
+ * for it, is the same walk with the same decisions: the same keys in the same order (so no
+ * duplicate, no escaped key, no collective), each value parsed alike. At the first difference (a
+ * literal, a value that fails or has another form) the event is read again by the full walk from
+ * its start, which then makes it a template. */
+enum { V_NAME = 1, V_TS, V_DUR, V_INT, V_RAW, V_SKIP };
+#define TSTEPS 40   /* values a template holds (an event with more is never one) */
+#define NTPL 8      /* templates kept, most recently used first */
+
+typedef struct {
+    i64 at[TSTEPS + 1];   /* literal k: the buffer's bytes [at[k], at[k] + len[k]) */
+    i64 len[TSTEPS + 1];
+    u8 kind[TSTEPS], arg[TSTEPS];
+    int nsteps;
+    int ph;
+    int8_t code;          /* the row's group (0: no row), from the literal "ph" and "cat" */
+} Tpl;
+
+/* the values the full walk read, in order, for making a template (ok 0: it cannot be one) */
+typedef struct {
+    i64 s[TSTEPS], e[TSTEPS];
+    u8 kind[TSTEPS], arg[TSTEPS];
+    int n, ok;
+} Rec;
+
+/* one event's fields, as either walk reads them */
+typedef struct {
+    i64 ints[NINTS];
+    i64 raw[2 * NRAW];
+    u64 hash[NRAW];
+    i64 cat_s, cat_e, name_s, name_e;
+    u64 name_h;
+    double ts, dur;
+    i64 ts_a, ts_b, dur_a, dur_b;
+    int ph, name_esc, ts_exact, dur_exact;
+} Ev;
+
+static Ev EV_EMPTY;   /* ints MISSING, raw -1, ts/dur NaN: set by init_tables */
+static int use_templates = 1;
+
+static void init_ev(void) {
+    for (int k = 0; k < NINTS; k++) EV_EMPTY.ints[k] = MISSING;
+    for (int k = 0; k < 2 * NRAW; k++) EV_EMPTY.raw[k] = -1;
+    EV_EMPTY.cat_s = EV_EMPTY.cat_e = EV_EMPTY.name_s = EV_EMPTY.name_e = -1;
+    EV_EMPTY.ts = EV_EMPTY.dur = NAN;
+    EV_EMPTY.ph = -1;
+    EV_EMPTY.ts_exact = EV_EMPTY.dur_exact = 1;
+}
+
+SHARED void rec_value(Rec *r, i64 s, i64 e, int kind, int arg) {
+    if (r->n >= TSTEPS) { r->ok = 0; return; }
+    r->s[r->n] = s; r->e[r->n] = e; r->kind[r->n] = (u8)kind; r->arg[r->n] = (u8)arg;
+    r->n++;
+}
+
+/* p[0..len) == q[0..len), both readable to their len: 8-byte words, the last one overlapping */
+SHARED int lit_eq(const u8 *p, const u8 *q, i64 len) {
+    if (len >= 8) {
+        i64 k = 0;
+        for (; k + 8 <= len; k += 8)
+            if (load8(p, k) != load8(q, k)) return 0;
+        return k == len || load8(p, len - 8) == load8(q, len - 8);
+    }
+    if (len >= 4) {
+        uint32_t a, b, c, d;
+        memcpy(&a, p, 4); memcpy(&b, q, 4); memcpy(&c, p + len - 4, 4); memcpy(&d, q + len - 4, 4);
+        return a == b && c == d;
+    }
+    for (i64 k = 0; k < len; k++)
+        if (p[k] != q[k]) return 0;
+    return 1;
+}
+
 /* ---- the walk, twice ---- */
 
 #define WALK(f) f##_portable
@@ -736,6 +817,14 @@ static PyObject *py_set_simd(PyObject *self, PyObject *arg) {
     return PyUnicode_FromString(SIMD_NAMES[simd_level]);
 }
 
+static PyObject *py_templates(PyObject *self, PyObject *arg) {
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    int was = use_templates;
+    use_templates = on;
+    return PyBool_FromLong(was);
+}
+
 static PyMethodDef methods[] = {
     {"scan", py_scan, METH_VARARGS,
      "scan(buf, pos, limit, blob, ends, codes, phase, code, floats, ints, nhash, nstart, nlen, nesc, fix, "
@@ -747,6 +836,8 @@ static PyMethodDef methods[] = {
     {"simd", py_simd, METH_NOARGS, "simd() -> the copy of the walk scan runs: 'avx2' or 'portable'"},
     {"simd_levels", py_simd_levels, METH_NOARGS, "simd_levels() -> the copies this CPU can run"},
     {"set_simd", py_set_simd, METH_O, "set_simd(name) -> name: run that copy of the walk from now on"},
+    {"templates", py_templates, METH_O,
+     "templates(on) -> whether they were on: read events through templates of earlier ones (the default) or not"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -756,6 +847,8 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastscan", "Kineto 
 PyMODINIT_FUNC PyInit__fastscan(void) {
     init_tables();
     const char *want = getenv("KERNELDIFF_SCAN_SIMD");   /* "portable": never the AVX2 copy */
+    const char *tpl = getenv("KERNELDIFF_SCAN_TEMPLATES");   /* "0": every event by the full walk */
+    use_templates = !(tpl != NULL && strcmp(tpl, "0") == 0);
     simd_level = cpu_has_avx2() && !(want != NULL && strcmp(want, "portable") == 0) ? SIMD_AVX2 : SIMD_PORTABLE;
     return PyModule_Create(&module);
 }

@@ -10,6 +10,9 @@
 #define skip_value WALK(skip_value)
 #define args_object WALK(args_object)
 #define scan WALK(scan)
+#define tpl_event WALK(tpl_event)
+#define full_event WALK(full_event)
+#define group_code WALK(group_code)
 
 /* Past blanks: the first byte that is not one. Most calls meet no blank or one (`": "`); a run
  * (an indented line) is passed a vector or a word at a time. */
@@ -164,7 +167,7 @@ static i64 skip_value(const u8 *b, i64 i, i64 n) {
 
 /* The "args" object at buf[i]: its integer fields into ints, the byte ranges of the raw texts
  * into raw (and their hashes), the rest skipped. Returns its end or a sentinel. */
-static i64 args_object(const u8 *b, i64 i, i64 n, i64 *ints, i64 *raw, u64 *rhash) {
+static i64 args_object(const u8 *b, i64 i, i64 n, i64 *ints, i64 *raw, u64 *rhash, Rec *rec) {
     i64 open = i;
     int comm = 0;
     i = ws(b, i + 1, n);
@@ -181,7 +184,9 @@ static i64 args_object(const u8 *b, i64 i, i64 n, i64 *ints, i64 *raw, u64 *rhas
         if (i < 0) return i;
         if (key == K_OTHER || key == K_COMM_KEY) {
             comm |= key == K_COMM_KEY;
-            i = skip_value(b, i, n);
+            i64 e = skip_value(b, i, n);
+            if (e >= 0) rec_value(rec, i, e, V_SKIP, 0);
+            i = e;
         } else if (key >= A_DIMS) {
             if (seen & (1u << key)) return BAILED;
             seen |= 1u << key;
@@ -190,6 +195,7 @@ static i64 args_object(const u8 *b, i64 i, i64 n, i64 *ints, i64 *raw, u64 *rhas
             raw[2 * (key - A_DIMS)] = i;
             raw[2 * (key - A_DIMS) + 1] = e;
             rhash[key - A_DIMS] = hash_bytes(b, i, e);
+            rec_value(rec, i, e, V_RAW, key - A_DIMS);
             i = e;
         } else {
             if (seen & (1u << key)) return BAILED;
@@ -197,6 +203,7 @@ static i64 args_object(const u8 *b, i64 i, i64 n, i64 *ints, i64 *raw, u64 *rhas
             i64 v;
             i64 e = int_value(b, i, n, &v);
             if (e < 0) return e;
+            rec_value(rec, i, e, V_INT, key);
             i = e;
             ints[key] = v;
         }
@@ -206,6 +213,7 @@ static i64 args_object(const u8 *b, i64 i, i64 n, i64 *ints, i64 *raw, u64 *rhas
         if (b[i] == 44) { i = ws(b, i + 1, n); continue; }
         if (b[i] == 125) {
             if (comm) {
+                rec->ok = 0;   /* the whole object is a text: not a template's steps */
                 raw[2 * (A_COMM - A_DIMS)] = open;
                 raw[2 * (A_COMM - A_DIMS) + 1] = i + 1;
                 rhash[A_COMM - A_DIMS] = hash_bytes(b, open, i + 1);
@@ -216,118 +224,227 @@ static i64 args_object(const u8 *b, i64 i, i64 n, i64 *ints, i64 *raw, u64 *rhas
     }
 }
 
+/* One event at buf[i] (its '{') read as the template tp reads it: the end past its '}', or -1
+ * where the event differs from the template (ev then holds partial values). */
+static inline i64 tpl_event(const u8 *b, i64 i, i64 n, const Tpl *tp, Ev *ev) {
+    for (int k = 0; k < tp->nsteps; k++) {
+        i64 len = tp->len[k];
+        if (i + len >= n || !lit_eq(b + i, b + tp->at[k], len)) return -1;
+        i += len;
+        i64 e;
+        switch (tp->kind[k]) {
+        case V_NAME:
+            if (b[i] != 34) return -1;
+            e = skip_string(b, i, n);
+            if (e < 0) return -1;
+            ev->name_s = i + 1;
+            ev->name_e = e - 1;
+            ev->name_h = hash_bytes(b, i + 1, e - 1);
+            ev->name_esc = escaped(b, i + 1, e - 1);
+            break;
+        case V_TS:
+        case V_DUR: {
+            Flt q = float_value(b, i, n);
+            if (q.end < 0) return -1;
+            if (tp->kind[k] == V_TS) { ev->ts = q.v; ev->ts_exact = q.exact; ev->ts_a = q.a; ev->ts_b = q.z; }
+            else { ev->dur = q.v; ev->dur_exact = q.exact; ev->dur_a = q.a; ev->dur_b = q.z; }
+            e = q.end;
+            break;
+        }
+        case V_INT: {
+            i64 v;
+            e = int_value(b, i, n, &v);
+            if (e < 0) return -1;
+            ev->ints[tp->arg[k]] = v;
+            break;
+        }
+        case V_RAW: {
+            e = skip_value(b, i, n);
+            if (e < 0) return -1;
+            int a = tp->arg[k];
+            ev->raw[2 * a] = i;
+            ev->raw[2 * a + 1] = e;
+            ev->hash[a] = hash_bytes(b, i, e);
+            break;
+        }
+        default:
+            e = skip_value(b, i, n);
+            if (e < 0) return -1;
+        }
+        i = e;
+    }
+    i64 len = tp->len[tp->nsteps];
+    if (i + len > n || !lit_eq(b + i, b + tp->at[tp->nsteps], len)) return -1;
+    ev->ph = tp->ph;
+    return i + len;
+}
+
+/* The full walk of one event at buf[i] (its '{'), with each value recorded in rec: the end past
+ * its '}', or a failure as fail_of's (1 ran out of bytes, 2 left to msgspec), negated. */
+static i64 full_event(const u8 *b, i64 i, i64 n, const int8_t *phase, Ev *ev, Rec *rec) {
+    unsigned seen = 0;
+    i++;
+    i = ws(b, i, n);
+    if (i < n && b[i] == 125) return -2;   /* {} has no phase */
+    for (;;) {
+        if (i >= n) return -1;
+        if (b[i] != 34) return -2;
+        i64 ke = skip_string(b, i, n);
+        if (ke < 0) return -fail_of(ke);
+        int key = event_key(b, i + 1, ke - 1);
+        if (key == K_OTHER && escaped(b, i + 1, ke - 1)) return -2;   /* may spell one of ours */
+        i = value_start(b, ke, n);
+        if (i < 0) return -fail_of(i);
+        if (key != K_OTHER) {
+            unsigned bit = 1u << key;
+            if (seen & bit) return -2;   /* a duplicate key: msgspec knows which wins */
+            seen |= bit;
+        }
+        u8 c = b[i];
+        i64 e;
+        if (key == K_PH) {
+            if (c != 34) return -2;
+            e = skip_string(b, i, n);
+            if (e < 0) return -fail_of(e);
+            if (e - i != 3 || b[i + 1] >= 128 || phase[b[i + 1]] == 0) return -2;
+            ev->ph = phase[b[i + 1]];
+            i = e;
+        } else if (key == K_CAT || key == K_NAME) {
+            if (c == 110 && key == K_NAME) {
+                e = skip_value(b, i, n);
+                if (e < 0) return -fail_of(e);
+                i = e;   /* null name: kept as "no name" */
+            } else if (c != 34) {
+                return -2;
+            } else {
+                e = skip_string(b, i, n);
+                if (e < 0) return -fail_of(e);
+                if (key == K_CAT) {
+                    if (escaped(b, i + 1, e - 1)) return -2;
+                    ev->cat_s = i + 1;
+                    ev->cat_e = e - 1;
+                } else {
+                    ev->name_s = i + 1;
+                    ev->name_e = e - 1;
+                    ev->name_h = hash_bytes(b, i + 1, e - 1);
+                    ev->name_esc = escaped(b, i + 1, e - 1);
+                    rec_value(rec, i, e, V_NAME, 0);
+                }
+                i = e;
+            }
+        } else if (key == K_TS || key == K_DUR) {
+            Flt q = float_value(b, i, n);
+            if (q.end < 0) return -fail_of(q.end);
+            if (key == K_TS) { ev->ts = q.v; ev->ts_exact = q.exact; ev->ts_a = q.a; ev->ts_b = q.z; }
+            else { ev->dur = q.v; ev->dur_exact = q.exact; ev->dur_a = q.a; ev->dur_b = q.z; }
+            rec_value(rec, i, q.end, key == K_TS ? V_TS : V_DUR, 0);
+            i = q.end;
+        } else if (key == K_PID || key == K_TID) {
+            i64 v;
+            e = int_value(b, i, n, &v);
+            if (e < 0) return -fail_of(e);
+            ev->ints[key == K_PID ? PID : TID] = v;
+            rec_value(rec, i, e, V_INT, key == K_PID ? PID : TID);
+            i = e;
+        } else if (key == K_ARGS && c == 123) {
+            e = args_object(b, i, n, ev->ints, ev->raw, ev->hash, rec);
+            if (e < 0) return -fail_of(e);
+            i = e;
+        } else if (key == K_ARGS && c == 110) {
+            e = skip_value(b, i, n);   /* args: null */
+            if (e < 0) return -fail_of(e);
+            i = e;
+        } else if (key == K_ARGS) {
+            return -2;
+        } else {
+            e = skip_value(b, i, n);
+            if (e < 0) return -fail_of(e);
+            rec_value(rec, i, e, V_SKIP, 0);
+            i = e;
+        }
+        i = ws(b, i, n);
+        if (i >= n) return -1;
+        if (b[i] == 44) { i = ws(b, i + 1, n); continue; }
+        if (b[i] == 125) return i + 1;
+        return -2;
+    }
+}
+
+/* the group code of a category's bytes (0: not one kerneldiff reads) */
+static inline int8_t group_code(const u8 *b, i64 cat_s, i64 cat_e, const Tables *t) {
+    i64 clen = cat_e - cat_s, lo = 0;
+    for (i64 k = 0; k < t->ncats; k++) {
+        i64 hi = t->ends[k];
+        if (hi - lo == clen && memcmp(t->blob + lo, b + cat_s, (size_t)clen) == 0) return t->codes[k];
+        lo = hi;
+    }
+    return 0;
+}
+
 /* state: [rows written, events consumed, fixes, next position, status] */
 static void scan(const u8 *b, i64 n, i64 pos, i64 limit, const Tables *t, i64 *state) {
     i64 rows = 0, events = 0, fixes = 0;
     int status = ST_LIMIT;
     i64 i = ws(b, pos, n);
-    i64 ev_ints[NINTS], ev_raw[2 * NRAW];
-    u64 ev_hash[NRAW] = {0};
+    Tpl tpl[NTPL];
+    int order[NTPL], ntpl = 0, misses = 0, off = 0;   /* off: events to read without trying templates */
+    for (int k = 0; k < NTPL; k++) order[k] = k;
+    Ev ev;
+    Rec rec;
     for (;;) {
         if (i >= limit || i >= n) break;
         if (b[i] == 93) { status = ST_ARRAY_END; break; }
         if (b[i] != 123) { status = ST_BAIL; break; }
         if (rows >= t->cap || fixes + 2 > t->fcap) { status = ST_FULL; break; }
-        i64 start = i;
-        i++;
-        int ph = -1;
-        unsigned seen = 0;
-        i64 cat_s = -1, cat_e = -1, name_s = -1, name_e = -1;
-        u64 name_h = 0;
-        int name_esc = 0;
-        double ts = NAN, dur = NAN;
-        int ts_exact = 1, dur_exact = 1;
-        i64 ts_a = 0, ts_b = 0, dur_a = 0, dur_b = 0;
-        for (int k = 0; k < NINTS; k++) ev_ints[k] = MISSING;
-        for (int k = 0; k < 2 * NRAW; k++) ev_raw[k] = -1;
-        int fail = 0;   /* 0 ok, 1 incomplete, 2 bail */
-        i = ws(b, i, n);
-        if (i < n && b[i] == 125) fail = 2;   /* {} has no phase */
-        while (fail == 0) {
-            if (i >= n) { fail = 1; break; }
-            if (b[i] != 34) { fail = 2; break; }
-            i64 ke = skip_string(b, i, n);
-            if (ke < 0) { fail = fail_of(ke); break; }
-            int key = event_key(b, i + 1, ke - 1);
-            if (key == K_OTHER && escaped(b, i + 1, ke - 1)) { fail = 2; break; }   /* may spell one of ours */
-            i = value_start(b, ke, n);
-            if (i < 0) { fail = fail_of(i); break; }
-            if (key != K_OTHER) {
-                unsigned bit = 1u << key;
-                if (seen & bit) { fail = 2; break; }   /* a duplicate key: msgspec knows which wins */
-                seen |= bit;
-            }
-            u8 c = b[i];
-            i64 e;
-            if (key == K_PH) {
-                if (c != 34) { fail = 2; break; }
-                e = skip_string(b, i, n);
-                if (e < 0) { fail = fail_of(e); break; }
-                if (e - i != 3 || b[i + 1] >= 128 || t->phase[b[i + 1]] == 0) { fail = 2; break; }
-                ph = t->phase[b[i + 1]];
-                i = e;
-            } else if (key == K_CAT || key == K_NAME) {
-                if (c == 110 && key == K_NAME) {
-                    e = skip_value(b, i, n);
-                    if (e < 0) { fail = fail_of(e); break; }
-                    i = e;   /* null name: kept as "no name" */
-                } else if (c != 34) {
-                    fail = 2; break;
-                } else {
-                    e = skip_string(b, i, n);
-                    if (e < 0) { fail = fail_of(e); break; }
-                    if (key == K_CAT) {
-                        if (escaped(b, i + 1, e - 1)) { fail = 2; break; }
-                        cat_s = i + 1;
-                        cat_e = e - 1;
-                    } else {
-                        name_s = i + 1;
-                        name_e = e - 1;
-                        name_h = hash_bytes(b, name_s, name_e);
-                        name_esc = escaped(b, name_s, name_e);
-                    }
-                    i = e;
+        i64 start = i, end = -1;
+        int8_t code = 0;
+        if (use_templates && off == 0) {
+            for (int p = 0; p < ntpl; p++) {
+                const Tpl *tp = &tpl[order[p]];
+                memcpy(&ev, &EV_EMPTY, sizeof ev);
+                end = tpl_event(b, start, n, tp, &ev);
+                if (end >= 0) {
+                    code = tp->code;
+                    int hit = order[p];   /* most recently used first */
+                    for (int q = p; q > 0; q--) order[q] = order[q - 1];
+                    order[0] = hit;
+                    break;
                 }
-            } else if (key == K_TS || key == K_DUR) {
-                Flt q = float_value(b, i, n);
-                if (q.end < 0) { fail = fail_of(q.end); break; }
-                if (key == K_TS) { ts = q.v; ts_exact = q.exact; ts_a = q.a; ts_b = q.z; }
-                else { dur = q.v; dur_exact = q.exact; dur_a = q.a; dur_b = q.z; }
-                i = q.end;
-            } else if (key == K_PID || key == K_TID) {
-                i64 v;
-                e = int_value(b, i, n, &v);
-                if (e < 0) { fail = fail_of(e); break; }
-                ev_ints[key == K_PID ? PID : TID] = v;
-                i = e;
-            } else if (key == K_ARGS && c == 123) {
-                e = args_object(b, i, n, ev_ints, ev_raw, ev_hash);
-                if (e < 0) { fail = fail_of(e); break; }
-                i = e;
-            } else if (key == K_ARGS && c == 110) {
-                e = skip_value(b, i, n);   /* args: null */
-                if (e < 0) { fail = fail_of(e); break; }
-                i = e;
-            } else if (key == K_ARGS) {
-                fail = 2; break;
-            } else {
-                e = skip_value(b, i, n);
-                if (e < 0) { fail = fail_of(e); break; }
-                i = e;
             }
-            i = ws(b, i, n);
-            if (i >= n) { fail = 1; break; }
-            if (b[i] == 44) { i = ws(b, i + 1, n); continue; }
-            if (b[i] == 125) { i++; break; }
-            fail = 2;
-            break;
-        }
-        if (fail == 0 && ph < 0) fail = 2;
-        if (fail) {
-            i = start;
-            status = fail == 2 ? ST_BAIL : ST_LIMIT;
-            break;
-        }
+        } else if (off > 0) off--;
+        if (end < 0) {
+            memcpy(&ev, &EV_EMPTY, sizeof ev);
+            rec.n = 0;
+            rec.ok = 1;
+            end = full_event(b, start, n, t->phase, &ev, &rec);
+            if (end < 0 || ev.ph < 0) {
+                i = start;
+                status = end == -1 ? ST_LIMIT : ST_BAIL;
+                break;
+            }
+            code = ev.ph == 2 && ev.cat_s >= 0 ? group_code(b, ev.cat_s, ev.cat_e, t) : 0;
+            if (use_templates && rec.ok) {
+                if (++misses >= 64) { misses = 0; off = 4096; }   /* layouts that do not repeat */
+                int slot = ntpl < NTPL ? ntpl++ : order[NTPL - 1];
+                for (int q = ntpl - 1; q > 0; q--) order[q] = order[q - 1];
+                order[0] = slot;
+                Tpl *tp = &tpl[slot];
+                i64 at = start;
+                for (int k = 0; k < rec.n; k++) {
+                    tp->at[k] = at;
+                    tp->len[k] = rec.s[k] - at;
+                    tp->kind[k] = rec.kind[k];
+                    tp->arg[k] = rec.arg[k];
+                    at = rec.e[k];
+                }
+                tp->at[rec.n] = at;
+                tp->len[rec.n] = end - at;
+                tp->nsteps = rec.n;
+                tp->ph = ev.ph;
+                tp->code = code;
+            }
+        } else misses = 0;
+        i = end;
         /* the separator after the event */
         i64 j = ws(b, i, n), nxt;
         if (j >= n) { i = start; break; }
@@ -341,37 +458,26 @@ static void scan(const u8 *b, i64 n, i64 pos, i64 limit, const Tables *t, i64 *s
         } else { i = start; status = ST_BAIL; break; }
         events++;
         i = nxt;
-        if (ph != 2 || cat_s < 0) continue;
-        int8_t code = 0;
-        i64 clen = cat_e - cat_s, lo = 0;
-        for (i64 k = 0; k < t->ncats; k++) {
-            i64 hi = t->ends[k];
-            if (hi - lo == clen && memcmp(t->blob + lo, b + cat_s, (size_t)clen) == 0) {
-                code = t->codes[k];
-                break;
-            }
-            lo = hi;
-        }
         if (code == 0) continue;
         t->code[rows] = code;
         /* column after column (ts, then dur; each integer field): numpy reads a field of chosen
          * rows as one contiguous gather */
-        t->floats[rows] = ts;
-        t->floats[t->cap + rows] = dur;
-        for (int k = 0; k < NINTS; k++) t->ints[k * t->cap + rows] = ev_ints[k];
-        t->nhash[rows] = name_h;
-        t->nstart[rows] = name_s;
-        t->nlen[rows] = name_s >= 0 ? name_e - name_s : -1;
-        t->nesc[rows] = (u8)name_esc;
-        memcpy(t->shape + 2 * NRAW * rows, ev_raw, sizeof ev_raw);
-        for (int k = 0; k < NRAW; k++) t->shash[NRAW * rows + k] = ev_raw[2 * k] >= 0 ? ev_hash[k] : 0;
-        if (!ts_exact) {
+        t->floats[rows] = ev.ts;
+        t->floats[t->cap + rows] = ev.dur;
+        for (int k = 0; k < NINTS; k++) t->ints[k * t->cap + rows] = ev.ints[k];
+        t->nhash[rows] = ev.name_h;
+        t->nstart[rows] = ev.name_s;
+        t->nlen[rows] = ev.name_s >= 0 ? ev.name_e - ev.name_s : -1;
+        t->nesc[rows] = (u8)ev.name_esc;
+        memcpy(t->shape + 2 * NRAW * rows, ev.raw, sizeof ev.raw);
+        for (int k = 0; k < NRAW; k++) t->shash[NRAW * rows + k] = ev.raw[2 * k] >= 0 ? ev.hash[k] : 0;
+        if (!ev.ts_exact) {
             i64 *f = t->fix + 4 * fixes++;
-            f[0] = rows; f[1] = FLOAT_TS; f[2] = ts_a; f[3] = ts_b;
+            f[0] = rows; f[1] = FLOAT_TS; f[2] = ev.ts_a; f[3] = ev.ts_b;
         }
-        if (!dur_exact) {
+        if (!ev.dur_exact) {
             i64 *f = t->fix + 4 * fixes++;
-            f[0] = rows; f[1] = FLOAT_DUR; f[2] = dur_a; f[3] = dur_b;
+            f[0] = rows; f[1] = FLOAT_DUR; f[2] = ev.dur_a; f[3] = ev.dur_b;
         }
         rows++;
     }
@@ -389,3 +495,6 @@ static void scan(const u8 *b, i64 n, i64 pos, i64 limit, const Tables *t, i64 *s
 #undef skip_value
 #undef args_object
 #undef scan
+#undef tpl_event
+#undef full_event
+#undef group_code

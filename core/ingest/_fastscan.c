@@ -117,6 +117,27 @@ SHARED int eight_digits(const u8 *b, i64 i, i64 n, u64 *v) {
     return 1;
 }
 
+static const u64 POW10I[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
+
+/* The run of ASCII digits that starts at buf[i], read 8 bytes at once (i + 8 <= n): how many
+ * (0..8) and, in *v, their value. A byte that is not a digit is found by eight_digits' test made
+ * per byte: the bytes before it are digits, so no carry or borrow reaches them from the others;
+ * after the subtraction those others are shifted out, leaving the run as the low digits of an
+ * eight-digit number. */
+SHARED int digit_run(const u8 *b, i64 i, u64 *v) {
+    u64 w = load8(b, i);
+    u64 m = ((w & 0xF0F0F0F0F0F0F0F0ULL) | (((w + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) ^
+            0x3333333333333333ULL;
+    int k = m ? ctz64(m) >> 3 : 8;
+    if (k == 0) { *v = 0; return 0; }
+    w = (w - 0x3030303030303030ULL) << (8 * (8 - k));
+    w = w * 10 + (w >> 8);
+    w = (((w & 0x000000FF000000FFULL) * (100 + (1000000ULL << 32))) +
+         (((w >> 16) & 0x000000FF000000FFULL) * (1 + (10000ULL << 32)))) >> 32;
+    *v = w & 0xFFFFFFFFULL;
+    return k;
+}
+
 typedef struct {
     i64 end;      /* end after the closing quote, or a sentinel */
     int esc;      /* has escapes */
@@ -227,11 +248,13 @@ SHARED Num number(const u8 *b, i64 i, i64 n) {
     u8 c = b[i];
     if (c == 48) i++;
     else if (c >= 49 && c <= 57) {
-        u64 eight;
-        while (digits + 8 <= 19 && eight_digits(b, i, n, &eight)) {   /* the byte loop's sums, 8 at once */
-            mant = mant * 100000000ULL + eight;
-            digits += 8;
-            i += 8;
+        u64 run;
+        while (digits + 8 <= 19 && i + 8 <= n) {   /* the byte loop's sums, a run of up to 8 at once */
+            int k = digit_run(b, i, &run);
+            mant = mant * POW10I[k] + run;
+            digits += k;
+            i += k;
+            if (k < 8) goto whole_done;
         }
         while (i < n && b[i] >= 48 && b[i] <= 57) {
             if (digits < 19) mant = mant * 10 + (u64)(b[i] - 48);
@@ -239,24 +262,28 @@ SHARED Num number(const u8 *b, i64 i, i64 n) {
             i++;
         }
     } else { r.end = INVALID; return r; }
+whole_done:;
     i64 exp10 = 0;
     int integer = 1;
     if (i < n && b[i] == 46) {
         integer = 0;
         i++;
         i64 start = i;
-        u64 eight;
-        while (digits > 0 && digits + 8 <= 19 && eight_digits(b, i, n, &eight)) {   /* as below, 8 at once */
-            mant = mant * 100000000ULL + eight;
-            exp10 -= 8;
-            digits += 8;
-            i += 8;
+        u64 run;
+        while (digits > 0 && digits + 8 <= 19 && i + 8 <= n) {   /* as below, a run of up to 8 at once */
+            int k = digit_run(b, i, &run);
+            mant = mant * POW10I[k] + run;
+            exp10 -= k;
+            digits += k;
+            i += k;
+            if (k < 8) goto fraction_done;
         }
         while (i < n && b[i] >= 48 && b[i] <= 57) {
             if (digits < 19) { mant = mant * 10 + (u64)(b[i] - 48); exp10--; }
             if (digits > 0 || b[i] != 48) digits++;
             i++;
         }
+    fraction_done:
         if (i == start) { r.end = i >= n ? INCOMPLETE : INVALID; return r; }
     }
     if (i < n && (b[i] == 101 || b[i] == 69)) {
@@ -443,6 +470,15 @@ SHARED i64 int_value(const u8 *b, i64 i, i64 n, i64 *out) {
         *out = neg ? -v : v;
         return end;
     }
+    if (c >= 48 && c <= 57 && i + 8 < n) {   /* a small integer, the usual: as number() reads it */
+        u64 v = 0;
+        int k = c == 48 ? 1 : digit_run(b, i, &v);
+        u8 after = b[i + k];
+        if (k < 8 && !(after >= 48 && after <= 57) && after != 46 && after != 101 && after != 69) {
+            *out = c == 48 ? 0 : (i64)v;
+            return i + k;
+        }
+    }
     if (c == 45 || (c >= 48 && c <= 57)) {
         Num r = number(b, i, n);
         if (r.end < 0) return r.end;
@@ -556,6 +592,17 @@ SHARED void rec_value(Rec *r, i64 s, i64 e, int kind, int arg) {
     if (r->n >= TSTEPS) { r->ok = 0; return; }
     r->s[r->n] = s; r->e[r->n] = e; r->kind[r->n] = (u8)kind; r->arg[r->n] = (u8)arg;
     r->n++;
+}
+
+/* How many first steps two templates share: equal literals before them, values of the same kind
+ * and field. An event that a read by one has reached step k of, with k no more than that, is at
+ * step k of the other too. */
+static int shared_steps(const u8 *b, const Tpl *x, const Tpl *y) {
+    int m = x->nsteps < y->nsteps ? x->nsteps : y->nsteps, k = 0;
+    while (k < m && x->len[k] == y->len[k] && x->kind[k] == y->kind[k] && x->arg[k] == y->arg[k] &&
+           memcmp(b + x->at[k], b + y->at[k], (size_t)x->len[k]) == 0)
+        k++;
+    return k;
 }
 
 /* p[0..len) == q[0..len), both readable to their len: 8-byte words, the last one overlapping */

@@ -5,6 +5,7 @@
  * (tests/unit/test_scan_simd.py runs both on the same inputs). */
 #define ws WALK(ws)
 #define skip_string WALK(skip_string)
+#define skip_string_plain WALK(skip_string_plain)
 #define value_start WALK(value_start)
 #define member_key WALK(member_key)
 #define skip_value WALK(skip_value)
@@ -47,8 +48,9 @@ static inline i64 ws(const u8 *b, i64 i, i64 n) {
 
 /* The end of the string whose opening quote is buf[i], or a sentinel. Plain stretches are
  * checked 32 bytes (AVX2) or 8 bytes (a word) at a time; a backslash, control or non-ASCII byte
- * hands the rest of the string to the full check. */
-static inline i64 skip_string(const u8 *b, i64 i, i64 n) {
+ * hands the rest of the string to the full check (*plain 0: then it may hold escapes). */
+static inline i64 skip_string_plain(const u8 *b, i64 i, i64 n, int *plain) {
+    *plain = 1;
     i++;
 #if WALK_AVX2
     const __m256i quote = _mm256_set1_epi8(34), slash = _mm256_set1_epi8(92), ctl_max = _mm256_set1_epi8(31);
@@ -79,10 +81,18 @@ static inline i64 skip_string(const u8 *b, i64 i, i64 n) {
         u8 c = b[i];
         if (c == 34) return i + 1;
         /* rare bytes: the full check judges the rest (from here: the stretch before is plain) */
-        if (c == 92 || c < 32 || c >= 128) return string_full(b, i - 1, n).end;
+        if (c == 92 || c < 32 || c >= 128) {
+            *plain = 0;
+            return string_full(b, i - 1, n).end;
+        }
         i++;
     }
     return INCOMPLETE;
+}
+
+static inline i64 skip_string(const u8 *b, i64 i, i64 n) {
+    int plain;
+    return skip_string_plain(b, i, n, &plain);
 }
 
 /* From just after a member's key: past the colon to where its value starts, or a sentinel. */
@@ -224,28 +234,34 @@ static i64 args_object(const u8 *b, i64 i, i64 n, i64 *ints, i64 *raw, u64 *rhas
     }
 }
 
-/* One event at buf[i] (its '{') read as the template tp reads it: the end past its '}', or -1
- * where the event differs from the template (ev then holds partial values). */
-static inline i64 tpl_event(const u8 *b, i64 i, i64 n, const Tpl *tp, Ev *ev) {
-    for (int k = 0; k < tp->nsteps; k++) {
+/* One event read as the template tp reads it, from its step k0 at buf[i] (step 0: the event's
+ * '{'): the end past its '}'; TPL_VALUE where a value is not what the template's is (ev then
+ * holds partial values); TPL_LITERAL where the bytes before step *k differ from the template's
+ * literal, with *at where that literal would start (ev holds the values of steps before *k). */
+#define TPL_VALUE (-2)
+#define TPL_LITERAL (-1)
+static inline i64 tpl_event(const u8 *b, i64 i, i64 n, const Tpl *tp, Ev *ev, int k0, int *k_out, i64 *at) {
+    for (int k = k0; k < tp->nsteps; k++) {
         i64 len = tp->len[k];
-        if (i + len >= n || !lit_eq(b + i, b + tp->at[k], len)) return -1;
+        if (i + len >= n || !lit_eq(b + i, b + tp->at[k], len)) { *k_out = k; *at = i; return TPL_LITERAL; }
         i += len;
         i64 e;
         switch (tp->kind[k]) {
-        case V_NAME:
-            if (b[i] != 34) return -1;
-            e = skip_string(b, i, n);
-            if (e < 0) return -1;
+        case V_NAME: {
+            if (b[i] != 34) return TPL_VALUE;
+            int plain;
+            e = skip_string_plain(b, i, n, &plain);
+            if (e < 0) return TPL_VALUE;
             ev->name_s = i + 1;
             ev->name_e = e - 1;
             ev->name_h = hash_bytes(b, i + 1, e - 1);
-            ev->name_esc = escaped(b, i + 1, e - 1);
+            ev->name_esc = !plain && escaped(b, i + 1, e - 1);
             break;
+        }
         case V_TS:
         case V_DUR: {
             Flt q = float_value(b, i, n);
-            if (q.end < 0) return -1;
+            if (q.end < 0) return TPL_VALUE;
             if (tp->kind[k] == V_TS) { ev->ts = q.v; ev->ts_exact = q.exact; ev->ts_a = q.a; ev->ts_b = q.z; }
             else { ev->dur = q.v; ev->dur_exact = q.exact; ev->dur_a = q.a; ev->dur_b = q.z; }
             e = q.end;
@@ -254,13 +270,13 @@ static inline i64 tpl_event(const u8 *b, i64 i, i64 n, const Tpl *tp, Ev *ev) {
         case V_INT: {
             i64 v;
             e = int_value(b, i, n, &v);
-            if (e < 0) return -1;
+            if (e < 0) return TPL_VALUE;
             ev->ints[tp->arg[k]] = v;
             break;
         }
         case V_RAW: {
             e = skip_value(b, i, n);
-            if (e < 0) return -1;
+            if (e < 0) return TPL_VALUE;
             int a = tp->arg[k];
             ev->raw[2 * a] = i;
             ev->raw[2 * a + 1] = e;
@@ -269,12 +285,12 @@ static inline i64 tpl_event(const u8 *b, i64 i, i64 n, const Tpl *tp, Ev *ev) {
         }
         default:
             e = skip_value(b, i, n);
-            if (e < 0) return -1;
+            if (e < 0) return TPL_VALUE;
         }
         i = e;
     }
     i64 len = tp->len[tp->nsteps];
-    if (i + len > n || !lit_eq(b + i, b + tp->at[tp->nsteps], len)) return -1;
+    if (i + len > n || !lit_eq(b + i, b + tp->at[tp->nsteps], len)) { *k_out = tp->nsteps; *at = i; return TPL_LITERAL; }
     ev->ph = tp->ph;
     return i + len;
 }
@@ -388,6 +404,7 @@ static void scan(const u8 *b, i64 n, i64 pos, i64 limit, const Tables *t, i64 *s
     i64 i = ws(b, pos, n);
     Tpl tpl[NTPL];
     int order[NTPL], ntpl = 0, misses = 0, off = 0;   /* off: events to read without trying templates */
+    int pre[NTPL][NTPL];   /* the steps two templates share, literals and values (shared_steps) */
     for (int k = 0; k < NTPL; k++) order[k] = k;
     Ev ev;
     Rec rec;
@@ -398,19 +415,35 @@ static void scan(const u8 *b, i64 n, i64 pos, i64 limit, const Tables *t, i64 *s
         if (rows >= t->cap || fixes + 2 > t->fcap) { status = ST_FULL; break; }
         i64 start = i, end = -1;
         int8_t code = 0;
-        if (use_templates && off == 0) {
-            for (int p = 0; p < ntpl; p++) {
-                const Tpl *tp = &tpl[order[p]];
-                memcpy(&ev, &EV_EMPTY, sizeof ev);
-                end = tpl_event(b, start, n, tp, &ev);
+        if (use_templates && off == 0 && ntpl) {
+            /* the most recently used template first; where one's literal k differs, another that
+             * shares its steps before k (pre) goes on from there, with the values read so far */
+            memcpy(&ev, &EV_EMPTY, sizeof ev);
+            unsigned tried = 0;
+            int p = 0, cur = order[0], k0 = 0;
+            i64 at = start;
+            for (;;) {
+                int k;
+                tried |= 1u << cur;
+                end = tpl_event(b, at, n, &tpl[cur], &ev, k0, &k, &at);
                 if (end >= 0) {
-                    code = tp->code;
-                    int hit = order[p];   /* most recently used first */
-                    for (int q = p; q > 0; q--) order[q] = order[q - 1];
-                    order[0] = hit;
+                    code = tpl[cur].code;
+                    for (p = 0; order[p] != cur; p++) {}
+                    for (; p > 0; p--) order[p] = order[p - 1];
+                    order[0] = cur;
                     break;
                 }
+                if (end == TPL_VALUE) break;
+                int next = -1;
+                for (int q = 0; q < ntpl; q++) {
+                    int u = order[q];
+                    if (!(tried & (1u << u)) && pre[cur][u] >= k) { next = u; break; }
+                }
+                if (next < 0) break;
+                cur = next;
+                k0 = k;
             }
+            if (end < 0) end = -1;
         } else if (off > 0) off--;
         if (end < 0) {
             memcpy(&ev, &EV_EMPTY, sizeof ev);
@@ -442,6 +475,7 @@ static void scan(const u8 *b, i64 n, i64 pos, i64 limit, const Tables *t, i64 *s
                 tp->nsteps = rec.n;
                 tp->ph = ev.ph;
                 tp->code = code;
+                for (int q = 0; q < ntpl; q++) pre[slot][q] = pre[q][slot] = q == slot ? TSTEPS : shared_steps(b, tp, &tpl[q]);
             }
         } else misses = 0;
         i = end;
@@ -490,6 +524,7 @@ static void scan(const u8 *b, i64 n, i64 pos, i64 limit, const Tables *t, i64 *s
 
 #undef ws
 #undef skip_string
+#undef skip_string_plain
 #undef value_start
 #undef member_key
 #undef skip_value

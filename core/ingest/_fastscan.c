@@ -102,35 +102,26 @@ SHARED u64 swar_eq(u64 w, u8 c) {
     return ~(((t & ~HIGHS) + ~HIGHS) | t) & HIGHS;
 }
 
-/* Eight ASCII digits at buf[i] (simdjson's test): their value in *v. */
-SHARED int eight_digits(const u8 *b, i64 i, i64 n, u64 *v) {
-    if (i + 8 > n) return 0;
-    u64 w = load8(b, i);
-    if (((w & 0xF0F0F0F0F0F0F0F0ULL) | (((w + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) !=
-        0x3333333333333333ULL)
-        return 0;
-    w -= 0x3030303030303030ULL;
-    w = w * 10 + (w >> 8);
-    w = (((w & 0x000000FF000000FFULL) * (100 + (1000000ULL << 32))) +
-         (((w >> 16) & 0x000000FF000000FFULL) * (1 + (10000ULL << 32)))) >> 32;
-    *v = w & 0xFFFFFFFFULL;
-    return 1;
-}
-
 static const u64 POW10I[9] = {1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000};
 
-/* The run of ASCII digits that starts at buf[i], read 8 bytes at once (i + 8 <= n): how many
- * (0..8) and, in *v, their value. A byte that is not a digit is found by eight_digits' test made
- * per byte: the bytes before it are digits, so no carry or borrow reaches them from the others;
- * after the subtraction those others are shifted out, leaving the run as the low digits of an
- * eight-digit number. */
-SHARED int digit_run(const u8 *b, i64 i, u64 *v) {
+/* How many of the 8 bytes at buf[i] are ASCII digits before the first that is not (i + 8 <= n).
+ * Each byte gets simdjson's eight-digit test: its high nibble 3, and still 3 after adding 6. The
+ * bytes before the first that fails are digits, so no carry reaches them from the others. */
+SHARED int digit_count(const u8 *b, i64 i) {
     u64 w = load8(b, i);
     u64 m = ((w & 0xF0F0F0F0F0F0F0F0ULL) | (((w + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) ^
             0x3333333333333333ULL;
-    int k = m ? ctz64(m) >> 3 : 8;
+    return m ? ctz64(m) >> 3 : 8;
+}
+
+/* The run of ASCII digits that starts at buf[i], read 8 bytes at once (i + 8 <= n): how many
+ * (0..8, as digit_count) and, in *v, their value. No borrow of the subtraction reaches the run's
+ * bytes either; the bytes after it are shifted out, leaving the run as the low digits of an
+ * eight-digit number, which simdjson's multiplications sum. */
+SHARED int digit_run(const u8 *b, i64 i, u64 *v) {
+    int k = digit_count(b, i);
     if (k == 0) { *v = 0; return 0; }
-    w = (w - 0x3030303030303030ULL) << (8 * (8 - k));
+    u64 w = (load8(b, i) - 0x3030303030303030ULL) << (8 * (8 - k));
     w = w * 10 + (w >> 8);
     w = (((w & 0x000000FF000000FFULL) * (100 + (1000000ULL << 32))) +
          (((w >> 16) & 0x000000FF000000FFULL) * (1 + (10000ULL << 32)))) >> 32;
@@ -324,14 +315,26 @@ SHARED i64 skip_number(const u8 *b, i64 i, i64 n) {
     i64 whole = 0;
     if (c == 48) i++;
     else if (c >= 49 && c <= 57) {
-        u64 eight;
-        while (eight_digits(b, i, n, &eight)) { whole += 8; i += 8; }
+        while (i + 8 <= n) {   /* runs of up to 8 digits at once */
+            int k = digit_count(b, i);
+            whole += k;
+            i += k;
+            if (k < 8) goto whole_done;
+        }
         while (i < n && b[i] >= 48 && b[i] <= 57) { whole++; i++; }
     } else return INVALID;
+whole_done:;
     i64 frac = 0;
     if (i < n && b[i] == 46) {
         i++;
+        while (i + 8 <= n) {
+            int k = digit_count(b, i);
+            frac += k;
+            i += k;
+            if (k < 8) goto fraction_done;
+        }
         while (i < n && b[i] >= 48 && b[i] <= 57) { frac++; i++; }
+    fraction_done:
         if (frac == 0) return i >= n ? INCOMPLETE : INVALID;
     }
     i64 e = 0;

@@ -275,6 +275,7 @@ static inline i64 tpl_event(const u8 *b, i64 i, i64 n, const Tpl *tp, Ev *ev, in
             break;
         }
         case V_RAW: {
+            if (BLANK(b[i])) return TPL_VALUE;   /* skip_value would pass blanks the full walk's value_start passed */
             e = skip_value(b, i, n);
             if (e < 0) return TPL_VALUE;
             int a = tp->arg[k];
@@ -284,6 +285,7 @@ static inline i64 tpl_event(const u8 *b, i64 i, i64 n, const Tpl *tp, Ev *ev, in
             break;
         }
         default:
+            if (BLANK(b[i])) return TPL_VALUE;
             e = skip_value(b, i, n);
             if (e < 0) return TPL_VALUE;
         }

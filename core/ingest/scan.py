@@ -16,6 +16,12 @@ and parsed by Python's float(). A differential test holds the two paths to ident
 Where the extension was not built (no C compiler at install) or with KERNELDIFF_NO_SCANNER=1,
 `available()` is False and the reader uses msgspec alone.
 
+Kineto writes every event of a kind with the same keys, order and blanks. An event the full walk
+read becomes a template: its bytes between values are literals, each value a step read by the full
+walk's own function. A later event whose bytes match every literal is read step by step (no key
+matched, no separator searched); at the first difference the full walk reads it from its start.
+This halves the scan's instructions on real traces (`set_templates` turns it off).
+
 The walk is compiled twice (`_fastscan_walk.h`): a portable copy (8-byte words, any CPU) and, with
 GCC or Clang on x86-64, an AVX2 copy (32-byte vectors) that runs where the CPU has AVX2. Both make
 the same decisions byte for byte. `simd_level()` says which one runs; KERNELDIFF_SCAN_SIMD=portable
@@ -359,6 +365,13 @@ def set_simd(level: str) -> str:
     """Run the `level` copy of the walk from now on, in this process (ValueError where this CPU
     cannot run it); returns it."""
     return _load().set_simd(level)
+
+
+def set_templates(on: bool) -> bool:
+    """Read events through templates of earlier events of the same layout (the default; off, or
+    KERNELDIFF_SCAN_TEMPLATES=0 at import: every event by the full walk). Returns the setting
+    before. Both make the same decisions byte for byte."""
+    return _load().templates(bool(on))
 
 
 def scan(buf: np.ndarray, pos: int, limit: int, out: Out, tables) -> None:

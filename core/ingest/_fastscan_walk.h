@@ -458,8 +458,10 @@ static void scan(const u8 *b, i64 n, i64 pos, i64 limit, const Tables *t, i64 *s
                 break;
             }
             code = ev.ph == 2 && ev.cat_s >= 0 ? group_code(b, ev.cat_s, ev.cat_e, t) : 0;
-            if (use_templates && rec.ok) {
-                if (++misses >= 64) { misses = 0; off = 4096; }   /* layouts that do not repeat */
+            /* a template of this event; after 64 events in a row that none matched (layouts that
+             * do not repeat), none is made or tried for the next 4096 */
+            if (use_templates && rec.ok && off == 0) {
+                if (++misses >= 64) { misses = 0; off = 4096; }
                 int slot = ntpl < NTPL ? ntpl++ : order[NTPL - 1];
                 for (int q = ntpl - 1; q > 0; q--) order[q] = order[q - 1];
                 order[0] = slot;

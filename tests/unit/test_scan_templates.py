@@ -121,6 +121,23 @@ def test_layouts_that_share_their_first_values():
     assert [g >= 0 for g in grid] == [bool(j % 3) for j in range(40)]
 
 
+def test_layouts_that_never_repeat():
+    """Every event's keys in another order: no template matches, templates rest after 64 events in
+    a row, then are tried again; every event reads as the full walk reads it."""
+    rng = random.Random(3)
+    evs = []
+    for k in range(9000):
+        members = [b'"ph":"X"', b'"cat":"kernel"', b'"name":"k%d"' % (k % 7), b'"ts":%d.5' % k, b'"dur":1',
+                   b'"pid":0', b'"tid":%d' % (k % 3), b'"args":{"correlation":%d,"x%d":1}' % (k, rng.randrange(5))]
+        rng.shuffle(members)
+        evs.append(b"{" + b",".join(members) + b"}")
+        if k % 500 == 0:   # now and then a run of one layout, which templates read again
+            evs.extend([evs[-1]] * 100)
+    data = b",\n".join(evs + [GOOD]) + b"]"
+    for level in scan.simd_levels():
+        assert _scan_all(data, True, level, cap=1 << 15) == _scan_all(data, False, level, cap=1 << 15)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["h100_llama_eager_sdpa.json.gz", "h100_llama_compiled.json.gz",
                                   "mi300x_vllm_gptoss_decode.json.gz", "a100_control.json.gz"])

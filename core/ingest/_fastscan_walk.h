@@ -425,7 +425,7 @@ static void scan(const u8 *b, i64 n, i64 pos, i64 limit, const Tables *t, i64 *s
             int p = 0, cur = order[0], k0 = 0;
             i64 at = start;
             for (;;) {
-                int k;
+                int k = 0;
                 tried |= 1u << cur;
                 end = tpl_event(b, at, n, &tpl[cur], &ev, k0, &k, &at);
                 if (end >= 0) {

@@ -532,10 +532,46 @@ SHARED Flt float_value(const u8 *b, i64 i, i64 n) {
 /* A helper's sentinel as the scan's failure: 1 ran out of bytes, 2 left to msgspec. */
 static inline int fail_of(i64 e) { return e == INCOMPLETE ? 1 : 2; }
 
+/* The distinct texts of one scan call: an open-addressing table (linear probing) of their keys, a
+ * slot taken when gen[slot] is the call's generation (so a call starts with an empty table without
+ * clearing it), each entry confirmed by its bytes against the text's first occurrence. */
+typedef struct {
+    u64 *key; int32_t *id; uint32_t *gen;
+    i64 size;                /* a power of two, at least twice the texts one call can meet */
+    i64 *first_at, *first_len;   /* each distinct text's first occurrence: its bytes */
+    i64 *first;              /* and where it was: the row (names) or row * NRAW + column (raw texts) */
+    i64 n;                   /* distinct texts so far in this call */
+} Distinct;
+
+/* The local id of the text b[s, s + len) whose key is k, made when it is new (where = its row, or
+ * row and column). Two texts with equal keys and other bytes get two ids. */
+static inline int32_t distinct_id(Distinct *d, uint32_t gen, u64 k, const u8 *b, i64 s, i64 len, i64 where) {
+    u64 mask = (u64)d->size - 1;
+    for (u64 slot = k & mask;; slot = (slot + 1) & mask) {
+        if (d->gen[slot] != gen) {
+            int32_t id = (int32_t)d->n++;
+            d->gen[slot] = gen;
+            d->key[slot] = k;
+            d->id[slot] = id;
+            d->first_at[id] = s;
+            d->first_len[id] = len;
+            d->first[id] = where;
+            return id;
+        }
+        if (d->key[slot] == k) {
+            int32_t id = d->id[slot];
+            if (d->first_len[id] == len && memcmp(b + d->first_at[id], b + s, (size_t)len) == 0) return id;
+        }
+    }
+}
+
 typedef struct {
     const u8 *blob; const i64 *ends; const int8_t *codes; i64 ncats; const int8_t *phase;
     int8_t *code; double *floats; i64 *ints; u64 *nhash; i64 *nstart; i64 *nlen; u8 *nesc;
     i64 *fix; i64 *shape; u64 *shash; i64 cap, fcap;
+    int32_t *nloc, *sloc;   /* each row's name, and raw texts, as local ids of this call (-1: none) */
+    Distinct names, texts;
+    uint32_t gen;
 } Tables;
 
 /* ---- event templates ----
@@ -688,13 +724,39 @@ static void release(Buf *bufs, int n) {
         if (bufs[k].held) PyBuffer_Release(&bufs[k].v);
 }
 
+/* A Distinct's arrays from a tuple (key, id, gen, first_at, first_len, first) into bf[0..6): the
+ * table at least 2 * texts slots, a power of two; room for `texts` first occurrences. */
+static int get_distinct(PyObject *tup, Buf *bf, Distinct *d, i64 texts) {
+    memset(d, 0, sizeof *d);
+    if (!PyTuple_Check(tup) || PyTuple_GET_SIZE(tup) != 6) {
+        PyErr_SetString(PyExc_TypeError, "distinct texts: (key, id, gen, first_at, first_len, first)");
+        return -1;
+    }
+    if (get(PyTuple_GET_ITEM(tup, 0), &bf[0], 1, 16 * texts, "key") < 0) return -1;
+    i64 size = bf[0].v.len / 8;
+    if (size == 0 || (size & (size - 1)) != 0) {
+        PyErr_SetString(PyExc_ValueError, "the distinct texts' table: a power of two in size");
+        return -1;
+    }
+    if (get(PyTuple_GET_ITEM(tup, 1), &bf[1], 1, size * 4, "id") < 0 ||
+        get(PyTuple_GET_ITEM(tup, 2), &bf[2], 1, size * 4, "gen") < 0 ||
+        get(PyTuple_GET_ITEM(tup, 3), &bf[3], 1, texts * 8, "first_at") < 0 ||
+        get(PyTuple_GET_ITEM(tup, 4), &bf[4], 1, texts * 8, "first_len") < 0 ||
+        get(PyTuple_GET_ITEM(tup, 5), &bf[5], 1, texts * 8, "first") < 0)
+        return -1;
+    d->key = bf[0].v.buf; d->id = bf[1].v.buf; d->gen = bf[2].v.buf; d->size = size;
+    d->first_at = bf[3].v.buf; d->first_len = bf[4].v.buf; d->first = bf[5].v.buf;
+    return 0;
+}
+
 static PyObject *py_scan(PyObject *self, PyObject *args) {
-    PyObject *o[17];
+    PyObject *o[21];
     Py_ssize_t pos, limit;
-    if (!PyArg_ParseTuple(args, "OnnOOOOOOOOOOOOOOO", &o[0], &pos, &limit, &o[1], &o[2], &o[3], &o[4], &o[5], &o[6],
-                          &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15], &o[16]))
+    if (!PyArg_ParseTuple(args, "Onn" "OOOOOOOOOOOOOOOOOOOO", &o[0], &pos, &limit, &o[1], &o[2], &o[3], &o[4], &o[5],
+                          &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12], &o[13], &o[14], &o[15], &o[16], &o[17],
+                          &o[18], &o[19], &o[20]))
         return NULL;
-    Buf bf[17];
+    Buf bf[32];
     memset(bf, 0, sizeof bf);
     PyObject *ret = NULL;
     /* buf, blob, ends, codes, phase, then the outputs */
@@ -709,8 +771,21 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
             get(o[8], &bf[8], 1, cap * 8, "nhash") < 0 || get(o[9], &bf[9], 1, cap * 8, "nstart") < 0 ||
             get(o[10], &bf[10], 1, cap * 8, "nlen") < 0 || get(o[11], &bf[11], 1, cap, "nesc") < 0 ||
             get(o[12], &bf[12], 1, 0, "fix") < 0 || get(o[13], &bf[13], 1, cap * 16 * NRAW, "shape") < 0 ||
-            get(o[14], &bf[14], 1, cap * 8 * NRAW, "shash") < 0 || get(o[15], &bf[15], 1, 40, "state") < 0)
+            get(o[14], &bf[14], 1, cap * 8 * NRAW, "shash") < 0 || get(o[15], &bf[15], 1, 40, "state") < 0 ||
+            get(o[16], &bf[16], 1, cap * 4, "nloc") < 0 || get(o[17], &bf[17], 1, cap * 4 * NRAW, "sloc") < 0 ||
+            get(o[20], &bf[18], 1, 24, "dist") < 0)
             goto done;
+        Distinct names, texts;
+        if (get_distinct(o[18], &bf[19], &names, cap) < 0 || get_distinct(o[19], &bf[25], &texts, cap * NRAW) < 0)
+            goto done;
+        i64 *dist = bf[18].v.buf;   /* [generation, distinct names, distinct raw texts] */
+        uint32_t gen = (uint32_t)dist[0] + 1;   /* a new generation: both tables start empty */
+        if (gen == 0) {   /* after 2^32 calls: clear the tables once */
+            memset(names.gen, 0, (size_t)names.size * 4);
+            memset(texts.gen, 0, (size_t)texts.size * 4);
+            gen = 1;
+        }
+        dist[0] = gen;
         const i64 *ends = (const i64 *)bf[2].v.buf;
         i64 blob_len = bf[1].v.len;
         for (Py_ssize_t k = 0; k < ncats; k++)
@@ -725,7 +800,8 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
         }
         Tables t = {bf[1].v.buf, ends, bf[3].v.buf, ncats, bf[4].v.buf,
                     bf[5].v.buf, bf[6].v.buf, bf[7].v.buf, bf[8].v.buf, bf[9].v.buf, bf[10].v.buf, bf[11].v.buf,
-                    bf[12].v.buf, bf[13].v.buf, bf[14].v.buf, cap, bf[12].v.len / 32};
+                    bf[12].v.buf, bf[13].v.buf, bf[14].v.buf, cap, bf[12].v.len / 32,
+                    bf[16].v.buf, bf[17].v.buf, names, texts, (uint32_t)dist[0]};
         i64 *state = bf[15].v.buf;
         const u8 *b = bf[0].v.buf;
         int level = simd_level;
@@ -737,11 +813,13 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
             scan_portable(b, n, pos, limit, &t, state);
         (void)level;
         Py_END_ALLOW_THREADS
+        dist[1] = t.names.n;
+        dist[2] = t.texts.n;
         ret = Py_None;
         Py_INCREF(ret);
     }
 done:
-    release(bf, 17);
+    release(bf, 32);
     return ret;
 }
 
@@ -879,7 +957,7 @@ static PyObject *py_templates(PyObject *self, PyObject *arg) {
 static PyMethodDef methods[] = {
     {"scan", py_scan, METH_VARARGS,
      "scan(buf, pos, limit, blob, ends, codes, phase, code, floats, ints, nhash, nstart, nlen, nesc, fix, "
-     "shape, shash, state): see kerneldiff.core.ingest.scan"},
+     "shape, shash, state, nloc, sloc, names, texts, dist): see kerneldiff.core.ingest.scan"},
     {"first_mismatch", py_first_mismatch, METH_VARARGS, "first_mismatch(buf, starts, lens, rep) -> row or -1"},
     {"find", py_find, METH_VARARGS,
      "find(buf, hashes, starts, lens, tkeys, tentry, arena, offs, alens, ids, known): the name cache's lookup, in place"},

@@ -400,7 +400,7 @@ static inline int8_t group_code(const u8 *b, i64 cat_s, i64 cat_e, const Tables 
 }
 
 /* state: [rows written, events consumed, fixes, next position, status] */
-static void scan(const u8 *b, i64 n, i64 pos, i64 limit, const Tables *t, i64 *state) {
+static void scan(const u8 *b, i64 n, i64 pos, i64 limit, Tables *t, i64 *state) {
     i64 rows = 0, events = 0, fixes = 0;
     int status = ST_LIMIT;
     i64 i = ws(b, pos, n);
@@ -509,6 +509,16 @@ static void scan(const u8 *b, i64 n, i64 pos, i64 limit, const Tables *t, i64 *s
         t->nesc[rows] = (u8)ev.name_esc;
         memcpy(t->shape + 2 * NRAW * rows, ev.raw, sizeof ev.raw);
         for (int k = 0; k < NRAW; k++) t->shash[NRAW * rows + k] = ev.raw[2 * k] >= 0 ? ev.hash[k] : 0;
+        /* each distinct name and raw text of the call once, for Python to look up and decode */
+        t->nloc[rows] = ev.name_s >= 0 ? distinct_id(&t->names, t->gen, ev.name_h, b, ev.name_s,
+                                                      ev.name_e - ev.name_s, rows) : -1;
+        for (int k = 0; k < NRAW; k++) {
+            i64 s0 = ev.raw[2 * k], len = ev.raw[2 * k + 1] - s0;
+            /* keyed as scan._texts_of keys the cache: hash and length; a collective's is read apart */
+            t->sloc[NRAW * rows + k] = s0 >= 0 && k != A_COMM - A_DIMS
+                ? distinct_id(&t->texts, t->gen, ev.hash[k] ^ ((u64)len << 40), b, s0, len, NRAW * rows + k)
+                : -1;
+        }
         if (!ev.ts_exact) {
             i64 *f = t->fix + 4 * fixes++;
             f[0] = rows; f[1] = FLOAT_TS; f[2] = ev.ts_a; f[3] = ev.ts_b;

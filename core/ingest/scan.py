@@ -67,6 +67,14 @@ def tables(group_of: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
     return blob, ends, codes, phase
 
 
+def _distinct_arrays(texts: int) -> tuple:
+    """The scan's table of a call's distinct texts (key, id, generation: 2+ slots a text, a power
+    of two) and where each distinct text first occurs (its bytes, and its row or row and column)."""
+    size = 1 << max(2 * texts - 1, 1).bit_length()
+    return (np.zeros(size, np.uint64), np.zeros(size, np.int32), np.zeros(size, np.uint32),
+            np.empty(texts, np.int64), np.empty(texts, np.int64), np.empty(texts, np.int64))
+
+
 class Out:
     """Preallocated output of one scan call (reused: scan fills rows 0..n)."""
 
@@ -82,6 +90,14 @@ class Out:
         # byte ranges [start, end) of the raw texts (DIMS, TYPES, GRID, BLOCK; -1: absent)
         self.shape = np.empty((cap, 2 * NRAW), np.int64)
         self.shash = np.empty((cap, NRAW), np.uint64)   # their hashes: each distinct text decoded once
+        # each row's name and raw texts as ids of the call's distinct texts (-1: none), each
+        # distinct text's first occurrence, and the scan's tables for finding them (slots taken in
+        # the call's generation, dist[0]); dist[1], dist[2]: how many distinct names, raw texts
+        self.nloc = np.empty(cap, np.int32)
+        self.sloc = np.empty((cap, NRAW), np.int32)
+        self.names_seen = _distinct_arrays(cap)
+        self.texts_seen = _distinct_arrays(cap * NRAW)
+        self.dist = np.zeros(3, np.int64)
         # numbers left to Python's float(): row, field, start, end
         self.fix = np.empty((max(cap // 4, 16), 4), np.int64)
         # [rows written, events consumed, fixes, next position, status]
@@ -247,14 +263,17 @@ def collect(buf, out: Out, cache: NameCache, shapes: NameCache | None = None) ->
     for r, f, a, b in out.fix[:fixes].tolist():
         floats[f, r] = float(bytes(buf[a:b]))
     nlen = out.nlen[:rows]
-    nstart = out.nstart[:rows]
-    nhash = out.nhash[:rows]
-    # batch-local names: the texts used, in cache order (no sort: their indexes are small ints)
-    has = np.flatnonzero(nlen >= 0)
-    h_start, h_len = nstart[has], nlen[has]
-    slot, extra, n_cached = _cached_ids(buf, cache, nhash[has], h_start, h_len,
-                                        lambda r: _name_text(bytes(buf[h_start[r]:h_start[r] + h_len[r]]),
-                                                             bool(out.nesc[has[r]])))
+    # batch-local names: the texts used, in cache order (no sort: their indexes are small ints).
+    # Each distinct name is looked up (and decoded when new) once, at its first row, in the order
+    # of first rows: what looking up every row found, as every row repeats its first row's bytes
+    first = out.names_seen[5][:int(out.dist[1])]
+    h_start, h_len = out.nstart[first], out.nlen[first]
+    slot_d, extra, n_cached = _cached_ids(buf, cache, out.nhash[first], h_start, h_len,
+                                          lambda r: _name_text(bytes(buf[h_start[r]:h_start[r] + h_len[r]]),
+                                                               bool(out.nesc[first[r]])))
+    nloc = out.nloc[:rows]
+    has = np.flatnonzero(nloc >= 0)
+    slot = slot_d[nloc[has]]
     uniq, local = small_unique(slot, n_cached + len(extra))
     names: list[str | None] = [cache.texts[i] if i < n_cached else extra[i - n_cached] for i in uniq.tolist()]
     # rows without a name point at a None entry, as msgspec's rows do
@@ -269,31 +288,47 @@ def collect(buf, out: Out, cache: NameCache, shapes: NameCache | None = None) ->
         from kerneldiff.core.ingest.decode import G_CPU
 
         ranges[comm & (out.code[:rows] != G_CPU), 2 * COMM] = -1
-    shape, texts_ = _shapes(buf, ranges, out.shash[:rows], NameCache() if shapes is None else shapes)
+    shape, texts_ = _shapes(buf, ranges, out.shash[:rows], NameCache() if shapes is None else shapes, out)
     return Scanned(out.code[:rows].copy(), floats, out.ints[:, :rows].copy(), name, names, events, shape, texts_,
                    longest)
 
 
-def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray, cache: NameCache) -> tuple[np.ndarray, list]:
+def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray, cache: NameCache, out: Out) -> tuple[np.ndarray, list]:
     """Raw value texts of the rows (canonical JSON, as the msgspec path makes them; for COMM, the
-    collective's parameters read from the args object): looked up in `cache` first (by hash and
-    length, then bytes), and each text it lacks is decoded once."""
+    collective's parameters read from the args object): each distinct text of the scan call
+    (out.sloc, out.texts_seen) looked up in `cache` (by hash and length, then bytes) at its first
+    occurrence, and each text the cache lacks decoded once."""
     from kerneldiff.core.ingest.decode import comm_text_of_args, shape_text
 
     shape = np.full((len(ranges), NRAW), -1, np.int32)
-    starts = ranges[:, 0::2]
-    present = starts >= 0
-    if not present.any():
-        return shape, []
     texts_: list = []
     ids: dict = {}
-    r, j = np.nonzero(present)
-    is_comm = j == COMM
-    if (~is_comm).any():
-        _texts_of(buf, r[~is_comm], j[~is_comm], ranges, hashes, cache, shape_text, shape, texts_, ids)
+    n_distinct = int(out.dist[2])
+    if n_distinct:
+        where = out.texts_seen[5][:n_distinct]   # row * NRAW + column of each one's first occurrence
+        r, j = where // NRAW, where % NRAW
+        st = ranges[r, 2 * j]
+        lens = ranges[r, 2 * j + 1] - st
+        key = hashes[r, j] ^ (lens.astype(np.uint64) << np.uint64(40))   # as the scan keys them
+        slot, extra, n_cached = _cached_ids(buf, cache, key, st, lens,
+                                            lambda q: shape_text(buf[int(st[q]):int(st[q]) + int(lens[q])]))
+        uniq, local = small_unique(slot, n_cached + len(extra))
+        remap = np.full(len(uniq), -1, np.int32)
+        for k, u in enumerate(uniq.tolist()):
+            t = cache.texts[u] if u < n_cached else extra[u - n_cached]
+            if t is None:   # not a readable value: -1, as the msgspec path reads it
+                continue
+            v = ids.get(t)
+            if v is None:
+                v = ids[t] = len(texts_)
+                texts_.append(t)
+            remap[k] = v
+        sloc = out.sloc[:len(ranges)]
+        present = sloc >= 0
+        shape[present] = remap[local][sloc[present]]
     # an operator's args object holds its own External id: each is new, so none is cached (the
     # arena would only fill up); comm_text reads what repeats in them once
-    rows = r[is_comm]
+    rows = np.flatnonzero(ranges[:, 2 * COMM] >= 0)
     col = np.empty(len(rows), np.int32)
     for k, (a, b) in enumerate(zip(ranges[rows, 2 * COMM].tolist(), ranges[rows, 2 * COMM + 1].tolist())):
         t = comm_text_of_args(buf[a:b])
@@ -307,26 +342,6 @@ def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray, cache: NameCache) -> tu
         col[k] = v
     shape[rows, COMM] = col
     return shape, texts_
-
-
-def _texts_of(buf, r, j, ranges, hashes, cache: NameCache, read, shape, texts_: list, ids: dict) -> None:
-    st = ranges[r, 2 * j]
-    lens = ranges[r, 2 * j + 1] - st
-    key = hashes[r, j] ^ (lens.astype(np.uint64) << np.uint64(40))
-    slot, extra, n_cached = _cached_ids(buf, cache, key, st, lens,
-                                        lambda q: read(buf[int(st[q]):int(st[q]) + int(lens[q])]))
-    uniq, local = small_unique(slot, n_cached + len(extra))
-    remap = np.full(len(uniq), -1, np.int32)
-    for k, u in enumerate(uniq.tolist()):
-        t = cache.texts[u] if u < n_cached else extra[u - n_cached]
-        if t is None:   # not a readable value: -1, as the msgspec path reads it
-            continue
-        v = ids.get(t)
-        if v is None:
-            v = ids[t] = len(texts_)
-            texts_.append(t)
-        remap[k] = v
-    shape[r, j] = remap[local]
 
 
 _kernel = None
@@ -379,4 +394,5 @@ def scan(buf: np.ndarray, pos: int, limit: int, out: Out, tables) -> None:
     `limit`; an event may run past `limit` up to len(buf). Results in `out` (see Out.state)."""
     blob, ends, codes, phase = tables
     _load().scan(buf, pos, limit, blob, ends, codes, phase, out.code, out.floats, out.ints, out.nhash,
-                 out.nstart, out.nlen, out.nesc, out.fix, out.shape, out.shash, out.state)
+                 out.nstart, out.nlen, out.nesc, out.fix, out.shape, out.shash, out.state, out.nloc, out.sloc,
+                 out.names_seen, out.texts_seen, out.dist)

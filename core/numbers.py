@@ -231,8 +231,10 @@ def unique_inverse(values):
     if len(values):
         lo, hi = int(values.min()), int(values.max())
         if hi - lo < 1 << 20:
-            uniq, inverse = small_unique(values - lo if lo else values, hi - lo + 1)
-            return (uniq + lo).astype(values.dtype), inverse
+            # shifted in 64 bits: in a narrow type the span itself can overflow (int8 0 - -128)
+            shifted = values.astype(np.int64) - lo if lo else values
+            uniq, inverse = small_unique(shifted, hi - lo + 1)
+            return (uniq.astype(np.int64) + lo).astype(values.dtype), inverse
     uniq, inverse = np.unique(values, return_inverse=True)
     return uniq, inverse.reshape(-1)
 

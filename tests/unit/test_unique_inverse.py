@@ -22,3 +22,13 @@ def test_unique_inverse_is_numpys(values, dtype):
     want_u, want_i = np.unique(a, return_inverse=True)
     assert uniq.dtype == want_u.dtype and uniq.tolist() == want_u.tolist()
     assert inverse.tolist() == want_i.reshape(-1).tolist()
+
+
+def test_a_span_wider_than_half_the_type():
+    """int8 0 and -128 span 128, which int8 itself cannot hold (found by the test above)."""
+    for values in ([0, -128], [127, -128, 5], [-128, 127]):
+        a = np.array(values, np.int8)
+        uniq, inverse = unique_inverse(a)
+        want_u, want_i = np.unique(a, return_inverse=True)
+        assert uniq.dtype == want_u.dtype and uniq.tolist() == want_u.tolist()
+        assert inverse.tolist() == want_i.reshape(-1).tolist()

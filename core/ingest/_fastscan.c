@@ -536,7 +536,7 @@ static inline int fail_of(i64 e) { return e == INCOMPLETE ? 1 : 2; }
  * slot taken when gen[slot] is the call's generation (so a call starts with an empty table without
  * clearing it), each entry confirmed by its bytes against the text's first occurrence. */
 typedef struct {
-    u64 *key; int32_t *id; uint32_t *gen;
+    u64 *key; int32_t *id; uint16_t *gen;   /* key and id hold something only where gen is the call's */
     i64 size;                /* a power of two, at least twice the texts one call can meet */
     i64 *first_at, *first_len;   /* each distinct text's first occurrence: its bytes */
     i64 *first;              /* and where it was: the row (names) or row * NRAW + column (raw texts) */
@@ -545,7 +545,7 @@ typedef struct {
 
 /* The local id of the text b[s, s + len) whose key is k, made when it is new (where = its row, or
  * row and column). Two texts with equal keys and other bytes get two ids. */
-static inline int32_t distinct_id(Distinct *d, uint32_t gen, u64 k, const u8 *b, i64 s, i64 len, i64 where) {
+static inline int32_t distinct_id(Distinct *d, uint16_t gen, u64 k, const u8 *b, i64 s, i64 len, i64 where) {
     u64 mask = (u64)d->size - 1;
     for (u64 slot = k & mask;; slot = (slot + 1) & mask) {
         if (d->gen[slot] != gen) {
@@ -571,7 +571,7 @@ typedef struct {
     i64 *fix; i64 *shape; u64 *shash; i64 cap, fcap;
     int32_t *nloc, *sloc;   /* each row's name, and raw texts, as local ids of this call (-1: none) */
     Distinct names, texts;
-    uint32_t gen;
+    uint16_t gen;
 } Tables;
 
 /* ---- event templates ----
@@ -739,7 +739,7 @@ static int get_distinct(PyObject *tup, Buf *bf, Distinct *d, i64 texts) {
         return -1;
     }
     if (get(PyTuple_GET_ITEM(tup, 1), &bf[1], 1, size * 4, "id") < 0 ||
-        get(PyTuple_GET_ITEM(tup, 2), &bf[2], 1, size * 4, "gen") < 0 ||
+        get(PyTuple_GET_ITEM(tup, 2), &bf[2], 1, size * 2, "gen") < 0 ||
         get(PyTuple_GET_ITEM(tup, 3), &bf[3], 1, texts * 8, "first_at") < 0 ||
         get(PyTuple_GET_ITEM(tup, 4), &bf[4], 1, texts * 8, "first_len") < 0 ||
         get(PyTuple_GET_ITEM(tup, 5), &bf[5], 1, texts * 8, "first") < 0)
@@ -779,10 +779,10 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
         if (get_distinct(o[18], &bf[19], &names, cap) < 0 || get_distinct(o[19], &bf[25], &texts, cap * NRAW) < 0)
             goto done;
         i64 *dist = bf[18].v.buf;   /* [generation, distinct names, distinct raw texts] */
-        uint32_t gen = (uint32_t)dist[0] + 1;   /* a new generation: both tables start empty */
-        if (gen == 0) {   /* after 2^32 calls: clear the tables once */
-            memset(names.gen, 0, (size_t)names.size * 4);
-            memset(texts.gen, 0, (size_t)texts.size * 4);
+        uint16_t gen = (uint16_t)(dist[0] + 1);   /* a new generation: both tables start empty */
+        if (gen == 0) {   /* every 65,535 calls: clear the generations once */
+            memset(names.gen, 0, (size_t)names.size * 2);
+            memset(texts.gen, 0, (size_t)texts.size * 2);
             gen = 1;
         }
         dist[0] = gen;
@@ -801,7 +801,7 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
         Tables t = {bf[1].v.buf, ends, bf[3].v.buf, ncats, bf[4].v.buf,
                     bf[5].v.buf, bf[6].v.buf, bf[7].v.buf, bf[8].v.buf, bf[9].v.buf, bf[10].v.buf, bf[11].v.buf,
                     bf[12].v.buf, bf[13].v.buf, bf[14].v.buf, cap, bf[12].v.len / 32,
-                    bf[16].v.buf, bf[17].v.buf, names, texts, (uint32_t)dist[0]};
+                    bf[16].v.buf, bf[17].v.buf, names, texts, (uint16_t)dist[0]};
         i64 *state = bf[15].v.buf;
         const u8 *b = bf[0].v.buf;
         int level = simd_level;

@@ -71,7 +71,9 @@ def _distinct_arrays(texts: int) -> tuple:
     """The scan's table of a call's distinct texts (key, id, generation: 2+ slots a text, a power
     of two) and where each distinct text first occurs (its bytes, and its row or row and column)."""
     size = 1 << max(2 * texts - 1, 1).bit_length()
-    return (np.zeros(size, np.uint64), np.zeros(size, np.int32), np.zeros(size, np.uint32),
+    # only the generations start zeroed (a slot holds a key and an id where its generation is the
+    # call's): 16 bits, cleared by the scan when they wrap
+    return (np.empty(size, np.uint64), np.empty(size, np.int32), np.zeros(size, np.uint16),
             np.empty(texts, np.int64), np.empty(texts, np.int64), np.empty(texts, np.int64))
 
 

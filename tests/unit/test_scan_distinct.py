@@ -96,3 +96,24 @@ def test_each_call_starts_with_an_empty_table():
     assert rows == 8 and int(out.dist[1]) == 5 and int(out.dist[2]) == 4
     _check(arr, out, rows)
     assert out.names_seen[5][:5].min() == 0   # first rows of this call
+
+
+def test_generations_wrap_and_the_table_is_cleared_once():
+    """The 16-bit generation wraps after 65,535 calls: the table is cleared then. Uncleared, the
+    first call's slots (generation 1) would read as taken in the call after the wrap (generation 1
+    again), and a text of the first call would come back with its old id."""
+    out = scan.Out(64)
+    evs = [_event(k, f"n{k}", f"[[{k}]]") for k in range(10)] + [_event(10 + k, f"m{k}", "[]") for k in range(2)]
+    data = b",".join(evs + [_event(99, "end", None)]) + b"]"
+    arr = np.frombuffer(bytearray(data), np.uint8)
+    scan.scan(arr, 0, len(arr), out, _TABLES)   # generation 1: n0 .. n9, m0, m1 get ids 0 .. 11
+    assert int(out.dist[0]) == 1 and int(out.dist[1]) == 12
+    m0, n5 = data.index(evs[10]), data.index(evs[5])
+    for start in (65533, 65534):   # generations 65534, 65535: m0 and m1 only, n5's slot untouched
+        out.dist[0] = start
+        scan.scan(arr, m0, len(arr), out, _TABLES)
+        assert int(out.dist[0]) == start + 1 and int(out.state[0]) == 2
+    scan.scan(arr, n5, len(arr), out, _TABLES)   # generation 0: cleared, then 1
+    assert int(out.dist[0]) == 1 and int(out.state[0]) == 7
+    assert out.nloc[:7].tolist() == list(range(7))   # n5 is this call's first text, not the old id 5
+    _check(arr, out, 7)

@@ -317,14 +317,7 @@ def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray, cache: NameCache, out: 
         uniq, local = small_unique(slot, n_cached + len(extra))
         remap = np.full(len(uniq), -1, np.int32)
         for k, u in enumerate(uniq.tolist()):
-            t = cache.texts[u] if u < n_cached else extra[u - n_cached]
-            if t is None:   # not a readable value: -1, as the msgspec path reads it
-                continue
-            v = ids.get(t)
-            if v is None:
-                v = ids[t] = len(texts_)
-                texts_.append(t)
-            remap[k] = v
+            remap[k] = _number(cache.texts[u] if u < n_cached else extra[u - n_cached], ids, texts_)
         sloc = out.sloc[:len(ranges)]
         present = sloc >= 0
         shape[present] = remap[local][sloc[present]]
@@ -333,17 +326,21 @@ def _shapes(buf, ranges: np.ndarray, hashes: np.ndarray, cache: NameCache, out: 
     rows = np.flatnonzero(ranges[:, 2 * COMM] >= 0)
     col = np.empty(len(rows), np.int32)
     for k, (a, b) in enumerate(zip(ranges[rows, 2 * COMM].tolist(), ranges[rows, 2 * COMM + 1].tolist())):
-        t = comm_text_of_args(buf[a:b])
-        if t is None:
-            col[k] = -1
-            continue
-        v = ids.get(t)
-        if v is None:
-            v = ids[t] = len(texts_)
-            texts_.append(t)
-        col[k] = v
+        col[k] = _number(comm_text_of_args(buf[a:b]), ids, texts_)
     shape[rows, COMM] = col
     return shape, texts_
+
+
+def _number(text: str | None, ids: dict, texts_: list) -> int:
+    """The index of a raw text in the batch's `texts_` (added when new); -1 for None, a value that
+    is not readable, as the msgspec path reads it."""
+    if text is None:
+        return -1
+    v = ids.get(text)
+    if v is None:
+        v = ids[text] = len(texts_)
+        texts_.append(text)
+    return v
 
 
 _kernel = None

@@ -73,26 +73,28 @@ def _stream(bases: list[bytes], seed: int) -> bytes:
     return rng.choice([b",", b",\n  ", b", "]).join([GOOD] + evs + [GOOD]) + b"]"
 
 
+def _stream_alike_at_cuts(bases: list[bytes], seed: int, cuts: int) -> None:
+    """The stream of `bases` read alike whole and cut at `cuts` random bytes."""
+    body = _stream(bases, seed)
+    rng = random.Random(seed)
+    for cut in sorted({len(body)} | {rng.randrange(len(body) + 1) for _ in range(cuts)}):
+        _alike(body[:cut])
+
+
 SETTINGS = dict(deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 
 
 @settings(max_examples=40, **SETTINGS)
 @given(st.lists(event(), min_size=1, max_size=4), st.integers(0, 2**32))
 def test_repeated_layouts_changed_a_byte_at_a_time_read_alike(bases, seed):
-    body = _stream(bases, seed)
-    rng = random.Random(seed)
-    for cut in sorted({len(body)} | {rng.randrange(len(body) + 1) for _ in range(3)}):
-        _alike(body[:cut])
+    _stream_alike_at_cuts(bases, seed, 3)
 
 
 @pytest.mark.slow
 @settings(max_examples=600, **SETTINGS)
 @given(st.lists(event(), min_size=1, max_size=4), st.integers(0, 2**32))
 def test_repeated_layouts_read_alike_many(bases, seed):
-    body = _stream(bases, seed)
-    rng = random.Random(seed)
-    for cut in sorted({len(body)} | {rng.randrange(len(body) + 1) for _ in range(6)}):
-        _alike(body[:cut])
+    _stream_alike_at_cuts(bases, seed, 6)
 
 
 def test_a_value_after_more_blanks_than_the_template_had():

@@ -126,13 +126,19 @@ def needs_workers(s: Session) -> bool:
 
 def load_pair_beside(s: Session) -> bool:
     """Load one trace here and the other in a forked child at once, when each load would use one
-    core only. False when that does not apply (the caller loads them in turn)."""
+    core only, or when the pair, on two CPUs, is of sizes alike enough that one process each beats
+    workers in turn (`forkserver.pair_beside`). False when that does not apply (the caller loads
+    them in turn)."""
     from kerneldiff.core.processes.fork_child import Beside, can_fork
     from kerneldiff.core.ingest.probe import json_bytes
-    from kerneldiff.core.processes.forkserver import worker_count
+    from kerneldiff.core.processes.forkserver import pair_beside, worker_count
 
     if not (s.fork_pair and len(s.paths) == 2 and s.loader is None and all(m is None for m in s.models)
-            and all(worker_count(info, s.load_workers()) == 1 for info in s.infos) and can_fork()):
+            and can_fork()):
+        return False
+    one_each = all(worker_count(info, s.load_workers()) == 1 for info in s.infos)
+    sizes = [json_bytes(info) for info in s.infos]
+    if not (one_each or (s.load_workers() is None and pair_beside(sizes))):
         return False
     # what both loads need, imported and read once before the fork rather than in both
     # processes. The comparison's modules only this process needs: imported once its own side
@@ -145,7 +151,7 @@ def load_pair_beside(s: Session) -> bool:
 
     # The child also sends its model back (~10 ms at 60 MB): it takes the smaller trace (by its
     # JSON bytes, the best guess of the work before reading), so the larger one is read here.
-    here = 1 if json_bytes(s.infos[1]) > json_bytes(s.infos[0]) else 0
+    here = 1 if sizes[1] > sizes[0] else 0
     there = 1 - here
 
     def load_there():
@@ -153,13 +159,17 @@ def load_pair_beside(s: Session) -> bool:
         prepare_side(m)
         return m
 
-    beside = Beside(load_there)
+    s._one_process = True   # each side read by its own process, no workers (`pair_beside`)
     try:
-        prepare_side(s.load(here))
-        import kerneldiff.core.compare.engine  # noqa: F401
-    except BaseException:
-        beside.cancel()
-        raise
+        beside = Beside(load_there)
+        try:
+            prepare_side(s.load(here))
+            import kerneldiff.core.compare.engine  # noqa: F401
+        except BaseException:
+            beside.cancel()
+            raise
+    finally:
+        s._one_process = False
     model = s.models[there] = s._keep_passes(beside.result())
     s.infos[there] = getattr(model, "info", s.infos[there])
     return True

@@ -131,6 +131,7 @@ class Session:
         self.infos, self.errors, self.models = [None] * n, [None] * n, [None] * n
         self._identities: list[Any] = [None] * n   # each file as it was loaded (comparison_cache)
         self._stored_phases: list[str] | None = None   # those of a stored comparison read before the loads
+        self._one_process = False   # while a pair loads side by side: each load reads in its own process
         self._classifier = None
         self._lock = threading.Lock()
 
@@ -194,7 +195,7 @@ class Session:
 
     def load_workers(self) -> int | None:
         """The decoding processes a load asks for (None: the reader's choice by size)."""
-        if self.workers is None and self.side_by_side and len(self.paths) > 1:
+        if self.workers is None and (self._one_process or self.side_by_side and len(self.paths) > 1):
             return 1
         return self.workers
 

@@ -19,7 +19,8 @@ Three process models, each for one shape of work; nothing else in core starts a 
   reduced to a small summary in the process that read it; one process per file at a time, as many
   as CPUs and memory allow (`ranks.run`). Started by fork: the caller is the CLI's main thread.
 
-A trace big enough for workers is never also loaded beside another: the pair is then loaded in turn,
-each load using the workers. Threads (the gzip inflater, the explorer's warm-up and its loads) are
+A trace big enough for workers is loaded beside another only on two CPUs and when the two are of
+sizes alike (`forkserver.pair_beside`: one process each then beats two workers each, in turn); else
+the pair is loaded in turn, each load using the workers. Threads (the gzip inflater, the explorer's warm-up and its loads) are
 not processes and are not decided here; Textual workers belong to the explorer.
 """

@@ -33,6 +33,22 @@ def worker_count(info, workers: int | None) -> int:
     return min(cpus(), 4) if big(info.size, info.compressed) and cpus() > 1 else 1
 
 
+# A pair on two CPUs: each trace read by one process, side by side, against each read in turn by two
+# workers. The turn pays the workers' overhead (cuts, columns shipped back and joined) twice, the pair
+# beside only once a side is done and the other is not: beside wins while the larger trace is at most
+# this much larger (the real eager/compiled H100 pair, 140 MB and 112 MB of JSON: compared 1.15 s
+# against 1.23-1.48 s in turn; docs/PERFORMANCE.md, "The worker threshold"). With more CPUs, a
+# load's workers use them all, and the turn wins.
+PAIR_BESIDE_RATIO = 1.5
+
+
+def pair_beside(json_sizes: list[int]) -> bool:
+    """Should a pair of traces of these JSON sizes load side by side, one process each, even when
+    one is big enough for workers? (Two below the threshold always do: `worker_count`.)"""
+    return (cpus() == 2 and len(json_sizes) == 2 and min(json_sizes) > 0
+            and max(json_sizes) <= PAIR_BESIDE_RATIO * min(json_sizes))
+
+
 # what the fork server imports once, so that each worker it forks starts ready
 PRELOAD = ["kerneldiff.core.ingest.source", "kerneldiff.core.ingest.workers", "kerneldiff.core.ingest.loader",
            "multiprocessing.connection", "kerneldiff.core.ingest.shm"]

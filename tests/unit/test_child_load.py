@@ -143,3 +143,61 @@ def test_the_work_of_a_side_is_guessed_from_its_json_bytes(tmp_path):
     plain.write_bytes(gzip.decompress(DEMO_B.read_bytes()))
     assert _json_bytes(probe(str(plain))) == plain.stat().st_size
     assert _json_bytes(probe(str(DEMO_B))) == plain.stat().st_size > DEMO_B.stat().st_size
+
+
+@pytest.mark.parametrize("cores, sizes, beside", [
+    (2, [100, 150], True), (2, [150, 100], True), (2, [100, 151], False), (2, [0, 10], False),
+    (1, [100, 100], False), (3, [100, 100], False), (4, [100, 100], False)])
+def test_a_pair_loads_side_by_side_on_two_cpus_when_its_sizes_are_alike(monkeypatch, cores, sizes, beside):
+    from kerneldiff.core.processes import forkserver
+
+    monkeypatch.setattr(forkserver, "cpus", lambda: cores)
+    assert forkserver.pair_beside(sizes) is beside
+
+
+def _big_pair_load(monkeypatch, paths) -> tuple[Session, list]:
+    """Load `paths` as the CLI does (fork_pair) on two CPUs, every trace counted as big enough for
+    workers; returns the session and the Besides started."""
+    from kerneldiff.core.processes import fork_child, forkserver
+
+    monkeypatch.setattr(forkserver, "cpus", lambda: 2)
+    monkeypatch.setattr(forkserver, "PARALLEL_MIN_PLAIN", 1)
+    monkeypatch.setattr(forkserver, "PARALLEL_MIN_GZIP", 1)
+    started = []
+
+    class Recorded(fork_child.Beside):
+        def __init__(self, fn):
+            started.append(fn)
+            super().__init__(fn)
+
+    monkeypatch.setattr(fork_child, "Beside", Recorded)
+    s = Session([str(p) for p in paths], use_cache=False, fork_pair=True)
+    s.probe()
+    assert all(s.load_workers() is None for _ in s.paths) and not s._one_process
+    s.load_all()
+    assert not s._one_process and s.load_workers() is None   # the loads' setting does not outlive them
+    return s, started
+
+
+def test_a_big_pair_of_alike_sizes_loads_one_process_each(monkeypatch):
+    """Two traces past the workers' threshold, of sizes alike, on two CPUs: one read here and one in
+    a child, each by one process, with the models of loading them in turn."""
+    s, started = _big_pair_load(monkeypatch, [DEMO_A, DEMO_B])
+    assert len(started) == 1
+    turn = _models(False, [DEMO_A, DEMO_B])
+    for m, n in zip(turn.models, s.models):
+        assert m.kernels.columns.keys() == n.kernels.columns.keys()
+        for k in m.kernels.columns:
+            np.testing.assert_array_equal(m.kernels.columns[k], n.kernels.columns[k])
+    assert turn.compare().to_dict() == s.compare().to_dict()
+
+
+def test_a_big_pair_of_unlike_sizes_loads_in_turn(monkeypatch, tmp_path):
+    """One trace well over 1.5x the other's JSON: in turn, each load with its workers."""
+    import gzip
+
+    padded = tmp_path / "a.json"   # demo A's JSON with trailing blanks: ~3x demo B's bytes
+    padded.write_bytes(gzip.decompress(DEMO_A.read_bytes()) + b" " * (2 * 1024 * 1024))
+    s, started = _big_pair_load(monkeypatch, [padded, DEMO_B])
+    assert started == []
+    assert s.models[0].kernels.columns["dur"].tolist() == _models(False, [DEMO_A]).models[0].kernels.columns["dur"].tolist()

@@ -48,9 +48,10 @@ def launch(argv: list[str]) -> int:
 
 
 def _compare_ahead(paths: list[str], args):
-    """A pair whose models are cached but which was not compared so before: its comparison is
-    computed by a forked child while this process imports the explorer (Session.compare_ahead).
-    Returns (the explorer's session, probed, and the function that waits for the child), or
+    """A pair not compared so before: its comparison is computed by a forked child while this
+    process imports the explorer (Session.compare_ahead): from the cached models, or after the child
+    has loaded and stored them (the explorer's loads then follow its progress). Returns (the
+    explorer's session, probed, and the function that waits for the child, or for its plan), or
     (None, None) where that does not apply (then the explorer makes its session itself)."""
     if len(paths) != 2 or args.no_cache:
         return None, None
@@ -58,7 +59,7 @@ def _compare_ahead(paths: list[str], args):
 
     # the session the explorer would open (tui.app.explorer_session): the child's comparison is
     # stored under its key, and the explorer reads it through this very session
-    session = open_session(paths, registry=args.registry, use_cache=True, keep_comparisons=True,
+    session = open_session(paths, registry=args.registry, use_cache=True, keep_comparisons=True, side_by_side=True,
                            **({"all_passes": True} if args.all_passes else {}))
     start = getattr(session, "compare_ahead", None)     # AIE runs are compared otherwise
     wait = start(args.phase) if start is not None else None

@@ -124,11 +124,14 @@ def needs_workers(s: Session) -> bool:
     return not all(cache.has(s.paths[i], s.classifier) for i in wanted)
 
 
-def load_pair_beside(s: Session) -> bool:
+def load_pair_beside(s: Session, progress: Callable[..., Any] | None = None,
+                     stored: Callable[[int], None] | None = None) -> bool:
     """Load one trace here and the other in a forked child at once, when each load would use one
     core only, or when the pair, on two CPUs, is of sizes alike enough that one process each beats
     workers in turn (`forkserver.pair_beside`). False when that does not apply (the caller loads
-    them in turn)."""
+    them in turn). `progress(i, fraction, stage, done, total)` and `stored(i)` (trace i loaded, in
+    the model cache when that is on) are called from both processes: they must write where this
+    process's parent can read (`progress_board`), not post to this process."""
     from kerneldiff.core.processes.fork_child import Beside, can_fork
     from kerneldiff.core.ingest.probe import json_bytes
     from kerneldiff.core.processes.forkserver import pair_beside, worker_count
@@ -154,23 +157,32 @@ def load_pair_beside(s: Session) -> bool:
     here = 1 if sizes[1] > sizes[0] else 0
     there = 1 - here
 
+    def step(i: int):
+        return None if progress is None else (lambda *a: progress(i, *a))
+
     def load_there():
-        m = s.load(there)
+        m = s.load(there, step(there))
+        if stored is not None:
+            stored(there)
         prepare_side(m)
-        return m
+        return m, s._identities[there]   # the file as the child read it: names a kept comparison
 
     s._one_process = True   # each side read by its own process, no workers (`pair_beside`)
     try:
         beside = Beside(load_there)
         try:
-            prepare_side(s.load(here))
+            m = s.load(here, step(here))
+            if stored is not None:
+                stored(here)
+            prepare_side(m)
             import kerneldiff.core.compare.engine  # noqa: F401
         except BaseException:
             beside.cancel()
             raise
     finally:
         s._one_process = False
-    model = s.models[there] = s._keep_passes(beside.result())
+    model, s._identities[there] = beside.result()
+    model = s.models[there] = s._keep_passes(model)
     s.infos[there] = getattr(model, "info", s.infos[there])
     return True
 
@@ -227,40 +239,6 @@ def compare(s: Session, phase: str, keep: bool):
     if key is not None and keep:
         comparison_cache.put(key, comparison, s.phases())
     return comparison
-
-
-def compare_ahead(s: Session, phase: str) -> Callable[[], bool] | None:
-    """See `Session.compare_ahead`."""
-    from kerneldiff.core.processes.fork_child import Beside, can_fork
-
-    if s.single or any(e is not None for e in s.errors) or not can_fork():
-        return None
-    key = comparison_key(s, phase)
-    if key is None:
-        return None
-    from kerneldiff.core import comparison_cache
-
-    if comparison_cache.entry_path(key).is_file():
-        return None
-
-    def work() -> bool:
-        from kerneldiff.core.ingest import cache
-
-        if not all(cache.has(p, s.classifier) for p in s.paths):
-            return False
-        s.load_all()
-        s.compare(phase)     # stored (keep_comparisons)
-        return True
-
-    beside = Beside(work)
-
-    def wait() -> bool:
-        try:
-            return bool(beside.result())
-        except (TraceError, RuntimeError, ValueError):   # the caller compares it itself
-            return False
-
-    return wait
 
 
 def keep_comparison(s: Session, phase: str, comparison) -> bool:

@@ -20,7 +20,7 @@ from dataclasses import field
 from typing import TYPE_CHECKING, Any, Callable
 
 from kerneldiff.core import orchestration
-from kerneldiff.core.errors import TraceError, shown_path
+from kerneldiff.core.errors import LoadCancelled, TraceError, shown_path
 from kerneldiff.core.kernel_ref import SIDES, KernelRef
 from kerneldiff.core.lazy_dataclass import dataclass   # made on first use (start-up)
 
@@ -131,6 +131,7 @@ class Session:
         self.infos, self.errors, self.models = [None] * n, [None] * n, [None] * n
         self._identities: list[Any] = [None] * n   # each file as it was loaded (comparison_cache)
         self._stored_phases: list[str] | None = None   # those of a stored comparison read before the loads
+        self._ahead = None   # a forked child loading and comparing this pair (compare_ahead)
         self._one_process = False   # while a pair loads side by side: each load reads in its own process
         self._classifier = None
         self._lock = threading.Lock()
@@ -167,6 +168,13 @@ class Session:
     def load(self, index: int, progress: Progress | None = None, cancel: threading.Event | None = None):
         """Load trace `index` into its TraceModel (the cache first when allowed). Raises TraceError or
         LoadCancelled; the model is kept in `models[index]`."""
+        ahead = self._ahead
+        if ahead is not None and self.models[index] is None:
+            try:
+                ahead.wait_stored(index, progress, cancel)   # then read from the model cache
+            except LoadCancelled:
+                self._ahead = None
+                raise
         info = self.infos[index]
         if info is None:
             if self.errors[index] is not None:   # the probe already refused it
@@ -260,18 +268,26 @@ class Session:
             raise ValueError("a one-trace session has nothing to compare: use summary()")
         if not self.loaded:
             raise ValueError("load both traces before comparing")
+        ahead = self._ahead
+        if ahead is not None and ahead.phase == phase:
+            ahead.finish()   # the child's comparison, stored: read back below
+            self._ahead = None
         return orchestration.compare(self, phase, keep)
 
     def compare_ahead(self, phase: str = "all") -> Callable[[], bool] | None:
         """A pair whose comparison in `phase` is not stored yet: compute and store it in a forked
-        child, from the model cache, while this process does other work (the explorer imports
-        Textual and draws its first frame: ~0.3 s of one core, beside the ~0.3 s the child takes to
-        read both models and compare them on the other). Returns a function that waits for the
-        child (True: the comparison is stored now, `stored_comparison` reads it); None where this
-        does not apply (one trace, a probe error, comparisons not kept, stored already, no fork
-        here). A trace not in the model cache makes the child stop at once: the caller's own
-        loads read it, with their progress."""
-        return orchestration.compare_ahead(self, phase)
+        child while this process does other work (`kerneldiff.core.compare_ahead`). With both
+        models in the cache the child only compares them (~0.3 s, beside the explorer's import of
+        Textual and its first frame); otherwise it loads the pair as the CLI does (a process per
+        trace), storing each model, then compares. Returns a function that waits for the child:
+        True: the comparison is stored now (`stored_comparison` reads it); False: it is not, and
+        this session's loads and its comparison of `phase` follow the child (a load waits until
+        the child has stored its model, passing the child's progress on, then reads the cache).
+        None where this does not apply (one trace, a probe error, comparisons not kept, stored
+        already, no fork here)."""
+        from kerneldiff.core.compare_ahead import compare_ahead
+
+        return compare_ahead(self, phase)
 
     def keep_comparison(self, phase: str, comparison) -> bool:
         """Store `comparison` (this session's, of `phase`) where comparisons are kept, unless it is

@@ -120,6 +120,17 @@ class Beside:
         self._read = read
         self._mem = mem
 
+    def ended(self) -> bool:
+        """Has the child sent its reply, or died? (Never blocks; True once `result` has run.)"""
+        if not self.pid:
+            return True
+        import select
+
+        try:
+            return bool(select.select([self._read], [], [], 0)[0])
+        except (OSError, ValueError):
+            return True
+
     def result(self) -> Any:
         try:
             with os.fdopen(self._read, "rb") as f:

@@ -66,6 +66,7 @@ LAYERS: list[set[str]] = [
     {"gate"},             # the CI gate's verdict over series of runs, with its report
     {"comparison_cache"},   # comparisons kept on disk beside the models, read back without them
     {"orchestration"},    # how a Session's work is carried out: processes, warm-up, comparisons kept
+    {"compare_ahead"},    # a pair loaded and compared in a forked child while the explorer starts
     {"trace_session"},    # Session: one GPU trace or a pair, from file paths to results
     {"ranks"},            # runs of many ranks: RunSession loads each rank through Session
     {"session"},          # the one way in for the front ends: the protocol, open_session, the result types
@@ -144,7 +145,7 @@ PACKAGE_ORDER: dict[str, list[str]] = {
     "ranks": ["identify", "summary", "cluster", "run", "session"],
     "synth": ["names", "trace", "pair", "ranks"],
     "aie": ["detect", "analysis", "session", "synth"],
-    "processes": ["forkserver", "fork_child", "pool"],
+    "processes": ["forkserver", "fork_child", "pool", "progress_board"],
 }
 
 

@@ -40,7 +40,8 @@ class Ahead:
         self.paths = list(s.paths)
         self.board = board = ProgressBoard(len(s.paths))
         self._lock = threading.Lock()
-        self._result: bool | None = None
+        self._done = False
+        self._result = None
 
         def work() -> bool:
             from kerneldiff.core import orchestration
@@ -49,6 +50,8 @@ class Ahead:
             if all(cache.has(p, s.classifier) for p in s.paths):
                 board.decide(COMPARING)
                 s.load_all()
+                s.compare(phase)     # stored (keep_comparisons): the explorer opens on it
+                return True
             else:
                 board.decide(LOADING)
                 # the CLI's policy, not the explorer's threads (this session is the child's copy)
@@ -58,10 +61,15 @@ class Ahead:
                     for i in range(len(s.paths)):
                         s.load(i, steps[i])
                         board.stored(i)
-            s.compare(phase)     # stored (keep_comparisons)
-            return True
+            # sent back as it is (~10 ms to unpickle against ~80 ms to read the stored JSON back),
+            # and stored after it was sent
+            return s.compare(phase, keep=False)
 
-        self._beside = Beside(work)
+        def then(value) -> None:
+            if value is not True:
+                s.keep_comparison(phase, value)
+
+        self._beside = Beside(work, then)
 
     def plan(self) -> int:
         """COMPARING or LOADING once the child has looked at the cache; UNDECIDED if it ended before."""
@@ -71,21 +79,29 @@ class Ahead:
                 return plan
             time.sleep(0.002)
 
-    def finish(self) -> bool:
-        """Wait for the child: True when it stored the comparison (`stored_comparison` reads it)."""
+    def finish(self):
+        """Wait for the child's answer: True (it compared the cached models and stored the
+        comparison: `stored_comparison` reads it), the comparison itself (it loaded the pair: the
+        comparison is stored after it was sent), or None (it failed or was cancelled: the caller
+        compares the pair itself)."""
         with self._lock:
-            if self._result is None:
+            if not self._done:
+                self._done = True
                 try:
-                    self._result = bool(self._beside.result())
-                except (TraceError, RuntimeError, ValueError):   # the caller compares it itself
-                    self._result = False
+                    self._result = self._beside.result()
+                except (TraceError, RuntimeError, ValueError):
+                    self._result = None
             return self._result
 
     def cancel(self) -> None:
         with self._lock:
-            if self._result is None:
+            if not self._done:
+                self._done = True
                 self._beside.cancel()
-                self._result = False
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the child to have ended (the comparison it sent is then stored)."""
+        self._beside.join(timeout)
 
     def wait_stored(self, index: int, progress: Callable[[float, str, int, int], object] | None, cancel) -> None:
         """Until the child has stored trace `index` in the model cache, or has ended without (the
@@ -97,7 +113,7 @@ class Ahead:
                     (progress is not None and state != STORED and progress(fraction, stage, done, total) is False):
                 self.cancel()
                 raise LoadCancelled(self.paths[index])
-            if state == STORED or self._result is not None or self._beside.ended():
+            if state == STORED or self._done or self._beside.ended():
                 return
             time.sleep(POLL)
 
@@ -119,6 +135,6 @@ def compare_ahead(s: Session, phase: str) -> Callable[[], bool] | None:
         if ahead.plan() == LOADING:
             return False     # the session's loads and comparison follow the child
         s._ahead = None
-        return ahead.finish()
+        return ahead.finish() is True
 
     return wait

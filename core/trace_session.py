@@ -270,8 +270,10 @@ class Session:
             raise ValueError("load both traces before comparing")
         ahead = self._ahead
         if ahead is not None and ahead.phase == phase:
-            ahead.finish()   # the child's comparison, stored: read back below
             self._ahead = None
+            comparison = ahead.finish()   # the child's (compare_ahead): this very pair and phase
+            if comparison is not None and comparison is not True:
+                return comparison
         return orchestration.compare(self, phase, keep)
 
     def compare_ahead(self, phase: str = "all") -> Callable[[], bool] | None:

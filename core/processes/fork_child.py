@@ -82,9 +82,12 @@ def _load(data: bytes, mem: int | None):
 
 
 class Beside:
-    """`fn()` running in a child process; `result()` returns its value or raises its TraceError."""
+    """`fn()` running in a child process; `result()` returns its value or raises its TraceError.
+    `then(value)`, if given, runs in the child after its value is sent (work this process need
+    not wait for, such as storing the value): `result()` returns without waiting for it, and the
+    child is reaped by a thread once it ends (`join` waits for that)."""
 
-    def __init__(self, fn: Callable[[], Any]) -> None:
+    def __init__(self, fn: Callable[[], Any], then: Callable[[Any], Any] | None = None) -> None:
         read, write = os.pipe()
         # the model's arrays travel out of band through an in-memory file both processes hold:
         # the child writes them once and leaves, this process maps them (no pickling of 14 MB of
@@ -114,11 +117,18 @@ class Beside:
                     f.write(data)
             except BaseException:  # noqa: BLE001 - the parent sees a short read
                 code = 1
+            if then is not None and reply[0] == "ok" and code == 0:
+                try:
+                    then(reply[1])
+                except BaseException:  # noqa: BLE001 - nobody waits for it: its work is lost, nothing else
+                    pass
             os._exit(code)
         os.close(write)
         self.pid = pid
         self._read = read
         self._mem = mem
+        self._then = then is not None
+        self._reaper: threading.Thread | None = None
 
     def ended(self) -> bool:
         """Has the child sent its reply, or died? (Never blocks; True once `result` has run.)"""
@@ -151,12 +161,24 @@ class Beside:
             if collecting:
                 gc.enable()
             self._close_mem()
-            self._reap()   # after unpickling: the child's exit (unmapping its memory) ran meanwhile
+            if self._then:   # the child goes on with `then`: reaped when it ends, by a thread
+                pid, self.pid = self.pid, 0
+                self._reaper = threading.Thread(target=_reap_pid, args=(pid,), name="kerneldiff-reap", daemon=True)
+                self._reaper.start()
+            else:
+                self._reap()   # after unpickling: the child's exit (unmapping its memory) ran meanwhile
         if kind == "ok":
             return value
         if kind == "trace_error":
             raise TraceError(*value)
         raise RuntimeError(value)
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait for the child to have ended (after `then`, when there is one)."""
+        if self._reaper is not None:
+            self._reaper.join(timeout)
+        elif self.pid:
+            self._reap()
 
     def _close_mem(self) -> None:
         if self._mem is not None:
@@ -165,10 +187,11 @@ class Beside:
 
     def cancel(self) -> None:
         """Stop the child (this side failed: its result is no longer wanted)."""
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        if self.pid:   # 0 once reaped (and os.kill(0, ...) would signal this whole process group)
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         try:
             os.close(self._read)
         except OSError:
@@ -183,3 +206,10 @@ class Beside:
             except ChildProcessError:
                 pass
             self.pid = 0
+
+
+def _reap_pid(pid: int) -> None:
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass

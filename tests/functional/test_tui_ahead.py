@@ -51,6 +51,7 @@ async def main():
         return app.result
 
 shown = asyncio.run(main())
+ahead.join(60)   # the child stores the comparison after sending it
 alone = Session(paths, use_cache=False)
 alone.load_all()
 print(json.dumps({"plan": plan, "child_reaped": ahead is not None and ahead._beside.pid == 0,

@@ -201,3 +201,28 @@ def test_a_big_pair_of_unlike_sizes_loads_in_turn(monkeypatch, tmp_path):
     s, started = _big_pair_load(monkeypatch, [padded, DEMO_B])
     assert started == []
     assert s.models[0].kernels.columns["dur"].tolist() == _models(False, [DEMO_A]).models[0].kernels.columns["dur"].tolist()
+
+
+def test_then_runs_in_the_child_after_the_value_is_sent(tmp_path):
+    """`result()` does not wait for `then`; `join` does; a failing `then` changes nothing here."""
+    import time
+
+    gate, mark = tmp_path / "gate", tmp_path / "then"
+
+    def then(value):
+        while not gate.exists():     # held until this process has its result
+            time.sleep(0.01)
+        mark.write_text(str(value))
+
+    b = Beside(lambda: 41 + 1, then)
+    assert b.result() == 42 and not mark.exists()
+    gate.write_text("")
+    b.join(60)
+    assert mark.read_text() == "42"
+    b.cancel()   # after the end: nothing to stop (and never a signal to pid 0, this process group)
+    failing = Beside(lambda: "x", lambda value: 1 / 0)
+    assert failing.result() == "x"
+    failing.join(60)
+    with pytest.raises(TraceError):  # an error is raised here; `then` does not run for it
+        Beside(lambda: (_ for _ in ()).throw(TraceError("/x.json", "bad")), lambda value: mark.unlink()).result()
+    assert mark.exists()

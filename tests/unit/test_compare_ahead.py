@@ -58,13 +58,16 @@ def test_a_pair_outside_the_model_cache_is_loaded_and_compared_by_the_child(cach
     s = session(paths)
     wait = s.compare_ahead("all")
     assert wait is not None and wait() is False       # not stored yet: the loads follow the child
+    ahead = s._ahead
     _no_json_reads_here(monkeypatch)
     reports: list[list[str]] = [[], []]
     s.load_all(progress=lambda i, fraction, stage, done, total: reports[i].append(stage) or True)
     assert all(model_cache.has(p, s.classifier) for p in paths)
     assert all(r and r[-1] == "done" for r in reports)
-    comparison = s.compare("all")
-    assert len(entries()) == 1 and s._ahead is None
+    comparison = s.compare("all")                    # the child's, sent back
+    assert s._ahead is None
+    ahead.join(60)                                    # it stores the comparison after sending it
+    assert len(entries()) == 1 and same(s.stored_comparison("all"), comparison)
     monkeypatch.undo()
     here = Session([*paths], use_cache=False)
     here.load_all()

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Static, TabbedContent
+from textual.widgets import Static, TabbedContent
 
+from ..widgets.footer import Footer
 from ..widgets.header import Breadcrumb
 from ..widgets.result_table import ResultTable
 from ..widgets.table_pane import DetailScroll, TablePane

@@ -12,7 +12,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.message import Message
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from kerneldiff.core.session import KernelTotal, LayerTotal, StepTotal, TraceOverview
@@ -20,6 +20,7 @@ from kerneldiff.core.session import KernelTotal, LayerTotal, StepTotal, TraceOve
 from .. import trace_views as tv
 from .. import views
 from ..text import DIM, span
+from ..widgets.footer import Footer
 from ..widgets.header import Breadcrumb, TraceHeader
 from ..widgets.result_table import ResultTable
 from ..widgets.table_pane import TablePane

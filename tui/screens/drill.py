@@ -15,7 +15,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.message import Message
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from kerneldiff.core.session import Comparison, OperationRow
@@ -23,6 +23,7 @@ from kerneldiff.core.session import Comparison, OperationRow
 from .. import trace_views as tv
 from .. import views
 from ..text import DIM, SIDE_STYLE, fmt_gap, fmt_ratio, fmt_us, literal, span
+from ..widgets.footer import Footer
 from ..widgets.header import Breadcrumb
 from ..widgets.result_table import ResultTable
 from ..widgets.table_pane import TablePane

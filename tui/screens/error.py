@@ -10,10 +10,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from ..messages import BrowseRequested
 from ..text import DIM, SIDE_STYLE, literal, span
+from ..widgets.footer import Footer
 from ..widgets.header import Breadcrumb
 
 SIDES = ("a", "b")

@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from kerneldiff.core.session import demangle
 from kerneldiff.core.report.format import percent as fmt_percent, rate as fmt_rate
@@ -19,6 +19,7 @@ from kerneldiff.core.session import KernelDetail
 from kerneldiff.core.session import KernelRef as TraceKernel
 
 from ..text import DIM, SIDE_STYLE, fmt_gap, fmt_pct, fmt_ratio, fmt_us, literal, shorten, span
+from ..widgets.footer import Footer
 from ..widgets.header import Breadcrumb
 from .base import ExplorerScreen
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from kerneldiff.core.session import Comparison, KernelPair
 
 from .. import views
 from ..text import DIM, SIDE_STYLE, fmt_gap, fmt_ratio, fmt_us, span
+from ..widgets.footer import Footer
 from ..widgets.header import Breadcrumb
 from ..widgets.result_table import ResultTable
 from .base import ExplorerScreen, FilterInput

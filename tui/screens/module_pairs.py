@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from kerneldiff.core.session import KernelPair
 
 from .. import module_views as mv
 from .. import views
 from ..text import DIM, literal
+from ..widgets.footer import Footer
 from ..widgets.header import Breadcrumb
 from ..widgets.result_table import ResultTable
 from .base import ExplorerScreen, FilterInput

@@ -15,12 +15,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from kerneldiff.core.session import PassKernels
 from kerneldiff.core.session import KernelRef
 
 from ..text import DIM, SIDE_LETTER, SIDE_STYLE, fmt_us, literal, readable, shorten, span
+from ..widgets.footer import Footer
 from ..widgets.header import Breadcrumb
 from .base import ExplorerScreen
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from kerneldiff.core.session import Comparison
 from kerneldiff.core.session import ShapeSide
@@ -18,6 +18,7 @@ from kerneldiff.core.session import KernelRef
 
 from .. import shape_views as sv
 from ..text import DIM, SIDE_STYLE, literal, span
+from ..widgets.footer import Footer
 from ..widgets.header import Breadcrumb
 from ..widgets.result_table import ResultTable
 from ..widgets.table_pane import TablePane

@@ -11,13 +11,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from kerneldiff.core.session import TraceInfo
 
 from ..messages import CancelRequested, OpenRequested, StartShown
 from ..state import FAILED, LOADED, TraceState
 from ..text import DIM
+from ..widgets.footer import Footer
 from ..widgets.header import Breadcrumb
 from ..widgets.trace_card import TraceCard
 

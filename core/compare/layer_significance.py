@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist, median
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:   # numpy only where `steady` runs: the explorer's screens use `critical` before any trace is loaded
+    import numpy as np
 
 ALPHA = 0.05
 STEADY_SIGMAS = 5.0
@@ -31,6 +33,8 @@ STEADY_SIGMAS = 5.0
 def steady(mat: np.ndarray, med: np.ndarray) -> tuple[list, list, list]:
     """(passes, mean, σ) of each row of `mat` (layers × passes, µs) over its steady passes: within
     STEADY_SIGMAS robust σ of the row's median `med` (where that σ is 0, the passes equal to it)."""
+    import numpy as np
+
     dev = np.abs(mat - med[:, None])
     rs = 1.4826 * np.median(dev, axis=1)
     keep = dev <= STEADY_SIGMAS * rs[:, None]

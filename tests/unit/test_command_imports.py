@@ -104,3 +104,13 @@ def test_a_bare_info_imports_no_pathlib_and_no_hashlib_of_its_own():
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
     mods = set(json.loads([x for x in p.stderr.splitlines() if x.startswith("MODULES ")][-1][len("MODULES "):]))
     assert "pathlib" not in mods and "hashlib" not in mods and "shutil" not in mods
+
+
+def test_the_comparison_screen_imports_no_numpy():
+    """A pair compared before opens on its stored comparison, read without numpy: the screen that
+    shows it must not import numpy either (~0.1 s before its first frame when it did)."""
+    code = ("import sys; import kerneldiff.tui.app, kerneldiff.tui.screens.main; "
+            "print(sorted(m for m in sys.modules if m == 'numpy' or m.startswith('numpy.')))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.strip() == "[]"

@@ -139,7 +139,7 @@ def layer_kernels_spec(layer: int, kernels: list[KernelTotal]) -> TableSpec:
         # cells made when a row is first drawn (every column has a width)
         return [Row(k.name, (k.position, k.name, k.category, k.per_pass, k.stats.median_us, k.stats.total_us,
                              k.stats.share),
-                    partial(cells, k), payload=k, search=searchable(k.name, k.category))
+                    partial(cells, k), payload=k, search=partial(searchable, k.name, k.category))
                 for k in kernels]
 
     sorts = {"time": _time(5, "total"), "name": name_sort(1, "kernel")}
@@ -161,7 +161,7 @@ def kernels_spec(ov: TraceOverview) -> TableSpec:
                     lambda k=k: (literal(short(k.name)), literal(cut(k.category, cw)), _num(f"{k.stats.count:,}"),
                                  _num(fmt_us(k.stats.total_us)), _num(fmt_us(k.stats.mean_us)),
                                  _num(fmt_pct(k.stats.share))),
-                    payload=k, search=searchable(k.name, k.category))
+                    payload=k, search=partial(searchable, k.name, k.category))
                 for k in items]
 
     return TableSpec("kernels", cols, build, default_sort="time",

@@ -84,6 +84,10 @@ def searchable(*parts: str | None) -> str:
     return "\n".join(out)
 
 
+def _side_search(k, side: str) -> str:
+    return searchable(k.name, k.category) + f"\n{side}"
+
+
 # --- the named orders of the `s` (gap), `t` (time) and `n` (name) keys ----------------------------
 
 def _add(*xs):
@@ -602,7 +606,7 @@ def same_kernels_spec(comp: Comparison) -> TableSpec:
                     lambda k=k: (literal(short(k.name)), _num(f"{k.a.count:,}"), _num(f"{k.b.count:,}"),
                                  _num(fmt_us(k.a.mean_us)), _num(fmt_us(k.b.mean_us)), _num(fmt_ratio(k.ratio)),
                                  _num(fmt_gap(k.gap_us)), literal(cut(k.category, 12))),
-                    payload=k, style=_row_style(k.gap_us), search=searchable(k.name, k.category))
+                    payload=k, style=_row_style(k.gap_us), search=partial(searchable, k.name, k.category))
                 for i, k in enumerate(items)]
 
     sorts = {"gap": gap_sort(6, words="largest |total gap| first"),
@@ -665,7 +669,7 @@ def side_kernels_spec(name: str, sides: dict[str, list], totals: dict[str, float
             share = st.total_us / totals[side] if totals.get(side) else None
             rows.append(Row(f"{side}{i}", (SIDE_LETTER[side], k.name, st.count, st.total_us, st.mean_us, share, k.category),
                             partial(cells, side, k, share),
-                            payload=(side, k), search=searchable(k.name, k.category) + f"\n{side}"))
+                            payload=(side, k), search=partial(_side_search, k, side)))
         return rows
 
     sorts = {"time": Sort("time", lambda r: r.values[3], ("total",), True, "largest total first"),

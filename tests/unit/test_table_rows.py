@@ -58,3 +58,21 @@ def test_shown_rows_is_a_sequence_of_the_rows():
     assert len(shown) == 3 and shown[0] is rows[4] and shown[-1] is rows[2]
     assert [r.key for r in shown] == ["4", "0", "2"] and [r.key for r in shown[1:]] == ["0", "2"]
     assert shown == [rows[4], rows[0], rows[2]] and not ShownRows(rows, [])
+
+
+def test_a_search_text_given_as_a_function_is_made_at_the_first_filter_only():
+    """A view of 100,000 kernels passes what makes each row's search text: nothing is made for the
+    first frame, and a filter makes each once and matches it as the text itself."""
+    made = []
+
+    def text(i: int) -> str:
+        made.append(i)
+        return f"kernel_{i} {'gemm' if i % 2 else 'attn'}"
+
+    rows = [Row(str(i), (f"k{i}",), (), search=lambda i=i: text(i)) for i in range(6)]
+    order = RowOrder(COLUMNS, rows, SORTS)
+    assert [r.key for r in ShownRows(rows, order.order("", 0, False))] == [str(i) for i in range(6)]
+    assert made == []
+    assert [r.key for r in ShownRows(rows, order.order("gemm", 0, False))] == ["1", "3", "5"]
+    assert [r.key for r in ShownRows(rows, order.order("attn", 0, False))] == ["0", "2", "4"]
+    assert sorted(made) == list(range(6)) and rows[3].search == "kernel_3 gemm"

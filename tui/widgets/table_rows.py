@@ -32,16 +32,16 @@ class Row:
     called when the row is first drawn or measured, so a table builds the cells of the rows it
     shows on screen, not of all of them; read, `row.cells` is always the tuple."""
 
-    __slots__ = ("key", "values", "_cells", "payload", "style", "search", "height")
+    __slots__ = ("key", "values", "_cells", "payload", "style", "_search", "height")
 
     def __init__(self, key: str, values: tuple, cells: tuple | Callable[[], tuple], payload: Any = None,
-                 style: str = "", search: str = "", height: int | None = 1) -> None:
+                 style: str = "", search: str | Callable[[], str] = "", height: int | None = 1) -> None:
         self.key = key
         self.values = values          # raw values, one per column (None = absent)
         self._cells = cells           # renderables, one per column (or what makes them)
         self.payload = payload        # the result object the row shows (for drill-down)
         self.style = style            # whole-row style (e.g. the slower side's colour)
-        self.search = search          # lowercase text matched by the filter (name and category)
+        self._search = search         # lowercase text matched by the filter (or what makes it, at the first filter)
         self.height = height          # lines; None: as many as its cells wrap to
 
     @property
@@ -50,6 +50,13 @@ class Row:
         if callable(cells):
             cells = self._cells = tuple(cells())
         return cells
+
+    @property
+    def search(self) -> str:
+        search = self._search
+        if callable(search):
+            search = self._search = search()
+        return search
 
     def __repr__(self) -> str:
         return f"Row({self.key!r}, {self.values!r})"

@@ -164,3 +164,21 @@ def test_a_board_written_by_forked_children_is_read_here():
     assert board.read(0)[2] == "x" + "é" * 15
     with pytest.raises(IndexError):
         board.read(2)
+
+
+def test_a_child_killed_from_outside_leaves_the_work_to_the_session(cache_home):  # noqa: F811
+    """The out-of-memory killer takes the child mid-load: the session's loads read the traces
+    themselves and its comparison is computed here, equal to one made without a child."""
+    import os
+    import signal
+
+    paths = pair(cache_home)
+    s = session(paths)
+    wait = s.compare_ahead("all")
+    assert wait() is False
+    os.kill(s._ahead._beside.pid, signal.SIGKILL)
+    s.load_all()
+    comparison = s.compare("all")
+    alone = Session(paths, use_cache=False)
+    alone.load_all()
+    assert same(comparison, alone.compare("all"))

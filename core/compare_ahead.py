@@ -6,20 +6,23 @@ cache first:
   own start); the explorer waits for it and opens on the stored comparison;
 * otherwise it loads the pair as the CLI does (one process a trace, side by side, or workers in
   turn: `orchestration.load_pair_beside`), stores each model in the cache as it is ready, then
-  compares and stores the comparison. The explorer does not wait: its loads follow the child's
-  progress (a `ProgressBoard` on shared memory) and read each model from the cache once the child
-  has stored it, and its comparison of that phase waits for the child's. The explorer's own loads
+  compares, sends the comparison back and stores it. The explorer does not wait: its loads follow
+  the child's progress (a `ProgressBoard` on shared memory) and read each model from the cache once
+  the child has stored it, and its comparison of that phase is the child's. The explorer's own loads
   run in threads of one interpreter, the GIL between them: on two cores the real eager/compiled
   pair reached its comparison in ~2.4 s that way, against ~1.2 s for the CLI's processes.
 A child that fails or is cancelled leaves the work to the explorer's own loads and comparison,
-which then report any error themselves.
+which then report any error themselves. Nothing is started where cache writing is off
+(KERNELDIFF_CACHE_MAX=0); a cache that refuses a model (a full disk) costs a second read of
+that trace, in the explorer.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kerneldiff.core.errors import LoadCancelled, TraceError
 from kerneldiff.core.processes.progress_board import COMPARING, LOADING, STORED, UNDECIDED, ProgressBoard
@@ -43,7 +46,7 @@ class Ahead:
         self._done = False
         self._result = None
 
-        def work() -> bool:
+        def work() -> Any:
             from kerneldiff.core import orchestration
             from kerneldiff.core.ingest import cache
 
@@ -52,15 +55,14 @@ class Ahead:
                 s.load_all()
                 s.compare(phase)     # stored (keep_comparisons): the explorer opens on it
                 return True
-            else:
-                board.decide(LOADING)
-                # the CLI's policy, not the explorer's threads (this session is the child's copy)
-                s.side_by_side, s.fork_pair = False, True
-                steps = [board.reporter(i) for i in range(len(s.paths))]
-                if not orchestration.load_pair_beside(s, lambda i, *a: steps[i](*a), board.stored):
-                    for i in range(len(s.paths)):
-                        s.load(i, steps[i])
-                        board.stored(i)
+            board.decide(LOADING)
+            # the CLI's policy, not the explorer's threads (this session is the child's copy)
+            s.side_by_side, s.fork_pair = False, True
+            steps = [board.reporter(i) for i in range(len(s.paths))]
+            if not orchestration.load_pair_beside(s, lambda i, *a: steps[i](*a), board.stored):
+                for i in range(len(s.paths)):
+                    s.load(i, steps[i])
+                    board.stored(i)
             # sent back as it is (~10 ms to unpickle against ~80 ms to read the stored JSON back),
             # and stored after it was sent
             return s.compare(phase, keep=False)
@@ -123,7 +125,7 @@ def compare_ahead(s: Session, phase: str) -> Callable[[], bool] | None:
     from kerneldiff.core import comparison_cache, orchestration
     from kerneldiff.core.processes.fork_child import can_fork
 
-    if s.single or s.loaded or any(e is not None for e in s.errors) or not can_fork():
+    if s.single or s.loaded or any(e is not None for e in s.errors) or not can_fork() or _cache_writing_off():
         return None
     key = orchestration.comparison_key(s, phase)
     if key is None or comparison_cache.entry_path(key).is_file():
@@ -138,3 +140,13 @@ def compare_ahead(s: Session, phase: str) -> Callable[[], bool] | None:
         return ahead.finish() is True
 
     return wait
+
+
+def _cache_writing_off() -> bool:
+    """KERNELDIFF_CACHE_MAX=0: the child could store no model, and the explorer's loads would read
+    each trace again after it. (The cache module, numpy with it, is imported only when it is set.)"""
+    if not os.environ.get("KERNELDIFF_CACHE_MAX", "").strip():
+        return False
+    from kerneldiff.core.ingest.cache import max_bytes
+
+    return max_bytes() <= 0

@@ -253,6 +253,15 @@ def test_first_frame_imports_neither_numpy_nor_the_reader(tmp_path):
                            text=True, timeout=120)
         assert r.returncode == 0, r.stderr[-2000:]
         assert r.stdout.split() == ["False", "False"], (paths, r.stdout, r.stderr[-2000:])
+    # with the model cache on, a pair never opened is loaded by a child forked before Textual
+    # (core/compare_ahead.py): starting it must not pull them into this process either
+    import os
+
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    r = subprocess.run([sys.executable, "-c", FIRST_FRAME_PROBE, str(DEMO_A), str(DEMO_B)], capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["False", "False"], (r.stdout, r.stderr[-2000:])
 
 
 async def test_load_bar_fills_in_proportion_and_turns_complete():

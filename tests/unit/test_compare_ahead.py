@@ -113,12 +113,15 @@ def test_a_child_that_fails_leaves_the_error_to_the_sessions_own_load(cache_home
     assert str(followed.value) == str(alone.value) and "not a list" in str(followed.value)
 
 
-@pytest.mark.parametrize("how", ["one trace", "no cache", "not kept"])
-def test_nothing_ahead_where_it_does_not_apply(cache_home, how):  # noqa: F811
+@pytest.mark.parametrize("how", ["one trace", "no cache", "not kept", "cache writing off"])
+def test_nothing_ahead_where_it_does_not_apply(cache_home, monkeypatch, how):  # noqa: F811
     paths = pair(cache_home)
+    if how == "cache writing off":   # the child could hand no model over
+        monkeypatch.setenv("KERNELDIFF_CACHE_MAX", "0")
     s = {"one trace": lambda: session(paths[:1]),
          "no cache": lambda: session(paths, use_cache=False),
-         "not kept": lambda: Session(paths)}[how]()
+         "not kept": lambda: Session(paths),
+         "cache writing off": lambda: session(paths)}[how]()
     assert s.compare_ahead("all") is None
 
 

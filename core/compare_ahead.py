@@ -2,13 +2,14 @@
 
 The child is forked before the explorer imports Textual (no thread runs yet). It reads the model
 cache first:
-* both models are there: it compares them and stores the comparison (~0.3 s, about the explorer's
-  own start); the explorer waits for it and opens on the stored comparison;
+* both models are there: it compares them (~0.3 s, about the explorer's own start) and sends the
+  comparison back; the explorer waits for it and opens on it as on a stored one;
 * otherwise it loads the pair as the CLI does (one process a trace, side by side, or workers in
   turn: `orchestration.load_pair_beside`), stores each model in the cache as it is ready, then
-  compares, sends the comparison back and stores it. The explorer does not wait: its loads follow
+  compares and sends the comparison back. The explorer does not wait: its loads follow
   the child's progress (a `ProgressBoard` on shared memory) and read each model from the cache once
-  the child has stored it, and its comparison of that phase is the child's. The explorer's own loads
+  the child has stored it, and its comparison of that phase is the child's. Either way the child
+  stores the comparison after sending it (`Beside`'s `then`), for the next time. The explorer's own loads
   run in threads of one interpreter, the GIL between them: on two cores the real eager/compiled
   pair reached its comparison in ~2.4 s that way, against ~1.2 s for the CLI's processes.
 A child that fails or is cancelled leaves the work to the explorer's own loads and comparison,
@@ -53,8 +54,7 @@ class Ahead:
             if all(cache.has(p, s.classifier) for p in s.paths):
                 board.decide(COMPARING)
                 s.load_all()
-                s.compare(phase)     # stored (keep_comparisons): the explorer opens on it
-                return True
+                return s.compare(phase, keep=False), s.phases()   # the explorer opens on it
             board.decide(LOADING)
             # the CLI's policy, not the explorer's threads (this session is the child's copy)
             s.side_by_side, s.fork_pair = False, True
@@ -63,13 +63,12 @@ class Ahead:
                 for i in range(len(s.paths)):
                     s.load(i, steps[i])
                     board.stored(i)
-            # sent back as it is (~10 ms to unpickle against ~80 ms to read the stored JSON back),
-            # and stored after it was sent
-            return s.compare(phase, keep=False)
+            return s.compare(phase, keep=False), s.phases()
 
         def then(value) -> None:
-            if value is not True:
-                s.keep_comparison(phase, value)
+            # sent back as it is (~10 ms to unpickle against ~80 ms to read the stored JSON back),
+            # and stored once sent, for the next time this pair is opened
+            s.keep_comparison(phase, value[0])
 
         self._beside = Beside(work, then)
 
@@ -82,10 +81,8 @@ class Ahead:
             time.sleep(0.002)
 
     def finish(self):
-        """Wait for the child's answer: True (it compared the cached models and stored the
-        comparison: `stored_comparison` reads it), the comparison itself (it loaded the pair: the
-        comparison is stored after it was sent), or None (it failed or was cancelled: the caller
-        compares the pair itself)."""
+        """Wait for the child's answer: (the comparison, the pair's phases), stored by the child
+        once sent; or None (it failed or was cancelled: the caller compares the pair itself)."""
         with self._lock:
             if not self._done:
                 self._done = True
@@ -137,7 +134,11 @@ def compare_ahead(s: Session, phase: str) -> Callable[[], bool] | None:
         if ahead.plan() == LOADING:
             return False     # the session's loads and comparison follow the child
         s._ahead = None
-        return ahead.finish() is True
+        got = ahead.finish()
+        if got is None:
+            return False
+        s._received = (phase, *got)   # what `stored_comparison(phase)` answers, before the cache
+        return True
 
     return wait
 

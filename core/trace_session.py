@@ -132,6 +132,7 @@ class Session:
         self._identities: list[Any] = [None] * n   # each file as it was loaded (comparison_cache)
         self._stored_phases: list[str] | None = None   # those of a stored comparison read before the loads
         self._ahead = None   # a forked child loading and comparing this pair (compare_ahead)
+        self._received: tuple | None = None   # (phase, comparison, phases) that child sent back
         self._one_process = False   # while a pair loads side by side: each load reads in its own process
         self._classifier = None
         self._lock = threading.Lock()
@@ -271,9 +272,9 @@ class Session:
         ahead = self._ahead
         if ahead is not None and ahead.phase == phase:
             self._ahead = None
-            comparison = ahead.finish()   # the child's (compare_ahead): this very pair and phase
-            if comparison is not None and comparison is not True:
-                return comparison
+            got = ahead.finish()   # the child's (compare_ahead): this very pair and phase
+            if got is not None:
+                return got[0]
         return orchestration.compare(self, phase, keep)
 
     def compare_ahead(self, phase: str = "all") -> Callable[[], bool] | None:
@@ -282,7 +283,7 @@ class Session:
         models in the cache the child only compares them (~0.3 s, beside the explorer's import of
         Textual and its first frame); otherwise it loads the pair as the CLI does (a process per
         trace), storing each model, then compares. Returns a function that waits for the child:
-        True: the comparison is stored now (`stored_comparison` reads it); False: it is not, and
+        True: the comparison is here (`stored_comparison` answers it); False: it is not, and
         this session's loads and its comparison of `phase` follow the child (a load waits until
         the child has stored its model, passing the child's progress on, then reads the cache).
         None where this does not apply (one trace, a probe error, comparisons not kept, stored

@@ -25,13 +25,19 @@ def test_cached_models_get_their_comparison_stored_by_the_child(cache_home):  # 
     first.load_all()                                  # both models now in the model cache
     for f in entries():
         f.unlink()                                    # ... and no comparison stored
-    ahead = session(paths).compare_ahead("all")
-    assert ahead is not None and ahead() is True
+    opened = session(paths)
+    wait = opened.compare_ahead("all")
+    child = opened._ahead
+    assert wait is not None and wait() is True
+    received = opened.stored_comparison("all")               # sent back, not read from the cache
+    assert received is not None and opened.models == [None, None] and opened.phases() == first.phases()
+    assert same(received, first.compare("all", keep=False))  # what the explorer would have computed
+    child.join(60)                                           # stored once sent
     assert len(entries()) == 1
     s = session(paths)
     stored = s.stored_comparison("all")
     assert stored is not None and s.models == [None, None]
-    assert same(stored, first.compare("all", keep=False))   # what the explorer would have computed
+    assert same(stored, received)
     # stored now: nothing left to do ahead
     assert session(paths).compare_ahead("all") is None
 

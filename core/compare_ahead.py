@@ -51,13 +51,15 @@ class Ahead:
             from kerneldiff.core import orchestration
             from kerneldiff.core.ingest import cache
 
+            # the CLI's policy, not the explorer's threads (this session is the child's copy): a
+            # side's readings for the comparison computed where it is loaded, beside the other
+            s.fork_pair = True
             if all(cache.has(p, s.classifier) for p in s.paths):
                 board.decide(COMPARING)
                 s.load_all()
                 return s.compare(phase, keep=False), s.phases()   # the explorer opens on it
             board.decide(LOADING)
-            # the CLI's policy, not the explorer's threads (this session is the child's copy)
-            s.side_by_side, s.fork_pair = False, True
+            s.side_by_side = False   # and workers for a big trace, as the CLI's
             steps = [board.reporter(i) for i in range(len(s.paths))]
             if not orchestration.load_pair_beside(s, lambda i, *a: steps[i](*a), board.stored):
                 for i in range(len(s.paths)):

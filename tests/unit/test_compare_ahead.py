@@ -191,3 +191,24 @@ def test_a_child_killed_from_outside_leaves_the_work_to_the_session(cache_home):
     alone = Session(paths, use_cache=False)
     alone.load_all()
     assert same(comparison, alone.compare("all"))
+
+
+def test_the_child_runs_nicer_than_the_explorer(cache_home):  # noqa: F811
+    """While the explorer draws its first frame the child's loads yield to it (compare_ahead.NICE)."""
+    import os
+    from pathlib import Path
+
+    from kerneldiff.core.compare_ahead import NICE
+
+    paths = pair(cache_home)
+    s = session(paths)
+    before = os.nice(0)
+    wait = s.compare_ahead("all")
+    assert wait() is False                     # the child has niced itself before it decided
+    stat = Path(f"/proc/{s._ahead._beside.pid}/stat")
+    if not stat.exists():
+        pytest.skip("no /proc here")
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    assert int(fields[16]) == min(before + NICE, 19)   # field 19 of stat: the nice value
+    s.load_all()
+    assert os.nice(0) == before                # this process's own niceness is untouched

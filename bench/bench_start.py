@@ -4,12 +4,16 @@ real pseudo-terminal.
     python bench/bench_start.py [--repeat 5] [A B]
     python bench/bench_start.py --comparison [--repeat 5] [A B]   # default pair: the real H100/H200 eager
     python bench/bench_start.py --comparison --kerneldiff /work/main/.venv/bin/kerneldiff   # + a build to compare
+    python bench/bench_start.py --cold-first-frame [--kerneldiff OTHER] A B   # a pair never opened
 
 Starts `kerneldiff A B` (default: the bundled demo pair) in a pty of 120x36 and times from just
 before the exec to the moment the terminal has received the first screen that names side A's
 GPU (the metadata screen or the comparison, whichever comes first), then kills the app. Baseline in
 the same run: `python -c "import textual.app"` alone (what any Textual app pays before drawing),
 and a bare Textual app drawing one line. Warm install: one run first fills the bytecode caches.
+
+With --cold-first-frame it times to the first frame of a pair never opened (each run with an empty
+model cache: the start screen, while the traces load behind it), the builds alternated.
 
 With --comparison it times to the comparison's header (`wall A/B`) instead, in three rows: *cold*,
 each run with an empty cache (the traces read from their JSON), *models cached*, each run after
@@ -127,20 +131,46 @@ def comparison(paths: list[str], repeat: int, builds: list[tuple[str, list[str]]
               f"cpu {statistics.median(cpu):5.2f} / {min(cpu):5.2f} / {max(cpu):5.2f} s", flush=True)
 
 
+def cold_first_frame(paths: list[str], repeat: int, builds: list[tuple[str, list[str]]]) -> None:
+    """The first frame of a pair never opened (the start screen naming A's GPU while the traces
+    load behind it), each run with an empty model cache, builds alternated run by run."""
+    from kerneldiff.core.ingest.probe import probe
+
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    marker = probe(paths[0]).gpu.split()[0].encode()
+    figures: dict[str, list[float]] = {name: [] for name, _ in builds}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, kd in builds:   # warm: bytecode, page cache, the registry
+            time_to([*kd, *paths], marker, env={"XDG_CACHE_HOME": f"{tmp}/{name}"})
+        for _ in range(repeat):
+            for name, kd in builds:
+                shutil.rmtree(Path(tmp, name, "kerneldiff", "models"), ignore_errors=True)
+                figures[name].append(time_to([*kd, *paths], marker, env={"XDG_CACHE_HOME": f"{tmp}/{name}"}))
+    print(f"first frame of a pair never opened, pty 120x36, {' vs '.join(Path(p).name for p in paths)}; "
+          f"median / min / max of {repeat}")
+    for name, xs in figures.items():
+        print(f"{name:8} {statistics.median(xs) * 1000:6.0f} / {min(xs) * 1000:6.0f} / {max(xs) * 1000:6.0f} ms",
+              flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--comparison", action="store_true", help="time to the comparison shown, cold and cached")
+    ap.add_argument("--cold-first-frame", action="store_true",
+                    help="time to the first frame of a pair never opened (an empty model cache each run)")
     ap.add_argument("--kerneldiff", action="append", default=[], metavar="PATH",
-                    help="with --comparison: another build's kerneldiff to time beside this one, alternated "
+                    help="with --comparison or --cold-first-frame: another build's kerneldiff to time beside "
+                         "this one, alternated "
                          "(e.g. the main checkout's, for the figures before a change); repeatable")
     ap.add_argument("paths", nargs="*")
     args = ap.parse_args(argv)
-    if args.comparison:
+    if args.comparison or args.cold_first_frame:
         builds = [("this", [sys.executable, "-m", "kerneldiff.cli"])]
         builds += [(f"build{i + 1}" if len(args.kerneldiff) > 1 else "other", [path])
                    for i, path in enumerate(args.kerneldiff)]
-        comparison(args.paths or [str(TRACES / f"{n}.json.gz") for n in REAL_PAIR], args.repeat, builds)
+        paths = args.paths or [str(TRACES / f"{n}.json.gz") for n in REAL_PAIR]
+        (comparison if args.comparison else cold_first_frame)(paths, args.repeat, builds)
         return 0
     from kerneldiff.core.demo import DEMO_A, DEMO_B
     from kerneldiff.core.ingest.probe import probe

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Any, Callable
 
 from kerneldiff.core.errors import LoadCancelled, TraceError
@@ -62,10 +63,9 @@ class Ahead:
                 return s.compare(phase, keep=False), s.phases()   # the explorer opens on it
             board.decide(LOADING)
             s.side_by_side = False   # and workers for a big trace, as the CLI's
-            steps = [board.reporter(i) for i in range(len(s.paths))]
-            if not orchestration.load_pair_beside(s, lambda i, *a: steps[i](*a), board.stored):
+            if not orchestration.load_pair_beside(s, board.report, board.stored):
                 for i in range(len(s.paths)):
-                    s.load(i, steps[i])
+                    s.load(i, partial(board.report, i))
                     board.stored(i)
             return s.compare(phase, keep=False), s.phases()
 

@@ -201,10 +201,7 @@ class Beside:
 
     def _reap(self) -> None:
         if self.pid:
-            try:
-                os.waitpid(self.pid, 0)
-            except ChildProcessError:
-                pass
+            _reap_pid(self.pid)
             self.pid = 0
 
 

@@ -30,15 +30,9 @@ class ProgressBoard:
     def plan(self) -> int:
         return _HEAD.unpack_from(self._mm, 0)[0]
 
-    def reporter(self, index: int):
-        """A loader's progress callback writing trace `index`'s slot (from any process)."""
-        at = self._at(index)
-
-        def report(fraction: float, stage: str, done: int, total: int) -> bool:
-            _SLOT.pack_into(self._mm, at, RUNNING, fraction, done, total, stage.encode()[:32])
-            return True
-
-        return report
+    def report(self, index: int, fraction: float, stage: str, done: int, total: int) -> None:
+        """Trace `index`'s progress (from any process): `Session.load_all`'s progress callback."""
+        _SLOT.pack_into(self._mm, self._at(index), RUNNING, fraction, done, total, stage.encode()[:32])
 
     def stored(self, index: int) -> None:
         """Trace `index` is loaded and in the model cache."""

@@ -156,10 +156,10 @@ def test_a_board_written_by_forked_children_is_read_here():
             board.decide(LOADING)
             grandchild = os.fork()
             if grandchild == 0:
-                board.reporter(1)(0.25, "reading", 10, 40)
+                board.report(1, 0.25, "reading", 10, 40)
                 os._exit(0)
             os.waitpid(grandchild, 0)
-            board.reporter(0)(0.5, "é" * 20, 1, 2)     # cut at 32 bytes: inside no character
+            board.report(0, 0.5, "é" * 20, 1, 2)     # cut at 32 bytes: inside no character
             board.stored(0)
         finally:
             os._exit(0)
@@ -167,9 +167,9 @@ def test_a_board_written_by_forked_children_is_read_here():
     assert board.plan() == LOADING
     assert board.read(1) == (RUNNING, 0.25, "reading", 10, 40)
     assert board.read(0) == (STORED, 1.0, "done", 2, 2)
-    board.reporter(0)(0.5, "é" * 20, 1, 2)
+    board.report(0, 0.5, "é" * 20, 1, 2)
     assert board.read(0)[2] == "é" * 16
-    board.reporter(0)(0.5, "x" + "é" * 20, 1, 2)      # a cut through a character drops it
+    board.report(0, 0.5, "x" + "é" * 20, 1, 2)      # a cut through a character drops it
     assert board.read(0)[2] == "x" + "é" * 15
     with pytest.raises(IndexError):
         board.read(2)

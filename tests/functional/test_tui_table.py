@@ -370,3 +370,60 @@ async def test_trace_strings_are_shown_literally():
         assert "\x1b" not in "".join(text) and "\t" not in "".join(text) and "\n" not in "".join(text)
         assert all(not seg.style or not seg.style.link for s in lines for seg in s)
         assert text[6].strip() == "漢字かな"
+
+
+class Collected(App):
+    """A table whose rows, and whose sort key, record whether the cyclic collector was on."""
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__()
+        self.fail = fail
+        self.seen: list[tuple[str, bool]] = []
+
+    def compose(self) -> ComposeResult:
+        yield ResultTable(id="t")
+
+    def spec(self) -> TableSpec:
+        import gc
+
+        from kerneldiff.tui.widgets.result_table import Sort
+
+        def build(widths):
+            self.seen.append(("build", gc.isenabled()))
+            if self.fail:
+                raise RuntimeError("a view that fails to build")
+            return [Row(str(i), (i, f"k{i}"), (Text(str(i)), Text(f"k{i}"))) for i in range(50)]
+
+        def key(row):
+            self.seen.append(("order", gc.isenabled()))
+            return row.values[0]
+        return TableSpec("collected", [Column("i", "#", "int", 4), Column("name", "Kernel", "name")], build,
+                         default_sort="i", sorts={"i": Sort("i", key, ("i",)), "name": Sort("name", key, ("name",))})
+
+
+async def test_rows_are_built_and_ordered_without_the_collector_which_comes_back_after():
+    """100,000 rows are about a million objects and no cycles: the collector's passes over the growing
+    heap were half of a kernels view's first frame. It is paused while a table builds and orders its
+    rows, and on again after, for what the app makes next, also when a view fails to build."""
+    import gc
+
+    assert gc.isenabled()
+    app = Collected()
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.query_one(ResultTable)
+        table.show(app.spec())
+        await pilot.pause()
+        assert {what for what, _ in app.seen} == {"build", "order"}
+        assert not any(on for _, on in app.seen), app.seen
+        assert gc.isenabled()
+        app.seen.clear()
+        table.sort_named("name", reverse=False)   # ordered again: paused again
+        assert app.seen and not any(on for _, on in app.seen)
+        assert gc.isenabled()
+        assert table.current_row() is not None
+    app = Collected(fail=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        with pytest.raises(RuntimeError):
+            app.query_one(ResultTable).show(app.spec())
+        assert app.seen == [("build", False)]
+        assert gc.isenabled()

@@ -40,30 +40,31 @@ def launch(argv: list[str]) -> int:
 
     if len(paths) == 2 and RunSession.names_runs(*paths):   # one directory alone: refused as before
         return _explore_runs(paths, args)
-    session, ahead = _compare_ahead(paths, args)   # before Textual is imported: no thread runs yet, fork is safe
+    session, ahead = _compare_ahead(paths, args, aie)   # before Textual is imported: no thread runs yet, fork is safe
     from kerneldiff.tui.app import run_app
 
     return run_app(paths, phase=args.phase, registry=args.registry, use_cache=not args.no_cache, aie=aie,
                    session=session, before_start=ahead, all_passes=args.all_passes)
 
 
-def _compare_ahead(paths: list[str], args):
+def _compare_ahead(paths: list[str], args, aie):
     """A pair not compared so before: its comparison is computed by a forked child while this
     process imports the explorer (Session.compare_ahead): from the cached models, or after the child
     has loaded and stored them (the explorer's loads then follow its progress). Returns (the
-    explorer's session, probed, and the function that waits for the child, or for its plan), or
-    (None, None) where that does not apply (then the explorer makes its session itself)."""
+    explorer's session, probed, and the function that waits for the child, or for its plan, or
+    None where no child was started: a pair compared before, whose comparison the explorer reads
+    through this session without probing both traces again), or (None, None) for a single trace
+    or with --no-cache (then the explorer makes its session itself)."""
     if len(paths) != 2 or args.no_cache:
         return None, None
     from kerneldiff.core.session import open_session
 
     # the session the explorer would open (tui.app.explorer_session): the child's comparison is
     # stored under its key, and the explorer reads it through this very session
-    session = open_session(paths, registry=args.registry, use_cache=True, keep_comparisons=True, side_by_side=True,
-                           **({"all_passes": True} if args.all_passes else {}))
+    session = open_session(paths, aie=aie, registry=args.registry, use_cache=True, keep_comparisons=True,
+                           side_by_side=True, **({"all_passes": True} if args.all_passes else {}))
     start = getattr(session, "compare_ahead", None)     # AIE runs are compared otherwise
-    wait = start(args.phase) if start is not None else None
-    return (session, wait) if wait is not None else (None, None)
+    return session, (start(args.phase) if start is not None else None)
 
 
 def _explore_runs(paths: list[str], args) -> int:

@@ -283,3 +283,49 @@ async def test_load_bar_fills_in_proportion_and_turns_complete():
             full = "load-bar--complete" if pct >= 100 else "load-bar--done"
             style = bar.get_component_rich_style(full)
             assert sum(s.end - s.start for s in text.spans if s.style == style) == filled
+
+
+STORED_FRAME_PROBE = """
+import sys
+from kerneldiff.cli.app_launch import launch
+import kerneldiff.core.ingest.probe as reader
+import kerneldiff.tui.app as app_module
+
+probed = []
+probe = reader.probe
+
+def counting(path, *args, **kwargs):
+    probed.append(path)
+    return probe(path, *args, **kwargs)
+
+reader.probe = counting
+
+def shown(self):
+    # the stored comparison is the first screen: how often was each trace probed until then?
+    print(len(probed), len(set(probed)), type(self.stored).__name__, flush=True)
+    self.exit()
+
+app_module.KernelDiffApp._stored_shown = shown
+app_module._has_terminal = lambda: True
+app_module.KernelDiffApp.run = lambda self: app_module.App.run(self, headless=True)
+sys.exit(launch(sys.argv[1:]))
+"""
+
+
+def test_a_pair_compared_before_is_probed_once(tmp_path):
+    """A pair whose comparison is stored opens on it at once. The launch opens the explorer's session
+    to decide whether a child must compare the pair (no: it is stored); the explorer reads the stored
+    comparison through that session rather than opening another and reading both heads again."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    paths = [str(DEMO_A), str(DEMO_B)]
+    store = ("from kerneldiff.tui.app import explorer_session; import sys; s = explorer_session(sys.argv[1:]); "
+             "s.load_all(); s.compare('all')")   # compared with the cache on: the comparison is stored
+    subprocess.run([sys.executable, "-c", store, *paths], check=True, env=env, timeout=120)
+    r = subprocess.run([sys.executable, "-c", STORED_FRAME_PROBE, *paths], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["2", "2", "Comparison"], (r.stdout, r.stderr[-2000:])

@@ -15,7 +15,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
-from tui_driver import demo_app, wait_for_main
+from tui_driver import demo_app, wait_for_main, wait_until
 from kerneldiff.tui.text import literal, one_bar, span, two_bars
 from kerneldiff.tui.widgets.result_table import Column, ResultTable, Row, TableSpec
 from kerneldiff.tui.widgets.table_lines import whole_columns
@@ -427,3 +427,48 @@ async def test_rows_are_built_and_ordered_without_the_collector_which_comes_back
             app.query_one(ResultTable).show(app.spec())
         assert app.seen == [("build", False)]
         assert gc.isenabled()
+
+
+class Named(App):
+    def compose(self) -> ComposeResult:
+        yield ResultTable(id="t")
+
+
+def named_spec(names: list[str]) -> TableSpec:
+    from kerneldiff.tui.text import shortener
+
+    def build(widths):
+        short = shortener(names, widths["name"])
+        return [Row(str(i), (i, n), lambda n=n, i=i: (Text(str(i)), literal(short(n)))) for i, n in enumerate(names)]
+    return TableSpec("named", [Column("i", "#", "int", 5), Column("name", "Kernel", "name", max_width=60)], build)
+
+
+async def test_a_long_name_column_tells_alike_names_apart_after_its_first_frame(monkeypatch):
+    """Past text.LATER_NAMES names (100,000 take 1-1.5 s to tell apart), a table's first frame shows
+    each name shortened alone, and the names that read alike are told apart in a thread after it,
+    then drawn again: the end is what `distinct_short_names` gives, as for a short column. A build
+    replaced meanwhile (a resize, another view) leaves its names to the build that replaced it."""
+    from kerneldiff.core.names.display import distinct_short_names, short_name
+    from kerneldiff.tui import text
+
+    monkeypatch.setattr(text, "LATER_NAMES", 50)
+    names = [f"void vllm::rms_norm_kernel<c10::BFloat16, {i}, 2>" for i in range(200)]
+    app = Named()
+    async with app.run_test(size=(40, 12)) as pilot:
+        table = app.query_one(ResultTable)
+        table.show(named_spec(names))
+        width = table._widths["name"]
+        assert table.later_pending
+        first = [c[1].plain for c in map(table._cells_of, range(5))]
+        assert first == [short_name(n, width) for n in names[:5]] and len(set(first)) == 1   # alike, for now
+        table.show(named_spec(names[::-1]))   # rebuilt before the first build's names came
+        await wait_until(pilot, lambda: not table.later_pending)
+        await pilot.pause()
+        final = distinct_short_names(names, width)
+        shown = [table._cells_of(i)[1].plain for i in range(len(names))]
+        assert shown == [final[n] for n in names[::-1]]
+        assert len(set(shown)) == len(names)
+        assert [ln.split()[1] for ln in screen_lines(table)[1:4]] == [final[n] for n in names[::-1][:3]]
+    # outside a table's build (a report, a detail pane) the names are told apart at once
+    short = text.shortener(names, 30)
+    assert [short(n) for n in names] == [distinct_short_names(names, 30)[n] for n in names]

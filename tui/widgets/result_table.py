@@ -31,8 +31,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from .table_lines import StyleSums, one_line_runs, rich_cell_lines, whole_columns
-from .table_rows import (NUMERIC, Column, Row, RowOrder, ShownRows, Sort, TableSpec, column_title,
-                         flexible_widths, sort_words)
+from .table_rows import (NUMERIC, Column, Row, RowOrder, ShownRows, Sort, TableSpec, collecting_later,
+                         column_title, flexible_widths, sort_words)
 
 __all__ = ["NUMERIC", "Column", "ResultTable", "Row", "Sort", "TableSpec", "column_title", "flexible_widths",
            "sort_words"]
@@ -206,6 +206,8 @@ class ResultTable(ScrollView, can_focus=True):
         self._component: dict[tuple, tuple[Style, Style]] = {}
         self._frame: tuple | None = None    # what every line of a frame depends on
         self._prefetched = None             # the scroll offset the pages around were drawn for
+        self._builds = 0                    # bumped on every build of the rows: work left for later is stale
+        self.later_pending = False          # what the rows show is still being finished (`_run_later`)
 
     # --- data in --------------------------------------------------------------------------
     def show(self, spec: TableSpec, keep_cursor: bool = False) -> None:
@@ -229,6 +231,8 @@ class ResultTable(ScrollView, can_focus=True):
     def clear(self, columns: bool = False) -> None:
         """No rows (and, with `columns`, no columns either)."""
         self.rows_all = []
+        self._builds += 1
+        self.later_pending = False
         self._order = RowOrder(self.spec.columns if self.spec and not columns else [], [], {})
         self.rows_shown = ShownRows([], [])
         self._positions = None
@@ -254,10 +258,52 @@ class ResultTable(ScrollView, can_focus=True):
     def _build_rows(self) -> None:
         assert self.spec is not None
         self._widths = self._name_widths()
-        self.rows_all = self.spec.build(self._widths)
+        with collecting_later() as pending:
+            self.rows_all = self.spec.build(self._widths)
+        self._builds += 1
         self._order = RowOrder(self.spec.columns, self.rows_all, self.spec.sorts)
         self._positions = None
         self._one_line = all(r.height == 1 for r in self.rows_all)
+        self.later_pending = bool(pending)
+        if pending:   # once the first frame is out: before, the thread would share the GIL with it
+            self.call_after_refresh(self._run_later, pending, self._builds)
+
+    def _run_later(self, pending: list, build: int) -> None:
+        """What this build's rows left for after the first frame (`table_rows.later`: telling
+        100,000 names apart), computed in a thread; then the rows drawn again with it."""
+        if build != self._builds:
+            return
+        def work() -> None:
+            collecting = gc.isenabled()
+            gc.disable()   # as `_build_rows`: many objects, no cycles
+            try:
+                values = [compute() for compute, _ in pending]
+            except Exception:   # a bug: the rows keep what they show now, nothing is lost
+                values = None
+            finally:
+                if collecting:
+                    gc.enable()
+            try:
+                self.app.call_from_thread(self._later_done, build, pending, values)
+            except RuntimeError:   # the app has ended meanwhile
+                pass
+        self.run_worker(work, thread=True, group="table-later", exit_on_error=False, name=f"{self.spec.name} later")
+
+    def _later_done(self, build: int, pending: list, values: list | None) -> None:
+        if build != self._builds:   # rebuilt meanwhile (a resize, another view): that build has its own
+            return
+        self.later_pending = False
+        if values is None:
+            return
+        for (_, apply), value in zip(pending, values):
+            apply(value)
+        for r in self.rows_all:
+            r.forget_cells()
+        self._generation += 1
+        self._strips.clear()
+        self._prefetched = None
+        self._layout_columns()
+        self.refresh()
 
     def on_resize(self) -> None:
         # names were shortened for the old width: rebuild when it changes noticeably

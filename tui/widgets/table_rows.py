@@ -8,7 +8,9 @@ sort on 100,000 rows is a list comprehension and a `sorted` over ints, not a reb
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -32,13 +34,14 @@ class Row:
     called when the row is first drawn or measured, so a table builds the cells of the rows it
     shows on screen, not of all of them; read, `row.cells` is always the tuple."""
 
-    __slots__ = ("key", "values", "_cells", "payload", "style", "_search", "height")
+    __slots__ = ("key", "values", "_cells", "_make", "payload", "style", "_search", "height")
 
     def __init__(self, key: str, values: tuple, cells: tuple | Callable[[], tuple], payload: Any = None,
                  style: str = "", search: str | Callable[[], str] = "", height: int | None = 1) -> None:
         self.key = key
         self.values = values          # raw values, one per column (None = absent)
         self._cells = cells           # renderables, one per column (or what makes them)
+        self._make = cells if callable(cells) else None   # made again after work left for later
         self.payload = payload        # the result object the row shows (for drill-down)
         self.style = style            # whole-row style (e.g. the slower side's colour)
         self._search = search         # lowercase text matched by the filter (or what makes it, at the first filter)
@@ -51,6 +54,11 @@ class Row:
             cells = self._cells = tuple(cells())
         return cells
 
+    def forget_cells(self) -> None:
+        """Make the cells again when next drawn (what they show was finished after the first frame)."""
+        if self._make is not None:
+            self._cells = self._make
+
     @property
     def search(self) -> str:
         search = self._search
@@ -60,6 +68,33 @@ class Row:
 
     def __repr__(self) -> str:
         return f"Row({self.key!r}, {self.values!r})"
+
+
+# --- work left for after a table's first frame ------------------------------------------------
+
+_later: ContextVar[list | None] = ContextVar("kerneldiff_table_later", default=None)
+
+
+def later(compute: Callable[[], Any], apply: Callable[[Any], object]) -> bool:
+    """While a table builds its rows (`collecting_later`): leave `compute` (slow and pure: it runs in
+    a thread once the first frame is out) for later, and `apply(its value)` to run on the app's
+    thread before the rows are drawn again. False anywhere else: the caller does the work now."""
+    pending = _later.get()
+    if pending is None:
+        return False
+    pending.append((compute, apply))
+    return True
+
+
+@contextmanager
+def collecting_later() -> Iterator[list[tuple[Callable[[], Any], Callable[[Any], object]]]]:
+    """What the rows built inside leave for later (`later`), as (compute, apply) pairs."""
+    pending: list = []
+    token = _later.set(pending)
+    try:
+        yield pending
+    finally:
+        _later.reset(token)
 
 
 @dataclass

@@ -404,7 +404,8 @@ class Collected(App):
 async def test_rows_are_built_and_ordered_without_the_collector_which_comes_back_after():
     """100,000 rows are about a million objects and no cycles: the collector's passes over the growing
     heap were half of a kernels view's first frame. It is paused while a table builds and orders its
-    rows, and on again after, for what the app makes next, also when a view fails to build."""
+    rows, and on again after the next refresh (its first pass over the new rows comes after the frame
+    that shows them), also when a view fails to build."""
     import gc
 
     assert gc.isenabled()
@@ -412,6 +413,7 @@ async def test_rows_are_built_and_ordered_without_the_collector_which_comes_back
     async with app.run_test(size=(80, 24)) as pilot:
         table = app.query_one(ResultTable)
         table.show(app.spec())
+        assert not gc.isenabled()            # until the frame that shows the rows is out
         await pilot.pause()
         assert {what for what, _ in app.seen} == {"build", "order"}
         assert not any(on for _, on in app.seen), app.seen
@@ -419,6 +421,7 @@ async def test_rows_are_built_and_ordered_without_the_collector_which_comes_back
         app.seen.clear()
         table.sort_named("name", reverse=False)   # ordered again: paused again
         assert app.seen and not any(on for _, on in app.seen)
+        await pilot.pause()
         assert gc.isenabled()
         assert table.current_row() is not None
     app = Collected(fail=True)
@@ -426,7 +429,13 @@ async def test_rows_are_built_and_ordered_without_the_collector_which_comes_back
         with pytest.raises(RuntimeError):
             app.query_one(ResultTable).show(app.spec())
         assert app.seen == [("build", False)]
+        await pilot.pause()
         assert gc.isenabled()
+    # a table that is not running (never mounted) has no refresh to wait for: the collector is back at once
+    table = ResultTable()
+    with pytest.raises(RuntimeError):
+        table.show(Collected(fail=True).spec())
+    assert gc.isenabled()
 
 
 class Named(App):

@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 
 
 def launch(argv: list[str]) -> int:
+    # The explorer's start (Textual, the session, a stored comparison) makes objects that live as
+    # long as it does, and the collector's passes over them came before the first frame (a full
+    # one, 20-40 ms, right after Textual's import). Off until the app runs, which then freezes them
+    # (tui.app.run_app): later passes walk only what the app makes after. On again for a caller
+    # that goes on after a launch that ran no app (arguments refused, no terminal).
+    gc.disable()
+    try:
+        return _launch(argv)
+    finally:
+        gc.enable()
+
+
+def _launch(argv: list[str]) -> int:
     from kerneldiff.cli.args import (Parser, add_all_passes, add_loading, add_phase, add_rank, add_shape_arguments,
                                      clock_mhz, count)
 

@@ -10,6 +10,7 @@ them on the UI thread. Messages go up, method calls go down.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
@@ -462,8 +463,19 @@ def runs_explorer(session, found) -> KernelDiffApp:
 
 def explore_runs(session, found) -> tuple[str, int] | None:
     """Explore two runs (`runs_explorer`): the rank chosen, ("a" | "b", rank), or None on quit."""
-    choice = runs_explorer(session, found).run()
+    app = runs_explorer(session, found)
+    _collect_from_here()
+    choice = app.run()
     return choice if isinstance(choice, tuple) else None
+
+
+def _collect_from_here() -> None:
+    """The collector on, for the app about to run. `kerneldiff A B` imports and reads what the
+    explorer shows with it off (cli.app_launch): what exists now lives as long as the explorer, so
+    it is frozen (no pass of the collector walks it again; freed as ever once unreferenced)."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 def _has_terminal() -> bool:
@@ -515,5 +527,6 @@ def run_app(paths: list[str], phase: str = "all", registry: str | None = None, u
                         all_passes=all_passes)
     if app.stored is None:   # a stored comparison: its traces are in the cache, and the first frame comes first
         app.session.warm_up()
+    _collect_from_here()
     result = app.run()
     return int(result) if isinstance(result, int) else app.exit_code

@@ -341,6 +341,9 @@ def test_launcher_passes_aie_options(traces, monkeypatch, capsys):
     # a partial shape is refused before the app starts
     assert launch([path, "--M", "128", "--K", "128"]) == 2
     assert "--M, --K, --N, --rows and --cols go together" in capsys.readouterr().err
+    import gc
+
+    assert gc.isenabled()   # off while the launch imports and reads; on again when it runs no app
 
 
 # --- snapshots (80×24) ------------------------------------------------------------------------

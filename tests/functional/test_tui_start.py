@@ -329,3 +329,57 @@ def test_a_pair_compared_before_is_probed_once(tmp_path):
                        timeout=120, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["2", "2", "Comparison"], (r.stdout, r.stderr[-2000:])
+
+
+COLLECTOR_PROBE = """
+import gc, sys
+from kerneldiff.cli.main import main
+import importlib.abc, importlib.machinery
+
+# the collector's full passes, from the launch to the first frame, over what the start made
+# (before it is frozen: a pass after walks only what came after)
+full = []
+
+class Hook(importlib.abc.MetaPathFinder):   # the app is patched as it is imported, inside the launch
+    def find_spec(self, name, path, target=None):
+        if name != "kerneldiff.tui.app":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        run = spec.loader.exec_module
+
+        def exec_module(mod):
+            run(mod)
+
+            def shown(self, _m):
+                print(gc.isenabled(), gc.get_freeze_count(), "textual.app" in sys.modules, len(full), flush=True)
+                self.exit()
+            mod.KernelDiffApp.on_start_shown = shown
+            mod._has_terminal = lambda: True
+            mod.KernelDiffApp.run = lambda self: mod.App.run(self, headless=True)
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, Hook())
+gc.collect()
+gc.callbacks.append(lambda phase, info: full.append(1) if phase == "start" and info["generation"] == 2
+                    and not gc.get_freeze_count() else None)
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_the_explorer_runs_with_the_collector_on_over_what_its_start_made_frozen(tmp_path):
+    """`kerneldiff A B` imports Textual and opens its session with the cyclic collector off, and
+    the app freezes what exists then (it lives as long as the explorer) and turns the collector on:
+    no full pass over the start's objects (20-40 ms, right after Textual's import) before the first
+    frame, nor later, and the explorer collects what it makes after as usual."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", COLLECTOR_PROBE, "--no-cache", str(DEMO_A), str(DEMO_B)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    enabled, frozen, textual, full = r.stdout.split()
+    assert enabled == "True" and textual == "True"
+    assert int(frozen) > 50_000, frozen   # Textual's and the explorer's modules, classes, functions
+    assert int(full) == 0, full

@@ -471,6 +471,9 @@ async def test_a_long_name_column_tells_alike_names_apart_after_its_first_frame(
         first = [c[1].plain for c in map(table._cells_of, range(5))]
         assert first == [short_name(n, width) for n in names[:5]] and len(set(first)) == 1   # alike, for now
         table.show(named_spec(names[::-1]))   # rebuilt before the first build's names came
+        await pilot.pause()
+        # said on screen meanwhile: these names will change
+        assert [n.message for n in app._notifications] == ["200 names: those that read alike are told apart in a moment"]
         await wait_until(pilot, lambda: not table.later_pending)
         await pilot.pause()
         final = distinct_short_names(names, width)

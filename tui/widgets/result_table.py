@@ -275,11 +275,15 @@ class ResultTable(ScrollView, can_focus=True):
         100,000 names apart), computed in a thread; then the rows drawn again with it."""
         if build != self._builds:
             return
+        notes = "; ".join(dict.fromkeys(note for *_, note in pending if note))
+        if notes:
+            self._say("later", notes)
+
         def work() -> None:
             collecting = gc.isenabled()
             gc.disable()   # as `_build_rows`: many objects, no cycles
             try:
-                values = [compute() for compute, _ in pending]
+                values = [compute() for compute, *_ in pending]
             except Exception:   # a bug: the rows keep what they show now, nothing is lost
                 values = None
             finally:
@@ -291,13 +295,26 @@ class ResultTable(ScrollView, can_focus=True):
                 pass
         self.run_worker(work, thread=True, group="table-later", exit_on_error=False, name=f"{self.spec.name} later")
 
+    def _say(self, topic: str, note: str | None) -> None:
+        """A notification about this table's state (None: withdraw it), one per topic where the app
+        keeps them (tui.app's notify_about), else a short one."""
+        app, topic = self.app, f"table-{id(self)}-{topic}"
+        if hasattr(app, "notify_about"):
+            if note is None:
+                app.withdraw(topic)
+            else:
+                app.notify_about(topic, note, markup=False)
+        elif note is not None:
+            app.notify(note, markup=False, timeout=3)
+
     def _later_done(self, build: int, pending: list, values: list | None) -> None:
         if build != self._builds:   # rebuilt meanwhile (a resize, another view): that build has its own
             return
         self.later_pending = False
+        self._say("later", None)
         if values is None:
             return
-        for (_, apply), value in zip(pending, values):
+        for (_, apply, _note), value in zip(pending, values):
             apply(value)
         for r in self.rows_all:
             r.forget_cells()

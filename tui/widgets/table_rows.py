@@ -75,20 +75,21 @@ class Row:
 _later: ContextVar[list | None] = ContextVar("kerneldiff_table_later", default=None)
 
 
-def later(compute: Callable[[], Any], apply: Callable[[Any], object]) -> bool:
+def later(compute: Callable[[], Any], apply: Callable[[Any], object], note: str = "") -> bool:
     """While a table builds its rows (`collecting_later`): leave `compute` (slow and pure: it runs in
     a thread once the first frame is out) for later, and `apply(its value)` to run on the app's
-    thread before the rows are drawn again. False anywhere else: the caller does the work now."""
+    thread before the rows are drawn again; `note` says on screen, meanwhile, what will change.
+    False anywhere else: the caller does the work now."""
     pending = _later.get()
     if pending is None:
         return False
-    pending.append((compute, apply))
+    pending.append((compute, apply, note))
     return True
 
 
 @contextmanager
-def collecting_later() -> Iterator[list[tuple[Callable[[], Any], Callable[[Any], object]]]]:
-    """What the rows built inside leave for later (`later`), as (compute, apply) pairs."""
+def collecting_later() -> Iterator[list[tuple[Callable[[], Any], Callable[[Any], object], str]]]:
+    """What the rows built inside leave for later (`later`), as (compute, apply, note)."""
     pending: list = []
     token = _later.set(pending)
     try:

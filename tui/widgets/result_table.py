@@ -280,15 +280,10 @@ class ResultTable(ScrollView, can_focus=True):
             self._say("later", notes)
 
         def work() -> None:
-            collecting = gc.isenabled()
-            gc.disable()   # as `_build_rows`: many objects, no cycles
             try:
                 values = [compute() for compute, *_ in pending]
             except Exception:   # a bug: the rows keep what they show now, nothing is lost
                 values = None
-            finally:
-                if collecting:
-                    gc.enable()
             try:
                 self.app.call_from_thread(self._later_done, build, pending, values)
             except RuntimeError:   # the app has ended meanwhile

@@ -7,16 +7,10 @@ import sys
 
 
 def launch(argv: list[str]) -> int:
-    # The explorer's start (Textual, the session, a stored comparison) makes objects that live as
-    # long as it does, and the collector's passes over them came before the first frame (a full
-    # one, 20-40 ms, right after Textual's import). Off until the app runs, which then freezes them
-    # (tui.app.run_app): later passes walk only what the app makes after. On again for a caller
-    # that goes on after a launch that ran no app (arguments refused, no terminal).
-    gc.disable()
     try:
         return _launch(argv)
     finally:
-        gc.enable()
+        gc.enable()   # (`_launch` turns it off) for a caller that goes on after a launch that ran no app
 
 
 def _launch(argv: list[str]) -> int:
@@ -54,6 +48,12 @@ def _launch(argv: list[str]) -> int:
 
     if len(paths) == 2 and RunSession.names_runs(*paths):   # one directory alone: refused as before
         return _explore_runs(paths, args)
+    # The explorer's start (Textual, the session, a stored comparison) makes objects that live as
+    # long as it does, and the collector's passes over them came before the first frame (a full
+    # one, 20-40 ms, right after Textual's import). Off until the app runs, which then freezes them
+    # (tui.app.run_app): later passes walk only what the app makes after. (Not for runs of ranks,
+    # above: summarising them makes garbage with cycles, which a freeze would keep.)
+    gc.disable()
     session, ahead = _compare_ahead(paths, args, aie)   # before Textual is imported: no thread runs yet, fork is safe
     from kerneldiff.tui.app import run_app
 

@@ -218,6 +218,14 @@ async def test_fits_80x24_with_truncated_names_and_no_color(demo_models, monkeyp
 
 
 
+# the end of a probe script: the app runs headless as `kerneldiff A B` would (a terminal assumed)
+HEADLESS_LAUNCH = """
+app_module._has_terminal = lambda: True
+app_module.KernelDiffApp.run = lambda self: app_module.App.run(self, headless=True)
+sys.exit(launch(sys.argv[1:]))
+"""
+
+
 FIRST_FRAME_PROBE = """
 import sys
 from kerneldiff.cli.app_launch import launch
@@ -229,10 +237,7 @@ def shown(self, _m):
     self.exit()
 
 app_module.KernelDiffApp.on_start_shown = shown
-app_module._has_terminal = lambda: True
-app_module.KernelDiffApp.run = lambda self: app_module.App.run(self, headless=True)
-sys.exit(launch(sys.argv[1:]))
-"""
+""" + HEADLESS_LAUNCH
 
 
 def test_first_frame_imports_neither_numpy_nor_the_reader(tmp_path):
@@ -306,10 +311,7 @@ def shown(self):
     self.exit()
 
 app_module.KernelDiffApp._stored_shown = shown
-app_module._has_terminal = lambda: True
-app_module.KernelDiffApp.run = lambda self: app_module.App.run(self, headless=True)
-sys.exit(launch(sys.argv[1:]))
-"""
+""" + HEADLESS_LAUNCH
 
 
 def test_a_pair_compared_before_is_probed_once(tmp_path):

@@ -397,6 +397,9 @@ def late():   # not a daemon: the interpreter's exit would wait for it
     (out / "thread").write_text("done")
 
 threading.Thread(target=late).start()
+from concurrent.futures import ThreadPoolExecutor
+pool = ThreadPoolExecutor(2)   # its idle workers are not daemons: the exit tells them to end first
+pool.submit(time.sleep, 0.01).result()
 import kerneldiff.tui.app as app_module
 app_module.KernelDiffApp.on_start_shown = lambda self, _m: self.exit(3)
 app_module._has_terminal = lambda: True

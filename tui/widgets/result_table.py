@@ -242,12 +242,17 @@ class ResultTable(ScrollView, can_focus=True):
             self._labels, self._col_widths = [], []
         self._heights, self._tops = None, []
         self._cursor = 0
-        self._generation += 1
-        self._strips.clear()
-        self._prefetched = None
+        self._lines_stale()
         self.virtual_size = Size(sum(self._col_widths), self.header_height)
         self.scroll_to(0, 0, animate=False, immediate=True)
         self.refresh()
+
+    def _lines_stale(self) -> None:
+        """What is drawn changed (rows, their order, their cells): the lines and cells laid out so
+        far, and the pages drawn ahead, are drawn again."""
+        self._generation += 1
+        self._strips.clear()
+        self._prefetched = None
 
     def _name_widths(self) -> dict[str, int]:
         """Widths of the flexible columns (names, and bars without a fixed width) for this table's width."""
@@ -313,9 +318,7 @@ class ResultTable(ScrollView, can_focus=True):
             apply(value)
         for r in self.rows_all:
             r.forget_cells()
-        self._generation += 1
-        self._strips.clear()
-        self._prefetched = None
+        self._lines_stale()
         self._layout_columns()
         self.refresh()
 
@@ -386,9 +389,7 @@ class ResultTable(ScrollView, can_focus=True):
         sort = self.sort_name if self.sort_name is not None else self.sort_column
         order = self._order.order(self.filter_text, sort, self.sort_reverse)
         self.rows_shown = ShownRows(self.rows_all, order)
-        self._generation += 1
-        self._strips.clear()
-        self._prefetched = None
+        self._lines_stale()
         self._layout_columns()
         self._layout_rows()
         self.virtual_size = Size(sum(self._col_widths), self._total_height() + self.header_height)

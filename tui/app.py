@@ -463,9 +463,7 @@ def runs_explorer(session, found) -> KernelDiffApp:
 
 def explore_runs(session, found) -> tuple[str, int] | None:
     """Explore two runs (`runs_explorer`): the rank chosen, ("a" | "b", rank), or None on quit."""
-    app = runs_explorer(session, found)
-    _collect_from_here()
-    choice = app.run()
+    choice = runs_explorer(session, found).run()
     return choice if isinstance(choice, tuple) else None
 
 

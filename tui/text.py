@@ -76,8 +76,9 @@ def shortener(names, width: int):
         return lambda name: shorten(name, width)
     cleaned = [clean(n) for n in names if n]
     table: dict[str, str] = {}
-    note = f"{len(cleaned):,} names: those that read alike are told apart in a moment"
-    if not (len(cleaned) > LATER_NAMES and later(partial(distinct_short_names, cleaned, width), table.update, note)):
+    if not (len(cleaned) > LATER_NAMES and later(partial(distinct_short_names, cleaned, width), table.update,
+                                                 f"{len(cleaned):,} names: those that read alike are told apart "
+                                                 "in a moment")):
         table.update(distinct_short_names(cleaned, width))
     return lambda name: table.get(clean(name)) or shorten(name, width)
 

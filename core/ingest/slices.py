@@ -19,7 +19,9 @@ or, for the rare slice it rejects, event by event (`_lenient`).
 """
 from __future__ import annotations
 
+import os
 import re
+import threading
 from collections.abc import Iterator
 from itertools import islice
 
@@ -53,6 +55,11 @@ def last_match(pattern: re.Pattern, buf, lo: int = 0, hi: int | None = None) -> 
     for m in pattern.finditer(buf, lo, len(buf) if hi is None else hi):
         pass
     return m
+
+# a reader in one process has its next buffer scanned in a thread while this one's rows become
+# columns (`Scanner.scan_ahead`); False (or KERNELDIFF_SCAN_AHEAD=0 at import): one scan at a time.
+# Read at call time: tests compare both.
+SCAN_AHEAD = os.environ.get("KERNELDIFF_SCAN_AHEAD", "1") != "0"
 
 BACKOFF = 16       # boundaries tried, from the last one back, before deciding a slice needs more data
 
@@ -233,30 +240,78 @@ def decode_run(buf, start: int, end: int, fast: bool = True) -> Iterator[list | 
 
 
 class Scanner:
-    """The compiled fast path (kerneldiff.core.ingest.scan) for one reader: its output arrays and name cache."""
+    """The compiled fast path (kerneldiff.core.ingest.scan) for one reader: its output arrays and name cache.
+
+    A reader may have the next buffer scanned ahead, in a thread, while this one's rows are
+    collected (`take`'s `ahead`, `scan_ahead`): the scan releases the GIL and keeps no state
+    between calls, so it runs beside the Python that turns the last scan's rows into columns, on
+    the second core. The same calls on the same bytes: the same rows."""
 
     ROWS = 32768   # rows per scan call: ~8 MB of events, ~3 MB of output arrays
 
     def __init__(self) -> None:
         self.out = scan.Out(self.ROWS)
+        self.spare: scan.Out | None = None   # the output of a scan run ahead (made on first use)
+        self._ahead: tuple | None = None     # (thread, buf, first, n, what it raised)
         self.names = scan.NameCache()
         self.shapes = scan.NameCache()   # raw texts (record_shapes, launch grids) by hash
         self.last_events = 1
 
-    def take(self, buf, first: int, n: int) -> tuple[list[scan.Scanned], int, int]:
-        """Scan the events of buf[first:n]: (batches, where the scan stopped, why)."""
+    def take(self, buf, first: int, n: int, ahead=None) -> tuple[list[scan.Scanned], int, int]:
+        """Scan the events of buf[first:n]: (batches, where the scan stopped, why).
+
+        ahead(stop): called when the scan stopped at the buffer's end (an event cut by it), before
+        its rows are collected: the reader then fills its next buffer and may `scan_ahead` it."""
         arr = np.frombuffer(buf, np.uint8, count=n)
         got: list[scan.Scanned] = []
-        out = self.out
         while True:
-            scan.scan(arr, first, n, out, _SCAN_TABLES)
+            out = self._scanned(buf, arr, first, n)
             stop, status = int(out.state[3]), int(out.state[4])
+            if ahead is not None and status == scan.LIMIT and stop > first:
+                ahead(stop)
             if out.state[1]:
                 got.append(scan.collect(arr, out, self.names, self.shapes))
             self.last_events = int(out.state[1])
             first = stop
             if status != scan.FULL:
                 return got, first, status
+
+    def scan_ahead(self, buf, first: int, n: int) -> None:
+        """Scan buf[first:n] in a thread, into the spare output; the `take` of the same buffer and
+        range takes its rows."""
+        self.settle()
+        if self.spare is None:
+            self.spare = scan.Out(self.ROWS)
+        arr, out, raised = np.frombuffer(buf, np.uint8, count=n), self.spare, []
+
+        def run() -> None:
+            try:
+                scan.scan(arr, first, n, out, _SCAN_TABLES)
+            except BaseException as e:   # raised again by the thread that takes the rows
+                raised.append(e)
+
+        t = threading.Thread(target=run, name="kerneldiff-scan", daemon=True)
+        t.start()
+        self._ahead = (t, buf, first, n, raised)
+
+    def settle(self) -> tuple | None:
+        """Wait for a scan run ahead, if any; returns it (thread, buf, first, n, raised)."""
+        a, self._ahead = self._ahead, None
+        if a is not None:
+            a[0].join()
+        return a
+
+    def _scanned(self, buf, arr, first: int, n: int) -> scan.Out:
+        """The output of scanning buf[first:n]: the scan run ahead for it, or a scan now."""
+        a = self.settle()
+        if a is not None:
+            if a[4]:
+                raise a[4][0]
+            if a[1] is buf and a[2] == first and a[3] == n:
+                self.out, self.spare = self.spare, self.out
+                return self.out
+        scan.scan(arr, first, n, self.out, _SCAN_TABLES)
+        return self.out
 
     def slow_size(self) -> int:
         """Bytes handed to msgspec after the scanner stopped at an odd event: a few events'

@@ -322,12 +322,13 @@ class PairingStats:
         return asdict(self)
 
 
-def _walk_pairs(starts: list[int], ends: list[int]) -> tuple[list[tuple[int, int]], int, int]:
+def _walk_pairs(starts: list[int], ends: list[int], keep_first: bool = False) -> tuple[list[tuple[int, int]], int, int]:
     """Pair each end with the latest open start before it, in one time-ordered walk.
 
     Two starts in a row mean the first lost its end; two ends in a row mean the second lost its
     start. Pairing "latest start" rather than "next start" keeps one lost event from shifting every
     later pair by one kernel. At equal timestamps an end closes the previous kernel first.
+    keep_first: pair with the earliest open start instead (a duplicate start then shortens nothing).
     """
     merged = sorted([(t, 1) for t in starts] + [(t, 0) for t in ends])
     pairs: list[tuple[int, int]] = []
@@ -337,6 +338,8 @@ def _walk_pairs(starts: list[int], ends: list[int]) -> tuple[list[tuple[int, int
         if is_start:
             if open_start is not None:
                 orphan_s += 1
+                if keep_first:
+                    continue
             open_start = t
         elif open_start is None:
             orphan_e += 1
@@ -368,9 +371,13 @@ def pair_kernels(starts: list[int], ends: list[int],
         return [], stats
     # the trace unit sometimes emits an event twice a few cycles apart; real kernels start at
     # least one kernel duration apart, so a fraction of the median duration separates the two
-    # (a duplicate start left in shortens the pair it opens, and with it the median: the gap is
-    # measured again on the cleaned pairs until it stops growing)
-    min_gap = max(1, int(params.dup_gap_fraction * median(e - s for s, e in prelim)))
+    # (a duplicate start left in shortens the pair it opens, and with it the median: the first
+    # estimate pairs each end with the earliest open start, which no duplicate shortens, nor the
+    # latest-start pairs' median lengthens past; the gap is then measured again on the cleaned
+    # pairs until it stops growing)
+    first_s, _, _ = _walk_pairs(starts, ends, keep_first=True)
+    longest = max(median(e - s for s, e in prelim), median(e - s for s, e in first_s) if first_s else 0)
+    min_gap = max(1, int(params.dup_gap_fraction * longest))
     for _ in range(4):
         clean_s, stats.duplicate_starts = _drop_bursts(starts, min_gap)
         clean_e, stats.duplicate_ends = _drop_bursts(ends, min_gap)

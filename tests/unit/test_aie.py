@@ -271,6 +271,8 @@ def test_real_kineto_traces_are_not_aie(name):
 # found by Hypothesis: the duplicate starts shortened the preliminary pairs and so the median the
 # burst gap is taken of (min gap 20, a duplicate 20 cycles late was kept)
 @example([(100, 21, False, False, 1), (100, 21, True, False, 17), (100, 21, True, False, 20)])
+# and: every duplicate start 20 cycles late shortened the median itself to 80, whose gap (20) kept them
+@example([(100, 21, False, False, 1), (100, 21, True, False, 20), (100, 21, True, False, 20)])
 @given(st.lists(st.tuples(st.integers(100, 250), st.integers(21, 500), st.booleans(), st.booleans(),
                           st.integers(1, 20)), min_size=3, max_size=40))
 def test_pairing_recovers_kernels_despite_duplicate_bursts(spec):

@@ -25,7 +25,7 @@ from kerneldiff.core.ingest.probe import TraceInfo, _gpu_name, _truthy, _vendor,
 from kerneldiff.core.ingest.source import read_columns
 from kerneldiff.core.ingest.build import build_model
 from kerneldiff.core.ingest.read_result import ReadResult
-from kerneldiff.core.processes.forkserver import worker_count
+from kerneldiff.core.processes.forkserver import cpus, worker_count
 
 Progress = Callable[[float, str, int, int], Any]
 
@@ -137,7 +137,9 @@ def _read_and_build(path: str, source: str, info: TraceInfo, workers: int | None
             except ParallelFallback:
                 read = None
         if read is None:
-            read = _read_sequential(source, read_progress, scan_worth(info))
+            # a load given the machine (workers: the reader's choice) scans ahead on a second core;
+            # one held to one process (a pair read beside each other, --workers 1) does not
+            read = _read_sequential(source, read_progress, scan_worth(info), workers is None and cpus() > 1)
     except TraceError as e:
         if e.path != source or source == path:
             raise
@@ -160,8 +162,8 @@ def scan_worth(info: TraceInfo) -> bool:
 
 # --- reading in this process -------------------------------------------------------------------
 
-def _read_sequential(path: str, progress: Callable[[int, int], None], fast: bool) -> ReadResult:
-    col, reader = read_columns(path, progress, fast)
+def _read_sequential(path: str, progress: Callable[[int, int], None], fast: bool, ahead: bool = False) -> ReadResult:
+    col, reader = read_columns(path, progress, fast, ahead)
     out = ReadResult()
     out.chunks.append((col.strings, col.arrays()))
     out.count(col)

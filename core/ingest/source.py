@@ -34,9 +34,10 @@ GIANT = 64 * 1024 * 1024        # a buffer this big that holds no whole event: c
 
 
 def read_columns(path: str, progress: Callable[[int, int], None] | None = None,
-                 fast: bool = True) -> tuple[Columns, EventReader]:
-    """Every event of a trace, read in this process, as columns; the reader holds the metadata."""
-    reader = EventReader(path, progress=progress, fast=fast)
+                 fast: bool = True, ahead: bool = True) -> tuple[Columns, EventReader]:
+    """Every event of a trace, read in this process, as columns; the reader holds the metadata.
+    ahead: a second core is this load's (see `EventReader`)."""
+    reader = EventReader(path, progress=progress, fast=fast, ahead=ahead)
     col = Columns()
     try:
         for batch in reader.batches():
@@ -215,9 +216,12 @@ class EventReader:
     processes (`fill_run` until None, then `finish_batches`); collects the top-level metadata."""
 
     def __init__(self, path: str, progress: Callable[[int, int], None] | None = None,
-                 fast: bool = True) -> None:
+                 fast: bool = True, ahead: bool = True) -> None:
         self.path = path
         self.fast = fast   # the compiled scanner first (kerneldiff.core.ingest.scan), msgspec for what it leaves
+        # the next buffer scanned in a thread (`batches`): for a load that has the machine to
+        # itself; beside another load (a pair read one process each) the thread only takes its core
+        self.ahead = ahead
         self.src = Source(path)
         self.meta: dict[str, Any] = {}
         self.top: str | None = None
@@ -336,7 +340,8 @@ class EventReader:
             following.append(nb)
 
         try:
-            yield from self._batches(self._buf, base, scanner, ahead if slices.SCAN_AHEAD else None, following)
+            yield from self._batches(self._buf, base, scanner, ahead if self.ahead and slices.SCAN_AHEAD else None,
+                                     following)
         finally:
             if scanner is not None:
                 scanner.settle()   # a scan run ahead never outlives the reader's buffers

@@ -9,10 +9,12 @@ import threading
 import numpy as np
 import pytest
 
+import kerneldiff.core.ingest.loader as loader
 import kerneldiff.core.ingest.scan as scan
 import kerneldiff.core.ingest.slices as slices
 from conftest import real_trace, write_trace
 from kerneldiff.core.ingest.source import EventReader, read_columns
+from kerneldiff.core.processes.forkserver import cpus
 from test_reader import nasty_doc
 
 pytestmark = pytest.mark.skipif(not scan.available(), reason="the compiled scanner was not built")
@@ -98,3 +100,20 @@ def test_a_reader_stopped_early_leaves_no_scan_running(tmp_path, monkeypatch):
     batches.close()   # as a cancelled load's generator is closed
     reader.close()
     assert not [t for t in threading.enumerate() if t.name == "kerneldiff-scan"]
+
+
+@pytest.mark.skipif(cpus() < 2, reason="one CPU: nothing to scan ahead on")
+def test_only_a_load_given_the_machine_scans_ahead(tmp_path, monkeypatch):
+    # a load held to one process (a pair read one process each, --workers 1) leaves the other core
+    # to the other load; a load whose workers are the reader's choice takes it for the scan
+    monkeypatch.setattr(slices, "SLICE", 4096)
+    path = str(write_trace(tmp_path / "t.json", nasty_doc(2000)))
+    ahead = _scans_ahead(monkeypatch)
+    alone = loader.read_trace(path)
+    assert ahead
+    ahead.clear()
+    held = loader.read_trace(path, workers=1)
+    assert not ahead
+    assert alone.kernels.columns.keys() == held.kernels.columns.keys()
+    for c in alone.kernels.columns:
+        assert np.array_equal(alone.kernels.columns[c], held.kernels.columns[c], equal_nan=True), c

@@ -9,7 +9,7 @@ these events; the readings built on them then fall back to what the kernels show
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from kerneldiff.core.lazy_dataclass import dataclass   # methods made on first use (lazy_dataclass.py)
 
 import numpy as np
 

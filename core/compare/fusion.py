@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from dataclasses import dataclass
+from kerneldiff.core.lazy_dataclass import dataclass   # methods made on first use (lazy_dataclass.py)
 from typing import Any
 
 import numpy as np

@@ -5,7 +5,8 @@ by attribute; its JSON is its fields in order, as the dict it replaced was.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
+from kerneldiff.core.lazy_dataclass import dataclass   # methods made on first use (lazy_dataclass.py)
 
 
 @dataclass(frozen=True)

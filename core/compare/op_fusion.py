@@ -38,7 +38,8 @@ what no group explains and nothing is counted twice.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
+from kerneldiff.core.lazy_dataclass import dataclass   # methods made on first use (lazy_dataclass.py)
 from operator import attrgetter
 
 import numpy as np

@@ -7,7 +7,8 @@ sides and nothing else. Durations are microseconds.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
+from kerneldiff.core.lazy_dataclass import dataclass   # methods made on first use (lazy_dataclass.py)
 from typing import Any
 
 import msgspec

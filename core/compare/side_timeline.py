@@ -10,7 +10,8 @@ msgspec Struct that renames `pass_` (a dataclass would be written by orjson with
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+from kerneldiff.core.lazy_dataclass import dataclass   # methods made on first use (lazy_dataclass.py)
 from typing import TYPE_CHECKING, Any
 
 import msgspec

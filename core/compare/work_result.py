@@ -13,7 +13,8 @@ differ).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+from kerneldiff.core.lazy_dataclass import dataclass   # methods made on first use (lazy_dataclass.py)
 
 
 @dataclass

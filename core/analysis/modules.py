@@ -49,6 +49,35 @@ class ModuleCalls:
         c = self.classes[int(self.cls_id[i])]
         return f"{c}_{int(self.instance[i])}" if self.instance[i] >= 0 else c
 
+    def containing(self, t: float, tid: int) -> np.ndarray:
+        """The calls on thread `tid` whose window holds `t` (ts <= t <= end), outermost first (by
+        depth; at equal depth in start order). Only the calls from the first that could still be
+        open at `t` are looked at: each thread's calls in start order with the running maximum of
+        their ends, which no call before that one reaches. A pass's calls, not the trace's: the
+        fusion views ask this for every kernel they name (~40 ms of the real Llama pair's fusions
+        when each asked every call)."""
+        at = self._threads().get(tid)
+        if at is None:
+            return np.empty(0, np.int64)
+        rows, ts, reach = at
+        lo = int(np.searchsorted(reach, t, side="left"))    # reach[lo] >= t: nothing before lo ends at t
+        hi = int(np.searchsorted(ts, t, side="right"))      # ts[:hi] <= t
+        if lo >= hi:
+            return np.empty(0, np.int64)
+        hit = rows[lo:hi][self.end[rows[lo:hi]] >= t]
+        return hit[np.argsort(self.depth[hit], kind="stable")]
+
+    def _threads(self) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per thread: its calls (start order), their starts, the running maximum of their ends."""
+        by = self.__dict__.get("_by_thread")
+        if by is None:
+            by = {}
+            for th in distinct(self.tid).tolist():
+                rows = np.flatnonzero(self.tid == th)
+                by[int(th)] = (rows, self.ts[rows], np.maximum.accumulate(self.end[rows]))
+            self.__dict__["_by_thread"] = by
+        return by
+
 
 def module_calls(model: TraceModel) -> ModuleCalls:
     """Every nn.Module call of the trace (computed once per model: passes, layers and the fusion
@@ -151,7 +180,5 @@ def module_path(model: TraceModel, row: int, calls: ModuleCalls | None = None) -
     calls = module_calls(model) if calls is None else calls
     if not len(calls):
         return []
-    t, tid = float(model.launches.ts[li]), int(model.launches.tid[li])
-    hit = np.flatnonzero((calls.ts <= t) & (calls.end >= t) & (calls.tid == tid))
-    hit = hit[np.argsort(calls.depth[hit], kind="stable")]
+    hit = calls.containing(float(model.launches.ts[li]), int(model.launches.tid[li]))
     return [calls.label(i) for i in hit.tolist()]

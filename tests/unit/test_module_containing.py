@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import real_trace
-from kerneldiff.core.analysis.modules import ModuleCalls, module_calls, module_path, start_order
+from kerneldiff.core.analysis.modules import ModuleCalls, module_calls, module_path, nesting_depth, start_order
 
 
 def _plain(calls: ModuleCalls, t: float, tid: int) -> np.ndarray:
@@ -24,13 +24,9 @@ def _calls(spans: list[tuple[int, float, float]]) -> ModuleCalls:
     ts = np.array([s[1] for s in spans])
     dur = np.array([s[2] for s in spans])
     order = start_order(ts, dur)
-    ts, dur, tid = ts[order], dur[order], tid[order]
+    ts, end, tid = ts[order], ts[order] + dur[order], tid[order]
     n = len(ts)
-    depth = np.zeros(n, np.int64)
-    for th in np.unique(tid):
-        sel = np.flatnonzero(tid == th)
-        depth[sel] = np.arange(len(sel)) - np.searchsorted(np.sort(ts[sel] + dur[sel]), ts[sel], side="right")
-    return ModuleCalls(["M"], np.zeros(n, np.int32), np.arange(n), ts, ts + dur, tid, np.maximum(depth, 0))
+    return ModuleCalls(["M"], np.zeros(n, np.int32), np.arange(n), ts, end, tid, nesting_depth(ts, end, tid))
 
 
 _span = st.tuples(st.integers(0, 2), st.integers(0, 60).map(float), st.integers(0, 40).map(float))

@@ -372,9 +372,9 @@ def pair_kernels(starts: list[int], ends: list[int],
     # the trace unit sometimes emits an event twice a few cycles apart; real kernels start at
     # least one kernel duration apart, so a fraction of the median duration separates the two
     # (a duplicate start left in shortens the pair it opens, and with it the median: the first
-    # estimate pairs each end with the earliest open start, which no duplicate shortens, nor the
-    # latest-start pairs' median lengthens past; the gap is then measured again on the cleaned
-    # pairs until it stops growing)
+    # estimate is the larger of that median and the median of pairs made with each end's earliest
+    # open start, which no duplicate shortens; the gap is then measured again on the cleaned pairs
+    # until it stops growing)
     first_s, _, _ = _walk_pairs(starts, ends, keep_first=True)
     longest = max(median(e - s for s, e in prelim), median(e - s for s, e in first_s) if first_s else 0)
     min_gap = max(1, int(params.dup_gap_fraction * longest))

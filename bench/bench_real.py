@@ -20,6 +20,9 @@ alike and the ratio is from one run):
     512 new tokens: CUDA-graph replay on an H100 and an H200, 143 MB each, and torch.compile on the
     H100, 249 MB), when present in --recorded: `info` of each, and `compare` of the H100/H200 pair
     against wafer-core;
+  * stand-ins for those where none are recorded (`--only standin`): real traces of ../shared grown by
+    gen_replicated.py, a real graph-replay decode trace (vLLM, MI300X) to 140 MB, plain and gzip,
+    and the real compiled trace twice (223 MB);
   * a one-kernel real trace (a100_triton_example): `info`, the fixed cost, against its floor;
   * start-up: `kerneldiff --version` against `python -c pass`;
   * with `--only gb` (not by default): a 1 GB plain trace made by `gen_replicated.py` from the real
@@ -127,10 +130,28 @@ def dense(d: Path, seed: int, strings: bool) -> Path:
     return out
 
 
+def replicated(d: Path, name: str, size: str, gz: bool = False) -> Path:
+    """`gen_replicated.py`'s copy of a real trace of ../shared (its events repeated, ts and ids
+    shifted) grown to `size`, kept in --dir like the dense traces; with `gz`, gzip-compressed too."""
+    out = d / f"replicated_{name}_{size}.json"
+    if not out.exists():
+        subprocess.run([sys.executable, str(HERE / "gen_replicated.py"), str(out.with_suffix(".part")), "--size", size,
+                        "--source", str(TRACES / f"{name}.json.gz")], check=True)
+        os.replace(out.with_suffix(".part"), out)
+    if not gz:
+        return out
+    zipped = out.with_suffix(".json.gz")
+    if not zipped.exists():
+        with open(out, "rb") as src, gzip.open(zipped.with_suffix(".part"), "wb", compresslevel=6) as dst:
+            shutil.copyfileobj(src, dst, 16 << 20)
+        os.replace(zipped.with_suffix(".part"), zipped)
+    return zipped
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--only", default="real,dense,pair,realpair,recorded,tiny,start")
+    ap.add_argument("--only", default="real,dense,pair,realpair,recorded,standin,tiny,start")
     ap.add_argument("--recorded", default="/tmp/kerneldiff_bench_real/recorded",
                     help="where bench/gpu/record_dense.py's traces are (rows skipped when absent)")
     ap.add_argument("--dir", default="/tmp/kerneldiff_bench_real", help="inflated and generated traces")
@@ -207,6 +228,16 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(("recorded H100 vs H200 graphs compare", (a.stat().st_size + b.stat().st_size) / 1e6, c))
     if "recorded" in only and not (rec / "h100_dense_graphs.json.gz").exists():
         print(f"(recorded graph-replay and 249 MB compiled traces skipped: none in {rec})", file=sys.stderr)
+    if "standin" in only and TRACES.is_dir():
+        # stand-ins for the recorded rows, where no GPU is at hand: a real graph-replay decode trace
+        # (vLLM on an MI300X, 434 kernels of one hipGraph replay per step, floats for ts, compact
+        # JSON) repeated to the recorded one's 140 MB (279 steps, 121,086 kernels), plain and gzip;
+        # and the real compiled trace twice (223 MB; the recorded compiled one was 249 MB)
+        for label, p in (("replicated vLLM graph replay (plain)", replicated(d, "mi300x_vllm_gptoss_decode", "140MB")),
+                         ("replicated vLLM graph replay (gzip)",
+                          replicated(d, "mi300x_vllm_gptoss_decode", "140MB", gz=True)),
+                         ("replicated compiled x2 (plain)", replicated(d, "h100_llama_compiled", "200MB"))):
+            rows.append((label, p.stat().st_size / 1e6, loads(p)))
     if "tiny" in only and TRACES.is_dir():
         p = TRACES / "a100_triton_example.json.gz"
         rows.append(("1-kernel trace info", p.stat().st_size / 1e6,

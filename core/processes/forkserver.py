@@ -8,16 +8,27 @@ import os
 import sys
 import threading
 
-# From this many bytes on disk, worker processes pay off: below it, starting them and shipping
-# the columns back costs about what they save (on two cores a 64 MB trace loads in the same time
-# either way). gzip files are ~10x smaller than the JSON inside, hence their lower threshold. The
-# figures and how to measure them: docs/PERFORMANCE.md, "The worker threshold" (bench/bench_workers.py).
-PARALLEL_MIN_PLAIN = 64 * 1024 * 1024
-PARALLEL_MIN_GZIP = 8 * 1024 * 1024
-
 
 def cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def thresholds(n_cpus: int) -> tuple[int, int]:
+    """(plain, gzip): from this many bytes on disk, worker processes pay off; below it, starting them,
+    finding cuts, shipping the columns back and joining them costs about what they save. gzip files
+    are ~10-13x smaller than the JSON inside, hence their lower threshold. On two CPUs a load in one
+    process already uses the second core (it scans its next buffer there: `slices.Scanner.scan_ahead`),
+    and on two idle cores it won or tied, for 15-25% less CPU, up to ~200 MB of event-dense JSON
+    (workers won by 7% at 250 MB), ~280 MB of real traces' JSON and ~42 MB of their gzip
+    (docs/PERFORMANCE.md, "The worker threshold", round 11; bench/bench_workers.py). With more
+    CPUs a load takes up to four workers: not measured here, so the thresholds of two busy CPUs
+    before the scan ahead stay (64 MB, 8 MB)."""
+    if n_cpus == 2:
+        return 192 * 1024 * 1024, 24 * 1024 * 1024
+    return 64 * 1024 * 1024, 8 * 1024 * 1024
+
+
+PARALLEL_MIN_PLAIN, PARALLEL_MIN_GZIP = thresholds(cpus())
 
 
 def big(size: int, compressed: bool) -> bool:

@@ -12,6 +12,7 @@ import pytest
 import kerneldiff.core.ingest.loader as loader
 import kerneldiff.core.ingest.scan as scan
 import kerneldiff.core.ingest.slices as slices
+import kerneldiff.core.ingest.source as source
 from conftest import real_trace, write_trace
 from kerneldiff.core.ingest.source import EventReader, read_columns
 from kerneldiff.core.processes.forkserver import cpus
@@ -30,6 +31,7 @@ def _scans_ahead(monkeypatch) -> list:
 
 def _read(path, monkeypatch, ahead: bool):
     monkeypatch.setattr(slices, "SCAN_AHEAD", ahead)
+    monkeypatch.setattr(source, "cpus", lambda: 4)   # gzip too (on two CPUs it leaves them to the inflater)
     col, reader = read_columns(str(path))
     return col.strings, col.arrays(), reader.meta, reader.notes
 
@@ -117,3 +119,18 @@ def test_only_a_load_given_the_machine_scans_ahead(tmp_path, monkeypatch):
     assert alone.kernels.columns.keys() == held.kernels.columns.keys()
     for c in alone.kernels.columns:
         assert np.array_equal(alone.kernels.columns[c], held.kernels.columns[c], equal_nan=True), c
+
+
+def test_gzip_on_two_cpus_leaves_the_second_core_to_the_inflater(tmp_path, monkeypatch):
+    monkeypatch.setattr(slices, "SLICE", 4096)
+    doc = nasty_doc(2000)
+    plain, gz = (str(write_trace(tmp_path / n, doc, gz=n.endswith(".gz"))) for n in ("t.json", "t.json.gz"))
+    ahead = _scans_ahead(monkeypatch)
+    for n_cpus, path, scans in ((2, plain, True), (2, gz, False), (4, gz, True)):
+        monkeypatch.setattr(source, "cpus", lambda n=n_cpus: n)
+        ahead.clear()
+        reader = EventReader(path)
+        reader.close()
+        assert reader.ahead == scans
+        read_columns(path)
+        assert bool(ahead) == scans, (n_cpus, path)

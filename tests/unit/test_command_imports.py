@@ -48,6 +48,7 @@ def test_version_imports_no_analysis_and_no_argparse():
     ours = sorted(m for m in mods if m.startswith("kerneldiff."))
     assert ours == ["kerneldiff.cli", "kerneldiff.cli.main"], ours
     assert "numpy" not in mods and "argparse" not in mods and "importlib.metadata" not in mods
+    assert "threading" not in mods   # the explorer's way out joins threads: none can run here
 
 
 @pytest.mark.skipif(not TINY.exists(), reason="needs ../shared/traces")

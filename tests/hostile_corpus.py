@@ -201,8 +201,9 @@ def _gzip_bomb(path: Path) -> None:
         f.write(gz(dumps(kernel(ts=200.0)) + b"]}"))
 
 
-# The loader decodes gzip files from this size on in worker processes (kerneldiff.core.ingest.loader); the big
-# cases below must exceed it to exercise that path and its fallback.
+# The loader decodes gzip files from this size on in worker processes where there are more than two
+# CPUs (on two, from 24 MB: `forkserver.thresholds`); the big cases below exceed it, and
+# tests/hostile/test_corpus.py also reads them with two workers, to exercise that path and its fallback.
 PARALLEL_GZIP_BYTES = 8 * 1024 * 1024
 BIG_KERNELS = 120_000
 

@@ -240,6 +240,22 @@ def test_compare(runs, corpus, name):
         assert m and int(m.group(1).replace(",", "")) == case.kernels
 
 
+@pytest.mark.parametrize("name", ["big_gzip_bad_events", "big_gzip_truncated"])
+def test_big_damaged_gzip_reads_the_same_with_workers(corpus, name):
+    """On two CPUs the CLI reads these in one process (workers start at 24 MB of gzip there): the
+    worker path and its fallback read them too, to the same kernels and the same warnings."""
+    from kerneldiff.core.ingest.loader import read_trace
+
+    case = corpus[1][name]
+    one, two = (read_trace(case.path, workers=w) for w in (1, 2))
+    assert len(one.kernels) == len(two.kernels) > 0
+    if case.kernels is not None:
+        assert len(one.kernels) == case.kernels
+    assert one.warnings == two.warnings
+    for c in ("ts", "dur", "name"):
+        assert (one.kernels.columns[c] == two.kernels.columns[c]).all(), c
+
+
 LITERAL = [n for n, c in BY_NAME.items() if c.literal or c.escape]
 
 

@@ -4,10 +4,11 @@ Three process models, each for one shape of work; nothing else in core starts a 
 
 * **Worker processes over shared memory** (`forkserver`, used by `ingest.workers`): one big trace
   (`forkserver.thresholds`: on two CPUs 192 MB of JSON, 24 MB gzip; with more, 64 MB and 8 MB)
-  decoded by several processes, its runs of events passed through shared-memory slots. Started by plain fork while this process has one thread, by a
-  fork server (`forkserver.mp_context`) once threads run (the explorer, an inflater thread): fork
-  copies one thread, and a lock another thread held would stay held in the child. A UI starts the
-  fork server ahead of its first big load (`forkserver.prepare`, from a thread).
+  decoded by several processes, its runs of events passed through shared-memory slots. Started by
+  plain fork while this process has one thread, by a fork server (`forkserver.mp_context`) once
+  threads run (the explorer, an inflater thread): fork copies one thread, and a lock another thread
+  held would stay held in the child. A UI starts the fork server ahead of its first big load
+  (`forkserver.prepare`, from a thread).
 * **One forked child beside this process** (`fork_child.Beside`): one function's result (a model,
   a comparison's kernel pairs) computed on the second core while this process does other work, sent
   back pickled with its arrays out of band. Only when `fork_child.can_fork()` (the main thread and

@@ -72,6 +72,7 @@ class SlowLoader:
         self.real, self.steps, self.clock = real, steps, clock
         self.hold = None if hold_at is None else int(hold_at * steps)
         self.release = threading.Event()
+        self.holding: list[str] = []   # the loads waiting at `hold_at`
 
     def __call__(self, path, *, progress=None, cancel=None, **kw):
         total = 1_000_000
@@ -79,6 +80,7 @@ class SlowLoader:
             if progress(i / self.steps, "reading", i * total // self.steps, total) is False:
                 raise LoadCancelled(path)
             if i == self.hold:
+                self.holding.append(path)
                 self.release.wait(timeout=60)
             if self.clock is not None:
                 self.clock.advance(0.001)
@@ -134,7 +136,10 @@ async def test_progress_redraws_the_cards_not_the_keys(demo_models, monkeypatch)
     async with app.run_test(size=(100, 30)) as pilot:
         start = app.screen
         bars = [start.card(i).query_one(LoadBar) for i in (0, 1)]
-        await wait_until(pilot, lambda: all(b.progress > 20 for b in bars))
+        # both loads at the hold, each bar past its first report: progress has been redrawn (the
+        # last report a load posts before it holds is up to PROGRESS_INTERVAL behind it, so how far
+        # the bar got depends on the machine's timing)
+        await wait_until(pilot, lambda: len(loader.holding) == 2 and all(b.progress > 0 for b in bars))
         assert app.loading == {0, 1} and "Esc cancels" in screen_text(app)
         assert len(refreshed) <= 2   # loading started: once (or once per trace), progress: never
         loader.release.set()

@@ -25,7 +25,7 @@ from kerneldiff.core.ingest.probe import TraceInfo, _gpu_name, _truthy, _vendor,
 from kerneldiff.core.ingest.source import read_columns
 from kerneldiff.core.ingest.build import build_model
 from kerneldiff.core.ingest.read_result import ReadResult
-from kerneldiff.core.processes.forkserver import cpus, worker_count
+from kerneldiff.core.processes.forkserver import worker_count
 
 Progress = Callable[[float, str, int, int], Any]
 
@@ -137,9 +137,10 @@ def _read_and_build(path: str, source: str, info: TraceInfo, workers: int | None
             except ParallelFallback:
                 read = None
         if read is None:
-            # a load given the machine (workers: the reader's choice) scans ahead on a second core;
-            # one held to one process (a pair read beside each other, --workers 1) does not
-            read = _read_sequential(source, read_progress, scan_worth(info), workers is None and cpus() > 1)
+            # a load given the machine (workers: the reader's choice) may scan ahead on a spare
+            # core (the reader knows whether there is one); one held to one process (a pair read
+            # beside each other, --workers 1) does not
+            read = _read_sequential(source, read_progress, scan_worth(info), workers is None)
     except TraceError as e:
         if e.path != source or source == path:
             raise

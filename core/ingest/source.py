@@ -37,7 +37,7 @@ GIANT = 64 * 1024 * 1024        # a buffer this big that holds no whole event: c
 def read_columns(path: str, progress: Callable[[int, int], None] | None = None,
                  fast: bool = True, ahead: bool = True) -> tuple[Columns, EventReader]:
     """Every event of a trace, read in this process, as columns; the reader holds the metadata.
-    ahead: a second core is this load's (see `EventReader`)."""
+    ahead: the machine is this load's (see `EventReader`)."""
     reader = EventReader(path, progress=progress, fast=fast, ahead=ahead)
     col = Columns()
     try:
@@ -222,10 +222,10 @@ class EventReader:
         self.fast = fast   # the compiled scanner first (kerneldiff.core.ingest.scan), msgspec for what it leaves
         self.src = Source(path)
         # the next buffer scanned in a thread (`batches`): for a load that has the machine to
-        # itself; beside another load (a pair read one process each) the thread only takes its core.
-        # Nor for gzip on two CPUs: the inflating thread has the second core already (three busy
-        # threads on two cores: 5-11 ms slower, ~20 ms more CPU on the real gzip traces)
-        self.ahead = ahead and (not self.src.compressed or cpus() > 2)
+        # itself (`ahead`; beside another load, a pair read one process each, the thread only takes
+        # its core), and a CPU for the thread besides this one and the gzip inflater's, if any
+        # (gzip on two CPUs with the thread too: 5-11 ms slower, ~20 ms more CPU on the real traces)
+        self.ahead = ahead and cpus() > 1 + self.src.compressed
         self.meta: dict[str, Any] = {}
         self.top: str | None = None
         self.truncated_at: int | None = None

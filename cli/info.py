@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from .args import add_device, add_loading
 
-# Rich and the text helpers are imported by the functions that draw tables: `info --json` never
-# loads them (~17 ms of a run's start)
+# The text helpers are imported where tables are drawn: `info --json` never loads them. Text and
+# tables come from `render.kit()`: Rich's on a terminal, else the plain layout (Rich's bytes without
+# importing Rich's console: ~16 ms of a run's start)
 
 
 def add_parser(sub) -> None:
@@ -17,13 +18,12 @@ def add_parser(sub) -> None:
     add_device(p, help="a file holding several GPUs: summarise this device (default: the first)")
 
 
-def probe_table(info):
-    from rich.table import Table
-    from rich.text import Text
+def probe_table(info, kit):
+    """The probe's readings as a two-column table, in `kit`'s Text and Table."""
+    from .render import size
 
-    from .render import literal, size
-
-    t = Table(show_header=False, box=None, pad_edge=False)
+    Text, literal = kit.Text, kit.literal
+    t = kit.Table(show_header=False, box=None, pad_edge=False)
     t.add_column(style="bold")
     t.add_column(overflow="fold")
     t.add_row("file", literal(info.path))
@@ -46,14 +46,12 @@ def probe_table(info):
     return t
 
 
-def wall_line(w, gpu_time_us: float):
+def wall_line(w, gpu_time_us: float, kit):
     """What `compare` leads with, for one trace: its wall clock, how much of it the GPU was idle
     (and why, as far as the host shows), then the kernel time."""
-    from rich.text import Text
-
     from kerneldiff.core.report import format as fmt
 
-    t = Text(f"wall clock {fmt.us(w.wall_us)}", style="bold")
+    t = kit.Text(f"wall clock {fmt.us(w.wall_us)}", style="bold")
     idle = w.idle_us
     share = f" ({fmt.pct(idle / w.wall_us, 0)})" if w.wall_us > 0 else ""
     t.append(f"   idle {fmt.us(idle)}{share}")
@@ -78,7 +76,7 @@ def run(args) -> int:
     from kerneldiff.core.session import Session
 
     results = []
-    out = None   # the text output's console, made for the first table drawn
+    k = None   # the text output's kit, made for the first table drawn
     for path in args.traces:
         session = Session([path], registry=args.registry, use_cache=not args.no_cache, device=args.device)
         info = session.probe()[0]
@@ -89,18 +87,16 @@ def run(args) -> int:
         results.append(entry)
         if args.json:
             continue
-        from rich.table import Table
-        from rich.text import Text
+        from .render import kit, us
 
-        from .render import console, literal, us
-
-        out = out or console()
-        out.print(probe_table(info))
+        k = k or kit()
+        out, Text, literal = k.console, k.Text, k.literal
+        out.print(probe_table(info, k))
         if "summary" not in entry:
             out.print()
             continue
         s = entry["summary"]
-        out.print(wall_line(s.wall, s.gpu_time_us))
+        out.print(wall_line(s.wall, s.gpu_time_us, k))
         phases = f" ({_step_phases(s.step_phases)})" if s.step_phases else ""
         out.print(Text(f"kernels {s.kernels:,}   GPU time {us(s.gpu_time_us)}   steps {s.steps:,}"
                        f"{phases}   architecture {s.architecture}   "
@@ -117,7 +113,7 @@ def run(args) -> int:
             first = ["unknown" if v is None else v for v in (shapes[0].requests, shapes[0].tokens, shapes[0].kv_tokens)]
             out.print(Text(f"step shapes ({len(shapes)} step{'' if len(shapes) == 1 else 's'}; first: requests "
                            f"{first[0]}, tokens {first[1]}, KV tokens {first[2]})"))
-        ops = Table(title="top operations", title_justify="left")
+        ops = k.Table(title="top operations", title_justify="left")
         ops.add_column("operation")
         ops.add_column("kernels", justify="right")
         ops.add_column("GPU time", justify="right")

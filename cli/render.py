@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.text import Text
+from typing import NamedTuple
 
 from kerneldiff.core.session import short_name
 from kerneldiff.core.session import visible
@@ -14,20 +13,56 @@ FALLBACK_WIDTH = 80   # when the environment's width is unusable (COLUMNS=0 prin
 NARROWEST = 40
 
 
-def console(stderr: bool = False) -> Console:
+def console(stderr: bool = False):
+    """Rich's console for the standard output (or error)."""
+    from rich.console import Console
+
     # soft_wrap off + highlight off: trace strings are printed exactly, never re-coloured
-    c = Console(stderr=stderr, highlight=False, emoji=False, markup=False)
+    return _usable_width(Console(stderr=stderr, highlight=False, emoji=False, markup=False))
+
+
+def _usable_width(c):
     if c.width < NARROWEST:
         c.width = FALLBACK_WIDTH
     return c
 
 
-def literal(s: object, max_len: int | None = None) -> Text:
-    """Trace strings as plain Text: never markup, control characters made visible."""
+def _visible(s: object, max_len: int | None) -> str:
     s = visible(str(s))
-    if max_len is not None and len(s) > max_len:
-        s = short_name(s, max_len)
-    return Text(s)
+    return short_name(s, max_len) if max_len is not None and len(s) > max_len else s
+
+
+def literal(s: object, max_len: int | None = None):
+    """Trace strings as plain (Rich) Text: never markup, control characters made visible."""
+    from rich.text import Text
+
+    return Text(_visible(s, max_len))
+
+
+class Kit(NamedTuple):
+    """A console with the Text and Table it prints: Rich's, or where the output shows no styles
+    the plain layout's (`cli/plain.py`: Rich's bytes without importing Rich's console)."""
+
+    console: object
+    Text: type
+    Table: type
+
+    def literal(self, s: object, max_len: int | None = None):
+        """`literal` in this kit's Text."""
+        return self.Text(_visible(s, max_len))
+
+
+def kit(stderr: bool = False) -> Kit:
+    import sys
+
+    from . import plain
+
+    if plain.shows_no_styles(sys.stderr if stderr else sys.stdout):
+        return Kit(_usable_width(plain.Console(stderr=stderr)), plain.Text, plain.Table)
+    from rich.table import Table
+    from rich.text import Text
+
+    return Kit(console(stderr), Text, Table)
 
 
 us = fmt.us        # one number formatter for every report and the explorer
@@ -46,17 +81,22 @@ MIN_TEXT = 8   # a text column narrower than this says nothing
 MAX_WORD = 24  # a wrapping column is given room for its longest word up to this (labels break at spaces)
 
 
+def _text(cell) -> str:
+    """A cell's characters, whichever kit's Text (or str) it is."""
+    return cell if isinstance(cell, str) else getattr(cell, "plain", None) or str(cell)
+
+
 def _cell_width(cell) -> int:
     from rich.cells import cell_len
 
-    plain = cell.plain if isinstance(cell, Text) else str(cell)
+    plain = _text(cell)
     return max((cell_len(line) for line in plain.split("\n")), default=0)
 
 
 def _longest_word(c) -> int:
     from rich.cells import cell_len
 
-    words = [w for x in (c.header, *c._cells) for w in (x.plain if isinstance(x, Text) else str(x)).split()]
+    words = [w for x in (c.header, *c._cells) for w in _text(x).split()]
     return max((cell_len(w) for w in words), default=0)
 
 
@@ -134,7 +174,7 @@ def _wraps(c) -> bool:
 
 
 def _cell_text(cell) -> str:
-    return (cell.plain if isinstance(cell, Text) else str(cell)).strip()
+    return _text(cell).strip()
 
 
 class FittingConsole:

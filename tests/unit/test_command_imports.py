@@ -67,6 +67,9 @@ def test_a_bare_info_imports_no_ui_no_cluster_no_other_command(json_out):
     assert "kerneldiff.core.analysis.flops" not in mods
     if json_out:   # JSON is written without Rich
         assert not sorted(m for m in mods if m.split(".")[0] == "rich")
+    else:   # text to a pipe is laid out by cli/plain.py: Rich's cell widths, not its console (~16 ms)
+        assert "kerneldiff.cli.plain" in mods
+        assert not {"rich.console", "rich.table", "rich.text", "rich.segment"} & mods, sorted(mods)
 
 
 def test_the_command_script_imports_only_the_entry_point():

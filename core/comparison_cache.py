@@ -182,7 +182,7 @@ def _build(d: dict[str, Any]) -> Any:
 
 def _is_struct(t: type) -> bool:
     """A msgspec Struct (a result type whose JSON renames a field: side_timeline.PassTimeline)."""
-    import msgspec
+    from kerneldiff.core.msgspec_import import msgspec
 
     return issubclass(t, msgspec.Struct)
 

@@ -7,9 +7,18 @@ million instructions (~7% of the whole command) for nothing. Here the class is l
 it, with stand-ins for what the decorator would add; the first look-up of any of them (making an
 instance, `dataclasses.fields`, `replace`, `asdict`, `is_dataclass`, repr, ==) runs the standard
 decorator on the class, which then is exactly what `@dataclasses.dataclass` would have made.
+
+Half of the decorator's work is compiling that text. The compiled code, keyed by the text, is kept
+for the next process in the cache dir (marshal, as a .pyc keeps code; one file per Python build): a
+dense trace's `info` makes 13 classes, 5 ms with the compiling and 1.5 ms without. A text not in the
+file is compiled as the decorator compiles it, so a class is the same whatever the file holds.
 """
 
+import builtins
 import dataclasses
+import marshal
+import os
+import sys
 from _thread import RLock
 
 # what the standard decorator adds to a class (the ordering methods, __hash__ and the frozen
@@ -51,7 +60,8 @@ def dataclass(cls=None, /, **options):
                     for name in stand_ins:
                         if isinstance(cls.__dict__.get(name), _StandIn):
                             delattr(cls, name)
-                    dataclasses.dataclass(cls, **options)
+                    with _compiled_code():
+                        dataclasses.dataclass(cls, **options)
             return cls
 
         for name in stand_ins:
@@ -59,3 +69,80 @@ def dataclass(cls=None, /, **options):
         return cls
 
     return wrap if cls is None else wrap(cls)
+
+
+# --- the decorator's compiled methods, kept between processes ----------------------------------------
+
+_ABSENT = object()
+_code: dict | None = None   # method text -> its code object; loaded on the first class made
+_added = False              # compiled here and not yet in the file
+
+
+def code_file() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    from zlib import crc32
+
+    build = crc32(sys.version.encode())   # the interpreter's version and build
+    return os.path.join(base, "kerneldiff", "code", f"dataclasses-{sys.implementation.cache_tag}-{build:08x}.marshal")
+
+
+def _exec(source, globals=None, locals=None, /):
+    """`exec` as `dataclasses` calls it, the compiling of a text done once per cache."""
+    global _added
+    if not isinstance(source, str):
+        return builtins.exec(source, globals, locals)
+    code = _code.get(source)
+    if code is None:
+        # what exec(str) compiles: "<string>", no future flags (dataclasses.py has none)
+        code = _code[source] = compile(source, "<string>", "exec", flags=0, dont_inherit=True)
+        _added = True
+    return builtins.exec(code, globals, locals)
+
+
+class _compiled_code:
+    """Within it, `dataclasses` compiles through `_exec` (it finds `exec` in its own globals before
+    the builtins); the file is written when something new was compiled."""
+
+    def __enter__(self):
+        global _code
+        if _code is None:
+            _code = _read()
+        self.before = dataclasses.__dict__.get("exec", _ABSENT)   # _exec itself when re-entered (a base made)
+        dataclasses.exec = _exec
+
+    def __exit__(self, *exc):
+        global _added
+        if self.before is _ABSENT:
+            del dataclasses.exec
+        else:
+            dataclasses.exec = self.before
+        if _added and exc[0] is None:
+            _added = False
+            _write()
+
+
+def _read() -> dict:
+    try:
+        with open(code_file(), "rb") as f:
+            code = marshal.load(f)
+    except (OSError, EOFError, ValueError, TypeError):
+        return {}
+    if not isinstance(code, dict):
+        return {}
+    return {k: v for k, v in code.items() if isinstance(k, str) and type(v) is type(_read.__code__)}
+
+
+def _write() -> None:
+    """Best effort, atomic: a read-only cache costs the next process the compiling, nothing else."""
+    path = code_file()
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "wb") as f:
+            marshal.dump(_code, f)
+        os.replace(tmp, path)
+    except (OSError, ValueError):
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass

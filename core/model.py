@@ -161,6 +161,8 @@ def layers_from_array(rows: np.ndarray) -> list[LayerSpan]:
 
 @dataclass
 class TraceModel:
+    """One trace as columns (kernels, CPU ops, launches, annotations), with the readings made on them."""
+
     path: str
     info: Any                                   # a TraceInfo (the probe's; not imported: ingest builds on the model)
     strings: StringTable

@@ -25,6 +25,8 @@ _DERIVED = ("cpu_op", "launch", "cat", "rule", "step", "phase", "layer")
 
 @dataclass
 class DeviceTotal:
+    """One GPU's activities in a trace: how many, and their summed time."""
+
     device: int
     kernels: int            # GPU activities (kernels, copies, memsets), as the model counts them
     gpu_time_us: float      # their summed durations

@@ -155,6 +155,8 @@ def _category_name(model: TraceModel, cat: int) -> str:
 
 @dataclass
 class CategoryTotal:
+    """One operation category's kernels in a phase: how many, their GPU time and share."""
+
     category: str
     count: int
     total_us: float

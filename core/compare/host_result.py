@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
+from kerneldiff.core.msgspec_import import msgspec
 
 
 class HostTime(msgspec.Struct, frozen=True):

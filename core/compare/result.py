@@ -11,7 +11,7 @@ from dataclasses import asdict, field
 from kerneldiff.core.lazy_dataclass import dataclass   # methods made on first use (lazy_dataclass.py)
 from typing import Any
 
-import msgspec
+from kerneldiff.core.msgspec_import import msgspec
 
 from kerneldiff.core.analysis.peaks import Peaks
 from kerneldiff.core.analysis.stats import Stats  # noqa: F401 - the rows' durations, re-exported

@@ -14,7 +14,7 @@ from dataclasses import field
 from kerneldiff.core.lazy_dataclass import dataclass   # methods made on first use (lazy_dataclass.py)
 from typing import TYPE_CHECKING, Any
 
-import msgspec
+from kerneldiff.core.msgspec_import import msgspec
 
 if TYPE_CHECKING:   # the analysis (numpy) stays out of a reader's imports
     from kerneldiff.core.analysis.timeline import Timeline, Window

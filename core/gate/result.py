@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import msgspec
+from kerneldiff.core.msgspec_import import msgspec
 
 from kerneldiff.core.gate.fingerprint import Fingerprint
 

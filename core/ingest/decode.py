@@ -8,7 +8,7 @@ import re
 from operator import attrgetter
 from typing import Any, ClassVar, Union
 
-import msgspec
+from kerneldiff.core.msgspec_import import msgspec
 
 from kerneldiff.core.ingest import schema
 from kerneldiff.core.lazy_pattern import LazyPattern

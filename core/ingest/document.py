@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import msgspec
+from kerneldiff.core.msgspec_import import msgspec
 
 _STRING = re.compile(rb'"(?:[^"\\]++|\\.)*+"', re.S)
 _PLAIN = re.compile(rb'[^"\[\]{}]*+')          # anything but strings and brackets

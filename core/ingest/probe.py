@@ -41,6 +41,8 @@ NVIDIA_KEYS = ("cupti_version", "cuda_runtime_version", "cuda_driver_version")
 # ROCm traces (e.g. the vLLM MI300X one), so this is the best name we can give.
 @dataclass
 class TraceInfo:
+    """What the instant probe read of a trace file: its kind, GPU and device, what the recording holds."""
+
     path: str
     size: int                                   # bytes on disk
     compressed: bool

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import os
 
-import msgspec
+from kerneldiff.core.msgspec_import import msgspec
 import numpy as np
 
 from kerneldiff.core.ingest import schema

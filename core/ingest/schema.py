@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import msgspec
+from kerneldiff.core.msgspec_import import msgspec
 
 
 class Field(NamedTuple):

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import msgspec
+from kerneldiff.core.msgspec_import import msgspec
 
 from kerneldiff.core.errors import TraceError
 from kerneldiff.core.fileio import open_regular

@@ -63,6 +63,8 @@ def test_a_bare_info_imports_no_ui_no_cluster_no_other_command(json_out):
     assert not sorted(m for m in mods if m.startswith(other)), sorted(m for m in mods if m.startswith(other))
     # np.unique imports numpy.ma on first use (~15 ms): the info path uses numbers.distinct instead
     assert "numpy.ma" not in mods
+    # msgspec is imported without it (core/msgspec_import.py: ~4 ms)
+    assert "msgspec" in mods and "typing_extensions" not in mods
     # work and FLOPs are the comparison's: eager attention's operator names live with its marking
     assert "kerneldiff.core.analysis.flops" not in mods
     if json_out:   # JSON is written without Rich
@@ -118,3 +120,27 @@ def test_the_comparison_screen_imports_no_numpy():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.strip() == "[]"
+
+
+def test_msgspec_without_typing_extensions_reads_as_with_it():
+    """msgspec imported the way kerneldiff imports it decodes kerneldiff's structs as msgspec
+    imported with typing_extensions does, and typing_extensions can still be imported after it."""
+    code = """
+import sys
+first = sys.argv[1] == "ours"
+if first:
+    from kerneldiff.core.msgspec_import import msgspec
+    assert "typing_extensions" not in sys.modules
+import typing_extensions   # still importable (Textual's)
+import msgspec
+from kerneldiff.core.ingest import decode
+raw = b'[{"ph": "X", "cat": "kernel", "name": "k", "ts": 1.5, "dur": 2, "pid": 0, "tid": 7, "args": {"stream": 7}}, {"ph": "i", "name": "x"}]'
+one = b'[{"ph": "X", "cat": "kernel", "name": "k", "ts": 1.5, "dur": 2, "pid": 0, "tid": 7, "args": {"stream": 7}}]'
+print(msgspec.json.encode(decode.try_decode(raw)).decode(), msgspec.json.encode(decode._typed.decode(one)).decode())
+"""
+    outs = []
+    for how in ("ours", "plain"):
+        p = subprocess.run([sys.executable, "-c", code, how], capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert p.returncode == 0, p.stderr[-2000:]
+        outs.append(p.stdout)
+    assert outs[0] == outs[1] and outs[0].strip()

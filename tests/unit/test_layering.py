@@ -49,7 +49,8 @@ PACKAGE_CYCLES_TODO: set[tuple[str, ...]] = set()
 # Core's layers, lowest first: each subpackage or top-level module of core (`__init__` is the
 # package kerneldiff.core itself) imports only from the layers below its own.
 LAYERS: list[set[str]] = [
-    {"lazy_pattern", "lazy_dataclass"},   # regular expressions compiled, dataclasses made, on first use
+    # regular expressions compiled, dataclasses made, on first use; msgspec imported without typing_extensions
+    {"lazy_pattern", "lazy_dataclass", "msgspec_import"},
     # import nothing of core: kernel names (demangled, shortened, made safe to print), interned
     # strings, number formats, phase names, the demo traces' paths, how a kernel crosses from a
     # session to the front ends (KernelRef)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import pickle
 import subprocess
 import sys
@@ -104,3 +105,74 @@ print("LAZY", len(lazy), "MADE", [n for n, m in made if m])
 """
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
+
+
+# --- the compiled methods kept between processes ------------------------------------------------------
+
+# made in a fresh process with the given cache dir: a class of each option, compared with the standard
+# decorator's (methods' signatures and annotations, repr, ==, hash, fields); prints what it compiled
+MAKE = """
+import dataclasses, inspect, sys
+from dataclasses import field
+from kerneldiff.core import lazy_dataclass
+from kerneldiff.core.lazy_dataclass import dataclass as lazy
+compiled = []
+real_compile = compile
+def counting(source, *a, **k):
+    compiled.append(source)
+    return real_compile(source, *a, **k)
+lazy_dataclass.compile = counting
+for options in ({}, {"frozen": True}, {"order": True}, {"eq": False}, {"unsafe_hash": True}, {"kw_only": True}):
+    pair = []
+    for deco in (dataclasses.dataclass, lazy):
+        @deco(**options)
+        class C:
+            x: int
+            y: "list[str]" = field(default_factory=list)
+            z: float = 1.5
+        pair.append(C)
+    std, ours = pair
+    args = {"x": 1} if options.get("kw_only") else {}
+    a, b = std(*([] if args else [1]), **args), ours(*([] if args else [1]), **args)
+    for name in ("__init__", "__repr__", "__eq__", "__lt__", "__hash__", "__setattr__"):
+        s, o = getattr(std, name, None), getattr(ours, name, None)
+        if callable(s) and hasattr(s, "__code__"):
+            assert str(inspect.signature(s)) == str(inspect.signature(o)), name
+            assert s.__annotations__ == o.__annotations__, name
+            assert s.__code__.co_code == o.__code__.co_code, name
+    assert repr(a).rsplit(".", 1)[-1] == repr(b).rsplit(".", 1)[-1]
+    assert (a == a) == (b == b) and dataclasses.astuple(a) == dataclasses.astuple(b)
+print("COMPILED", len(compiled), "FILE", lazy_dataclass.code_file())
+"""
+
+
+def _make(cache_dir) -> tuple[int, str]:
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache_dir)}
+    p = subprocess.run([sys.executable, "-c", MAKE], capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    _, n, _, path = p.stdout.split()
+    return int(n), path
+
+
+def test_a_second_process_makes_the_same_classes_without_compiling(tmp_path):
+    first, path = _make(tmp_path)
+    assert first > 0 and os.path.exists(path) and path.startswith(str(tmp_path))
+    stored = os.path.getsize(path)
+    second, _ = _make(tmp_path)
+    assert second == 0                       # every method's text was in the file
+    assert os.path.getsize(path) == stored   # and nothing new was written
+
+
+@pytest.mark.parametrize("damage", [b"", b"\x00garbage", b"\xe3" * 100], ids=["empty", "garbage", "foreign"])
+def test_a_damaged_or_foreign_file_is_compiled_past(tmp_path, damage):
+    _, path = _make(tmp_path)
+    with open(path, "wb") as f:
+        f.write(damage)
+    n, _ = _make(tmp_path)   # the classes are still the standard decorator's (asserted inside)
+    assert n > 0
+
+
+def test_an_unwritable_cache_costs_only_the_compiling(tmp_path):
+    blocked = tmp_path / "file-not-dir"
+    blocked.write_text("")
+    assert _make(blocked)[0] > 0   # $XDG_CACHE_HOME is a file: nothing can be stored, all still works

@@ -35,6 +35,10 @@ alike and the ratio is from one run):
     bytes (gzip: inflated by ISA-L) without parsing them, so naive/floor is the largest ratio any
     reader written for Python could show; and *read only*, kerneldiff's reader into columns, no
     model and no analysis (`--no-floor` leaves both out).
+The floor, the naive loader, the reader alone and `python -c pass` run on --python: by default the
+interpreter beside --kerneldiff, so that they start as the measured install does (an editable
+install's interpreter starts ~9 ms later, its path hook; rounds before 12 ran them on one, which put
+the floor ~9 ms high and the work above it ~9 ms low).
 kerneldiff runs with a private XDG_CACHE_HOME that lives through the run (--no-cache skips the
 index cache; what the command keeps across runs by design, such as the compiled classifier
 registry, is kept, as it is for a user). Each row also gives the median CPU time (user + system of
@@ -159,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="a Python with wafer-core 0.1.62 installed (default: ./.bench-wafer, else /tmp/wcv; "
                          "make one with `python -m venv .bench-wafer && .bench-wafer/bin/pip install wafer-core==0.1.62`)")
     ap.add_argument("--kerneldiff", default=str(Path(sys.executable).parent / "kerneldiff"))
+    ap.add_argument("--python", default=None,
+                    help="the interpreter of the floor, naive, read-only and `python -c pass` contenders "
+                         "(default: the one beside --kerneldiff, else this one)")
     ap.add_argument("--before", default=None, help="another kerneldiff command (an older build) as a contender")
     ap.add_argument("--before-python", default=None,
                     help="that build's python: its reader alone (read only, before) joins the load rows")
@@ -167,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-floor", dest="floor", action="store_false",
                     help="leave out the floor (Python + numpy + the bytes read) and read-only contenders of load rows")
     args = ap.parse_args(argv)
+    beside = Path(args.kerneldiff).parent / "python"
+    py = args.python or (str(beside) if beside.exists() else sys.executable)
+    print(f"(floor, naive, read only and python -c pass on {py})", file=sys.stderr)
     only = set(args.only.split(","))
     d = Path(args.dir)
     d.mkdir(parents=True, exist_ok=True)
@@ -182,12 +192,12 @@ def main(argv: list[str] | None = None) -> int:
 
     def kds(*rest) -> dict:
         return {"kerneldiff": kd + list(rest), **({"before": before + list(rest)} if before else {})}
-    naive = lambda p: [sys.executable, "-c", NAIVE, str(p), str(HERE)]  # noqa: E731
+    naive = lambda p: [py, "-c", NAIVE, str(p), str(HERE)]  # noqa: E731
 
     def loads(p: Path, with_naive: bool = True) -> dict:
         return {**kds("info", str(p), "--json", "--no-cache"), **({"naive": naive(p)} if with_naive else {}),
-                **({"floor": [sys.executable, "-c", FLOOR, str(p)],
-                    "read only": [sys.executable, "-c", READ_ONLY, str(p)]} if args.floor else {}),
+                **({"floor": [py, "-c", FLOOR, str(p)],
+                    "read only": [py, "-c", READ_ONLY, str(p)]} if args.floor else {}),
                 **({"read only, before": [args.before_python, "-c", READ_ONLY, str(p)]}
                    if args.floor and args.before_python else {})}
     made: list[Path] = []   # generated for this run only: deleted after their row (or at exit)
@@ -242,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         p = TRACES / "a100_triton_example.json.gz"
         rows.append(("1-kernel trace info", p.stat().st_size / 1e6,
                      {**kds("info", str(p), "--json", "--no-cache"),
-                      **({"floor": [sys.executable, "-c", FLOOR, str(p)]} if args.floor else {})}))
+                      **({"floor": [py, "-c", FLOOR, str(p)]} if args.floor else {})}))
     if "gb" in only:
         p = d / f"replicated_{args.gb_size}.json"
         if not p.exists():
@@ -250,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
             made.append(p)
         rows.append((f"replicated real eager, {args.gb_size} (plain)", p.stat().st_size / 1e6, loads(p, False)))
     if "start" in only:
-        rows.append(("kerneldiff --version", 0.0, {**kds("--version"), "python -c pass": [sys.executable, "-c", "pass"]}))
+        rows.append(("kerneldiff --version", 0.0, {**kds("--version"), "python -c pass": [py, "-c", "pass"]}))
 
     results = []
     with tempfile.TemporaryDirectory() as cache:

@@ -24,24 +24,38 @@ from kerneldiff.core.model import TraceModel
 from kerneldiff.core.numbers import distinct
 
 KINDS = ("steady", "warmup", "capture", "compile")
-# the first kind found wins, in this order
+# the first kind found wins, in this order. Each pattern comes with literals one of which every text
+# it matches holds (in the lowercased text where the pattern ignores case): a name without any is
+# not searched, and a trace with no such name never compiles the pattern
+# (tests/unit/test_pass_kinds_markers.py holds the literals to the patterns' matches)
 MARKERS = (
-    ("compile", LazyPattern(
+    ("compile", ("compile", "create_aot"), False, LazyPattern(
         r"compile_inner|entire_frame_compile|backend_compile|fx_codegen_and_compile|inductor_compile|"
         r"OutputGraph\.call_user_compiler|create_aot_dispatcher_function|"
         r"_dynamo/convert_frame\.py\(\d+\): _compile\b|_inductor/compile_fx\.py\(\d+\): compile_fx")),
-    ("capture", LazyPattern(
+    ("capture", ("BeginCapture", "GraphInstantiate", "CUDAGraphNode", "cudagraph_trees"), False, LazyPattern(
         r"^(cuda|hip|cu)StreamBeginCapture|^(cuda|hip|cu)GraphInstantiate|^CUDAGraphNode\.record|"
         r"cudagraph_trees\.py\(\d+\): record_function\b")),
-    ("warmup", LazyPattern(r"^CUDAWarmupNode|cudagraph_trees\.py\(\d+\): _run_cuda_warmup|^warm[ _-]?up\b", re.I)),
+    ("warmup", ("warm",), True,
+     LazyPattern(r"^CUDAWarmupNode|cudagraph_trees\.py\(\d+\): _run_cuda_warmup|^warm[ _-]?up\b", re.I)),
 )
+
+
+def marker_hits(texts: list[tuple[int, str]], literals: tuple[str, ...], fold: bool, pattern: LazyPattern) -> list[int]:
+    """The ids of the texts `pattern` finds, searched only where one of its `literals` is (in the
+    lowercased text with `fold`)."""
+    cands = [(i, t) for i, t in texts if any(lit in (t.lower() if fold else t) for lit in literals)]
+    if not cands:
+        return []
+    search = pattern.search
+    return [i for i, t in cands if search(t)]
 
 
 def _marker_times(model: TraceModel) -> dict[str, np.ndarray]:
     """CPU start times of the events naming each kind."""
     tables = [model.launches, model.cpu_ops, model.python]
     a = model.annotations
-    out: dict[str, list[np.ndarray]] = {kind: [] for kind, _ in MARKERS}
+    out: dict[str, list[np.ndarray]] = {kind: [] for kind, *_ in MARKERS}
     for t, rows in [(tab, None) for tab in tables] + [(a, np.flatnonzero(a.gpu == 0))]:
         if not len(t):
             continue
@@ -49,9 +63,8 @@ def _marker_times(model: TraceModel) -> dict[str, np.ndarray]:
         ts = t.ts if rows is None else t.ts[rows]
         n = len(model.strings)
         texts = [(i, model.strings[i]) for i in distinct(names).tolist() if 0 <= i < n]
-        for kind, pat in MARKERS:
-            search = pat.search
-            hit = [i for i, text in texts if search(text)]
+        for kind, literals, fold, pat in MARKERS:
+            hit = marker_hits(texts, literals, fold, pat)
             if hit:
                 out[kind].append(ts[np.isin(names, hit)])
     return {k: np.concatenate(v) for k, v in out.items() if v}
@@ -67,7 +80,7 @@ def assign_kinds(model: TraceModel) -> None:
     starts = np.array([s.ts for s in steps])
     ends = np.maximum(np.append(starts[1:], -np.inf), starts + np.array([s.dur for s in steps]))
     found = _marker_times(model)
-    for kind, _ in reversed(MARKERS):   # compile last: it wins over capture and warmup
+    for kind, *_ in reversed(MARKERS):   # compile last: it wins over capture and warmup
         t = found.get(kind)
         if t is None:
             continue

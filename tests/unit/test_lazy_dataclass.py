@@ -142,7 +142,7 @@ for options in ({}, {"frozen": True}, {"order": True}, {"eq": False}, {"unsafe_h
             assert s.__code__.co_code == o.__code__.co_code, name
     assert repr(a).rsplit(".", 1)[-1] == repr(b).rsplit(".", 1)[-1]
     assert (a == a) == (b == b) and dataclasses.astuple(a) == dataclasses.astuple(b)
-print("COMPILED", len(compiled), "FILE", lazy_dataclass.code_file())
+print("COMPILED", len(compiled), "DIR", lazy_dataclass.code_dir())
 """
 
 
@@ -154,20 +154,26 @@ def _make(cache_dir) -> tuple[int, str]:
     return int(n), path
 
 
+def _files(folder: str) -> dict[str, float]:
+    return {f: os.stat(os.path.join(folder, f)).st_mtime_ns for f in os.listdir(folder)}
+
+
 def test_a_second_process_makes_the_same_classes_without_compiling(tmp_path):
-    first, path = _make(tmp_path)
-    assert first > 0 and os.path.exists(path) and path.startswith(str(tmp_path))
-    stored = os.path.getsize(path)
+    first, folder = _make(tmp_path)
+    assert first > 0 and folder.startswith(str(tmp_path))
+    stored = _files(folder)
+    assert stored and all(f.endswith(".marshal") for f in stored)   # one file per class made
     second, _ = _make(tmp_path)
-    assert second == 0                       # every method's text was in the file
-    assert os.path.getsize(path) == stored   # and nothing new was written
+    assert second == 0                  # every method's text was in its class's file
+    assert _files(folder) == stored     # and nothing was written again
 
 
 @pytest.mark.parametrize("damage", [b"", b"\x00garbage", b"\xe3" * 100], ids=["empty", "garbage", "foreign"])
 def test_a_damaged_or_foreign_file_is_compiled_past(tmp_path, damage):
-    _, path = _make(tmp_path)
-    with open(path, "wb") as f:
-        f.write(damage)
+    _, folder = _make(tmp_path)
+    for f in os.listdir(folder):
+        with open(os.path.join(folder, f), "wb") as out:
+            out.write(damage)
     n, _ = _make(tmp_path)   # the classes are still the standard decorator's (asserted inside)
     assert n > 0
 

@@ -36,9 +36,9 @@ alike and the ratio is from one run):
     reader written for Python could show; and *read only*, kerneldiff's reader into columns, no
     model and no analysis (`--no-floor` leaves both out).
 The floor, the naive loader, the reader alone and `python -c pass` run on --python: by default the
-interpreter beside --kerneldiff, so that they start as the measured install does (an editable
-install's interpreter starts ~9 ms later, its path hook; rounds before 12 ran them on one, which put
-the floor ~9 ms high and the work above it ~9 ms low).
+interpreter beside --kerneldiff, so that they start as the measured install does. They ran on the
+interpreter running the benchmark: from a development venv (an editable install, whose path hook
+starts every process ~9 ms later) that put the floor ~9 ms high and the work above it ~9 ms low.
 kerneldiff runs with a private XDG_CACHE_HOME that lives through the run (--no-cache skips the
 index cache; what the command keeps across runs by design, such as the compiled classifier
 registry, is kept, as it is for a user). Each row also gives the median CPU time (user + system of

@@ -47,10 +47,14 @@ def _ratio(a: float, b: float) -> float | None:
 def stats_of(d: np.ndarray, side_total: float = 0.0) -> Stats:
     if len(d) == 0:
         return Stats()
-    q = np.percentile(d, [50, 90, 95])
+    # the percentiles from one sort (row_percentiles: np.percentile's figures, bit for bit): numpy's
+    # sort is ~4x faster than the partition np.percentile makes on 100,000 values (the dense pair's
+    # 14 operation groups spent ~10 ms there)
+    q = row_percentiles(d.reshape(1, -1), [50, 90, 95]) if d.dtype == np.float64 else \
+        [[float(x)] for x in np.percentile(d, [50, 90, 95])]
     t = float(d.sum())
-    return Stats(count=int(len(d)), total_us=t, mean_us=t / len(d), median_us=float(q[0]),
-                 min_us=float(d.min()), p90_us=float(q[1]), p95_us=float(q[2]), max_us=float(d.max()),
+    return Stats(count=int(len(d)), total_us=t, mean_us=t / len(d), median_us=q[0][0],
+                 min_us=float(d.min()), p90_us=q[1][0], p95_us=q[2][0], max_us=float(d.max()),
                  share=t / side_total if side_total > 0 else 0.0)
 
 

@@ -285,3 +285,20 @@ def test_lead_in_equals_a_scan_of_every_call(calls, windows):
             want[i] = float(ts[hit].min())
     got = _lead_in(m, ws, we, rows)
     assert got.dtype == ws.dtype and got.tolist() == want.tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 300), st.data())
+def test_stats_of_is_the_numpy_formula(n, data):
+    """stats_of (percentiles from one sort) against the figures np.percentile gives, bit for bit:
+    ties, infinities, NaN and ±0 included, and a long array (the sort's SIMD path)."""
+    cells = data.draw(st.lists(st.one_of(st.floats(width=64), st.sampled_from([0.0, -0.0, 1.0, 2.5, np.inf, -np.inf])),
+                               min_size=n, max_size=n))
+    for d in (np.array(cells, dtype=float), np.resize(np.array(cells, dtype=float), 150_000)):
+        with np.errstate(all="ignore"):
+            got = stats_of(d, 10.0)
+            q = np.percentile(d, [50, 90, 95])
+            t = float(d.sum())
+        want = (len(d), t, t / len(d), float(q[0]), float(d.min()), float(q[1]), float(q[2]), float(d.max()), t / 10.0)
+        have = (got.count, got.total_us, got.mean_us, got.median_us, got.min_us, got.p90_us, got.p95_us, got.max_us, got.share)
+        assert all(_same_float(float(x), float(y)) for x, y in zip(have, want)), (have, want)

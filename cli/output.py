@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 
 from kerneldiff.core.errors import shown_path
 from kerneldiff.core.numbers import safe_text, strict_json
@@ -57,6 +56,8 @@ def without_trailing_blanks(text: str) -> str:
 def emit(text: str, path: str | None) -> int:
     # safe_text: a file name that is not UTF-8 (in a CSV header, a label) is written as its escape
     if path:
+        from pathlib import Path   # only when writing a file: output to stdout needs none of it
+
         Path(path).write_text(safe_text(text) + "\n", encoding="utf-8")
         print(f"wrote {shown_path(path)}", file=sys.stderr)
     else:
@@ -94,6 +95,8 @@ def csv_files(output: str | None, names, text_of) -> int:
     if not output:
         print("kerneldiff: --table all with CSV needs -o FILE (one file per table)", file=sys.stderr)
         return 2
+    from pathlib import Path
+
     base = Path(output)
     stem = base.name[:-4] if base.name.endswith(".csv") else base.name
     for name in names:

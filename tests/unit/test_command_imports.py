@@ -144,3 +144,19 @@ print(msgspec.json.encode(decode.try_decode(raw)).decode(), msgspec.json.encode(
         assert p.returncode == 0, p.stderr[-2000:]
         outs.append(p.stdout)
     assert outs[0] == outs[1] and outs[0].strip()
+
+
+@pytest.mark.skipif(not TINY.exists(), reason="needs ../shared/traces")
+def test_a_compare_to_stdout_imports_no_pathlib():
+    # pathlib (with urllib.parse and ipaddress, ~2.5 ms) only where a file is written (-o, --table
+    # into files); an editable install's path hook imports it itself, so it is dropped first
+    code = LIST.replace("from kerneldiff.cli.main import entry", "sys.modules.pop('pathlib', None)\n"
+                        "from kerneldiff.cli.main import entry")
+    modules("compare", str(TINY), str(TINY), "--format", "json", "--no-cache")   # the registry cached first
+    p = subprocess.run([sys.executable, "-c", code, "compare", str(TINY), str(TINY), "--format", "json", "--no-cache"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    line = [x for x in p.stderr.splitlines() if x.startswith("MODULES ")]
+    assert line, p.stderr[-2000:]
+    mods = set(json.loads(line[-1][len("MODULES "):]))
+    assert "kerneldiff.core.compare.engine" in mods   # the comparison did run
+    assert "pathlib" not in mods   # (urllib.parse and ipaddress stay: the path hook imported them)

@@ -11,12 +11,12 @@ from kerneldiff.core.numbers import strict_json
 from kerneldiff.core.report.table_names import MODEL_TABLES, TABLES
 from kerneldiff.core.report.run_tables import RUN_TABLES
 
-if TYPE_CHECKING:
-    from pathlib import Path
-
 from .args import add_all_passes, add_device, add_loading, add_phase, add_rank, add_runs, flag_number
 from .output import csv_files, csv_text, emit, fusion_overrides, peak_table, table_json
 from .text_report import print_text
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # The text report's modules (Rich, the throughput and timeline sections) are imported by the
 # functions that draw it: `--format json` and `csv` never load Rich (~20 ms of a run's start).

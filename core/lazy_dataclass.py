@@ -23,6 +23,7 @@ import os
 import re
 import sys
 from _thread import RLock, get_ident
+from types import CodeType
 
 # what the standard decorator adds to a class (the ordering methods, __hash__ and the frozen
 # __setattr__/__delattr__ only with their options), looked up through the class's type slots or
@@ -136,7 +137,7 @@ def _read(path: str) -> dict:
         return {}
     if not isinstance(code, dict):
         return {}
-    return {k: v for k, v in code.items() if isinstance(k, str) and type(v) is type(_read.__code__)}
+    return {k: v for k, v in code.items() if isinstance(k, str) and type(v) is CodeType}
 
 
 def _write(path: str, code: dict) -> None:

@@ -16,11 +16,11 @@ given, the percentages of peak and the bound are not (and a warning says why).
 
 from __future__ import annotations
 
+import os
 import re
 import tomllib
 from dataclasses import field
 from kerneldiff.core.lazy_dataclass import dataclass   # methods made on first use (lazy_dataclass.py)
-import os
 from typing import TYPE_CHECKING, Any
 
 from kerneldiff.core.analysis.linear_regex import UnsafeRegex, compile_linear

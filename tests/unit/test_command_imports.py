@@ -31,8 +31,12 @@ entry()
 HEAVY = ("textual", "kerneldiff.tui", "distributed", "dask", "pandas", "pytest", "hypothesis", "tornado")
 
 
-def modules(*argv: str) -> set[str]:
-    p = subprocess.run([sys.executable, "-c", LIST, *argv], capture_output=True, text=True, cwd=ROOT, timeout=120)
+def modules(*argv: str, without_pathlib: bool = False) -> set[str]:
+    """without_pathlib: run with pathlib dropped first (an editable install's path hook imports it
+    itself), to see whether the command imports it again."""
+    code = LIST if not without_pathlib else LIST.replace(
+        "from kerneldiff.cli.main import entry", "sys.modules.pop('pathlib', None)\nfrom kerneldiff.cli.main import entry")
+    p = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=ROOT, timeout=120)
     line = [x for x in p.stderr.splitlines() if x.startswith("MODULES ")]
     assert line, p.stderr[-2000:]
     return set(json.loads(line[-1][len("MODULES "):]))
@@ -99,16 +103,11 @@ def test_the_installed_command_and_python_m_kerneldiff_run(how):
 @pytest.mark.skipif(not TINY.exists(), reason="needs ../shared/traces")
 def test_a_bare_info_imports_no_pathlib_and_no_hashlib_of_its_own():
     # pathlib (with urllib and ipaddress) and hashlib (OpenSSL) were ~8 ms of a 1-kernel info: the
-    # registry's cache is found with os.path and keyed by CPython's own SHA-256. (An editable
-    # install's path hook imports pathlib itself, so this runs the modules without it.)
-    code = LIST.replace("from kerneldiff.cli.main import entry", "sys.modules.pop('pathlib', None)\n"
-                        "from kerneldiff.cli.main import entry")
+    # registry's cache is found with os.path and keyed by CPython's own SHA-256.
     # the first run on a fresh machine parses the shipped registry and stores it (pathlib, tomllib);
     # every later run finds it cached, and that run is the one measured
     modules("info", "--no-cache", "--json", str(TINY))
-    p = subprocess.run([sys.executable, "-c", code, "info", "--no-cache", "--json", str(TINY)],
-                       capture_output=True, text=True, cwd=ROOT, timeout=120)
-    mods = set(json.loads([x for x in p.stderr.splitlines() if x.startswith("MODULES ")][-1][len("MODULES "):]))
+    mods = modules("info", "--no-cache", "--json", str(TINY), without_pathlib=True)
     assert "pathlib" not in mods and "hashlib" not in mods and "shutil" not in mods
 
 
@@ -149,14 +148,9 @@ print(msgspec.json.encode(decode.try_decode(raw)).decode(), msgspec.json.encode(
 @pytest.mark.skipif(not TINY.exists(), reason="needs ../shared/traces")
 def test_a_compare_to_stdout_imports_no_pathlib():
     # pathlib (with urllib.parse and ipaddress, ~2.5 ms) only where a file is written (-o, --table
-    # into files); an editable install's path hook imports it itself, so it is dropped first
-    code = LIST.replace("from kerneldiff.cli.main import entry", "sys.modules.pop('pathlib', None)\n"
-                        "from kerneldiff.cli.main import entry")
-    modules("compare", str(TINY), str(TINY), "--format", "json", "--no-cache")   # the registry cached first
-    p = subprocess.run([sys.executable, "-c", code, "compare", str(TINY), str(TINY), "--format", "json", "--no-cache"],
-                       capture_output=True, text=True, cwd=ROOT, timeout=120)
-    line = [x for x in p.stderr.splitlines() if x.startswith("MODULES ")]
-    assert line, p.stderr[-2000:]
-    mods = set(json.loads(line[-1][len("MODULES "):]))
+    # into files)
+    argv = ("compare", str(TINY), str(TINY), "--format", "json", "--no-cache")
+    modules(*argv)   # the registry cached first
+    mods = modules(*argv, without_pathlib=True)
     assert "kerneldiff.core.compare.engine" in mods   # the comparison did run
     assert "pathlib" not in mods   # (urllib.parse and ipaddress stay: the path hook imported them)

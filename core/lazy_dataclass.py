@@ -61,10 +61,18 @@ def dataclass(cls=None, /, **options):
         def make():
             with _lock:
                 if isinstance(cls.__dict__.get("__dataclass_fields__"), _StandIn):   # not made yet
+                    # what reads files (lets other threads run) comes before the stand-ins go:
+                    # a thread making an instance meanwhile must find them (they wait on the lock),
+                    # never the class without its __init__. So the bases not made yet are made
+                    # first, and this class's code file is read.
+                    for base in cls.__mro__[1:]:
+                        if isinstance(base.__dict__.get("__dataclass_fields__"), _StandIn):
+                            base.__dataclass_fields__
+                    code = _compiled_code(cls)
                     for name in stand_ins:
                         if isinstance(cls.__dict__.get(name), _StandIn):
                             delattr(cls, name)
-                    with _compiled_code(cls):
+                    with code:
                         dataclasses.dataclass(cls, **options)
             return cls
 
@@ -106,15 +114,16 @@ def _exec(source, globals=None, locals=None, /):
 
 class _compiled_code:
     """While `cls` is made, `dataclasses` compiles through `_exec` (it finds `exec` in its own
-    globals before the builtins), from and into the class's file."""
+    globals before the builtins), from and into the class's file (read when this is made, written
+    when the making ends: the class is whole then)."""
 
     def __init__(self, cls) -> None:
         name = _UNSAFE.sub("_", f"{cls.__module__}.{cls.__qualname__}")
         self.path = os.path.join(code_dir(), f"{name}.marshal")
         self.thread = get_ident()
+        self.code, self.added = _read(self.path), False   # here, before the class is taken apart
 
     def __enter__(self):
-        self.code, self.added = _read(self.path), False
         self.before = dataclasses.__dict__.get("exec", _ABSENT)   # _exec itself when a base is made inside
         _making.append(self)
         dataclasses.exec = _exec

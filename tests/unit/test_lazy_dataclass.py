@@ -182,3 +182,52 @@ def test_an_unwritable_cache_costs_only_the_compiling(tmp_path):
     blocked = tmp_path / "file-not-dir"
     blocked.write_text("")
     assert _make(blocked)[0] > 0   # $XDG_CACHE_HOME is a file: nothing can be stored, all still works
+
+
+def test_no_thread_sees_a_class_half_made_while_its_code_files_are_read(monkeypatch, tmp_path):
+    """The explorer loads two traces in threads: one may make a class while the other makes an
+    instance of it. The class's methods are taken off (its stand-ins removed) only once the files
+    its making reads (its own, its bases') are read: a read lets the other thread run, and found
+    the class without its __init__ ("LoadedTrace() takes no arguments")."""
+    import threading
+    import time
+
+    from kerneldiff.core import lazy_dataclass as ld
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    real = ld._read
+    monkeypatch.setattr(ld, "_read", lambda path: (time.sleep(0.05), real(path))[1])
+
+    @lazy
+    class Alone:   # no made-later base whose stand-in would send the look-up to the lock
+        """doc"""
+        x: int = 0
+        y: int = 1
+
+    @lazy
+    class Base:
+        """doc"""
+        x: int = 0
+
+    @lazy
+    class Child(Base):
+        y: int = 1
+
+    errors: list[BaseException] = []
+
+    for cls in (Alone, Child):
+        def use():
+            try:
+                assert cls(3, 4).y == 4
+            except BaseException as e:   # noqa: BLE001 - reported below
+                errors.append(e)
+
+        maker = threading.Thread(target=lambda: cls.__dataclass_fields__)
+        maker.start()
+        time.sleep(0.02)   # inside the making, in a file read
+        users = [threading.Thread(target=use) for _ in range(4)]
+        for t in users:
+            t.start()
+        for t in [maker, *users]:
+            t.join()
+    assert not errors, errors
